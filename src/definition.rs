@@ -1,0 +1,218 @@
+//! Protocol-neutral descriptions of tools, from which protocols write their prompts.
+//!
+//! The tool layer produces these; protocols consume them. Neither knows the other:
+//! a [`ToolDefinition`] is plain data, and a method's parameters are one JSON Schema.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// A tool as a protocol presents it: an id, a display name, and its callable methods.
+///
+/// ```
+/// use serde_json::json;
+/// use tool_calling::{MethodDefinition, ToolDefinition};
+///
+/// let tool = ToolDefinition::new("calc", "Calculator")
+///     .with_description("Arithmetic.")
+///     .with_method(
+///         MethodDefinition::new("add", "Add two numbers.").with_parameters(json!({
+///             "type": "object",
+///             "properties": {"a": {"type": "number"}, "b": {"type": "number"}},
+///             "required": ["a", "b"]
+///         })),
+///     );
+/// assert_eq!(tool.methods[0].full_name(&tool.tool_id), "calc_add");
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct ToolDefinition {
+    /// Stable identifier, used in full method names (`toolId_methodName`).
+    pub tool_id: String,
+    /// Human-readable name.
+    pub tool_name: String,
+    /// What the tool is for.
+    pub description: String,
+    /// The agent-callable methods.
+    pub methods: Vec<MethodDefinition>,
+}
+
+impl ToolDefinition {
+    /// A tool with no methods yet.
+    pub fn new(tool_id: impl Into<String>, tool_name: impl Into<String>) -> Self {
+        ToolDefinition {
+            tool_id: tool_id.into(),
+            tool_name: tool_name.into(),
+            description: String::new(),
+            methods: Vec::new(),
+        }
+    }
+
+    /// Sets the description.
+    #[must_use]
+    pub fn with_description(mut self, description: impl Into<String>) -> Self {
+        self.description = description.into();
+        self
+    }
+
+    /// Adds a method.
+    #[must_use]
+    pub fn with_method(mut self, method: MethodDefinition) -> Self {
+        self.methods.push(method);
+        self
+    }
+}
+
+/// One callable method of a tool.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct MethodDefinition {
+    /// The method's name (without the tool id).
+    pub name: String,
+    /// What the method does.
+    pub description: String,
+    /// The parameters as a JSON Schema of `"type": "object"`.
+    pub parameters: Value,
+    /// The command name VCP uses instead of `name` (seed 004 `protocolConfig.vcpCommand`).
+    pub vcp_command: Option<String>,
+    /// Worked examples, shown to the model.
+    pub examples: Vec<MethodExample>,
+}
+
+impl MethodDefinition {
+    /// A method with no parameters.
+    pub fn new(name: impl Into<String>, description: impl Into<String>) -> Self {
+        MethodDefinition {
+            name: name.into(),
+            description: description.into(),
+            parameters: serde_json::json!({"type": "object", "properties": {}}),
+            vcp_command: None,
+            examples: Vec::new(),
+        }
+    }
+
+    /// Sets the parameter schema (a JSON Schema object).
+    #[must_use]
+    pub fn with_parameters(mut self, schema: Value) -> Self {
+        self.parameters = schema;
+        self
+    }
+
+    /// Sets the VCP command alias.
+    #[must_use]
+    pub fn with_vcp_command(mut self, command: impl Into<String>) -> Self {
+        self.vcp_command = Some(command.into());
+        self
+    }
+
+    /// Adds an example.
+    #[must_use]
+    pub fn with_example(mut self, example: MethodExample) -> Self {
+        self.examples.push(example);
+        self
+    }
+
+    /// `toolId_methodName`.
+    pub fn full_name(&self, tool_id: &str) -> String {
+        format!("{tool_id}_{}", self.name)
+    }
+
+    /// The command a VCP request uses: the alias if declared, else the method name.
+    pub fn command(&self) -> &str {
+        self.vcp_command.as_deref().unwrap_or(&self.name)
+    }
+
+    /// The parameters in schema order, read from the schema's `properties` and
+    /// `required`. A schema that is not an object yields no parameters.
+    pub fn parameter_list(&self) -> Vec<ParameterInfo<'_>> {
+        let Some(properties) = self.parameters.get("properties").and_then(Value::as_object) else {
+            return Vec::new();
+        };
+        let required: Vec<&str> = self
+            .parameters
+            .get("required")
+            .and_then(Value::as_array)
+            .map(|r| r.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        properties
+            .iter()
+            .map(|(name, schema)| ParameterInfo {
+                name,
+                required: required.contains(&name.as_str()),
+                schema,
+            })
+            .collect()
+    }
+}
+
+/// A parameter as read from a method's schema.
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
+pub struct ParameterInfo<'a> {
+    /// The parameter's name.
+    pub name: &'a str,
+    /// Whether the schema lists it in `required`.
+    pub required: bool,
+    /// Its own schema.
+    pub schema: &'a Value,
+}
+
+impl ParameterInfo<'_> {
+    /// A short type name: the schema's `type` (several joined by `|`), `array<T>` for
+    /// typed arrays, `enum` values when there is no type, else `any`.
+    pub fn type_name(&self) -> String {
+        fn name_of(schema: &Value) -> String {
+            match schema.get("type") {
+                Some(Value::String(t)) if t == "array" => match schema.get("items") {
+                    Some(items) if items.get("type").is_some() => format!("array<{}>", name_of(items)),
+                    _ => "array".to_string(),
+                },
+                Some(Value::String(t)) => t.clone(),
+                Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).collect::<Vec<_>>().join("|"),
+                _ if schema.get("enum").is_some() => "enum".to_string(),
+                _ => "any".to_string(),
+            }
+        }
+        name_of(self.schema)
+    }
+
+    /// The parameter's description, if the schema has one.
+    pub fn description(&self) -> Option<&str> {
+        self.schema.get("description").and_then(Value::as_str)
+    }
+
+    /// The parameter's default value, if the schema has one.
+    pub fn default(&self) -> Option<&Value> {
+        self.schema.get("default")
+    }
+
+    /// The allowed values, if the schema restricts them with `enum`.
+    pub fn allowed_values(&self) -> Option<&Vec<Value>> {
+        self.schema.get("enum").and_then(Value::as_array)
+    }
+}
+
+/// An example call of a method: the arguments, optionally the output, and what it shows.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct MethodExample {
+    /// What the example demonstrates.
+    pub description: String,
+    /// The arguments (an object).
+    pub input: Value,
+    /// The output the call would give, if worth showing.
+    pub output: Option<Value>,
+}
+
+impl MethodExample {
+    /// An example with arguments `input`.
+    pub fn new(description: impl Into<String>, input: Value) -> Self {
+        MethodExample { description: description.into(), input, output: None }
+    }
+
+    /// Sets the expected output.
+    #[must_use]
+    pub fn with_output(mut self, output: Value) -> Self {
+        self.output = Some(output);
+        self
+    }
+}

@@ -1,0 +1,106 @@
+//! Diagnostics: everything a parser noticed and tolerated.
+
+use serde::{Deserialize, Serialize};
+
+use crate::{ParsedToolRequest, Span};
+
+/// What kind of irregularity a [`Diagnostic`] reports.
+///
+/// None of these is fatal: a parser reports them and carries on. Kinds that make a
+/// request incomplete are also listed in that request's `problems`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum DiagnosticKind {
+    /// A value was never closed; it runs to the next marker or the end of the text.
+    UnclosedValue,
+    /// A block has no END marker: it ends at the next START marker or the end of text.
+    MissingEndMarker,
+    /// A request has no (or an empty) `tool_name`.
+    MissingToolName,
+    /// Text between fields that does not form a field (comments, stray words, a
+    /// `key:` with no value) was skipped.
+    StrayText,
+    /// A key appeared more than once; the last occurrence wins.
+    DuplicateKey,
+    /// A block with no field at all: no request.
+    EmptyBlock,
+    /// A block holding a documentation value (`「始exp」`): an example, no request.
+    ExampleBlock,
+    /// A reasoning tag was never closed: everything after it is hidden.
+    UnclosedReasoning,
+    /// A START marker inside a fenced code block was ignored (`skip_fenced`).
+    FencedMarker,
+    /// A native protocol's payload could not be read (bad JSON, wrong shape).
+    InvalidPayload,
+}
+
+impl DiagnosticKind {
+    /// The snake_case name used in JSON output.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            DiagnosticKind::UnclosedValue => "unclosed_value",
+            DiagnosticKind::MissingEndMarker => "missing_end_marker",
+            DiagnosticKind::MissingToolName => "missing_tool_name",
+            DiagnosticKind::StrayText => "stray_text",
+            DiagnosticKind::DuplicateKey => "duplicate_key",
+            DiagnosticKind::EmptyBlock => "empty_block",
+            DiagnosticKind::ExampleBlock => "example_block",
+            DiagnosticKind::UnclosedReasoning => "unclosed_reasoning",
+            DiagnosticKind::FencedMarker => "fenced_marker",
+            DiagnosticKind::InvalidPayload => "invalid_payload",
+        }
+    }
+}
+
+impl std::fmt::Display for DiagnosticKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One thing a parser noticed, with where it stands in the input.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Diagnostic {
+    /// What was noticed.
+    pub kind: DiagnosticKind,
+    /// A sentence saying what and where, for people and models.
+    pub message: String,
+    /// The bytes concerned.
+    pub span: Span,
+}
+
+impl Diagnostic {
+    /// A diagnostic of `kind` over `span`.
+    pub fn new(kind: DiagnosticKind, message: impl Into<String>, span: Span) -> Self {
+        Diagnostic { kind, message: message.into(), span }
+    }
+}
+
+/// The result of parsing one model reply: the requests found, and the diagnostics.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct ParseOutcome {
+    /// Requests in order of appearance, complete or not.
+    pub requests: Vec<ParsedToolRequest>,
+    /// Diagnostics in order of their start offset.
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+impl ParseOutcome {
+    /// An outcome from its parts.
+    pub fn new(requests: Vec<ParsedToolRequest>, diagnostics: Vec<Diagnostic>) -> Self {
+        ParseOutcome { requests, diagnostics }
+    }
+
+    /// Whether any request (complete or not) was found.
+    pub fn has_requests(&self) -> bool {
+        !self.requests.is_empty()
+    }
+
+    /// The requests that are complete (the ones an engine would run).
+    pub fn complete_requests(&self) -> impl Iterator<Item = &ParsedToolRequest> {
+        self.requests.iter().filter(|r| r.complete)
+    }
+}

@@ -1,0 +1,199 @@
+//! VCP, the plain-text tool protocol (`<<<[TOOL_REQUEST]>>>` blocks of
+//! `key:「始」value「末」` fields).
+//!
+//! The dialect is the one `spec/vcp.md` defines (summarised in the crate README). The
+//! parser is tolerant: unclosed values, missing END markers, truncated replies, stray
+//! prose between fields, full-width colons, CRLF and reasoning blocks are all read, and
+//! every irregularity is reported as a [`Diagnostic`](crate::Diagnostic) with byte
+//! offsets. It never panics, and its cost is linear in the input.
+//!
+//! ```
+//! use tool_calling::protocol::vcp::VcpProtocol;
+//!
+//! let reply = "Let me look.\n<<<[TOOL_REQUEST]>>>\ntool_name:「始」directory-tree「末」,\n\
+//!              path:「始」src「末」\n<<<[END_TOOL_REQUEST]>>>";
+//! let outcome = VcpProtocol::default().parse(reply);
+//! let request = &outcome.requests[0];
+//! assert_eq!(request.tool_name, "directory-tree");
+//! assert_eq!(request.arg_str("path"), Some("src"));
+//! assert!(request.complete);
+//! assert_eq!(request.span.start, 13);
+//! ```
+
+mod fence;
+mod format;
+mod markers;
+mod parser;
+mod prompt;
+mod reasoning;
+mod source;
+
+pub use format::{FormatError, neutralize_markers};
+pub use prompt::{Language, VcpTemplates};
+
+use crate::{ParseOutcome, ToolCallingProtocol, ToolDefinition, ToolExecutionResult};
+
+/// How the parser names requests whose block has no `request_id`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub enum RequestIdStyle {
+    /// `call_<16 random hex digits>_<n>`: one random draw per parse, then a counter;
+    /// unique across replies. The default.
+    #[default]
+    Random,
+    /// `req_1`, `req_2`, … counted per parse: deterministic, for tests and tools that
+    /// compare outputs.
+    Sequential,
+}
+
+/// Parser options. The defaults are the spec's: exact markers, fenced blocks parsed,
+/// reasoning hidden, random request ids.
+///
+/// ```
+/// use tool_calling::protocol::vcp::VcpOptions;
+/// let options = VcpOptions::default().fuzzy_markers(true).skip_fenced(true);
+/// assert!(options.fuzzy_markers && options.skip_fenced && !options.keep_reasoning);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub struct VcpOptions {
+    /// Accept `<<[tool_request]>>`-style markers (2–4 brackets, any case) and
+    /// `{始}`/`{末}` bracket variants (`--fuzzy`).
+    pub fuzzy_markers: bool,
+    /// Ignore START markers inside backtick code fences (`--skip-fenced`).
+    pub skip_fenced: bool,
+    /// Parse inside `<think>` blocks instead of hiding them (`--keep-think`).
+    pub keep_reasoning: bool,
+    /// How ids are assigned to requests without `request_id`.
+    pub request_ids: RequestIdStyle,
+}
+
+impl VcpOptions {
+    /// Sets [`fuzzy_markers`](Self::fuzzy_markers).
+    #[must_use]
+    pub fn fuzzy_markers(mut self, on: bool) -> Self {
+        self.fuzzy_markers = on;
+        self
+    }
+
+    /// Sets [`skip_fenced`](Self::skip_fenced).
+    #[must_use]
+    pub fn skip_fenced(mut self, on: bool) -> Self {
+        self.skip_fenced = on;
+        self
+    }
+
+    /// Sets [`keep_reasoning`](Self::keep_reasoning).
+    #[must_use]
+    pub fn keep_reasoning(mut self, on: bool) -> Self {
+        self.keep_reasoning = on;
+        self
+    }
+
+    /// Sets [`request_ids`](Self::request_ids).
+    #[must_use]
+    pub fn request_ids(mut self, style: RequestIdStyle) -> Self {
+        self.request_ids = style;
+        self
+    }
+}
+
+/// The VCP protocol: parser options plus prompt templates.
+///
+/// Cheap to clone; `Send + Sync`, so one instance can serve many tasks.
+#[derive(Debug, Clone, Default)]
+pub struct VcpProtocol {
+    options: VcpOptions,
+    templates: VcpTemplates,
+}
+
+impl VcpProtocol {
+    /// A protocol with `options` and the English templates.
+    pub fn new(options: VcpOptions) -> Self {
+        VcpProtocol { options, templates: VcpTemplates::default() }
+    }
+
+    /// Uses the built-in templates of `language`.
+    #[must_use]
+    pub fn with_language(mut self, language: Language) -> Self {
+        self.templates = VcpTemplates::for_language(language);
+        self
+    }
+
+    /// Uses `templates` for the definitions prompt.
+    #[must_use]
+    pub fn with_templates(mut self, templates: VcpTemplates) -> Self {
+        self.templates = templates;
+        self
+    }
+
+    /// The parser options.
+    pub fn options(&self) -> &VcpOptions {
+        &self.options
+    }
+
+    /// The prompt templates.
+    pub fn templates(&self) -> &VcpTemplates {
+        &self.templates
+    }
+
+    /// Parses every request block in `text`. Same as
+    /// [`parse_tool_requests`](ToolCallingProtocol::parse_tool_requests).
+    pub fn parse(&self, text: &str) -> ParseOutcome {
+        parser::parse(text, &self.options)
+    }
+
+    /// Writes one request block that this parser reads back with the same fields.
+    ///
+    /// Values that hold markers or `末` are written in the escaped form
+    /// (`「始ESCAPE」…「末ESCAPE」`). A value that holds an escaped closer cannot be
+    /// written unambiguously and is refused, as are keys that the parser would not read
+    /// back as written.
+    ///
+    /// ```
+    /// use tool_calling::protocol::vcp::VcpProtocol;
+    /// let vcp = VcpProtocol::default();
+    /// let block = vcp.format_request("notes", [("text", "say <<<[END_TOOL_REQUEST]>>>")]).unwrap();
+    /// let back = vcp.parse(&block);
+    /// assert_eq!(back.requests[0].arg_str("text"), Some("say <<<[END_TOOL_REQUEST]>>>"));
+    /// ```
+    pub fn format_request<'a, I, K, V>(&self, tool_name: &str, args: I) -> Result<String, FormatError>
+    where
+        I: IntoIterator<Item = (K, V)>,
+        K: AsRef<str> + 'a,
+        V: AsRef<str> + 'a,
+    {
+        format::format_request(tool_name, args)
+    }
+
+    /// Writes result blocks; tool output is neutralised so that it can never close its
+    /// block or forge a request. Same as
+    /// [`format_tool_results`](ToolCallingProtocol::format_tool_results).
+    pub fn format_results(&self, results: &[ToolExecutionResult]) -> String {
+        format::format_results(results)
+    }
+
+    /// Writes the definitions prompt. Same as
+    /// [`generate_tool_definitions`](ToolCallingProtocol::generate_tool_definitions).
+    pub fn generate_definitions(&self, tools: &[ToolDefinition]) -> String {
+        prompt::generate(tools, &self.templates)
+    }
+}
+
+impl ToolCallingProtocol for VcpProtocol {
+    fn id(&self) -> &str {
+        "vcp"
+    }
+
+    fn generate_tool_definitions(&self, tools: &[ToolDefinition]) -> String {
+        self.generate_definitions(tools)
+    }
+
+    fn parse_tool_requests(&self, text: &str) -> ParseOutcome {
+        self.parse(text)
+    }
+
+    fn format_tool_results(&self, results: &[ToolExecutionResult]) -> String {
+        self.format_results(results)
+    }
+}
