@@ -135,11 +135,7 @@ impl MethodDefinition {
             .unwrap_or_default();
         properties
             .iter()
-            .map(|(name, schema)| ParameterInfo {
-                name,
-                required: required.contains(&name.as_str()),
-                schema,
-            })
+            .map(|(name, schema)| ParameterInfo { name, required: required.contains(&name.as_str()), schema })
             .collect()
     }
 }

@@ -98,7 +98,11 @@ impl ToolExecutionResult {
     /// assert_eq!(ok.status, ExecutionStatus::Success);
     /// assert_eq!(ok.duration_ms, 2);
     /// ```
-    pub fn success(request_id: impl Into<String>, tool_name: impl Into<String>, result: impl Into<String>) -> Self {
+    pub fn success(
+        request_id: impl Into<String>,
+        tool_name: impl Into<String>,
+        result: impl Into<String>,
+    ) -> Self {
         ToolExecutionResult {
             request_id: request_id.into(),
             tool_name: tool_name.into(),

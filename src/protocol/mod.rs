@@ -151,10 +151,10 @@ impl ProtocolRegistry {
 
     /// The protocol registered as `id`.
     pub fn get(&self, id: &str) -> Result<Arc<dyn ToolCallingProtocol>, ProtocolError> {
-        self.protocols.get(id).cloned().ok_or_else(|| ProtocolError::Unknown {
-            id: id.to_string(),
-            known: self.ids().join(", "),
-        })
+        self.protocols
+            .get(id)
+            .cloned()
+            .ok_or_else(|| ProtocolError::Unknown { id: id.to_string(), known: self.ids().join(", ") })
     }
 
     /// The registered ids, sorted.

@@ -9,7 +9,17 @@ pub enum FormatError {
     X,
 }
 /// Neutralises markers.
-pub fn neutralize_markers(text: &str) -> String { text.to_string() }
+pub fn neutralize_markers(text: &str) -> String {
+    text.to_string()
+}
 pub(crate) fn format_request<'a, I, K, V>(_tool_name: &str, _args: I) -> Result<String, FormatError>
-where I: IntoIterator<Item = (K, V)>, K: AsRef<str> + 'a, V: AsRef<str> + 'a { Ok(String::new()) }
-pub(crate) fn format_results(_results: &[ToolExecutionResult]) -> String { String::new() }
+where
+    I: IntoIterator<Item = (K, V)>,
+    K: AsRef<str> + 'a,
+    V: AsRef<str> + 'a,
+{
+    Ok(String::new())
+}
+pub(crate) fn format_results(_results: &[ToolExecutionResult]) -> String {
+    String::new()
+}

@@ -16,6 +16,10 @@ pub enum Language {
 pub struct VcpTemplates {}
 impl VcpTemplates {
     /// Built-in templates for `language`.
-    pub fn for_language(_language: Language) -> Self { Self {} }
+    pub fn for_language(_language: Language) -> Self {
+        Self {}
+    }
 }
-pub(crate) fn generate(_tools: &[ToolDefinition], _t: &VcpTemplates) -> String { String::new() }
+pub(crate) fn generate(_tools: &[ToolDefinition], _t: &VcpTemplates) -> String {
+    String::new()
+}

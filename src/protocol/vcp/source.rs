@@ -1,1 +1,143 @@
-//! (in progress)
+//! The text the VCP grammar reads: the input with reasoning cut out, plus the map back.
+//!
+//! Cutting reasoning out leaves *breaks*: places where hidden text stood. A break is
+//! never part of a marker, value marker or key; it reads as white space between a key,
+//! its separator and its value opener, and vanishes inside a value (spec §3). When the
+//! input has no reasoning the text is borrowed as is and every lookup is trivial.
+
+use std::borrow::Cow;
+
+/// The cleaned text with break positions and a map back to input offsets.
+#[derive(Debug)]
+pub(crate) struct Source<'a> {
+    text: Cow<'a, str>,
+    /// `(cleaned_start, original_start)` of each visible segment, ascending. Empty
+    /// when nothing was cut (offsets are then the same in both texts).
+    segments: Vec<(usize, usize)>,
+    /// Cleaned offsets where hidden text was removed, ascending, without repeats.
+    breaks: Vec<usize>,
+}
+
+impl<'a> Source<'a> {
+    /// The input as is.
+    pub(crate) fn unchanged(text: &'a str) -> Self {
+        Source { text: Cow::Borrowed(text), segments: Vec::new(), breaks: Vec::new() }
+    }
+
+    /// The input without the `hidden` byte ranges (ascending, disjoint, on char
+    /// boundaries).
+    pub(crate) fn without(text: &'a str, hidden: &[(usize, usize)]) -> Self {
+        if hidden.is_empty() {
+            return Self::unchanged(text);
+        }
+        let mut cleaned = String::with_capacity(text.len());
+        let mut segments = Vec::with_capacity(hidden.len() + 1);
+        let mut breaks = Vec::with_capacity(hidden.len());
+        let mut visible_from = 0;
+        for &(start, end) in hidden {
+            if let Some(visible) = text.get(visible_from..start) {
+                if !visible.is_empty() {
+                    segments.push((cleaned.len(), visible_from));
+                    cleaned.push_str(visible);
+                }
+            }
+            if breaks.last() != Some(&cleaned.len()) {
+                breaks.push(cleaned.len());
+            }
+            visible_from = end.max(visible_from);
+        }
+        if let Some(rest) = text.get(visible_from..) {
+            if !rest.is_empty() {
+                segments.push((cleaned.len(), visible_from));
+                cleaned.push_str(rest);
+            }
+        }
+        if segments.is_empty() {
+            // Everything was hidden: a single empty segment keeps the map total.
+            segments.push((0, text.len()));
+        }
+        Source { text: Cow::Owned(cleaned), segments, breaks }
+    }
+
+    /// The cleaned text.
+    pub(crate) fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// Whether hidden text stood right before cleaned offset `pos`.
+    pub(crate) fn is_break(&self, pos: usize) -> bool {
+        !self.breaks.is_empty() && self.breaks.binary_search(&pos).is_ok()
+    }
+
+    /// Whether a break lies strictly inside `start..end` (the range is then not one
+    /// piece of text).
+    pub(crate) fn crosses_break(&self, start: usize, end: usize) -> bool {
+        if self.breaks.is_empty() {
+            return false;
+        }
+        let i = self.breaks.partition_point(|&b| b <= start);
+        self.breaks.get(i).is_some_and(|&b| b < end)
+    }
+
+    /// The first break after `pos`, or `None`.
+    pub(crate) fn next_break_after(&self, pos: usize) -> Option<usize> {
+        let i = self.breaks.partition_point(|&b| b <= pos);
+        self.breaks.get(i).copied()
+    }
+
+    /// Input offset of cleaned offset `pos`, read as the start of a range (a break
+    /// maps to the first visible byte after the hidden text).
+    pub(crate) fn original_start(&self, pos: usize) -> usize {
+        if self.segments.is_empty() {
+            return pos;
+        }
+        let i = self.segments.partition_point(|&(c, _)| c <= pos);
+        match i.checked_sub(1).and_then(|i| self.segments.get(i)) {
+            Some(&(c, o)) => o + (pos - c),
+            None => self.segments.first().map_or(pos, |&(_, o)| o),
+        }
+    }
+
+    /// Input offset of cleaned offset `pos`, read as the (exclusive) end of a range (a
+    /// break maps to the end of the visible text before the hidden text).
+    pub(crate) fn original_end(&self, pos: usize) -> usize {
+        if self.segments.is_empty() {
+            return pos;
+        }
+        let i = self.segments.partition_point(|&(c, _)| c < pos);
+        match i.checked_sub(1).and_then(|i| self.segments.get(i)) {
+            Some(&(c, o)) => o + (pos - c),
+            None => self.segments.first().map_or(pos, |&(_, o)| o),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn maps_offsets_around_hidden_text() {
+        let text = "ab<h>cd<h>e";
+        let src = Source::without(text, &[(2, 5), (7, 10)]);
+        assert_eq!(src.text(), "abcde");
+        assert!(src.is_break(2) && src.is_break(4) && !src.is_break(3));
+        assert!(src.crosses_break(1, 3) && !src.crosses_break(2, 4));
+        assert_eq!(src.original_start(2), 5);
+        assert_eq!(src.original_end(2), 2);
+        assert_eq!(src.original_start(4), 10);
+        assert_eq!(src.original_end(5), 11);
+        assert_eq!(src.next_break_after(2), Some(4));
+    }
+
+    #[test]
+    fn leading_and_total_hiding() {
+        let src = Source::without("<h>abc", &[(0, 3)]);
+        assert_eq!(src.text(), "abc");
+        assert!(src.is_break(0));
+        assert_eq!(src.original_start(0), 3);
+        let all = Source::without("<h>", &[(0, 3)]);
+        assert_eq!(all.text(), "");
+        assert_eq!(all.original_start(0), 3);
+    }
+}
