@@ -67,7 +67,8 @@ pub struct Diagnostic {
     pub kind: DiagnosticKind,
     /// A sentence saying what and where, for people and models.
     pub message: String,
-    /// The bytes concerned.
+    /// The bytes concerned. Serialised as flat `start` and `end` keys.
+    #[serde(flatten)]
     pub span: Span,
 }
 

@@ -2,7 +2,13 @@
 #![warn(missing_docs)]
 #![cfg_attr(
     not(test),
-    deny(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::indexing_slicing,
+        clippy::string_slice,
+        clippy::panic
+    )
 )]
 
 pub mod definition;
@@ -15,7 +21,7 @@ mod span;
 pub use definition::{MethodDefinition, MethodExample, ParameterInfo, ToolDefinition};
 pub use diagnostic::{Diagnostic, DiagnosticKind, ParseOutcome};
 pub use protocol::ToolCallingProtocol;
-pub use protocol::vcp::{VcpOptions, VcpProtocol};
+pub use protocol::vcp::{RequestIdStyle, VcpOptions, VcpProtocol};
 pub use request::{Args, ParsedToolRequest, RequestIdSource};
 pub use result::{ErrorKind, ExecutionStatus, ToolCallCycleResult, ToolExecutionResult};
 pub use span::Span;

@@ -41,7 +41,8 @@ pub struct ParsedToolRequest {
     /// Every other field, in order of appearance.
     pub args: Args,
     /// The whole block in the input (START marker to END marker, or to where the
-    /// block was cut off).
+    /// block was cut off). Serialised as flat `start` and `end` keys.
+    #[serde(flatten)]
     pub span: Span,
     /// `true` when the request has a non-empty tool name and nothing in it was cut off.
     pub complete: bool,

@@ -37,12 +37,13 @@ use crate::{ParseOutcome, ToolCallingProtocol, ToolDefinition, ToolExecutionResu
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 #[non_exhaustive]
 pub enum RequestIdStyle {
-    /// `call_<16 random hex digits>_<n>`: one random draw per parse, then a counter;
-    /// unique across replies. The default.
+    /// `call_<16 random hex digits>_<N>` (N as in [`Sequential`](Self::Sequential)):
+    /// one random draw per parse; unique across replies. The default.
     #[default]
     Random,
-    /// `req_1`, `req_2`, … counted per parse: deterministic, for tests and tools that
-    /// compare outputs.
+    /// `req_N`, where N is the request's 1-based position among all requests of the
+    /// parse (requests carrying the model's own id count too, so ids never shift when
+    /// one is added): deterministic, for tests and tools that compare outputs.
     Sequential,
 }
 
