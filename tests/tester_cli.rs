@@ -1,0 +1,387 @@
+//! Runs the built `tester` example (`examples/tester.rs`) and checks its command-line
+//! contract (`spec/tester.md`): JSON shape, byte offsets, exit codes, one-line errors.
+//!
+//! `cargo test` builds the examples before it runs integration tests, but
+//! `cargo test --test tester_cli` alone does not: build the example first with
+//! `cargo build --example tester`. The tests refuse a missing or stale binary.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::SystemTime;
+
+use serde_json::{Value, json};
+
+/// `target/<profile>/deps/tester_cli-…` → `target/<profile>/examples/tester`, checked once.
+fn tester_path() -> &'static Path {
+    static PATH: OnceLock<PathBuf> = OnceLock::new();
+    PATH.get_or_init(|| {
+        let exe = std::env::current_exe().expect("current_exe");
+        let profile_dir =
+            exe.parent().and_then(Path::parent).expect("test binary lives in target/<profile>/deps");
+        let examples = profile_dir.join("examples");
+        let path = examples.join(format!("tester{}", std::env::consts::EXE_SUFFIX));
+        assert!(
+            path.is_file(),
+            "the tester example was not found at {}; build it first with `cargo build --example tester` \
+             (plain `cargo test` builds examples automatically)",
+            path.display()
+        );
+        if let Some(source) = newer_source(&path, &examples.join("tester.d")) {
+            panic!(
+                "{} is older than {}; rebuild it with `cargo build --example tester`",
+                path.display(),
+                source.display()
+            );
+        }
+        path
+    })
+}
+
+/// A source file listed in the binary's dep-info file that changed after the binary was
+/// built (what would make cargo rebuild it), if any.
+fn newer_source(binary: &Path, dep_info: &Path) -> Option<PathBuf> {
+    let built = std::fs::metadata(binary).and_then(|m| m.modified()).ok()?;
+    let info = std::fs::read_to_string(dep_info).ok()?;
+    // First line: `target: dep dep …`, spaces inside paths escaped as `\ `.
+    let (_, deps) = info.lines().next()?.split_once(": ")?;
+    let modified =
+        |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).unwrap_or(SystemTime::UNIX_EPOCH);
+    deps.replace("\\ ", "\0")
+        .split_whitespace()
+        .map(|dep| PathBuf::from(dep.replace('\0', " ")))
+        .find(|dep| modified(dep) > built)
+}
+
+/// A file under the temp dir with a unique name, removed when dropped.
+struct TempFile(PathBuf);
+
+impl TempFile {
+    fn new(name: &str, contents: &[u8]) -> Self {
+        static COUNTER: AtomicUsize = AtomicUsize::new(0);
+        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+        let path = std::env::temp_dir().join(format!("tester_cli_{}_{n}_{name}", std::process::id()));
+        std::fs::write(&path, contents).expect("write temp file");
+        TempFile(path)
+    }
+
+    fn arg(&self) -> &str {
+        self.0.to_str().expect("temp path is UTF-8")
+    }
+}
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+fn run(args: &[&str]) -> Output {
+    run_with_stdin(args, None)
+}
+
+fn run_with_stdin(args: &[&str], stdin: Option<&[u8]>) -> Output {
+    let mut child = Command::new(tester_path())
+        .args(args)
+        .stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn tester");
+    if let Some(bytes) = stdin {
+        let mut pipe = child.stdin.take().expect("stdin pipe");
+        pipe.write_all(bytes).expect("write stdin");
+    }
+    child.wait_with_output().expect("wait for tester")
+}
+
+/// Asserts exit 0 and returns stdout parsed as JSON.
+fn success_json(output: &Output) -> Value {
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "tester failed; stderr: {stderr}");
+    let stdout = std::str::from_utf8(&output.stdout).expect("stdout is UTF-8");
+    assert!(stdout.ends_with('\n'), "stdout must end with a newline: {stdout:?}");
+    serde_json::from_str(stdout).unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {stdout}"))
+}
+
+/// Asserts exit 2, nothing on stdout, exactly one line on stderr; returns that line.
+fn usage_error(output: &Output) -> String {
+    let stderr = String::from_utf8(output.stderr.clone()).expect("stderr is UTF-8");
+    assert_eq!(output.status.code(), Some(2), "expected exit 2; stderr: {stderr:?}");
+    assert!(output.stdout.is_empty(), "stdout must be empty: {:?}", String::from_utf8_lossy(&output.stdout));
+    assert_eq!(stderr.matches('\n').count(), 1, "stderr must be exactly one line: {stderr:?}");
+    assert!(stderr.ends_with('\n'), "stderr must end with a newline: {stderr:?}");
+    let line = stderr.trim_end().to_string();
+    assert!(!line.is_empty(), "stderr line is empty");
+    line
+}
+
+fn keys(value: &Value) -> Vec<&str> {
+    value.as_object().expect("a JSON object").keys().map(String::as_str).collect()
+}
+
+const START: &str = "<<<[TOOL_REQUEST]>>>";
+const END: &str = "<<<[END_TOOL_REQUEST]>>>";
+
+/// One complete request whose args are written `b` before `a` (so order is testable).
+fn one_request_reply() -> String {
+    format!(
+        "Let me add those.\n{START}\ntool_name:「始」calc_add「末」,\nb:「始」2「末」,\na:「始」1「末」\n{END}\nDone."
+    )
+}
+
+fn expected_one_request(input: &str) -> Value {
+    let start = input.find(START).unwrap();
+    let end = input.find(END).unwrap() + END.len();
+    json!({
+        "requests": [{
+            "request_id": "req_1",
+            "tool_name": "calc_add",
+            "args": {"b": "2", "a": "1"},
+            "complete": true,
+            "problems": [],
+            "start": start,
+            "end": end,
+        }],
+        "diagnostics": [],
+    })
+}
+
+#[test]
+fn parse_prints_the_contract_json() {
+    let input = one_request_reply();
+    let file = TempFile::new("one.txt", input.as_bytes());
+    let out = success_json(&run(&["parse", file.arg()]));
+
+    assert_eq!(keys(&out), ["requests", "diagnostics"]);
+    let request = &out["requests"][0];
+    assert_eq!(keys(request), ["request_id", "tool_name", "args", "complete", "problems", "start", "end"]);
+    assert_eq!(keys(&request["args"]), ["b", "a"], "args must keep the order written");
+    assert_eq!(out, expected_one_request(&input));
+
+    let (start, end) =
+        (request["start"].as_u64().unwrap() as usize, request["end"].as_u64().unwrap() as usize);
+    assert!(input[start..end].starts_with(START) && input[start..end].ends_with(END));
+}
+
+#[test]
+fn parse_spec_example_block() {
+    let input = format!("{START}\ntool_name:「始」calc_add「末」,\na:「始」1「末」\n{END}");
+    let file = TempFile::new("spec.txt", input.as_bytes());
+    let out = success_json(&run(&["parse", file.arg()]));
+    assert_eq!(
+        out,
+        json!({
+            "requests": [{
+                "request_id": "req_1",
+                "tool_name": "calc_add",
+                "args": {"a": "1"},
+                "complete": true,
+                "problems": [],
+                "start": 0,
+                "end": input.len(),
+            }],
+            "diagnostics": [],
+        })
+    );
+}
+
+#[test]
+fn parse_reads_stdin_and_matches_file_output() {
+    let input = one_request_reply();
+    let file = TempFile::new("stdin.txt", input.as_bytes());
+    let from_file = run(&["parse", file.arg()]);
+    let from_stdin = run_with_stdin(&["parse", "-"], Some(input.as_bytes()));
+    assert_eq!(success_json(&from_stdin), expected_one_request(&input));
+    assert_eq!(from_stdin.stdout, from_file.stdout, "stdin and file output must be identical");
+}
+
+#[test]
+fn parse_numbers_requests_sequentially() {
+    let block = |tool: &str| format!("{START}\ntool_name:「始」{tool}「末」,\nx:「始」1「末」\n{END}\n");
+    let with_id =
+        format!("{START}\ntool_name:「始」text_echo「末」,\nrequest_id:「始」mine-7「末」\n{END}\n");
+    let input = format!("{}{}{}", block("calc_add"), with_id, block("calc_divide"));
+    let file = TempFile::new("three.txt", input.as_bytes());
+    let out = success_json(&run(&["parse", file.arg()]));
+    let ids: Vec<&str> =
+        out["requests"].as_array().unwrap().iter().map(|r| r["request_id"].as_str().unwrap()).collect();
+    assert_eq!(ids.len(), 3, "{out:#}");
+    assert_eq!(ids[0], "req_1");
+    assert_eq!(ids[1], "mine-7");
+    assert!(ids[2].starts_with("req_") && ids[2] != "req_1", "{ids:?}");
+    assert!(out["requests"][1]["args"].as_object().unwrap().is_empty(), "request_id is not an arg");
+}
+
+#[test]
+fn parse_reports_truncated_request_and_diagnostics() {
+    let input = format!("{START}\ntool_name:「始」text_echo「末」,\nmessage:「始」hello wor");
+    let file = TempFile::new("truncated.txt", input.as_bytes());
+    let out = success_json(&run(&["parse", file.arg()]));
+    let request = &out["requests"][0];
+    assert_eq!(request["tool_name"], "text_echo");
+    assert_eq!(request["args"], json!({"message": "hello wor"}));
+    assert_eq!(request["complete"], false);
+    let problems = request["problems"].as_array().unwrap();
+    assert!(!problems.is_empty() && problems.iter().all(|p| p.as_str().is_some_and(|p| !p.is_empty())));
+    assert_eq!(request["start"], 0);
+    assert_eq!(request["end"], input.len());
+
+    let diagnostics = out["diagnostics"].as_array().unwrap();
+    assert!(diagnostics.iter().any(|d| d["kind"] == "unclosed_value"), "{out:#}");
+    for d in diagnostics {
+        assert_eq!(keys(d), ["kind", "message", "start", "end"]);
+        let (start, end) = (d["start"].as_u64().unwrap(), d["end"].as_u64().unwrap());
+        assert!(start <= end && end as usize <= input.len(), "{d}");
+    }
+}
+
+#[test]
+fn parse_keep_think_flag() {
+    let input = format!(
+        "<think>\n{START}\ntool_name:「始」calc_add「末」,\na:「始」1「末」\n{END}\n</think>\nNo call."
+    );
+    let file = TempFile::new("think.txt", input.as_bytes());
+    let hidden = success_json(&run(&["parse", file.arg()]));
+    assert_eq!(hidden["requests"], json!([]));
+    let kept = success_json(&run(&["parse", "--keep-think", file.arg()]));
+    assert_eq!(kept["requests"][0]["tool_name"], "calc_add");
+    assert_eq!(kept["requests"][0]["start"], input.find(START).unwrap());
+}
+
+#[test]
+fn parse_skip_fenced_flag() {
+    let input = format!("```\n{START}\ntool_name:「始」calc_add「末」,\na:「始」1「末」\n{END}\n```\n");
+    let file = TempFile::new("fenced.txt", input.as_bytes());
+    let parsed = success_json(&run(&["parse", file.arg()]));
+    assert_eq!(parsed["requests"][0]["tool_name"], "calc_add");
+    let skipped = success_json(&run(&["parse", "--skip-fenced", file.arg()]));
+    assert_eq!(skipped["requests"], json!([]));
+}
+
+#[test]
+fn parse_fuzzy_flag() {
+    let input =
+        "<<[tool_request]>>\ntool_name:「始」calc_add「末」,\na:「始」1「末」\n<<[END_TOOL_REQUEST]>>";
+    let file = TempFile::new("fuzzy.txt", input.as_bytes());
+    let exact = success_json(&run(&["parse", file.arg()]));
+    assert_eq!(exact["requests"], json!([]));
+    let fuzzy = success_json(&run(&["parse", "--fuzzy", file.arg()]));
+    assert_eq!(fuzzy["requests"][0]["tool_name"], "calc_add");
+    assert_eq!(fuzzy["requests"][0]["end"], input.len());
+}
+
+#[test]
+fn parse_without_requests_prints_empty_lists() {
+    let file = TempFile::new("prose.txt", "Just prose, no tools. 「始」 <<<[END_TOOL_REQUEST]>>>".as_bytes());
+    let out = success_json(&run(&["parse", file.arg()]));
+    assert_eq!(out["requests"], json!([]));
+    assert_eq!(keys(&out), ["requests", "diagnostics"]);
+}
+
+#[test]
+fn bad_flag_is_a_one_line_usage_error() {
+    let file = TempFile::new("flag.txt", b"hi");
+    let line = usage_error(&run(&["parse", "--no-such-flag", file.arg()]));
+    assert!(line.contains("--no-such-flag"), "{line}");
+}
+
+#[test]
+fn missing_arguments_and_subcommands_are_one_line_errors() {
+    usage_error(&run(&[]));
+    usage_error(&run(&["parse"]));
+    usage_error(&run(&["frobnicate"]));
+    usage_error(&run(&["parse", "--protocol", "smoke-signals", "-"]));
+}
+
+#[test]
+fn missing_file_is_a_one_line_error() {
+    let missing = std::env::temp_dir().join(format!("tester_cli_{}_does_not_exist.txt", std::process::id()));
+    let line = usage_error(&run(&["parse", missing.to_str().unwrap()]));
+    assert!(line.starts_with("tester: "), "{line}");
+    assert!(line.contains("does_not_exist.txt"), "the message names the file: {line}");
+    usage_error(&run(&["bench", missing.to_str().unwrap()]));
+}
+
+#[test]
+fn invalid_utf8_names_the_byte_offset() {
+    // "héllo " is 7 bytes (é is two), then a lone continuation byte.
+    let mut bytes = "héllo ".as_bytes().to_vec();
+    let offset = bytes.len();
+    bytes.extend_from_slice(&[0x80, b'x']);
+    let file = TempFile::new("bad.txt", &bytes);
+    let line = usage_error(&run(&["parse", file.arg()]));
+    assert_eq!(line, format!("tester: input is not valid UTF-8 at byte offset {offset}"));
+
+    let from_stdin = usage_error(&run_with_stdin(&["parse", "-"], Some(&bytes)));
+    assert_eq!(from_stdin, line);
+    assert_eq!(usage_error(&run(&["bench", file.arg()])), line);
+}
+
+#[test]
+fn pending_subcommands_are_not_yet_available() {
+    for sub in ["discover", "prompt", "exec", "cycle"] {
+        let line = usage_error(&run(&[sub]));
+        assert_eq!(line, format!("tester: {sub} is not yet available"));
+    }
+    let line = usage_error(&run(&["discover", "--all"]));
+    assert_eq!(line, "tester: discover is not yet available");
+}
+
+#[test]
+fn parse_options_not_yet_available() {
+    let file = TempFile::new("pending.txt", b"hi");
+    let line = usage_error(&run(&["parse", "--stream-chunk", "4", file.arg()]));
+    assert!(line.contains("not yet available"), "{line}");
+    let line = usage_error(&run(&["parse", "--protocol", "openai", file.arg()]));
+    assert!(line.contains("not yet available"), "{line}");
+}
+
+#[test]
+fn help_and_version_exit_zero() {
+    for flag in ["--help", "--version"] {
+        let out = run(&[flag]);
+        assert_eq!(out.status.code(), Some(0), "{flag}");
+        assert!(!out.stdout.is_empty(), "{flag} prints to stdout");
+    }
+    let out = run(&["parse", "--help"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("--skip-fenced"));
+}
+
+fn bench_output(input: &str, iterations: &str) -> Value {
+    let file = TempFile::new("bench.txt", input.as_bytes());
+    let out = success_json(&run(&["bench", "--iterations", iterations, file.arg()]));
+    assert_eq!(keys(&out), ["bytes", "requests", "iterations", "median_ns", "mb_per_s"]);
+    out
+}
+
+#[test]
+fn bench_prints_the_five_figures() {
+    let input = one_request_reply().repeat(5);
+    let out = bench_output(&input, "7");
+    assert_eq!(out["bytes"], input.len());
+    assert_eq!(out["iterations"], 7);
+    assert!(out["requests"].is_u64());
+    assert!(out["median_ns"].is_u64());
+    let mb_per_s = out["mb_per_s"].as_f64().expect("mb_per_s is a number");
+    assert!(mb_per_s.is_finite() && mb_per_s > 0.0, "{out}");
+}
+
+#[test]
+fn bench_counts_requests_and_defaults_to_20_iterations() {
+    let input = one_request_reply().repeat(3);
+    let file = TempFile::new("bench_default.txt", input.as_bytes());
+    let out = success_json(&run(&["bench", file.arg()]));
+    assert_eq!(out["iterations"], 20);
+    assert_eq!(out["requests"], 3);
+}
+
+#[test]
+fn bench_rejects_zero_iterations() {
+    let file = TempFile::new("bench_zero.txt", b"hi");
+    let line = usage_error(&run(&["bench", "--iterations", "0", file.arg()]));
+    assert!(line.contains("--iterations"), "{line}");
+}
