@@ -43,6 +43,9 @@ struct Field<'t> {
     closed: bool,
 }
 
+/// The UTF-8 bytes of `末`, the character every value closer has.
+const CLOSER_CHAR: &[u8] = "末".as_bytes();
+
 /// Characters that can never be part of a key.
 fn is_key_char(c: char) -> bool {
     !(c.is_whitespace() || matches!(c, ':' | '：' | ',' | '「' | '」'))
@@ -72,10 +75,11 @@ fn escaped_opener(input: &str) -> IResult<&str, ()> {
 /// A value opener: escaped, documentation, or plain (with fuzzy bracket variants).
 fn opener(fuzzy: bool) -> impl Fn(&str) -> IResult<&str, ValueKind> {
     move |input: &str| {
+        // The three forms differ right after `「始`, so the order is only for speed.
         let exact = alt((
+            value(ValueKind::Plain, tag("「始」")),
             value(ValueKind::Escaped, escaped_opener),
             value(ValueKind::Doc, tag("「始exp」")),
-            value(ValueKind::Plain, tag("「始」")),
         ))
         .parse(input);
         match exact {
@@ -98,9 +102,9 @@ struct BlockParser<'s, 't> {
     src: &'s Source<'t>,
     finder: MarkerFinder<'s>,
     fuzzy: bool,
-    plain_close: memmem::Finder<'static>,
     doc_close: memmem::Finder<'static>,
-    closer_char: memmem::Finder<'static>,
+    /// Reused between blocks.
+    fields: Vec<Field<'s>>,
     /// Diagnostics in cleaned-text offsets.
     diagnostics: Vec<(DiagnosticKind, String, usize, usize)>,
     requests: Vec<ParsedToolRequest>,
@@ -125,7 +129,11 @@ fn normalize_value(raw: &str, kind: ValueKind) -> String {
     } else {
         raw
     };
-    if raw.contains("\r\n") { raw.replace("\r\n", "\n").trim().to_string() } else { raw.trim().to_string() }
+    if memchr::memchr(b'\r', raw.as_bytes()).is_some() && raw.contains("\r\n") {
+        raw.replace("\r\n", "\n").trim().to_string()
+    } else {
+        raw.trim().to_string()
+    }
 }
 
 /// Restores `<<<[TOOL_REQUEST_ESCAPE]>>>`, `<<<[END_TOOL_REQUEST_ESCAPE]>>>` and escaped
@@ -228,43 +236,34 @@ impl<'s, 't> BlockParser<'s, 't> {
         (start >= from && !self.src.crosses_break(start, end)).then_some((start, end))
     }
 
+    /// Offsets of `末` in `from..limit`, in order. Values are short, so a `memchr` for
+    /// the first byte of `末` (then a check of the rest) beats a substring searcher's
+    /// set-up on every call.
+    fn closer_chars(&self, from: usize, limit: usize) -> impl Iterator<Item = usize> + 's {
+        let bytes = self.text().as_bytes().get(..limit).unwrap_or_default();
+        let mut at = from;
+        std::iter::from_fn(move || {
+            while let Some(i) = bytes.get(at..).and_then(|b| memchr::memchr(CLOSER_CHAR[0], b)) {
+                let mid = at + i;
+                at = mid + 1;
+                if bytes.get(mid..mid + CLOSER_CHAR.len()) == Some(CLOSER_CHAR) {
+                    at = mid + CLOSER_CHAR.len();
+                    return Some(mid);
+                }
+            }
+            None
+        })
+    }
+
     /// The first `「末」` (with fuzzy variants) in `from..limit`.
     fn plain_close(&self, from: usize, limit: usize) -> Option<(usize, usize)> {
-        let bytes = self.text().as_bytes().get(..limit)?;
-        let mut at = from;
-        if !self.fuzzy {
-            while let Some(i) = bytes.get(at..).and_then(|b| self.plain_close.find(b)) {
-                let start = at + i;
-                let end = start + "「末」".len();
-                if !self.src.crosses_break(start, end) {
-                    return Some((start, end));
-                }
-                at = start + 1;
-            }
-            return None;
-        }
-        while let Some(i) = bytes.get(at..).and_then(|b| self.closer_char.find(b)) {
-            let mid = at + i;
-            at = mid + 1;
-            if let Some(range) = self.bracketed(mid, "", from, true).filter(|&(_, end)| end <= limit) {
-                return Some(range);
-            }
-        }
-        None
+        self.closer_chars(from, limit)
+            .find_map(|mid| self.bracketed(mid, "", from, self.fuzzy).filter(|&(_, end)| end <= limit))
     }
 
     /// The first escaped closer (`「末ESCAPE」`, any case and bracket) at or after `from`.
     fn escaped_close(&self, from: usize) -> Option<(usize, usize)> {
-        let bytes = self.text().as_bytes();
-        let mut at = from;
-        while let Some(i) = bytes.get(at..).and_then(|b| self.closer_char.find(b)) {
-            let mid = at + i;
-            at = mid + 1;
-            if let Some(range) = self.bracketed(mid, "ESCAPE", from, true) {
-                return Some(range);
-            }
-        }
-        None
+        self.closer_chars(from, self.text().len()).find_map(|mid| self.bracketed(mid, "ESCAPE", from, true))
     }
 
     /// The first `「末exp」` in `from..limit`.
@@ -288,7 +287,8 @@ impl<'s, 't> BlockParser<'s, 't> {
         let text = self.text();
         let mut cur = start.end;
         let mut boundary = self.finder.next_boundary(cur);
-        let mut fields: Vec<Field<'s>> = Vec::new();
+        let mut fields = std::mem::take(&mut self.fields);
+        fields.clear();
         let mut stray_from: Option<usize> = None;
         loop {
             let limit = boundary.map_or(text.len(), |m| m.start);
@@ -368,7 +368,8 @@ impl<'s, 't> BlockParser<'s, 't> {
                 block_end,
             );
         }
-        self.finish(start, block_end, fields);
+        self.finish(start, block_end, &mut fields);
+        self.fields = fields;
         resume
     }
 
@@ -389,7 +390,7 @@ impl<'s, 't> BlockParser<'s, 't> {
 
     /// Turns a block's fields into a request (or into a diagnostic, for empty and
     /// example blocks).
-    fn finish(&mut self, start: Marker, end: usize, fields: Vec<Field<'s>>) {
+    fn finish(&mut self, start: Marker, end: usize, fields: &mut Vec<Field<'s>>) {
         if fields.is_empty() {
             self.diag(
                 DiagnosticKind::EmptyBlock,
@@ -413,7 +414,7 @@ impl<'s, 't> BlockParser<'s, 't> {
         let mut request_id: Option<String> = None;
         let mut args = Args::with_capacity(fields.len());
         let mut problems = Vec::new();
-        for field in fields {
+        for field in fields.drain(..) {
             if !field.closed {
                 let closer = if field.kind == ValueKind::Escaped { "「末ESCAPE」" } else { "「末」" };
                 problems.push(format!("the value of `{}` is not closed: end it with {closer}", field.key));
@@ -424,20 +425,19 @@ impl<'s, 't> BlockParser<'s, 't> {
                     field.end,
                 );
             }
-            let slot = if field.key.eq_ignore_ascii_case("tool_name") {
-                Some(&mut tool_name)
+            let duplicate = if field.key.eq_ignore_ascii_case("tool_name") {
+                tool_name.replace(field.value).is_some()
             } else if field.key.eq_ignore_ascii_case("request_id") {
-                Some(&mut request_id)
+                // An empty id counts as absent: it neither sets nor erases one.
+                !field.value.is_empty() && request_id.replace(field.value).is_some()
             } else {
-                None
-            };
-            let duplicate = match slot {
-                Some(slot) => slot.replace(field.value).is_some(),
-                None => {
-                    let old = args.shift_remove(field.key);
-                    args.insert(field.key.to_string(), serde_json::Value::String(field.value));
-                    old.is_some()
+                // The last occurrence wins, at its own position: move it to the end.
+                let (index, old) =
+                    args.insert_full(field.key.to_string(), serde_json::Value::String(field.value));
+                if old.is_some() {
+                    args.move_index(index, args.len() - 1);
                 }
+                old.is_some()
             };
             if duplicate {
                 self.diag(
@@ -459,7 +459,7 @@ impl<'s, 't> BlockParser<'s, 't> {
             );
         }
         let span = Span::new(self.src.original_start(start.start), self.src.original_end(end));
-        let (request_id, id_source) = match request_id.filter(|id| !id.is_empty()) {
+        let (request_id, id_source) = match request_id {
             Some(id) => (id, RequestIdSource::Model),
             None => (String::new(), RequestIdSource::Assigned),
         };
@@ -495,9 +495,8 @@ pub(crate) fn parse(text: &str, options: &VcpOptions) -> ParseOutcome {
         src: &src,
         finder: MarkerFinder::new(&src, options.fuzzy_markers, options.skip_fenced),
         fuzzy: options.fuzzy_markers,
-        plain_close: memmem::Finder::new("「末」".as_bytes()),
         doc_close: memmem::Finder::new("「末exp」".as_bytes()),
-        closer_char: memmem::Finder::new("末".as_bytes()),
+        fields: Vec::new(),
         diagnostics: Vec::new(),
         requests: Vec::new(),
     };
@@ -530,18 +529,19 @@ pub(crate) fn parse(text: &str, options: &VcpOptions) -> ParseOutcome {
 
 /// Gives every request without a model id one of the library's.
 fn assign_ids(requests: &mut [ParsedToolRequest], style: RequestIdStyle) {
-    let mut nonce = None;
+    use std::fmt::Write as _;
+    let mut prefix: Option<String> = None;
     for (n, request) in requests.iter_mut().enumerate() {
         if request.id_source != RequestIdSource::Assigned {
             continue;
         }
-        let n = n + 1;
-        request.request_id = match style {
-            RequestIdStyle::Sequential => format!("req_{n}"),
-            RequestIdStyle::Random => {
-                let nonce = *nonce.get_or_insert_with(|| uuid::Uuid::new_v4().as_u64_pair().0);
-                format!("call_{nonce:016x}_{n}")
-            }
-        };
+        let prefix = prefix.get_or_insert_with(|| match style {
+            RequestIdStyle::Sequential => "req_".to_string(),
+            RequestIdStyle::Random => format!("call_{:016x}_", uuid::Uuid::new_v4().as_u64_pair().0),
+        });
+        let mut id = String::with_capacity(prefix.len() + 6);
+        id.push_str(prefix);
+        let _ = write!(id, "{}", n + 1);
+        request.request_id = id;
     }
 }

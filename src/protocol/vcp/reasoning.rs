@@ -44,6 +44,16 @@ fn tag_head(input: &str) -> IResult<&str, bool> {
     Ok((rest, slash.is_some()))
 }
 
+/// A cheap filter before the full tag parser: after `<`, white space and `/`, the next
+/// byte must be `t` or `T`. Markers (`<<<[`) and most prose `<` fail here at once.
+fn could_be_tag(after_lt: &[u8]) -> bool {
+    after_lt
+        .iter()
+        .skip(1)
+        .find(|&&b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r' | 0x0B | 0x0C | b'/'))
+        .is_some_and(|&b| b == b't' || b == b'T')
+}
+
 /// What [`find_hidden`] found.
 #[derive(Debug, Default)]
 pub(crate) struct Reasoning {
@@ -67,6 +77,9 @@ pub(crate) fn find_hidden(text: &str) -> Reasoning {
     while let Some(lt) = bytes.get(pos..).and_then(|b| memchr(b'<', b)).map(|i| pos + i) {
         pos = lt + 1;
         let Some(rest_of_text) = text.get(lt..) else { break };
+        if !could_be_tag(rest_of_text.as_bytes()) {
+            continue;
+        }
         let Ok((after_head, closing)) = tag_head(rest_of_text) else { continue };
         let head_end = text.len() - after_head.len();
         // `[^>]*>`: the first `>` at or after the head's end. A cached answer serves
