@@ -45,6 +45,11 @@ struct Field<'t> {
 
 /// The UTF-8 bytes of `末`, the character every value closer has.
 const CLOSER_CHAR: &[u8] = "末".as_bytes();
+/// Its first byte, which `memchr` looks for.
+const CLOSER_LEAD: u8 = match CLOSER_CHAR.first() {
+    Some(&b) => b,
+    None => 0,
+};
 
 /// Characters that can never be part of a key.
 fn is_key_char(c: char) -> bool {
@@ -243,7 +248,7 @@ impl<'s, 't> BlockParser<'s, 't> {
         let bytes = self.text().as_bytes().get(..limit).unwrap_or_default();
         let mut at = from;
         std::iter::from_fn(move || {
-            while let Some(i) = bytes.get(at..).and_then(|b| memchr::memchr(CLOSER_CHAR[0], b)) {
+            while let Some(i) = bytes.get(at..).and_then(|b| memchr::memchr(CLOSER_LEAD, b)) {
                 let mid = at + i;
                 at = mid + 1;
                 if bytes.get(mid..mid + CLOSER_CHAR.len()) == Some(CLOSER_CHAR) {
