@@ -1,0 +1,415 @@
+//! Deterministic VCP inputs for benchmarks (and, if wanted, for tests).
+//!
+//! Nothing is read from disk: every input is generated from a fixed seed with a tiny
+//! PRNG, so the same call always yields the same text on every machine. Use it from a
+//! bench or an integration test with
+//!
+//! ```ignore
+//! #[path = "../benches/support/inputs.rs"] // from tests/; "support/inputs.rs" from benches/
+//! mod inputs;
+//! ```
+//!
+//! Two shapes:
+//! - [`prose_with_requests`]: multi-paragraph markdown-ish English prose (headings, lists,
+//!   inline code, fenced code, `a < b` comparisons) with exactly [`PROSE_REQUESTS`] request
+//!   blocks spread through it, none inside a fence;
+//! - [`requests_only`]: request blocks back to back, 4–5 fields each with one multi-line
+//!   value.
+//!
+//! Every generated block is complete and well formed (`tool_name` first, every value
+//! closed, END marker present), and the prose never contains marker text, value
+//! brackets or reasoning tags, so a correct parser finds exactly the blocks generated.
+
+#![allow(dead_code)]
+
+/// The START marker.
+pub const START: &str = "<<<[TOOL_REQUEST]>>>";
+/// The END marker.
+pub const END: &str = "<<<[END_TOOL_REQUEST]>>>";
+/// How many request blocks [`prose_with_requests`] puts in its text.
+pub const PROSE_REQUESTS: usize = 3;
+
+/// SplitMix64: tiny, fast, and good enough to vary words.
+#[derive(Debug, Clone)]
+pub struct Rng(u64);
+
+impl Rng {
+    /// A generator from `seed`.
+    pub fn new(seed: u64) -> Self {
+        Rng(seed)
+    }
+
+    /// The next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// A number in `0..n` (`n > 0`).
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next_u64() % n as u64) as usize
+    }
+
+    /// A number in `lo..=hi`.
+    pub fn range(&mut self, lo: usize, hi: usize) -> usize {
+        lo + self.below(hi - lo + 1)
+    }
+
+    /// `true` with probability `1 / n`.
+    pub fn one_in(&mut self, n: usize) -> bool {
+        self.below(n) == 0
+    }
+
+    /// A random element of `items`.
+    pub fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
+        items[self.below(items.len())]
+    }
+}
+
+const NOUNS: &[&str] = &[
+    "file",
+    "directory",
+    "request",
+    "parser",
+    "model",
+    "reply",
+    "tool",
+    "server",
+    "client",
+    "buffer",
+    "token",
+    "session",
+    "answer",
+    "result",
+    "user",
+    "value",
+    "marker",
+    "field",
+    "error",
+    "function",
+    "module",
+    "test",
+    "budget",
+    "cache",
+    "queue",
+    "thread",
+    "record",
+    "document",
+    "section",
+    "summary",
+    "question",
+    "option",
+    "path",
+    "index",
+    "limit",
+    "note",
+];
+const VERBS: &[&str] = &[
+    "reads", "writes", "returns", "checks", "parses", "lists", "sends", "keeps", "drops", "opens", "closes",
+    "updates", "finds", "loads", "stores", "counts", "splits", "joins", "follows", "explains", "needs",
+    "handles", "ignores", "reports",
+];
+const ADJECTIVES: &[&str] = &[
+    "small", "large", "new", "old", "empty", "full", "quick", "careful", "simple", "long", "short", "broken",
+    "complete", "partial", "local", "remote", "first", "last", "next", "previous", "safe", "strict",
+    "tolerant", "plain",
+];
+const ADVERBS: &[&str] = &[
+    "quickly",
+    "carefully",
+    "usually",
+    "then",
+    "again",
+    "always",
+    "rarely",
+    "often",
+    "already",
+    "still",
+    "only",
+    "also",
+];
+const CONNECTORS: &[&str] =
+    &["and", "but", "so", "because", "while", "although", "when", "before", "after", "unless"];
+const OPENERS: &[&str] = &[
+    "First,",
+    "Then",
+    "After that,",
+    "In short,",
+    "Note that",
+    "Of course,",
+    "However,",
+    "For example,",
+    "Still,",
+    "Finally,",
+    "Meanwhile,",
+    "As a result,",
+];
+const CODE_WORDS: &[&str] = &[
+    "`Vec<u8>`",
+    "`parse()`",
+    "`max_len`",
+    "`src/lib.rs`",
+    "`--verbose`",
+    "`Option<T>`",
+    "`README.md`",
+    "`cargo test`",
+    "`i < n`",
+    "`HashMap<K, V>`",
+];
+const COMPARISONS: &[&str] = &[
+    "if a < b the loop stops",
+    "as long as x < y holds",
+    "whenever 3 < n",
+    "so that len < cap",
+    "where 0 <= i < n",
+    "since cost(n) < 2 * cost(n / 2)",
+    "unless a < b < c",
+    "(the usual <= check)",
+];
+const HEADINGS: &[&str] = &[
+    "Overview",
+    "What happened",
+    "Next steps",
+    "Details",
+    "Summary",
+    "Plan",
+    "Notes",
+    "Findings",
+    "Open questions",
+    "Results",
+];
+
+fn word(rng: &mut Rng) -> &'static str {
+    match rng.below(10) {
+        0..=3 => rng.pick(NOUNS),
+        4..=6 => rng.pick(VERBS),
+        7..=8 => rng.pick(ADJECTIVES),
+        _ => rng.pick(ADVERBS),
+    }
+}
+
+fn capitalized(s: &str, out: &mut String) {
+    let mut chars = s.chars();
+    if let Some(first) = chars.next() {
+        out.extend(first.to_uppercase());
+        out.push_str(chars.as_str());
+    }
+}
+
+/// One sentence, ending with punctuation and a space.
+fn sentence(rng: &mut Rng, out: &mut String) {
+    if rng.one_in(4) {
+        out.push_str(rng.pick(OPENERS));
+        out.push_str(" the ");
+    } else {
+        capitalized("the", out);
+        out.push(' ');
+    }
+    out.push_str(rng.pick(ADJECTIVES));
+    out.push(' ');
+    out.push_str(rng.pick(NOUNS));
+    out.push(' ');
+    out.push_str(rng.pick(VERBS));
+    for i in 0..rng.range(4, 14) {
+        out.push(' ');
+        match rng.below(40) {
+            0 => out.push_str(rng.pick(CODE_WORDS)),
+            1 => out.push_str(rng.pick(COMPARISONS)),
+            2 => {
+                out.push_str(rng.pick(CONNECTORS));
+            }
+            3 if i > 1 => {
+                out.push_str(word(rng));
+                out.push(',');
+            }
+            4 => {
+                out.push('"');
+                out.push_str(word(rng));
+                out.push('"');
+            }
+            5 => {
+                out.push('(');
+                out.push_str(word(rng));
+                out.push(' ');
+                out.push_str(word(rng));
+                out.push(')');
+            }
+            6 => out.push_str(&rng.range(2, 4096).to_string()),
+            7 => out.push('—'),
+            _ => out.push_str(word(rng)),
+        }
+    }
+    out.push_str(match rng.below(12) {
+        0 => "? ",
+        1 => "! ",
+        2 => "… ",
+        3 => ": ",
+        _ => ". ",
+    });
+}
+
+/// A paragraph, heading, list or fenced code block, ending with a blank line.
+fn paragraph(rng: &mut Rng, out: &mut String) {
+    match rng.below(20) {
+        0 | 1 => {
+            out.push_str(if rng.one_in(3) { "# " } else { "## " });
+            out.push_str(rng.pick(HEADINGS));
+            out.push_str("\n\n");
+        }
+        2 | 3 => {
+            let numbered = rng.one_in(2);
+            for i in 1..=rng.range(2, 6) {
+                if numbered {
+                    out.push_str(&format!("{i}. "));
+                } else {
+                    out.push_str("- ");
+                }
+                sentence(rng, out);
+                out.pop();
+                out.push('\n');
+            }
+            out.push('\n');
+        }
+        4 => {
+            // A closed fence (exercises fence detection under `skip_fenced`).
+            out.push_str(rng.pick(&["```rust\n", "```\n", "```json\n", "````text\n"]));
+            let closer = if out.ends_with("````text\n") { "````\n\n" } else { "```\n\n" };
+            for _ in 0..rng.range(2, 8) {
+                out.push_str(rng.pick(&[
+                    "let total = items.iter().map(|x| x.len()).sum::<usize>();\n",
+                    "if a < b { return Err(\"too small\".into()); }\n",
+                    "{\"path\": \"src/tools\", \"recursive\": false}\n",
+                    "for (i, line) in text.lines().enumerate() {\n",
+                    "}\n",
+                    "    println!(\"{i}: {line}\");\n",
+                    "// TODO: handle the empty case\n",
+                ]));
+            }
+            out.push_str(closer);
+        }
+        5 => {
+            out.push_str("> ");
+            sentence(rng, out);
+            out.pop();
+            out.push_str("\n\n");
+        }
+        _ => {
+            for _ in 0..rng.range(2, 7) {
+                sentence(rng, out);
+            }
+            out.pop();
+            out.push_str("\n\n");
+        }
+    }
+}
+
+const TOOLS: &[(&str, &[&str])] = &[
+    ("directory-tree", &["path", "recursive", "max_depth", "pattern"]),
+    ("FileOperator", &["command", "filePath", "encoding", "overwrite"]),
+    ("web_search", &["query", "count", "language", "safe_search"]),
+    ("notes_append", &["title", "tags", "priority", "due"]),
+    ("SciCalculator", &["expression", "precision", "mode", "units"]),
+];
+const MULTILINE_KEYS: &[&str] = &["content", "text", "body", "script"];
+
+/// One complete request block: `tool_name`, 3–4 short fields, one multi-line value.
+pub fn request_block(rng: &mut Rng, out: &mut String) {
+    let (tool, keys) = TOOLS[rng.below(TOOLS.len())];
+    let short_fields = rng.range(3, 4);
+    let multiline_at = rng.below(short_fields + 1);
+    out.push_str(START);
+    out.push('\n');
+    out.push_str("tool_name:「始」");
+    out.push_str(tool);
+    out.push_str("「末」");
+    let mut short = 0;
+    for i in 0..=short_fields {
+        out.push_str(",\n");
+        if i == multiline_at {
+            out.push_str(rng.pick(MULTILINE_KEYS));
+            out.push_str(":「始」");
+            for line in 0..rng.range(2, 6) {
+                if line > 0 {
+                    out.push('\n');
+                }
+                let mut text = String::new();
+                sentence(rng, &mut text);
+                out.push_str(text.trim_end());
+            }
+            out.push_str("「末」");
+        } else {
+            out.push_str(keys[short]);
+            short += 1;
+            out.push_str(":「始」");
+            match rng.below(4) {
+                0 => out.push_str(&rng.range(0, 100_000).to_string()),
+                1 => out.push_str(rng.pick(&["true", "false", "no_reply"])),
+                2 => {
+                    out.push_str("src/");
+                    out.push_str(rng.pick(NOUNS));
+                    out.push('/');
+                    out.push_str(rng.pick(NOUNS));
+                    out.push_str(".rs");
+                }
+                _ => {
+                    out.push_str(rng.pick(ADJECTIVES));
+                    out.push(' ');
+                    out.push_str(rng.pick(NOUNS));
+                }
+            }
+            out.push_str("「末」");
+        }
+    }
+    out.push('\n');
+    out.push_str(END);
+    out.push('\n');
+}
+
+/// About `size` bytes (never more, unless `size` is smaller than the three blocks and a
+/// few paragraphs) of prose with exactly [`PROSE_REQUESTS`] request blocks, placed near
+/// 1/4, 1/2 and 3/4 of the text, each between paragraphs.
+pub fn prose_with_requests(size: usize) -> String {
+    let mut rng = Rng::new(0x5EED_F00D_0001);
+    let mut out = String::with_capacity(size + 4096);
+    let mut paragraph_buf = String::new();
+    let mut inserted = 0;
+    loop {
+        if inserted < PROSE_REQUESTS && out.len() >= (inserted + 1) * size / (PROSE_REQUESTS + 1) {
+            request_block(&mut rng, &mut out);
+            out.push('\n');
+            inserted += 1;
+            continue;
+        }
+        paragraph_buf.clear();
+        paragraph(&mut rng, &mut paragraph_buf);
+        if inserted == PROSE_REQUESTS && out.len() + paragraph_buf.len() > size {
+            break;
+        }
+        out.push_str(&paragraph_buf);
+    }
+    out
+}
+
+/// Request blocks back to back, as many as fit in `size` bytes (at least one).
+pub fn requests_only(size: usize) -> String {
+    let mut rng = Rng::new(0xB10C_5EED);
+    let mut out = String::with_capacity(size + 4096);
+    let mut block = String::new();
+    loop {
+        block.clear();
+        request_block(&mut rng, &mut block);
+        if !out.is_empty() && out.len() + block.len() > size {
+            break;
+        }
+        out.push_str(&block);
+    }
+    out
+}
+
+/// How many START markers `text` holds (the number of blocks a generator wrote).
+pub fn count_blocks(text: &str) -> usize {
+    text.matches(START).count()
+}

@@ -1,0 +1,122 @@
+//! Fuzz target: the VCP parser on arbitrary text, under every option combination.
+//!
+//! Input layout: the first byte's low three bits pick the options (bit 0 `fuzzy_markers`,
+//! bit 1 `skip_fenced`, bit 2 `keep_reasoning`); the rest is cut to its longest valid
+//! UTF-8 prefix and parsed. Besides "never panics", the target checks the invariants the
+//! public types promise (see `Span`, `ParsedToolRequest`, `ParseOutcome`) and panics when
+//! one is violated, which is how libFuzzer reports a failure.
+//!
+//! Run from the repository root:
+//! `cd fuzz && cargo +nightly fuzz run vcp_parse corpus/vcp_parse seeds/vcp_parse -- -dict=vcp_parse.dict`
+
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use tool_calling::protocol::vcp::{RequestIdStyle, VcpOptions, VcpProtocol};
+use tool_calling::{ParseOutcome, Span};
+
+fuzz_target!(|data: &[u8]| {
+    let (flags, rest) = match data.split_first() {
+        Some((&flags, rest)) => (flags, rest),
+        None => (0, &[][..]),
+    };
+    let text = match std::str::from_utf8(rest) {
+        Ok(text) => text,
+        Err(e) => match std::str::from_utf8(&rest[..e.valid_up_to()]) {
+            Ok(text) => text,
+            Err(_) => unreachable!("a prefix up to valid_up_to() is valid UTF-8"),
+        },
+    };
+
+    let options = VcpOptions::default()
+        .fuzzy_markers(flags & 0b001 != 0)
+        .skip_fenced(flags & 0b010 != 0)
+        .keep_reasoning(flags & 0b100 != 0)
+        .request_ids(RequestIdStyle::Sequential);
+    let protocol = VcpProtocol::new(options);
+
+    let outcome = protocol.parse(text);
+    check_invariants(text, &outcome, &options);
+
+    // Deterministic with sequential ids: a second parse gives exactly the same outcome.
+    let again = protocol.parse(text);
+    assert!(
+        outcome == again,
+        "parse is not deterministic with RequestIdStyle::Sequential ({options:?})\n\
+         input: {text:?}\nfirst:  {outcome:#?}\nsecond: {again:#?}"
+    );
+});
+
+fn check_span(text: &str, span: Span, what: &str, options: &VcpOptions) {
+    assert!(
+        span.start <= span.end && span.end <= text.len(),
+        "{what}: span {span:?} out of bounds (input length {}, {options:?})\ninput: {text:?}",
+        text.len()
+    );
+    assert!(
+        text.is_char_boundary(span.start) && text.is_char_boundary(span.end),
+        "{what}: span {span:?} not on char boundaries ({options:?})\ninput: {text:?}"
+    );
+}
+
+fn check_invariants(text: &str, outcome: &ParseOutcome, options: &VcpOptions) {
+    let mut previous_end: Option<usize> = None;
+    for (i, request) in outcome.requests.iter().enumerate() {
+        let what = format!("request #{i} ({:?})", request.tool_name);
+        check_span(text, request.span, &what, options);
+
+        // A request's block holds at least its START marker.
+        assert!(
+            !request.span.is_empty(),
+            "{what}: empty span {:?} ({options:?})\ninput: {text:?}",
+            request.span
+        );
+
+        // Requests come in order of appearance and never share bytes.
+        if let Some(end) = previous_end {
+            assert!(
+                end <= request.span.start,
+                "{what}: span {:?} overlaps or precedes the previous request (which ends at {end}) \
+                 ({options:?})\ninput: {text:?}\noutcome: {outcome:#?}",
+                request.span
+            );
+        }
+        previous_end = Some(request.span.end);
+
+        if request.complete {
+            assert!(
+                !request.tool_name.is_empty(),
+                "{what}: complete but tool_name is empty ({options:?})\ninput: {text:?}\n{request:#?}"
+            );
+            assert!(
+                request.problems.is_empty(),
+                "{what}: complete but has problems ({options:?})\ninput: {text:?}\n{request:#?}"
+            );
+        } else {
+            assert!(
+                !request.problems.is_empty(),
+                "{what}: incomplete but no problems given ({options:?})\ninput: {text:?}\n{request:#?}"
+            );
+        }
+
+        // An empty `request_id` counts as absent, so the library assigns one.
+        assert!(
+            !request.request_id.is_empty(),
+            "{what}: empty request_id ({options:?})\ninput: {text:?}\n{request:#?}"
+        );
+    }
+
+    let mut previous_start = 0;
+    for (i, diagnostic) in outcome.diagnostics.iter().enumerate() {
+        let what = format!("diagnostic #{i} ({})", diagnostic.kind);
+        check_span(text, diagnostic.span, &what, options);
+        assert!(
+            previous_start <= diagnostic.span.start,
+            "{what}: diagnostics not sorted by span.start ({} after {previous_start}) \
+             ({options:?})\ninput: {text:?}\ndiagnostics: {:#?}",
+            diagnostic.span.start,
+            outcome.diagnostics
+        );
+        previous_start = diagnostic.span.start;
+    }
+}
