@@ -11,12 +11,15 @@
     )
 )]
 
+pub mod arguments;
 pub mod definition;
 pub mod diagnostic;
 pub mod protocol;
+pub mod registry;
 pub mod request;
 pub mod result;
 mod span;
+pub mod tool;
 
 pub use definition::{MethodDefinition, MethodExample, ParameterInfo, ToolDefinition};
 pub use diagnostic::{Diagnostic, DiagnosticKind, ParseOutcome};
@@ -25,3 +28,13 @@ pub use protocol::vcp::{RequestIdStyle, VcpOptions, VcpProtocol};
 pub use request::{Args, ParsedToolRequest, RequestIdSource};
 pub use result::{ErrorKind, ExecutionStatus, ToolCallCycleResult, ToolExecutionResult};
 pub use span::Span;
+
+/// Re-exports for code the macros generate. Not public API: may change at any time.
+#[doc(hidden)]
+pub mod __private {
+    pub use futures;
+    pub use inventory;
+    pub use schemars;
+    pub use serde;
+    pub use serde_json;
+}

@@ -1,0 +1,215 @@
+//! Turning a model's arguments into a method's input: coercion by schema, then
+//! JSON-Schema validation (seed 000 §3.2, §5.6).
+//!
+//! VCP values are all strings. Before validation each one is coerced by the type its
+//! parameter's schema declares: `"false"` → `false`, `"42"` → `42`, JSON text →
+//! arrays and objects, and `""` for an optional parameter → absent. Values that are
+//! already JSON (native protocols) are left as they are. Then the arguments are
+//! validated with a validator compiled once per method. Errors name the parameter and
+//! the rule, in words meant for the model.
+
+use serde_json::{Map, Value};
+
+use crate::request::Args;
+use crate::tool::ArgMap;
+
+/// One problem with one argument.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ArgumentError {
+    /// The parameter concerned (`""` when the problem is with the arguments as a whole).
+    pub parameter: String,
+    /// The JSON-Schema keyword that failed (`required`, `type`, `maximum`, …).
+    pub rule: String,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl std::fmt::Display for ArgumentError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.parameter.is_empty() {
+            write!(f, "arguments ({}): {}", self.rule, self.message)
+        } else {
+            write!(f, "parameter `{}` ({}): {}", self.parameter, self.rule, self.message)
+        }
+    }
+}
+
+/// Every problem found with a call's arguments.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid arguments: {}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
+pub struct ArgumentErrors(pub Vec<ArgumentError>);
+
+/// A method's argument checker: its schema and the validator compiled from it.
+pub struct ArgumentValidator {
+    schema: Value,
+    validator: jsonschema::Validator,
+}
+
+impl std::fmt::Debug for ArgumentValidator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ArgumentValidator").field("schema", &self.schema).finish_non_exhaustive()
+    }
+}
+
+fn json_type_matches(value: &Value, ty: &str) -> bool {
+    match ty {
+        "string" => value.is_string(),
+        "integer" => value.is_i64() || value.is_u64(),
+        "number" => value.is_number(),
+        "boolean" => value.is_boolean(),
+        "array" => value.is_array(),
+        "object" => value.is_object(),
+        "null" => value.is_null(),
+        _ => false,
+    }
+}
+
+impl ArgumentValidator {
+    /// Compiles `schema`; an invalid schema is an error naming what is wrong.
+    pub fn new(schema: &Value) -> Result<Self, String> {
+        let validator = jsonschema::validator_for(schema).map_err(|e| e.to_string())?;
+        Ok(ArgumentValidator { schema: schema.clone(), validator })
+    }
+
+    /// The schema this validator checks.
+    pub fn schema(&self) -> &Value {
+        &self.schema
+    }
+
+    /// Resolves a local `$ref` (`#/$defs/…`, `#/definitions/…`) one level.
+    fn resolve<'s>(&'s self, schema: &'s Value) -> &'s Value {
+        match schema.get("$ref").and_then(Value::as_str).and_then(|r| r.strip_prefix('#')) {
+            Some(pointer) => self.schema.pointer(pointer).unwrap_or(schema),
+            None => schema,
+        }
+    }
+
+    /// The JSON types a parameter's schema allows, in the order declared (from `type`,
+    /// or from the variants of `anyOf`/`oneOf`).
+    fn types_of<'s>(&'s self, schema: &'s Value) -> Vec<&'s str> {
+        let schema = self.resolve(schema);
+        match schema.get("type") {
+            Some(Value::String(t)) => vec![t.as_str()],
+            Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).collect(),
+            _ => ["anyOf", "oneOf"]
+                .iter()
+                .filter_map(|k| schema.get(k).and_then(Value::as_array))
+                .flatten()
+                .flat_map(|variant| self.types_of(variant))
+                .collect(),
+        }
+    }
+
+    /// A string coerced to the first type it fits, or kept as a string.
+    fn coerce_string(&self, text: &str, schema: &Value) -> Value {
+        let types = self.types_of(schema);
+        if types.is_empty() {
+            // No declared type: an enum of non-strings may still say what is meant.
+            if let Some(values) = self.resolve(schema).get("enum").and_then(Value::as_array) {
+                if let Ok(parsed) = serde_json::from_str::<Value>(text.trim()) {
+                    if values.contains(&parsed) && !values.iter().any(|v| v == text) {
+                        return parsed;
+                    }
+                }
+            }
+            return Value::String(text.to_string());
+        }
+        if types.contains(&"string") {
+            return Value::String(text.to_string());
+        }
+        let trimmed = text.trim();
+        for ty in types {
+            let coerced = match ty {
+                "integer" => trimmed.parse::<i64>().ok().map(Value::from).or_else(|| trimmed.parse::<u64>().ok().map(Value::from)),
+                "number" => trimmed
+                    .parse::<i64>()
+                    .ok()
+                    .map(Value::from)
+                    .or_else(|| trimmed.parse::<f64>().ok().filter(|f| f.is_finite()).map(Value::from)),
+                "boolean" => match trimmed.to_ascii_lowercase().as_str() {
+                    "true" => Some(Value::Bool(true)),
+                    "false" => Some(Value::Bool(false)),
+                    _ => None,
+                },
+                "null" => (trimmed == "null").then_some(Value::Null),
+                "array" | "object" => serde_json::from_str::<Value>(trimmed).ok().filter(|v| json_type_matches(v, ty)),
+                _ => None,
+            };
+            if let Some(value) = coerced {
+                return value;
+            }
+        }
+        Value::String(text.to_string())
+    }
+
+    /// Coerces `args` by the schema (see the module docs); does not validate.
+    pub fn coerce(&self, args: &Args) -> ArgMap {
+        let empty = Map::new();
+        let properties = self.schema.get("properties").and_then(Value::as_object).unwrap_or(&empty);
+        let required: Vec<&str> = self
+            .schema
+            .get("required")
+            .and_then(Value::as_array)
+            .map(|r| r.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        let mut out = Map::with_capacity(args.len());
+        for (key, value) in args {
+            let coerced = match (value, properties.get(key)) {
+                (Value::String(s), _) if s.trim().is_empty() && !required.contains(&key.as_str()) => continue,
+                (Value::String(s), Some(schema)) => self.coerce_string(s, schema),
+                (other, _) => other.clone(),
+            };
+            out.insert(key.clone(), coerced);
+        }
+        out
+    }
+
+    /// Validates already-coerced arguments.
+    pub fn validate(&self, args: &ArgMap) -> Result<(), ArgumentErrors> {
+        let instance = Value::Object(args.clone());
+        let errors: Vec<ArgumentError> = self
+            .validator
+            .iter_errors(&instance)
+            .map(|error| {
+                let rule = error.kind().keyword().to_string();
+                let parameter = match error.kind() {
+                    jsonschema::error::ValidationErrorKind::Required { property } => {
+                        property.as_str().unwrap_or_default().to_string()
+                    }
+                    _ => error
+                        .instance_path()
+                        .as_str()
+                        .trim_start_matches('/')
+                        .split('/')
+                        .next()
+                        .unwrap_or_default()
+                        .replace("~1", "/")
+                        .replace("~0", "~"),
+                };
+                let message = match error.kind() {
+                    jsonschema::error::ValidationErrorKind::Required { .. } => {
+                        "is required but was not given".to_string()
+                    }
+                    _ => {
+                        let path = error.instance_path().as_str();
+                        let inner = path.trim_start_matches('/').split_once('/').map(|(_, rest)| rest);
+                        match inner {
+                            Some(rest) if !rest.is_empty() => format!("at `{rest}`: {error}"),
+                            _ => error.to_string(),
+                        }
+                    }
+                };
+                ArgumentError { parameter, rule, message }
+            })
+            .collect();
+        if errors.is_empty() { Ok(()) } else { Err(ArgumentErrors(errors)) }
+    }
+
+    /// Coerces, then validates: the arguments a method may run with.
+    pub fn prepare(&self, args: &Args) -> Result<ArgMap, ArgumentErrors> {
+        let coerced = self.coerce(args);
+        self.validate(&coerced)?;
+        Ok(coerced)
+    }
+}

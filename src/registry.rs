@@ -1,0 +1,420 @@
+//! The tool registry: where tools are registered (at link time with `inventory`, or at
+//! run time), checked, and looked up.
+//!
+//! Every definition is checked when it is registered, not when it is first called
+//! (seed 000 §3.1, §5.4): ids and names non-empty and unique, parameters an object
+//! schema, every `required` key defined, nested properties typed, and the schema
+//! compilable. A bad definition is an error naming the tool, the method and the field.
+
+use std::collections::HashMap;
+use std::sync::{Arc, OnceLock, RwLock};
+
+use serde_json::Value;
+
+use crate::arguments::{ArgumentErrors, ArgumentValidator};
+use crate::request::Args;
+use crate::tool::{ArgMap, Instance, MethodSpec, ToolError, ToolOutput, ToolRegistration, ToolSpec};
+use crate::{ErrorKind, ToolDefinition};
+
+/// Why a tool could not be registered.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RegistryError {
+    /// A tool with an empty id.
+    #[error("a tool has an empty id (tool name `{tool_name}`)")]
+    EmptyToolId {
+        /// The tool's display name.
+        tool_name: String,
+    },
+    /// A tool id used twice.
+    #[error("tool `{tool}` is already registered")]
+    DuplicateTool {
+        /// The id.
+        tool: String,
+    },
+    /// A method with an empty name.
+    #[error("tool `{tool}` has a method with an empty name")]
+    EmptyMethodName {
+        /// The tool.
+        tool: String,
+    },
+    /// A method name (or VCP command alias) used twice within a tool.
+    #[error("tool `{tool}` declares method `{method}` more than once")]
+    DuplicateMethod {
+        /// The tool.
+        tool: String,
+        /// The repeated name.
+        method: String,
+    },
+    /// Two methods (of different tools) share a full name or VCP command alias.
+    #[error("`{name}` of tool `{tool}` clashes with a method of tool `{other_tool}`")]
+    NameClash {
+        /// The clashing name.
+        name: String,
+        /// The tool being registered.
+        tool: String,
+        /// The tool already holding the name.
+        other_tool: String,
+    },
+    /// A parameter schema that is not acceptable.
+    #[error("tool `{tool}`, method `{method}`, schema at `{field}`: {reason}")]
+    InvalidSchema {
+        /// The tool.
+        tool: String,
+        /// The method.
+        method: String,
+        /// A JSON pointer into the method's schema (`""` for the root).
+        field: String,
+        /// What is wrong.
+        reason: String,
+    },
+}
+
+/// Checks a parameter schema; returns `(pointer, reason)` for the first problem.
+fn schema_problem(root: &Value) -> Option<(String, String)> {
+    let Some(object) = root.as_object() else {
+        return Some((String::new(), "parameters must be a JSON Schema object".into()));
+    };
+    if object.get("type").and_then(Value::as_str) != Some("object") {
+        return Some(("/type".into(), "parameters must be a schema of `\"type\": \"object\"`".into()));
+    }
+    object_problem(root, "")
+        .or_else(|| {
+            ["$defs", "definitions"].iter().find_map(|defs| {
+                root.get(defs).and_then(Value::as_object).and_then(|defs_map| {
+                    defs_map.iter().find_map(|(name, schema)| {
+                        typed_problem(schema, &format!("/{defs}/{}", escape_pointer(name)))
+                    })
+                })
+            })
+        })
+        .or_else(|| jsonschema::validator_for(root).err().map(|e| (String::new(), format!("not a valid schema: {e}"))))
+}
+
+fn escape_pointer(key: &str) -> String {
+    key.replace('~', "~0").replace('/', "~1")
+}
+
+/// An object schema: `properties` typed, `required` keys defined.
+fn object_problem(schema: &Value, at: &str) -> Option<(String, String)> {
+    let properties = match schema.get("properties") {
+        None => None,
+        Some(Value::Object(p)) => Some(p),
+        Some(_) => return Some((format!("{at}/properties"), "`properties` must be an object".into())),
+    };
+    if let Some(properties) = properties {
+        for (name, property) in properties {
+            if let Some(problem) = typed_problem(property, &format!("{at}/properties/{}", escape_pointer(name))) {
+                return Some(problem);
+            }
+        }
+    }
+    match schema.get("required") {
+        None => None,
+        Some(Value::Array(required)) => required.iter().enumerate().find_map(|(i, key)| match key.as_str() {
+            None => Some((format!("{at}/required/{i}"), "`required` entries must be strings".into())),
+            Some(key) if !properties.is_some_and(|p| p.contains_key(key)) => Some((
+                format!("{at}/required/{i}"),
+                format!("`{key}` is required but not defined in `properties`"),
+            )),
+            Some(_) => None,
+        }),
+        Some(_) => Some((format!("{at}/required"), "`required` must be an array of names".into())),
+    }
+}
+
+/// A property schema must say what it holds; nested objects and arrays are checked too.
+fn typed_problem(schema: &Value, at: &str) -> Option<(String, String)> {
+    if schema.as_bool() == Some(true) {
+        return None;
+    }
+    let Some(object) = schema.as_object() else {
+        return Some((at.to_string(), "a property schema must be an object".into()));
+    };
+    const TYPING: [&str; 7] = ["type", "enum", "const", "$ref", "anyOf", "oneOf", "allOf"];
+    if !TYPING.iter().any(|k| object.contains_key(*k)) {
+        return Some((at.to_string(), "the property has no type (add `type`, `enum`, `const` or `$ref`)".into()));
+    }
+    if object.get("type").and_then(Value::as_str) == Some("object") || object.contains_key("properties") {
+        if let Some(problem) = object_problem(schema, at) {
+            return Some(problem);
+        }
+    }
+    if let Some(items) = object.get("items") {
+        if let Some(problem) = typed_problem(items, &format!("{at}/items")) {
+            return Some(problem);
+        }
+    }
+    for combinator in ["anyOf", "oneOf", "allOf"] {
+        if let Some(variants) = object.get(combinator).and_then(Value::as_array) {
+            for (i, variant) in variants.iter().enumerate() {
+                if let Some(problem) = typed_problem(variant, &format!("{at}/{combinator}/{i}")) {
+                    return Some(problem);
+                }
+            }
+        }
+    }
+    None
+}
+
+/// A registered tool: its spec, one compiled validator per method, and its shared
+/// instance (made on first use).
+pub struct RegisteredTool {
+    spec: ToolSpec,
+    validators: Vec<ArgumentValidator>,
+    instance: OnceLock<Result<Instance, ToolError>>,
+}
+
+impl std::fmt::Debug for RegisteredTool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RegisteredTool").field("spec", &self.spec).finish_non_exhaustive()
+    }
+}
+
+impl RegisteredTool {
+    /// The tool's spec.
+    pub fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    /// The validator of method number `index`.
+    pub fn validator(&self, index: usize) -> Option<&ArgumentValidator> {
+        self.validators.get(index)
+    }
+
+    /// The shared instance, made on first use.
+    pub fn instance(&self) -> Result<Instance, ToolError> {
+        self.instance.get_or_init(|| self.spec.create_instance()).clone()
+    }
+}
+
+/// A method found in the registry.
+#[derive(Debug, Clone)]
+pub struct MethodRef {
+    /// The tool holding it.
+    pub tool: Arc<RegisteredTool>,
+    /// The method's index in the tool's spec.
+    pub index: usize,
+}
+
+impl MethodRef {
+    /// The method's spec.
+    pub fn spec(&self) -> Option<&MethodSpec> {
+        self.tool.spec.methods.get(self.index)
+    }
+
+    /// `toolId_methodName`.
+    pub fn full_name(&self) -> String {
+        self.spec().map(|m| m.definition.full_name(&self.tool.spec.tool_id)).unwrap_or_default()
+    }
+
+    /// Coerces and validates `args` for this method, running its argument hook first.
+    pub fn prepare_args(&self, args: &Args) -> Result<ArgMap, ToolError> {
+        let (Some(spec), Some(validator)) = (self.spec(), self.tool.validator(self.index)) else {
+            return Err(ToolError::new(ErrorKind::NotFound, "the method is no longer registered"));
+        };
+        let mut coerced = validator.coerce(args);
+        if let Some(hook) = &spec.argument_hook {
+            coerced = hook(coerced)?;
+        }
+        validator.validate(&coerced).map_err(|e: ArgumentErrors| ToolError::validation(e.to_string()))?;
+        Ok(coerced)
+    }
+}
+
+#[derive(Default)]
+struct Inner {
+    tools: Vec<Arc<RegisteredTool>>,
+    /// Full names and VCP command aliases → (tool index, method index).
+    names: HashMap<String, (usize, usize)>,
+    generation: u64,
+}
+
+/// Every registered tool. Safe to share across threads (`Arc<ToolRegistry>`); tools can
+/// be registered at any time.
+///
+/// ```
+/// use std::sync::Arc;
+/// use serde_json::json;
+/// use tool_calling::registry::ToolRegistry;
+/// use tool_calling::tool::{MethodSpec, ToolOutput, ToolSpec};
+/// use tool_calling::{Args, MethodDefinition};
+///
+/// let registry = ToolRegistry::new();
+/// let add = MethodDefinition::new("add", "Add two numbers.").with_parameters(json!({
+///     "type": "object",
+///     "properties": {"a": {"type": "number"}, "b": {"type": "number"}},
+///     "required": ["a", "b"]
+/// }));
+/// registry.register(ToolSpec::stateless("calc", "Calculator").with_method(MethodSpec::new(add, |_, args: tool_calling::tool::ArgMap| {
+///     Box::pin(async move {
+///         let sum = args["a"].as_f64().unwrap_or(0.0) + args["b"].as_f64().unwrap_or(0.0);
+///         Ok(ToolOutput::Json(json!(sum)))
+///     }) as tool_calling::tool::BoxFuture<'static, _>
+/// }))).unwrap();
+///
+/// let mut args = Args::new();
+/// args.insert("a".into(), json!("2"));   // VCP sends strings: coerced by the schema
+/// args.insert("b".into(), json!("40"));
+/// let out = futures::executor::block_on(registry.invoke("calc_add", &args)).unwrap();
+/// assert_eq!(out.into_text(), "42.0");
+///
+/// args.shift_remove("b");
+/// let err = futures::executor::block_on(registry.invoke("calc_add", &args)).unwrap_err();
+/// assert!(err.message.contains("parameter `b` (required)"));
+/// ```
+#[derive(Default)]
+pub struct ToolRegistry {
+    inner: RwLock<Inner>,
+}
+
+impl std::fmt::Debug for ToolRegistry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let ids: Vec<String> = self.tools().iter().map(|t| t.spec.tool_id.clone()).collect();
+        f.debug_struct("ToolRegistry").field("tools", &ids).finish()
+    }
+}
+
+impl ToolRegistry {
+    /// An empty registry.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A registry holding every tool registered at link time (`#[tool]` and
+    /// [`ToolRegistration`]), in a stable order (by tool id).
+    pub fn from_inventory() -> Result<Self, RegistryError> {
+        let registry = Self::new();
+        let mut specs: Vec<ToolSpec> = inventory::iter::<ToolRegistration>.into_iter().map(|r| (r.build)()).collect();
+        specs.sort_by(|a, b| a.tool_id.cmp(&b.tool_id));
+        for spec in specs {
+            registry.register(spec)?;
+        }
+        Ok(registry)
+    }
+
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, Inner> {
+        self.inner.read().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, Inner> {
+        self.inner.write().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Checks and registers `spec`.
+    pub fn register(&self, spec: ToolSpec) -> Result<(), RegistryError> {
+        let tool = spec.tool_id.clone();
+        if tool.is_empty() {
+            return Err(RegistryError::EmptyToolId { tool_name: spec.tool_name.clone() });
+        }
+        let mut own_names: HashMap<String, usize> = HashMap::new();
+        let mut validators = Vec::with_capacity(spec.methods.len());
+        for (index, method) in spec.methods.iter().enumerate() {
+            let name = &method.definition.name;
+            if name.is_empty() {
+                return Err(RegistryError::EmptyMethodName { tool });
+            }
+            let mut names = vec![method.definition.full_name(&tool)];
+            if let Some(alias) = &method.definition.vcp_command {
+                if alias != name {
+                    names.push(alias.clone());
+                }
+            }
+            for n in [name.clone()].into_iter().chain(method.definition.vcp_command.iter().cloned()) {
+                if own_names.get(&n).is_some_and(|&i| i != index) {
+                    return Err(RegistryError::DuplicateMethod { tool, method: n });
+                }
+                own_names.insert(n, index);
+            }
+            if let Some((field, reason)) = schema_problem(&method.definition.parameters) {
+                return Err(RegistryError::InvalidSchema { tool, method: name.clone(), field, reason });
+            }
+            let validator = ArgumentValidator::new(&method.definition.parameters).map_err(|reason| {
+                RegistryError::InvalidSchema { tool: tool.clone(), method: name.clone(), field: String::new(), reason }
+            })?;
+            validators.push(validator);
+        }
+        let mut inner = self.write();
+        if inner.tools.iter().any(|t| t.spec.tool_id == tool) {
+            return Err(RegistryError::DuplicateTool { tool });
+        }
+        let tool_index = inner.tools.len();
+        let mut new_names = Vec::new();
+        for (index, method) in spec.methods.iter().enumerate() {
+            let full = method.definition.full_name(&tool);
+            let alias = method.definition.vcp_command.iter().filter(|a| **a != method.definition.name);
+            for name in std::iter::once(full).chain(alias.map(|a| format!("{tool}_{a}"))) {
+                if let Some(&(other, _)) = inner.names.get(&name) {
+                    let other_tool = inner.tools.get(other).map(|t| t.spec.tool_id.clone()).unwrap_or_default();
+                    return Err(RegistryError::NameClash { name, tool, other_tool });
+                }
+                new_names.push((name, (tool_index, index)));
+            }
+        }
+        inner.names.extend(new_names);
+        inner.tools.push(Arc::new(RegisteredTool { spec, validators, instance: OnceLock::new() }));
+        inner.generation += 1;
+        Ok(())
+    }
+
+    /// Every registered tool, in registration order.
+    pub fn tools(&self) -> Vec<Arc<RegisteredTool>> {
+        self.read().tools.clone()
+    }
+
+    /// The tool with id `tool_id`.
+    pub fn tool(&self, tool_id: &str) -> Option<Arc<RegisteredTool>> {
+        self.read().tools.iter().find(|t| t.spec.tool_id == tool_id).cloned()
+    }
+
+    /// The method whose full name (`toolId_methodName`, or `toolId_alias` for a VCP
+    /// command alias) is exactly `full_name`, callable or not.
+    pub fn method(&self, full_name: &str) -> Option<MethodRef> {
+        let inner = self.read();
+        let &(tool, index) = inner.names.get(full_name)?;
+        Some(MethodRef { tool: inner.tools.get(tool)?.clone(), index })
+    }
+
+    /// Every full name, in registration order (for suggestions).
+    pub fn full_names(&self, agent_callable_only: bool) -> Vec<String> {
+        self.tools()
+            .iter()
+            .flat_map(|t| {
+                t.spec
+                    .methods
+                    .iter()
+                    .filter(move |m| !agent_callable_only || m.agent_callable)
+                    .map(move |m| m.definition.full_name(&t.spec.tool_id))
+            })
+            .collect()
+    }
+
+    /// Protocol-neutral definitions of every tool's agent-callable methods.
+    pub fn definitions(&self) -> Vec<ToolDefinition> {
+        self.tools().iter().map(|t| t.spec.definition()).filter(|d| !d.methods.is_empty()).collect()
+    }
+
+    /// A number that changes whenever a tool is registered (caches compare it).
+    pub fn generation(&self) -> u64 {
+        self.read().generation
+    }
+
+    /// Runs the agent-callable method `full_name` with `args`: coerced and validated
+    /// first; the tool never runs on invalid input. Not-found, not-callable and invalid
+    /// arguments are errors of kind `not_found`, `permission` and `validation`.
+    pub async fn invoke(&self, full_name: &str, args: &Args) -> Result<ToolOutput, ToolError> {
+        let Some(method) = self.method(full_name) else {
+            return Err(ToolError::new(ErrorKind::NotFound, format!("no tool method is called `{full_name}`")));
+        };
+        let callable = method.spec().is_some_and(|m| m.agent_callable);
+        if !callable {
+            return Err(ToolError::new(ErrorKind::Permission, format!("`{full_name}` may not be called by a model")));
+        }
+        let args = method.prepare_args(args)?;
+        let instance = method.tool.instance()?;
+        let Some(spec) = method.spec() else {
+            return Err(ToolError::new(ErrorKind::NotFound, format!("no tool method is called `{full_name}`")));
+        };
+        spec.handler().call(instance, args).await
+    }
+}

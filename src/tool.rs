@@ -1,0 +1,354 @@
+//! Tools as the registry holds them: metadata, methods, and the code that runs them.
+//!
+//! A [`ToolSpec`] describes one tool: its id, name and metadata, how to make its
+//! instance, and its methods ([`MethodSpec`]), each with a JSON Schema for its
+//! parameters and a [`MethodHandler`] that runs it. The `#[tool]` attribute macro
+//! writes these for an `impl` block; tools known only at run time (REST, MCP, plugins)
+//! build them by hand. The tool layer knows nothing of protocols: a tool takes a JSON
+//! object of arguments and returns a [`ToolOutput`].
+
+use std::any::Any;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use crate::{ErrorKind, MethodDefinition, ToolDefinition};
+
+/// A boxed future that can be sent across threads.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// A tool's instance, shared by its method calls (`Arc<YourType>` behind `dyn Any`).
+pub type Instance = Arc<dyn Any + Send + Sync>;
+
+/// The arguments a method receives: a JSON object, already coerced and validated
+/// against the method's schema.
+pub type ArgMap = Map<String, Value>;
+
+/// What a tool method returned.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum ToolOutput {
+    /// Plain text, passed to the model as is.
+    Text(String),
+    /// A JSON value, serialised for the model.
+    Json(Value),
+}
+
+impl ToolOutput {
+    /// Serialises any value: strings become [`ToolOutput::Text`], everything else
+    /// [`ToolOutput::Json`].
+    pub fn from_serialize<T: Serialize + ?Sized>(value: &T) -> Result<Self, ToolError> {
+        match serde_json::to_value(value) {
+            Ok(Value::String(s)) => Ok(ToolOutput::Text(s)),
+            Ok(v) => Ok(ToolOutput::Json(v)),
+            Err(e) => Err(ToolError::execution(format!("the tool's result could not be serialised: {e}"))),
+        }
+    }
+
+    /// The output as text: text as is, JSON serialised compactly.
+    pub fn into_text(self) -> String {
+        match self {
+            ToolOutput::Text(s) => s,
+            ToolOutput::Json(v) => v.to_string(),
+        }
+    }
+}
+
+/// A failed tool call: a kind (for retries and reporting) and a message written for the
+/// model to act on.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+#[non_exhaustive]
+pub struct ToolError {
+    /// What kind of failure.
+    pub kind: ErrorKind,
+    /// What went wrong, for the model.
+    pub message: String,
+}
+
+impl ToolError {
+    /// An error of `kind`.
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+        ToolError { kind, message: message.into() }
+    }
+
+    /// The tool itself failed.
+    pub fn execution(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Execution, message)
+    }
+
+    /// The arguments were not acceptable.
+    pub fn validation(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Validation, message)
+    }
+
+    /// A remote call failed.
+    pub fn network(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Network, message)
+    }
+}
+
+/// Turns a method's return value into a call result. Implemented for every
+/// `Serialize` value and for `Result<T: Serialize, E: Display>` (the error becomes an
+/// execution error with `E`'s message).
+pub trait IntoToolResult {
+    /// The call result.
+    fn into_tool_result(self) -> Result<ToolOutput, ToolError>;
+}
+
+impl<T: Serialize, E: std::fmt::Display> IntoToolResult for Result<T, E> {
+    fn into_tool_result(self) -> Result<ToolOutput, ToolError> {
+        match self {
+            Ok(value) => ToolOutput::from_serialize(&value),
+            Err(e) => Err(ToolError::execution(e.to_string())),
+        }
+    }
+}
+
+/// Runs one method.
+///
+/// Implemented for closures `Fn(Instance, ArgMap) -> BoxFuture<…>`, which is what the
+/// macro writes.
+pub trait MethodHandler: Send + Sync {
+    /// Runs the method on `instance` with validated `args`.
+    fn call(&self, instance: Instance, args: ArgMap) -> BoxFuture<'static, Result<ToolOutput, ToolError>>;
+}
+
+impl<F> MethodHandler for F
+where
+    F: Fn(Instance, ArgMap) -> BoxFuture<'static, Result<ToolOutput, ToolError>> + Send + Sync,
+{
+    fn call(&self, instance: Instance, args: ArgMap) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
+        self(instance, args)
+    }
+}
+
+/// A hook that checks or rewrites a method's arguments before schema validation (seed
+/// 002, plan 4). Return the (possibly changed) arguments, or an error for the model.
+pub type ArgumentHook = Arc<dyn Fn(ArgMap) -> Result<ArgMap, ToolError> + Send + Sync>;
+
+/// One method of a tool.
+#[derive(Clone)]
+#[non_exhaustive]
+pub struct MethodSpec {
+    /// Name, description, parameter schema, VCP alias and examples.
+    pub definition: MethodDefinition,
+    /// Whether models may call it. Methods that are not agent-callable are known to
+    /// the host (and listed by discovery on request) but never offered or routed.
+    pub agent_callable: bool,
+    /// Runs before schema validation, if set.
+    pub argument_hook: Option<ArgumentHook>,
+    handler: Arc<dyn MethodHandler>,
+}
+
+impl std::fmt::Debug for MethodSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MethodSpec")
+            .field("definition", &self.definition)
+            .field("agent_callable", &self.agent_callable)
+            .field("argument_hook", &self.argument_hook.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl MethodSpec {
+    /// An agent-callable method run by `handler`.
+    pub fn new(definition: MethodDefinition, handler: impl MethodHandler + 'static) -> Self {
+        MethodSpec { definition, agent_callable: true, argument_hook: None, handler: Arc::new(handler) }
+    }
+
+    /// Sets whether models may call the method.
+    #[must_use]
+    pub fn agent_callable(mut self, callable: bool) -> Self {
+        self.agent_callable = callable;
+        self
+    }
+
+    /// Sets the argument hook.
+    #[must_use]
+    pub fn with_argument_hook(
+        mut self,
+        hook: impl Fn(ArgMap) -> Result<ArgMap, ToolError> + Send + Sync + 'static,
+    ) -> Self {
+        self.argument_hook = Some(Arc::new(hook));
+        self
+    }
+
+    /// The method's name.
+    pub fn name(&self) -> &str {
+        &self.definition.name
+    }
+
+    /// The handler.
+    pub fn handler(&self) -> &Arc<dyn MethodHandler> {
+        &self.handler
+    }
+}
+
+/// Descriptive metadata of a tool (seed 000 §5.3.2).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct ToolMetadata {
+    /// A grouping, e.g. `"files"`.
+    pub category: Option<String>,
+    /// Free-form tags.
+    pub tags: Vec<String>,
+    /// The tool's version.
+    pub version: Option<String>,
+    /// Where its documentation lives.
+    pub documentation_url: Option<String>,
+}
+
+/// Makes a tool's instance.
+pub type InstanceFactory = Arc<dyn Fn() -> Result<Instance, ToolError> + Send + Sync>;
+
+/// A tool: identity, metadata, instance factory and methods.
+#[derive(Clone)]
+#[non_exhaustive]
+pub struct ToolSpec {
+    /// Stable id, the first half of full method names.
+    pub tool_id: String,
+    /// Display name.
+    pub tool_name: String,
+    /// What the tool is for.
+    pub description: String,
+    /// Category, tags, version, documentation.
+    pub metadata: ToolMetadata,
+    /// Every registered method, agent-callable or not.
+    pub methods: Vec<MethodSpec>,
+    factory: InstanceFactory,
+}
+
+impl std::fmt::Debug for ToolSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolSpec")
+            .field("tool_id", &self.tool_id)
+            .field("tool_name", &self.tool_name)
+            .field("methods", &self.methods)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ToolSpec {
+    /// A tool whose instance `factory` makes.
+    pub fn new(
+        tool_id: impl Into<String>,
+        tool_name: impl Into<String>,
+        factory: impl Fn() -> Result<Instance, ToolError> + Send + Sync + 'static,
+    ) -> Self {
+        ToolSpec {
+            tool_id: tool_id.into(),
+            tool_name: tool_name.into(),
+            description: String::new(),
+            metadata: ToolMetadata::default(),
+            methods: Vec::new(),
+            factory: Arc::new(factory),
+        }
+    }
+
+    /// A stateless tool (functions only): its instance is `()`.
+    pub fn stateless(tool_id: impl Into<String>, tool_name: impl Into<String>) -> Self {
+        Self::new(tool_id, tool_name, || Ok(Arc::new(()) as Instance))
+    }
+
+    /// Sets the description.
+    #[must_use]
+    pub fn with_description(mut self, description: impl Into<String>) -> Self {
+        self.description = description.into();
+        self
+    }
+
+    /// Sets the metadata.
+    #[must_use]
+    pub fn with_metadata(mut self, metadata: ToolMetadata) -> Self {
+        self.metadata = metadata;
+        self
+    }
+
+    /// Adds a method.
+    #[must_use]
+    pub fn with_method(mut self, method: MethodSpec) -> Self {
+        self.methods.push(method);
+        self
+    }
+
+    /// Makes an instance.
+    pub fn create_instance(&self) -> Result<Instance, ToolError> {
+        (self.factory)()
+    }
+
+    /// The method called `name`, agent-callable or not.
+    pub fn method(&self, name: &str) -> Option<&MethodSpec> {
+        self.methods.iter().find(|m| m.definition.name == name)
+    }
+
+    /// The protocol-neutral definition of the agent-callable methods (what prompts are
+    /// written from).
+    pub fn definition(&self) -> ToolDefinition {
+        let mut definition =
+            ToolDefinition::new(self.tool_id.clone(), self.tool_name.clone()).with_description(self.description.clone());
+        definition.methods =
+            self.methods.iter().filter(|m| m.agent_callable).map(|m| m.definition.clone()).collect();
+        definition
+    }
+}
+
+impl ToolMetadata {
+    /// Sets the category.
+    #[must_use]
+    pub fn with_category(mut self, category: impl Into<String>) -> Self {
+        self.category = Some(category.into());
+        self
+    }
+
+    /// Adds a tag.
+    #[must_use]
+    pub fn with_tag(mut self, tag: impl Into<String>) -> Self {
+        self.tags.push(tag.into());
+        self
+    }
+
+    /// Sets the version.
+    #[must_use]
+    pub fn with_version(mut self, version: impl Into<String>) -> Self {
+        self.version = Some(version.into());
+        self
+    }
+
+    /// Sets the documentation URL.
+    #[must_use]
+    pub fn with_documentation_url(mut self, url: impl Into<String>) -> Self {
+        self.documentation_url = Some(url.into());
+        self
+    }
+}
+
+/// A link-time registration, collected with `inventory`. The `#[tool]` macro submits
+/// one per tool; [`ToolRegistry::from_inventory`](crate::registry::ToolRegistry::from_inventory)
+/// collects them all.
+#[non_exhaustive]
+pub struct ToolRegistration {
+    /// Builds the tool's spec.
+    pub build: fn() -> ToolSpec,
+}
+
+impl ToolRegistration {
+    /// A registration that builds its spec with `build`.
+    pub const fn new(build: fn() -> ToolSpec) -> Self {
+        ToolRegistration { build }
+    }
+}
+
+inventory::collect!(ToolRegistration);
+
+
+/// A type that describes itself as a tool. The `#[tool]` attribute implements it for
+/// the type of the `impl` block it stands on, so a tool can also be registered by hand:
+/// `registry.register(MyTool::tool_spec())`.
+pub trait ToolProvider {
+    /// The tool's spec.
+    fn tool_spec() -> ToolSpec;
+}
