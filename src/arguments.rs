@@ -121,7 +121,11 @@ impl ArgumentValidator {
         let trimmed = text.trim();
         for ty in types {
             let coerced = match ty {
-                "integer" => trimmed.parse::<i64>().ok().map(Value::from).or_else(|| trimmed.parse::<u64>().ok().map(Value::from)),
+                "integer" => trimmed
+                    .parse::<i64>()
+                    .ok()
+                    .map(Value::from)
+                    .or_else(|| trimmed.parse::<u64>().ok().map(Value::from)),
                 "number" => trimmed
                     .parse::<i64>()
                     .ok()
@@ -133,7 +137,9 @@ impl ArgumentValidator {
                     _ => None,
                 },
                 "null" => (trimmed == "null").then_some(Value::Null),
-                "array" | "object" => serde_json::from_str::<Value>(trimmed).ok().filter(|v| json_type_matches(v, ty)),
+                "array" | "object" => {
+                    serde_json::from_str::<Value>(trimmed).ok().filter(|v| json_type_matches(v, ty))
+                }
                 _ => None,
             };
             if let Some(value) = coerced {
@@ -145,6 +151,16 @@ impl ArgumentValidator {
 
     /// Coerces `args` by the schema (see the module docs); does not validate.
     pub fn coerce(&self, args: &Args) -> ArgMap {
+        self.coerce_pairs(args.iter())
+    }
+
+    /// Coerces arguments already in a JSON object (e.g. after an argument hook renamed
+    /// some); values that are not strings are left as they are.
+    pub fn coerce_map(&self, args: &ArgMap) -> ArgMap {
+        self.coerce_pairs(args.iter())
+    }
+
+    fn coerce_pairs<'a>(&self, args: impl Iterator<Item = (&'a String, &'a Value)>) -> ArgMap {
         let empty = Map::new();
         let properties = self.schema.get("properties").and_then(Value::as_object).unwrap_or(&empty);
         let required: Vec<&str> = self
@@ -153,7 +169,7 @@ impl ArgumentValidator {
             .and_then(Value::as_array)
             .map(|r| r.iter().filter_map(Value::as_str).collect())
             .unwrap_or_default();
-        let mut out = Map::with_capacity(args.len());
+        let mut out = Map::new();
         for (key, value) in args {
             let coerced = match (value, properties.get(key)) {
                 (Value::String(s), _) if s.trim().is_empty() && !required.contains(&key.as_str()) => continue,
@@ -173,32 +189,23 @@ impl ArgumentValidator {
             .iter_errors(&instance)
             .map(|error| {
                 let rule = error.kind().keyword().to_string();
-                let parameter = match error.kind() {
-                    jsonschema::error::ValidationErrorKind::Required { property } => {
-                        property.as_str().unwrap_or_default().to_string()
-                    }
-                    _ => error
-                        .instance_path()
-                        .as_str()
-                        .trim_start_matches('/')
-                        .split('/')
-                        .next()
-                        .unwrap_or_default()
-                        .replace("~1", "/")
-                        .replace("~0", "~"),
+                let unescape = |segment: &str| segment.replace("~1", "/").replace("~0", "~");
+                let path = error.instance_path().as_str().trim_start_matches('/');
+                let (first, inner) = match path.split_once('/') {
+                    Some((first, inner)) => (unescape(first), inner.to_string()),
+                    None => (unescape(path), String::new()),
                 };
-                let message = match error.kind() {
-                    jsonschema::error::ValidationErrorKind::Required { .. } => {
-                        "is required but was not given".to_string()
-                    }
-                    _ => {
-                        let path = error.instance_path().as_str();
-                        let inner = path.trim_start_matches('/').split_once('/').map(|(_, rest)| rest);
-                        match inner {
-                            Some(rest) if !rest.is_empty() => format!("at `{rest}`: {error}"),
-                            _ => error.to_string(),
+                let at = if inner.is_empty() { String::new() } else { format!("at `{inner}`: ") };
+                let (parameter, message) = match error.kind() {
+                    jsonschema::error::ValidationErrorKind::Required { property } => {
+                        let missing = property.as_str().unwrap_or_default().to_string();
+                        if first.is_empty() {
+                            (missing, "is required but was not given".to_string())
+                        } else {
+                            (first, format!("{at}`{missing}` is required but was not given"))
                         }
                     }
+                    _ => (first, format!("{at}{error}")),
                 };
                 ArgumentError { parameter, rule, message }
             })

@@ -12,8 +12,10 @@
 )]
 
 pub mod arguments;
+pub mod config;
 pub mod definition;
 pub mod diagnostic;
+pub mod discovery;
 pub mod protocol;
 pub mod registry;
 pub mod request;

@@ -88,7 +88,9 @@ fn schema_problem(root: &Value) -> Option<(String, String)> {
                 })
             })
         })
-        .or_else(|| jsonschema::validator_for(root).err().map(|e| (String::new(), format!("not a valid schema: {e}"))))
+        .or_else(|| {
+            jsonschema::validator_for(root).err().map(|e| (String::new(), format!("not a valid schema: {e}")))
+        })
 }
 
 fn escape_pointer(key: &str) -> String {
@@ -104,7 +106,9 @@ fn object_problem(schema: &Value, at: &str) -> Option<(String, String)> {
     };
     if let Some(properties) = properties {
         for (name, property) in properties {
-            if let Some(problem) = typed_problem(property, &format!("{at}/properties/{}", escape_pointer(name))) {
+            if let Some(problem) =
+                typed_problem(property, &format!("{at}/properties/{}", escape_pointer(name)))
+            {
                 return Some(problem);
             }
         }
@@ -133,7 +137,10 @@ fn typed_problem(schema: &Value, at: &str) -> Option<(String, String)> {
     };
     const TYPING: [&str; 7] = ["type", "enum", "const", "$ref", "anyOf", "oneOf", "allOf"];
     if !TYPING.iter().any(|k| object.contains_key(*k)) {
-        return Some((at.to_string(), "the property has no type (add `type`, `enum`, `const` or `$ref`)".into()));
+        return Some((
+            at.to_string(),
+            "the property has no type (add `type`, `enum`, `const` or `$ref`)".into(),
+        ));
     }
     if object.get("type").and_then(Value::as_str) == Some("object") || object.contains_key("properties") {
         if let Some(problem) = object_problem(schema, at) {
@@ -215,7 +222,8 @@ impl MethodRef {
         };
         let mut coerced = validator.coerce(args);
         if let Some(hook) = &spec.argument_hook {
-            coerced = hook(coerced)?;
+            // The hook may rename or add keys: coerce what it returns as well.
+            coerced = validator.coerce_map(&hook(coerced)?);
         }
         validator.validate(&coerced).map_err(|e: ArgumentErrors| ToolError::validation(e.to_string()))?;
         Ok(coerced)
@@ -285,7 +293,8 @@ impl ToolRegistry {
     /// [`ToolRegistration`]), in a stable order (by tool id).
     pub fn from_inventory() -> Result<Self, RegistryError> {
         let registry = Self::new();
-        let mut specs: Vec<ToolSpec> = inventory::iter::<ToolRegistration>.into_iter().map(|r| (r.build)()).collect();
+        let mut specs: Vec<ToolSpec> =
+            inventory::iter::<ToolRegistration>.into_iter().map(|r| (r.build)()).collect();
         specs.sort_by(|a, b| a.tool_id.cmp(&b.tool_id));
         for spec in specs {
             registry.register(spec)?;
@@ -330,7 +339,12 @@ impl ToolRegistry {
                 return Err(RegistryError::InvalidSchema { tool, method: name.clone(), field, reason });
             }
             let validator = ArgumentValidator::new(&method.definition.parameters).map_err(|reason| {
-                RegistryError::InvalidSchema { tool: tool.clone(), method: name.clone(), field: String::new(), reason }
+                RegistryError::InvalidSchema {
+                    tool: tool.clone(),
+                    method: name.clone(),
+                    field: String::new(),
+                    reason,
+                }
             })?;
             validators.push(validator);
         }
@@ -345,7 +359,8 @@ impl ToolRegistry {
             let alias = method.definition.vcp_command.iter().filter(|a| **a != method.definition.name);
             for name in std::iter::once(full).chain(alias.map(|a| format!("{tool}_{a}"))) {
                 if let Some(&(other, _)) = inner.names.get(&name) {
-                    let other_tool = inner.tools.get(other).map(|t| t.spec.tool_id.clone()).unwrap_or_default();
+                    let other_tool =
+                        inner.tools.get(other).map(|t| t.spec.tool_id.clone()).unwrap_or_default();
                     return Err(RegistryError::NameClash { name, tool, other_tool });
                 }
                 new_names.push((name, (tool_index, index)));
@@ -404,16 +419,25 @@ impl ToolRegistry {
     /// arguments are errors of kind `not_found`, `permission` and `validation`.
     pub async fn invoke(&self, full_name: &str, args: &Args) -> Result<ToolOutput, ToolError> {
         let Some(method) = self.method(full_name) else {
-            return Err(ToolError::new(ErrorKind::NotFound, format!("no tool method is called `{full_name}`")));
+            return Err(ToolError::new(
+                ErrorKind::NotFound,
+                format!("no tool method is called `{full_name}`"),
+            ));
         };
         let callable = method.spec().is_some_and(|m| m.agent_callable);
         if !callable {
-            return Err(ToolError::new(ErrorKind::Permission, format!("`{full_name}` may not be called by a model")));
+            return Err(ToolError::new(
+                ErrorKind::Permission,
+                format!("`{full_name}` may not be called by a model"),
+            ));
         }
         let args = method.prepare_args(args)?;
         let instance = method.tool.instance()?;
         let Some(spec) = method.spec() else {
-            return Err(ToolError::new(ErrorKind::NotFound, format!("no tool method is called `{full_name}`")));
+            return Err(ToolError::new(
+                ErrorKind::NotFound,
+                format!("no tool method is called `{full_name}`"),
+            ));
         };
         spec.handler().call(instance, args).await
     }

@@ -288,8 +288,8 @@ impl ToolSpec {
     /// The protocol-neutral definition of the agent-callable methods (what prompts are
     /// written from).
     pub fn definition(&self) -> ToolDefinition {
-        let mut definition =
-            ToolDefinition::new(self.tool_id.clone(), self.tool_name.clone()).with_description(self.description.clone());
+        let mut definition = ToolDefinition::new(self.tool_id.clone(), self.tool_name.clone())
+            .with_description(self.description.clone());
         definition.methods =
             self.methods.iter().filter(|m| m.agent_callable).map(|m| m.definition.clone()).collect();
         definition
@@ -343,7 +343,6 @@ impl ToolRegistration {
 }
 
 inventory::collect!(ToolRegistration);
-
 
 /// A type that describes itself as a tool. The `#[tool]` attribute implements it for
 /// the type of the `impl` block it stands on, so a tool can also be registered by hand:

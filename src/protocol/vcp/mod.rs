@@ -102,16 +102,31 @@ impl VcpOptions {
 /// The VCP protocol: parser options plus prompt templates.
 ///
 /// Cheap to clone; `Send + Sync`, so one instance can serve many tasks.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct VcpProtocol {
+    id: std::borrow::Cow<'static, str>,
     options: VcpOptions,
     templates: VcpTemplates,
+}
+
+impl Default for VcpProtocol {
+    fn default() -> Self {
+        Self::new(VcpOptions::default())
+    }
 }
 
 impl VcpProtocol {
     /// A protocol with `options` and the English templates.
     pub fn new(options: VcpOptions) -> Self {
-        VcpProtocol { options, templates: VcpTemplates::default() }
+        VcpProtocol { id: std::borrow::Cow::Borrowed("vcp"), options, templates: VcpTemplates::default() }
+    }
+
+    /// Registers under `id` instead of `"vcp"`: give protocols with different templates
+    /// different ids, since prompt caches are keyed by id.
+    #[must_use]
+    pub fn with_id(mut self, id: impl Into<String>) -> Self {
+        self.id = std::borrow::Cow::Owned(id.into());
+        self
     }
 
     /// Uses the built-in templates of `language`.
@@ -183,7 +198,7 @@ impl VcpProtocol {
 
 impl ToolCallingProtocol for VcpProtocol {
     fn id(&self) -> &str {
-        "vcp"
+        &self.id
     }
 
     fn generate_tool_definitions(&self, tools: &[ToolDefinition]) -> String {

@@ -1,0 +1,112 @@
+//! `ToolCallConfig`: how an agent uses tools (seed 004 §2.4).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// Whether the host runs tool calls by itself or asks first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ToolCallMode {
+    /// Calls run as the model makes them.
+    #[default]
+    Auto,
+    /// The host decides each call.
+    Manual,
+}
+
+/// The tool-calling settings of one agent. Every field has a default, so a config can
+/// be read from partial JSON.
+///
+/// ```
+/// use tool_calling::config::ToolCallConfig;
+/// let config: ToolCallConfig = serde_json::from_str(r#"{"tool_toggles": {"calc_divide": false}}"#).unwrap();
+/// assert!(config.enabled);
+/// assert!(config.is_method_enabled("calc", "add"));
+/// assert!(!config.is_method_enabled("calc", "divide"));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+#[non_exhaustive]
+pub struct ToolCallConfig {
+    /// The master switch.
+    pub enabled: bool,
+    /// Automatic or manual execution.
+    pub mode: ToolCallMode,
+    /// Per-method (`toolId_methodName`) or per-tool (`toolId`) switches; the method's
+    /// own switch wins over its tool's.
+    pub tool_toggles: BTreeMap<String, bool>,
+    /// Whether tools not named in `tool_toggles` are enabled.
+    pub default_tool_enabled: bool,
+    /// The most model turns one conversation loop may take.
+    pub max_iterations: u32,
+    /// Default time limit of one call, in milliseconds.
+    pub timeout_ms: u64,
+    /// Ask before every call.
+    pub require_confirmation: bool,
+    /// Run the calls of one reply in parallel.
+    pub parallel_execution: bool,
+    /// The protocol id (`"vcp"`, …).
+    pub protocol: String,
+}
+
+impl Default for ToolCallConfig {
+    fn default() -> Self {
+        ToolCallConfig {
+            enabled: true,
+            mode: ToolCallMode::Auto,
+            tool_toggles: BTreeMap::new(),
+            default_tool_enabled: true,
+            max_iterations: 10,
+            timeout_ms: 30_000,
+            require_confirmation: false,
+            parallel_execution: true,
+            protocol: "vcp".to_string(),
+        }
+    }
+}
+
+impl ToolCallConfig {
+    /// Whether `toolId_methodName` is switched on: its own toggle, else its tool's,
+    /// else `default_tool_enabled`.
+    pub fn is_method_enabled(&self, tool_id: &str, method: &str) -> bool {
+        self.tool_toggles
+            .get(&format!("{tool_id}_{method}"))
+            .or_else(|| self.tool_toggles.get(tool_id))
+            .copied()
+            .unwrap_or(self.default_tool_enabled)
+    }
+
+    /// Sets a toggle (`toolId_methodName` or `toolId`).
+    #[must_use]
+    pub fn with_toggle(mut self, key: impl Into<String>, enabled: bool) -> Self {
+        self.tool_toggles.insert(key.into(), enabled);
+        self
+    }
+
+    /// Sets `default_tool_enabled`.
+    #[must_use]
+    pub fn with_default_tool_enabled(mut self, enabled: bool) -> Self {
+        self.default_tool_enabled = enabled;
+        self
+    }
+
+    /// Sets `enabled`.
+    #[must_use]
+    pub fn with_enabled(mut self, enabled: bool) -> Self {
+        self.enabled = enabled;
+        self
+    }
+
+    /// A hash of the settings that change what a prompt holds (`enabled`, toggles,
+    /// `default_tool_enabled`), the same for equal settings whatever their order.
+    pub fn prompt_hash(&self) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        self.enabled.hash(&mut hasher);
+        self.default_tool_enabled.hash(&mut hasher);
+        self.tool_toggles.hash(&mut hasher);
+        hasher.finish()
+    }
+}
