@@ -153,9 +153,18 @@ pub struct ParameterInfo<'a> {
 }
 
 impl ParameterInfo<'_> {
-    /// A short type name: the schema's `type` (several joined by `|`), `array<T>` for
-    /// typed arrays, `enum` values when there is no type, else `any`.
+    /// A short type name: the schema's `type` (several joined by `|`, `null` left out
+    /// when another type remains, as for `Option<T>`), `array<T>` for typed arrays, the
+    /// variants of `anyOf`/`oneOf`, `object` for a `$ref`, `enum` for bare enums, else
+    /// `any`.
     pub fn type_name(&self) -> String {
+        fn join(mut names: Vec<String>) -> String {
+            if names.len() > 1 {
+                names.retain(|n| n != "null");
+            }
+            names.dedup();
+            if names.is_empty() { "any".to_string() } else { names.join("|") }
+        }
         fn name_of(schema: &Value) -> String {
             match schema.get("type") {
                 Some(Value::String(t)) if t == "array" => match schema.get("items") {
@@ -163,9 +172,22 @@ impl ParameterInfo<'_> {
                     _ => "array".to_string(),
                 },
                 Some(Value::String(t)) => t.clone(),
-                Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).collect::<Vec<_>>().join("|"),
-                _ if schema.get("enum").is_some() => "enum".to_string(),
-                _ => "any".to_string(),
+                Some(Value::Array(ts)) => {
+                    join(ts.iter().filter_map(Value::as_str).map(str::to_string).collect())
+                }
+                _ => {
+                    if let Some(variants) =
+                        schema.get("anyOf").or_else(|| schema.get("oneOf")).and_then(Value::as_array)
+                    {
+                        join(variants.iter().map(name_of).collect())
+                    } else if schema.get("$ref").is_some() {
+                        "object".to_string()
+                    } else if schema.get("enum").is_some() {
+                        "enum".to_string()
+                    } else {
+                        "any".to_string()
+                    }
+                }
             }
         }
         name_of(self.schema)
@@ -210,5 +232,40 @@ impl MethodExample {
     pub fn with_output(mut self, output: Value) -> Self {
         self.output = Some(output);
         self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn type_names() {
+        let method = MethodDefinition::new("m", "").with_parameters(json!({
+            "type": "object",
+            "properties": {
+                "a": {"type": "string"},
+                "b": {"type": ["integer", "null"]},
+                "c": {"type": "array", "items": {"type": "number"}},
+                "d": {"anyOf": [{"$ref": "#/$defs/X"}, {"type": "null"}]},
+                "e": {"enum": ["x", "y"]},
+                "f": {},
+                "g": {"type": ["string", "integer"]}
+            },
+            "required": ["a"]
+        }));
+        let names: Vec<(String, bool)> =
+            method.parameter_list().iter().map(|p| (p.type_name(), p.required)).collect();
+        let expected = [
+            ("string", true),
+            ("integer", false),
+            ("array<number>", false),
+            ("object", false),
+            ("enum", false),
+            ("any", false),
+            ("string|integer", false),
+        ];
+        assert_eq!(names, expected.map(|(n, r)| (n.to_string(), r)));
     }
 }
