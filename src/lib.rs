@@ -30,6 +30,7 @@ pub use protocol::vcp::{RequestIdStyle, VcpOptions, VcpProtocol};
 pub use request::{Args, ParsedToolRequest, RequestIdSource};
 pub use result::{ErrorKind, ExecutionStatus, ToolCallCycleResult, ToolExecutionResult};
 pub use span::Span;
+pub use tool_calling_macros::{tool, tool_fn};
 
 /// Re-exports for code the macros generate. Not public API: may change at any time.
 #[doc(hidden)]
