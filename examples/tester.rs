@@ -40,9 +40,30 @@
 //! `{"bytes", "requests", "iterations", "median_ns", "mb_per_s"}`, where `mb_per_s` is
 //! bytes / median seconds / 10^6.
 //!
+//! # `discover`
+//!
+//! ```text
+//! tester discover [--all]
+//! ```
+//!
+//! Prints the demo tools (`support/demo_tools.rs`, registered with `#[tool]`) as the
+//! discovery service sees them: `{"tools": [{"tool_id", "tool_name", "description",
+//! "category", "tags", "version", "documentation_url", "methods": [{"name",
+//! "description", "agent_callable", "vcp_command", "parameters": [{"name", "type",
+//! "required", "default", "description"}], "examples", "schema"}]}]}`. Only
+//! agent-callable methods unless `--all`.
+//!
+//! # `prompt`
+//!
+//! ```text
+//! tester prompt [--protocol vcp] [--lang en|zh]
+//! ```
+//!
+//! Prints the VCP tool-definition prompt for the demo tools, as plain text.
+//!
 //! # Not yet available
 //!
-//! `discover`, `prompt`, `exec` and `cycle` are recognised but exit 2 for now.
+//! `exec` and `cycle`, and the native protocols, are recognised but exit 2 for now.
 
 #![deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -54,7 +75,16 @@ use std::time::{Duration, Instant};
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use serde_json::{Map, Value, json};
-use tool_calling::protocol::vcp::{RequestIdStyle, VcpOptions, VcpProtocol};
+use std::sync::Arc;
+
+#[path = "support/demo_tools.rs"]
+mod demo_tools;
+
+use tool_calling::config::ToolCallConfig;
+use tool_calling::discovery::{DiscoveryService, MethodFilter};
+use tool_calling::protocol::vcp::{Language, RequestIdStyle, VcpOptions, VcpProtocol};
+use tool_calling::registry::ToolRegistry;
+use tool_calling::tool::{MethodSpec, ToolSpec};
 use tool_calling::{Diagnostic, ParseOutcome, ParsedToolRequest};
 
 /// Command-line tester for the tool-calling library.
@@ -71,10 +101,10 @@ enum Command {
     Parse(ParseArgs),
     /// Parse a file repeatedly in-process and print timing figures.
     Bench(BenchArgs),
-    /// Print the demo tools as the discovery service sees them (not yet available).
-    Discover(PendingArgs),
-    /// Print the tool-definition prompt (not yet available).
-    Prompt(PendingArgs),
+    /// Print the demo tools as the discovery service sees them.
+    Discover(DiscoverArgs),
+    /// Print the tool-definition prompt exactly as it would be sent.
+    Prompt(PromptArgs),
     /// Run one demo-tool call through the executor (not yet available).
     Exec(PendingArgs),
     /// Run the full parse → execute → format cycle on a reply (not yet available).
@@ -134,6 +164,30 @@ struct ParseArgs {
     /// The reply to parse, or `-` for standard input.
     #[arg(value_name = "FILE|-")]
     input: PathBuf,
+}
+
+#[derive(Debug, Args)]
+struct DiscoverArgs {
+    /// Also list methods that are not agent-callable.
+    #[arg(long)]
+    all: bool,
+}
+
+/// Languages of the built-in prompt templates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Lang {
+    En,
+    Zh,
+}
+
+#[derive(Debug, Args)]
+struct PromptArgs {
+    /// Protocol whose prompt to print.
+    #[arg(long, value_enum, default_value = "vcp")]
+    protocol: ProtocolName,
+    /// Language of the template.
+    #[arg(long, value_enum, default_value = "en")]
+    lang: Lang,
 }
 
 #[derive(Debug, Args)]
@@ -245,8 +299,86 @@ fn run(cli: Cli) -> Result<(), Failure> {
     match cli.command {
         Command::Parse(args) => parse(&args),
         Command::Bench(args) => bench(&args),
+        Command::Discover(args) => discover(&args),
+        Command::Prompt(args) => prompt(&args),
         other => Err(Failure::not_yet_available(other.name())),
     }
+}
+
+/// The demo tools, collected from link-time registrations.
+fn demo_registry() -> Result<Arc<ToolRegistry>, Failure> {
+    ToolRegistry::from_inventory()
+        .map(Arc::new)
+        .map_err(|e| Failure::msg(format!("bad tool definition: {e}")))
+}
+
+fn discover(args: &DiscoverArgs) -> Result<(), Failure> {
+    let discovery = DiscoveryService::new(demo_registry()?);
+    let everything = |_: &ToolSpec, _: &MethodSpec| true;
+    let filter: Option<MethodFilter<'_>> = if args.all { Some(&everything) } else { None };
+    let tools: Vec<Value> = discovery
+        .discovered_methods(filter)
+        .iter()
+        .map(|tool| {
+            let methods: Vec<Value> = tool
+                .methods
+                .iter()
+                .map(|method| {
+                    let parameters: Vec<Value> = method
+                        .definition
+                        .parameter_list()
+                        .iter()
+                        .map(|p| {
+                            json!({
+                                "name": p.name,
+                                "type": p.type_name(),
+                                "required": p.required,
+                                "default": p.default(),
+                                "description": p.description(),
+                            })
+                        })
+                        .collect();
+                    json!({
+                        "name": method.definition.name,
+                        "description": method.definition.description,
+                        "agent_callable": method.agent_callable,
+                        "vcp_command": method.definition.vcp_command,
+                        "parameters": parameters,
+                        "examples": method.definition.examples.iter().map(|e| json!({
+                            "description": e.description, "input": e.input, "output": e.output,
+                        })).collect::<Vec<_>>(),
+                        "schema": method.definition.parameters,
+                    })
+                })
+                .collect();
+            json!({
+                "tool_id": tool.tool_id,
+                "tool_name": tool.tool_name,
+                "description": tool.description,
+                "category": tool.metadata.category,
+                "tags": tool.metadata.tags,
+                "version": tool.metadata.version,
+                "documentation_url": tool.metadata.documentation_url,
+                "methods": methods,
+            })
+        })
+        .collect();
+    print_json(&json!({ "tools": tools }))
+}
+
+fn prompt(args: &PromptArgs) -> Result<(), Failure> {
+    if args.protocol != ProtocolName::Vcp {
+        return Err(Failure::not_yet_available(format!("prompt --protocol {}", args.protocol.as_str())));
+    }
+    let language = match args.lang {
+        Lang::En => Language::En,
+        Lang::Zh => Language::Zh,
+    };
+    let discovery = DiscoveryService::new(demo_registry()?);
+    let protocol = VcpProtocol::default().with_language(language);
+    let text = discovery.generate_prompt(&protocol, &ToolCallConfig::default(), None);
+    let mut out = io::stdout().lock();
+    out.write_all(text.as_bytes()).map_err(|e| Failure::msg(format!("cannot write output: {e}")))
 }
 
 fn parse(args: &ParseArgs) -> Result<(), Failure> {

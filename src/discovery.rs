@@ -71,10 +71,7 @@ impl DiscoveryService {
 
     /// Tools and their methods: the agent-callable ones, or those `filter` selects.
     /// Tools left with no method are omitted.
-    pub fn discovered_methods(
-        &self,
-        filter: Option<MethodFilter<'_>>,
-    ) -> Vec<DiscoveredTool> {
+    pub fn discovered_methods(&self, filter: Option<MethodFilter<'_>>) -> Vec<DiscoveredTool> {
         self.registry
             .tools()
             .iter()

@@ -322,12 +322,70 @@ fn invalid_utf8_names_the_byte_offset() {
 
 #[test]
 fn pending_subcommands_are_not_yet_available() {
-    for sub in ["discover", "prompt", "exec", "cycle"] {
+    for sub in ["exec", "cycle"] {
         let line = usage_error(&run(&[sub]));
         assert_eq!(line, format!("tester: {sub} is not yet available"));
     }
-    let line = usage_error(&run(&["discover", "--all"]));
-    assert_eq!(line, "tester: discover is not yet available");
+    let line = usage_error(&run(&["prompt", "--protocol", "openai"]));
+    assert_eq!(line, "tester: prompt --protocol openai is not yet available");
+}
+
+fn method_names(discovered: &Value) -> Vec<(String, bool)> {
+    discovered["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|t| {
+            let id = t["tool_id"].as_str().unwrap().to_string();
+            t["methods"].as_array().unwrap().iter().map(move |m| {
+                (format!("{id}_{}", m["name"].as_str().unwrap()), m["agent_callable"].as_bool().unwrap())
+            })
+        })
+        .collect()
+}
+
+#[test]
+fn discover_lists_the_demo_tools_and_hides_the_internal_method() {
+    let out = run(&["discover"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let discovered: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let callable = [
+        ("calc_add", true),
+        ("calc_divide", true),
+        ("text_echo", true),
+        ("text_repeat", true),
+        ("text_sleep", true),
+    ];
+    assert_eq!(method_names(&discovered), callable.map(|(n, c)| (n.to_string(), c)));
+    let calc = &discovered["tools"][0];
+    assert_eq!(calc["tool_name"], "Calculator");
+    assert_eq!(calc["category"], "math");
+    let repeat = &discovered["tools"][1]["methods"][1];
+    assert_eq!(
+        repeat["parameters"],
+        json!([
+            {"name": "message", "type": "string", "required": true, "default": null, "description": "the text to repeat"},
+            {"name": "times", "type": "integer", "required": true, "default": null, "description": "how many copies, 1 to 10"},
+            {"name": "sep", "type": "string", "required": false, "default": " ", "description": "what goes between copies"}
+        ])
+    );
+    assert_eq!(repeat["schema"]["properties"]["times"]["maximum"], 10);
+
+    let all: Value = serde_json::from_slice(&run(&["discover", "--all"]).stdout).unwrap();
+    assert!(method_names(&all).contains(&("calc_secret_internal".to_string(), false)));
+}
+
+#[test]
+fn prompt_is_plain_text_in_both_languages_without_the_internal_method() {
+    for (lang, heading) in [("en", "Tool: Calculator (calc)"), ("zh", "工具：Calculator (calc)")] {
+        let out = run(&["prompt", "--lang", lang]);
+        assert_eq!(out.status.code(), Some(0));
+        let text = String::from_utf8(out.stdout).unwrap();
+        assert!(text.contains(heading), "{lang}");
+        assert!(text.contains("command:「始」repeat「末」"));
+        assert!(text.contains("times:「始」(integer, ") && text.contains("maximum: 10"));
+        assert!(!text.contains("secret_internal"), "{lang}");
+    }
 }
 
 #[test]

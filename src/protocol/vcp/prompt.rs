@@ -129,7 +129,21 @@ fn describe(param: &ParameterInfo<'_>, t: &VcpTemplates) -> String {
     let mut head =
         vec![param.type_name(), if param.required { t.required.clone() } else { t.optional.clone() }];
     if let Some(default) = param.default() {
-        head.push(format!("{}{}", t.default, plain(default)));
+        // As JSON, so that `" "` or `""` stay visible.
+        head.push(format!("{}{}", t.default, default));
+    }
+    for (keyword, label) in [
+        ("minimum", "minimum"),
+        ("maximum", "maximum"),
+        ("minLength", "min length"),
+        ("maxLength", "max length"),
+        ("minItems", "min items"),
+        ("maxItems", "max items"),
+        ("pattern", "pattern"),
+    ] {
+        if let Some(value) = param.schema.get(keyword) {
+            head.push(format!("{label}: {}", plain(value)));
+        }
     }
     if let Some(values) = param.allowed_values() {
         head.push(format!("{}{}", t.one_of, values.iter().map(plain).collect::<Vec<_>>().join(", ")));
@@ -155,7 +169,7 @@ fn sample(param: &ParameterInfo<'_>) -> String {
         return plain(v);
     }
     match param.schema.get("type").and_then(Value::as_str) {
-        Some("integer" | "number") => "1".to_string(),
+        Some("integer" | "number") => param.schema.get("minimum").map_or_else(|| "1".to_string(), plain),
         Some("boolean") => "true".to_string(),
         Some("array") => "[]".to_string(),
         Some("object") => "{}".to_string(),
