@@ -135,9 +135,24 @@ impl MethodDefinition {
             .unwrap_or_default();
         properties
             .iter()
-            .map(|(name, schema)| ParameterInfo { name, required: required.contains(&name.as_str()), schema })
+            .map(|(name, schema)| ParameterInfo {
+                name,
+                required: required.contains(&name.as_str()),
+                schema,
+                resolved: resolve_local_ref(&self.parameters, schema),
+            })
             .collect()
     }
+}
+
+/// `schema` itself, or the schema its local `$ref` (`#/$defs/…`) points to.
+fn resolve_local_ref<'a>(root: &'a Value, schema: &'a Value) -> &'a Value {
+    schema
+        .get("$ref")
+        .and_then(Value::as_str)
+        .and_then(|r| r.strip_prefix('#'))
+        .and_then(|pointer| root.pointer(pointer))
+        .unwrap_or(schema)
 }
 
 /// A parameter as read from a method's schema.
@@ -148,8 +163,11 @@ pub struct ParameterInfo<'a> {
     pub name: &'a str,
     /// Whether the schema lists it in `required`.
     pub required: bool,
-    /// Its own schema.
+    /// Its own schema, as written.
     pub schema: &'a Value,
+    /// The schema a local `$ref` points to (else the same as `schema`): what type
+    /// names and allowed values are read from.
+    pub resolved: &'a Value,
 }
 
 impl ParameterInfo<'_> {
@@ -190,22 +208,22 @@ impl ParameterInfo<'_> {
                 }
             }
         }
-        name_of(self.schema)
+        name_of(self.resolved)
     }
 
     /// The parameter's description, if the schema has one.
     pub fn description(&self) -> Option<&str> {
-        self.schema.get("description").and_then(Value::as_str)
+        self.schema.get("description").or_else(|| self.resolved.get("description")).and_then(Value::as_str)
     }
 
     /// The parameter's default value, if the schema has one.
     pub fn default(&self) -> Option<&Value> {
-        self.schema.get("default")
+        self.schema.get("default").or_else(|| self.resolved.get("default"))
     }
 
     /// The allowed values, if the schema restricts them with `enum`.
     pub fn allowed_values(&self) -> Option<&Vec<Value>> {
-        self.schema.get("enum").and_then(Value::as_array)
+        self.resolved.get("enum").and_then(Value::as_array)
     }
 }
 
