@@ -1,0 +1,577 @@
+//! Routing: which registered method a parsed request targets (VCP spec §4).
+//!
+//! [`route`] resolves a [`ParsedToolRequest`]'s `tool_name` (and `command`,
+//! `command1`, `command2`, …) to the registered method(s) it targets, trying in order:
+//!
+//! 1. **Exact name.** `tool_name` is a method's full name `toolId_methodName`, or
+//!    `toolId_alias` for its declared VCP command alias. Method names may contain `_`, so
+//!    this exact lookup comes first. All arguments are passed on unchanged.
+//! 2. **Tool id + `command`.** `tool_name` is a tool id and `command` names one of its
+//!    methods (by name, else by VCP alias). `command` is consumed, not passed on.
+//! 3. **Batch.** `tool_name` is a tool id, there is no `command`, and `command1`,
+//!    `command2`, … exist: one call per index N, in ascending order. A key `nameN` (a
+//!    non-empty prefix followed by the digits of one of the batch indices) goes to call
+//!    N as `name`; the `commandN` keys are consumed; every other key is shared by all
+//!    calls (a call's own `nameN` wins over a shared `name`). A call whose command names
+//!    no method is an error for that call only.
+//! 4. **Single-method tool** (VCPToolBox plugins). `tool_name` is a tool id with exactly
+//!    one agent-callable method: that method, with `command` (if any) passed on as an
+//!    ordinary argument.
+//! 5. **Last `_`.** `tool_name` is split at its last `_` into tool id and method name
+//!    (seed 004's rule), the method looked up by name or VCP alias. (The registry indexes
+//!    both `toolId_methodName` and `toolId_alias`, so this finds nothing rule 1 has not;
+//!    it is kept for the spec's order.)
+//!
+//! Details the spec leaves open, decided here:
+//!
+//! - A batch index N is a canonical decimal number ≥ 1 (`command1`, `command12`; not
+//!   `command0` or `command01`, which are ordinary shared keys). A key's index is its
+//!   whole trailing digit run: with batch indices 1 and 2, `file12` is shared, `md5` too.
+//! - Rule 2 before rule 4: a single-method tool whose `command` names its method consumes
+//!   `command`; any other `command` is passed on to the method. Likewise, a single-method
+//!   tool whose `commandN` name none of its methods gets them as ordinary arguments
+//!   (rule 4), not as a batch of failing calls.
+//! - With an exact name (rule 1), every argument is passed on, `command` included.
+//!
+//! As a tolerance beyond the spec, a bare VCP command alias (`WriteFile`) is accepted as
+//! `tool_name` when exactly one method in the registry declares it and `tool_name` is not
+//! a tool id (a tool id always means rules 2–4).
+//!
+//! Routing only resolves names: it does not check that the method is agent-callable (the
+//! executor does, and refuses with a permission error). Only rule 4 and the suggestions in
+//! errors look at agent-callability.
+//!
+//! When nothing matches, the [`RouteError`] is written for the model to read and retry: it
+//! names the closest agent-callable names (case-insensitive Levenshtein distance, at most
+//! three, within `max(3, len / 3)` edits of what the model wrote), or the methods of the
+//! tool it named.
+
+use std::collections::{BTreeMap, HashSet};
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::registry::{MethodRef, RegisteredTool, ToolRegistry};
+use crate::request::{Args, ParsedToolRequest};
+
+/// The argument key naming the method (AIO Hub style) or passed on (VCPToolBox style).
+const COMMAND: &str = "command";
+
+/// At most this many suggestions are named in an error.
+const MAX_SUGGESTIONS: usize = 3;
+
+/// One call a request resolved to.
+#[derive(Debug, Clone)]
+pub struct RoutedCall {
+    /// The method to run (not yet checked for agent-callability).
+    pub method: MethodRef,
+    /// The arguments for this call, in the order the model wrote them (routing keys such
+    /// as a consumed `command` or `commandN` removed, batch keys `nameN` renamed `name`).
+    pub args: Args,
+    /// The batch index N (from `commandN`) for calls of a batch request; `None` otherwise.
+    pub batch_index: Option<usize>,
+}
+
+impl RoutedCall {
+    /// The resolved method's full name, `toolId_methodName`.
+    pub fn full_name(&self) -> String {
+        self.method.full_name()
+    }
+}
+
+/// Why a request (or one call of a batch) could not be routed. Messages are written for
+/// the model, so that it can correct the name and retry.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RouteError {
+    /// The request has an empty (or blank) `tool_name`.
+    #[error(
+        "the request has no tool_name; add a `tool_name` field naming the tool to call, exactly as it is listed"
+    )]
+    EmptyToolName,
+    /// `tool_name` matches no tool id, method name or alias.
+    #[error("{}", unknown_name_message(name, suggestions))]
+    UnknownName {
+        /// `tool_name` as written.
+        name: String,
+        /// The closest agent-callable full names and tool ids (closest first; may be empty).
+        suggestions: Vec<String>,
+    },
+    /// `tool_name` is `toolId_something` for a known tool id, but `something` names none
+    /// of its methods.
+    #[error("{}", unknown_method_message(name, tool, suggestions, available))]
+    UnknownMethod {
+        /// `tool_name` as written.
+        name: String,
+        /// The tool id it starts with (the longest, when several match).
+        tool: String,
+        /// The closest of the tool's agent-callable full names (`toolId_methodName`, or
+        /// `toolId_alias`), closest first; may be empty.
+        suggestions: Vec<String>,
+        /// The full names of the tool's agent-callable methods.
+        available: Vec<String>,
+    },
+    /// `tool_name` is a tool id, but its `command` (or `commandN` in a batch) names none
+    /// of its methods.
+    #[error("{}", unknown_command_message(tool, command, *batch_index, suggestions, available))]
+    UnknownCommand {
+        /// The tool id.
+        tool: String,
+        /// The command as written; a non-string command as JSON text.
+        command: String,
+        /// The batch index N when the command came from `commandN`.
+        batch_index: Option<usize>,
+        /// The closest of the tool's agent-callable method names and aliases (may be empty).
+        suggestions: Vec<String>,
+        /// The commands of the tool's agent-callable methods (alias if declared, else name).
+        available: Vec<String>,
+    },
+    /// `tool_name` is a tool id with several (or no) agent-callable methods, and the request
+    /// says neither `command` nor `command1`, `command2`, ….
+    #[error("{}", missing_command_message(tool, available))]
+    MissingCommand {
+        /// The tool id.
+        tool: String,
+        /// The commands of the tool's agent-callable methods (alias if declared, else name).
+        available: Vec<String>,
+    },
+}
+
+/// `` `a` ``, `` `a` or `b` ``, `` `a`, `b` or `c` ``.
+fn or_list(names: &[String]) -> String {
+    let quoted: Vec<String> = names.iter().map(|n| format!("`{n}`")).collect();
+    match quoted.split_last() {
+        None => String::new(),
+        Some((last, [])) => last.clone(),
+        Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+    }
+}
+
+fn and_list(names: &[String]) -> String {
+    names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
+}
+
+fn unknown_name_message(name: &str, suggestions: &[String]) -> String {
+    if suggestions.is_empty() {
+        format!(
+            "no tool method matches `{name}`, and no registered tool has a similar name; \
+             use a tool name exactly as it is listed"
+        )
+    } else {
+        format!("no tool method matches `{name}`; did you mean {}?", or_list(suggestions))
+    }
+}
+
+fn unknown_method_message(name: &str, tool: &str, suggestions: &[String], available: &[String]) -> String {
+    let mut message = format!("no tool method matches `{name}`");
+    if suggestions.is_empty() {
+        message.push_str(&format!("; tool `{tool}`"));
+    } else {
+        message.push_str(&format!("; did you mean {}? Tool `{tool}`", or_list(suggestions)));
+    }
+    if available.is_empty() {
+        message.push_str(" has no methods a model may call");
+    } else {
+        message.push_str(&format!(" has: {}", and_list(available)));
+    }
+    message
+}
+
+fn unknown_command_message(
+    tool: &str,
+    command: &str,
+    batch_index: Option<usize>,
+    suggestions: &[String],
+    available: &[String],
+) -> String {
+    let mut message = format!("tool `{tool}` has no method `{command}`");
+    if let Some(n) = batch_index {
+        message.push_str(&format!(" (in `{COMMAND}{n}`)"));
+    }
+    let (it, its) = if suggestions.is_empty() {
+        ("; it", "; its")
+    } else {
+        message.push_str(&format!("; did you mean {}?", or_list(suggestions)));
+        (" It", " Its")
+    };
+    if available.is_empty() {
+        message.push_str(&format!("{it} has no methods a model may call"));
+    } else {
+        message.push_str(&format!("{its} methods are: {}", and_list(available)));
+    }
+    message
+}
+
+fn missing_command_message(tool: &str, available: &[String]) -> String {
+    if available.is_empty() {
+        format!("tool `{tool}` has no methods a model may call")
+    } else {
+        format!(
+            "tool `{tool}` has several methods: add a `{COMMAND}` field naming one of {}",
+            or_list(available)
+        )
+    }
+}
+
+/// Resolves `request` to the method call(s) it targets, following VCP spec §4 (see the
+/// [module documentation](self) for the rules and their order).
+///
+/// Returns one entry per call: several for a batch request (`command1`, `command2`, …,
+/// in ascending order of N), otherwise exactly one. Each entry is the routed call or an
+/// error for the model.
+///
+/// ```
+/// use tool_calling::registry::ToolRegistry;
+/// use tool_calling::routing::route;
+/// use tool_calling::tool::{ArgMap, BoxFuture, MethodSpec, ToolOutput, ToolSpec};
+/// use tool_calling::{MethodDefinition, ParsedToolRequest};
+///
+/// let handler = |_, _: ArgMap| Box::pin(async { Ok(ToolOutput::Text("ok".into())) }) as BoxFuture<'static, _>;
+/// let registry = ToolRegistry::new();
+/// registry
+///     .register(
+///         ToolSpec::stateless("calc", "Calculator")
+///             .with_method(MethodSpec::new(MethodDefinition::new("add", "Add."), handler))
+///             .with_method(MethodSpec::new(MethodDefinition::new("sub", "Subtract."), handler)),
+///     )
+///     .unwrap();
+///
+/// // Tool id + command: `command` is consumed.
+/// let request = ParsedToolRequest::new("1", "calc").with_arg("command", "add").with_arg("a", "2");
+/// let calls = route(&registry, &request);
+/// let call = calls[0].as_ref().unwrap();
+/// assert_eq!(call.full_name(), "calc_add");
+/// assert_eq!(call.args, ParsedToolRequest::new("", "").with_arg("a", "2").args);
+///
+/// // A typo: the error names the closest method.
+/// let calls = route(&registry, &ParsedToolRequest::new("2", "calc_ad"));
+/// let err = calls[0].as_ref().unwrap_err();
+/// assert!(err.to_string().contains("did you mean `calc_add`"), "{err}");
+/// ```
+pub fn route(registry: &ToolRegistry, request: &ParsedToolRequest) -> Vec<Result<RoutedCall, RouteError>> {
+    let name = request.tool_name.as_str();
+    let args = &request.args;
+    if name.trim().is_empty() {
+        return vec![Err(RouteError::EmptyToolName)];
+    }
+    // Rule 1: exact full name or `toolId_alias`.
+    if let Some(method) = registry.method(name) {
+        return vec![Ok(RoutedCall { method, args: args.clone(), batch_index: None })];
+    }
+    // Rules 2–4: a tool id.
+    if let Some(tool) = registry.tool(name) {
+        return route_tool(&tool, args);
+    }
+    // Rule 1 (tolerance): a bare VCP command alias, unique across the registry.
+    if let Some(method) = unique_alias(registry, name) {
+        return vec![Ok(RoutedCall { method, args: args.clone(), batch_index: None })];
+    }
+    // Rule 5: split at the last `_`.
+    if let Some((tool_id, method_name)) = name.rsplit_once('_') {
+        if let Some(tool) = registry.tool(tool_id) {
+            if let Some(index) = find_method(&tool, method_name) {
+                let method = MethodRef { tool, index };
+                return vec![Ok(RoutedCall { method, args: args.clone(), batch_index: None })];
+            }
+        }
+    }
+    vec![Err(no_match(registry, name, args))]
+}
+
+/// Rules 2–4 for a request whose `tool_name` is the id of `tool`.
+fn route_tool(tool: &Arc<RegisteredTool>, args: &Args) -> Vec<Result<RoutedCall, RouteError>> {
+    let callable: Vec<usize> =
+        tool.spec().methods.iter().enumerate().filter(|(_, m)| m.agent_callable).map(|(i, _)| i).collect();
+    let single = match callable.as_slice() {
+        [only] => Some(*only),
+        _ => None,
+    };
+    let call = |index: usize, args: Args, batch_index: Option<usize>| RoutedCall {
+        method: MethodRef { tool: Arc::clone(tool), index },
+        args,
+        batch_index,
+    };
+
+    if let Some(command) = args.get(COMMAND) {
+        // Rule 2.
+        if let Some(index) = command.as_str().and_then(|c| find_method(tool, c)) {
+            let mut args = args.clone();
+            args.shift_remove(COMMAND);
+            return vec![Ok(call(index, args, None))];
+        }
+        // Rule 4: `command` is an ordinary argument of the only method.
+        if let Some(index) = single {
+            return vec![Ok(call(index, args.clone(), None))];
+        }
+        return vec![Err(unknown_command(tool, &value_text(command), None))];
+    }
+
+    let batch = batch_commands(args);
+    // Rule 3. For a single-method tool whose `commandN` name none of its methods, the
+    // `commandN` are the plugin's own arguments: rule 4 applies instead.
+    let batch_names_a_method =
+        batch.values().any(|command| command.as_str().and_then(|c| find_method(tool, c)).is_some());
+    if !batch.is_empty() && (single.is_none() || batch_names_a_method) {
+        return batch
+            .iter()
+            .map(|(&n, command)| match command.as_str().and_then(|c| find_method(tool, c)) {
+                Some(index) => Ok(call(index, batch_args(args, &batch, n), Some(n))),
+                None => Err(unknown_command(tool, &value_text(command), Some(n))),
+            })
+            .collect();
+    }
+    // Rule 4.
+    if let Some(index) = single {
+        return vec![Ok(call(index, args.clone(), None))];
+    }
+    vec![Err(RouteError::MissingCommand { tool: tool.spec().tool_id.clone(), available: commands(tool) })]
+}
+
+/// The method of `tool` called `name`, else the one whose VCP alias is `name`.
+fn find_method(tool: &RegisteredTool, name: &str) -> Option<usize> {
+    let methods = &tool.spec().methods;
+    methods
+        .iter()
+        .position(|m| m.definition.name == name)
+        .or_else(|| methods.iter().position(|m| m.definition.vcp_command.as_deref() == Some(name)))
+}
+
+/// The one method in the registry whose VCP alias is `alias`, if exactly one declares it.
+fn unique_alias(registry: &ToolRegistry, alias: &str) -> Option<MethodRef> {
+    let mut found = registry.tools().into_iter().flat_map(|tool| {
+        let indices: Vec<usize> = tool
+            .spec()
+            .methods
+            .iter()
+            .enumerate()
+            .filter(|(_, m)| m.definition.vcp_command.as_deref() == Some(alias))
+            .map(|(i, _)| i)
+            .collect();
+        indices.into_iter().map(move |index| MethodRef { tool: Arc::clone(&tool), index })
+    });
+    let first = found.next()?;
+    found.next().is_none().then_some(first)
+}
+
+/// A string value as is; any other JSON value as JSON text.
+fn value_text(value: &Value) -> String {
+    value.as_str().map_or_else(|| value.to_string(), str::to_string)
+}
+
+/// The batch index written as `digits`: a canonical decimal number ≥ 1 (no sign, no
+/// leading zero).
+fn batch_index(digits: &str) -> Option<usize> {
+    if digits.is_empty() || digits.starts_with('0') || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok()
+}
+
+/// `key` split into a non-empty prefix and the batch index its trailing digits spell.
+fn split_index(key: &str) -> Option<(&str, usize)> {
+    let prefix = key.trim_end_matches(|c: char| c.is_ascii_digit());
+    if prefix.is_empty() {
+        return None;
+    }
+    let digits = key.strip_prefix(prefix)?;
+    Some((prefix, batch_index(digits)?))
+}
+
+/// The batch commands `commandN`, by N.
+fn batch_commands(args: &Args) -> BTreeMap<usize, &Value> {
+    args.iter()
+        .filter_map(|(key, value)| match split_index(key) {
+            Some((COMMAND, n)) => Some((n, value)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Which call a key of a batch request belongs to.
+enum Owner<'a> {
+    /// Every call.
+    Shared,
+    /// Call N, under the key with its digits stripped.
+    Call(usize, &'a str),
+}
+
+/// Which call `key` belongs to: call N when it ends in the digits of batch index N after a
+/// non-empty prefix; otherwise every call.
+fn owner_of<'a>(key: &'a str, batch: &BTreeMap<usize, &Value>) -> Owner<'a> {
+    match split_index(key) {
+        Some((name, n)) if batch.contains_key(&n) => Owner::Call(n, name),
+        _ => Owner::Shared,
+    }
+}
+
+/// The arguments of batch call `n`: its own `nameN` keys renamed `name`, and every key
+/// that belongs to no batch call; `commandN` keys are dropped. A call's own key wins over
+/// a shared key of the same name. Order of appearance is kept.
+fn batch_args(args: &Args, batch: &BTreeMap<usize, &Value>, n: usize) -> Args {
+    let own: HashSet<&str> = args
+        .keys()
+        .filter_map(|key| match owner_of(key, batch) {
+            Owner::Call(m, name) if m == n && name != COMMAND => Some(name),
+            _ => None,
+        })
+        .collect();
+    let mut out = Args::new();
+    for (key, value) in args {
+        match owner_of(key, batch) {
+            Owner::Call(m, name) if m == n && name != COMMAND => {
+                out.insert(name.to_string(), value.clone());
+            }
+            Owner::Call(..) => {}
+            Owner::Shared => {
+                if !own.contains(key.as_str()) {
+                    out.insert(key.clone(), value.clone());
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The commands of `tool`'s agent-callable methods (alias if declared, else name).
+fn commands(tool: &RegisteredTool) -> Vec<String> {
+    tool.spec()
+        .methods
+        .iter()
+        .filter(|m| m.agent_callable)
+        .map(|m| m.definition.command().to_string())
+        .collect()
+}
+
+/// The error for a `command` that names no method of `tool`.
+fn unknown_command(tool: &RegisteredTool, command: &str, batch_index: Option<usize>) -> RouteError {
+    let candidates = tool.spec().methods.iter().filter(|m| m.agent_callable).flat_map(|m| {
+        std::iter::once(m.definition.name.clone()).chain(m.definition.vcp_command.iter().cloned())
+    });
+    RouteError::UnknownCommand {
+        tool: tool.spec().tool_id.clone(),
+        command: command.to_string(),
+        batch_index,
+        suggestions: suggest(command, candidates),
+        available: commands(tool),
+    }
+}
+
+/// The error for a `tool_name` that matched nothing.
+///
+/// When it starts with a known tool id and `_` (longest such id), the tool is known and
+/// the rest names none of its methods: its closest methods are suggested and all listed. Otherwise the closest agent-callable names are
+/// suggested: tool ids only when the request has a `command` or `commandN` (it meant a
+/// tool id), else tool ids and full method names.
+fn no_match(registry: &ToolRegistry, name: &str, args: &Args) -> RouteError {
+    let tools = registry.tools();
+    let known = tools
+        .iter()
+        .filter_map(|tool| {
+            let rest = name.strip_prefix(tool.spec().tool_id.as_str())?.strip_prefix('_')?;
+            (!rest.is_empty()).then_some((tool, rest))
+        })
+        .max_by_key(|(tool, _)| tool.spec().tool_id.len());
+    if let Some((tool, _)) = known {
+        let id = &tool.spec().tool_id;
+        let callable = || tool.spec().methods.iter().filter(|m| m.agent_callable);
+        let candidates = callable().flat_map(|m| {
+            std::iter::once(m.definition.full_name(id))
+                .chain(m.definition.vcp_command.iter().map(|alias| format!("{id}_{alias}")))
+        });
+        return RouteError::UnknownMethod {
+            name: name.to_string(),
+            tool: id.clone(),
+            suggestions: suggest(name, candidates),
+            available: callable().map(|m| m.definition.full_name(id)).collect(),
+        };
+    }
+    let wants_tool_id =
+        args.keys().any(|key| key == COMMAND || matches!(split_index(key), Some((COMMAND, _))));
+    let mut candidates = Vec::new();
+    for tool in &tools {
+        let callable: Vec<String> = tool
+            .spec()
+            .methods
+            .iter()
+            .filter(|m| m.agent_callable)
+            .map(|m| m.definition.full_name(&tool.spec().tool_id))
+            .collect();
+        if callable.is_empty() {
+            continue;
+        }
+        candidates.push(tool.spec().tool_id.clone());
+        if !wants_tool_id {
+            candidates.extend(callable);
+        }
+    }
+    RouteError::UnknownName { name: name.to_string(), suggestions: suggest(name, candidates) }
+}
+
+/// Up to [`MAX_SUGGESTIONS`] distinct candidates within `max(3, len / 3)` edits of
+/// `query` (case-insensitive, `len` in characters), closest first, ties in candidate order.
+fn suggest(query: &str, candidates: impl IntoIterator<Item = String>) -> Vec<String> {
+    let limit = (query.chars().count() / 3).max(3);
+    let mut seen = HashSet::new();
+    let mut scored: Vec<(usize, String)> = candidates
+        .into_iter()
+        .filter(|c| seen.insert(c.clone()))
+        .map(|c| (levenshtein(query, &c), c))
+        .filter(|(distance, _)| *distance <= limit)
+        .collect();
+    scored.sort_by_key(|(distance, _)| *distance);
+    scored.into_iter().take(MAX_SUGGESTIONS).map(|(_, c)| c).collect()
+}
+
+/// The Levenshtein distance between `a` and `b`, ignoring case: O(n·m) time, two rows.
+fn levenshtein(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().flat_map(char::to_lowercase).collect();
+    let b: Vec<char> = b.chars().flat_map(char::to_lowercase).collect();
+    let mut previous: Vec<usize> = (0..=b.len()).collect();
+    let mut current: Vec<usize> = Vec::with_capacity(b.len() + 1);
+    for (i, ca) in a.iter().enumerate() {
+        current.clear();
+        current.push(i + 1);
+        for (j, cb) in b.iter().enumerate() {
+            let cost = usize::from(ca != cb);
+            let diagonal = previous.get(j).map_or(usize::MAX, |d| d.saturating_add(cost));
+            let above = previous.get(j + 1).map_or(usize::MAX, |d| d.saturating_add(1));
+            let left = current.last().map_or(usize::MAX, |d| d.saturating_add(1));
+            current.push(diagonal.min(above).min(left));
+        }
+        std::mem::swap(&mut previous, &mut current);
+    }
+    previous.last().copied().unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{levenshtein, split_index, suggest};
+
+    #[test]
+    fn levenshtein_distances() {
+        assert_eq!(levenshtein("", ""), 0);
+        assert_eq!(levenshtein("abc", ""), 3);
+        assert_eq!(levenshtein("", "abc"), 3);
+        assert_eq!(levenshtein("kitten", "sitting"), 3);
+        assert_eq!(levenshtein("calc_ad", "calc_add"), 1);
+        assert_eq!(levenshtein("Calc_Add", "calc_add"), 0);
+        assert_eq!(levenshtein("日本語", "日本"), 1);
+    }
+
+    #[test]
+    fn suggestions_are_closest_first_and_limited() {
+        let names = ["calc_sub", "calc_add", "calc", "calc_mul", "zzz_far_away"].map(String::from);
+        assert_eq!(suggest("calc_ad", names.clone()), ["calc_add", "calc_sub", "calc"]);
+        assert!(suggest("qqqqqqqqqqq", names).is_empty());
+    }
+
+    #[test]
+    fn batch_keys_need_a_prefix_and_a_canonical_index() {
+        assert_eq!(split_index("filePath12"), Some(("filePath", 12)));
+        assert_eq!(split_index("command1"), Some(("command", 1)));
+        assert_eq!(split_index("path01"), None);
+        assert_eq!(split_index("path0"), None);
+        assert_eq!(split_index("123"), None);
+        assert_eq!(split_index("path"), None);
+    }
+}

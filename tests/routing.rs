@@ -1,0 +1,340 @@
+//! Routing a parsed request to registered methods (VCP spec §4), on tools built by hand.
+
+use serde_json::{Value, json};
+use tool_calling::registry::ToolRegistry;
+use tool_calling::routing::{RouteError, RoutedCall, route};
+use tool_calling::tool::{ArgMap, BoxFuture, Instance, MethodSpec, ToolError, ToolOutput, ToolSpec};
+use tool_calling::{MethodDefinition, ParsedToolRequest};
+
+fn handler()
+-> impl Fn(Instance, ArgMap) -> BoxFuture<'static, Result<ToolOutput, ToolError>> + Send + Sync + 'static {
+    |_, _| Box::pin(async { Ok(ToolOutput::Text("ok".into())) }) as BoxFuture<'static, _>
+}
+
+fn method(name: &str) -> MethodSpec {
+    MethodSpec::new(MethodDefinition::new(name, format!("{name} things")), handler())
+}
+
+fn aliased(name: &str, alias: &str) -> MethodSpec {
+    MethodSpec::new(MethodDefinition::new(name, format!("{name} things")).with_vcp_command(alias), handler())
+}
+
+fn tool(id: &str, methods: Vec<MethodSpec>) -> ToolSpec {
+    methods.into_iter().fold(ToolSpec::stateless(id, id.to_uppercase()), ToolSpec::with_method)
+}
+
+fn registry() -> ToolRegistry {
+    let registry = ToolRegistry::new();
+    let tools = [
+        tool("directory-tree", vec![method("listFiles"), method("generate_tree")]),
+        tool("file_ops", vec![method("read"), aliased("write", "WriteFile")]),
+        tool("DailyNote", vec![method("create")]),
+        tool("admin", vec![method("status"), method("reset").agent_callable(false)]),
+        tool("calc", vec![method("add"), method("sub")]),
+    ];
+    for spec in tools {
+        registry.register(spec).unwrap();
+    }
+    registry
+}
+
+fn request(tool_name: &str, pairs: &[(&str, &str)]) -> ParsedToolRequest {
+    pairs.iter().fold(ParsedToolRequest::new("call_1", tool_name), |r, (k, v)| r.with_arg(*k, *v))
+}
+
+/// Routes a request that must yield exactly one successful call.
+fn one(registry: &ToolRegistry, request: &ParsedToolRequest) -> RoutedCall {
+    let mut calls = route(registry, request);
+    assert_eq!(calls.len(), 1, "{calls:?}");
+    calls.remove(0).unwrap_or_else(|e| panic!("`{}` did not route: {e}", request.tool_name))
+}
+
+/// Routes a request that must yield exactly one error.
+fn error(registry: &ToolRegistry, request: &ParsedToolRequest) -> RouteError {
+    let mut calls = route(registry, request);
+    assert_eq!(calls.len(), 1, "{calls:?}");
+    match calls.remove(0) {
+        Ok(call) => panic!("`{}` routed to `{}`", request.tool_name, call.full_name()),
+        Err(e) => e,
+    }
+}
+
+/// Asserts the call's method, exact arguments (with order) and batch index.
+fn assert_call(call: &RoutedCall, full_name: &str, expected: &[(&str, &str)], batch_index: Option<usize>) {
+    assert_eq!(call.full_name(), full_name);
+    let got: Vec<(&str, &Value)> = call.args.iter().map(|(k, v)| (k.as_str(), v)).collect();
+    let want: Vec<(&str, Value)> = expected.iter().map(|(k, v)| (*k, Value::from(*v))).collect();
+    let want: Vec<(&str, &Value)> = want.iter().map(|(k, v)| (*k, v)).collect();
+    assert_eq!(got, want, "arguments of `{full_name}`");
+    assert_eq!(call.batch_index, batch_index);
+}
+
+#[test]
+fn rule1_exact_full_name_with_underscore_in_the_method_name() {
+    let registry = registry();
+    let call = one(&registry, &request("directory-tree_generate_tree", &[("path", "src"), ("depth", "2")]));
+    assert_call(&call, "directory-tree_generate_tree", &[("path", "src"), ("depth", "2")], None);
+    let call = one(&registry, &request("directory-tree_listFiles", &[]));
+    assert_call(&call, "directory-tree_listFiles", &[], None);
+    // Exact names keep everything as an argument, `command` included.
+    let call = one(&registry, &request("file_ops_read", &[("command", "x"), ("filePath", "a.txt")]));
+    assert_call(&call, "file_ops_read", &[("command", "x"), ("filePath", "a.txt")], None);
+}
+
+#[test]
+fn rule1_tool_id_and_alias_and_bare_alias() {
+    let registry = registry();
+    let call = one(&registry, &request("file_ops_WriteFile", &[("filePath", "a.txt"), ("content", "hi")]));
+    assert_call(&call, "file_ops_write", &[("filePath", "a.txt"), ("content", "hi")], None);
+    let call = one(&registry, &request("WriteFile", &[("filePath", "a.txt")]));
+    assert_call(&call, "file_ops_write", &[("filePath", "a.txt")], None);
+    // A bare method name (not an alias) is not accepted.
+    assert!(matches!(error(&registry, &request("listFiles", &[])), RouteError::UnknownName { .. }));
+}
+
+#[test]
+fn rule1_bare_alias_must_be_unique() {
+    let registry = registry();
+    registry.register(tool("backup", vec![aliased("save", "WriteFile")])).unwrap();
+    let err = error(&registry, &request("WriteFile", &[]));
+    assert!(matches!(&err, RouteError::UnknownName { name, .. } if name == "WriteFile"), "{err:?}");
+    // The qualified aliases still work.
+    assert_call(&one(&registry, &request("backup_WriteFile", &[])), "backup_save", &[], None);
+    assert_call(&one(&registry, &request("file_ops_WriteFile", &[])), "file_ops_write", &[], None);
+}
+
+#[test]
+fn rule2_tool_id_and_command_which_is_consumed() {
+    let registry = registry();
+    let req = request("directory-tree", &[("path", "src"), ("command", "generate_tree"), ("depth", "3")]);
+    assert_call(
+        &one(&registry, &req),
+        "directory-tree_generate_tree",
+        &[("path", "src"), ("depth", "3")],
+        None,
+    );
+    // A tool id containing `_`, and a command given as the VCP alias.
+    let req = request("file_ops", &[("command", "WriteFile"), ("filePath", "b.txt"), ("content", "x")]);
+    assert_call(&one(&registry, &req), "file_ops_write", &[("filePath", "b.txt"), ("content", "x")], None);
+    let req = request("file_ops", &[("command", "read"), ("filePath", "b.txt")]);
+    assert_call(&one(&registry, &req), "file_ops_read", &[("filePath", "b.txt")], None);
+    // A single-method tool whose command names its method: rule 2, command consumed.
+    let req = request("DailyNote", &[("command", "create"), ("text", "hi")]);
+    assert_call(&one(&registry, &req), "DailyNote_create", &[("text", "hi")], None);
+    // Routing does not check agent-callability: the executor refuses later.
+    let call = one(&registry, &request("admin", &[("command", "reset")]));
+    assert_call(&call, "admin_reset", &[], None);
+    assert!(call.method.spec().is_some_and(|m| !m.agent_callable));
+}
+
+#[test]
+fn rule3_batch_splits_indexed_keys_and_shares_the_rest() {
+    let registry = registry();
+    let req = request(
+        "file_ops",
+        &[
+            ("command1", "read"),
+            ("filePath1", "a.txt"),
+            ("encoding", "utf-8"),
+            ("command2", "WriteFile"),
+            ("filePath2", "b.txt"),
+            ("content2", "hello"),
+        ],
+    );
+    let calls = route(&registry, &req);
+    assert_eq!(calls.len(), 2);
+    let first = calls[0].as_ref().unwrap();
+    assert_call(first, "file_ops_read", &[("filePath", "a.txt"), ("encoding", "utf-8")], Some(1));
+    let second = calls[1].as_ref().unwrap();
+    assert_call(
+        second,
+        "file_ops_write",
+        &[("encoding", "utf-8"), ("filePath", "b.txt"), ("content", "hello")],
+        Some(2),
+    );
+}
+
+#[test]
+fn rule3_batch_runs_in_ascending_index_order_and_own_keys_win() {
+    let registry = registry();
+    let req = request(
+        "file_ops",
+        &[
+            ("command10", "read"),
+            ("command2", "read"),
+            ("filePath", "shared.txt"),
+            ("filePath10", "ten.txt"),
+            ("md5", "kept"),
+            ("path01", "kept too"),
+        ],
+    );
+    let calls = route(&registry, &req);
+    let indices: Vec<Option<usize>> = calls.iter().map(|c| c.as_ref().unwrap().batch_index).collect();
+    assert_eq!(indices, [Some(2), Some(10)]);
+    // `md5` and `path01` end in digits that are no batch index: shared by every call.
+    assert_call(
+        calls[0].as_ref().unwrap(),
+        "file_ops_read",
+        &[("filePath", "shared.txt"), ("md5", "kept"), ("path01", "kept too")],
+        Some(2),
+    );
+    assert_call(
+        calls[1].as_ref().unwrap(),
+        "file_ops_read",
+        &[("filePath", "ten.txt"), ("md5", "kept"), ("path01", "kept too")],
+        Some(10),
+    );
+}
+
+#[test]
+fn rule3_batch_with_one_bad_command_fails_that_call_only() {
+    let registry = registry();
+    let req = request(
+        "file_ops",
+        &[("command1", "read"), ("filePath1", "a.txt"), ("command2", "delete"), ("filePath2", "b.txt")],
+    );
+    let calls = route(&registry, &req);
+    assert_eq!(calls.len(), 2);
+    assert_call(calls[0].as_ref().unwrap(), "file_ops_read", &[("filePath", "a.txt")], Some(1));
+    let err = calls[1].as_ref().unwrap_err();
+    assert!(
+        matches!(err, RouteError::UnknownCommand { tool, command, batch_index: Some(2), available, .. }
+            if tool == "file_ops" && command == "delete" && available == &["read", "WriteFile"]),
+        "{err:?}"
+    );
+    let message = err.to_string();
+    assert!(message.contains("`command2`"), "{message}");
+    assert!(message.contains("`read`, `WriteFile`"), "{message}");
+}
+
+#[test]
+fn rule4_single_callable_method_keeps_command_as_an_argument() {
+    let registry = registry();
+    let req = request("DailyNote", &[("command", "append"), ("text", "today")]);
+    assert_call(&one(&registry, &req), "DailyNote_create", &[("command", "append"), ("text", "today")], None);
+    let req = request("DailyNote", &[("text", "today")]);
+    assert_call(&one(&registry, &req), "DailyNote_create", &[("text", "today")], None);
+    // Only agent-callable methods count: `admin` has one (`status`) besides `reset`.
+    assert_call(&one(&registry, &request("admin", &[("x", "1")])), "admin_status", &[("x", "1")], None);
+    // `commandN` naming no method of a single-method tool are the plugin's own arguments.
+    let req = request("DailyNote", &[("command1", "open"), ("command2", "close")]);
+    assert_call(
+        &one(&registry, &req),
+        "DailyNote_create",
+        &[("command1", "open"), ("command2", "close")],
+        None,
+    );
+}
+
+#[test]
+fn rule5_last_underscore_split() {
+    let registry = registry();
+    // Split at the last `_`: tool `file_ops`, method by alias. (The registry's exact
+    // lookup also knows `toolId_alias`, so this reaches the same method either way.)
+    let call = one(&registry, &request("file_ops_WriteFile", &[("content", "x")]));
+    assert_call(&call, "file_ops_write", &[("content", "x")], None);
+    // A known tool id before the last `_`, but no such method: the tool's methods are listed.
+    let err = error(&registry, &request("file_ops_delete", &[]));
+    assert!(
+        matches!(&err, RouteError::UnknownMethod { name, tool, available, .. }
+            if name == "file_ops_delete" && tool == "file_ops" && available == &["file_ops_read", "file_ops_write"]),
+        "{err:?}"
+    );
+    assert!(err.to_string().ends_with("has: `file_ops_read`, `file_ops_write`"), "{err}");
+    // The longest known tool id wins, even when the method part holds `_`.
+    let err = error(&registry, &request("directory-tree_generate_treee", &[]));
+    assert!(
+        matches!(&err, RouteError::UnknownMethod { tool, suggestions, .. }
+            if tool == "directory-tree" && suggestions == &["directory-tree_generate_tree"]),
+        "{err:?}"
+    );
+    // A typo in an alias is matched against `toolId_alias` too.
+    let err = error(&registry, &request("file_ops_WriteFil", &[]));
+    assert!(err.to_string().contains("did you mean `file_ops_WriteFile`"), "{err}");
+}
+
+#[test]
+fn typo_names_the_closest_callable_names() {
+    let registry = registry();
+    let err = error(&registry, &request("calc_ad", &[]));
+    assert_eq!(
+        err.to_string(),
+        "no tool method matches `calc_ad`; did you mean `calc_add` or `calc_sub`? \
+         Tool `calc` has: `calc_add`, `calc_sub`"
+    );
+    // A typo in the tool id: tool ids and full names are candidates.
+    let err = error(&registry, &request("calk_add", &[]));
+    assert!(
+        matches!(&err, RouteError::UnknownName { suggestions, .. } if suggestions.first().is_some_and(|s| s == "calc_add")),
+        "{err:?}"
+    );
+    assert!(
+        err.to_string().starts_with("no tool method matches `calk_add`; did you mean `calc_add`"),
+        "{err}"
+    );
+    let err = error(&registry, &request("DailyNot", &[]));
+    assert!(err.to_string().contains("did you mean `DailyNote`"), "{err}");
+    // Case is ignored when measuring.
+    let err = error(&registry, &request("CALC_ADD", &[]));
+    assert!(err.to_string().contains("did you mean `calc_add`"), "{err}");
+    // Internal methods are never suggested nor listed.
+    let err = error(&registry, &request("admin_rese", &[]));
+    assert!(
+        matches!(&err, RouteError::UnknownMethod { tool, suggestions, available, .. }
+            if tool == "admin" && suggestions.is_empty() && available == &["admin_status"]),
+        "{err:?}"
+    );
+    let err = error(&registry, &request("admn_reset", &[]));
+    assert!(!err.to_string().contains("admin_reset"), "{err}");
+}
+
+#[test]
+fn unknown_command_of_a_known_tool_lists_its_methods() {
+    let registry = registry();
+    let err = error(&registry, &request("directory-tree", &[("command", "listFile")]));
+    assert_eq!(
+        err.to_string(),
+        "tool `directory-tree` has no method `listFile`; did you mean `listFiles`? \
+         Its methods are: `listFiles`, `generate_tree`"
+    );
+    let err = error(&registry, &request("calc", &[]));
+    assert!(matches!(&err, RouteError::MissingCommand { tool, .. } if tool == "calc"), "{err:?}");
+    assert!(err.to_string().contains("`command`") && err.to_string().contains("`add` or `sub`"), "{err}");
+    // A non-string command (native JSON) is quoted as JSON.
+    let req = ParsedToolRequest::new("1", "calc").with_arg("command", json!(3));
+    let err = error(&registry, &req);
+    assert!(matches!(&err, RouteError::UnknownCommand { command, .. } if command == "3"), "{err:?}");
+}
+
+#[test]
+fn completely_unknown_name_gets_a_clear_message_without_suggestions() {
+    let registry = registry();
+    let err = error(&registry, &request("weather_forecast_tomorrow", &[]));
+    assert!(matches!(&err, RouteError::UnknownName { suggestions, .. } if suggestions.is_empty()), "{err:?}");
+    let message = err.to_string();
+    assert!(message.contains("no tool method matches `weather_forecast_tomorrow`"), "{message}");
+    assert!(!message.contains("did you mean"), "{message}");
+    // With a `command`, the model meant a tool id: only tool ids are suggested.
+    let err = error(&registry, &request("DailyNotes", &[("command", "create")]));
+    assert!(
+        matches!(&err, RouteError::UnknownName { suggestions, .. } if suggestions == &["DailyNote"]),
+        "{err:?}"
+    );
+}
+
+#[test]
+fn empty_tool_name_is_an_error() {
+    let registry = registry();
+    for name in ["", "  "] {
+        let err = error(&registry, &request(name, &[("command", "read")]));
+        assert_eq!(err, RouteError::EmptyToolName);
+        assert!(err.to_string().starts_with("the request has no tool_name"), "{err}");
+    }
+}
+
+#[test]
+fn empty_registry_routes_nothing() {
+    let registry = ToolRegistry::new();
+    let err = error(&registry, &request("calc_add", &[]));
+    assert!(matches!(&err, RouteError::UnknownName { suggestions, .. } if suggestions.is_empty()), "{err:?}");
+}
