@@ -13,13 +13,16 @@
 
 pub mod arguments;
 pub mod config;
+pub mod conversation;
 pub mod definition;
 pub mod diagnostic;
 pub mod discovery;
+pub mod executor;
 pub mod protocol;
 pub mod registry;
 pub mod request;
 pub mod result;
+pub mod routing;
 mod span;
 pub mod tool;
 

@@ -141,6 +141,11 @@ pub struct MethodSpec {
     pub agent_callable: bool,
     /// Runs before schema validation, if set.
     pub argument_hook: Option<ArgumentHook>,
+    /// Time limit of one call, overriding the executor's default.
+    pub timeout: Option<std::time::Duration>,
+    /// The handler blocks its thread (a synchronous method): the executor runs it on
+    /// the blocking pool, so that timeouts still bound it and other calls go on.
+    pub blocking: bool,
     handler: Arc<dyn MethodHandler>,
 }
 
@@ -150,6 +155,8 @@ impl std::fmt::Debug for MethodSpec {
             .field("definition", &self.definition)
             .field("agent_callable", &self.agent_callable)
             .field("argument_hook", &self.argument_hook.is_some())
+            .field("timeout", &self.timeout)
+            .field("blocking", &self.blocking)
             .finish_non_exhaustive()
     }
 }
@@ -157,7 +164,28 @@ impl std::fmt::Debug for MethodSpec {
 impl MethodSpec {
     /// An agent-callable method run by `handler`.
     pub fn new(definition: MethodDefinition, handler: impl MethodHandler + 'static) -> Self {
-        MethodSpec { definition, agent_callable: true, argument_hook: None, handler: Arc::new(handler) }
+        MethodSpec {
+            definition,
+            agent_callable: true,
+            argument_hook: None,
+            timeout: None,
+            blocking: false,
+            handler: Arc::new(handler),
+        }
+    }
+
+    /// Sets the per-method time limit.
+    #[must_use]
+    pub fn with_timeout(mut self, timeout: std::time::Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// Marks the handler as blocking its thread.
+    #[must_use]
+    pub fn blocking(mut self, blocking: bool) -> Self {
+        self.blocking = blocking;
+        self
     }
 
     /// Sets whether models may call the method.

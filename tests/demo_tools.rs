@@ -82,6 +82,14 @@ fn wrong_arguments_name_the_field() {
 }
 
 #[test]
+fn synchronous_methods_run_on_the_blocking_pool() {
+    let registry = registry();
+    let blocking = |name: &str| registry.method(name).and_then(|m| m.spec().map(|s| s.blocking));
+    assert_eq!(blocking("calc_add"), Some(true));
+    assert_eq!(blocking("text_sleep"), Some(false));
+}
+
+#[test]
 fn the_internal_method_cannot_be_reached() {
     let registry = registry();
     let err = invoke(&registry, "calc_secret_internal", &[]).unwrap_err();

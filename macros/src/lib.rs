@@ -671,6 +671,8 @@ fn method_spec(m: &Method, call: TokenStream2, self_ty: Option<&Type>) -> TokenS
     };
     let receiver = if m.has_self { quote!(&*__this,) } else { quote!() };
     let await_ = if m.is_async { quote!(.await) } else { quote!() };
+    // A synchronous method may block its thread: the executor runs it on the blocking pool.
+    let blocking = !m.is_async;
     let convert = match m.returns {
         Returns::Unit => {
             quote! { let () = __out; ::std::result::Result::Ok(#t::ToolOutput::Text(::std::string::String::new())) }
@@ -749,7 +751,7 @@ fn method_spec(m: &Method, call: TokenStream2, self_ty: Option<&Type>) -> TokenS
             .with_parameters(__schema)
             #vcp
             #(#examples)*;
-        #t::MethodSpec::new(__definition, __handler).agent_callable(#callable) #hook
+        #t::MethodSpec::new(__definition, __handler).agent_callable(#callable).blocking(#blocking) #hook
     }}
 }
 

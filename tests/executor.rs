@@ -1,0 +1,352 @@
+//! The executor, on tokio's paused clock: ordering, parallel and serial timing,
+//! timeouts, cancellation, panics, retries, and every check of the flowchart (proved by
+//! side effects: a denied call never runs).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+use tool_calling::config::ToolCallConfig;
+use tool_calling::executor::{
+    ExecutionContext, Executor, ExecutorOptions, PendingCall, PolicyDecision, RetryPolicy,
+};
+use tool_calling::registry::ToolRegistry;
+use tool_calling::tool::{BoxFuture, MethodSpec, ToolError, ToolOutput, ToolSpec};
+use tool_calling::{Args, ErrorKind, ExecutionStatus, MethodDefinition, ParsedToolRequest};
+
+#[derive(Default)]
+struct Counters {
+    count: AtomicUsize,
+    internal: AtomicUsize,
+    flaky: AtomicUsize,
+    confirmations: AtomicUsize,
+}
+
+fn schema(properties: Value, required: Value) -> Value {
+    json!({"type": "object", "properties": properties, "required": required})
+}
+
+fn registry(counters: &Arc<Counters>) -> Arc<ToolRegistry> {
+    let registry = ToolRegistry::new();
+    let c = counters.clone();
+    let c2 = counters.clone();
+    let c3 = counters.clone();
+    let spec = ToolSpec::stateless("t", "Test tools")
+        .with_method(MethodSpec::new(
+            MethodDefinition::new("sleep", "sleep")
+                .with_parameters(schema(json!({"ms": {"type": "integer"}}), json!(["ms"]))),
+            |_, args: tool_calling::tool::ArgMap| {
+                Box::pin(async move {
+                    let ms = args.get("ms").and_then(Value::as_u64).unwrap_or(0);
+                    tokio::time::sleep(Duration::from_millis(ms)).await;
+                    Ok(ToolOutput::Text(format!("slept {ms}")))
+                }) as BoxFuture<'static, _>
+            },
+        ))
+        .with_method(MethodSpec::new(MethodDefinition::new("panic", "panic"), |_, _| {
+            Box::pin(async {
+                if std::hint::black_box(true) {
+                    panic!("tool blew up");
+                }
+                Ok(ToolOutput::Text("unreachable".into()))
+            }) as BoxFuture<'static, _>
+        }))
+        .with_method(
+            MethodSpec::new(MethodDefinition::new("block", "blocks its thread"), |_, _| {
+                Box::pin(async {
+                    std::thread::sleep(Duration::from_millis(300));
+                    Ok(ToolOutput::Text("woke".into()))
+                }) as BoxFuture<'static, _>
+            })
+            .blocking(true)
+            .with_timeout(Duration::from_millis(50)),
+        )
+        .with_method(MethodSpec::new(MethodDefinition::new("count", "count"), move |_, _| {
+            c.count.fetch_add(1, Ordering::SeqCst);
+            Box::pin(async { Ok(ToolOutput::Text("counted".into())) }) as BoxFuture<'static, _>
+        }))
+        .with_method(
+            MethodSpec::new(MethodDefinition::new("internal", "internal"), move |_, _| {
+                c2.internal.fetch_add(1, Ordering::SeqCst);
+                Box::pin(async { Ok(ToolOutput::Text("secret".into())) }) as BoxFuture<'static, _>
+            })
+            .agent_callable(false),
+        )
+        .with_method(MethodSpec::new(
+            MethodDefinition::new("flaky", "fails twice with a network error").with_parameters(schema(
+                json!({"kind": {"type": "string", "default": "network"}}),
+                json!([]),
+            )),
+            move |_, args: tool_calling::tool::ArgMap| {
+                let attempt = c3.flaky.fetch_add(1, Ordering::SeqCst);
+                let network = args.get("kind").and_then(Value::as_str) == Some("network");
+                Box::pin(async move {
+                    match (attempt, network) {
+                        (0 | 1, true) => Err(ToolError::network("connection reset")),
+                        (_, false) => Err(ToolError::execution("bad input")),
+                        _ => Ok(ToolOutput::Text(format!("ok after {} attempts", attempt + 1))),
+                    }
+                }) as BoxFuture<'static, _>
+            },
+        ))
+        .with_method(MethodSpec::new(
+            MethodDefinition::new("echo", "echo").with_parameters(schema(
+                json!({
+                    "a": {"type": "string", "default": "schema"},
+                    "b": {"type": "string", "default": "schema"},
+                    "c": {"type": "string", "default": "schema"}
+                }),
+                json!([]),
+            )),
+            |_, args| {
+                Box::pin(async move { Ok(ToolOutput::Json(Value::Object(args))) }) as BoxFuture<'static, _>
+            },
+        ))
+        .with_method(
+            MethodSpec::new(
+                MethodDefinition::new("slow", "slow").with_parameters(schema(json!({}), json!([]))),
+                |_, _| {
+                    Box::pin(async {
+                        tokio::time::sleep(Duration::from_secs(10)).await;
+                        Ok(ToolOutput::Text("done".into()))
+                    }) as BoxFuture<'static, _>
+                },
+            )
+            .with_timeout(Duration::from_millis(500)),
+        );
+    registry.register(spec).unwrap();
+    Arc::new(registry)
+}
+
+fn request(id: &str, name: &str, args: &[(&str, &str)]) -> ParsedToolRequest {
+    args.iter().fold(ParsedToolRequest::new(id, name), |r, (k, v)| r.with_arg(*k, *v))
+}
+
+fn context(parallel: bool) -> ExecutionContext {
+    let mut config = ToolCallConfig::default();
+    config.parallel_execution = parallel;
+    ExecutionContext::new(config)
+}
+
+fn sleepers() -> Vec<ParsedToolRequest> {
+    vec![
+        request("r1", "t_sleep", &[("ms", "100")]),
+        request("r2", "t_sleep", &[("ms", "200")]),
+        request("r3", "t_sleep", &[("ms", "150")]),
+    ]
+}
+
+#[tokio::test(start_paused = true)]
+async fn parallel_calls_finish_with_the_slowest_and_keep_request_order() {
+    let executor = Executor::new(registry(&Arc::default()));
+    let start = Instant::now();
+    let results = executor.execute(&sleepers(), &context(true)).await;
+    assert_eq!(start.elapsed(), Duration::from_millis(200));
+    let got: Vec<(&str, &str)> = results.iter().map(|r| (r.request_id.as_str(), r.result.as_str())).collect();
+    assert_eq!(got, [("r1", "slept 100"), ("r2", "slept 200"), ("r3", "slept 150")]);
+    let durations: Vec<u64> = results.iter().map(|r| r.duration_ms).collect();
+    assert_eq!(durations, [100, 200, 150]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn serial_calls_add_up() {
+    let executor = Executor::new(registry(&Arc::default()));
+    let start = Instant::now();
+    let results = executor.execute(&sleepers(), &context(false)).await;
+    assert_eq!(start.elapsed(), Duration::from_millis(450));
+    assert!(results.iter().all(|r| r.status == ExecutionStatus::Success));
+}
+
+#[tokio::test(start_paused = true)]
+async fn concurrency_limit_is_respected() {
+    let mut options = ExecutorOptions::default();
+    options.max_concurrency = 2;
+    let executor = Executor::new(registry(&Arc::default())).with_options(options);
+    let start = Instant::now();
+    executor.execute(&sleepers(), &context(true)).await;
+    // r1 and r2 start at once; r3 starts when r1 ends (100) and ends at 250.
+    assert_eq!(start.elapsed(), Duration::from_millis(250));
+}
+
+#[tokio::test(start_paused = true)]
+async fn timeouts_default_and_per_method() {
+    let executor = Executor::new(registry(&Arc::default()));
+    let mut ctx = context(true);
+    ctx.config.timeout_ms = 120;
+    let start = Instant::now();
+    let results = executor.execute(&sleepers(), &ctx).await;
+    assert_eq!(start.elapsed(), Duration::from_millis(120));
+    let kinds: Vec<Option<ErrorKind>> = results.iter().map(|r| r.error_kind).collect();
+    assert_eq!(kinds, [None, Some(ErrorKind::Timeout), Some(ErrorKind::Timeout)]);
+    assert!(results[1].result.contains("did not finish within 120 ms"), "{}", results[1].result);
+
+    let start = Instant::now();
+    let slow = executor.execute(&[request("s", "t_slow", &[])], &context(true)).await;
+    assert_eq!(start.elapsed(), Duration::from_millis(500), "the method's own limit wins over the default");
+    assert_eq!(slow[0].error_kind, Some(ErrorKind::Timeout));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_that_blocks_its_thread_is_still_bounded() {
+    let executor = Executor::new(registry(&Arc::default()));
+    let results =
+        executor.execute(&[request("b", "t_block", &[]), request("c", "t_count", &[])], &context(true)).await;
+    assert_eq!(results[0].error_kind, Some(ErrorKind::Timeout), "{}", results[0].result);
+    assert!(results[0].duration_ms < 300, "the blocked call was not waited for");
+    assert_eq!(results[1].status, ExecutionStatus::Success);
+}
+
+#[tokio::test(start_paused = true)]
+async fn cancelling_a_cycle_returns_promptly_with_a_result_for_each_call() {
+    let executor = Executor::new(registry(&Arc::default()));
+    let token = CancellationToken::new();
+    let ctx = context(true).with_cancel(token.clone());
+    let canceller = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(120)).await;
+        token.cancel();
+    });
+    let start = Instant::now();
+    let results = executor.execute(&sleepers(), &ctx).await;
+    canceller.await.unwrap();
+    assert_eq!(start.elapsed(), Duration::from_millis(120));
+    let kinds: Vec<Option<ErrorKind>> = results.iter().map(|r| r.error_kind).collect();
+    assert_eq!(kinds, [None, Some(ErrorKind::Cancelled), Some(ErrorKind::Cancelled)]);
+    let again = executor.execute(&sleepers(), &ctx).await;
+    assert!(again.iter().all(|r| r.error_kind == Some(ErrorKind::Cancelled)));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_panicking_tool_becomes_an_error_and_others_are_unaffected() {
+    let executor = Executor::new(registry(&Arc::default()));
+    let requests = [request("p", "t_panic", &[]), request("s", "t_sleep", &[("ms", "10")])];
+    let results = executor.execute(&requests, &context(true)).await;
+    assert_eq!(results[0].error_kind, Some(ErrorKind::Execution));
+    assert!(results[0].result.contains("panicked: tool blew up"), "{}", results[0].result);
+    assert_eq!(results[1].result, "slept 10");
+}
+
+#[tokio::test(start_paused = true)]
+async fn retries_apply_only_to_retryable_failures_and_are_off_by_default() {
+    let counters = Arc::new(Counters::default());
+    let off = Executor::new(registry(&counters));
+    let result = off.execute(&[request("f", "t_flaky", &[])], &context(true)).await;
+    assert_eq!(result[0].error_kind, Some(ErrorKind::Network));
+    assert_eq!(counters.flaky.load(Ordering::SeqCst), 1);
+
+    let counters = Arc::new(Counters::default());
+    let mut options = ExecutorOptions::default();
+    options.retry = RetryPolicy::new(3, Duration::from_millis(100));
+    let on = Executor::new(registry(&counters)).with_options(options.clone());
+    let start = Instant::now();
+    let result = on.execute(&[request("f", "t_flaky", &[])], &context(true)).await;
+    assert_eq!(result[0].result, "ok after 3 attempts");
+    assert_eq!(start.elapsed(), Duration::from_millis(300), "backoff 100 ms, then 200 ms");
+
+    let counters = Arc::new(Counters::default());
+    let on = Executor::new(registry(&counters)).with_options(options);
+    let result = on.execute(&[request("f", "t_flaky", &[("kind", "logic")])], &context(true)).await;
+    assert_eq!(result[0].error_kind, Some(ErrorKind::Execution));
+    assert_eq!(counters.flaky.load(Ordering::SeqCst), 1, "execution errors are not retried");
+}
+
+fn run_count(executor: &Executor, ctx: &ExecutionContext) -> ToolExecutionResult {
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    runtime.block_on(executor.execute(&[request("c", "t_count", &[])], ctx)).remove(0)
+}
+
+use tool_calling::ToolExecutionResult;
+
+#[test]
+fn toggles_policy_confirmation_and_callability_are_checked_in_order_and_denied_calls_never_run() {
+    let counters = Arc::new(Counters::default());
+    let registry = registry(&counters);
+
+    // 1. Toggles: before the policy and the confirmation are even asked.
+    let confirm_counter = counters.clone();
+    let confirming = move |_: PendingCall| {
+        confirm_counter.confirmations.fetch_add(1, Ordering::SeqCst);
+        Box::pin(async { true }) as BoxFuture<'static, bool>
+    };
+    let executor = Executor::new(registry.clone())
+        .with_policy(|_: &PendingCall| PolicyDecision::Deny("never".into()))
+        .with_confirmation(confirming.clone());
+    let off = ExecutionContext::new(ToolCallConfig::default().with_toggle("t_count", false));
+    let result = run_count(&executor, &off);
+    assert_eq!(result.error_kind, Some(ErrorKind::Permission));
+    assert!(result.result.contains("switched off"), "{}", result.result);
+    assert_eq!(counters.confirmations.load(Ordering::SeqCst), 0);
+
+    // 2. The policy: a deny stops the call before confirmation.
+    let result = run_count(&executor, &ExecutionContext::default());
+    assert!(result.result.contains("refused by the security policy: never"), "{}", result.result);
+    assert_eq!(counters.confirmations.load(Ordering::SeqCst), 0);
+
+    // 3. Require approval, then the confirmation callback refuses.
+    let refusing = |_: PendingCall| Box::pin(async { false }) as BoxFuture<'static, bool>;
+    let executor = Executor::new(registry.clone())
+        .with_policy(|_: &PendingCall| PolicyDecision::RequireApproval)
+        .with_confirmation(refusing);
+    let result = run_count(&executor, &ExecutionContext::default());
+    assert!(result.result.starts_with("not authorised"), "{}", result.result);
+
+    // Approval required with no one to ask: refused.
+    let executor =
+        Executor::new(registry.clone()).with_policy(|_: &PendingCall| PolicyDecision::RequireApproval);
+    assert!(run_count(&executor, &ExecutionContext::default()).result.starts_with("not authorised"));
+    let mut config = ToolCallConfig::default();
+    config.require_confirmation = true;
+    assert!(
+        run_count(&Executor::new(registry.clone()), &ExecutionContext::new(config))
+            .result
+            .starts_with("not authorised")
+    );
+    assert_eq!(counters.count.load(Ordering::SeqCst), 0, "a denied call ran");
+
+    // Approved: it runs.
+    let executor = Executor::new(registry.clone()).with_confirmation(confirming);
+    assert_eq!(run_count(&executor, &ExecutionContext::default()).status, ExecutionStatus::Success);
+    assert_eq!(counters.count.load(Ordering::SeqCst), 1);
+    assert_eq!(counters.confirmations.load(Ordering::SeqCst), 1);
+
+    // 4. Not agent-callable: refused even when everything else allows it.
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let result = runtime
+        .block_on(
+            Executor::new(registry.clone())
+                .execute(&[request("i", "t_internal", &[])], &ExecutionContext::default()),
+        )
+        .remove(0);
+    assert_eq!(result.error_kind, Some(ErrorKind::Permission));
+    assert_eq!(counters.internal.load(Ordering::SeqCst), 0, "the internal method ran");
+}
+
+#[tokio::test(start_paused = true)]
+async fn unknown_and_incomplete_requests_get_a_result_telling_the_model_what_to_do() {
+    let counters = Arc::new(Counters::default());
+    let executor = Executor::new(registry(&counters));
+    let incomplete =
+        request("x", "t_count", &[]).with_problem("the value of `a` is not closed: end it with 「末」");
+    let results = executor.execute(&[request("u", "t_cuont", &[]), incomplete], &context(true)).await;
+    assert_eq!(results.len(), 2, "every request gets exactly one result");
+    assert_eq!(results[0].error_kind, Some(ErrorKind::NotFound));
+    assert!(results[0].result.contains("t_count"), "suggests the closest name: {}", results[0].result);
+    assert_eq!(results[1].error_kind, Some(ErrorKind::Validation));
+    assert!(results[1].result.contains("not closed: end it with 「末」"), "{}", results[1].result);
+    assert_eq!(counters.count.load(Ordering::SeqCst), 0, "an incomplete request ran");
+}
+
+#[tokio::test(start_paused = true)]
+async fn arguments_are_layered_and_control_keys_stripped() {
+    let executor = Executor::new(registry(&Arc::default()));
+    let mut preset = Args::new();
+    preset.insert("b".into(), json!("preset"));
+    preset.insert("c".into(), json!("preset"));
+    let ctx = context(true).with_preset("t_echo", preset);
+    let req = request("e", "t_echo", &[("c", "model"), ("archery", "no_reply"), ("ink", "x"), ("vref", "y")]);
+    let result = executor.execute(&[req], &ctx).await.remove(0);
+    let got: Value = serde_json::from_str(&result.result).unwrap();
+    assert_eq!(got, json!({"a": "schema", "b": "preset", "c": "model"}));
+}
