@@ -155,6 +155,9 @@ pub struct ExecutionContext {
     pub presets: HashMap<String, Args>,
     /// Cancels the whole cycle.
     pub cancel: CancellationToken,
+    /// The conversation (thread) the calls belong to: stateful tools keep one instance
+    /// per conversation.
+    pub conversation_id: Option<String>,
 }
 
 impl ExecutionContext {
@@ -174,6 +177,13 @@ impl ExecutionContext {
     #[must_use]
     pub fn with_preset(mut self, full_name: impl Into<String>, args: Args) -> Self {
         self.presets.insert(full_name.into(), args);
+        self
+    }
+
+    /// Sets the conversation id.
+    #[must_use]
+    pub fn with_conversation(mut self, conversation_id: impl Into<String>) -> Self {
+        self.conversation_id = Some(conversation_id.into());
         self
     }
 
@@ -423,7 +433,7 @@ impl Executor {
         let Some(spec) = method.spec() else {
             return Err(ToolError::new(ErrorKind::NotFound, "the method is no longer registered"));
         };
-        let instance = method.tool.instance()?;
+        let instance = method.tool.instance_for(ctx.conversation_id.as_deref())?;
         let future = spec.handler().call(instance, args);
         let task = if spec.blocking {
             let handle = tokio::runtime::Handle::current();

@@ -7,7 +7,7 @@
 //! compilable. A bad definition is an error naming the tool, the method and the field.
 
 use std::collections::HashMap;
-use std::sync::{Arc, OnceLock, RwLock};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
 use serde_json::Value;
 
@@ -170,6 +170,8 @@ pub struct RegisteredTool {
     spec: ToolSpec,
     validators: Vec<ArgumentValidator>,
     instance: OnceLock<Result<Instance, ToolError>>,
+    /// Instances of a stateful tool, by conversation id.
+    per_conversation: Mutex<HashMap<String, Instance>>,
 }
 
 impl std::fmt::Debug for RegisteredTool {
@@ -192,6 +194,36 @@ impl RegisteredTool {
     /// The shared instance, made on first use.
     pub fn instance(&self) -> Result<Instance, ToolError> {
         self.instance.get_or_init(|| self.spec.create_instance()).clone()
+    }
+
+    /// The instance serving `conversation`: for a stateful tool, that conversation's
+    /// own (made on its first call); otherwise, or without a conversation id, the
+    /// shared one.
+    pub fn instance_for(&self, conversation: Option<&str>) -> Result<Instance, ToolError> {
+        let (true, Some(id)) = (self.spec.stateful, conversation) else {
+            return self.instance();
+        };
+        let mut map = self.per_conversation.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(instance) = map.get(id) {
+            return Ok(instance.clone());
+        }
+        let instance = self.spec.create_instance()?;
+        map.insert(id.to_string(), instance.clone());
+        Ok(instance)
+    }
+
+    /// Drops `conversation`'s instance; returns whether there was one.
+    pub fn end_conversation(&self, conversation: &str) -> bool {
+        self.per_conversation
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(conversation)
+            .is_some()
+    }
+
+    /// How many conversations hold an instance of this tool.
+    pub fn live_conversations(&self) -> usize {
+        self.per_conversation.lock().unwrap_or_else(std::sync::PoisonError::into_inner).len()
     }
 }
 
@@ -367,7 +399,12 @@ impl ToolRegistry {
             }
         }
         inner.names.extend(new_names);
-        inner.tools.push(Arc::new(RegisteredTool { spec, validators, instance: OnceLock::new() }));
+        inner.tools.push(Arc::new(RegisteredTool {
+            spec,
+            validators,
+            instance: OnceLock::new(),
+            per_conversation: Mutex::new(HashMap::new()),
+        }));
         inner.generation += 1;
         Ok(())
     }
@@ -407,6 +444,12 @@ impl ToolRegistry {
     /// Protocol-neutral definitions of every tool's agent-callable methods.
     pub fn definitions(&self) -> Vec<ToolDefinition> {
         self.tools().iter().map(|t| t.spec.definition()).filter(|d| !d.methods.is_empty()).collect()
+    }
+
+    /// Ends `conversation`: every stateful tool drops its instance for it. Returns how
+    /// many instances were dropped.
+    pub fn end_conversation(&self, conversation: &str) -> usize {
+        self.tools().iter().filter(|t| t.end_conversation(conversation)).count()
     }
 
     /// A number that changes whenever a tool is registered (caches compare it).

@@ -247,6 +247,10 @@ pub struct ToolSpec {
     pub metadata: ToolMetadata,
     /// Every registered method, agent-callable or not.
     pub methods: Vec<MethodSpec>,
+    /// One instance per conversation (seed 003's stateful tools) instead of one shared
+    /// instance: made lazily on a conversation's first call, reused within it, isolated
+    /// from other conversations, dropped when the conversation ends.
+    pub stateful: bool,
     factory: InstanceFactory,
 }
 
@@ -273,8 +277,16 @@ impl ToolSpec {
             description: String::new(),
             metadata: ToolMetadata::default(),
             methods: Vec::new(),
+            stateful: false,
             factory: Arc::new(factory),
         }
+    }
+
+    /// Makes the tool stateful: one instance per conversation.
+    #[must_use]
+    pub fn stateful(mut self, stateful: bool) -> Self {
+        self.stateful = stateful;
+        self
     }
 
     /// A stateless tool (functions only): its instance is `()`.

@@ -16,8 +16,18 @@ use syn::{
     ReturnType, Signature, Token, Type,
 };
 
-const TOOL_KEYS: &[&str] =
-    &["id", "name", "description", "category", "tags", "version", "documentation_url", "factory", "register"];
+const TOOL_KEYS: &[&str] = &[
+    "id",
+    "name",
+    "description",
+    "category",
+    "tags",
+    "version",
+    "documentation_url",
+    "factory",
+    "register",
+    "stateful",
+];
 const METHOD_KEYS: &[&str] = &["description", "vcp_command", "example", "internal", "validate_with", "param"];
 const FN_KEYS: &[&str] = &[
     "id",
@@ -228,6 +238,7 @@ struct ToolAttrs {
     documentation_url: Option<LitStr>,
     factory: Option<Path>,
     register: Option<bool>,
+    stateful: Option<bool>,
 }
 
 impl ToolAttrs {
@@ -242,6 +253,7 @@ impl ToolAttrs {
             "documentation_url" => once(&mut self.documentation_url, lit_str(meta, key)?, meta, key)?,
             "factory" => once(&mut self.factory, path_value(meta, key)?, meta, key)?,
             "register" => once(&mut self.register, flag(meta, key)?, meta, key)?,
+            "stateful" => once(&mut self.stateful, flag(meta, key)?, meta, key)?,
             "tags" => match meta {
                 Meta::List(list) => {
                     let tags = list.parse_args_with(Punctuated::<LitStr, Token![,]>::parse_terminated)?;
@@ -923,6 +935,7 @@ fn expand_tool(attr: TokenStream2, item: TokenStream2) -> syn::Result<TokenStrea
         let ident = &m.ident;
         method_spec(m, quote!(<#self_ty>::#ident), Some(&self_ty))
     });
+    let stateful = attrs.stateful.unwrap_or(false);
     let register = if attrs.register.unwrap_or(true) {
         quote! {
             ::tool_calling::__private::inventory::submit! {
@@ -941,6 +954,7 @@ fn expand_tool(attr: TokenStream2, item: TokenStream2) -> syn::Result<TokenStrea
                 ::tool_calling::tool::ToolSpec::new(#id, #name, __factory)
                     .with_description(#description)
                     .with_metadata(#metadata)
+                    .stateful(#stateful)
                     #( .with_method(#specs) )*
             }
         }
