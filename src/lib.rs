@@ -17,6 +17,7 @@ pub mod conversation;
 pub mod definition;
 pub mod diagnostic;
 pub mod discovery;
+pub mod engine;
 pub mod executor;
 pub mod protocol;
 pub mod registry;

@@ -1,0 +1,267 @@
+//! The engine end to end, on tokio's paused clock: a scripted model replays a
+//! multi-round conversation through the public API.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::time::Instant;
+use tool_calling::config::ToolCallConfig;
+use tool_calling::conversation::{Conversation, Message, Role};
+use tool_calling::engine::{ChatModel, ChatModelError, Engine, EngineEvent, StopReason};
+use tool_calling::executor::{ExecutionContext, Executor, PendingCall, PolicyDecision};
+use tool_calling::registry::ToolRegistry;
+use tool_calling::tool::{BoxFuture, ToolProvider};
+use tool_calling::{ErrorKind, tool};
+
+static WIPES: AtomicUsize = AtomicUsize::new(0);
+
+#[derive(Default)]
+struct Calc;
+
+/// Arithmetic.
+#[tool(id = "calc", register = false)]
+impl Calc {
+    /// Add two numbers.
+    #[tool_method]
+    fn add(&self, a: f64, b: f64) -> f64 {
+        a + b
+    }
+}
+
+#[derive(Default)]
+struct Text;
+
+/// Text utilities.
+#[tool(id = "text", register = false)]
+impl Text {
+    /// Repeat a message.
+    #[tool_method(param(times, minimum = 1, maximum = 10))]
+    async fn repeat(&self, message: String, times: u32) -> String {
+        vec![message; times as usize].join(" ")
+    }
+
+    /// Wait a while.
+    #[tool_method]
+    async fn wait(&self, ms: u64) -> String {
+        tokio::time::sleep(Duration::from_millis(ms)).await;
+        format!("waited {ms} ms")
+    }
+}
+
+#[derive(Default)]
+struct Admin;
+
+/// Administration.
+#[tool(id = "admin", register = false)]
+impl Admin {
+    /// Wipe everything.
+    #[tool_method]
+    async fn wipe(&self) -> String {
+        WIPES.fetch_add(1, Ordering::SeqCst);
+        "wiped".to_string()
+    }
+
+    /// Fail on purpose.
+    #[tool_method]
+    async fn fail(&self) -> Result<String, String> {
+        Err("disk full".to_string())
+    }
+}
+
+fn engine() -> Engine {
+    let registry = ToolRegistry::new();
+    for spec in [Calc::tool_spec(), Text::tool_spec(), Admin::tool_spec()] {
+        registry.register(spec).unwrap();
+    }
+    let executor = Executor::new(Arc::new(registry)).with_policy(|call: &PendingCall| {
+        if call.full_name == "admin_wipe" {
+            PolicyDecision::Deny("destructive operations are not allowed".into())
+        } else {
+            PolicyDecision::Allow
+        }
+    });
+    Engine::new(executor.registry().clone()).with_executor(executor)
+}
+
+/// Replays scripted replies and records what it was shown.
+struct ScriptedModel {
+    replies: Mutex<Vec<String>>,
+    seen: Mutex<Vec<Vec<Message>>>,
+}
+
+impl ScriptedModel {
+    fn new(replies: &[&str]) -> Self {
+        ScriptedModel {
+            replies: Mutex::new(replies.iter().rev().map(|r| r.to_string()).collect()),
+            seen: Mutex::new(Vec::new()),
+        }
+    }
+}
+
+impl ChatModel for ScriptedModel {
+    fn complete<'a>(&'a self, messages: &'a [Message]) -> BoxFuture<'a, Result<String, ChatModelError>> {
+        self.seen.lock().unwrap().push(messages.to_vec());
+        let reply = self.replies.lock().unwrap().pop();
+        Box::pin(async move { reply.ok_or_else(|| ChatModelError("script exhausted".into())) })
+    }
+}
+
+fn block(fields: &[(&str, &str)]) -> String {
+    let body: Vec<String> = fields.iter().map(|(k, v)| format!("{k}:「始」{v}「末」")).collect();
+    format!("<<<[TOOL_REQUEST]>>>\n{}\n<<<[END_TOOL_REQUEST]>>>\n", body.join(",\n"))
+}
+
+fn context() -> ExecutionContext {
+    let mut config = ToolCallConfig::default();
+    config.timeout_ms = 1_000;
+    ExecutionContext::new(config).with_conversation("conv-1")
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_scripted_multi_round_conversation_runs_to_the_end() {
+    let round1 = format!(
+        "I'll do several things at once.\n{}{}{}{}",
+        block(&[("tool_name", "calc_add"), ("a", "2"), ("b", "40")]),
+        block(&[("tool_name", "text"), ("command", "repeat"), ("message", "hi"), ("times", "11")]),
+        block(&[("tool_name", "text_wait"), ("ms", "5000")]),
+        block(&[("tool_name", "admin_wipe")]),
+    );
+    let round2 = format!(
+        "Fixing the count.\n{}",
+        block(&[("tool_name", "text_repeat"), ("message", "hi"), ("times", "3")])
+    );
+    let model = ScriptedModel::new(&[&round1, &round2, "All done: 42, and hi hi hi."]);
+    let engine = engine();
+    let mut conversation = Conversation::with_id("conv-1");
+    conversation.push(Message::user("Please compute and greet."));
+
+    let start = Instant::now();
+    let outcome = engine.run_conversation(&model, &mut conversation, &context()).await.unwrap();
+    assert_eq!(
+        start.elapsed(),
+        Duration::from_millis(1_000),
+        "round 1 runs in parallel, bounded by the timeout"
+    );
+
+    assert_eq!(outcome.stop, StopReason::Finished);
+    assert_eq!(outcome.final_reply, "All done: 42, and hi hi hi.");
+    assert_eq!(outcome.rounds.len(), 3);
+    for round in &outcome.rounds {
+        let parsed: Vec<&str> = round.cycle.parsed_requests.iter().map(|r| r.request_id.as_str()).collect();
+        let answered: Vec<&str> =
+            round.cycle.execution_results.iter().map(|r| r.request_id.as_str()).collect();
+        assert_eq!(parsed, answered, "every parsed request gets exactly one result, in order");
+    }
+    let first: Vec<(Option<ErrorKind>, &str)> =
+        outcome.rounds[0].cycle.execution_results.iter().map(|r| (r.error_kind, r.result.as_str())).collect();
+    assert_eq!(first[0], (None, "42.0"));
+    assert_eq!(first[1].0, Some(ErrorKind::Validation));
+    assert!(first[1].1.contains("parameter `times` (maximum)"), "{}", first[1].1);
+    assert_eq!(first[2].0, Some(ErrorKind::Timeout));
+    assert_eq!(first[3].0, Some(ErrorKind::Permission));
+    assert!(first[3].1.contains("destructive operations are not allowed"));
+    assert_eq!(WIPES.load(Ordering::SeqCst), 0, "the denied call never ran");
+    assert_eq!(outcome.rounds[1].cycle.execution_results[0].result, "hi hi hi");
+    assert!(outcome.rounds[2].cycle.execution_results.is_empty());
+
+    // What the model saw: the definitions prompt first, then the fed-back results.
+    let seen = model.seen.lock().unwrap();
+    assert_eq!(seen.len(), 3);
+    assert_eq!(seen[0][0].role, Role::System);
+    assert!(seen[0][0].content.contains("command:「始」repeat「末」"));
+    let fed_back = &seen[1].last().unwrap().content;
+    assert_eq!(seen[1].last().unwrap().role, Role::Tool);
+    assert_eq!(fed_back.matches("<<<[TOOL_RESULT]>>>").count(), 4);
+    assert!(fed_back.contains("parameter `times` (maximum)"));
+
+    let roles: Vec<Role> = conversation.messages().iter().map(|m| m.role).collect();
+    assert_eq!(
+        roles,
+        [Role::User, Role::Assistant, Role::Tool, Role::Assistant, Role::Tool, Role::Assistant]
+    );
+    assert_eq!(conversation.messages()[1].tool_calls.len(), 4);
+    assert_eq!(conversation.messages()[2].tool_results.len(), 4);
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_loop_breaker_stops_identical_repeated_calls() {
+    let same = block(&[("tool_name", "calc_add"), ("a", "1"), ("b", "1")]);
+    let model = ScriptedModel::new(&[&same, &same, &same, "never reached"]);
+    let mut conversation = Conversation::new();
+    let outcome = engine().run_conversation(&model, &mut conversation, &context()).await.unwrap();
+    assert_eq!(outcome.stop, StopReason::RepeatedCalls);
+    assert_eq!(outcome.rounds.len(), 2);
+}
+
+#[tokio::test(start_paused = true)]
+async fn max_iterations_bounds_the_loop() {
+    let replies: Vec<String> =
+        (0..5).map(|i| block(&[("tool_name", "calc_add"), ("a", &i.to_string()), ("b", "1")])).collect();
+    let refs: Vec<&str> = replies.iter().map(String::as_str).collect();
+    let model = ScriptedModel::new(&refs);
+    let mut ctx = context();
+    ctx.config.max_iterations = 3;
+    let outcome = engine().run_conversation(&model, &mut Conversation::new(), &ctx).await.unwrap();
+    assert_eq!(outcome.stop, StopReason::MaxIterations);
+    assert_eq!(outcome.rounds.len(), 3);
+}
+
+#[tokio::test(start_paused = true)]
+async fn events_are_emitted_for_parse_start_and_finish() {
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let sink = events.clone();
+    let engine = engine().on_event(move |e| {
+        let name = match e {
+            EngineEvent::Parsed { requests } => format!("parsed {}", requests.len()),
+            EngineEvent::Started { tool_name, .. } => format!("started {tool_name}"),
+            EngineEvent::Finished { result } => format!("finished {}", result.tool_name),
+            _ => "other".to_string(),
+        };
+        sink.lock().unwrap().push(name);
+    });
+    let reply = format!(
+        "{}{}",
+        block(&[("tool_name", "calc_add"), ("a", "1"), ("b", "2")]),
+        block(&[("tool_name", "text_wait"), ("ms", "1")])
+    );
+    engine.process_tool_call_cycle(&reply, &context()).await;
+    assert_eq!(
+        *events.lock().unwrap(),
+        ["parsed 2", "started calc_add", "started text_wait", "finished calc_add", "finished text_wait"]
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn fire_and_forget_calls_do_not_hold_the_cycle_and_only_failures_come_back() {
+    let engine = engine();
+    let reply = format!(
+        "{}{}",
+        block(&[("tool_name", "text_wait"), ("ms", "500"), ("archery", "no_reply")]),
+        block(&[("tool_name", "admin_fail"), ("archery", "true")])
+    );
+    let start = Instant::now();
+    let cycle = engine.process_tool_call_cycle(&reply, &context()).await;
+    assert_eq!(start.elapsed(), Duration::ZERO, "the cycle did not wait");
+    assert_eq!(cycle.execution_results.len(), 2);
+    assert!(cycle.execution_results.iter().all(|r| r.result.starts_with("started in the background")));
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    let failures = engine.take_background_failures();
+    assert_eq!(failures.len(), 1, "only the failure is reported");
+    assert_eq!(failures[0].tool_name, "admin_fail");
+    assert_eq!(failures[0].result, "disk full");
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_facade_offers_one_entry_point() {
+    let engine = engine();
+    let config = ToolCallConfig::default().with_toggle("admin", false);
+    assert!(engine.has_tool_calling_enabled(&config));
+    let prompt = engine.generate_tools_prompt(&config, Some("agent"));
+    assert!(prompt.contains("command:「始」add「末」") && !prompt.contains("wipe"));
+    assert_eq!(engine.discovered_methods(None).len(), 3);
+    engine.invalidate_discovery_cache();
+    let cycle =
+        engine.process_cycle(&block(&[("tool_name", "calc_add"), ("a", "1"), ("b", "2")]), &context()).await;
+    assert!(engine.format_cycle_results(&cycle).contains("3.0"));
+}
