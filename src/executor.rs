@@ -33,7 +33,7 @@ use crate::config::ToolCallConfig;
 use crate::registry::{MethodRef, ToolRegistry};
 use crate::request::Args;
 use crate::routing::{RoutedCall, route};
-use crate::tool::{BoxFuture, ToolError};
+use crate::tool::{BoxFuture, ToolError, ToolOutput};
 use crate::{ErrorKind, ParsedToolRequest, ToolExecutionResult};
 
 /// Keys VCPToolBox uses to steer the host; never validated as arguments.
@@ -325,7 +325,7 @@ impl Executor {
         request: &ParsedToolRequest,
         call: RoutedCall,
         ctx: &ExecutionContext,
-    ) -> Result<(String, String), (String, ToolError)> {
+    ) -> Result<(String, ToolOutput), (String, ToolError)> {
         let method = call.method;
         let full_name = method.full_name();
         let Some(spec) = method.spec() else {
@@ -393,7 +393,7 @@ impl Executor {
                         }
                     }
                 }
-                other => return other.map(|text| (full_name.clone(), text)).map_err(|e| (full_name, e)),
+                other => return other.map(|output| (full_name.clone(), output)).map_err(|e| (full_name, e)),
             }
         }
     }
@@ -429,7 +429,7 @@ impl Executor {
         args: crate::tool::ArgMap,
         timeout: Duration,
         ctx: &ExecutionContext,
-    ) -> Result<String, ToolError> {
+    ) -> Result<ToolOutput, ToolError> {
         let Some(spec) = method.spec() else {
             return Err(ToolError::new(ErrorKind::NotFound, "the method is no longer registered"));
         };
@@ -466,7 +466,7 @@ impl Executor {
                 };
                 Err(ToolError::execution(format!("`{full_name}` failed unexpectedly ({why})")))
             }
-            Ok(Ok(result)) => result.map(crate::tool::ToolOutput::into_text),
+            Ok(Ok(result)) => result,
         }
     }
 }
@@ -474,11 +474,16 @@ impl Executor {
 /// One result for a request from its calls' outcomes (one call, or a batch).
 fn combine(
     request: &ParsedToolRequest,
-    outcomes: Vec<Result<(String, String), (String, ToolError)>>,
+    outcomes: Vec<Result<(String, ToolOutput), (String, ToolError)>>,
 ) -> ToolExecutionResult {
     if outcomes.len() == 1 {
         return match outcomes.into_iter().next() {
-            Some(Ok((name, text))) => ToolExecutionResult::success(&request.request_id, name, text),
+            Some(Ok((name, ToolOutput::Parts(parts)))) => {
+                ToolExecutionResult::success_parts(&request.request_id, name, parts)
+            }
+            Some(Ok((name, output))) => {
+                ToolExecutionResult::success(&request.request_id, name, output.into_text())
+            }
             Some(Err((name, error))) => fail(request, &name, error),
             None => fail(request, &request.tool_name, ToolError::new(ErrorKind::NotFound, "nothing to run")),
         };
@@ -488,7 +493,9 @@ fn combine(
         .iter()
         .enumerate()
         .map(|(i, o)| match o {
-            Ok((name, text)) => serde_json::json!({"index": i + 1, "tool_name": name, "status": "success", "result": text}),
+            Ok((name, output)) => serde_json::json!({
+                "index": i + 1, "tool_name": name, "status": "success", "result": output.clone().into_text()
+            }),
             Err((name, e)) => serde_json::json!({
                 "index": i + 1, "tool_name": name, "status": "error", "error_kind": e.kind.as_str(), "result": e.message
             }),

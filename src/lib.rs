@@ -32,7 +32,7 @@ pub use diagnostic::{Diagnostic, DiagnosticKind, ParseOutcome};
 pub use protocol::ToolCallingProtocol;
 pub use protocol::vcp::{RequestIdStyle, VcpOptions, VcpProtocol};
 pub use request::{Args, ParsedToolRequest, RequestIdSource};
-pub use result::{ErrorKind, ExecutionStatus, ToolCallCycleResult, ToolExecutionResult};
+pub use result::{ContentPart, ErrorKind, ExecutionStatus, ToolCallCycleResult, ToolExecutionResult};
 pub use span::Span;
 pub use tool_calling_macros::{tool, tool_fn};
 

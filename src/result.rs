@@ -2,7 +2,76 @@
 
 use serde::{Deserialize, Serialize};
 
+use serde_json::Value;
+
 use crate::{Diagnostic, ParsedToolRequest};
+
+/// One part of a tool's output (seed 002, plan 2): text, JSON, or an image. Each
+/// protocol renders what it can: VCP writes text and a note for binary parts; native
+/// adapters map parts to their content blocks.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ContentPart {
+    /// Plain text.
+    Text {
+        /// The text.
+        text: String,
+    },
+    /// A JSON value.
+    Json {
+        /// The value.
+        value: Value,
+    },
+    /// An image, base64-encoded (the form provider APIs take).
+    Image {
+        /// `image/png`, `image/jpeg`, …
+        mime_type: String,
+        /// The bytes, base64-encoded.
+        data_base64: String,
+    },
+}
+
+impl ContentPart {
+    /// A text part.
+    pub fn text(text: impl Into<String>) -> Self {
+        ContentPart::Text { text: text.into() }
+    }
+
+    /// A JSON part.
+    pub fn json(value: Value) -> Self {
+        ContentPart::Json { value }
+    }
+
+    /// An image part from base64 data.
+    pub fn image(mime_type: impl Into<String>, data_base64: impl Into<String>) -> Self {
+        ContentPart::Image { mime_type: mime_type.into(), data_base64: data_base64.into() }
+    }
+
+    /// The part as text for protocols that carry only text: text as is, JSON
+    /// serialised, an image as a note saying what was left out.
+    ///
+    /// ```
+    /// use tool_calling::ContentPart;
+    /// assert_eq!(
+    ///     ContentPart::image("image/png", "iVBORw0KGgo=").render_text(),
+    ///     "[image/png image of about 8 bytes attached; this protocol carries text only, so it is not shown]"
+    /// );
+    /// ```
+    pub fn render_text(&self) -> String {
+        match self {
+            ContentPart::Text { text } => text.clone(),
+            ContentPart::Json { value } => value.to_string(),
+            ContentPart::Image { mime_type, data_base64 } => {
+                let padding = data_base64.bytes().rev().take_while(|&b| b == b'=').count();
+                let bytes = (data_base64.len() / 4 * 3).saturating_sub(padding);
+                format!(
+                    "[{mime_type} image of about {bytes} bytes attached; this protocol carries text only, so it is not shown]"
+                )
+            }
+        }
+    }
+}
 
 /// Whether a tool call succeeded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -87,6 +156,10 @@ pub struct ToolExecutionResult {
     pub error_kind: Option<ErrorKind>,
     /// Wall time of the call in milliseconds.
     pub duration_ms: u64,
+    /// The output's parts when the tool returned several (or non-text) parts;
+    /// [`result`](Self::result) then holds their text rendering. Empty otherwise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub parts: Vec<ContentPart>,
 }
 
 impl ToolExecutionResult {
@@ -110,7 +183,20 @@ impl ToolExecutionResult {
             result: result.into(),
             error_kind: None,
             duration_ms: 0,
+            parts: Vec::new(),
         }
+    }
+
+    /// A successful result made of `parts`; its text is their rendering, one per line.
+    pub fn success_parts(
+        request_id: impl Into<String>,
+        tool_name: impl Into<String>,
+        parts: Vec<ContentPart>,
+    ) -> Self {
+        let text = parts.iter().map(ContentPart::render_text).collect::<Vec<_>>().join("\n");
+        let mut result = Self::success(request_id, tool_name, text);
+        result.parts = parts;
+        result
     }
 
     /// A failed result of `kind` with a message written for the model.
@@ -127,6 +213,7 @@ impl ToolExecutionResult {
             result: message.into(),
             error_kind: Some(kind),
             duration_ms: 0,
+            parts: Vec::new(),
         }
     }
 

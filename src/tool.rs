@@ -35,6 +35,8 @@ pub enum ToolOutput {
     Text(String),
     /// A JSON value, serialised for the model.
     Json(Value),
+    /// Several parts (text, JSON, images); protocols render what they can.
+    Parts(Vec<crate::ContentPart>),
 }
 
 impl ToolOutput {
@@ -48,11 +50,15 @@ impl ToolOutput {
         }
     }
 
-    /// The output as text: text as is, JSON serialised compactly.
+    /// The output as text: text as is, JSON serialised compactly, parts rendered one
+    /// per line (images as a note).
     pub fn into_text(self) -> String {
         match self {
             ToolOutput::Text(s) => s,
             ToolOutput::Json(v) => v.to_string(),
+            ToolOutput::Parts(parts) => {
+                parts.iter().map(crate::ContentPart::render_text).collect::<Vec<_>>().join("\n")
+            }
         }
     }
 }
