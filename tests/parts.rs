@@ -37,7 +37,7 @@ async fn parts_are_kept_and_rendered_for_text_protocols() {
         "Sales rose 12%.\n{\"q1\":100,\"q2\":112}\n[image/png image of about 16 bytes attached; \
          this protocol carries text only, so it is not shown]"
     );
-    let text = VcpProtocol::default().format_results(&[result.clone()]);
+    let text = VcpProtocol::default().format_results(std::slice::from_ref(&result));
     assert!(text.contains("Sales rose 12%."));
     assert!(text.contains("[image/png image of about 16 bytes attached"));
     // Parts survive serialisation for hosts that store results.
