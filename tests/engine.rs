@@ -41,6 +41,13 @@ impl Text {
         vec![message; times as usize].join(" ")
     }
 
+    /// Wait, but never longer than 100 ms.
+    #[tool_method(timeout_ms = 100)]
+    async fn hurry(&self, ms: u64) -> String {
+        tokio::time::sleep(Duration::from_millis(ms)).await;
+        format!("hurried {ms} ms")
+    }
+
     /// Wait a while.
     #[tool_method]
     async fn wait(&self, ms: u64) -> String {
@@ -264,4 +271,15 @@ async fn the_facade_offers_one_entry_point() {
     let cycle =
         engine.process_cycle(&block(&[("tool_name", "calc_add"), ("a", "1"), ("b", "2")]), &context()).await;
     assert!(engine.format_cycle_results(&cycle).contains("3.0"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_method_declares_its_own_time_limit() {
+    let start = Instant::now();
+    let cycle = engine()
+        .process_tool_call_cycle(&block(&[("tool_name", "text_hurry"), ("ms", "5000")]), &context())
+        .await;
+    assert_eq!(start.elapsed(), Duration::from_millis(100));
+    assert_eq!(cycle.execution_results[0].error_kind, Some(ErrorKind::Timeout));
+    assert!(cycle.execution_results[0].result.contains("within 100 ms"));
 }

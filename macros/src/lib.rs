@@ -28,7 +28,8 @@ const TOOL_KEYS: &[&str] = &[
     "register",
     "stateful",
 ];
-const METHOD_KEYS: &[&str] = &["description", "vcp_command", "example", "internal", "validate_with", "param"];
+const METHOD_KEYS: &[&str] =
+    &["description", "vcp_command", "example", "internal", "validate_with", "timeout_ms", "param"];
 const FN_KEYS: &[&str] = &[
     "id",
     "name",
@@ -43,6 +44,7 @@ const FN_KEYS: &[&str] = &[
     "example",
     "internal",
     "validate_with",
+    "timeout_ms",
     "param",
 ];
 const PARAM_KEYS: &[&str] = &[
@@ -183,6 +185,20 @@ fn flag(meta: &Meta, key: &str) -> syn::Result<bool> {
     }
 }
 
+/// A whole number of milliseconds: `key = 5000`.
+fn millis(meta: &Meta, key: &str) -> syn::Result<u64> {
+    let wrong = |span: &dyn quote::ToTokens| {
+        syn::Error::new_spanned(span, format!("`{key}` takes a whole number of milliseconds: `{key} = 5000`"))
+    };
+    match meta {
+        Meta::NameValue(nv) => match &nv.value {
+            Expr::Lit(ExprLit { lit: Lit::Int(n), .. }) => n.base10_parse::<u64>().map_err(|_| wrong(n)),
+            other => Err(wrong(other)),
+        },
+        _ => Err(wrong(meta)),
+    }
+}
+
 /// A path given as `key = "a::b"` or `key = a::b`.
 fn path_value(meta: &Meta, key: &str) -> syn::Result<Path> {
     match meta {
@@ -287,6 +303,7 @@ struct MethodAttrs {
     examples: Vec<Example>,
     internal: Option<bool>,
     validate_with: Option<Path>,
+    timeout_ms: Option<u64>,
     params: Vec<ParamAttr>,
 }
 
@@ -298,6 +315,7 @@ impl MethodAttrs {
             "vcp_command" => once(&mut self.vcp_command, lit_str(meta, key)?, meta, key)?,
             "internal" => once(&mut self.internal, flag(meta, key)?, meta, key)?,
             "validate_with" => once(&mut self.validate_with, path_value(meta, key)?, meta, key)?,
+            "timeout_ms" => once(&mut self.timeout_ms, millis(meta, key)?, meta, key)?,
             "example" => self.examples.push(parse_example(meta)?),
             "param" => self.params.push(parse_param(meta)?),
             _ => return Ok(false),
@@ -714,6 +732,7 @@ fn method_spec(m: &Method, call: TokenStream2, self_ty: Option<&Type>) -> TokenS
     });
     let callable = !m.attrs.internal.unwrap_or(false);
     let hook = m.attrs.validate_with.as_ref().map(|h| quote!(.with_argument_hook(#h)));
+    let timeout = m.attrs.timeout_ms.map(|ms| quote!(.with_timeout(::std::time::Duration::from_millis(#ms))));
     let span = m.ident.span();
     let args_struct = quote_spanned! {span=>
         #[derive(#p::serde::Deserialize, #p::schemars::JsonSchema)]
@@ -763,7 +782,7 @@ fn method_spec(m: &Method, call: TokenStream2, self_ty: Option<&Type>) -> TokenS
             .with_parameters(__schema)
             #vcp
             #(#examples)*;
-        #t::MethodSpec::new(__definition, __handler).agent_callable(#callable).blocking(#blocking) #hook
+        #t::MethodSpec::new(__definition, __handler).agent_callable(#callable).blocking(#blocking) #hook #timeout
     }}
 }
 
