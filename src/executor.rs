@@ -7,8 +7,8 @@
 //! 2. routing (`spec/vcp.md` §4) finds the method, or names the closest ones;
 //! 3. the method must be enabled by the agent's toggles;
 //! 4. the [`SecurityPolicy`] may allow, deny, or require approval;
-//! 5. the confirmation callback ([`ConfirmCall`], when configured or required) may
-//!    deny: "not authorised";
+//! 5. the confirmation callback ([`ConfirmCall`]: asked when one is set, and required
+//!    by `require_confirmation`, manual mode, or the policy) may deny: "not authorised";
 //! 6. the method must be agent-callable;
 //! 7. arguments: schema defaults < agent preset < the model's arguments, VCP control
 //!    keys (`archery`, `ink`, `river`, `vref`) stripped, then coerced and validated;
@@ -348,7 +348,9 @@ impl Executor {
             args: call.args.clone(),
             agent_id: ctx.agent_id.clone(),
         };
-        let mut needs_confirmation = ctx.config.require_confirmation;
+        // Manual mode: the host decides every call, through the confirmation callback.
+        let mut needs_confirmation =
+            ctx.config.require_confirmation || ctx.config.mode == crate::config::ToolCallMode::Manual;
         if let Some(policy) = &self.policy {
             match policy.decide(&pending) {
                 PolicyDecision::Allow => {}
