@@ -61,9 +61,48 @@
 //!
 //! Prints the VCP tool-definition prompt for the demo tools, as plain text.
 //!
+//! # `exec`
+//!
+//! ```text
+//! tester exec TOOL_NAME [--command METHOD] [--timeout-ms T] --args JSON
+//! ```
+//!
+//! Runs one demo-tool call through the real executor (routing, toggles, the
+//! agent-callable check, argument defaults, coercion and validation, the time limit) and
+//! prints its result: `{"request_id", "tool_name", "status", "result", "error_kind",
+//! "duration_ms"}`. `status` is `"success"` or `"error"`; `error_kind` is `null` on
+//! success, else `"validation"`, `"not_found"`, `"permission"`, `"timeout"`,
+//! `"execution"`, …; `tool_name` is the resolved full method name (or the name as given
+//! when routing failed); the request id is always `req_1`.
+//!
+//! `--args` must be a JSON object; its values are passed to the executor as they are
+//! (JSON numbers stay numbers, strings are coerced by the method's schema, as for a VCP
+//! reply). `--command METHOD` adds a `command` argument, so `exec calc --command add
+//! --args '{"a":1,"b":2}'` routes like a VCP request naming the tool id and the command
+//! (giving both `--command` and a `command` key is a usage error). `--timeout-ms T`
+//! (at least 1) replaces the default time limit of 30 000 ms for methods without their
+//! own. A failed call (a tool error, a validation error, an unknown name, a timeout) is
+//! a result, not a usage error: it is printed and the exit code is 0.
+//!
+//! # `cycle`
+//!
+//! ```text
+//! tester cycle [--protocol vcp] [--serial] [--timeout-ms T] [--fuzzy] [--skip-fenced] [--keep-think] FILE|-
+//! ```
+//!
+//! Runs the engine's full parse → execute → format cycle on a model reply with the demo
+//! tools and prints `{"has_tool_requests", "parsed", "results", "context",
+//! "diagnostics"}`: `parsed` holds the requests exactly as `parse` prints them
+//! (sequential ids), `results` one `exec`-shaped result per request in the same order,
+//! `context` the text that would be fed back to the model (empty when there were no
+//! requests), `diagnostics` what the parser noticed, as in `parse`. Calls run in
+//! parallel unless `--serial`; `--timeout-ms` and the parser flags mean what they mean
+//! for `exec` and `parse`.
+//!
 //! # Not yet available
 //!
-//! `exec` and `cycle`, and the native protocols, are recognised but exit 2 for now.
+//! The native protocols (`--protocol openai|anthropic|gemini`) and `parse --stream-chunk`
+//! are recognised but exit 2 for now.
 
 #![deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -82,10 +121,12 @@ mod demo_tools;
 
 use tool_calling::config::ToolCallConfig;
 use tool_calling::discovery::{DiscoveryService, MethodFilter};
+use tool_calling::engine::Engine;
+use tool_calling::executor::{ExecutionContext, Executor};
 use tool_calling::protocol::vcp::{Language, RequestIdStyle, VcpOptions, VcpProtocol};
 use tool_calling::registry::ToolRegistry;
 use tool_calling::tool::{MethodSpec, ToolSpec};
-use tool_calling::{Diagnostic, ParseOutcome, ParsedToolRequest};
+use tool_calling::{Diagnostic, ParseOutcome, ParsedToolRequest, ToolExecutionResult};
 
 /// Command-line tester for the tool-calling library.
 #[derive(Debug, Parser)]
@@ -105,23 +146,10 @@ enum Command {
     Discover(DiscoverArgs),
     /// Print the tool-definition prompt exactly as it would be sent.
     Prompt(PromptArgs),
-    /// Run one demo-tool call through the executor (not yet available).
-    Exec(PendingArgs),
-    /// Run the full parse → execute → format cycle on a reply (not yet available).
-    Cycle(PendingArgs),
-}
-
-impl Command {
-    fn name(&self) -> &'static str {
-        match self {
-            Command::Parse(_) => "parse",
-            Command::Bench(_) => "bench",
-            Command::Discover(_) => "discover",
-            Command::Prompt(_) => "prompt",
-            Command::Exec(_) => "exec",
-            Command::Cycle(_) => "cycle",
-        }
-    }
+    /// Run one demo-tool call through the executor and print its result.
+    Exec(ExecArgs),
+    /// Run the full parse → execute → format cycle on a reply with the demo tools.
+    Cycle(CycleArgs),
 }
 
 /// Protocols named by the contract.
@@ -203,12 +231,45 @@ struct BenchArgs {
     input: PathBuf,
 }
 
-/// Arguments of a subcommand that is not implemented yet: anything is accepted, so the
-/// answer is always the "not yet available" line.
 #[derive(Debug, Args)]
-struct PendingArgs {
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
-    rest: Vec<String>,
+struct ExecArgs {
+    /// The method to call: a full name (`calc_add`), or a tool id with `--command`.
+    #[arg(value_name = "TOOL_NAME")]
+    tool_name: String,
+    /// Adds a `command` argument (routes `TOOL_NAME` + METHOD like a VCP request).
+    #[arg(long, value_name = "METHOD")]
+    command: Option<String>,
+    /// Time limit of the call in milliseconds (default 30000).
+    #[arg(long, value_name = "T")]
+    timeout_ms: Option<u64>,
+    /// The arguments, as a JSON object.
+    #[arg(long, value_name = "JSON", allow_hyphen_values = true)]
+    args: String,
+}
+
+#[derive(Debug, Args)]
+struct CycleArgs {
+    /// Protocol the reply is written in.
+    #[arg(long, value_enum, default_value = "vcp")]
+    protocol: ProtocolName,
+    /// Run the calls one after another instead of in parallel.
+    #[arg(long)]
+    serial: bool,
+    /// Time limit of each call in milliseconds (default 30000).
+    #[arg(long, value_name = "T")]
+    timeout_ms: Option<u64>,
+    /// Accept fuzzy VCP markers (`<<[tool_request]>>`, `{始}` …).
+    #[arg(long)]
+    fuzzy: bool,
+    /// Ignore START markers inside backtick code fences.
+    #[arg(long)]
+    skip_fenced: bool,
+    /// Parse inside `<think>` reasoning instead of hiding it.
+    #[arg(long)]
+    keep_think: bool,
+    /// The reply, or `-` for standard input.
+    #[arg(value_name = "FILE|-")]
+    input: PathBuf,
 }
 
 /// Why the run failed; every failure exits 2 with one line on stderr.
@@ -301,7 +362,8 @@ fn run(cli: Cli) -> Result<(), Failure> {
         Command::Bench(args) => bench(&args),
         Command::Discover(args) => discover(&args),
         Command::Prompt(args) => prompt(&args),
-        other => Err(Failure::not_yet_available(other.name())),
+        Command::Exec(args) => exec(&args),
+        Command::Cycle(args) => cycle(&args),
     }
 }
 
@@ -398,6 +460,86 @@ fn parse(args: &ParseArgs) -> Result<(), Failure> {
     print_json(&outcome_json(&outcome))
 }
 
+/// The context for `exec` and `cycle`: default config, with `--timeout-ms` and
+/// `--serial` applied.
+fn execution_context(timeout_ms: Option<u64>, serial: bool) -> Result<ExecutionContext, Failure> {
+    let mut config = ToolCallConfig::default();
+    if let Some(timeout_ms) = timeout_ms {
+        if timeout_ms == 0 {
+            return Err(Failure::msg("--timeout-ms must be at least 1"));
+        }
+        config.timeout_ms = timeout_ms;
+    }
+    config.parallel_execution = !serial;
+    Ok(ExecutionContext::new(config))
+}
+
+/// A runtime for the executor: async tools and time limits need one.
+fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| Failure::msg(format!("cannot start the async runtime: {e}")))
+}
+
+fn exec(args: &ExecArgs) -> Result<(), Failure> {
+    let value: Value = serde_json::from_str(&args.args)
+        .map_err(|e| Failure::msg(format!("--args is not valid JSON: {e}")))?;
+    let Value::Object(map) = value else {
+        return Err(Failure::msg(format!("--args must be a JSON object, not {}", json_kind(&value))));
+    };
+    let mut request = ParsedToolRequest::new("req_1", args.tool_name.as_str());
+    if let Some(command) = &args.command {
+        if map.contains_key("command") {
+            return Err(Failure::msg("give the command either with --command or in --args, not both"));
+        }
+        request = request.with_arg("command", command.as_str());
+    }
+    for (key, value) in map {
+        request = request.with_arg(key, value);
+    }
+    let ctx = execution_context(args.timeout_ms, false)?;
+    let executor = Executor::new(demo_registry()?);
+    let result = runtime()?.block_on(executor.execute_one(&request, &ctx));
+    print_json(&result_json(&result))
+}
+
+fn cycle(args: &CycleArgs) -> Result<(), Failure> {
+    if args.protocol != ProtocolName::Vcp {
+        return Err(Failure::not_yet_available(format!("cycle --protocol {}", args.protocol.as_str())));
+    }
+    let text = read_input(&args.input)?;
+    let ctx = execution_context(args.timeout_ms, args.serial)?;
+    let options = VcpOptions::default()
+        .fuzzy_markers(args.fuzzy)
+        .skip_fenced(args.skip_fenced)
+        .keep_reasoning(args.keep_think)
+        .request_ids(RequestIdStyle::Sequential);
+    let engine = Engine::new(demo_registry()?).with_protocol(Arc::new(VcpProtocol::new(options)));
+    let cycle = runtime()?.block_on(engine.process_tool_call_cycle(&text, &ctx));
+    let context = engine.format_results_for_context(&cycle.execution_results);
+    print_json(&json!({
+        "has_tool_requests": cycle.has_tool_requests,
+        "parsed": cycle.parsed_requests.iter().map(request_json).collect::<Vec<_>>(),
+        "results": cycle.execution_results.iter().map(result_json).collect::<Vec<_>>(),
+        "context": context,
+        "diagnostics": cycle.diagnostics.iter().map(diagnostic_json).collect::<Vec<_>>(),
+    }))
+}
+
+/// What kind of JSON value `value` is, for messages.
+fn json_kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
 fn bench(args: &BenchArgs) -> Result<(), Failure> {
     if args.protocol != ProtocolName::Vcp {
         return Err(Failure::not_yet_available(format!("bench --protocol {}", args.protocol.as_str())));
@@ -478,6 +620,17 @@ fn request_json(request: &ParsedToolRequest) -> Value {
         "problems": request.problems,
         "start": request.span.start,
         "end": request.span.end,
+    })
+}
+
+fn result_json(result: &ToolExecutionResult) -> Value {
+    json!({
+        "request_id": result.request_id,
+        "tool_name": result.tool_name,
+        "status": result.status.as_str(),
+        "result": result.result,
+        "error_kind": result.error_kind.map(|kind| kind.as_str()),
+        "duration_ms": result.duration_ms,
     })
 }
 

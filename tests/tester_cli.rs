@@ -321,13 +321,148 @@ fn invalid_utf8_names_the_byte_offset() {
 }
 
 #[test]
-fn pending_subcommands_are_not_yet_available() {
-    for sub in ["exec", "cycle"] {
-        let line = usage_error(&run(&[sub]));
-        assert_eq!(line, format!("tester: {sub} is not yet available"));
-    }
+fn pending_protocols_are_not_yet_available() {
+    let file = TempFile::new("cycle_openai.txt", b"{}");
+    let line = usage_error(&run(&["cycle", "--protocol", "openai", file.arg()]));
+    assert_eq!(line, "tester: cycle --protocol openai is not yet available");
     let line = usage_error(&run(&["prompt", "--protocol", "openai"]));
     assert_eq!(line, "tester: prompt --protocol openai is not yet available");
+}
+
+const RESULT_KEYS: [&str; 6] = ["request_id", "tool_name", "status", "result", "error_kind", "duration_ms"];
+
+/// Runs `exec` with `args`, asserts exit 0 and the result's keys, returns the result.
+fn exec(args: &[&str]) -> Value {
+    let mut full = vec!["exec"];
+    full.extend_from_slice(args);
+    let out = success_json(&run(&full));
+    assert_eq!(keys(&out), RESULT_KEYS, "{out:#}");
+    assert_eq!(out["request_id"], "req_1");
+    assert!(out["duration_ms"].is_u64(), "{out:#}");
+    out
+}
+
+#[test]
+fn exec_success_coerces_string_arguments() {
+    let out = exec(&["calc_add", "--args", r#"{"a":"2","b":"40"}"#]);
+    assert_eq!(out["tool_name"], "calc_add");
+    assert_eq!(out["status"], "success");
+    assert_eq!(out["result"], "42.0");
+    assert_eq!(out["error_kind"], Value::Null);
+}
+
+#[test]
+fn exec_routes_tool_id_and_command() {
+    let out = exec(&["calc", "--command", "add", "--args", r#"{"a":1,"b":2}"#]);
+    assert_eq!(out["tool_name"], "calc_add");
+    assert_eq!(out["status"], "success");
+    assert_eq!(out["result"], "3.0");
+}
+
+#[test]
+fn exec_tool_error_is_a_result_not_a_usage_error() {
+    let out = exec(&["calc_divide", "--args", r#"{"a":1,"b":0}"#]);
+    assert_eq!(out["status"], "error");
+    assert_eq!(out["error_kind"], "execution");
+    assert_eq!(out["result"], "division by zero");
+}
+
+#[test]
+fn exec_validation_error_names_the_field() {
+    let out = exec(&["text_repeat", "--args", r#"{"message":"hi","times":11}"#]);
+    assert_eq!(out["status"], "error");
+    assert_eq!(out["error_kind"], "validation");
+    let message = out["result"].as_str().unwrap();
+    assert!(message.contains("times"), "{message}");
+}
+
+#[test]
+fn exec_internal_method_is_refused() {
+    let out = exec(&["calc_secret_internal", "--args", "{}"]);
+    assert_eq!(out["status"], "error");
+    assert_eq!(out["error_kind"], "permission");
+}
+
+#[test]
+fn exec_unknown_name_suggests_the_closest() {
+    let out = exec(&["calc_ad", "--args", "{}"]);
+    assert_eq!(out["status"], "error");
+    assert_eq!(out["error_kind"], "not_found");
+    let message = out["result"].as_str().unwrap();
+    assert!(message.contains("calc_add"), "{message}");
+}
+
+#[test]
+fn exec_timeout() {
+    let out = exec(&["text_sleep", "--timeout-ms", "50", "--args", r#"{"ms":2000}"#]);
+    assert_eq!(out["status"], "error");
+    assert_eq!(out["error_kind"], "timeout");
+    let duration = out["duration_ms"].as_u64().unwrap();
+    assert!((50..2000).contains(&duration), "{out:#}");
+}
+
+#[test]
+fn exec_bad_args_are_one_line_usage_errors() {
+    let line = usage_error(&run(&["exec", "calc_add", "--args", "[1, 2]"]));
+    assert!(line.contains("--args") && line.contains("object"), "{line}");
+    let line = usage_error(&run(&["exec", "calc_add", "--args", "{not json"]));
+    assert!(line.contains("--args") && line.contains("JSON"), "{line}");
+    let line = usage_error(&run(&["exec", "calc_add"]));
+    assert!(line.contains("--args"), "{line}");
+    usage_error(&run(&["exec", "--args", "{}"]));
+    usage_error(&run(&["exec", "calc", "--command", "add", "--args", r#"{"command":"add"}"#]));
+    usage_error(&run(&["exec", "calc_add", "--timeout-ms", "0", "--args", "{}"]));
+}
+
+#[test]
+fn cycle_runs_parses_executes_and_formats() {
+    let input = format!(
+        "Two calls.\n{START}\ntool_name:「始」calc_add「末」,\na:「始」2「末」,\nb:「始」40「末」\n{END}\n\
+         {START}\ntool_name:「始」text_repeat「末」,\nmessage:「始」hi「末」,\ntimes:「始」11「末」\n{END}\nDone."
+    );
+    let file = TempFile::new("cycle.txt", input.as_bytes());
+    for serial in [false, true] {
+        let mut args = vec!["cycle"];
+        if serial {
+            args.push("--serial");
+        }
+        args.push(file.arg());
+        let out = success_json(&run(&args));
+        assert_eq!(&keys(&out)[..4], ["has_tool_requests", "parsed", "results", "context"]);
+        assert_eq!(out["has_tool_requests"], true);
+
+        // `parsed` is exactly what `parse` prints as `requests`.
+        let parsed = success_json(&run(&["parse", file.arg()]));
+        assert_eq!(out["parsed"], parsed["requests"]);
+
+        let results = out["results"].as_array().unwrap();
+        assert_eq!(results.len(), 2, "{out:#}");
+        for (result, parsed) in results.iter().zip(out["parsed"].as_array().unwrap()) {
+            assert_eq!(keys(result), RESULT_KEYS);
+            assert_eq!(result["request_id"], parsed["request_id"]);
+        }
+        assert_eq!(results[0]["request_id"], "req_1");
+        assert_eq!(results[0]["tool_name"], "calc_add");
+        assert_eq!(results[0]["status"], "success");
+        assert_eq!(results[0]["result"], "42.0");
+        assert_eq!(results[1]["request_id"], "req_2");
+        assert_eq!(results[1]["status"], "error");
+        assert_eq!(results[1]["error_kind"], "validation");
+        assert!(results[1]["result"].as_str().unwrap().contains("times"));
+
+        let context = out["context"].as_str().unwrap();
+        assert_eq!(context.matches("<<<[TOOL_RESULT]>>>").count(), 2, "{context}");
+        assert!(context.contains("req_1") && context.contains("req_2"), "{context}");
+    }
+}
+
+#[test]
+fn cycle_on_prose_has_no_requests() {
+    let out = success_json(&run_with_stdin(&["cycle", "-"], Some("Just prose, nothing to run.".as_bytes())));
+    assert_eq!(out["has_tool_requests"], false);
+    assert_eq!(out["parsed"], json!([]));
+    assert_eq!(out["results"], json!([]));
+    assert_eq!(out["context"], "");
 }
 
 fn method_names(discovered: &Value) -> Vec<(String, bool)> {
