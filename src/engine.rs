@@ -199,14 +199,18 @@ impl Engine {
                 diagnostics = outcome.diagnostics.len(),
                 "parsed"
             );
-            self.emit(EngineEvent::Parsed { requests: outcome.requests.clone() });
+            if !self.listeners.is_empty() {
+                self.emit(EngineEvent::Parsed { requests: outcome.requests.clone() });
+            }
             let mut results: Vec<Option<ToolExecutionResult>> = vec![None; outcome.requests.len()];
             let mut waited = Vec::new();
             for (i, request) in outcome.requests.iter().enumerate() {
-                self.emit(EngineEvent::Started {
-                    request_id: request.request_id.clone(),
-                    tool_name: request.tool_name.clone(),
-                });
+                if !self.listeners.is_empty() {
+                    self.emit(EngineEvent::Started {
+                        request_id: request.request_id.clone(),
+                        tool_name: request.tool_name.clone(),
+                    });
+                }
                 if is_fire_and_forget(request) && request.complete {
                     self.spawn_background(request.clone(), ctx.clone());
                     if let Some(slot) = results.get_mut(i) {
@@ -231,7 +235,9 @@ impl Engine {
             let results: Vec<ToolExecutionResult> = results.into_iter().flatten().collect();
             for result in &results {
                 tracing::debug!(request_id = %result.request_id, status = result.status.as_str(), "finished");
-                self.emit(EngineEvent::Finished { result: result.clone() });
+                if !self.listeners.is_empty() {
+                    self.emit(EngineEvent::Finished { result: result.clone() });
+                }
             }
             ToolCallCycleResult::new(outcome.requests, results, outcome.diagnostics)
         }

@@ -340,7 +340,8 @@ impl Executor {
         if !ctx.config.enabled || !ctx.config.is_method_enabled(&tool_id, &spec.definition.name) {
             return denied(format!("`{full_name}` is switched off for this agent; do not call it again"));
         }
-        let pending = PendingCall {
+        // Only built when someone will look at it.
+        let pending = || PendingCall {
             request_id: request.request_id.clone(),
             full_name: full_name.clone(),
             tool_id: tool_id.clone(),
@@ -352,7 +353,7 @@ impl Executor {
         let mut needs_confirmation =
             ctx.config.require_confirmation || ctx.config.mode == crate::config::ToolCallMode::Manual;
         if let Some(policy) = &self.policy {
-            match policy.decide(&pending) {
+            match policy.decide(&pending()) {
                 PolicyDecision::Allow => {}
                 PolicyDecision::Deny(reason) => {
                     return denied(format!("`{full_name}` was refused by the security policy: {reason}"));
@@ -362,7 +363,7 @@ impl Executor {
         }
         if needs_confirmation || self.confirm.is_some() {
             let approved = match &self.confirm {
-                Some(confirm) => confirm.confirm(pending).await,
+                Some(confirm) => confirm.confirm(pending()).await,
                 None => false,
             };
             if !approved {
@@ -377,8 +378,15 @@ impl Executor {
         let timeout = spec.timeout.unwrap_or(Duration::from_millis(ctx.config.timeout_ms));
         let retry = self.options.retry;
         let mut attempt = 1;
+        let mut prepared = Some(prepared);
         loop {
-            let outcome = self.attempt(&method, &full_name, prepared.clone(), timeout, ctx).await;
+            // Keep a copy of the arguments only while another attempt may follow.
+            let args = if attempt < retry.max_attempts {
+                prepared.clone().unwrap_or_default()
+            } else {
+                prepared.take().unwrap_or_default()
+            };
+            let outcome = self.attempt(&method, &full_name, args, timeout, ctx).await;
             match outcome {
                 Err(e)
                     if e.kind.is_retryable()
