@@ -172,11 +172,9 @@ impl ProtocolName {
     }
 }
 
+/// The VCP parser options, shared by `parse` and `cycle`.
 #[derive(Debug, Args)]
-struct ParseArgs {
-    /// Protocol the reply is written in.
-    #[arg(long, value_enum, default_value = "vcp")]
-    protocol: ProtocolName,
+struct VcpFlags {
     /// Accept fuzzy VCP markers (`<<[tool_request]>>`, `{始}` …).
     #[arg(long)]
     fuzzy: bool,
@@ -186,6 +184,26 @@ struct ParseArgs {
     /// Parse inside `<think>` reasoning instead of hiding it.
     #[arg(long)]
     keep_think: bool,
+}
+
+impl VcpFlags {
+    /// The parser options these flags select, with sequential ids (deterministic output).
+    fn options(&self) -> VcpOptions {
+        VcpOptions::default()
+            .fuzzy_markers(self.fuzzy)
+            .skip_fenced(self.skip_fenced)
+            .keep_reasoning(self.keep_think)
+            .request_ids(RequestIdStyle::Sequential)
+    }
+}
+
+#[derive(Debug, Args)]
+struct ParseArgs {
+    /// Protocol the reply is written in.
+    #[arg(long, value_enum, default_value = "vcp")]
+    protocol: ProtocolName,
+    #[command(flatten)]
+    vcp: VcpFlags,
     /// Feed the input to the streaming parser N bytes at a time.
     #[arg(long, value_name = "N")]
     stream_chunk: Option<usize>,
@@ -258,15 +276,8 @@ struct CycleArgs {
     /// Time limit of each call in milliseconds (default 30000).
     #[arg(long, value_name = "T")]
     timeout_ms: Option<u64>,
-    /// Accept fuzzy VCP markers (`<<[tool_request]>>`, `{始}` …).
-    #[arg(long)]
-    fuzzy: bool,
-    /// Ignore START markers inside backtick code fences.
-    #[arg(long)]
-    skip_fenced: bool,
-    /// Parse inside `<think>` reasoning instead of hiding it.
-    #[arg(long)]
-    keep_think: bool,
+    #[command(flatten)]
+    vcp: VcpFlags,
     /// The reply, or `-` for standard input.
     #[arg(value_name = "FILE|-")]
     input: PathBuf,
@@ -451,11 +462,7 @@ fn parse(args: &ParseArgs) -> Result<(), Failure> {
         return Err(Failure::not_yet_available("parse --stream-chunk"));
     }
     let text = read_input(&args.input)?;
-    let options = VcpOptions::default()
-        .fuzzy_markers(args.fuzzy)
-        .skip_fenced(args.skip_fenced)
-        .keep_reasoning(args.keep_think)
-        .request_ids(RequestIdStyle::Sequential);
+    let options = args.vcp.options();
     let outcome = VcpProtocol::new(options).parse(&text);
     print_json(&outcome_json(&outcome))
 }
@@ -511,11 +518,7 @@ fn cycle(args: &CycleArgs) -> Result<(), Failure> {
     }
     let text = read_input(&args.input)?;
     let ctx = execution_context(args.timeout_ms, args.serial)?;
-    let options = VcpOptions::default()
-        .fuzzy_markers(args.fuzzy)
-        .skip_fenced(args.skip_fenced)
-        .keep_reasoning(args.keep_think)
-        .request_ids(RequestIdStyle::Sequential);
+    let options = args.vcp.options();
     let engine = Engine::new(demo_registry()?).with_protocol(Arc::new(VcpProtocol::new(options)));
     let cycle = runtime()?.block_on(engine.process_tool_call_cycle(&text, &ctx));
     let context = engine.format_results_for_context(&cycle.execution_results);

@@ -163,12 +163,7 @@ impl ArgumentValidator {
     fn coerce_pairs<'a>(&self, args: impl Iterator<Item = (&'a String, &'a Value)>) -> ArgMap {
         let empty = Map::new();
         let properties = self.schema.get("properties").and_then(Value::as_object).unwrap_or(&empty);
-        let required: Vec<&str> = self
-            .schema
-            .get("required")
-            .and_then(Value::as_array)
-            .map(|r| r.iter().filter_map(Value::as_str).collect())
-            .unwrap_or_default();
+        let required = crate::definition::required_keys(&self.schema);
         let mut out = Map::new();
         for (key, value) in args {
             let coerced = match (value, properties.get(key)) {

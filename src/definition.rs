@@ -127,12 +127,7 @@ impl MethodDefinition {
         let Some(properties) = self.parameters.get("properties").and_then(Value::as_object) else {
             return Vec::new();
         };
-        let required: Vec<&str> = self
-            .parameters
-            .get("required")
-            .and_then(Value::as_array)
-            .map(|r| r.iter().filter_map(Value::as_str).collect())
-            .unwrap_or_default();
+        let required = required_keys(&self.parameters);
         properties
             .iter()
             .map(|(name, schema)| ParameterInfo {
@@ -143,6 +138,15 @@ impl MethodDefinition {
             })
             .collect()
     }
+}
+
+/// The names an object schema lists in `required` (none when it lists none).
+pub(crate) fn required_keys(schema: &Value) -> Vec<&str> {
+    schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default()
 }
 
 /// `schema` itself, or the schema its local `$ref` (`#/$defs/…`) points to.
