@@ -248,7 +248,18 @@ impl Engine {
     fn spawn_background(&self, request: ParsedToolRequest, ctx: ExecutionContext) {
         let executor = self.executor.clone();
         let failures = self.background_failures.clone();
-        tokio::spawn(async move {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            let message = "not run: fire-and-forget calls need a Tokio runtime";
+            let result = ToolExecutionResult::error(
+                &request.request_id,
+                &request.tool_name,
+                crate::ErrorKind::Execution,
+                message,
+            );
+            failures.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(result);
+            return;
+        };
+        runtime.spawn(async move {
             let result = executor.execute_one(&request, &ctx).await;
             if !result.is_success() {
                 failures.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(result);

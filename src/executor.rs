@@ -19,6 +19,10 @@
 //! Denied, disabled and non-callable methods never run. A panic in a tool becomes an
 //! error result and leaves other calls alone. Every request gets exactly one result,
 //! in request order, whether calls run in parallel or one after another.
+//!
+//! The executor runs on Tokio: call it inside a runtime with timers enabled (as
+//! `#[tokio::main]` and `#[tokio::test]` make). Outside one, calls are not run and
+//! each gets an error result saying so. `ToolRegistry::invoke` needs no runtime.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -443,13 +447,18 @@ impl Executor {
         let Some(spec) = method.spec() else {
             return Err(ToolError::new(ErrorKind::NotFound, "the method is no longer registered"));
         };
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return Err(ToolError::execution(format!(
+                "`{full_name}` was not run: the executor needs a Tokio runtime (with timers enabled)"
+            )));
+        };
         let instance = method.tool.instance_for(ctx.conversation_id.as_deref())?;
         let future = spec.handler().call(instance, args);
         let task = if spec.blocking {
-            let handle = tokio::runtime::Handle::current();
-            tokio::task::spawn_blocking(move || handle.block_on(future))
+            let handle = runtime.clone();
+            runtime.spawn_blocking(move || handle.block_on(future))
         } else {
-            tokio::spawn(future)
+            runtime.spawn(future)
         };
         let abort = task.abort_handle();
         let outcome = tokio::select! {

@@ -350,3 +350,13 @@ async fn arguments_are_layered_and_control_keys_stripped() {
     let got: Value = serde_json::from_str(&result.result).unwrap();
     assert_eq!(got, json!({"a": "schema", "b": "preset", "c": "model"}));
 }
+
+#[test]
+fn outside_a_tokio_runtime_calls_fail_with_a_result_instead_of_panicking() {
+    let executor = Executor::new(registry(&Arc::default()));
+    let results = futures::executor::block_on(
+        executor.execute(&[request("c", "t_count", &[])], &ExecutionContext::default()),
+    );
+    assert_eq!(results[0].error_kind, Some(ErrorKind::Execution));
+    assert!(results[0].result.contains("needs a Tokio runtime"), "{}", results[0].result);
+}
