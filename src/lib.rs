@@ -25,6 +25,7 @@ pub mod request;
 pub mod result;
 pub mod routing;
 mod span;
+pub mod stream;
 pub mod tool;
 
 pub use definition::{MethodDefinition, MethodExample, ParameterInfo, ToolDefinition};

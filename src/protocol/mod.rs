@@ -13,6 +13,7 @@ pub mod vcp;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use crate::stream::IncrementalParser;
 use crate::{ParseOutcome, ToolDefinition, ToolExecutionResult};
 
 /// A way for a model to call tools: a prompt format, a request format, a result format.
@@ -72,6 +73,15 @@ pub trait ToolCallingProtocol: Send + Sync {
 
     /// Writes results for the model to read in its next turn.
     fn format_tool_results(&self, results: &[ToolExecutionResult]) -> String;
+
+    /// A parser that reads a reply while it streams in, if the protocol has one. Its
+    /// requests and diagnostics must equal what
+    /// [`parse_tool_requests`](Self::parse_tool_requests) returns for the whole text.
+    /// The default is `None`: an engine then buffers the stream and parses it once at
+    /// the end.
+    fn incremental_parser(&self) -> Option<Box<dyn IncrementalParser>> {
+        None
+    }
 }
 
 /// Why a protocol could not be registered or found.

@@ -27,9 +27,11 @@ mod parser;
 mod prompt;
 mod reasoning;
 mod source;
+mod stream;
 
 pub use format::{FormatError, neutralize_markers};
 pub use prompt::{Language, VcpTemplates};
+pub use stream::VcpStreamParser;
 
 use crate::{ParseOutcome, ToolCallingProtocol, ToolDefinition, ToolExecutionResult};
 
@@ -159,6 +161,12 @@ impl VcpProtocol {
         parser::parse(text, &self.options)
     }
 
+    /// A streaming parser with this protocol's options: feed it the reply chunk by
+    /// chunk. See [`VcpStreamParser`].
+    pub fn stream_parser(&self) -> VcpStreamParser {
+        VcpStreamParser::new(self.options)
+    }
+
     /// Writes one request block that this parser reads back with the same fields.
     ///
     /// Values that hold markers or `末` are written in the escaped form
@@ -211,5 +219,9 @@ impl ToolCallingProtocol for VcpProtocol {
 
     fn format_tool_results(&self, results: &[ToolExecutionResult]) -> String {
         self.format_results(results)
+    }
+
+    fn incremental_parser(&self) -> Option<Box<dyn crate::stream::IncrementalParser>> {
+        Some(Box::new(self.stream_parser()))
     }
 }

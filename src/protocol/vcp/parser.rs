@@ -527,7 +527,7 @@ pub(crate) fn parse(text: &str, options: &VcpOptions) -> ParseOutcome {
             Span::new(src.original_start(start), src.original_end(end).max(src.original_start(start))),
         )
     }));
-    diagnostics.sort_by_key(|d| d.span.start);
+    crate::stream::sort_diagnostics(&mut diagnostics);
     assign_ids(&mut parsed, options.request_ids);
     ParseOutcome::new(parsed, diagnostics)
 }

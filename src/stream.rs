@@ -1,0 +1,150 @@
+//! Streaming parse events: what a protocol reports while a model reply is still arriving.
+//!
+//! An [`IncrementalParser`] is fed the reply chunk by chunk ([`push`](IncrementalParser::push))
+//! and reports [`StreamEvent`]s as soon as they are decided: prose a UI can show at once,
+//! the start of a request block, each completed field, and each completed request (which
+//! an engine can run while the model is still writing). [`finish`](IncrementalParser::finish)
+//! flushes what the end of the text decides.
+//!
+//! Whatever the chunking, the requests and diagnostics reported equal what the protocol's
+//! one-shot [`parse_tool_requests`](crate::ToolCallingProtocol::parse_tool_requests)
+//! returns for the whole text; [`StreamCollector`] assembles them into the same
+//! [`ParseOutcome`].
+//!
+//! ```
+//! use tool_calling::stream::{IncrementalParser, StreamCollector, StreamEvent};
+//! use tool_calling::VcpProtocol;
+//!
+//! let vcp = VcpProtocol::default();
+//! let mut parser = vcp.stream_parser();
+//! let mut events = Vec::new();
+//! for chunk in ["Let me check.\n<<<[TOOL_", "REQUEST]>>>\ntool_name:「始」clock「末」\n", "<<<[END_TOOL_REQUEST]>>>\nDone."] {
+//!     parser.push(chunk, &mut events);
+//! }
+//! parser.finish(&mut events);
+//! assert!(events.iter().any(|e| matches!(e, StreamEvent::RequestCompleted(r) if r.tool_name == "clock")));
+//!
+//! let mut collector = StreamCollector::new();
+//! collector.extend(events);
+//! assert_eq!(collector.prose(), "Let me check.\n\nDone.");
+//! let outcome = collector.into_outcome();
+//! assert_eq!(outcome.requests.len(), 1);
+//! ```
+
+use crate::{Diagnostic, DiagnosticKind, ParseOutcome, ParsedToolRequest, Span};
+
+/// One thing an [`IncrementalParser`] decided.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum StreamEvent {
+    /// Prose outside request blocks (reasoning removed), in order. One piece of prose may
+    /// arrive as several events; `span` is where the piece stands in the input.
+    Text {
+        /// The prose.
+        text: String,
+        /// Its bytes in the input.
+        span: Span,
+    },
+    /// A request block began at input offset `offset` (its START marker is decided).
+    /// The block ends with [`RequestCompleted`](Self::RequestCompleted) or
+    /// [`BlockDiscarded`](Self::BlockDiscarded).
+    RequestStarted {
+        /// Input offset of the START marker.
+        offset: usize,
+    },
+    /// A field of the open block is complete (its value is closed, or it was cut short by
+    /// a marker or the end of the text).
+    FieldCompleted {
+        /// The key as written.
+        key: String,
+        /// The value, normalised as in requests.
+        value: String,
+        /// Whether the value was closed.
+        closed: bool,
+        /// The field's bytes in the input.
+        span: Span,
+    },
+    /// A block ended and yielded this request (complete or not).
+    RequestCompleted(ParsedToolRequest),
+    /// A block ended without yielding a request (it was empty, or an example); a
+    /// [`Diagnostic`](Self::Diagnostic) event says why.
+    BlockDiscarded {
+        /// The block's bytes in the input.
+        span: Span,
+    },
+    /// Something the parser noticed and tolerated.
+    Diagnostic(Diagnostic),
+}
+
+/// A parser that reads a reply chunk by chunk.
+///
+/// Offsets in events are into the concatenation of all chunks pushed. Chunks are `&str`,
+/// so a chunk boundary never splits a character.
+pub trait IncrementalParser: Send {
+    /// Feeds the next chunk; appends the events it decides to `events`.
+    fn push(&mut self, chunk: &str, events: &mut Vec<StreamEvent>);
+
+    /// Declares the end of the reply; appends the remaining events to `events`. After
+    /// this the parser is spent: further pushes and finishes add nothing.
+    fn finish(&mut self, events: &mut Vec<StreamEvent>);
+}
+
+/// Assembles stream events into the [`ParseOutcome`] the one-shot parser returns, and
+/// the prose.
+#[derive(Debug, Default, Clone)]
+pub struct StreamCollector {
+    requests: Vec<ParsedToolRequest>,
+    diagnostics: Vec<Diagnostic>,
+    prose: String,
+}
+
+impl StreamCollector {
+    /// An empty collector.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Takes one event into account.
+    pub fn add(&mut self, event: StreamEvent) {
+        match event {
+            StreamEvent::Text { text, .. } => self.prose.push_str(&text),
+            StreamEvent::RequestCompleted(request) => self.requests.push(request),
+            StreamEvent::Diagnostic(diagnostic) => self.diagnostics.push(diagnostic),
+            StreamEvent::RequestStarted { .. }
+            | StreamEvent::FieldCompleted { .. }
+            | StreamEvent::BlockDiscarded { .. } => {}
+        }
+    }
+
+    /// The prose seen so far.
+    pub fn prose(&self) -> &str {
+        &self.prose
+    }
+
+    /// The requests seen so far.
+    pub fn requests(&self) -> &[ParsedToolRequest] {
+        &self.requests
+    }
+
+    /// The outcome: requests in order, diagnostics sorted as the one-shot parser sorts
+    /// them (by start offset; an unclosed-reasoning diagnostic first among equals).
+    pub fn into_outcome(self) -> ParseOutcome {
+        let mut diagnostics = self.diagnostics;
+        sort_diagnostics(&mut diagnostics);
+        ParseOutcome::new(self.requests, diagnostics)
+    }
+}
+
+impl Extend<StreamEvent> for StreamCollector {
+    fn extend<I: IntoIterator<Item = StreamEvent>>(&mut self, events: I) {
+        for event in events {
+            self.add(event);
+        }
+    }
+}
+
+/// The order of [`ParseOutcome::diagnostics`]: by start offset, a reasoning diagnostic
+/// (found before anything else in one pass) first among equals, otherwise as found.
+pub(crate) fn sort_diagnostics(diagnostics: &mut [Diagnostic]) {
+    diagnostics.sort_by_key(|d| (d.span.start, d.kind != DiagnosticKind::UnclosedReasoning));
+}
