@@ -4,6 +4,11 @@
 //! and reading the bracket runs around it. A candidate is rejected when it is a
 //! mention (a backtick right before it), when hidden reasoning splits it, and — for
 //! START with `skip_fenced` — when it stands in a code fence.
+//!
+//! While the text is still arriving (`last == false`), a candidate that the next bytes
+//! could still make or unmake (`<<<[TOOL_RE` at the end, a fuzzy `>>` run at the end, a
+//! START on a line that may yet open a fence) is reported as undecided, so that nothing
+//! after it is read as settled.
 
 use memchr::memmem;
 
@@ -30,11 +35,23 @@ pub(crate) struct Marker {
     pub(crate) fenced: bool,
 }
 
-/// Searches one cleaned text for markers.
-pub(crate) struct MarkerFinder<'s> {
-    src: &'s Source<'s>,
+/// What a search found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Search {
+    /// A decided marker.
+    Found(Marker),
+    /// No marker starts before this offset, but one may start here once more text
+    /// arrives.
+    Undecided(usize),
+    /// No marker starts before this offset (the end of the text when it is complete).
+    NotBefore(usize),
+}
+
+/// Searches cleaned text for markers.
+#[derive(Debug)]
+pub(crate) struct MarkerFinder {
     fuzzy: bool,
-    fences: Option<Fences>,
+    skip_fenced: bool,
     exact_start: memmem::Finder<'static>,
     any_exact: memmem::Finder<'static>,
     any_fuzzy: memmem::Finder<'static>,
@@ -46,58 +63,109 @@ pub(crate) fn strip_prefix_ignore_ascii_case<'t>(text: &'t str, prefix: &str) ->
     if head.eq_ignore_ascii_case(prefix.as_bytes()) { text.get(prefix.len()..) } else { None }
 }
 
-impl<'s> MarkerFinder<'s> {
-    pub(crate) fn new(src: &'s Source<'s>, fuzzy: bool, skip_fenced: bool) -> Self {
+/// Whether `text` is shorter than `word` and could still become it (ASCII case ignored
+/// when `fold`).
+fn could_become(text: &str, word: &str, fold: bool) -> bool {
+    text.len() < word.len()
+        && word.as_bytes().get(..text.len()).is_some_and(|w| {
+            if fold { w.eq_ignore_ascii_case(text.as_bytes()) } else { w == text.as_bytes() }
+        })
+}
+
+/// The largest char boundary of `text` at or below `pos`.
+pub(crate) fn floor_boundary(text: &str, pos: usize) -> usize {
+    let mut pos = pos.min(text.len());
+    while !text.is_char_boundary(pos) {
+        pos -= 1;
+    }
+    pos
+}
+
+impl MarkerFinder {
+    pub(crate) fn new(fuzzy: bool, skip_fenced: bool) -> Self {
         MarkerFinder {
-            src,
             fuzzy,
-            fences: skip_fenced.then(|| Fences::find(src.text())),
-            exact_start: memmem::Finder::new(START.as_bytes()),
-            any_exact: memmem::Finder::new(b"<<<["),
-            any_fuzzy: memmem::Finder::new(b"<["),
+            skip_fenced,
+            exact_start: memmem::Finder::new(START.as_bytes()).into_owned(),
+            any_exact: memmem::Finder::new(b"<<<[").into_owned(),
+            any_fuzzy: memmem::Finder::new(b"<[").into_owned(),
         }
     }
 
-    fn is_mention(&self, start: usize) -> bool {
-        start > 0 && self.src.text().as_bytes().get(start - 1) == Some(&b'`') && !self.src.is_break(start)
+    fn is_mention(src: &Source<'_>, start: usize) -> bool {
+        start > 0 && src.text().as_bytes().get(start - 1) == Some(&b'`') && !src.is_break(start)
     }
 
-    fn fenced(&self, kind: MarkerKind, start: usize) -> bool {
-        kind == MarkerKind::Start && self.fences.as_ref().is_some_and(|f| f.contains(start))
+    /// Whether a START at `start` is fenced; `None` while undecided.
+    fn fenced(&self, fences: Option<&Fences>, kind: MarkerKind, start: usize) -> Option<bool> {
+        if kind != MarkerKind::Start || !self.skip_fenced {
+            return Some(false);
+        }
+        fences.map_or(Some(false), |f| f.contains(start))
+    }
+
+    /// Where a search that found nothing resumes: the last bytes may begin a marker.
+    fn resume(text: &str, from: usize, last: bool, keep: usize) -> Search {
+        if last {
+            return Search::NotBefore(text.len());
+        }
+        let tail = floor_boundary(text, text.len().saturating_sub(keep)).max(from);
+        // Hold back only from the first `<` of the tail.
+        let hold = text
+            .as_bytes()
+            .get(tail..)
+            .and_then(|t| memchr::memchr(b'<', t))
+            .map_or(text.len(), |i| tail + i);
+        Search::NotBefore(hold)
     }
 
     /// The next START marker at or after `from` (END markers outside blocks are prose).
     /// Fenced STARTs are returned with `fenced` set, so the caller can report them.
-    pub(crate) fn next_start(&self, from: usize) -> Option<Marker> {
+    /// `origin` is where this search began (a fuzzy marker's `<` run may not begin
+    /// before it).
+    pub(crate) fn next_start(
+        &self,
+        src: &Source<'_>,
+        fences: Option<&Fences>,
+        origin: usize,
+        from: usize,
+        last: bool,
+    ) -> Search {
         if self.fuzzy {
-            return self.next_fuzzy(from, false);
+            return self.next_fuzzy(src, fences, origin, from, false, last);
         }
-        let bytes = self.src.text().as_bytes();
+        let text = src.text();
+        let bytes = text.as_bytes();
         let mut at = from;
         while let Some(i) = bytes.get(at..).and_then(|b| self.exact_start.find(b)) {
             let start = at + i;
             let end = start + START.len();
             at = start + 1;
-            if self.is_mention(start) || self.src.crosses_break(start, end) {
+            if Self::is_mention(src, start) || src.crosses_break(start, end) {
                 continue;
             }
-            return Some(Marker {
-                kind: MarkerKind::Start,
-                start,
-                end,
-                fenced: self.fenced(MarkerKind::Start, start),
-            });
+            return match self.fenced(fences, MarkerKind::Start, start) {
+                Some(fenced) => Search::Found(Marker { kind: MarkerKind::Start, start, end, fenced }),
+                None => Search::Undecided(start),
+            };
         }
-        None
+        Self::resume(text, at.max(from), last, START.len() - 1)
     }
 
     /// The next START or END marker at or after `from` that ends a block's field list.
     /// Fenced STARTs are skipped: inside a block they are content.
-    pub(crate) fn next_boundary(&self, from: usize) -> Option<Marker> {
+    pub(crate) fn next_boundary(
+        &self,
+        src: &Source<'_>,
+        fences: Option<&Fences>,
+        origin: usize,
+        from: usize,
+        last: bool,
+    ) -> Search {
         if self.fuzzy {
-            return self.next_fuzzy(from, true);
+            return self.next_fuzzy(src, fences, origin, from, true, last);
         }
-        let text = self.src.text();
+        let text = src.text();
         let bytes = text.as_bytes();
         let mut at = from;
         while let Some(i) = bytes.get(at..).and_then(|b| self.any_exact.find(b)) {
@@ -109,21 +177,37 @@ impl<'s> MarkerFinder<'s> {
             } else if rest.starts_with(END) {
                 (MarkerKind::End, END.len())
             } else {
+                if !last && (could_become(rest, START, false) || could_become(rest, END, false)) {
+                    return Search::Undecided(start);
+                }
                 continue;
             };
             let end = start + len;
-            if self.is_mention(start) || self.src.crosses_break(start, end) || self.fenced(kind, start) {
+            if Self::is_mention(src, start) || src.crosses_break(start, end) {
                 continue;
             }
-            return Some(Marker { kind, start, end, fenced: false });
+            match self.fenced(fences, kind, start) {
+                Some(true) => continue,
+                Some(false) => return Search::Found(Marker { kind, start, end, fenced: false }),
+                None => return Search::Undecided(start),
+            }
         }
-        None
+        Self::resume(text, at.max(from), last, END.len() - 1)
     }
 
     /// Fuzzy markers: `<{2,4}\[(END_)?TOOL_REQUEST\]>{2,4}`, any case, starting at the
     /// first `<` of its run.
-    fn next_fuzzy(&self, from: usize, want_end: bool) -> Option<Marker> {
-        let text = self.src.text();
+    fn next_fuzzy(
+        &self,
+        src: &Source<'_>,
+        fences: Option<&Fences>,
+        origin: usize,
+        from: usize,
+        want_end: bool,
+        last: bool,
+    ) -> Search {
+        const LONGEST: usize = 4 + "[END_TOOL_REQUEST]".len() + 4;
+        let text = src.text();
         let bytes = text.as_bytes();
         let mut at = from;
         while let Some(i) = bytes.get(at..).and_then(|b| self.any_fuzzy.find(b)) {
@@ -131,11 +215,11 @@ impl<'s> MarkerFinder<'s> {
             at = bracket;
             // The run of `<` before `[`, not reaching across hidden text.
             let mut run_start = bracket;
-            while run_start > 0 && bytes.get(run_start - 1) == Some(&b'<') && !self.src.is_break(run_start) {
+            while run_start > 0 && bytes.get(run_start - 1) == Some(&b'<') && !src.is_break(run_start) {
                 run_start -= 1;
             }
             let lts = bracket - run_start;
-            if !(2..=4).contains(&lts) || run_start < from {
+            if !(2..=4).contains(&lts) || run_start < origin {
                 continue;
             }
             let after_bracket = text.get(bracket + 1..).unwrap_or("");
@@ -146,6 +230,12 @@ impl<'s> MarkerFinder<'s> {
             } else if let Some(rest) = strip_prefix_ignore_ascii_case(after_bracket, "END_TOOL_REQUEST]") {
                 (MarkerKind::End, rest)
             } else {
+                if !last
+                    && (could_become(after_bracket, "TOOL_REQUEST]", true)
+                        || want_end && could_become(after_bracket, "END_TOOL_REQUEST]", true))
+                {
+                    return Search::Undecided(run_start);
+                }
                 continue;
             };
             if kind == MarkerKind::End && !want_end {
@@ -153,22 +243,34 @@ impl<'s> MarkerFinder<'s> {
             }
             let gts_at = text.len() - rest.len();
             let mut gts = 0;
-            while gts < 4 && bytes.get(gts_at + gts) == Some(&b'>') && !self.src.is_break(gts_at + gts) {
-                gts += 1;
+            while gts < 4 {
+                let p = gts_at + gts;
+                if src.is_break(p) {
+                    break;
+                }
+                match bytes.get(p) {
+                    Some(b'>') => gts += 1,
+                    Some(_) => break,
+                    None if last => break,
+                    // More `>` may follow.
+                    None => return Search::Undecided(run_start),
+                }
             }
             if gts < 2 {
                 continue;
             }
             let end = gts_at + gts;
-            if self.is_mention(run_start) || self.src.crosses_break(run_start, end) {
+            if Self::is_mention(src, run_start) || src.crosses_break(run_start, end) {
                 continue;
             }
-            let fenced = self.fenced(kind, run_start);
+            let Some(fenced) = self.fenced(fences, kind, run_start) else {
+                return Search::Undecided(run_start);
+            };
             if fenced && want_end {
                 continue;
             }
-            return Some(Marker { kind, start: run_start, end, fenced });
+            return Search::Found(Marker { kind, start: run_start, end, fenced });
         }
-        None
+        Self::resume(text, at.max(from), last, LONGEST)
     }
 }

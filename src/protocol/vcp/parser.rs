@@ -1,10 +1,15 @@
-//! The one-shot VCP parser (spec §1–3).
+//! The VCP parser (spec §1–3), one-shot and incremental.
 //!
-//! The reply is read in one forward pass. Reasoning is cut out first (unless kept);
-//! then START markers are found with a substring search, and each block's fields are
-//! read with small nom parsers (key, separator, value opener) and substring searches
-//! for value closers. Every search starts where the previous one stopped, so the cost
-//! is linear in the input.
+//! Reasoning is cut out first (unless kept); then START markers are found with a
+//! substring search, and each block's fields are read with small nom parsers (key,
+//! separator, value opener) and substring searches for value closers.
+//!
+//! The block reader is a [`Scanner`]: a state machine that stops wherever the text so
+//! far does not decide what comes next (a marker cut short at the end, a value whose
+//! closer has not arrived, a fuzzy `>` run that may grow) and resumes when more text
+//! arrives, keeping its search positions. The one-shot parser runs it once over the whole
+//! text; the streaming parser runs it after every chunk. Both therefore read every
+//! input the same way, and the cost stays linear in the input either way.
 
 use memchr::memmem;
 use nom::branch::alt;
@@ -14,7 +19,10 @@ use nom::combinator::value;
 use nom::sequence::preceded;
 use nom::{IResult, Parser};
 
-use super::markers::{Marker, MarkerFinder, MarkerKind, strip_prefix_ignore_ascii_case};
+use super::fence::Fences;
+use super::markers::{
+    Marker, MarkerFinder, MarkerKind, Search, floor_boundary, strip_prefix_ignore_ascii_case,
+};
 use super::reasoning;
 use super::source::Source;
 use super::{RequestIdStyle, VcpOptions};
@@ -30,17 +38,6 @@ enum ValueKind {
     Escaped,
     /// `「始exp」…「末exp」`: documentation; its block is an example.
     Doc,
-}
-
-/// One field of a block.
-#[derive(Debug)]
-struct Field<'t> {
-    key: &'t str,
-    start: usize,
-    end: usize,
-    value: String,
-    kind: ValueKind,
-    closed: bool,
 }
 
 /// The UTF-8 bytes of `末`, the character every value closer has.
@@ -94,25 +91,6 @@ fn opener(fuzzy: bool) -> impl Fn(&str) -> IResult<&str, ValueKind> {
             other => other,
         }
     }
-}
-
-/// Where a field's head was found: its key and the range of its value opener.
-struct Head<'t> {
-    key: &'t str,
-    kind: ValueKind,
-    opener_end: usize,
-}
-
-struct BlockParser<'s, 't> {
-    src: &'s Source<'t>,
-    finder: MarkerFinder<'s>,
-    fuzzy: bool,
-    doc_close: memmem::Finder<'static>,
-    /// Reused between blocks.
-    fields: Vec<Field<'s>>,
-    /// Diagnostics in cleaned-text offsets.
-    diagnostics: Vec<(DiagnosticKind, String, usize, usize)>,
-    requests: Vec<ParsedToolRequest>,
 }
 
 fn preview(text: &str) -> String {
@@ -173,380 +151,772 @@ fn restore_escaped(raw: &str) -> String {
     out
 }
 
-impl<'s, 't> BlockParser<'s, 't> {
-    fn text(&self) -> &'s str {
-        self.src.text()
-    }
-
-    fn diag(&mut self, kind: DiagnosticKind, message: String, start: usize, end: usize) {
-        self.diagnostics.push((kind, message, start, end));
-    }
-
-    /// Skips white space (any) up to `limit`.
-    fn skip_ws(&self, from: usize, limit: usize) -> usize {
-        let rest = self.text().get(from..limit).unwrap_or("");
-        limit - rest.trim_start().len()
-    }
-
-    /// Reads a field head at `at`, or says where to resume scanning.
-    fn head(&self, at: usize, limit: usize) -> Result<Head<'s>, usize> {
-        let text = self.text();
-        let key_limit = self.src.next_break_after(at).map_or(limit, |b| b.min(limit));
-        let key_text = text.get(at..key_limit).unwrap_or("");
-        let Ok((after_key, key)) = key(key_text) else {
-            let skip = text.get(at..).and_then(|r| r.chars().next()).map_or(1, char::len_utf8);
-            return Err(at + skip);
-        };
-        let key_end = at + key.len();
-        debug_assert_eq!(key_text.len() - after_key.len(), key.len());
-        // Every suffix of this key fails the same way, so resume after what was read.
-        let Ok((after_sep, _)) = separator(text.get(key_end..limit).unwrap_or("")) else {
-            return Err(key_end);
-        };
-        let sep_end = limit - after_sep.len();
-        let opener_at = self.skip_ws(sep_end, limit);
-        let Ok((after_opener, kind)) = opener(self.fuzzy)(text.get(opener_at..limit).unwrap_or("")) else {
-            return Err(sep_end);
-        };
-        let opener_end = limit - after_opener.len();
-        if self.src.crosses_break(opener_at, opener_end) {
-            return Err(sep_end);
-        }
-        Ok(Head { key, kind, opener_end })
-    }
-
-    /// A bracketed closer around the `末` at `mid` (bytes of `末`: `mid..mid + 3`):
-    /// returns its range if the brackets are acceptable and no break splits it.
-    fn bracketed(&self, mid: usize, word: &str, from: usize, fuzzy: bool) -> Option<(usize, usize)> {
-        let text = self.text();
-        let before = text.get(..mid)?;
-        let start = if before.ends_with('「') {
-            mid - '「'.len_utf8()
-        } else if fuzzy && before.ends_with('{') {
-            mid - 1
-        } else {
-            return None;
-        };
-        let after_mid = text.get(mid + '末'.len_utf8()..)?;
-        let after_word =
-            if word.is_empty() { after_mid } else { strip_prefix_ignore_ascii_case(after_mid, word)? };
-        let close_len = if after_word.starts_with('」') {
-            '」'.len_utf8()
-        } else if fuzzy && after_word.starts_with('}') {
-            1
-        } else {
-            return None;
-        };
-        let end = text.len() - after_word.len() + close_len;
-        (start >= from && !self.src.crosses_break(start, end)).then_some((start, end))
-    }
-
-    /// Offsets of `末` in `from..limit`, in order. Values are short, so a `memchr` for
-    /// the first byte of `末` (then a check of the rest) beats a substring searcher's
-    /// set-up on every call.
-    fn closer_chars(&self, from: usize, limit: usize) -> impl Iterator<Item = usize> + 's {
-        let bytes = self.text().as_bytes().get(..limit).unwrap_or_default();
-        let mut at = from;
-        std::iter::from_fn(move || {
-            while let Some(i) = bytes.get(at..).and_then(|b| memchr::memchr(CLOSER_LEAD, b)) {
-                let mid = at + i;
-                at = mid + 1;
-                if bytes.get(mid..mid + CLOSER_CHAR.len()) == Some(CLOSER_CHAR) {
-                    at = mid + CLOSER_CHAR.len();
-                    return Some(mid);
-                }
-            }
-            None
-        })
-    }
-
-    /// The first `「末」` (with fuzzy variants) in `from..limit`.
-    fn plain_close(&self, from: usize, limit: usize) -> Option<(usize, usize)> {
-        self.closer_chars(from, limit)
-            .find_map(|mid| self.bracketed(mid, "", from, self.fuzzy).filter(|&(_, end)| end <= limit))
-    }
-
-    /// The first escaped closer (`「末ESCAPE」`, any case and bracket) at or after `from`.
-    fn escaped_close(&self, from: usize) -> Option<(usize, usize)> {
-        self.closer_chars(from, self.text().len()).find_map(|mid| self.bracketed(mid, "ESCAPE", from, true))
-    }
-
-    /// The first `「末exp」` in `from..limit`.
-    fn doc_close(&self, from: usize, limit: usize) -> Option<(usize, usize)> {
-        let bytes = self.text().as_bytes().get(..limit)?;
-        let mut at = from;
-        while let Some(i) = bytes.get(at..).and_then(|b| self.doc_close.find(b)) {
-            let start = at + i;
-            let end = start + "「末exp」".len();
-            if !self.src.crosses_break(start, end) {
-                return Some((start, end));
-            }
-            at = start + 1;
-        }
-        None
-    }
-
-    /// Parses the block opened by `start`; returns where scanning for the next block
-    /// resumes.
-    fn block(&mut self, start: Marker) -> usize {
-        let text = self.text();
-        let mut cur = start.end;
-        let mut boundary = self.finder.next_boundary(cur);
-        let mut fields = std::mem::take(&mut self.fields);
-        fields.clear();
-        let mut stray_from: Option<usize> = None;
-        loop {
-            let limit = boundary.map_or(text.len(), |m| m.start);
-            cur = self.skip_ws(cur, limit);
-            if cur >= limit {
-                break;
-            }
-            let head = match self.head(cur, limit) {
-                Ok(head) => head,
-                Err(resume) => {
-                    stray_from.get_or_insert(cur);
-                    cur = resume.max(cur + 1).min(limit);
-                    continue;
-                }
-            };
-            if let Some(from) = stray_from.take() {
-                self.stray(from, cur);
-            }
-            let field_start = cur;
-            let value_from = head.opener_end;
-            let (raw_end, closed, field_end) = match head.kind {
-                ValueKind::Plain => match self.plain_close(value_from, limit) {
-                    Some((close, end)) => (close, true, end),
-                    None => (limit, false, limit),
-                },
-                ValueKind::Doc => match self.doc_close(value_from, limit) {
-                    Some((close, end)) => (close, true, end),
-                    None => (limit, false, limit),
-                },
-                ValueKind::Escaped => match self.escaped_close(value_from) {
-                    Some((close, end)) => {
-                        if boundary.is_some_and(|m| m.start < end) {
-                            boundary = self.finder.next_boundary(end);
-                        }
-                        (close, true, end)
-                    }
-                    None => {
-                        boundary = None;
-                        (text.len(), false, text.len())
-                    }
-                },
-            };
-            let raw = text.get(value_from..raw_end).unwrap_or("");
-            fields.push(Field {
-                key: head.key,
-                start: field_start,
-                end: field_end,
-                value: normalize_value(raw, head.kind),
-                kind: head.kind,
-                closed,
-            });
-            cur = field_end;
-            if closed {
-                let limit = boundary.map_or(text.len(), |m| m.start);
-                let after = self.skip_ws(cur, limit);
-                if text.get(after..limit).is_some_and(|r| r.starts_with(',')) {
-                    cur = after + 1;
-                }
-            }
-        }
-        let limit = boundary.map_or(text.len(), |m| m.start);
-        if let Some(from) = stray_from {
-            self.stray(from, limit);
-        }
-        let (block_end, resume) = match boundary {
-            Some(m) if m.kind == MarkerKind::End => (m.end, m.end),
-            Some(m) => (m.start, m.start),
-            None => (text.len(), text.len()),
-        };
-        if boundary.is_none_or(|m| m.kind != MarkerKind::End) {
-            let why =
-                if boundary.is_some() { "the next <<<[TOOL_REQUEST]>>> begins" } else { "the text ends" };
-            self.diag(
-                DiagnosticKind::MissingEndMarker,
-                format!("request block has no <<<[END_TOOL_REQUEST]>>>; it ends where {why}"),
-                start.start,
-                block_end,
-            );
-        }
-        self.finish(start, block_end, &mut fields);
-        self.fields = fields;
-        resume
-    }
-
-    fn stray(&mut self, from: usize, to: usize) {
-        let skipped = self.text().get(from..to).unwrap_or("");
-        let trimmed = skipped.trim_end();
-        if trimmed.is_empty() {
-            return;
-        }
-        let end = from + trimmed.len();
-        let message = if trimmed.ends_with(':') || trimmed.ends_with('：') {
-            format!("skipped `{}`: a key with no value (a value opens with 「始」)", preview(trimmed))
-        } else {
-            format!("skipped text between fields that is not a field: `{}`", preview(trimmed))
-        };
-        self.diag(DiagnosticKind::StrayText, message, from, end);
-    }
-
-    /// Turns a block's fields into a request (or into a diagnostic, for empty and
-    /// example blocks).
-    fn finish(&mut self, start: Marker, end: usize, fields: &mut Vec<Field<'s>>) {
-        if fields.is_empty() {
-            self.diag(
-                DiagnosticKind::EmptyBlock,
-                "request block holds no field, so it is not a request".to_string(),
-                start.start,
-                end,
-            );
-            return;
-        }
-        if fields.iter().any(|f| f.kind == ValueKind::Doc) {
-            self.diag(
-                DiagnosticKind::ExampleBlock,
-                "request block holds a documentation value (「始exp」): it is an example, not a request"
-                    .to_string(),
-                start.start,
-                end,
-            );
-            return;
-        }
-        let mut tool_name: Option<String> = None;
-        let mut request_id: Option<String> = None;
-        let mut args = Args::with_capacity(fields.len());
-        let mut problems = Vec::new();
-        for field in fields.drain(..) {
-            if !field.closed {
-                let closer = if field.kind == ValueKind::Escaped { "「末ESCAPE」" } else { "「末」" };
-                problems.push(format!("the value of `{}` is not closed: end it with {closer}", field.key));
-                self.diag(
-                    DiagnosticKind::UnclosedValue,
-                    format!("value of `{}` is not closed with {closer}", field.key),
-                    field.start,
-                    field.end,
-                );
-            }
-            let duplicate = if field.key.eq_ignore_ascii_case("tool_name") {
-                tool_name.replace(field.value).is_some()
-            } else if field.key.eq_ignore_ascii_case("request_id") {
-                // An empty id counts as absent: it neither sets nor erases one.
-                !field.value.is_empty() && request_id.replace(field.value).is_some()
-            } else {
-                // The last occurrence wins, at its own position: move it to the end.
-                let (index, old) =
-                    args.insert_full(field.key.to_string(), serde_json::Value::String(field.value));
-                if old.is_some() {
-                    args.move_index(index, args.len() - 1);
-                }
-                old.is_some()
-            };
-            if duplicate {
-                self.diag(
-                    DiagnosticKind::DuplicateKey,
-                    format!("key `{}` appears more than once; the last value is used", field.key),
-                    field.start,
-                    field.end,
-                );
-            }
-        }
-        let tool_name = tool_name.unwrap_or_default();
-        if tool_name.is_empty() {
-            problems.insert(0, "the request has no tool_name: add tool_name:「始」…「末」".to_string());
-            self.diag(
-                DiagnosticKind::MissingToolName,
-                "request block has no tool_name".to_string(),
-                start.start,
-                start.end,
-            );
-        }
-        let span = Span::new(self.src.original_start(start.start), self.src.original_end(end));
-        let (request_id, id_source) = match request_id {
-            Some(id) => (id, RequestIdSource::Model),
-            None => (String::new(), RequestIdSource::Assigned),
-        };
-        self.requests.push(ParsedToolRequest {
-            request_id,
-            id_source,
-            tool_name,
-            args,
-            span,
-            complete: problems.is_empty(),
-            problems,
-        });
-    }
+/// One field of a block. Offsets are into the cleaned text.
+#[derive(Debug)]
+struct Field {
+    key: (usize, usize),
+    start: usize,
+    end: usize,
+    value: String,
+    kind: ValueKind,
+    closed: bool,
 }
 
-/// Parses `text` with `options` (see the module docs).
-pub(crate) fn parse(text: &str, options: &VcpOptions) -> ParseOutcome {
-    let mut diagnostics = Vec::new();
-    let src = if options.keep_reasoning {
-        Source::unchanged(text)
-    } else {
-        let found = reasoning::find_hidden(text);
-        if let Some((start, end)) = found.unclosed {
-            diagnostics.push(Diagnostic::new(
-                DiagnosticKind::UnclosedReasoning,
-                "reasoning block is never closed: everything after it is hidden",
-                Span::new(start, end),
-            ));
-        }
-        Source::without(text, &found.hidden)
-    };
-    let mut parser = BlockParser {
-        src: &src,
-        finder: MarkerFinder::new(&src, options.fuzzy_markers, options.skip_fenced),
-        fuzzy: options.fuzzy_markers,
-        doc_close: memmem::Finder::new("「末exp」".as_bytes()),
-        fields: Vec::new(),
-        diagnostics: Vec::new(),
-        requests: Vec::new(),
-    };
-    let mut pos = 0;
-    while let Some(start) = parser.finder.next_start(pos) {
-        if start.fenced {
-            parser.diag(
-                DiagnosticKind::FencedMarker,
-                "<<<[TOOL_REQUEST]>>> inside a code fence is ignored (skip_fenced is on)".to_string(),
-                start.start,
-                start.end,
-            );
-            pos = start.end;
-            continue;
-        }
-        pos = parser.block(start);
-    }
-    let BlockParser { requests: mut parsed, diagnostics: found, .. } = parser;
-    diagnostics.extend(found.into_iter().map(|(kind, message, start, end)| {
-        Diagnostic::new(
-            kind,
-            message,
-            Span::new(src.original_start(start), src.original_end(end).max(src.original_start(start))),
-        )
-    }));
-    crate::stream::sort_diagnostics(&mut diagnostics);
-    assign_ids(&mut parsed, options.request_ids);
-    ParseOutcome::new(parsed, diagnostics)
+/// A field head: its key and where its value begins.
+struct Head {
+    key: (usize, usize),
+    kind: ValueKind,
+    opener_end: usize,
 }
 
-/// Gives every request without a model id one of the library's.
-fn assign_ids(requests: &mut [ParsedToolRequest], style: RequestIdStyle) {
-    use std::fmt::Write as _;
-    let mut prefix: Option<String> = None;
-    for (n, request) in requests.iter_mut().enumerate() {
+/// What reading a field head gave.
+enum HeadRead {
+    Field(Head),
+    /// No field here: scanning resumes at this offset.
+    Resume(usize),
+    /// The text so far does not decide.
+    NeedMore,
+}
+
+/// What a value-closer search gave.
+enum Close {
+    /// The closer's range.
+    At(usize, usize),
+    /// Not decided: search again from this offset when more text has arrived.
+    Wait(usize),
+    /// There is none: the value is unclosed.
+    Absent,
+}
+
+/// A closer candidate.
+enum Bracket {
+    Match(usize, usize),
+    No,
+    Undecided,
+}
+
+/// The longest value opener, `「始ESCAPE」`.
+const LONGEST_OPENER: usize = "「始ESCAPE」".len();
+
+/// Where a block's field list ends.
+#[derive(Debug, Clone, Copy)]
+enum Boundary {
+    /// Decided: this marker, or (`None`) the end of the text.
+    Known(Option<Marker>),
+    /// No boundary starts before `from`; the search began at `origin`.
+    Pending { origin: usize, from: usize },
+}
+
+/// Where the block scanner stands.
+#[derive(Debug, Clone, Copy)]
+enum Phase {
+    /// Looking for the next field head at `cur`.
+    Between,
+    /// Inside a value, looking for its closer from `scan`.
+    Value { key: (usize, usize), field_start: usize, value_from: usize, kind: ValueKind, scan: usize },
+    /// After a closed value: an optional `,`.
+    AfterValue,
+}
+
+/// An open request block.
+#[derive(Debug)]
+struct Block {
+    start: Marker,
+    cur: usize,
+    boundary: Boundary,
+    fields: Vec<Field>,
+    stray_from: Option<usize>,
+    phase: Phase,
+    /// Do not try a head again before the text is this long (keeps retries linear).
+    retry_at: usize,
+}
+
+/// Where the scanner stands.
+#[derive(Debug)]
+enum State {
+    /// Outside blocks, looking for START from `from` (the search began at `origin`).
+    Prose {
+        origin: usize,
+        from: usize,
+    },
+    Block(Block),
+}
+
+/// Receives what the scanner decides. Offsets given to [`text`](Sink::text) are into the
+/// cleaned text; everything else is already in input offsets.
+pub(crate) trait Sink {
+    /// Prose `start..end` (cleaned offsets) is decided.
+    fn text(&mut self, _src: &Source<'_>, _start: usize, _end: usize) {}
+    /// A block began at input offset `offset`.
+    fn started(&mut self, _offset: usize) {}
+    /// Whether [`field`](Sink::field) wants to be called.
+    fn wants_fields(&self) -> bool {
+        false
+    }
+    /// A field is complete.
+    fn field(&mut self, _key: &str, _value: &str, _closed: bool, _span: Span) {}
+    /// A block yielded a request.
+    fn request(&mut self, request: ParsedToolRequest);
+    /// A block ended without a request.
+    fn discarded(&mut self, _span: Span) {}
+    /// A diagnostic.
+    fn diagnostic(&mut self, diagnostic: Diagnostic);
+}
+
+/// The grammar's searchers.
+#[derive(Debug)]
+struct Grammar {
+    finder: MarkerFinder,
+    fuzzy: bool,
+    doc_close: memmem::Finder<'static>,
+}
+
+/// Hands out ids to requests without one.
+#[derive(Debug)]
+struct Ids {
+    style: RequestIdStyle,
+    prefix: Option<String>,
+    /// Requests seen so far.
+    seen: usize,
+}
+
+impl Ids {
+    fn assign(&mut self, request: &mut ParsedToolRequest) {
+        use std::fmt::Write as _;
+        self.seen += 1;
         if request.id_source != RequestIdSource::Assigned {
-            continue;
+            return;
         }
-        let prefix = prefix.get_or_insert_with(|| match style {
+        let style = self.style;
+        let prefix = self.prefix.get_or_insert_with(|| match style {
             RequestIdStyle::Sequential => "req_".to_string(),
             RequestIdStyle::Random => format!("call_{:016x}_", uuid::Uuid::new_v4().as_u64_pair().0),
         });
         let mut id = String::with_capacity(prefix.len() + 6);
         id.push_str(prefix);
-        let _ = write!(id, "{}", n + 1);
+        let _ = write!(id, "{}", self.seen);
         request.request_id = id;
     }
+}
+
+/// The VCP block scanner: a state machine over the cleaned text that can stop wherever
+/// the text so far does not decide, and resume when more has arrived. The one-shot
+/// parser runs it once over the whole text.
+#[derive(Debug)]
+pub(crate) struct Scanner {
+    grammar: Grammar,
+    ids: Ids,
+    state: State,
+    /// Prose before this offset has been reported.
+    prose_from: usize,
+    /// A field list kept for the next block.
+    spare: Vec<Field>,
+}
+
+/// Skips white space (any) from `from` up to `limit`.
+fn skip_ws(text: &str, from: usize, limit: usize) -> usize {
+    match text.get(from..limit) {
+        Some(rest) => limit - rest.trim_start().len(),
+        None => from.max(limit),
+    }
+}
+
+fn diag(
+    src: &Source<'_>,
+    sink: &mut impl Sink,
+    kind: DiagnosticKind,
+    message: String,
+    start: usize,
+    end: usize,
+) {
+    let from = src.original_start(start);
+    sink.diagnostic(Diagnostic::new(kind, message, Span::new(from, src.original_end(end).max(from))));
+}
+
+impl Scanner {
+    pub(crate) fn new(options: &VcpOptions) -> Self {
+        Scanner {
+            grammar: Grammar {
+                finder: MarkerFinder::new(options.fuzzy_markers, options.skip_fenced),
+                fuzzy: options.fuzzy_markers,
+                doc_close: memmem::Finder::new("「末exp」".as_bytes()).into_owned(),
+            },
+            ids: Ids { style: options.request_ids, prefix: None, seen: 0 },
+            state: State::Prose { origin: 0, from: 0 },
+            prose_from: 0,
+            spare: Vec::new(),
+        }
+    }
+
+    /// Offsets before this one will never be looked at again (with a few bytes of
+    /// look-behind); `None` inside a block.
+    pub(crate) fn needed_from(&self) -> Option<usize> {
+        match self.state {
+            State::Prose { origin, from } => Some(origin.min(from).min(self.prose_from)),
+            State::Block(_) => None,
+        }
+    }
+
+    /// The window dropped its first `cut` bytes (at most [`needed_from`](Self::needed_from)).
+    pub(crate) fn rebase(&mut self, cut: usize) {
+        if let State::Prose { origin, from } = &mut self.state {
+            *origin -= cut;
+            *from -= cut;
+            self.prose_from -= cut;
+        }
+    }
+
+    /// Reads as far as `src` decides. With `last`, `src` holds the whole text and
+    /// everything is decided.
+    pub(crate) fn run(
+        &mut self,
+        src: &Source<'_>,
+        fences: Option<&Fences>,
+        last: bool,
+        sink: &mut impl Sink,
+    ) {
+        loop {
+            match &mut self.state {
+                State::Prose { origin, from } => {
+                    match self.grammar.finder.next_start(src, fences, *origin, *from, last) {
+                        Search::Found(m) if m.fenced => {
+                            diag(
+                                src,
+                                sink,
+                                DiagnosticKind::FencedMarker,
+                                "<<<[TOOL_REQUEST]>>> inside a code fence is ignored (skip_fenced is on)"
+                                    .to_string(),
+                                m.start,
+                                m.end,
+                            );
+                            *origin = m.end;
+                            *from = m.end;
+                        }
+                        Search::Found(m) => {
+                            if m.start > self.prose_from {
+                                sink.text(src, self.prose_from, m.start);
+                            }
+                            sink.started(src.original_start(m.start));
+                            let mut fields = std::mem::take(&mut self.spare);
+                            fields.clear();
+                            self.state = State::Block(Block {
+                                start: m,
+                                cur: m.end,
+                                boundary: Boundary::Pending { origin: m.end, from: m.end },
+                                fields,
+                                stray_from: None,
+                                phase: Phase::Between,
+                                retry_at: 0,
+                            });
+                        }
+                        Search::Undecided(to) | Search::NotBefore(to) => {
+                            *from = to;
+                            if to > self.prose_from {
+                                sink.text(src, self.prose_from, to);
+                                self.prose_from = to;
+                            }
+                            return;
+                        }
+                    }
+                }
+                State::Block(block) => {
+                    let Some(resume) = self.grammar.step(&mut self.ids, block, src, fences, last, sink)
+                    else {
+                        return;
+                    };
+                    if let State::Block(block) =
+                        std::mem::replace(&mut self.state, State::Prose { origin: resume, from: resume })
+                    {
+                        self.spare = block.fields;
+                    }
+                    self.prose_from = resume;
+                }
+            }
+        }
+    }
+}
+
+impl Grammar {
+    /// Advances an open block as far as the text decides; returns where prose resumes
+    /// once the block has ended.
+    fn step(
+        &self,
+        ids: &mut Ids,
+        b: &mut Block,
+        src: &Source<'_>,
+        fences: Option<&Fences>,
+        last: bool,
+        sink: &mut impl Sink,
+    ) -> Option<usize> {
+        let text = src.text();
+        let len = text.len();
+        loop {
+            let in_escaped = matches!(b.phase, Phase::Value { kind: ValueKind::Escaped, .. });
+            if let (false, Boundary::Pending { origin, from }) = (in_escaped, b.boundary) {
+                b.boundary = match self.finder.next_boundary(src, fences, origin, from, last) {
+                    Search::Found(m) => Boundary::Known(Some(m)),
+                    Search::NotBefore(_) if last => Boundary::Known(None),
+                    Search::Undecided(to) | Search::NotBefore(to) => Boundary::Pending { origin, from: to },
+                };
+            }
+            let (limit, settled) = match b.boundary {
+                Boundary::Known(Some(m)) => (m.start, true),
+                Boundary::Known(None) => (len, true),
+                Boundary::Pending { from, .. } => (from, false),
+            };
+            match b.phase {
+                Phase::Between => {
+                    b.cur = skip_ws(text, b.cur, limit);
+                    if b.cur >= limit {
+                        if settled {
+                            return Some(self.end_block(ids, b, src, sink));
+                        }
+                        return None;
+                    }
+                    if !settled && len < b.retry_at {
+                        return None;
+                    }
+                    match self.head(src, b.cur, limit, settled) {
+                        HeadRead::NeedMore => {
+                            b.retry_at = len + (len - b.cur).max(16);
+                            return None;
+                        }
+                        HeadRead::Resume(resume) => {
+                            b.stray_from.get_or_insert(b.cur);
+                            b.cur = resume.max(b.cur + 1).min(limit);
+                        }
+                        HeadRead::Field(head) => {
+                            if let Some(from) = b.stray_from.take() {
+                                stray(src, sink, from, b.cur);
+                            }
+                            b.phase = Phase::Value {
+                                key: head.key,
+                                field_start: b.cur,
+                                value_from: head.opener_end,
+                                kind: head.kind,
+                                scan: head.opener_end,
+                            };
+                        }
+                    }
+                    b.retry_at = 0;
+                }
+                Phase::Value { key, field_start, value_from, kind, scan } => {
+                    let close = match kind {
+                        ValueKind::Plain => self.plain_close(src, value_from, scan, limit, settled),
+                        ValueKind::Doc => self.doc_close(src, scan, limit, settled),
+                        ValueKind::Escaped => self.escaped_close(src, value_from, scan, last),
+                    };
+                    let (raw_end, closed, field_end) = match close {
+                        Close::At(close, end) => (close, true, end),
+                        Close::Wait(next) => {
+                            b.phase = Phase::Value { key, field_start, value_from, kind, scan: next };
+                            return None;
+                        }
+                        Close::Absent if kind == ValueKind::Escaped => {
+                            b.boundary = Boundary::Known(None);
+                            (len, false, len)
+                        }
+                        Close::Absent => (limit, false, limit),
+                    };
+                    if kind == ValueKind::Escaped && closed {
+                        // Markers inside the value were content: look again after it.
+                        match b.boundary {
+                            Boundary::Known(Some(m)) if m.start < field_end => {
+                                b.boundary = Boundary::Pending { origin: field_end, from: field_end };
+                            }
+                            Boundary::Pending { from, .. } => {
+                                b.boundary =
+                                    Boundary::Pending { origin: field_end, from: from.max(field_end) };
+                            }
+                            _ => {}
+                        }
+                    }
+                    let value = normalize_value(text.get(value_from..raw_end).unwrap_or(""), kind);
+                    let field = Field { key, start: field_start, end: field_end, value, kind, closed };
+                    if sink.wants_fields() {
+                        let span = Span::new(src.original_start(field.start), src.original_end(field.end));
+                        let key = text.get(key.0..key.1).unwrap_or("");
+                        sink.field(key, &field.value, closed, span);
+                    }
+                    b.fields.push(field);
+                    b.cur = field_end;
+                    b.phase = if closed { Phase::AfterValue } else { Phase::Between };
+                }
+                Phase::AfterValue => {
+                    let after = skip_ws(text, b.cur, limit);
+                    if after >= limit && !settled {
+                        b.cur = after;
+                        return None;
+                    }
+                    let comma = text.get(after..limit).is_some_and(|r| r.starts_with(','));
+                    b.cur = if comma { after + 1 } else { after };
+                    b.phase = Phase::Between;
+                }
+            }
+        }
+    }
+
+    /// Reads a field head at `at`, says where to resume scanning, or that the text so
+    /// far (up to `limit`, which is final when `settled`) does not decide.
+    fn head(&self, src: &Source<'_>, at: usize, limit: usize, settled: bool) -> HeadRead {
+        let text = src.text();
+        let key_limit = src.next_break_after(at).map_or(limit, |b| b.min(limit));
+        let key_text = text.get(at..key_limit).unwrap_or("");
+        let Ok((_, key)) = key(key_text) else {
+            let skip = text.get(at..).and_then(|r| r.chars().next()).map_or(1, char::len_utf8);
+            return HeadRead::Resume(at + skip);
+        };
+        let key_end = at + key.len();
+        if key_end == limit && !settled {
+            return HeadRead::NeedMore;
+        }
+        // Every suffix of this key fails the same way, so resume after what was read.
+        let sep_text = text.get(key_end..limit).unwrap_or("");
+        let Ok((after_sep, _)) = separator(sep_text) else {
+            let blanks = sep_text.bytes().take_while(|&b| b == b' ' || b == b'\t').count();
+            if key_end + blanks == limit && !settled {
+                return HeadRead::NeedMore;
+            }
+            return HeadRead::Resume(key_end);
+        };
+        let sep_end = limit - after_sep.len();
+        let opener_at = skip_ws(text, sep_end, limit);
+        if opener_at == limit && !settled {
+            return HeadRead::NeedMore;
+        }
+        match opener(self.fuzzy)(text.get(opener_at..limit).unwrap_or("")) {
+            Ok((after_opener, kind)) => {
+                let opener_end = limit - after_opener.len();
+                if src.crosses_break(opener_at, opener_end) {
+                    return HeadRead::Resume(sep_end);
+                }
+                HeadRead::Field(Head { key: (at, key_end), kind, opener_end })
+            }
+            Err(_) if !settled && limit - opener_at < LONGEST_OPENER => HeadRead::NeedMore,
+            Err(_) => HeadRead::Resume(sep_end),
+        }
+    }
+
+    /// A bracketed closer around the `末` at `mid` (bytes of `末`: `mid..mid + 3`), whose
+    /// opening bracket is at or after `from` and which ends by `limit`.
+    #[allow(clippy::too_many_arguments)]
+    fn bracketed(
+        src: &Source<'_>,
+        mid: usize,
+        word: &str,
+        from: usize,
+        fuzzy: bool,
+        limit: usize,
+        settled: bool,
+    ) -> Bracket {
+        let text = src.text();
+        let Some(before) = text.get(..mid) else { return Bracket::No };
+        let start = if before.ends_with('「') {
+            mid - '「'.len_utf8()
+        } else if fuzzy && before.ends_with('{') {
+            mid - 1
+        } else {
+            return Bracket::No;
+        };
+        let Some(after_mid) = text.get(mid + '末'.len_utf8()..) else { return Bracket::No };
+        let after_word = if word.is_empty() {
+            after_mid
+        } else {
+            match strip_prefix_ignore_ascii_case(after_mid, word) {
+                Some(rest) => rest,
+                None if !settled && could_become_folded(after_mid, word) => return Bracket::Undecided,
+                None => return Bracket::No,
+            }
+        };
+        let close_len = if after_word.starts_with('」') {
+            '」'.len_utf8()
+        } else if fuzzy && after_word.starts_with('}') {
+            1
+        } else if after_word.is_empty() && !settled {
+            return Bracket::Undecided;
+        } else {
+            return Bracket::No;
+        };
+        let end = text.len() - after_word.len() + close_len;
+        if start < from || src.crosses_break(start, end) {
+            return Bracket::No;
+        }
+        if end > limit {
+            return if settled { Bracket::No } else { Bracket::Undecided };
+        }
+        Bracket::Match(start, end)
+    }
+
+    /// The first `「末」` (with fuzzy variants) of a value that began at `from`, searched
+    /// from `scan` up to `limit`.
+    fn plain_close(&self, src: &Source<'_>, from: usize, scan: usize, limit: usize, settled: bool) -> Close {
+        for mid in closer_chars(src.text(), scan, limit) {
+            match Self::bracketed(src, mid, "", from, self.fuzzy, limit, settled) {
+                Bracket::Match(start, end) => return Close::At(start, end),
+                Bracket::Undecided => return Close::Wait(mid),
+                Bracket::No => {}
+            }
+        }
+        if settled { Close::Absent } else { Close::Wait(limit.max(scan)) }
+    }
+
+    /// The first escaped closer (`「末ESCAPE」`, any case and bracket) of a value that
+    /// began at `from`, searched from `scan`: markers do not end it.
+    fn escaped_close(&self, src: &Source<'_>, from: usize, scan: usize, last: bool) -> Close {
+        let len = src.text().len();
+        for mid in closer_chars(src.text(), scan, len) {
+            match Self::bracketed(src, mid, "ESCAPE", from, true, len, last) {
+                Bracket::Match(start, end) => return Close::At(start, end),
+                Bracket::Undecided => return Close::Wait(mid),
+                Bracket::No => {}
+            }
+        }
+        if last { Close::Absent } else { Close::Wait(len.max(scan)) }
+    }
+
+    /// The first `「末exp」` from `scan` up to `limit`.
+    fn doc_close(&self, src: &Source<'_>, scan: usize, limit: usize, settled: bool) -> Close {
+        let text = src.text();
+        let bytes = text.as_bytes().get(..limit).unwrap_or_default();
+        let mut at = scan;
+        while let Some(i) = bytes.get(at..).and_then(|b| self.doc_close.find(b)) {
+            let start = at + i;
+            let end = start + "「末exp」".len();
+            if !src.crosses_break(start, end) {
+                return Close::At(start, end);
+            }
+            at = start + 1;
+        }
+        if settled {
+            Close::Absent
+        } else {
+            let resume = floor_boundary(text, limit.saturating_sub("「末exp」".len() - 1));
+            Close::Wait(resume.max(scan))
+        }
+    }
+
+    /// Ends the block (its boundary is decided); returns where prose resumes.
+    fn end_block(&self, ids: &mut Ids, b: &mut Block, src: &Source<'_>, sink: &mut impl Sink) -> usize {
+        let len = src.text().len();
+        let boundary = match b.boundary {
+            Boundary::Known(m) => m,
+            Boundary::Pending { .. } => None,
+        };
+        let limit = boundary.map_or(len, |m| m.start);
+        if let Some(from) = b.stray_from.take() {
+            stray(src, sink, from, limit);
+        }
+        let (block_end, resume) = match boundary {
+            Some(m) if m.kind == MarkerKind::End => (m.end, m.end),
+            Some(m) => (m.start, m.start),
+            None => (len, len),
+        };
+        if boundary.is_none_or(|m| m.kind != MarkerKind::End) {
+            let why =
+                if boundary.is_some() { "the next <<<[TOOL_REQUEST]>>> begins" } else { "the text ends" };
+            diag(
+                src,
+                sink,
+                DiagnosticKind::MissingEndMarker,
+                format!("request block has no <<<[END_TOOL_REQUEST]>>>; it ends where {why}"),
+                b.start.start,
+                block_end,
+            );
+        }
+        finish_block(ids, src, sink, b.start, block_end, &mut b.fields);
+        resume
+    }
+}
+
+/// Whether `text` is a proper prefix of `word`, ASCII case ignored.
+fn could_become_folded(text: &str, word: &str) -> bool {
+    text.len() < word.len()
+        && word.as_bytes().get(..text.len()).is_some_and(|w| w.eq_ignore_ascii_case(text.as_bytes()))
+}
+
+/// Offsets of `末` in `from..limit`, in order. Values are short, so a `memchr` for the
+/// first byte of `末` (then a check of the rest) beats a substring searcher's set-up.
+fn closer_chars(text: &str, from: usize, limit: usize) -> impl Iterator<Item = usize> + '_ {
+    let bytes = text.as_bytes().get(..limit).unwrap_or_default();
+    let mut at = from;
+    std::iter::from_fn(move || {
+        while let Some(i) = bytes.get(at..).and_then(|b| memchr::memchr(CLOSER_LEAD, b)) {
+            let mid = at + i;
+            at = mid + 1;
+            if bytes.get(mid..mid + CLOSER_CHAR.len()) == Some(CLOSER_CHAR) {
+                at = mid + CLOSER_CHAR.len();
+                return Some(mid);
+            }
+        }
+        None
+    })
+}
+
+fn stray(src: &Source<'_>, sink: &mut impl Sink, from: usize, to: usize) {
+    let skipped = src.text().get(from..to).unwrap_or("");
+    let trimmed = skipped.trim_end();
+    if trimmed.is_empty() {
+        return;
+    }
+    let end = from + trimmed.len();
+    let message = if trimmed.ends_with(':') || trimmed.ends_with('：') {
+        format!("skipped `{}`: a key with no value (a value opens with 「始」)", preview(trimmed))
+    } else {
+        format!("skipped text between fields that is not a field: `{}`", preview(trimmed))
+    };
+    diag(src, sink, DiagnosticKind::StrayText, message, from, end);
+}
+
+/// Turns a block's fields into a request (or into a diagnostic, for empty and example
+/// blocks).
+fn finish_block(
+    ids: &mut Ids,
+    src: &Source<'_>,
+    sink: &mut impl Sink,
+    start: Marker,
+    end: usize,
+    fields: &mut Vec<Field>,
+) {
+    let text = src.text();
+    let span = Span::new(src.original_start(start.start), src.original_end(end));
+    if fields.is_empty() {
+        diag(
+            src,
+            sink,
+            DiagnosticKind::EmptyBlock,
+            "request block holds no field, so it is not a request".to_string(),
+            start.start,
+            end,
+        );
+        sink.discarded(span);
+        return;
+    }
+    if fields.iter().any(|f| f.kind == ValueKind::Doc) {
+        diag(
+            src,
+            sink,
+            DiagnosticKind::ExampleBlock,
+            "request block holds a documentation value (「始exp」): it is an example, not a request"
+                .to_string(),
+            start.start,
+            end,
+        );
+        fields.clear();
+        sink.discarded(span);
+        return;
+    }
+    let mut tool_name: Option<String> = None;
+    let mut request_id: Option<String> = None;
+    let mut args = Args::with_capacity(fields.len());
+    let mut problems = Vec::new();
+    for field in fields.drain(..) {
+        let key = text.get(field.key.0..field.key.1).unwrap_or("");
+        if !field.closed {
+            let closer = if field.kind == ValueKind::Escaped { "「末ESCAPE」" } else { "「末」" };
+            problems.push(format!("the value of `{key}` is not closed: end it with {closer}"));
+            diag(
+                src,
+                sink,
+                DiagnosticKind::UnclosedValue,
+                format!("value of `{key}` is not closed with {closer}"),
+                field.start,
+                field.end,
+            );
+        }
+        let duplicate = if key.eq_ignore_ascii_case("tool_name") {
+            tool_name.replace(field.value).is_some()
+        } else if key.eq_ignore_ascii_case("request_id") {
+            // An empty id counts as absent: it neither sets nor erases one.
+            !field.value.is_empty() && request_id.replace(field.value).is_some()
+        } else {
+            // The last occurrence wins, at its own position: move it to the end.
+            let (index, old) = args.insert_full(key.to_string(), serde_json::Value::String(field.value));
+            if old.is_some() {
+                args.move_index(index, args.len() - 1);
+            }
+            old.is_some()
+        };
+        if duplicate {
+            diag(
+                src,
+                sink,
+                DiagnosticKind::DuplicateKey,
+                format!("key `{key}` appears more than once; the last value is used"),
+                field.start,
+                field.end,
+            );
+        }
+    }
+    let tool_name = tool_name.unwrap_or_default();
+    if tool_name.is_empty() {
+        problems.insert(0, "the request has no tool_name: add tool_name:「始」…「末」".to_string());
+        diag(
+            src,
+            sink,
+            DiagnosticKind::MissingToolName,
+            "request block has no tool_name".to_string(),
+            start.start,
+            start.end,
+        );
+    }
+    let (request_id, id_source) = match request_id {
+        Some(id) => (id, RequestIdSource::Model),
+        None => (String::new(), RequestIdSource::Assigned),
+    };
+    let mut request = ParsedToolRequest {
+        request_id,
+        id_source,
+        tool_name,
+        args,
+        span,
+        complete: problems.is_empty(),
+        problems,
+    };
+    ids.assign(&mut request);
+    sink.request(request);
+}
+
+/// The diagnostic for reasoning that is never closed (the opening tag at `start..end`).
+pub(crate) fn unclosed_reasoning(start: usize, end: usize) -> Diagnostic {
+    Diagnostic::new(
+        DiagnosticKind::UnclosedReasoning,
+        "reasoning block is never closed: everything after it is hidden",
+        Span::new(start, end),
+    )
+}
+
+/// Collects what the one-shot parser returns.
+#[derive(Default)]
+struct Collect {
+    requests: Vec<ParsedToolRequest>,
+    diagnostics: Vec<Diagnostic>,
+}
+
+impl Sink for Collect {
+    fn request(&mut self, request: ParsedToolRequest) {
+        self.requests.push(request);
+    }
+
+    fn diagnostic(&mut self, diagnostic: Diagnostic) {
+        self.diagnostics.push(diagnostic);
+    }
+}
+
+/// Parses `text` with `options` (see the module docs).
+pub(crate) fn parse(text: &str, options: &VcpOptions) -> ParseOutcome {
+    let mut sink = Collect::default();
+    let src = if options.keep_reasoning {
+        Source::unchanged(text)
+    } else {
+        let found = reasoning::find_hidden(text);
+        if let Some((start, end)) = found.unclosed {
+            sink.diagnostics.push(unclosed_reasoning(start, end));
+        }
+        Source::without(text, &found.hidden)
+    };
+    let fences = options.skip_fenced.then(|| Fences::find(src.text()));
+    Scanner::new(options).run(&src, fences.as_ref(), true, &mut sink);
+    let Collect { requests, mut diagnostics } = sink;
+    crate::stream::sort_diagnostics(&mut diagnostics);
+    ParseOutcome::new(requests, diagnostics)
 }

@@ -3,12 +3,13 @@
 //! A tag is `<\s*/?\s*think(ing)?\b[^>]*>` with ASCII `\s` and `\b`, any case. Opening
 //! and closing tags pair by depth only; a tag ending in `/>` hides only itself; an
 //! unpaired closing tag hides only itself; an unclosed opening tag hides the rest.
+//!
+//! [`ReasoningFilter`] reads the text in one forward pass and can be fed a chunk at a
+//! time: a `<` whose tag is not yet decided (the head is incomplete, or its `>` has not
+//! arrived) is held back, and everything before it is classified at once. The one-shot
+//! parser feeds it the whole text in one go.
 
 use memchr::memchr;
-use nom::bytes::complete::{tag_no_case, take_while};
-use nom::character::complete::char;
-use nom::combinator::opt;
-use nom::{IResult, Parser};
 
 /// What one tag does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -18,40 +19,227 @@ enum TagKind {
     SelfClosing,
 }
 
-fn ascii_space(c: char) -> bool {
-    matches!(c, ' ' | '\t' | '\n' | '\r' | '\u{0B}' | '\u{0C}')
+fn ascii_space(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\n' | b'\r' | 0x0B | 0x0C)
 }
 
-fn ascii_word(c: char) -> bool {
-    c.is_ascii_alphanumeric() || c == '_'
+fn ascii_word(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_'
 }
 
-/// `<\s*/?\s*think(ing)?\b`: the head of a tag, up to the word boundary. Returns whether
-/// it is a closing tag.
-fn tag_head(input: &str) -> IResult<&str, bool> {
-    let (rest, (_, _, slash, _, _, _)) = (
-        char('<'),
-        take_while(ascii_space),
-        opt(char('/')),
-        take_while(ascii_space),
-        tag_no_case("think"),
-        opt(tag_no_case("ing")),
-    )
-        .parse(input)?;
-    if rest.chars().next().is_some_and(ascii_word) {
-        return Err(nom::Err::Error(nom::error::Error::new(rest, nom::error::ErrorKind::Tag)));
+/// Where the head `<\s*/?\s*think(ing)?\b` of a candidate tag stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Head {
+    /// After `<` and white space.
+    Lead,
+    /// After `/` and white space.
+    Slash,
+    /// `n` letters of `think` matched (1..=4).
+    Think(u8),
+    /// `think` matched: `ing` or a word boundary follows.
+    AfterThink,
+    /// `n` letters of `ing` matched (1..=2).
+    Ing(u8),
+    /// `thinking` matched: a word boundary follows.
+    AfterIng,
+}
+
+/// One step of the head automaton.
+enum HeadStep {
+    Next(Head),
+    /// The head ends before this byte.
+    Done,
+    /// No tag.
+    Fail,
+}
+
+fn head_step(state: Head, b: u8) -> HeadStep {
+    const THINK: &[u8] = b"think";
+    const ING: &[u8] = b"ing";
+    let lower = b.to_ascii_lowercase();
+    match state {
+        Head::Lead if ascii_space(b) => HeadStep::Next(Head::Lead),
+        Head::Lead if b == b'/' => HeadStep::Next(Head::Slash),
+        Head::Slash if ascii_space(b) => HeadStep::Next(Head::Slash),
+        Head::Lead | Head::Slash if lower == b't' => HeadStep::Next(Head::Think(1)),
+        Head::Think(n) if THINK.get(usize::from(n)) == Some(&lower) => {
+            HeadStep::Next(if n == 4 { Head::AfterThink } else { Head::Think(n + 1) })
+        }
+        Head::AfterThink if lower == b'i' => HeadStep::Next(Head::Ing(1)),
+        Head::Ing(n) if ING.get(usize::from(n)) == Some(&lower) => {
+            HeadStep::Next(if n == 2 { Head::AfterIng } else { Head::Ing(n + 1) })
+        }
+        Head::AfterThink | Head::AfterIng if !ascii_word(b) => HeadStep::Done,
+        _ => HeadStep::Fail,
     }
-    Ok((rest, slash.is_some()))
 }
 
-/// A cheap filter before the full tag parser: after `<`, white space and `/`, the next
-/// byte must be `t` or `T`. Markers (`<<<[`) and most prose `<` fail here at once.
-fn could_be_tag(after_lt: &[u8]) -> bool {
-    after_lt
-        .iter()
-        .skip(1)
-        .find(|&&b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r' | 0x0B | 0x0C | b'/'))
-        .is_some_and(|&b| b == b't' || b == b'T')
+/// A `<` whose tag is not decided yet.
+#[derive(Debug, Clone, Copy)]
+struct Pending {
+    lt: usize,
+    closing: bool,
+    /// The head automaton and the next byte it reads; `None` once the head is read
+    /// and the tag's `>` is being looked for from `at`.
+    head: Option<Head>,
+    at: usize,
+}
+
+/// What the filter decided about a stretch of text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Piece {
+    /// Bytes `start..end` are visible.
+    Visible(usize, usize),
+    /// Hidden text begins here (a break in the cleaned text).
+    Hide,
+}
+
+/// The streaming reasoning filter. Offsets are absolute (into everything fed so far).
+#[derive(Debug, Default)]
+pub(crate) struct ReasoningFilter {
+    depth: usize,
+    /// Everything before this is classified.
+    done_to: usize,
+    /// Where to look for the next `<`.
+    search_from: usize,
+    pending: Option<Pending>,
+    /// The outermost opening tag of the open reasoning region.
+    outermost: Option<(usize, usize)>,
+    /// A tag head without any `>` after it was found at the end: no more tags.
+    exhausted: bool,
+}
+
+impl ReasoningFilter {
+    /// Everything before this offset is classified; the caller may drop it.
+    pub(crate) fn decided(&self) -> usize {
+        self.done_to
+    }
+
+    /// The unclosed opening tag, once the text has ended inside reasoning.
+    pub(crate) fn unclosed(&self) -> Option<(usize, usize)> {
+        if self.depth > 0 { self.outermost } else { None }
+    }
+
+    /// Classifies as much of `buf` (the text from absolute offset `base`, which is at
+    /// most [`decided`](Self::decided)) as is decided, reporting pieces in order. With
+    /// `last`, `buf` reaches the end of the text and everything is decided.
+    pub(crate) fn advance(&mut self, buf: &str, base: usize, last: bool, out: &mut impl FnMut(Piece)) {
+        let bytes = buf.as_bytes();
+        let end = base + bytes.len();
+        let at = |i: usize| bytes.get(i - base).copied();
+        loop {
+            if let Some(mut p) = self.pending.take() {
+                // Read the head.
+                let mut failed_at = None;
+                while let Some(state) = p.head {
+                    let Some(b) = at(p.at) else { break };
+                    match head_step(state, b) {
+                        HeadStep::Next(next) => {
+                            if state == Head::Lead && next == Head::Slash {
+                                p.closing = true;
+                            }
+                            p.head = Some(next);
+                            p.at += 1;
+                        }
+                        HeadStep::Done => p.head = None,
+                        HeadStep::Fail => {
+                            failed_at = Some(p.at);
+                            break;
+                        }
+                    }
+                }
+                if let Some(fail) = failed_at {
+                    // Not a tag: the bytes read were white space, `/` and letters, so
+                    // the next `<` can only be at `fail` or later.
+                    self.search_from = fail;
+                    continue;
+                }
+                if let Some(state) = p.head {
+                    // The text ended inside the head.
+                    if last {
+                        let complete = matches!(state, Head::AfterThink | Head::AfterIng);
+                        // A complete head at the very end has no `>`: no tag, and none later.
+                        self.exhausted |= complete;
+                        self.search_from = if complete { end } else { p.at };
+                        continue;
+                    }
+                    self.pending = Some(p);
+                    return;
+                }
+                // Find the tag's `>`.
+                match bytes.get(p.at - base..).and_then(|b| memchr(b'>', b)) {
+                    Some(i) => {
+                        let gt = p.at + i;
+                        let kind = if gt.checked_sub(1).and_then(at) == Some(b'/') {
+                            TagKind::SelfClosing
+                        } else if p.closing {
+                            TagKind::Close
+                        } else {
+                            TagKind::Open
+                        };
+                        self.tag(kind, p.lt, gt + 1, out);
+                        continue;
+                    }
+                    None if last => {
+                        // No `>` anywhere after: no tag here, and none later.
+                        self.exhausted = true;
+                        self.search_from = end;
+                        continue;
+                    }
+                    None => {
+                        p.at = end;
+                        self.pending = Some(p);
+                        return;
+                    }
+                }
+            }
+            let next_lt = if self.exhausted {
+                None
+            } else {
+                bytes.get(self.search_from.max(base) - base..).and_then(|b| memchr(b'<', b))
+            };
+            match next_lt {
+                Some(i) => {
+                    let lt = self.search_from.max(base) + i;
+                    self.classify(lt, out);
+                    self.pending = Some(Pending { lt, closing: false, head: Some(Head::Lead), at: lt + 1 });
+                }
+                None => {
+                    self.classify(end, out);
+                    self.search_from = end;
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Classifies `done_to..to`: visible outside reasoning, hidden inside.
+    fn classify(&mut self, to: usize, out: &mut impl FnMut(Piece)) {
+        if to > self.done_to {
+            if self.depth == 0 {
+                out(Piece::Visible(self.done_to, to));
+            }
+            self.done_to = to;
+        }
+    }
+
+    fn tag(&mut self, kind: TagKind, lt: usize, end: usize, out: &mut impl FnMut(Piece)) {
+        self.classify(lt, out);
+        match kind {
+            TagKind::SelfClosing | TagKind::Close if self.depth == 0 => out(Piece::Hide),
+            TagKind::SelfClosing => {}
+            TagKind::Open => {
+                if self.depth == 0 {
+                    out(Piece::Hide);
+                    self.outermost = Some((lt, end));
+                }
+                self.depth += 1;
+            }
+            TagKind::Close => self.depth -= 1,
+        }
+        self.done_to = end;
+        self.search_from = end;
+    }
 }
 
 /// What [`find_hidden`] found.
@@ -63,77 +251,28 @@ pub(crate) struct Reasoning {
     pub(crate) unclosed: Option<(usize, usize)>,
 }
 
-/// Finds the reasoning in `text`. Linear: every `<` is looked at once, and the search
-/// for a tag's closing `>` is shared between candidates.
+/// Finds the reasoning in `text` in one pass.
 pub(crate) fn find_hidden(text: &str) -> Reasoning {
-    let bytes = text.as_bytes();
+    let mut filter = ReasoningFilter::default();
     let mut out = Reasoning::default();
-    let mut depth = 0usize;
-    let mut region_start = 0usize;
-    let mut outermost: Option<(usize, usize)> = None;
-    // `gt_cache = (from, found)`: `found` is the first `>` at or after `from`.
-    let mut gt_cache: Option<(usize, Option<usize>)> = None;
-    let mut pos = 0usize;
-    while let Some(lt) = bytes.get(pos..).and_then(|b| memchr(b'<', b)).map(|i| pos + i) {
-        pos = lt + 1;
-        let Some(rest_of_text) = text.get(lt..) else { break };
-        if !could_be_tag(rest_of_text.as_bytes()) {
-            continue;
+    let mut visible_to = 0usize;
+    let mut hiding = false;
+    filter.advance(text, 0, true, &mut |piece| match piece {
+        Piece::Hide => hiding = true,
+        Piece::Visible(start, end) => {
+            if hiding {
+                out.hidden.push((visible_to, start));
+                hiding = false;
+            }
+            visible_to = end;
         }
-        let Ok((after_head, closing)) = tag_head(rest_of_text) else { continue };
-        let head_end = text.len() - after_head.len();
-        // `[^>]*>`: the first `>` at or after the head's end. A cached answer serves
-        // while it lies ahead, so the text is searched for `>` once in all.
-        let next_gt = match gt_cache {
-            Some((from, found)) if from <= head_end && found.is_none_or(|g| g >= head_end) => found,
-            _ => {
-                let found = bytes.get(head_end..).and_then(|b| memchr(b'>', b)).map(|i| head_end + i);
-                gt_cache = Some((head_end, found));
-                found
-            }
-        };
-        let Some(gt) = next_gt else { break };
-        let end = gt + 1;
-        let kind = if gt.checked_sub(1).and_then(|i| bytes.get(i)) == Some(&b'/') {
-            TagKind::SelfClosing
-        } else if closing {
-            TagKind::Close
-        } else {
-            TagKind::Open
-        };
-        match kind {
-            TagKind::SelfClosing => {
-                if depth == 0 {
-                    out.hidden.push((lt, end));
-                }
-            }
-            TagKind::Open => {
-                if depth == 0 {
-                    region_start = lt;
-                    outermost = Some((lt, end));
-                }
-                depth += 1;
-            }
-            TagKind::Close => {
-                if depth == 0 {
-                    out.hidden.push((lt, end));
-                } else {
-                    depth -= 1;
-                    if depth == 0 {
-                        out.hidden.push((region_start, end));
-                    }
-                }
-            }
-        }
-        pos = end;
+    });
+    if hiding {
+        out.hidden.push((visible_to, text.len()));
     }
-    if depth > 0 {
-        out.hidden.push((region_start, text.len()));
-        out.unclosed = outermost;
-    }
+    out.unclosed = filter.unclosed();
     out
 }
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -59,6 +59,57 @@ impl<'a> Source<'a> {
         Source { text: Cow::Owned(cleaned), segments, breaks }
     }
 
+    /// An empty text to be filled as it arrives ([`push_visible`](Self::push_visible),
+    /// [`push_break`](Self::push_break)).
+    pub(crate) fn growing() -> Self {
+        Source { text: Cow::Owned(String::new()), segments: Vec::new(), breaks: Vec::new() }
+    }
+
+    /// Appends `visible`, which stands at input offset `original_start`.
+    pub(crate) fn push_visible(&mut self, visible: &str, original_start: usize) {
+        if visible.is_empty() {
+            return;
+        }
+        let at = self.text.len();
+        let continues =
+            self.segments.last().is_some_and(|&(c, o)| o + (at - c) == original_start) && !self.is_break(at);
+        if !continues {
+            self.segments.push((at, original_start));
+        }
+        self.text.to_mut().push_str(visible);
+    }
+
+    /// Records that hidden text stands at the current end.
+    pub(crate) fn push_break(&mut self) {
+        let at = self.text.len();
+        if self.breaks.last() != Some(&at) {
+            self.breaks.push(at);
+        }
+    }
+
+    /// Drops the first `cut` bytes (a char boundary); every offset shifts down by `cut`.
+    pub(crate) fn drop_front(&mut self, cut: usize) {
+        if cut == 0 || !self.text.is_char_boundary(cut) {
+            return;
+        }
+        self.text.to_mut().drain(..cut);
+        let first = self.segments.partition_point(|&(c, _)| c <= cut).saturating_sub(1);
+        self.segments.drain(..first);
+        for (c, o) in &mut self.segments {
+            if *c < cut {
+                *o += cut - *c;
+                *c = 0;
+            } else {
+                *c -= cut;
+            }
+        }
+        let first_break = self.breaks.partition_point(|&b| b < cut);
+        self.breaks.drain(..first_break);
+        for b in &mut self.breaks {
+            *b -= cut;
+        }
+    }
+
     /// The cleaned text.
     pub(crate) fn text(&self) -> &str {
         &self.text
@@ -128,6 +179,32 @@ mod tests {
         assert_eq!(src.original_start(4), 10);
         assert_eq!(src.original_end(5), 11);
         assert_eq!(src.next_break_after(2), Some(4));
+    }
+
+    #[test]
+    fn grows_and_drops_like_cutting_at_once() {
+        let text = "ab<h>cd<h>e";
+        let mut src = Source::growing();
+        src.push_visible("a", 0);
+        src.push_visible("b", 1);
+        src.push_break();
+        src.push_visible("cd", 5);
+        src.push_break();
+        src.push_break();
+        src.push_visible("e", 10);
+        let whole = Source::without(text, &[(2, 5), (7, 10)]);
+        assert_eq!(src.text(), whole.text());
+        for pos in 0..=5 {
+            assert_eq!(src.original_start(pos), whole.original_start(pos), "{pos}");
+            assert_eq!(src.original_end(pos), whole.original_end(pos), "{pos}");
+            assert_eq!(src.is_break(pos), whole.is_break(pos), "{pos}");
+        }
+        src.drop_front(3);
+        assert_eq!(src.text(), "de");
+        assert_eq!(src.original_start(0), 6);
+        assert!(src.is_break(1));
+        assert_eq!(src.original_start(1), 10);
+        assert_eq!(src.original_end(1), 7);
     }
 
     #[test]

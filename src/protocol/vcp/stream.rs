@@ -1,57 +1,237 @@
-//! The streaming VCP parser. (Temporary naive implementation: re-parses the buffer.)
+//! The streaming VCP parser.
 
 use super::VcpOptions;
-use super::parser;
+use super::fence::Fences;
+use super::markers::floor_boundary;
+use super::parser::{Scanner, Sink, unclosed_reasoning};
+use super::reasoning::{Piece, ReasoningFilter};
+use super::source::Source;
 use crate::stream::{IncrementalParser, StreamEvent};
+use crate::{Diagnostic, ParsedToolRequest, Span};
 
-/// A VCP parser fed chunk by chunk.
+/// Bytes kept before the oldest offset the scanner still needs: the look-behind of a
+/// marker (a backtick before it, the `<` run of a fuzzy marker).
+const LOOK_BEHIND: usize = 16;
+/// The window is compacted once this much of it is no longer needed (and at least
+/// half of it is).
+const COMPACT_AT: usize = 4096;
+
+/// A VCP parser fed chunk by chunk, as a model writes.
+///
+/// It reports [`StreamEvent`]s as soon as the text decides them: prose at once, except
+/// for a tail that could still begin a marker or a reasoning tag (`<<<[TOO` at the end of
+/// a chunk is held back until the next chunk decides it); the start of each request
+/// block; each completed field; each completed request, as soon as its block has ended.
+/// Reasoning is hidden until it closes (an unclosed block hides the rest), and every
+/// option of [`VcpOptions`] applies.
+///
+/// Whatever the chunking, the requests and diagnostics it reports equal those of the
+/// one-shot [`VcpProtocol::parse`](super::VcpProtocol::parse) of the whole text
+/// ([`StreamCollector`](crate::stream::StreamCollector) assembles them). It reads every
+/// byte once, keeping its place inside values, and holds only undecided text and the
+/// open request block: memory is bounded by the largest request, not by the reply.
+///
+/// ```
+/// use tool_calling::VcpProtocol;
+/// use tool_calling::stream::{IncrementalParser, StreamEvent};
+///
+/// let mut parser = VcpProtocol::default().stream_parser();
+/// let mut events = Vec::new();
+/// parser.push("Checking.\n<<<[TOOL_REQUEST]>>>\ntool_name:「始」clock「末」\n<<<[END_TOOL_", &mut events);
+/// // The prose is out; the block has started; the END marker is not decided yet.
+/// assert!(matches!(&events[0], StreamEvent::Text { text, .. } if text == "Checking.\n"));
+/// assert!(matches!(events[1], StreamEvent::RequestStarted { offset: 10 }));
+/// assert!(!events.iter().any(|e| matches!(e, StreamEvent::RequestCompleted(_))));
+///
+/// events.clear();
+/// parser.push("REQUEST]>>>", &mut events);
+/// assert!(matches!(&events[0], StreamEvent::RequestCompleted(r) if r.tool_name == "clock"));
+/// parser.finish(&mut events);
+/// ```
 #[derive(Debug)]
 pub struct VcpStreamParser {
     options: VcpOptions,
-    buf: String,
-    emitted: usize,
-    done: bool,
+    scanner: Scanner,
+    /// The cleaned text still needed (reasoning cut out), with its map to input offsets.
+    src: Source<'static>,
+    fences: Option<Fences>,
+    filter: ReasoningFilter,
+    /// Input text the reasoning filter has not classified yet, from input offset `raw_base`.
+    raw: String,
+    raw_base: usize,
+    /// Bytes pushed so far.
+    total: usize,
+    finished: bool,
 }
 
 impl VcpStreamParser {
     /// A streaming parser with `options`.
     pub fn new(options: VcpOptions) -> Self {
-        VcpStreamParser { options, buf: String::new(), emitted: 0, done: false }
+        VcpStreamParser {
+            options,
+            scanner: Scanner::new(&options),
+            src: Source::growing(),
+            fences: options.skip_fenced.then(Fences::default),
+            filter: ReasoningFilter::default(),
+            raw: String::new(),
+            raw_base: 0,
+            total: 0,
+            finished: false,
+        }
     }
 
-    /// Bytes of text the parser holds (undecided text and the open request block).
+    /// The parser options.
+    pub fn options(&self) -> &VcpOptions {
+        &self.options
+    }
+
+    /// Bytes pushed so far.
+    pub fn offset(&self) -> usize {
+        self.total
+    }
+
+    /// Bytes of text the parser holds: undecided text and the open request block, plus
+    /// a little slack. Bounded by the largest request block, not by the reply.
     pub fn buffered_len(&self) -> usize {
-        self.buf.len()
+        self.src.text().len() + self.raw.len()
+    }
+
+    /// Feeds the next chunk and returns the events it decides. Same as
+    /// [`IncrementalParser::push`], with a new vector.
+    pub fn push_str(&mut self, chunk: &str) -> Vec<StreamEvent> {
+        let mut events = Vec::new();
+        self.push(chunk, &mut events);
+        events
+    }
+
+    /// Ends the text and returns the remaining events. Same as
+    /// [`IncrementalParser::finish`], with a new vector.
+    pub fn end(&mut self) -> Vec<StreamEvent> {
+        let mut events = Vec::new();
+        self.finish(&mut events);
+        events
+    }
+
+    /// Passes newly decided input text on to the cleaned text.
+    fn filter(&mut self, last: bool) {
+        let VcpStreamParser { src, filter, raw, raw_base, .. } = self;
+        let base = *raw_base;
+        filter.advance(raw, base, last, &mut |piece| match piece {
+            Piece::Visible(start, end) => {
+                src.push_visible(raw.get(start - base..end - base).unwrap_or(""), start);
+            }
+            Piece::Hide => src.push_break(),
+        });
+        let decided = filter.decided().saturating_sub(base);
+        if decided > 0 && (decided >= raw.len() || decided >= COMPACT_AT && decided * 2 >= raw.len()) {
+            let cut = floor_boundary(raw, decided);
+            raw.drain(..cut);
+            *raw_base += cut;
+        }
+    }
+
+    fn scan(&mut self, last: bool, events: &mut Vec<StreamEvent>) {
+        if let Some(fences) = &mut self.fences {
+            fences.feed(self.src.text().as_bytes());
+            if last {
+                fences.end(self.src.text().len());
+            }
+        }
+        self.scanner.run(&self.src, self.fences.as_ref(), last, &mut Events { events });
+    }
+
+    /// Drops cleaned text the scanner no longer needs.
+    fn compact(&mut self) {
+        let Some(needed) = self.scanner.needed_from() else { return };
+        let cut = floor_boundary(self.src.text(), needed.saturating_sub(LOOK_BEHIND));
+        if cut >= COMPACT_AT && cut * 2 >= self.src.text().len() {
+            self.src.drop_front(cut);
+            if let Some(fences) = &mut self.fences {
+                fences.rebase(cut);
+            }
+            self.scanner.rebase(cut);
+        }
     }
 }
 
 impl IncrementalParser for VcpStreamParser {
     fn push(&mut self, chunk: &str, events: &mut Vec<StreamEvent>) {
-        if self.done {
+        if self.finished || chunk.is_empty() {
             return;
         }
-        self.buf.push_str(chunk);
-        if chunk.contains('>') {
-            let outcome = parser::parse(&self.buf, &self.options);
-            for request in outcome.requests.into_iter().skip(self.emitted) {
-                let ended = request.span.slice(&self.buf).is_some_and(|t| t.ends_with(super::markers::END));
-                if !ended || request.span.end >= self.buf.len() {
-                    break;
-                }
-                self.emitted += 1;
-                events.push(StreamEvent::RequestCompleted(request));
-            }
+        let start = self.total;
+        self.total += chunk.len();
+        if self.options.keep_reasoning {
+            self.src.push_visible(chunk, start);
+        } else {
+            self.raw.push_str(chunk);
+            self.filter(false);
         }
+        self.scan(false, events);
+        self.compact();
     }
 
     fn finish(&mut self, events: &mut Vec<StreamEvent>) {
-        if std::mem::replace(&mut self.done, true) {
+        if std::mem::replace(&mut self.finished, true) {
             return;
         }
-        let outcome = parser::parse(&self.buf, &self.options);
-        for request in outcome.requests.into_iter().skip(self.emitted) {
-            events.push(StreamEvent::RequestCompleted(request));
+        if !self.options.keep_reasoning {
+            self.filter(true);
+            if let Some((start, end)) = self.filter.unclosed() {
+                events.push(StreamEvent::Diagnostic(unclosed_reasoning(start, end)));
+            }
         }
-        events.extend(outcome.diagnostics.into_iter().map(StreamEvent::Diagnostic));
+        self.scan(true, events);
+        self.src = Source::growing();
+        self.raw = String::new();
+    }
+}
+
+/// Turns what the scanner decides into events.
+struct Events<'e> {
+    events: &'e mut Vec<StreamEvent>,
+}
+
+impl Sink for Events<'_> {
+    fn text(&mut self, src: &Source<'_>, start: usize, end: usize) {
+        // One event per stretch of visible text: hidden reasoning splits prose.
+        let mut at = start;
+        while at < end {
+            let to = src.next_break_after(at).map_or(end, |b| b.min(end));
+            if let Some(text) = src.text().get(at..to) {
+                let span = Span::new(src.original_start(at), src.original_end(to));
+                self.events.push(StreamEvent::Text { text: text.to_string(), span });
+            }
+            at = to;
+        }
+    }
+
+    fn started(&mut self, offset: usize) {
+        self.events.push(StreamEvent::RequestStarted { offset });
+    }
+
+    fn wants_fields(&self) -> bool {
+        true
+    }
+
+    fn field(&mut self, key: &str, value: &str, closed: bool, span: Span) {
+        self.events.push(StreamEvent::FieldCompleted {
+            key: key.to_string(),
+            value: value.to_string(),
+            closed,
+            span,
+        });
+    }
+
+    fn request(&mut self, request: ParsedToolRequest) {
+        self.events.push(StreamEvent::RequestCompleted(request));
+    }
+
+    fn discarded(&mut self, span: Span) {
+        self.events.push(StreamEvent::BlockDiscarded { span });
+    }
+
+    fn diagnostic(&mut self, diagnostic: Diagnostic) {
+        self.events.push(StreamEvent::Diagnostic(diagnostic));
     }
 }
