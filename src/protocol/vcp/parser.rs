@@ -352,15 +352,60 @@ impl Scanner {
     /// look-behind); `None` inside a block.
     pub(crate) fn needed_from(&self) -> Option<usize> {
         match self.state {
-            State::Prose { origin, from } => Some(origin.min(from).min(self.prose_from)),
+            // `origin` only rejects fuzzy `<` runs that begin before it; the look-behind
+            // kept before `from` is longer than any run that could be a marker.
+            State::Prose { from, .. } => Some(from.min(self.prose_from)),
             State::Block(_) => None,
+        }
+    }
+
+    /// Whether running after text of `added` bytes, holding neither `<` nor `末`, arrives
+    /// would only move the search positions to the new end of the text (`len` before,
+    /// `len + added` after), and reporting it as prose when outside a block. Then
+    /// [`skip_quiet`](Self::skip_quiet) does the same work without searching.
+    pub(crate) fn is_quiet(&self, len: usize, added: usize) -> bool {
+        match &self.state {
+            State::Prose { from, .. } => *from == len && self.prose_from == len,
+            State::Block(b) => {
+                let boundary_at_end = matches!(b.boundary, Boundary::Pending { from, .. } if from == len);
+                match b.phase {
+                    Phase::Value { kind: ValueKind::Escaped, scan, .. } => scan == len,
+                    Phase::Value { kind: ValueKind::Plain, scan, .. } => scan == len && boundary_at_end,
+                    // A head not decided yet, not to be retried before `retry_at`.
+                    Phase::Between => boundary_at_end && b.cur < len && len + added < b.retry_at,
+                    _ => false,
+                }
+            }
+        }
+    }
+
+    /// Does what [`run`](Self::run) would do after a quiet addition (see
+    /// [`is_quiet`](Self::is_quiet)) that made the text `len` bytes long.
+    pub(crate) fn skip_quiet(&mut self, src: &Source<'_>, len: usize, sink: &mut impl Sink) {
+        match &mut self.state {
+            State::Prose { from, .. } => {
+                sink.text(src, self.prose_from, len);
+                *from = len;
+                self.prose_from = len;
+            }
+            State::Block(b) => {
+                if let Phase::Value { kind, scan, .. } = &mut b.phase {
+                    *scan = len;
+                    if *kind == ValueKind::Escaped {
+                        return;
+                    }
+                }
+                if let Boundary::Pending { from, .. } = &mut b.boundary {
+                    *from = len;
+                }
+            }
         }
     }
 
     /// The window dropped its first `cut` bytes (at most [`needed_from`](Self::needed_from)).
     pub(crate) fn rebase(&mut self, cut: usize) {
         if let State::Prose { origin, from } = &mut self.state {
-            *origin -= cut;
+            *origin = origin.saturating_sub(cut);
             *from -= cut;
             self.prose_from -= cut;
         }

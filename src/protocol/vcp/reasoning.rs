@@ -115,6 +115,21 @@ impl ReasoningFilter {
         self.done_to
     }
 
+    /// Whether text without `<` that arrives now is visible as it is: nothing is held
+    /// back and no reasoning is open.
+    pub(crate) fn passes_plain_text(&self, end: usize) -> bool {
+        self.pending.is_none() && self.depth == 0 && self.done_to == end
+    }
+
+    /// Text without `<` up to `end` arrived while [`passes_plain_text`] held: it is
+    /// visible.
+    ///
+    /// [`passes_plain_text`]: Self::passes_plain_text
+    pub(crate) fn pass_plain_text(&mut self, end: usize) {
+        self.done_to = end;
+        self.search_from = end;
+    }
+
     /// The unclosed opening tag, once the text has ended inside reasoning.
     pub(crate) fn unclosed(&self) -> Option<(usize, usize)> {
         if self.depth > 0 { self.outermost } else { None }

@@ -15,6 +15,8 @@ const LOOK_BEHIND: usize = 16;
 /// The window is compacted once this much of it is no longer needed (and at least
 /// half of it is).
 const COMPACT_AT: usize = 4096;
+/// The first byte of `末`, which every value closer holds.
+const CLOSER_LEAD: u8 = 0xE6;
 
 /// A VCP parser fed chunk by chunk, as a model writes.
 ///
@@ -161,6 +163,26 @@ impl IncrementalParser for VcpStreamParser {
         }
         let start = self.total;
         self.total += chunk.len();
+        // The common case, text inside a value or in prose: when the chunk holds nothing
+        // that could decide anything (no `<`, no `末`), skip the searches.
+        let len = self.src.text().len();
+        if (self.options.keep_reasoning || self.filter.passes_plain_text(start))
+            && self.scanner.is_quiet(len, chunk.len())
+            && !may_decide(chunk.as_bytes())
+        {
+            if !self.options.keep_reasoning {
+                self.filter.pass_plain_text(self.total);
+                self.raw.clear();
+                self.raw_base = self.total;
+            }
+            self.src.push_visible(chunk, start);
+            if let Some(fences) = &mut self.fences {
+                fences.feed(self.src.text().as_bytes());
+            }
+            self.scanner.skip_quiet(&self.src, self.src.text().len(), &mut Events { events });
+            self.compact();
+            return;
+        }
         if self.options.keep_reasoning {
             self.src.push_visible(chunk, start);
         } else {
@@ -184,6 +206,16 @@ impl IncrementalParser for VcpStreamParser {
         self.scan(true, events);
         self.src = Source::growing();
         self.raw = String::new();
+    }
+}
+
+/// Whether `chunk` holds a byte that can decide something: `<` (markers, reasoning
+/// tags) or the first byte of `末` (value closers).
+fn may_decide(chunk: &[u8]) -> bool {
+    if chunk.len() < 16 {
+        chunk.iter().any(|&b| b == b'<' || b == CLOSER_LEAD)
+    } else {
+        memchr::memchr2(b'<', CLOSER_LEAD, chunk).is_some()
     }
 }
 
