@@ -263,6 +263,11 @@ impl Executor {
         &self.registry
     }
 
+    /// The options.
+    pub fn options(&self) -> &ExecutorOptions {
+        &self.options
+    }
+
     /// Runs `requests`: one result each, in request order. Parallel (bounded by
     /// `max_concurrency`) or serial as `ctx.config.parallel_execution` says.
     pub async fn execute(

@@ -18,6 +18,11 @@
 //! assert!(context.contains("<<<[TOOL_RESULT]>>>"));
 //! # });
 //! ```
+//!
+//! To run requests while the model is still writing its reply, feed the reply's chunks
+//! to [`Engine::process_tool_call_stream`] (see [`stream`]).
+
+pub mod stream;
 
 use std::sync::{Arc, Mutex};
 
@@ -31,14 +36,28 @@ use crate::registry::ToolRegistry;
 use crate::tool::BoxFuture;
 use crate::{ParsedToolRequest, ToolCallCycleResult, ToolCallingProtocol, ToolExecutionResult, VcpProtocol};
 
+pub use stream::{FinishReason, StreamChunk, StreamCycleError, StreamedCycle};
+
 /// What the engine reports while it works.
+///
+/// A one-shot cycle ([`Engine::process_tool_call_cycle`]) reports `Parsed`, then
+/// `Started` for every request, then `Finished` for every request in request order. A
+/// streamed cycle ([`Engine::process_tool_call_stream`]) reports `RequestParsed` as each
+/// request's block ends, `Started` when its call actually starts (at once, or when a
+/// slot frees up), `Finished` as each result arrives (in completion order), and `Parsed`
+/// with all the requests once the reply has ended.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub enum EngineEvent {
-    /// A reply was parsed.
+    /// A reply was parsed (for a streamed reply: it has ended and all of it is parsed).
     Parsed {
         /// The requests found.
         requests: Vec<ParsedToolRequest>,
+    },
+    /// A streamed reply's request block ended while the reply is still arriving.
+    RequestParsed {
+        /// The request.
+        request: ParsedToolRequest,
     },
     /// A request is about to run.
     Started {
@@ -133,6 +152,15 @@ fn is_fire_and_forget(request: &ParsedToolRequest) -> bool {
         .is_some_and(|v| v.trim().eq_ignore_ascii_case("true") || v.trim().eq_ignore_ascii_case("no_reply"))
 }
 
+/// The immediate result of a fire-and-forget request.
+fn started_in_background(request: &ParsedToolRequest) -> ToolExecutionResult {
+    ToolExecutionResult::success(
+        &request.request_id,
+        &request.tool_name,
+        "started in the background (no reply requested); only a failure will be reported",
+    )
+}
+
 /// The calls of a turn, for the loop breaker: tool names and arguments, ids ignored.
 fn call_signature(requests: &[ParsedToolRequest]) -> Vec<(String, String)> {
     requests
@@ -214,11 +242,7 @@ impl Engine {
                 if is_fire_and_forget(request) && request.complete {
                     self.spawn_background(request.clone(), ctx.clone());
                     if let Some(slot) = results.get_mut(i) {
-                        *slot = Some(ToolExecutionResult::success(
-                            &request.request_id,
-                            &request.tool_name,
-                            "started in the background (no reply requested); only a failure will be reported",
-                        ));
+                        *slot = Some(started_in_background(request));
                     }
                 } else {
                     waited.push(i);

@@ -1,0 +1,582 @@
+//! Early execution: running requests while the model is still writing its reply.
+//!
+//! [`Engine::process_tool_call_stream`] reads a reply as a [`Stream`] of text chunks and
+//! feeds each chunk to the protocol's
+//! [`incremental_parser`](crate::ToolCallingProtocol::incremental_parser). As soon as a
+//! request's block has ended ([`StreamEvent::RequestCompleted`]) its call starts, while
+//! the rest of the reply is still arriving; the calls run concurrently with the stream.
+//! When the stream ends, the engine waits for the calls still running and returns the
+//! same [`ToolCallCycleResult`] that
+//! [`process_tool_call_cycle`](Engine::process_tool_call_cycle) returns for the whole
+//! text (durations aside), inside a [`StreamedCycle`] that also holds the text.
+//!
+//! The executor's rules all hold: checks, time limits, retries, cancellation through
+//! [`ExecutionContext::cancel`], at most
+//! [`max_concurrency`](crate::executor::ExecutorOptions::max_concurrency) calls at once
+//! in parallel mode, and in serial mode (`parallel_execution: false`) one call after
+//! another in request order. Fire-and-forget requests (`archery`) start in the
+//! background and are answered at once, as in a one-shot cycle. A protocol without an
+//! incremental parser still works: its reply is buffered and parsed once, at the end.
+//!
+//! Hosts that prefer callbacks pass an `on_chunk` closure
+//! ([`process_tool_call_stream_with`](Engine::process_tool_call_stream_with)): it
+//! receives a [`StreamChunk`] for every step (prose decided, requests completed, results
+//! finished), then a last chunk with [`done`](StreamChunk::done) set.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use futures::stream;
+//! use tool_calling::engine::{Engine, FinishReason};
+//! use tool_calling::executor::ExecutionContext;
+//! use tool_calling::registry::ToolRegistry;
+//! use tool_calling::tool::ToolProvider;
+//! use tool_calling::tool;
+//!
+//! #[derive(Default)]
+//! struct Calc;
+//!
+//! /// Arithmetic.
+//! #[tool(id = "calc", register = false)]
+//! impl Calc {
+//!     /// Add two numbers.
+//!     #[tool_method]
+//!     fn add(&self, a: f64, b: f64) -> f64 {
+//!         a + b
+//!     }
+//! }
+//!
+//! # tokio::runtime::Runtime::new().unwrap().block_on(async {
+//! let registry = ToolRegistry::new();
+//! registry.register(Calc::tool_spec()).unwrap();
+//! let engine = Engine::new(Arc::new(registry));
+//!
+//! // The reply as the model streams it: `calc_add` starts as soon as its block has
+//! // ended, before "Meanwhile…" has arrived.
+//! let chunks = [
+//!     "Let me add.\n<<<[TOOL_REQUEST]>>>\ntool_name:「始」calc_add「末」,\n",
+//!     "a:「始」2「末」,\nb:「始」40「末」\n<<<[END_TOOL_",
+//!     "REQUEST]>>>\n",
+//!     "Meanwhile, a joke.",
+//! ];
+//! let streamed = engine.process_tool_call_stream(stream::iter(chunks), &ExecutionContext::default()).await;
+//! assert_eq!(streamed.finish_reason, FinishReason::ToolCalls);
+//! assert_eq!(streamed.text, chunks.concat());
+//! assert_eq!(streamed.cycle.execution_results[0].result, "42.0");
+//! # });
+//! ```
+
+use std::collections::VecDeque;
+use std::convert::Infallible;
+use std::pin::pin;
+
+use futures::stream::{FuturesUnordered, Stream, StreamExt};
+use serde::{Deserialize, Serialize};
+use tracing::Instrument;
+
+use super::{Engine, EngineEvent, is_fire_and_forget, started_in_background};
+use crate::executor::{ExecutionContext, Executor};
+use crate::stream::{IncrementalParser, StreamCollector, StreamEvent};
+use crate::{
+    Diagnostic, ErrorKind, ParseOutcome, ParsedToolRequest, Span, ToolCallCycleResult, ToolExecutionResult,
+};
+
+/// Why a streamed cycle ended (seed 001's `finishReason`).
+///
+/// A length limit (`'length'`) is the model's to report, not the engine's: a reply cut
+/// off by one ends with [`ToolCalls`](Self::ToolCalls) or [`Stop`](Self::Stop) here, and
+/// its cut-off request, if any, is answered as incomplete.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum FinishReason {
+    /// The reply ended without requesting tools.
+    Stop,
+    /// The reply ended and held requests; every one has its result.
+    ToolCalls,
+    /// The reply stream failed; the reply is what arrived before the failure.
+    Error,
+    /// The cycle was cancelled ([`ExecutionContext::cancel`]): the engine stopped
+    /// reading the reply; the reply is what arrived before.
+    Cancelled,
+}
+
+impl FinishReason {
+    /// `"stop"`, `"tool_calls"`, `"error"` or `"cancelled"`.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            FinishReason::Stop => "stop",
+            FinishReason::ToolCalls => "tool_calls",
+            FinishReason::Error => "error",
+            FinishReason::Cancelled => "cancelled",
+        }
+    }
+}
+
+impl std::fmt::Display for FinishReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One step of a streamed cycle, for hosts that take callbacks (seed 001's
+/// `StreamChunk`). Every field but [`done`](Self::done) and
+/// [`finish_reason`](Self::finish_reason) holds only what is new in this step.
+///
+/// Steps come as the engine decides them: after a piece of the reply was read (prose,
+/// completed requests, diagnostics), whenever a call finishes (one result), and last a
+/// chunk with `done: true`, a finish reason, and nothing else. Reasoning is removed from
+/// the prose by the protocol and not reported.
+#[derive(Debug, Clone, PartialEq, Default)]
+#[non_exhaustive]
+pub struct StreamChunk {
+    /// Prose (text outside request blocks) decided in this step.
+    pub content: String,
+    /// Requests whose blocks ended in this step, in order; their calls are starting.
+    pub tool_calls: Vec<ParsedToolRequest>,
+    /// Results that arrived in this step, in completion order (not request order:
+    /// match them by [`request_id`](ToolExecutionResult::request_id)).
+    pub results: Vec<ToolExecutionResult>,
+    /// What the parser noticed in this step.
+    pub diagnostics: Vec<Diagnostic>,
+    /// Whether this is the last chunk: the reply has ended and every request has its
+    /// result.
+    pub done: bool,
+    /// Why the cycle ended; set on the last chunk only.
+    pub finish_reason: Option<FinishReason>,
+}
+
+impl StreamChunk {
+    /// Whether the chunk carries nothing (no prose, request, result or diagnostic, and
+    /// is not the last).
+    pub fn is_empty(&self) -> bool {
+        self.content.is_empty()
+            && self.tool_calls.is_empty()
+            && self.results.is_empty()
+            && self.diagnostics.is_empty()
+            && !self.done
+    }
+}
+
+/// What a streamed cycle produced: the cycle result, and the reply it was run on.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct StreamedCycle {
+    /// Requests, one result each in request order, and diagnostics: equal to what
+    /// [`Engine::process_tool_call_cycle`] returns for [`text`](Self::text), durations
+    /// aside.
+    pub cycle: ToolCallCycleResult,
+    /// The whole reply as it arrived (the concatenated chunks).
+    pub text: String,
+    /// The prose of the reply: text outside request blocks, reasoning removed, as the
+    /// protocol's incremental parser reports it. For a protocol without one, the text
+    /// outside the requests' spans.
+    pub prose: String,
+    /// Why the cycle ended.
+    pub finish_reason: FinishReason,
+}
+
+impl From<StreamedCycle> for ToolCallCycleResult {
+    fn from(streamed: StreamedCycle) -> Self {
+        streamed.cycle
+    }
+}
+
+/// The reply stream of a fallible streamed cycle
+/// ([`Engine::try_process_tool_call_stream`]) failed. The calls started before the
+/// failure were still waited for: [`partial`](Self::partial) holds their results, and
+/// the requests of what arrived (a cut-off block answered as incomplete).
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct StreamCycleError<E> {
+    /// The stream's error.
+    pub error: E,
+    /// The cycle run on what arrived before the failure
+    /// ([`FinishReason::Error`]).
+    pub partial: Box<StreamedCycle>,
+}
+
+impl<E: std::fmt::Display> std::fmt::Display for StreamCycleError<E> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "the reply stream failed: {}", self.error)
+    }
+}
+
+impl<E: std::error::Error + 'static> std::error::Error for StreamCycleError<E> {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.error)
+    }
+}
+
+impl Engine {
+    /// Reads a reply as a stream of text chunks and runs each request as soon as its
+    /// block has ended, while the rest of the reply is still arriving; returns once the
+    /// stream has ended and every request has its result. See the
+    /// [module documentation](crate::engine::stream) for the rules and an example.
+    ///
+    /// The returned cycle equals what
+    /// [`process_tool_call_cycle`](Self::process_tool_call_cycle) returns for the whole
+    /// text (durations aside). Cancelling [`ExecutionContext::cancel`] stops reading the
+    /// stream: the calls running are cancelled, and the reply is what had arrived.
+    ///
+    /// The stream need not be `Unpin`; the returned future is `Send` when the stream is.
+    pub async fn process_tool_call_stream<St>(&self, stream: St, ctx: &ExecutionContext) -> StreamedCycle
+    where
+        St: Stream,
+        St::Item: AsRef<str>,
+    {
+        self.process_tool_call_stream_with(stream, ctx, |_| {}).await
+    }
+
+    /// [`process_tool_call_stream`](Self::process_tool_call_stream) that also reports
+    /// every step to `on_chunk`: prose as it is decided, requests as their blocks end,
+    /// results as they arrive, and last a chunk with [`done`](StreamChunk::done) set.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use futures::stream;
+    /// use tool_calling::engine::{Engine, FinishReason, StreamChunk};
+    /// use tool_calling::executor::ExecutionContext;
+    /// use tool_calling::registry::ToolRegistry;
+    ///
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let engine = Engine::new(Arc::new(ToolRegistry::new()));
+    /// let chunks = ["Checking.\n<<<[TOOL_REQUEST]>>>\ntool_name:「始」clock「末」\n", "<<<[END_TOOL_REQUEST]>>>\n"];
+    /// let mut seen: Vec<StreamChunk> = Vec::new();
+    /// let streamed = engine
+    ///     .process_tool_call_stream_with(stream::iter(chunks), &ExecutionContext::default(), |chunk| {
+    ///         seen.push(chunk)
+    ///     })
+    ///     .await;
+    /// let last = seen.last().unwrap();
+    /// assert!(last.done);
+    /// assert_eq!(last.finish_reason, Some(FinishReason::ToolCalls));
+    /// let requested: usize = seen.iter().map(|c| c.tool_calls.len()).sum();
+    /// let answered: usize = seen.iter().map(|c| c.results.len()).sum();
+    /// assert_eq!((requested, answered), (1, 1));
+    /// assert_eq!(streamed.cycle.execution_results.len(), 1);
+    /// # });
+    /// ```
+    pub async fn process_tool_call_stream_with<St, F>(
+        &self,
+        stream: St,
+        ctx: &ExecutionContext,
+        mut on_chunk: F,
+    ) -> StreamedCycle
+    where
+        St: Stream,
+        St::Item: AsRef<str>,
+        F: FnMut(StreamChunk),
+    {
+        let (streamed, _) = self.run_stream(stream.map(Ok::<_, Infallible>), ctx, &mut on_chunk).await;
+        streamed
+    }
+
+    /// [`process_tool_call_stream`](Self::process_tool_call_stream) for a stream that
+    /// can fail (a network reply). At the first error the engine stops reading, parses
+    /// what arrived (a cut-off block becomes an incomplete request), waits for the calls
+    /// already started, and returns the error with that partial cycle.
+    pub async fn try_process_tool_call_stream<St, S, E>(
+        &self,
+        stream: St,
+        ctx: &ExecutionContext,
+    ) -> Result<StreamedCycle, StreamCycleError<E>>
+    where
+        St: Stream<Item = Result<S, E>>,
+        S: AsRef<str>,
+    {
+        self.try_process_tool_call_stream_with(stream, ctx, |_| {}).await
+    }
+
+    /// [`try_process_tool_call_stream`](Self::try_process_tool_call_stream) with an
+    /// `on_chunk` callback, as in
+    /// [`process_tool_call_stream_with`](Self::process_tool_call_stream_with). After a
+    /// failure the last chunk's finish reason is [`FinishReason::Error`].
+    pub async fn try_process_tool_call_stream_with<St, S, E, F>(
+        &self,
+        stream: St,
+        ctx: &ExecutionContext,
+        mut on_chunk: F,
+    ) -> Result<StreamedCycle, StreamCycleError<E>>
+    where
+        St: Stream<Item = Result<S, E>>,
+        S: AsRef<str>,
+        F: FnMut(StreamChunk),
+    {
+        match self.run_stream(stream, ctx, &mut on_chunk).await {
+            (streamed, None) => Ok(streamed),
+            (streamed, Some(error)) => Err(StreamCycleError { error, partial: Box::new(streamed) }),
+        }
+    }
+
+    /// The streamed cycle: reads `stream` and runs the calls together, until the stream
+    /// has ended (or failed, or the cycle was cancelled) and every call has finished.
+    async fn run_stream<St, S, E, F>(
+        &self,
+        stream: St,
+        ctx: &ExecutionContext,
+        on_chunk: &mut F,
+    ) -> (StreamedCycle, Option<E>)
+    where
+        St: Stream<Item = Result<S, E>>,
+        S: AsRef<str>,
+        F: FnMut(StreamChunk),
+    {
+        let span = tracing::info_span!("tool_call_stream", protocol = self.protocol.id());
+        async {
+            let mut stream = pin!(stream);
+            let mut cycle = CycleState::new(self, ctx);
+            // Serial mode: one call at a time, in request order.
+            let limit =
+                if ctx.config.parallel_execution { self.executor.options().max_concurrency.max(1) } else { 1 };
+            let mut running = FuturesUnordered::new();
+            let mut reading = true;
+            let mut failure = None;
+            let mut cancelled = false;
+            loop {
+                while running.len() < limit {
+                    let Some((index, request)) = cycle.queue.pop_front() else { break };
+                    if !self.listeners.is_empty() {
+                        self.emit(EngineEvent::Started {
+                            request_id: request.request_id.clone(),
+                            tool_name: request.tool_name.clone(),
+                        });
+                    }
+                    running.push(run_one(&self.executor, ctx, index, request));
+                }
+                if !reading && running.is_empty() {
+                    break;
+                }
+                let step = tokio::select! {
+                    biased;
+                    () = ctx.cancel.cancelled(), if reading => Step::Cancelled,
+                    Some((index, result)) = running.next(), if !running.is_empty() => Step::Finished(index, result),
+                    item = stream.next(), if reading => Step::Read(item),
+                    else => break,
+                };
+                let chunk = match step {
+                    Step::Finished(index, result) => {
+                        tracing::debug!(request_id = %result.request_id, status = result.status.as_str(), "finished");
+                        if !self.listeners.is_empty() {
+                            self.emit(EngineEvent::Finished { result: result.clone() });
+                        }
+                        if let Some(slot) = cycle.results.get_mut(index) {
+                            *slot = Some(result.clone());
+                        }
+                        StreamChunk { results: vec![result], ..StreamChunk::default() }
+                    }
+                    Step::Read(Some(Ok(text))) => cycle.push(text.as_ref()),
+                    Step::Read(Some(Err(error))) => {
+                        failure = Some(error);
+                        reading = false;
+                        cycle.finish()
+                    }
+                    Step::Read(None) => {
+                        reading = false;
+                        cycle.finish()
+                    }
+                    Step::Cancelled => {
+                        tracing::debug!("cancelled: the rest of the reply is not read");
+                        cancelled = true;
+                        reading = false;
+                        cycle.finish()
+                    }
+                };
+                if !chunk.is_empty() {
+                    on_chunk(chunk);
+                }
+            }
+            let finish_reason = if failure.is_some() {
+                FinishReason::Error
+            } else if cancelled {
+                FinishReason::Cancelled
+            } else if cycle.results.is_empty() {
+                FinishReason::Stop
+            } else {
+                FinishReason::ToolCalls
+            };
+            let streamed = cycle.into_streamed(finish_reason);
+            on_chunk(StreamChunk { done: true, finish_reason: Some(finish_reason), ..StreamChunk::default() });
+            (streamed, failure)
+        }
+        .instrument(span)
+        .await
+    }
+}
+
+/// What the select loop of a streamed cycle woke up for.
+enum Step<T, E> {
+    /// The cycle was cancelled.
+    Cancelled,
+    /// A call finished: the index of its request, and its result.
+    Finished(usize, ToolExecutionResult),
+    /// The stream yielded (or ended).
+    Read(Option<Result<T, E>>),
+}
+
+/// Runs one request; returns its result with the index of its request.
+fn run_one<'a>(
+    executor: &'a Executor,
+    ctx: &'a ExecutionContext,
+    index: usize,
+    request: ParsedToolRequest,
+) -> impl Future<Output = (usize, ToolExecutionResult)> + 'a {
+    let span = tracing::info_span!("execute", request_id = %request.request_id);
+    async move { (index, executor.execute_one(&request, ctx).await) }.instrument(span)
+}
+
+/// The reading side of a streamed cycle: the text so far, the parser, the requests and
+/// their results, and the requests waiting for a free slot.
+struct CycleState<'e> {
+    engine: &'e Engine,
+    ctx: &'e ExecutionContext,
+    /// `None`: the protocol has no incremental parser; the text is parsed at the end.
+    parser: Option<Box<dyn IncrementalParser>>,
+    text: String,
+    collector: StreamCollector,
+    /// One slot per request, in request order.
+    results: Vec<Option<ToolExecutionResult>>,
+    /// Requests not started yet, with their indexes, in request order.
+    queue: VecDeque<(usize, ParsedToolRequest)>,
+    /// Reused buffer of parser events.
+    events: Vec<StreamEvent>,
+}
+
+impl<'e> CycleState<'e> {
+    fn new(engine: &'e Engine, ctx: &'e ExecutionContext) -> Self {
+        CycleState {
+            engine,
+            ctx,
+            parser: engine.protocol.incremental_parser(),
+            text: String::new(),
+            collector: StreamCollector::new(),
+            results: Vec::new(),
+            queue: VecDeque::new(),
+            events: Vec::new(),
+        }
+    }
+
+    /// Takes in the next chunk of the reply.
+    fn push(&mut self, chunk: &str) -> StreamChunk {
+        self.text.push_str(chunk);
+        if let Some(parser) = self.parser.as_mut() {
+            parser.push(chunk, &mut self.events);
+        }
+        self.take_events()
+    }
+
+    /// The reply has ended (or will not be read further): flushes the parser, or parses
+    /// the buffered text when the protocol has no incremental parser.
+    fn finish(&mut self) -> StreamChunk {
+        match self.parser.as_mut() {
+            Some(parser) => parser.finish(&mut self.events),
+            None => {
+                let outcome = self.engine.protocol.parse_tool_requests(&self.text);
+                events_from_outcome(&self.text, outcome, &mut self.events);
+            }
+        }
+        let chunk = self.take_events();
+        tracing::debug!(requests = self.collector.requests().len(), bytes = self.text.len(), "reply ended");
+        if !self.engine.listeners.is_empty() {
+            self.engine.emit(EngineEvent::Parsed { requests: self.collector.requests().to_vec() });
+        }
+        chunk
+    }
+
+    /// Handles the parser's new events: collects them, answers fire-and-forget requests
+    /// and queues the others; returns them as a chunk.
+    fn take_events(&mut self) -> StreamChunk {
+        let mut chunk = StreamChunk::default();
+        let mut events = std::mem::take(&mut self.events);
+        for event in events.drain(..) {
+            match &event {
+                StreamEvent::Text { text, .. } => chunk.content.push_str(text),
+                StreamEvent::Diagnostic(diagnostic) => chunk.diagnostics.push(diagnostic.clone()),
+                StreamEvent::RequestCompleted(request) => self.accept(request, &mut chunk),
+                _ => {}
+            }
+            self.collector.add(event);
+        }
+        self.events = events;
+        chunk
+    }
+
+    /// A request's block has ended: starts it in the background if it is
+    /// fire-and-forget, else queues it.
+    fn accept(&mut self, request: &ParsedToolRequest, chunk: &mut StreamChunk) {
+        let engine = self.engine;
+        let index = self.results.len();
+        tracing::debug!(request_id = %request.request_id, tool_name = %request.tool_name, "request completed");
+        if !engine.listeners.is_empty() {
+            engine.emit(EngineEvent::RequestParsed { request: request.clone() });
+        }
+        if is_fire_and_forget(request) && request.complete {
+            if !engine.listeners.is_empty() {
+                engine.emit(EngineEvent::Started {
+                    request_id: request.request_id.clone(),
+                    tool_name: request.tool_name.clone(),
+                });
+            }
+            engine.spawn_background(request.clone(), self.ctx.clone());
+            let result = started_in_background(request);
+            if !engine.listeners.is_empty() {
+                engine.emit(EngineEvent::Finished { result: result.clone() });
+            }
+            chunk.results.push(result.clone());
+            self.results.push(Some(result));
+        } else {
+            self.results.push(None);
+            self.queue.push_back((index, request.clone()));
+        }
+        chunk.tool_calls.push(request.clone());
+    }
+
+    /// The cycle's result, once every call has finished.
+    fn into_streamed(self, finish_reason: FinishReason) -> StreamedCycle {
+        let prose = self.collector.prose().to_string();
+        let outcome = self.collector.into_outcome();
+        let results = self
+            .results
+            .into_iter()
+            .zip(&outcome.requests)
+            .map(|(result, request)| {
+                // Every request was run or answered before the loop ended; never leave
+                // one unanswered all the same.
+                result.unwrap_or_else(|| {
+                    ToolExecutionResult::error(
+                        &request.request_id,
+                        &request.tool_name,
+                        ErrorKind::Execution,
+                        "not run: the streamed cycle ended before this call finished",
+                    )
+                })
+            })
+            .collect();
+        StreamedCycle {
+            cycle: ToolCallCycleResult::new(outcome.requests, results, outcome.diagnostics),
+            text: self.text,
+            prose,
+            finish_reason,
+        }
+    }
+}
+
+/// The events a whole-text parse amounts to (for a protocol without an incremental
+/// parser): the prose around the requests' spans, the requests, the diagnostics.
+fn events_from_outcome(text: &str, outcome: ParseOutcome, events: &mut Vec<StreamEvent>) {
+    let mut cursor = 0;
+    let prose = |from: usize, to: usize, events: &mut Vec<StreamEvent>| {
+        if let Some(piece) = text.get(from..to).filter(|p| !p.is_empty()) {
+            events.push(StreamEvent::Text { text: piece.to_string(), span: Span::new(from, to) });
+        }
+    };
+    for request in outcome.requests {
+        let span = request.span;
+        if span.start >= cursor && !span.is_empty() && span.slice(text).is_some() {
+            prose(cursor, span.start, events);
+            cursor = span.end;
+        }
+        events.push(StreamEvent::RequestCompleted(request));
+    }
+    prose(cursor, text.len(), events);
+    events.extend(outcome.diagnostics.into_iter().map(StreamEvent::Diagnostic));
+}

@@ -1,0 +1,589 @@
+//! Early execution on tokio's paused clock: a scripted model streams its reply chunk by
+//! chunk (with paused-clock pauses between chunks) and the engine runs each request as
+//! soon as its block has ended. Times below are virtual (the paused clock), never wall
+//! time.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::{Stream, StreamExt, stream};
+use serde_json::{Value, json};
+use tokio::time::Instant;
+use tool_calling::config::ToolCallConfig;
+use tool_calling::engine::{Engine, EngineEvent, FinishReason, StreamChunk, StreamedCycle};
+use tool_calling::executor::{ExecutionContext, Executor, ExecutorOptions};
+use tool_calling::registry::ToolRegistry;
+use tool_calling::stream::{IncrementalParser, StreamCollector, StreamEvent};
+use tool_calling::tool::{ArgMap, BoxFuture, MethodSpec, ToolError, ToolOutput, ToolSpec};
+use tool_calling::{
+    ErrorKind, MethodDefinition, ParseOutcome, ParsedToolRequest, RequestIdStyle, Span, ToolCallCycleResult,
+    ToolCallingProtocol, ToolDefinition, ToolExecutionResult, VcpOptions, VcpProtocol,
+};
+
+/// What happened, in order, each entry stamped with the paused clock's milliseconds.
+#[derive(Clone)]
+struct Log {
+    start: Instant,
+    lines: Arc<Mutex<Vec<String>>>,
+}
+
+impl Log {
+    fn new() -> Self {
+        Log { start: Instant::now(), lines: Arc::default() }
+    }
+
+    fn note(&self, what: impl std::fmt::Display) {
+        let ms = self.start.elapsed().as_millis();
+        self.lines.lock().unwrap().push(format!("{ms} {what}"));
+    }
+
+    fn lines(&self) -> Vec<String> {
+        self.lines.lock().unwrap().clone()
+    }
+
+    fn ms(&self) -> u128 {
+        self.start.elapsed().as_millis()
+    }
+}
+
+/// Tool `t`: `t_sleep` (logs its start and end) and `t_fail`.
+fn registry(log: &Log) -> Arc<ToolRegistry> {
+    let sleep_log = log.clone();
+    let spec = ToolSpec::stateless("t", "Test tools")
+        .with_method(MethodSpec::new(
+            MethodDefinition::new("sleep", "sleep").with_parameters(json!({
+                "type": "object",
+                "properties": {"ms": {"type": "integer"}},
+                "required": ["ms"]
+            })),
+            move |_, args: ArgMap| {
+                let log = sleep_log.clone();
+                Box::pin(async move {
+                    let ms = args.get("ms").and_then(Value::as_u64).unwrap_or(0);
+                    log.note(format!("start sleep {ms}"));
+                    tokio::time::sleep(Duration::from_millis(ms)).await;
+                    log.note(format!("end sleep {ms}"));
+                    Ok(ToolOutput::Text(format!("slept {ms}")))
+                }) as BoxFuture<'static, _>
+            },
+        ))
+        .with_method(MethodSpec::new(MethodDefinition::new("fail", "fail"), |_, _| {
+            Box::pin(async { Err(ToolError::execution("disk full")) }) as BoxFuture<'static, _>
+        }));
+    let registry = ToolRegistry::new();
+    registry.register(spec).unwrap();
+    Arc::new(registry)
+}
+
+fn vcp() -> Arc<VcpProtocol> {
+    Arc::new(VcpProtocol::new(VcpOptions::default().request_ids(RequestIdStyle::Sequential)))
+}
+
+fn engine(log: &Log) -> Engine {
+    Engine::new(registry(log)).with_protocol(vcp())
+}
+
+fn context() -> ExecutionContext {
+    let mut config = ToolCallConfig::default();
+    config.timeout_ms = 1_000;
+    ExecutionContext::new(config)
+}
+
+fn block(fields: &[(&str, &str)]) -> String {
+    let body: Vec<String> = fields.iter().map(|(k, v)| format!("{k}:「始」{v}「末」")).collect();
+    format!("<<<[TOOL_REQUEST]>>>\n{}\n<<<[END_TOOL_REQUEST]>>>\n", body.join(",\n"))
+}
+
+fn sleep_block(ms: u64) -> String {
+    block(&[("tool_name", "t_sleep"), ("ms", &ms.to_string())])
+}
+
+/// A model reply: each chunk is produced after waiting its delay (paused clock), and
+/// logged when produced.
+fn scripted(log: &Log, steps: Vec<(u64, String)>) -> impl Stream<Item = String> + Send + 'static {
+    let log = log.clone();
+    stream::iter(steps.into_iter().enumerate()).then(move |(i, (delay, text))| {
+        let log = log.clone();
+        async move {
+            tokio::time::sleep(Duration::from_millis(delay)).await;
+            log.note(format!("model chunk {i}"));
+            text
+        }
+    })
+}
+
+/// `text` in chunks of `size` characters.
+fn chunks(text: &str, size: usize) -> Vec<String> {
+    let chars: Vec<char> = text.chars().collect();
+    chars.chunks(size).map(|c| c.iter().collect()).collect()
+}
+
+/// The cycle with durations zeroed (the only field allowed to differ).
+fn normalised(mut cycle: ToolCallCycleResult) -> ToolCallCycleResult {
+    for result in &mut cycle.execution_results {
+        result.duration_ms = 0;
+    }
+    cycle
+}
+
+fn ids(requests: &[ParsedToolRequest]) -> Vec<&str> {
+    requests.iter().map(|r| r.request_id.as_str()).collect()
+}
+
+fn result_ids(results: &[ToolExecutionResult]) -> Vec<&str> {
+    results.iter().map(|r| r.request_id.as_str()).collect()
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_tool_starts_before_the_reply_has_finished_streaming() {
+    let log = Log::new();
+    let events = log.clone();
+    let engine = engine(&log).on_event(move |event| match event {
+        EngineEvent::RequestParsed { request } => events.note(format!("event parsed {}", request.tool_name)),
+        EngineEvent::Started { tool_name, .. } => events.note(format!("event started {tool_name}")),
+        EngineEvent::Finished { result } => events.note(format!("event finished {}", result.tool_name)),
+        EngineEvent::Parsed { requests } => events.note(format!("event reply parsed ({})", requests.len())),
+        _ => {}
+    });
+    let reply = scripted(
+        &log,
+        vec![
+            (0, format!("Let me sleep.\n{}", sleep_block(10))),
+            (1_000, "Still writing while it sleeps.\n".to_string()),
+            (1_000, "Done.".to_string()),
+        ],
+    );
+
+    let streamed = engine.process_tool_call_stream(reply, &context()).await;
+
+    assert_eq!(
+        log.lines(),
+        [
+            "0 model chunk 0",
+            "0 event parsed t_sleep",
+            "0 event started t_sleep",
+            "0 start sleep 10",
+            "10 end sleep 10",
+            "10 event finished t_sleep",
+            "1000 model chunk 1",
+            "2000 model chunk 2",
+            "2000 event reply parsed (1)",
+        ],
+        "the tool started and finished while the model was still writing"
+    );
+    assert_eq!(log.ms(), 2_000, "the call added no time to the reply's own");
+    assert_eq!(streamed.finish_reason, FinishReason::ToolCalls);
+    assert_eq!(
+        streamed.text,
+        format!("Let me sleep.\n{}Still writing while it sleeps.\nDone.", sleep_block(10))
+    );
+    assert_eq!(streamed.cycle.execution_results[0].result, "slept 10");
+}
+
+#[tokio::test(start_paused = true)]
+async fn results_come_back_in_request_order_even_when_a_later_call_finishes_first() {
+    let log = Log::new();
+    let engine = engine(&log);
+    let reply = scripted(&log, vec![(0, sleep_block(500)), (20, sleep_block(10)), (0, "bye".into())]);
+    let mut finished = Vec::new();
+
+    let streamed = engine
+        .process_tool_call_stream_with(reply, &context(), |chunk| {
+            finished.extend(chunk.results.into_iter().map(|r| r.result));
+        })
+        .await;
+
+    assert_eq!(finished, ["slept 10", "slept 500"], "the callback sees results as they arrive");
+    let results: Vec<&str> = streamed.cycle.execution_results.iter().map(|r| r.result.as_str()).collect();
+    assert_eq!(results, ["slept 500", "slept 10"], "the cycle has them in request order");
+    assert_eq!(ids(&streamed.cycle.parsed_requests), ["req_1", "req_2"]);
+    assert_eq!(result_ids(&streamed.cycle.execution_results), ["req_1", "req_2"]);
+    assert_eq!(log.ms(), 500, "the calls overlapped each other and the stream");
+}
+
+#[tokio::test(start_paused = true)]
+async fn every_request_gets_one_result_including_incomplete_ones() {
+    let log = Log::new();
+    let engine = engine(&log);
+    let text = format!(
+        "{}{}Cut off:\n<<<[TOOL_REQUEST]>>>\ntool_name:「始」t_sleep「末」,\nms:「始」20",
+        sleep_block(5),
+        block(&[("ms", "1")]),
+    );
+    let streamed = engine.process_tool_call_stream(stream::iter(chunks(&text, 5)), &context()).await;
+
+    let cycle = &streamed.cycle;
+    assert_eq!(cycle.parsed_requests.len(), 3);
+    assert_eq!(result_ids(&cycle.execution_results), ids(&cycle.parsed_requests));
+    let kinds: Vec<Option<ErrorKind>> = cycle.execution_results.iter().map(|r| r.error_kind).collect();
+    assert_eq!(kinds, [None, Some(ErrorKind::Validation), Some(ErrorKind::Validation)]);
+    assert!(!cycle.parsed_requests[2].complete);
+    assert!(!log.lines().iter().any(|l| l.contains("start sleep 20")), "the cut-off call never ran");
+
+    let one_shot = engine.process_tool_call_cycle(&text, &context()).await;
+    assert_eq!(normalised(streamed.cycle), normalised(one_shot));
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_streamed_cycle_equals_the_one_shot_cycle_whatever_the_chunking() {
+    let text = format!(
+        "<think>Which tools? <<<[TOOL_REQUEST]>>> not this one</think>Here goes.\n{}{}{}{}{}{}\
+         And an unfinished one:\n<<<[TOOL_REQUEST]>>>\ntool_name:「始」t_sleep「末」,\nms:「始」7「末」\n",
+        sleep_block(30),
+        block(&[("tool_name", "t_fail")]),
+        block(&[("tool_name", "nope_missing")]),
+        block(&[("tool_name", "t_sleep"), ("ms", "50"), ("archery", "no_reply")]),
+        block(&[("tool_name", "t_sleep"), ("ms", "2"), ("ms", "3"), ("request_id", "mine")]),
+        "<<<[TOOL_REQUEST]>>>\n<<<[END_TOOL_REQUEST]>>>\nEmpty block above.\n",
+    );
+    let log = Log::new();
+    let engine = engine(&log);
+    let one_shot = normalised(engine.process_tool_call_cycle(&text, &context()).await);
+    assert_eq!(one_shot.parsed_requests.len(), 6);
+    assert!(!one_shot.diagnostics.is_empty());
+
+    for size in [1, 2, 3, 7, 16, 64, text.chars().count()] {
+        let mut seen_calls = Vec::new();
+        let streamed = engine
+            .process_tool_call_stream_with(stream::iter(chunks(&text, size)), &context(), |chunk| {
+                seen_calls.extend(chunk.tool_calls);
+            })
+            .await;
+        assert_eq!(streamed.text, text);
+        assert_eq!(streamed.finish_reason, FinishReason::ToolCalls);
+        assert_eq!(seen_calls, one_shot.parsed_requests, "chunks of {size}: the callback saw every request");
+        assert_eq!(normalised(streamed.cycle), one_shot, "chunks of {size}");
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn serial_mode_runs_streamed_calls_one_after_another_in_order() {
+    let log = Log::new();
+    let engine = engine(&log);
+    let mut ctx = context();
+    ctx.config.parallel_execution = false;
+    let reply = scripted(&log, vec![(0, sleep_block(100)), (50, sleep_block(10))]);
+
+    let streamed = engine.process_tool_call_stream(reply, &ctx).await;
+
+    assert_eq!(
+        log.lines(),
+        [
+            "0 model chunk 0",
+            "0 start sleep 100",
+            "50 model chunk 1",
+            "100 end sleep 100",
+            "100 start sleep 10",
+            "110 end sleep 10",
+        ]
+    );
+    assert_eq!(result_ids(&streamed.cycle.execution_results), ["req_1", "req_2"]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn parallel_mode_honours_max_concurrency() {
+    let log = Log::new();
+    let mut options = ExecutorOptions::default();
+    options.max_concurrency = 2;
+    let executor = Executor::new(registry(&log)).with_options(options);
+    let engine = Engine::new(executor.registry().clone()).with_executor(executor).with_protocol(vcp());
+    let text = format!("{}{}{}", sleep_block(100), sleep_block(101), sleep_block(102));
+
+    let streamed = engine.process_tool_call_stream(stream::iter([text]), &context()).await;
+
+    assert_eq!(log.ms(), 202, "the third call waited for a free slot (100 ms + 102 ms)");
+    assert!(log.lines().contains(&"100 start sleep 102".to_string()), "{:?}", log.lines());
+    assert_eq!(streamed.cycle.execution_results.len(), 3);
+}
+
+#[tokio::test(start_paused = true)]
+async fn fire_and_forget_calls_are_answered_at_once_and_not_waited_for() {
+    let log = Log::new();
+    let engine = engine(&log);
+    let archery = block(&[("tool_name", "t_sleep"), ("ms", "300"), ("archery", "true")]);
+    let reply = scripted(&log, vec![(0, archery), (100, "Carrying on.".into())]);
+    let mut answered_at = Vec::new();
+
+    let streamed = engine
+        .process_tool_call_stream_with(reply, &context(), |chunk| {
+            if !chunk.results.is_empty() {
+                answered_at.push(log.ms());
+            }
+        })
+        .await;
+
+    assert_eq!(log.ms(), 100, "the cycle did not wait for the background call");
+    assert_eq!(answered_at, [0]);
+    assert!(streamed.cycle.execution_results[0].result.starts_with("started in the background"));
+    assert!(log.lines().contains(&"0 start sleep 300".to_string()));
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_callback_delivers_prose_requests_results_and_a_final_done_chunk() {
+    let log = Log::new();
+    let engine = Engine::new(registry(&log)).with_protocol(Arc::new(LineProtocol { incremental: true }));
+    let reply = scripted(
+        &log,
+        vec![
+            (0, "I'll sleep.\nCALL t_sleep 30\nWhile that ".into()),
+            (10, "runs, more words.\nCALL t_sl".into()),
+            (10, "eep 5\nBye.".into()),
+        ],
+    );
+    let mut chunks: Vec<(u128, StreamChunk)> = Vec::new();
+
+    let streamed =
+        engine.process_tool_call_stream_with(reply, &context(), |c| chunks.push((log.ms(), c))).await;
+
+    let content: String = chunks.iter().map(|(_, c)| c.content.as_str()).collect();
+    assert_eq!(content, "I'll sleep.\nWhile that runs, more words.\nBye.");
+    assert_eq!(streamed.prose, content);
+    let calls: Vec<(u128, &str)> = chunks
+        .iter()
+        .flat_map(|(ms, c)| c.tool_calls.iter().map(move |r| (*ms, r.request_id.as_str())))
+        .collect();
+    assert_eq!(calls, [(0, "line_1"), (20, "line_2")]);
+    let results: Vec<(u128, &str)> =
+        chunks.iter().flat_map(|(ms, c)| c.results.iter().map(move |r| (*ms, r.result.as_str()))).collect();
+    assert_eq!(results, [(25, "slept 5"), (30, "slept 30")]);
+    assert!(chunks.iter().all(|(_, c)| !c.is_empty()), "no empty chunk is reported");
+    let (last_ms, last) = chunks.last().unwrap();
+    assert_eq!(*last_ms, 30);
+    assert!(last.done);
+    assert_eq!(last.finish_reason, Some(FinishReason::ToolCalls));
+    assert!(last.content.is_empty() && last.tool_calls.is_empty() && last.results.is_empty());
+    assert_eq!(chunks.iter().filter(|(_, c)| c.done || c.finish_reason.is_some()).count(), 1);
+
+    let one_shot = engine.process_tool_call_cycle(&streamed.text, &context()).await;
+    assert_eq!(normalised(streamed.cycle), normalised(one_shot));
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_callback_reports_what_the_vcp_stream_parser_decides() {
+    let log = Log::new();
+    let engine = engine(&log);
+    let text = format!("Working.\n{}Between.\n{}The end.", sleep_block(40), sleep_block(20));
+    let pieces = chunks(&text, 9);
+    let mut chunks_seen: Vec<StreamChunk> = Vec::new();
+
+    let streamed = engine
+        .process_tool_call_stream_with(stream::iter(pieces.clone()), &context(), |c| chunks_seen.push(c))
+        .await;
+
+    // What the protocol's own stream parser reports for the same chunks.
+    let mut parser = vcp().incremental_parser().unwrap();
+    let mut events = Vec::new();
+    for piece in &pieces {
+        parser.push(piece, &mut events);
+    }
+    parser.finish(&mut events);
+    let mut collector = StreamCollector::new();
+    collector.extend(events);
+    let content: String = chunks_seen.iter().map(|c| c.content.as_str()).collect();
+    assert_eq!(content, collector.prose());
+    assert_eq!(streamed.prose, collector.prose());
+
+    let calls: Vec<ParsedToolRequest> = chunks_seen.iter().flat_map(|c| c.tool_calls.clone()).collect();
+    assert_eq!(calls, streamed.cycle.parsed_requests);
+    let mut results: Vec<ToolExecutionResult> = chunks_seen.iter().flat_map(|c| c.results.clone()).collect();
+    assert_eq!(result_ids(&results), ["req_2", "req_1"], "completion order");
+    results.sort_by(|a, b| a.request_id.cmp(&b.request_id));
+    assert_eq!(results, streamed.cycle.execution_results);
+    let last = chunks_seen.last().unwrap();
+    assert!(last.done);
+    assert_eq!(last.finish_reason, Some(FinishReason::ToolCalls));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_reply_without_requests_finishes_with_stop() {
+    let log = Log::new();
+    let mut last = None;
+    let streamed = engine(&log)
+        .process_tool_call_stream_with(stream::iter(["Just ", "talking."]), &context(), |c| last = Some(c))
+        .await;
+    assert_eq!(streamed.finish_reason, FinishReason::Stop);
+    assert!(!streamed.cycle.has_tool_requests);
+    assert_eq!(last.unwrap().finish_reason, Some(FinishReason::Stop));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_protocol_without_an_incremental_parser_is_parsed_once_at_the_end() {
+    let log = Log::new();
+    let engine = Engine::new(registry(&log)).with_protocol(Arc::new(LineProtocol { incremental: false }));
+    let reply = scripted(&log, vec![(0, "Sleeping.\nCALL t_sl".into()), (100, "eep 10\nBye.".into())]);
+    let mut chunks: Vec<StreamChunk> = Vec::new();
+
+    let streamed = engine.process_tool_call_stream_with(reply, &context(), |c| chunks.push(c)).await;
+
+    assert_eq!(
+        log.lines(),
+        ["0 model chunk 0", "100 model chunk 1", "100 start sleep 10", "110 end sleep 10"],
+        "nothing can start before the reply has ended"
+    );
+    assert_eq!(streamed.prose, "Sleeping.\nBye.", "the text outside the requests' spans");
+    assert_eq!(chunks.len(), 3, "the parse at the end, the result, done: {chunks:?}");
+    assert_eq!(chunks[0].content, "Sleeping.\nBye.");
+    assert_eq!(ids(&chunks[0].tool_calls), ["line_1"]);
+    assert_eq!(chunks[1].results[0].result, "slept 10");
+    assert!(chunks[2].done);
+    let one_shot = engine.process_tool_call_cycle(&streamed.text, &context()).await;
+    assert_eq!(normalised(streamed.cycle), normalised(one_shot));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_failing_stream_keeps_what_ran_and_reports_the_error() {
+    let log = Log::new();
+    let engine = engine(&log);
+    let cut = "<<<[TOOL_REQUEST]>>>\ntool_name:「始」t_sleep「末」,\nms:「始」5";
+    let reply = stream::iter([
+        Ok(sleep_block(50)),
+        Ok(cut.to_string()),
+        Err(std::io::Error::other("connection reset")),
+        Ok(sleep_block(1)),
+    ]);
+    let mut last = None;
+
+    let error =
+        engine.try_process_tool_call_stream_with(reply, &context(), |c| last = Some(c)).await.unwrap_err();
+
+    assert_eq!(error.to_string(), "the reply stream failed: connection reset");
+    assert!(std::error::Error::source(&error).is_some());
+    let partial: StreamedCycle = *error.partial;
+    assert_eq!(partial.finish_reason, FinishReason::Error);
+    assert_eq!(partial.text, format!("{}{cut}", sleep_block(50)));
+    let outcomes: Vec<(&str, Option<ErrorKind>)> =
+        partial.cycle.execution_results.iter().map(|r| (r.result.as_str(), r.error_kind)).collect();
+    assert_eq!(outcomes[0], ("slept 50", None), "the call already started was waited for");
+    assert_eq!(outcomes[1].1, Some(ErrorKind::Validation), "the cut-off block is answered as incomplete");
+    assert_eq!(outcomes.len(), 2, "nothing after the error was read");
+    assert_eq!(log.ms(), 50);
+    assert_eq!(last.unwrap().finish_reason, Some(FinishReason::Error));
+
+    // Without a failure, the fallible variant returns the cycle.
+    let ok = engine
+        .try_process_tool_call_stream(stream::iter([Ok::<_, std::io::Error>(sleep_block(1))]), &context())
+        .await
+        .unwrap();
+    assert_eq!(ok.cycle.execution_results[0].result, "slept 1");
+}
+
+#[tokio::test(start_paused = true)]
+async fn cancelling_stops_reading_and_cancels_running_calls() {
+    let log = Log::new();
+    let engine = engine(&log);
+    let ctx = context();
+    let cancel = ctx.cancel.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        cancel.cancel();
+    });
+    let reply = scripted(&log, vec![(0, sleep_block(500)), (1_000, sleep_block(1))]);
+
+    let streamed = engine.process_tool_call_stream(reply, &ctx).await;
+
+    assert_eq!(log.ms(), 50);
+    assert_eq!(streamed.finish_reason, FinishReason::Cancelled);
+    assert_eq!(streamed.text, sleep_block(500));
+    assert_eq!(streamed.cycle.execution_results.len(), 1);
+    assert_eq!(streamed.cycle.execution_results[0].error_kind, Some(ErrorKind::Cancelled));
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_streamed_cycle_can_run_in_a_spawned_task() {
+    let log = Log::new();
+    let engine = engine(&log);
+    let reply = scripted(&log, vec![(0, sleep_block(5)), (10, "done".into())]);
+    let handle = tokio::spawn(async move { engine.process_tool_call_stream(reply, &context()).await });
+    let streamed = handle.await.unwrap();
+    assert_eq!(streamed.cycle.execution_results[0].result, "slept 5");
+}
+
+/// One call per line, `CALL tool_name ms`; every other line is prose. Requests' spans
+/// cover their whole line.
+struct LineProtocol {
+    incremental: bool,
+}
+
+fn parse_line(line: &str, offset: usize, number: usize) -> Option<ParsedToolRequest> {
+    let call = line.trim_end_matches('\n').strip_prefix("CALL ")?;
+    let mut words = call.split_whitespace();
+    let mut request = ParsedToolRequest::new(format!("line_{number}"), words.next().unwrap_or_default())
+        .with_span(Span::new(offset, offset + line.len()));
+    if let Some(ms) = words.next() {
+        request = request.with_arg("ms", ms);
+    }
+    Some(request)
+}
+
+impl ToolCallingProtocol for LineProtocol {
+    fn id(&self) -> &str {
+        "line"
+    }
+
+    fn generate_tool_definitions(&self, _tools: &[ToolDefinition]) -> String {
+        String::new()
+    }
+
+    fn parse_tool_requests(&self, text: &str) -> ParseOutcome {
+        let mut offset = 0;
+        let mut requests = Vec::new();
+        for line in text.split_inclusive('\n') {
+            if let Some(request) = parse_line(line, offset, requests.len() + 1) {
+                requests.push(request);
+            }
+            offset += line.len();
+        }
+        ParseOutcome::new(requests, Vec::new())
+    }
+
+    fn format_tool_results(&self, results: &[ToolExecutionResult]) -> String {
+        results.iter().map(|r| format!("RESULT {}\n", r.result)).collect()
+    }
+
+    fn incremental_parser(&self) -> Option<Box<dyn IncrementalParser>> {
+        self.incremental.then(|| Box::new(LineParser::default()) as Box<dyn IncrementalParser>)
+    }
+}
+
+/// [`LineProtocol`]'s stream parser: decides a line when its newline arrives.
+#[derive(Default)]
+struct LineParser {
+    line: String,
+    offset: usize,
+    requests: usize,
+}
+
+impl LineParser {
+    fn decide(&mut self, events: &mut Vec<StreamEvent>) {
+        let line = std::mem::take(&mut self.line);
+        if line.is_empty() {
+            return;
+        }
+        match parse_line(&line, self.offset, self.requests + 1) {
+            Some(request) => {
+                self.requests += 1;
+                events.push(StreamEvent::RequestCompleted(request));
+            }
+            None => {
+                let span = Span::new(self.offset, self.offset + line.len());
+                events.push(StreamEvent::Text { text: line.clone(), span });
+            }
+        }
+        self.offset += line.len();
+    }
+}
+
+impl IncrementalParser for LineParser {
+    fn push(&mut self, chunk: &str, events: &mut Vec<StreamEvent>) {
+        for piece in chunk.split_inclusive('\n') {
+            self.line.push_str(piece);
+            if piece.ends_with('\n') {
+                self.decide(events);
+            }
+        }
+    }
+
+    fn finish(&mut self, events: &mut Vec<StreamEvent>) {
+        self.decide(events);
+    }
+}
