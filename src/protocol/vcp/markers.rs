@@ -105,18 +105,32 @@ impl MarkerFinder {
     }
 
     /// Where a search that found nothing resumes: the last bytes may begin a marker.
-    fn resume(text: &str, from: usize, last: bool, keep: usize) -> Search {
+    /// With `words`, only a `<` from which the rest of the text could still become one
+    /// of them is held back; without, any `<` of the last `keep` bytes.
+    fn resume(text: &str, from: usize, last: bool, keep: usize, words: &[&str]) -> Search {
         if last {
             return Search::NotBefore(text.len());
         }
         let tail = floor_boundary(text, text.len().saturating_sub(keep)).max(from);
-        // Hold back only from the first `<` of the tail.
-        let hold = text
-            .as_bytes()
-            .get(tail..)
-            .and_then(|t| memchr::memchr(b'<', t))
-            .map_or(text.len(), |i| tail + i);
-        Search::NotBefore(hold)
+        let bytes = text.as_bytes().get(tail..).unwrap_or_default();
+        let hold = memchr::memchr_iter(b'<', bytes).map(|i| tail + i).find(|&p| {
+            words.is_empty() || {
+                let rest = text.get(p..).unwrap_or("");
+                words.iter().any(|w| could_become(rest, w, false))
+            }
+        });
+        Search::NotBefore(hold.unwrap_or(text.len()))
+    }
+
+    /// How long the text must be before a search held back at `hold` can decide
+    /// anything: exact markers are decided once all their bytes are there. `None` when
+    /// any byte may decide (fuzzy markers, fences).
+    pub(crate) fn decidable_at(&self, text: &str, hold: usize) -> Option<usize> {
+        if self.fuzzy || self.skip_fenced {
+            return None;
+        }
+        let rest = text.get(hold..)?;
+        [START, END].into_iter().filter(|w| could_become(rest, w, false)).map(|w| hold + w.len()).min()
     }
 
     /// The next START marker at or after `from` (END markers outside blocks are prose).
@@ -149,7 +163,7 @@ impl MarkerFinder {
                 None => Search::Undecided(start),
             };
         }
-        Self::resume(text, at.max(from), last, START.len() - 1)
+        Self::resume(text, at.max(from), last, START.len() - 1, &[START])
     }
 
     /// The next START or END marker at or after `from` that ends a block's field list.
@@ -192,7 +206,7 @@ impl MarkerFinder {
                 None => return Search::Undecided(start),
             }
         }
-        Self::resume(text, at.max(from), last, END.len() - 1)
+        Self::resume(text, at.max(from), last, END.len() - 1, &[START, END])
     }
 
     /// Fuzzy markers: `<{2,4}\[(END_)?TOOL_REQUEST\]>{2,4}`, any case, starting at the
@@ -271,6 +285,6 @@ impl MarkerFinder {
             }
             return Search::Found(Marker { kind, start: run_start, end, fenced });
         }
-        Self::resume(text, at.max(from), last, LONGEST)
+        Self::resume(text, at.max(from), last, LONGEST, &[])
     }
 }

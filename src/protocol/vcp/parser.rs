@@ -231,6 +231,42 @@ struct Block {
     retry_at: usize,
 }
 
+impl Block {
+    /// Every offset `cut` bytes earlier (the window dropped its first `cut` bytes, all
+    /// before the block).
+    fn rebase(&mut self, cut: usize) {
+        let marker = |m: &mut Marker| {
+            m.start -= cut;
+            m.end -= cut;
+        };
+        marker(&mut self.start);
+        self.cur -= cut;
+        match &mut self.boundary {
+            Boundary::Known(Some(m)) => marker(m),
+            Boundary::Known(None) => {}
+            Boundary::Pending { origin, from } => {
+                *origin -= cut;
+                *from -= cut;
+            }
+        }
+        for field in &mut self.fields {
+            field.key = (field.key.0 - cut, field.key.1 - cut);
+            field.start -= cut;
+            field.end -= cut;
+        }
+        if let Some(from) = &mut self.stray_from {
+            *from -= cut;
+        }
+        if let Phase::Value { key, field_start, value_from, scan, .. } = &mut self.phase {
+            *key = (key.0 - cut, key.1 - cut);
+            *field_start -= cut;
+            *value_from -= cut;
+            *scan -= cut;
+        }
+        self.retry_at = self.retry_at.saturating_sub(cut);
+    }
+}
+
 /// Where the scanner stands.
 #[derive(Debug)]
 enum State {
@@ -348,22 +384,34 @@ impl Scanner {
         }
     }
 
-    /// Offsets before this one will never be looked at again (with a few bytes of
-    /// look-behind); `None` inside a block.
-    pub(crate) fn needed_from(&self) -> Option<usize> {
-        match self.state {
+    /// Offsets before this one will never be looked at again (keep a few bytes of
+    /// look-behind before it): the start of the open block, or where prose resumes.
+    pub(crate) fn needed_from(&self) -> usize {
+        match &self.state {
             // `origin` only rejects fuzzy `<` runs that begin before it; the look-behind
             // kept before `from` is longer than any run that could be a marker.
-            State::Prose { from, .. } => Some(from.min(self.prose_from)),
-            State::Block(_) => None,
+            State::Prose { from, .. } => (*from).min(self.prose_from),
+            State::Block(b) => b.start.start,
         }
     }
 
-    /// Whether running after text of `added` bytes, holding neither `<` nor `末`, arrives
-    /// would only move the search positions to the new end of the text (`len` before,
-    /// `len + added` after), and reporting it as prose when outside a block. Then
-    /// [`skip_quiet`](Self::skip_quiet) does the same work without searching.
-    pub(crate) fn is_quiet(&self, len: usize, added: usize) -> bool {
+    /// The window dropped its first `cut` bytes (at most [`needed_from`](Self::needed_from)).
+    pub(crate) fn rebase(&mut self, cut: usize) {
+        self.prose_from = self.prose_from.saturating_sub(cut);
+        match &mut self.state {
+            State::Prose { origin, from } => {
+                *origin = origin.saturating_sub(cut);
+                *from -= cut;
+            }
+            State::Block(b) => b.rebase(cut),
+        }
+    }
+
+    /// Whether running over new text `len..new_len` (which holds neither `<` nor `末`)
+    /// would only move the search positions to `new_len`, and report the text as prose
+    /// when outside a block. Then [`skip_quiet`](Self::skip_quiet) does the same work
+    /// without searching.
+    pub(crate) fn is_quiet(&self, len: usize, new_len: usize) -> bool {
         match &self.state {
             State::Prose { from, .. } => *from == len && self.prose_from == len,
             State::Block(b) => {
@@ -372,14 +420,14 @@ impl Scanner {
                     Phase::Value { kind: ValueKind::Escaped, scan, .. } => scan == len,
                     Phase::Value { kind: ValueKind::Plain, scan, .. } => scan == len && boundary_at_end,
                     // A head not decided yet, not to be retried before `retry_at`.
-                    Phase::Between => boundary_at_end && b.cur < len && len + added < b.retry_at,
+                    Phase::Between => boundary_at_end && b.cur < len && new_len < b.retry_at,
                     _ => false,
                 }
             }
         }
     }
 
-    /// Does what [`run`](Self::run) would do after a quiet addition (see
+    /// Does what [`run`](Self::run) would do over quiet new text (see
     /// [`is_quiet`](Self::is_quiet)) that made the text `len` bytes long.
     pub(crate) fn skip_quiet(&mut self, src: &Source<'_>, len: usize, sink: &mut impl Sink) {
         match &mut self.state {
@@ -402,13 +450,27 @@ impl Scanner {
         }
     }
 
-    /// The window dropped its first `cut` bytes (at most [`needed_from`](Self::needed_from)).
-    pub(crate) fn rebase(&mut self, cut: usize) {
-        if let State::Prose { origin, from } = &mut self.state {
-            *origin = origin.saturating_sub(cut);
-            *from -= cut;
-            self.prose_from -= cut;
+    /// How long the text must grow before running again can decide anything (0: any
+    /// new byte may). Only a held-back exact marker candidate gives a wait: everything
+    /// before it is read, and nothing after it is decided until it is.
+    pub(crate) fn wake_at(&self, src: &Source<'_>) -> usize {
+        let text = src.text();
+        let held = match &self.state {
+            State::Prose { from, .. } => *from,
+            State::Block(b) => match (b.boundary, b.phase) {
+                (Boundary::Pending { from, .. }, Phase::Value { kind: ValueKind::Plain, scan, .. })
+                    if scan >= from =>
+                {
+                    from
+                }
+                (Boundary::Pending { from, .. }, Phase::Between | Phase::AfterValue) if b.cur >= from => from,
+                _ => return 0,
+            },
+        };
+        if held >= text.len() {
+            return 0;
         }
+        self.grammar.finder.decidable_at(text, held).unwrap_or(0)
     }
 
     /// Reads as far as `src` decides. With `last`, `src` holds the whole text and

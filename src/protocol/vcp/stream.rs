@@ -63,6 +63,11 @@ pub struct VcpStreamParser {
     raw_base: usize,
     /// Bytes pushed so far.
     total: usize,
+    /// The cleaned text the scanner has seen (its length then).
+    scanned: usize,
+    /// Do not run the scanner before the cleaned text is this long (see
+    /// `Scanner::wake_at`).
+    wake: usize,
     finished: bool,
 }
 
@@ -78,6 +83,8 @@ impl VcpStreamParser {
             raw: String::new(),
             raw_base: 0,
             total: 0,
+            scanned: 0,
+            wake: 0,
             finished: false,
         }
     }
@@ -144,7 +151,10 @@ impl VcpStreamParser {
 
     /// Drops cleaned text the scanner no longer needs.
     fn compact(&mut self) {
-        let Some(needed) = self.scanner.needed_from() else { return };
+        if self.src.text().len() < 2 * COMPACT_AT {
+            return;
+        }
+        let needed = self.scanner.needed_from();
         let cut = floor_boundary(self.src.text(), needed.saturating_sub(LOOK_BEHIND));
         if cut >= COMPACT_AT && cut * 2 >= self.src.text().len() {
             self.src.drop_front(cut);
@@ -152,6 +162,8 @@ impl VcpStreamParser {
                 fences.rebase(cut);
             }
             self.scanner.rebase(cut);
+            self.scanned -= cut;
+            self.wake = self.wake.saturating_sub(cut);
         }
     }
 }
@@ -163,33 +175,45 @@ impl IncrementalParser for VcpStreamParser {
         }
         let start = self.total;
         self.total += chunk.len();
-        // The common case, text inside a value or in prose: when the chunk holds nothing
-        // that could decide anything (no `<`, no `末`), skip the searches.
-        let len = self.src.text().len();
-        if (self.options.keep_reasoning || self.filter.passes_plain_text(start))
-            && self.scanner.is_quiet(len, chunk.len())
-            && !may_decide(chunk.as_bytes())
-        {
-            if !self.options.keep_reasoning {
-                self.filter.pass_plain_text(self.total);
-                self.raw.clear();
-                self.raw_base = self.total;
-            }
-            self.src.push_visible(chunk, start);
-            if let Some(fences) = &mut self.fences {
-                fences.feed(self.src.text().as_bytes());
-            }
-            self.scanner.skip_quiet(&self.src, self.src.text().len(), &mut Events { events });
-            self.compact();
-            return;
-        }
+        // Reasoning: text without `<` while nothing is held back is visible as it is.
+        let lt = has(chunk.as_bytes(), b'<');
+        let mut direct = true;
         if self.options.keep_reasoning {
+            self.src.push_visible(chunk, start);
+        } else if !lt && self.filter.passes_plain_text(start) {
+            self.filter.pass_plain_text(self.total);
+            self.raw.clear();
+            self.raw_base = self.total;
             self.src.push_visible(chunk, start);
         } else {
             self.raw.push_str(chunk);
             self.filter(false);
+            direct = false;
         }
-        self.scan(false, events);
+        let len = self.src.text().len();
+        if len == self.scanned || len < self.wake {
+            // Nothing new, or nothing that can decide the held-back marker yet.
+            return;
+        }
+        // The new cleaned text: this chunk, unless reasoning held text back before.
+        let added = if direct && self.scanned + chunk.len() == len {
+            chunk.as_bytes()
+        } else {
+            self.src.text().as_bytes().get(self.scanned..).unwrap_or_default()
+        };
+        let lt = if direct && added.len() == chunk.len() { lt } else { has(added, b'<') };
+        if self.scanner.is_quiet(self.scanned, len) && !lt && !has(added, CLOSER_LEAD) {
+            // The common case, text inside a value or in prose that cannot decide
+            // anything: skip the searches.
+            if let Some(fences) = &mut self.fences {
+                fences.feed(self.src.text().as_bytes());
+            }
+            self.scanner.skip_quiet(&self.src, len, &mut Events { events });
+        } else {
+            self.scan(false, events);
+            self.wake = self.scanner.wake_at(&self.src);
+        }
+        self.scanned = len;
         self.compact();
     }
 
@@ -209,14 +233,9 @@ impl IncrementalParser for VcpStreamParser {
     }
 }
 
-/// Whether `chunk` holds a byte that can decide something: `<` (markers, reasoning
-/// tags) or the first byte of `末` (value closers).
-fn may_decide(chunk: &[u8]) -> bool {
-    if chunk.len() < 16 {
-        chunk.iter().any(|&b| b == b'<' || b == CLOSER_LEAD)
-    } else {
-        memchr::memchr2(b'<', CLOSER_LEAD, chunk).is_some()
-    }
+/// Whether `bytes` holds `byte`.
+fn has(bytes: &[u8], byte: u8) -> bool {
+    if bytes.len() < 16 { bytes.contains(&byte) } else { memchr::memchr(byte, bytes).is_some() }
 }
 
 /// Turns what the scanner decides into events.
