@@ -31,7 +31,7 @@ pub mod tool;
 pub use definition::{MethodDefinition, MethodExample, ParameterInfo, ToolDefinition};
 pub use diagnostic::{Diagnostic, DiagnosticKind, ParseOutcome};
 pub use protocol::ToolCallingProtocol;
-pub use protocol::vcp::{RequestIdStyle, VcpOptions, VcpProtocol};
+pub use protocol::vcp::{RequestIdStyle, VcpOptions, VcpProtocol, VcpStreamParser};
 pub use request::{Args, ParsedToolRequest, RequestIdSource};
 pub use result::{ContentPart, ErrorKind, ExecutionStatus, ToolCallCycleResult, ToolExecutionResult};
 pub use span::Span;
