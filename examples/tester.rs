@@ -12,7 +12,7 @@
 //! # `parse`
 //!
 //! ```text
-//! tester parse [--protocol vcp] [--fuzzy] [--skip-fenced] [--keep-think] FILE|-
+//! tester parse [--protocol vcp] [--fuzzy] [--skip-fenced] [--keep-think] [--stream-chunk N] FILE|-
 //! ```
 //!
 //! Parses a model reply and prints
@@ -27,8 +27,14 @@
 //!
 //! `--fuzzy`, `--skip-fenced` and `--keep-think` switch on the parser options of the same
 //! meaning (`VcpOptions::fuzzy_markers`, `skip_fenced`, `keep_reasoning`).
-//! `--protocol openai|anthropic|gemini` and `--stream-chunk N` are part of the contract but
-//! not yet available (exit 2).
+//!
+//! `--stream-chunk N` (N ≥ 1) feeds the reply to the streaming parser
+//! (`VcpProtocol::stream_parser`) N bytes at a time and prints what the collected events
+//! give (`StreamCollector::into_outcome`): the same document as without the flag, for
+//! every N. A cut that would split a character moves back to the character's start, but
+//! every chunk holds at least one character (so `--stream-chunk 1` feeds a 3-byte `始` as
+//! one chunk). `--protocol openai|anthropic|gemini` is part of the contract but not yet
+//! available (exit 2), with or without `--stream-chunk`.
 //!
 //! # `bench`
 //!
@@ -101,8 +107,8 @@
 //!
 //! # Not yet available
 //!
-//! The native protocols (`--protocol openai|anthropic|gemini`) and `parse --stream-chunk`
-//! are recognised but exit 2 for now.
+//! The native protocols (`--protocol openai|anthropic|gemini`) are recognised but exit 2
+//! for now.
 
 #![deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -125,6 +131,7 @@ use tool_calling::engine::Engine;
 use tool_calling::executor::{ExecutionContext, Executor};
 use tool_calling::protocol::vcp::{Language, RequestIdStyle, VcpOptions, VcpProtocol};
 use tool_calling::registry::ToolRegistry;
+use tool_calling::stream::{IncrementalParser, StreamCollector};
 use tool_calling::tool::{MethodSpec, ToolSpec};
 use tool_calling::{Diagnostic, ParseOutcome, ParsedToolRequest, ToolExecutionResult};
 
@@ -204,7 +211,8 @@ struct ParseArgs {
     protocol: ProtocolName,
     #[command(flatten)]
     vcp: VcpFlags,
-    /// Feed the input to the streaming parser N bytes at a time.
+    /// Feed the input to the streaming parser N bytes at a time (N ≥ 1; cuts move back
+    /// to char boundaries) and print the same document.
     #[arg(long, value_name = "N")]
     stream_chunk: Option<usize>,
     /// The reply to parse, or `-` for standard input.
@@ -458,13 +466,47 @@ fn parse(args: &ParseArgs) -> Result<(), Failure> {
     if args.protocol != ProtocolName::Vcp {
         return Err(Failure::not_yet_available(format!("parse --protocol {}", args.protocol.as_str())));
     }
-    if args.stream_chunk.is_some() {
-        return Err(Failure::not_yet_available("parse --stream-chunk"));
+    if args.stream_chunk == Some(0) {
+        return Err(Failure::msg("--stream-chunk must be at least 1"));
     }
     let text = read_input(&args.input)?;
-    let options = args.vcp.options();
-    let outcome = VcpProtocol::new(options).parse(&text);
+    let protocol = VcpProtocol::new(args.vcp.options());
+    let outcome = match args.stream_chunk {
+        None => protocol.parse(&text),
+        Some(size) => parse_streaming(&protocol, &text, size),
+    };
     print_json(&outcome_json(&outcome))
+}
+
+/// Feeds `text` to the streaming parser in chunks of `size` bytes (see [`chunks`]) and
+/// collects the events into the outcome the one-shot parser would give.
+fn parse_streaming(protocol: &VcpProtocol, text: &str, size: usize) -> ParseOutcome {
+    let mut parser = protocol.stream_parser();
+    let mut events = Vec::new();
+    let mut collector = StreamCollector::new();
+    for chunk in chunks(text, size) {
+        parser.push(chunk, &mut events);
+        collector.extend(events.drain(..));
+    }
+    parser.finish(&mut events);
+    collector.extend(events.drain(..));
+    collector.into_outcome()
+}
+
+/// `text` in chunks of `size` bytes (`size` ≥ 1): a cut inside a character moves back to
+/// the character's start, but every chunk holds at least one character.
+fn chunks(text: &str, size: usize) -> impl Iterator<Item = &str> {
+    let mut rest = text;
+    std::iter::from_fn(move || {
+        let first = rest.chars().next()?;
+        let mut cut = size.min(rest.len());
+        while !rest.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        let (chunk, tail) = rest.split_at(cut.max(first.len_utf8()));
+        rest = tail;
+        Some(chunk)
+    })
 }
 
 /// The context for `exec` and `cycle`: default config, with `--timeout-ms` and

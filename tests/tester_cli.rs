@@ -526,9 +526,10 @@ fn prompt_is_plain_text_in_both_languages_without_the_internal_method() {
 #[test]
 fn parse_options_not_yet_available() {
     let file = TempFile::new("pending.txt", b"hi");
-    let line = usage_error(&run(&["parse", "--stream-chunk", "4", file.arg()]));
-    assert!(line.contains("not yet available"), "{line}");
     let line = usage_error(&run(&["parse", "--protocol", "openai", file.arg()]));
+    assert!(line.contains("not yet available"), "{line}");
+    // Streaming a native protocol (a server-sent-events transcript) is not there yet either.
+    let line = usage_error(&run(&["parse", "--protocol", "openai", "--stream-chunk", "4", file.arg()]));
     assert!(line.contains("not yet available"), "{line}");
 }
 
@@ -577,4 +578,135 @@ fn bench_rejects_zero_iterations() {
     let file = TempFile::new("bench_zero.txt", b"hi");
     let line = usage_error(&run(&["bench", "--iterations", "0", file.arg()]));
     assert!(line.contains("--iterations"), "{line}");
+}
+
+/// The flags a corpus case's JSON names (`{"flags": ["--fuzzy", …]}`), as tester arguments.
+fn case_flags(case_json: &Path) -> Vec<String> {
+    let text = std::fs::read_to_string(case_json).unwrap_or_else(|e| panic!("{}: {e}", case_json.display()));
+    let case: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", case_json.display()));
+    let flags: Vec<String> = case["flags"]
+        .as_array()
+        .map(|flags| flags.iter().map(|f| f.as_str().expect("flags are strings").to_string()).collect())
+        .unwrap_or_default();
+    for flag in &flags {
+        assert!(["--fuzzy", "--skip-fenced", "--keep-think"].contains(&flag.as_str()), "unknown flag {flag}");
+    }
+    flags
+}
+
+/// Every corpus reply (`tests/corpus/vcp/` and `tests/corpus/vcp-extra/`), with its flags.
+fn corpus_cases() -> Vec<(PathBuf, Vec<String>)> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus");
+    let mut cases = Vec::new();
+    for dir in ["vcp", "vcp-extra"] {
+        let dir = root.join(dir);
+        let mut txts: Vec<PathBuf> = std::fs::read_dir(&dir)
+            .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+            .map(|e| e.expect("directory entry").path())
+            .filter(|p| p.extension().is_some_and(|x| x == "txt"))
+            .collect();
+        txts.sort();
+        assert!(!txts.is_empty(), "no cases in {}", dir.display());
+        cases.extend(txts.into_iter().map(|txt| {
+            let flags = case_flags(&txt.with_extension("json"));
+            (txt, flags)
+        }));
+    }
+    cases
+}
+
+/// `parse` with `flags` and then `extra` on `file`: asserts exit 0, returns stdout.
+fn parse_stdout(flags: &[String], extra: &[&str], file: &str) -> Vec<u8> {
+    let mut args: Vec<&str> = vec!["parse"];
+    args.extend(flags.iter().map(String::as_str));
+    args.extend_from_slice(extra);
+    args.push(file);
+    let out = run(&args);
+    assert_eq!(out.status.code(), Some(0), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    out.stdout
+}
+
+/// The contract: `parse --stream-chunk N` prints exactly what one-shot `parse` prints, for
+/// every corpus case with its options, at N = 1 (every character its own chunk) and N = 7
+/// (cuts inside markers, value brackets and multi-byte characters).
+#[test]
+fn parse_stream_chunk_matches_one_shot_on_every_corpus_case() {
+    let cases = corpus_cases();
+    assert!(cases.len() >= 100, "only {} corpus cases", cases.len());
+    // Two workers: a few hundred short-lived processes.
+    let next = AtomicUsize::new(0);
+    let failures: Vec<String> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..2)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut failures = Vec::new();
+                    while let Some((txt, flags)) = cases.get(next.fetch_add(1, Ordering::Relaxed)) {
+                        let file = txt.to_str().expect("corpus path is UTF-8");
+                        let one_shot = parse_stdout(flags, &[], file);
+                        for n in ["1", "7"] {
+                            let streamed = parse_stdout(flags, &["--stream-chunk", n], file);
+                            if streamed != one_shot {
+                                failures.push(format!(
+                                    "{} {flags:?} --stream-chunk {n}:\n--- one-shot\n{}\n--- streamed\n{}",
+                                    txt.display(),
+                                    String::from_utf8_lossy(&one_shot),
+                                    String::from_utf8_lossy(&streamed)
+                                ));
+                            }
+                        }
+                    }
+                    failures
+                })
+            })
+            .collect();
+        workers.into_iter().flat_map(|w| w.join().expect("worker panicked")).collect()
+    });
+    assert!(failures.is_empty(), "{} mismatches:\n{}", failures.len(), failures.join("\n"));
+}
+
+/// Chunk sizes around the input's length and inside multi-byte characters (a 1- or 2-byte
+/// budget cannot hold `始`, so that chunk takes the whole character), every option on, and
+/// standard input.
+#[test]
+fn parse_stream_chunk_any_size_and_stdin() {
+    let input = format!(
+        "<think>plan 「末」</think>前言 ✓ {}\r\n`{START}` is a mention.\n```\n{START}\ntool_name:「始」text_echo「末」\n{END}\n```\n\
+         <<[tool_request]>>>>\nTOOL_NAME:{{始}}calc_add{{末}},\na：「始ESCAPE」x {END} y「末ESCAPE」\n<<<[END_TOOL_REQUEST]>>>\n\
+         {START}\nmessage:「始」trunc",
+        one_request_reply()
+    );
+    let file = TempFile::new("stream_sizes.txt", input.as_bytes());
+    let all_flags = ["--fuzzy", "--skip-fenced", "--keep-think"].map(String::from);
+    for flags in [&[][..], &all_flags[..]] {
+        let one_shot = parse_stdout(flags, &[], file.arg());
+        let parsed: Value = serde_json::from_slice(&one_shot).expect("JSON");
+        assert!(parsed["requests"].as_array().is_some_and(|r| r.len() >= 2), "{parsed:#}");
+        for n in [1, 2, 3, 5, 13, 64, input.len() - 1, input.len(), input.len() + 1, 1 << 20] {
+            let n = n.to_string();
+            let streamed = parse_stdout(flags, &["--stream-chunk", &n], file.arg());
+            assert_eq!(
+                String::from_utf8_lossy(&streamed),
+                String::from_utf8_lossy(&one_shot),
+                "{flags:?} --stream-chunk {n}"
+            );
+        }
+    }
+    let from_stdin = run_with_stdin(&["parse", "--stream-chunk", "3", "-"], Some(input.as_bytes()));
+    assert_eq!(from_stdin.status.code(), Some(0), "{}", String::from_utf8_lossy(&from_stdin.stderr));
+    assert_eq!(from_stdin.stdout, parse_stdout(&[], &[], file.arg()));
+    let empty = run_with_stdin(&["parse", "--stream-chunk", "1", "-"], Some(b""));
+    assert_eq!(success_json(&empty), json!({"requests": [], "diagnostics": []}));
+}
+
+#[test]
+fn parse_stream_chunk_zero_is_a_usage_error() {
+    let file = TempFile::new("stream_zero.txt", one_request_reply().as_bytes());
+    let line = usage_error(&run(&["parse", "--stream-chunk", "0", file.arg()]));
+    assert!(line.contains("--stream-chunk"), "{line}");
+    let line = usage_error(&run(&["parse", "--stream-chunk", "many", file.arg()]));
+    assert!(line.contains("--stream-chunk"), "{line}");
+    // Invalid UTF-8 is reported the same way when streaming.
+    let file = TempFile::new("stream_bad.txt", b"ok \xff");
+    let line = usage_error(&run(&["parse", "--stream-chunk", "2", file.arg()]));
+    assert_eq!(line, "tester: input is not valid UTF-8 at byte offset 3");
 }
