@@ -1,0 +1,129 @@
+//! Throughput of the streaming VCP parser against the one-shot parser.
+//!
+//! Inputs are generated in code (`support/inputs.rs`), deterministically, at 1 MiB:
+//! - `vcp_stream/requests`: request blocks back to back (request-heavy);
+//! - `vcp_stream/prose`: markdown-ish prose with three request blocks.
+//!
+//! For each: `one_shot` (`VcpProtocol::parse` of the whole text) against streaming the
+//! same text in 1-byte, 16-byte and 4 KiB chunks (`chunk_1`, `chunk_16`, `chunk_4096`):
+//! a new `VcpStreamParser`, every chunk pushed, the events drained after each push into one
+//! reused `Vec` (as a consumer that handles events as they come), then `finish`. The
+//! chunks are cut before timing (cuts moved back to char boundaries). Reported as input
+//! bytes per second.
+//!
+//! Before timing, each configuration is checked once (the collected outcome equals the
+//! one-shot parse and holds every generated block) and its peak `buffered_len()` is
+//! printed, e.g. `vcp_stream/requests/chunk_16: peak buffered_len 1234 bytes`.
+//!
+//! `cargo bench --bench vcp_stream` runs everything in about a minute;
+//! `cargo bench --bench vcp_stream -- --test` runs each benchmark once, as a smoke test.
+
+use std::hint::black_box;
+use std::time::Duration;
+
+use criterion::{BenchmarkId, Criterion, SamplingMode, Throughput, criterion_group, criterion_main};
+use tool_calling::protocol::vcp::{RequestIdStyle, VcpOptions, VcpProtocol};
+use tool_calling::stream::{IncrementalParser, StreamCollector, StreamEvent};
+
+#[path = "support/inputs.rs"]
+mod inputs;
+
+const MIB: usize = 1024 * 1024;
+const CHUNK_SIZES: [usize; 3] = [1, 16, 4096];
+
+/// `text` in chunks of `size` bytes, each cut moved back to a char boundary, every chunk
+/// at least one char.
+fn chunks(text: &str, size: usize) -> Vec<&str> {
+    let mut chunks = Vec::with_capacity(text.len() / size + 1);
+    let mut rest = text;
+    while let Some(first) = rest.chars().next() {
+        let mut cut = size.min(rest.len());
+        while !rest.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        let (chunk, tail) = rest.split_at(cut.max(first.len_utf8()));
+        chunks.push(chunk);
+        rest = tail;
+    }
+    chunks
+}
+
+/// Streams `chunks` as a consumer would: events handled (here: dropped) after each push.
+fn stream(protocol: &VcpProtocol, chunks: &[&str], events: &mut Vec<StreamEvent>) {
+    let mut parser = protocol.stream_parser();
+    for chunk in chunks {
+        parser.push(chunk, events);
+        for event in events.drain(..) {
+            black_box(event);
+        }
+    }
+    parser.finish(events);
+    for event in events.drain(..) {
+        black_box(event);
+    }
+}
+
+/// Checks once, outside the measurement, that streaming yields the one-shot outcome with
+/// every generated block; prints the peak `buffered_len()`.
+fn check(name: &str, text: &str, chunks: &[&str]) {
+    let protocol = VcpProtocol::new(VcpOptions::default().request_ids(RequestIdStyle::Sequential));
+    let expected = protocol.parse(text);
+    let blocks = inputs::count_blocks(text);
+    assert!(
+        expected.requests.len() == blocks && expected.complete_requests().count() == blocks,
+        "{name}: generated {blocks} blocks, the parser found {} requests",
+        expected.requests.len()
+    );
+    let mut parser = protocol.stream_parser();
+    let mut events = Vec::new();
+    let mut peak = 0;
+    for chunk in chunks {
+        parser.push(chunk, &mut events);
+        peak = peak.max(parser.buffered_len());
+    }
+    parser.finish(&mut events);
+    let mut collector = StreamCollector::new();
+    collector.extend(events);
+    assert!(collector.into_outcome() == expected, "{name}: streaming differs from the one-shot parse");
+    println!(
+        "{name}: peak buffered_len {peak} bytes ({} chunks of {} input bytes)",
+        chunks.len(),
+        text.len()
+    );
+}
+
+fn bench_input(c: &mut Criterion, input: &str, text: &str) {
+    let protocol = VcpProtocol::new(VcpOptions::default());
+    let group_name = format!("vcp_stream/{input}");
+    let mut group = c.benchmark_group(&group_name);
+    group.sample_size(10);
+    group.sampling_mode(SamplingMode::Flat);
+    group.warm_up_time(Duration::from_secs(1));
+    group.measurement_time(Duration::from_secs(3));
+    group.throughput(Throughput::Bytes(text.len() as u64));
+
+    group.bench_with_input(BenchmarkId::from_parameter("one_shot"), text, |b, text| {
+        b.iter(|| protocol.parse(black_box(text)));
+    });
+    for size in CHUNK_SIZES {
+        let chunks = chunks(text, size);
+        let label = format!("chunk_{size}");
+        check(&format!("{group_name}/{label}"), text, &chunks);
+        let mut events = Vec::new();
+        group.bench_with_input(BenchmarkId::from_parameter(&label), &chunks, |b, chunks| {
+            b.iter(|| stream(&protocol, black_box(chunks), &mut events));
+        });
+    }
+    group.finish();
+}
+
+fn requests(c: &mut Criterion) {
+    bench_input(c, "requests", &inputs::requests_only(MIB));
+}
+
+fn prose(c: &mut Criterion) {
+    bench_input(c, "prose", &inputs::prose_with_requests(MIB));
+}
+
+criterion_group!(benches, requests, prose);
+criterion_main!(benches);
