@@ -427,6 +427,20 @@ impl Scanner {
         }
     }
 
+    /// How many more bytes without `<` or `末` may arrive after the text is `len` bytes
+    /// long (the scanner having run) before running again could report anything.
+    ///
+    /// Inside a block, only a value closer (which holds `末`) or a marker (which begins
+    /// with `<`) leads to an event; what lies between (keys, separators, value text) is
+    /// read when one arrives. Not so while a closer or marker candidate is pending (its
+    /// last bytes decide it), nor in prose (which is reported as it comes).
+    pub(crate) fn defer_budget(&self, len: usize) -> usize {
+        let State::Block(b) = &self.state else { return 0 };
+        let held_marker = matches!(b.boundary, Boundary::Pending { from, .. } if from < len);
+        let held_closer = matches!(b.phase, Phase::Value { scan, .. } if scan < len);
+        if held_marker || held_closer { 0 } else { usize::MAX }
+    }
+
     /// Does what [`run`](Self::run) would do over quiet new text (see
     /// [`is_quiet`](Self::is_quiet)) that made the text `len` bytes long.
     pub(crate) fn skip_quiet(&mut self, src: &Source<'_>, len: usize, sink: &mut impl Sink) {

@@ -76,7 +76,13 @@ impl<'a> Source<'a> {
         if !continues {
             self.segments.push((at, original_start));
         }
-        self.text.to_mut().push_str(visible);
+        let text = self.text.to_mut();
+        let mut chars = visible.chars();
+        match (chars.next(), chars.next()) {
+            // One character (a byte-by-byte stream): no `memcpy` call.
+            (Some(c), None) => text.push(c),
+            _ => text.push_str(visible),
+        }
     }
 
     /// Records that hidden text stands at the current end.

@@ -61,8 +61,11 @@ pub struct VcpStreamParser {
     /// Input text the reasoning filter has not classified yet, from input offset `raw_base`.
     raw: String,
     raw_base: usize,
-    /// Bytes pushed so far.
+    /// Bytes passed on to the pipeline so far.
     total: usize,
+    /// Text pushed but kept back (see `Defer`); it follows `total`.
+    deferred: String,
+    defer: Defer,
     /// The cleaned text the scanner has seen (its length then).
     scanned: usize,
     /// Do not run the scanner before the cleaned text is this long (see
@@ -83,6 +86,8 @@ impl VcpStreamParser {
             raw: String::new(),
             raw_base: 0,
             total: 0,
+            deferred: String::new(),
+            defer: Defer::NONE,
             scanned: 0,
             wake: 0,
             finished: false,
@@ -96,13 +101,13 @@ impl VcpStreamParser {
 
     /// Bytes pushed so far.
     pub fn offset(&self) -> usize {
-        self.total
+        self.total + self.deferred.len()
     }
 
     /// Bytes of text the parser holds: undecided text and the open request block, plus
     /// a little slack. Bounded by the largest request block, not by the reply.
     pub fn buffered_len(&self) -> usize {
-        self.src.text().len() + self.raw.len()
+        self.src.text().len() + self.raw.len() + self.deferred.len()
     }
 
     /// Feeds the next chunk and returns the events it decides. Same as
@@ -173,6 +178,49 @@ impl IncrementalParser for VcpStreamParser {
         if self.finished || chunk.is_empty() {
             return;
         }
+        // While the scanner waits inside a value (or for a byte count), text that holds
+        // none of the bytes it waits for cannot decide anything: keep it for later.
+        let deferred = self.deferred.len() + chunk.len();
+        if deferred <= self.defer.budget && (!self.defer.until_trigger || !has_trigger(chunk.as_bytes())) {
+            append(&mut self.deferred, chunk);
+            return;
+        }
+        if self.deferred.is_empty() {
+            self.feed(chunk, events);
+        } else {
+            let mut text = std::mem::take(&mut self.deferred);
+            text.push_str(chunk);
+            self.feed(&text, events);
+            text.clear();
+            self.deferred = text;
+        }
+    }
+
+    fn finish(&mut self, events: &mut Vec<StreamEvent>) {
+        if self.finished {
+            return;
+        }
+        if !self.deferred.is_empty() {
+            let text = std::mem::take(&mut self.deferred);
+            self.feed(&text, events);
+        }
+        self.finished = true;
+        if !self.options.keep_reasoning {
+            self.filter(true);
+            if let Some((start, end)) = self.filter.unclosed() {
+                events.push(StreamEvent::Diagnostic(unclosed_reasoning(start, end)));
+            }
+        }
+        self.scan(true, events);
+        self.src = Source::growing();
+        self.raw = String::new();
+    }
+}
+
+impl VcpStreamParser {
+    /// Runs the pipeline over `chunk`: reasoning filter, fences, scanner.
+    fn feed(&mut self, chunk: &str, events: &mut Vec<StreamEvent>) {
+        self.defer = Defer::NONE;
         let start = self.total;
         self.total += chunk.len();
         // Reasoning: text without `<` while nothing is held back is visible as it is.
@@ -192,7 +240,9 @@ impl IncrementalParser for VcpStreamParser {
         }
         let len = self.src.text().len();
         if len == self.scanned || len < self.wake {
-            // Nothing new, or nothing that can decide the held-back marker yet.
+            // Nothing new, or nothing that can decide the held-back marker yet; nor can
+            // text that leaves the cleaned text shorter than `wake`.
+            self.defer = Defer { budget: self.wake.saturating_sub(len + 1), until_trigger: false };
             return;
         }
         // The new cleaned text: this chunk, unless reasoning held text back before.
@@ -214,22 +264,41 @@ impl IncrementalParser for VcpStreamParser {
             self.wake = self.scanner.wake_at(&self.src);
         }
         self.scanned = len;
+        self.defer = Defer { budget: self.scanner.defer_budget(len), until_trigger: true };
         self.compact();
     }
+}
 
-    fn finish(&mut self, events: &mut Vec<StreamEvent>) {
-        if std::mem::replace(&mut self.finished, true) {
-            return;
-        }
-        if !self.options.keep_reasoning {
-            self.filter(true);
-            if let Some((start, end)) = self.filter.unclosed() {
-                events.push(StreamEvent::Diagnostic(unclosed_reasoning(start, end)));
-            }
-        }
-        self.scan(true, events);
-        self.src = Source::growing();
-        self.raw = String::new();
+/// How much pushed text may be kept back without running the pipeline, because it
+/// cannot decide anything.
+#[derive(Debug, Clone, Copy)]
+struct Defer {
+    /// At most this many bytes in all.
+    budget: usize,
+    /// Only while they hold no `<` and no `末`.
+    until_trigger: bool,
+}
+
+impl Defer {
+    const NONE: Defer = Defer { budget: 0, until_trigger: true };
+}
+
+/// Whether `bytes` holds `<` or the first byte of `末`.
+fn has_trigger(bytes: &[u8]) -> bool {
+    if bytes.len() < 16 {
+        bytes.iter().any(|&b| b == b'<' || b == CLOSER_LEAD)
+    } else {
+        memchr::memchr2(b'<', CLOSER_LEAD, bytes).is_some()
+    }
+}
+
+/// `buffer.push_str(chunk)`, without a `memcpy` call for the one-character chunks of a
+/// byte-by-byte stream.
+fn append(buffer: &mut String, chunk: &str) {
+    let mut chars = chunk.chars();
+    match (chars.next(), chars.next()) {
+        (Some(c), None) => buffer.push(c),
+        _ => buffer.push_str(chunk),
     }
 }
 
