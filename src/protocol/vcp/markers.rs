@@ -181,6 +181,11 @@ impl MarkerFinder {
         }
         let text = src.text();
         let bytes = text.as_bytes();
+        if bytes.get(from..).is_none_or(|rest| memchr::memchr(b'<', rest).is_none()) {
+            // Nothing that could begin a marker (the common case for a short stretch of
+            // new text): skip the substring searcher's set-up.
+            return Search::NotBefore(text.len());
+        }
         let mut at = from;
         while let Some(i) = bytes.get(at..).and_then(|b| self.any_exact.find(b)) {
             let start = at + i;

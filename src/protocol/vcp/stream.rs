@@ -175,24 +175,8 @@ impl VcpStreamParser {
 
 impl IncrementalParser for VcpStreamParser {
     fn push(&mut self, chunk: &str, events: &mut Vec<StreamEvent>) {
-        if self.finished || chunk.is_empty() {
-            return;
-        }
-        // While the scanner waits inside a value (or for a byte count), text that holds
-        // none of the bytes it waits for cannot decide anything: keep it for later.
-        let deferred = self.deferred.len() + chunk.len();
-        if deferred <= self.defer.budget && (!self.defer.until_trigger || !has_trigger(chunk.as_bytes())) {
-            append(&mut self.deferred, chunk);
-            return;
-        }
-        if self.deferred.is_empty() {
-            self.feed(chunk, events);
-        } else {
-            let mut text = std::mem::take(&mut self.deferred);
-            text.push_str(chunk);
-            self.feed(&text, events);
-            text.clear();
-            self.deferred = text;
+        if !self.keep_back(chunk) {
+            self.push_now(chunk, events);
         }
     }
 
@@ -218,6 +202,36 @@ impl IncrementalParser for VcpStreamParser {
 }
 
 impl VcpStreamParser {
+    /// While the scanner waits inside a block (or for a byte count), text that holds
+    /// none of the bytes it waits for cannot decide anything: keeps it for later. Kept
+    /// small so that it inlines into `push`, which is called once per token.
+    #[inline]
+    fn keep_back(&mut self, chunk: &str) -> bool {
+        if self.finished || chunk.is_empty() {
+            return true;
+        }
+        let deferred = self.deferred.len() + chunk.len();
+        if deferred <= self.defer.budget && (!self.defer.until_trigger || !has_trigger(chunk.as_bytes())) {
+            append(&mut self.deferred, chunk);
+            return true;
+        }
+        false
+    }
+
+    /// Runs the pipeline over the kept-back text and `chunk`.
+    #[inline(never)]
+    fn push_now(&mut self, chunk: &str, events: &mut Vec<StreamEvent>) {
+        if self.deferred.is_empty() {
+            self.feed(chunk, events);
+        } else {
+            let mut text = std::mem::take(&mut self.deferred);
+            text.push_str(chunk);
+            self.feed(&text, events);
+            text.clear();
+            self.deferred = text;
+        }
+    }
+
     /// Runs the pipeline over `chunk`: reasoning filter, fences, scanner.
     fn feed(&mut self, chunk: &str, events: &mut Vec<StreamEvent>) {
         self.defer = Defer::NONE;
