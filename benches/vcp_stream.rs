@@ -5,7 +5,8 @@
 //! - `vcp_stream/prose`: markdown-ish prose with three request blocks.
 //!
 //! For each: `one_shot` (`VcpProtocol::parse` of the whole text) against streaming the
-//! same text in 1-byte, 16-byte and 4 KiB chunks (`chunk_1`, `chunk_16`, `chunk_4096`):
+//! same text in one piece (`whole`: what the events cost) and in 1-byte, 16-byte and
+//! 4 KiB chunks (`chunk_1`, `chunk_16`, `chunk_4096`):
 //! a new `VcpStreamParser`, every chunk pushed, the events drained after each push into one
 //! reused `Vec` (as a consumer that handles events as they come), then `finish`. The
 //! chunks are cut before timing (cuts moved back to char boundaries). Reported as input
@@ -105,9 +106,11 @@ fn bench_input(c: &mut Criterion, input: &str, text: &str) {
     group.bench_with_input(BenchmarkId::from_parameter("one_shot"), text, |b, text| {
         b.iter(|| protocol.parse(black_box(text)));
     });
-    for size in CHUNK_SIZES {
+    // `whole`: the streaming parser fed the text in one piece (events and all), the
+    // baseline for what chunking itself costs.
+    let sizes = CHUNK_SIZES.map(|size| (format!("chunk_{size}"), size));
+    for (label, size) in std::iter::once(("whole".to_string(), text.len())).chain(sizes) {
         let chunks = chunks(text, size);
-        let label = format!("chunk_{size}");
         check(&format!("{group_name}/{label}"), text, &chunks);
         let mut events = Vec::new();
         group.bench_with_input(BenchmarkId::from_parameter(&label), &chunks, |b, chunks| {
