@@ -65,7 +65,7 @@ pub(crate) fn strip_prefix_ignore_ascii_case<'t>(text: &'t str, prefix: &str) ->
 
 /// Whether `text` is shorter than `word` and could still become it (ASCII case ignored
 /// when `fold`).
-fn could_become(text: &str, word: &str, fold: bool) -> bool {
+pub(crate) fn could_become(text: &str, word: &str, fold: bool) -> bool {
     text.len() < word.len()
         && word.as_bytes().get(..text.len()).is_some_and(|w| {
             if fold { w.eq_ignore_ascii_case(text.as_bytes()) } else { w == text.as_bytes() }

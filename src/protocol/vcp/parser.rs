@@ -21,7 +21,7 @@ use nom::{IResult, Parser};
 
 use super::fence::Fences;
 use super::markers::{
-    Marker, MarkerFinder, MarkerKind, Search, floor_boundary, strip_prefix_ignore_ascii_case,
+    Marker, MarkerFinder, MarkerKind, Search, could_become, floor_boundary, strip_prefix_ignore_ascii_case,
 };
 use super::reasoning;
 use super::source::Source;
@@ -745,7 +745,7 @@ impl Grammar {
         } else {
             match strip_prefix_ignore_ascii_case(after_mid, word) {
                 Some(rest) => rest,
-                None if !settled && could_become_folded(after_mid, word) => return Bracket::Undecided,
+                None if !settled && could_become(after_mid, word, true) => return Bracket::Undecided,
                 None => return Bracket::No,
             }
         };
@@ -847,12 +847,6 @@ impl Grammar {
         finish_block(ids, src, sink, b.start, block_end, &mut b.fields);
         resume
     }
-}
-
-/// Whether `text` is a proper prefix of `word`, ASCII case ignored.
-fn could_become_folded(text: &str, word: &str) -> bool {
-    text.len() < word.len()
-        && word.as_bytes().get(..text.len()).is_some_and(|w| w.eq_ignore_ascii_case(text.as_bytes()))
 }
 
 /// Offsets of `末` in `from..limit`, in order. Values are short, so a `memchr` for the
