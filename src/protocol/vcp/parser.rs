@@ -1023,11 +1023,11 @@ pub(crate) fn parse(text: &str, options: &VcpOptions) -> ParseOutcome {
     let src = if options.keep_reasoning {
         Source::unchanged(text)
     } else {
-        let found = reasoning::find_hidden(text);
-        if let Some((start, end)) = found.unclosed {
+        let (pieces, unclosed) = reasoning::pieces(text);
+        if let Some((start, end)) = unclosed {
             sink.diagnostics.push(unclosed_reasoning(start, end));
         }
-        Source::without(text, &found.hidden)
+        Source::from_pieces(text, &pieces)
     };
     let fences = options.skip_fenced.then(|| Fences::find(src.text()));
     Scanner::new(options).run(&src, fences.as_ref(), true, &mut sink);

@@ -257,51 +257,27 @@ impl ReasoningFilter {
     }
 }
 
-/// What [`find_hidden`] found.
-#[derive(Debug, Default)]
-pub(crate) struct Reasoning {
-    /// Byte ranges to cut out, ascending and disjoint.
-    pub(crate) hidden: Vec<(usize, usize)>,
-    /// The opening tag that was never closed, if any.
-    pub(crate) unclosed: Option<(usize, usize)>,
+/// Classifies a whole text: its pieces in order, and the unclosed opening tag if any.
+pub(crate) fn pieces(text: &str) -> (Vec<Piece>, Option<(usize, usize)>) {
+    let mut filter = ReasoningFilter::default();
+    let mut pieces = Vec::new();
+    filter.advance(text, 0, true, &mut |piece| pieces.push(piece));
+    (pieces, filter.unclosed())
 }
 
-/// Finds the reasoning in `text` in one pass.
-pub(crate) fn find_hidden(text: &str) -> Reasoning {
-    let mut filter = ReasoningFilter::default();
-    let mut out = Reasoning::default();
-    let mut visible_to = 0usize;
-    let mut hiding = false;
-    filter.advance(text, 0, true, &mut |piece| match piece {
-        Piece::Hide => hiding = true,
-        Piece::Visible(start, end) => {
-            if hiding {
-                out.hidden.push((visible_to, start));
-                hiding = false;
-            }
-            visible_to = end;
-        }
-    });
-    if hiding {
-        out.hidden.push((visible_to, text.len()));
-    }
-    out.unclosed = filter.unclosed();
-    out
-}
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn cut(text: &str) -> String {
-        let r = find_hidden(text);
-        let mut out = String::new();
-        let mut from = 0;
-        for (s, e) in r.hidden {
-            out.push_str(&text[from..s]);
-            from = e;
-        }
-        out.push_str(&text[from..]);
-        out
+        let (pieces, _) = pieces(text);
+        pieces
+            .into_iter()
+            .filter_map(|p| match p {
+                Piece::Visible(s, e) => Some(&text[s..e]),
+                Piece::Hide => None,
+            })
+            .collect()
     }
 
     #[test]
@@ -323,15 +299,16 @@ mod tests {
 
     #[test]
     fn unclosed_reports_the_outermost_tag() {
-        let r = find_hidden("x<think>a<think>b</think>");
-        assert_eq!(r.unclosed, Some((1, 8)));
-        assert_eq!(r.hidden, vec![(1, 25)]);
+        let (pieces, unclosed) = pieces("x<think>a<think>b</think>");
+        assert_eq!(unclosed, Some((1, 8)));
+        // Visible up to the tag; hidden from there to the end.
+        assert_eq!(pieces, vec![Piece::Visible(0, 1), Piece::Hide]);
     }
 
     #[test]
     fn many_candidates_without_closing_bracket_is_linear() {
         let text = "<think ".repeat(100_000);
-        let r = find_hidden(&text);
-        assert!(r.hidden.is_empty());
+        let (pieces, _) = pieces(&text);
+        assert_eq!(pieces, vec![Piece::Visible(0, text.len())]);
     }
 }

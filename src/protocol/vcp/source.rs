@@ -7,6 +7,8 @@
 
 use std::borrow::Cow;
 
+use super::reasoning::Piece;
+
 /// The cleaned text with break positions and a map back to input offsets.
 #[derive(Debug)]
 pub(crate) struct Source<'a> {
@@ -24,45 +26,37 @@ impl<'a> Source<'a> {
         Source { text: Cow::Borrowed(text), segments: Vec::new(), breaks: Vec::new() }
     }
 
-    /// The input without the `hidden` byte ranges (ascending, disjoint, on char
-    /// boundaries).
-    pub(crate) fn without(text: &'a str, hidden: &[(usize, usize)]) -> Self {
-        if hidden.is_empty() {
+    /// The input as the reasoning filter classified it (`pieces`, in order, covering
+    /// all of `text`): borrowed as is when nothing is hidden.
+    pub(crate) fn from_pieces(text: &'a str, pieces: &[Piece]) -> Self {
+        if !pieces.contains(&Piece::Hide) {
             return Self::unchanged(text);
         }
-        let mut cleaned = String::with_capacity(text.len());
-        let mut segments = Vec::with_capacity(hidden.len() + 1);
-        let mut breaks = Vec::with_capacity(hidden.len());
-        let mut visible_from = 0;
-        for &(start, end) in hidden {
-            if let Some(visible) = text.get(visible_from..start) {
-                if !visible.is_empty() {
-                    segments.push((cleaned.len(), visible_from));
-                    cleaned.push_str(visible);
-                }
-            }
-            if breaks.last() != Some(&cleaned.len()) {
-                breaks.push(cleaned.len());
-            }
-            visible_from = end.max(visible_from);
+        let mut src = Self::growing();
+        for &piece in pieces {
+            src.push_piece(piece, text, 0);
         }
-        if let Some(rest) = text.get(visible_from..) {
-            if !rest.is_empty() {
-                segments.push((cleaned.len(), visible_from));
-                cleaned.push_str(rest);
-            }
-        }
-        if segments.is_empty() {
+        if src.segments.is_empty() {
             // Everything was hidden: a single empty segment keeps the map total.
-            segments.push((0, text.len()));
+            src.segments.push((0, text.len()));
         }
-        Source { text: Cow::Owned(cleaned), segments, breaks }
+        src
     }
 
     /// An empty text to be filled as it arrives ([`push_visible`](Self::push_visible),
     /// [`push_break`](Self::push_break)).
     pub(crate) fn growing() -> Self {
         Source { text: Cow::Owned(String::new()), segments: Vec::new(), breaks: Vec::new() }
+    }
+
+    /// Applies what the reasoning filter decided: `raw` is the input from offset `base`.
+    pub(crate) fn push_piece(&mut self, piece: Piece, raw: &str, base: usize) {
+        match piece {
+            Piece::Visible(start, end) => {
+                self.push_visible(raw.get(start - base..end - base).unwrap_or(""), start);
+            }
+            Piece::Hide => self.push_break(),
+        }
     }
 
     /// Appends `visible`, which stands at input offset `original_start`.
@@ -173,10 +167,14 @@ impl<'a> Source<'a> {
 mod tests {
     use super::*;
 
+    /// `ab<h>cd<h>e` with both `<h>` hidden.
+    const AB_CD_E: [Piece; 5] =
+        [Piece::Visible(0, 2), Piece::Hide, Piece::Visible(5, 7), Piece::Hide, Piece::Visible(10, 11)];
+
     #[test]
     fn maps_offsets_around_hidden_text() {
         let text = "ab<h>cd<h>e";
-        let src = Source::without(text, &[(2, 5), (7, 10)]);
+        let src = Source::from_pieces(text, &AB_CD_E);
         assert_eq!(src.text(), "abcde");
         assert!(src.is_break(2) && src.is_break(4) && !src.is_break(3));
         assert!(src.crosses_break(1, 3) && !src.crosses_break(2, 4));
@@ -198,7 +196,7 @@ mod tests {
         src.push_break();
         src.push_break();
         src.push_visible("e", 10);
-        let whole = Source::without(text, &[(2, 5), (7, 10)]);
+        let whole = Source::from_pieces(text, &AB_CD_E);
         assert_eq!(src.text(), whole.text());
         for pos in 0..=5 {
             assert_eq!(src.original_start(pos), whole.original_start(pos), "{pos}");
@@ -215,11 +213,11 @@ mod tests {
 
     #[test]
     fn leading_and_total_hiding() {
-        let src = Source::without("<h>abc", &[(0, 3)]);
+        let src = Source::from_pieces("<h>abc", &[Piece::Hide, Piece::Visible(3, 6)]);
         assert_eq!(src.text(), "abc");
         assert!(src.is_break(0));
         assert_eq!(src.original_start(0), 3);
-        let all = Source::without("<h>", &[(0, 3)]);
+        let all = Source::from_pieces("<h>", &[Piece::Hide]);
         assert_eq!(all.text(), "");
         assert_eq!(all.original_start(0), 3);
     }

@@ -4,7 +4,7 @@ use super::VcpOptions;
 use super::fence::Fences;
 use super::markers::floor_boundary;
 use super::parser::{Scanner, Sink, unclosed_reasoning};
-use super::reasoning::{Piece, ReasoningFilter};
+use super::reasoning::ReasoningFilter;
 use super::source::Source;
 use crate::stream::{IncrementalParser, StreamEvent};
 use crate::{Diagnostic, ParsedToolRequest, Span};
@@ -130,12 +130,7 @@ impl VcpStreamParser {
     fn filter(&mut self, last: bool) {
         let VcpStreamParser { src, filter, raw, raw_base, .. } = self;
         let base = *raw_base;
-        filter.advance(raw, base, last, &mut |piece| match piece {
-            Piece::Visible(start, end) => {
-                src.push_visible(raw.get(start - base..end - base).unwrap_or(""), start);
-            }
-            Piece::Hide => src.push_break(),
-        });
+        filter.advance(raw, base, last, &mut |piece| src.push_piece(piece, raw, base));
         let decided = filter.decided().saturating_sub(base);
         if decided > 0 && (decided >= raw.len() || decided >= COMPACT_AT && decided * 2 >= raw.len()) {
             let cut = floor_boundary(raw, decided);
