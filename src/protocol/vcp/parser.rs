@@ -407,23 +407,23 @@ impl Scanner {
         }
     }
 
-    /// Whether running over new text `len..new_len` (which holds neither `<` nor `末`)
-    /// would only move the search positions to `new_len`, and report the text as prose
-    /// when outside a block. Then [`skip_quiet`](Self::skip_quiet) does the same work
-    /// without searching.
-    pub(crate) fn is_quiet(&self, len: usize, new_len: usize) -> bool {
-        match &self.state {
-            State::Prose { from, .. } => *from == len && self.prose_from == len,
-            State::Block(b) => {
-                let boundary_at_end = matches!(b.boundary, Boundary::Pending { from, .. } if from == len);
-                match b.phase {
-                    Phase::Value { kind: ValueKind::Escaped, scan, .. } => scan == len,
-                    Phase::Value { kind: ValueKind::Plain, scan, .. } => scan == len && boundary_at_end,
-                    // A head not decided yet, not to be retried before `retry_at`.
-                    Phase::Between => boundary_at_end && b.cur < len && new_len < b.retry_at,
-                    _ => false,
-                }
-            }
+    /// Whether the scanner is in prose with everything up to `len` read and reported.
+    /// New text without `<` cannot then begin a block, and
+    /// [`take_prose`](Self::take_prose) reports it without searching. (Inside a block,
+    /// text that cannot decide anything is kept back instead: see
+    /// [`defer_budget`](Self::defer_budget).)
+    pub(crate) fn prose_read_to(&self, len: usize) -> bool {
+        matches!(self.state, State::Prose { from, .. } if from == len) && self.prose_from == len
+    }
+
+    /// Reports new prose up to `len` that holds no `<` (see
+    /// [`prose_read_to`](Self::prose_read_to)): what [`run`](Self::run) would do, without
+    /// its searches.
+    pub(crate) fn take_prose(&mut self, src: &Source<'_>, len: usize, sink: &mut impl Sink) {
+        if let State::Prose { from, .. } = &mut self.state {
+            sink.text(src, self.prose_from, len);
+            *from = len;
+            self.prose_from = len;
         }
     }
 
@@ -439,29 +439,6 @@ impl Scanner {
         let held_marker = matches!(b.boundary, Boundary::Pending { from, .. } if from < len);
         let held_closer = matches!(b.phase, Phase::Value { scan, .. } if scan < len);
         if held_marker || held_closer { 0 } else { usize::MAX }
-    }
-
-    /// Does what [`run`](Self::run) would do over quiet new text (see
-    /// [`is_quiet`](Self::is_quiet)) that made the text `len` bytes long.
-    pub(crate) fn skip_quiet(&mut self, src: &Source<'_>, len: usize, sink: &mut impl Sink) {
-        match &mut self.state {
-            State::Prose { from, .. } => {
-                sink.text(src, self.prose_from, len);
-                *from = len;
-                self.prose_from = len;
-            }
-            State::Block(b) => {
-                if let Phase::Value { kind, scan, .. } = &mut b.phase {
-                    *scan = len;
-                    if *kind == ValueKind::Escaped {
-                        return;
-                    }
-                }
-                if let Boundary::Pending { from, .. } = &mut b.boundary {
-                    *from = len;
-                }
-            }
-        }
     }
 
     /// How long the text must grow before running again can decide anything (0: any

@@ -248,26 +248,30 @@ impl VcpStreamParser {
             direct = false;
         }
         let len = self.src.text().len();
-        if len == self.scanned || len < self.wake {
-            // Nothing new, or nothing that can decide the held-back marker yet; nor can
-            // text that leaves the cleaned text shorter than `wake`.
-            self.defer = Defer { budget: self.wake.saturating_sub(len + 1), until_trigger: false };
+        if len < self.wake {
+            // A held-back exact marker: nothing decides it before its last byte.
+            self.defer = Defer { budget: self.wake - len - 1, until_trigger: false };
             return;
         }
-        // The new cleaned text: this chunk, unless reasoning held text back before.
-        let added = if direct && self.scanned + chunk.len() == len {
-            chunk.as_bytes()
+        if len == self.scanned {
+            // Reasoning kept all of it back: the scanner stands where it stood.
+            self.defer = Defer { budget: self.scanner.defer_budget(len), until_trigger: true };
+            return;
+        }
+        // Whether the new cleaned text (this chunk, unless reasoning held text back
+        // before) holds a `<`.
+        let lt = if direct && self.scanned + chunk.len() == len {
+            lt
         } else {
-            self.src.text().as_bytes().get(self.scanned..).unwrap_or_default()
+            has(self.src.text().as_bytes().get(self.scanned..).unwrap_or_default(), b'<')
         };
-        let lt = if direct && added.len() == chunk.len() { lt } else { has(added, b'<') };
-        if self.scanner.is_quiet(self.scanned, len) && !lt && !has(added, CLOSER_LEAD) {
-            // The common case, text inside a value or in prose that cannot decide
-            // anything: skip the searches.
+        if !lt && self.scanner.prose_read_to(self.scanned) {
+            // The common case in prose: text that cannot begin a block is reported as it
+            // is, without the searches.
             if let Some(fences) = &mut self.fences {
                 fences.feed(self.src.text().as_bytes());
             }
-            self.scanner.skip_quiet(&self.src, len, &mut Events { events });
+            self.scanner.take_prose(&self.src, len, &mut Events { events });
         } else {
             self.scan(false, events);
             self.wake = self.scanner.wake_at(&self.src);
