@@ -1,10 +1,17 @@
 #!/usr/bin/env python3
-"""Regenerates fuzz/seeds/vcp_parse/ from the parser's test corpora.
+"""Regenerates fuzz/seeds/vcp_parse/ and fuzz/seeds/vcp_stream/ from the parser's test corpora.
 
-A seed is one options byte (bit 0 --fuzzy, bit 1 --skip-fenced, bit 2 --keep-think, as the
-fuzz target reads it) followed by a corpus reply. Every case of tests/corpus/vcp/ is written
-with all options off (0x00) and all on (0x07), and, when its JSON names flags, with exactly
-those; every case of tests/corpus/vcp-extra/ with its own flags.
+vcp_parse: a seed is one options byte (bit 0 --fuzzy, bit 1 --skip-fenced, bit 2
+--keep-think, as the fuzz target reads it) followed by a corpus reply. Every case of
+tests/corpus/vcp/ is written with all options off (0x00) and all on (0x07), and, when its
+JSON names flags, with exactly those; every case of tests/corpus/vcp-extra/ with its own
+flags.
+
+vcp_stream: a seed is a header byte (bits 0-2: the options as above; bits 3-7: K, the
+number of chunking bytes), K chunk sizes, then a corpus reply; see
+fuzz_targets/vcp_stream.rs. Every case of both corpora is written with its own flags, once
+in 1-byte chunks and once in mixed chunks (7, 2, 30 bytes in turn); every case of
+tests/corpus/vcp/ also with all options on, in 3-byte chunks.
 
 Run from anywhere: python3 fuzz/make_seeds.py
 """
@@ -12,7 +19,7 @@ import json
 import pathlib
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-OUT = ROOT / "fuzz" / "seeds" / "vcp_parse"
+SEEDS = ROOT / "fuzz" / "seeds"
 BITS = {"--fuzzy": 1, "--skip-fenced": 2, "--keep-think": 4}
 
 
@@ -21,17 +28,44 @@ def flags_byte(case_json: pathlib.Path) -> int:
     return sum(BITS[f] for f in flags)
 
 
-def main() -> None:
-    OUT.mkdir(parents=True, exist_ok=True)
-    for old in OUT.glob("*.bin"):
-        old.unlink()
-    for corpus, variants in (("vcp", {0x00, 0x07}), ("vcp-extra", set())):
+def cases():
+    """(corpus name, reply file, its own options byte) for every corpus case."""
+    for corpus in ("vcp", "vcp-extra"):
         for txt in sorted((ROOT / "tests" / "corpus" / corpus).glob("*.txt")):
-            data = txt.read_bytes()
-            for byte in sorted(variants | {flags_byte(txt.with_suffix(".json"))}):
-                name = f"{corpus.replace('-', '_')}__{txt.stem}_opt{byte:02x}.bin"
-                (OUT / name).write_bytes(bytes([byte]) + data)
-    print(f"{len(list(OUT.glob('*.bin')))} seeds in {OUT.relative_to(ROOT)}")
+            yield corpus, txt, flags_byte(txt.with_suffix(".json"))
+
+
+def fresh(target: str) -> pathlib.Path:
+    """The seed directory of `target`, emptied of old seeds."""
+    out = SEEDS / target
+    out.mkdir(parents=True, exist_ok=True)
+    for old in out.glob("*.bin"):
+        old.unlink()
+    return out
+
+
+def stream_seed(options: int, sizes: list[int], data: bytes) -> bytes:
+    assert 0 <= options < 8 and len(sizes) < 32 and all(0 <= s < 256 for s in sizes)
+    return bytes([options | len(sizes) << 3, *sizes]) + data
+
+
+def main() -> None:
+    out = fresh("vcp_parse")
+    for corpus, txt, own in cases():
+        for byte in sorted(({0x00, 0x07} if corpus == "vcp" else set()) | {own}):
+            name = f"{corpus.replace('-', '_')}__{txt.stem}_opt{byte:02x}.bin"
+            (out / name).write_bytes(bytes([byte]) + txt.read_bytes())
+    print(f"{len(list(out.glob('*.bin')))} seeds in {out.relative_to(ROOT)}")
+
+    out = fresh("vcp_stream")
+    for corpus, txt, own in cases():
+        variants = [(own, [1], "c1"), (own, [7, 2, 30], "cmix")]
+        if corpus == "vcp":
+            variants.append((0x07, [3], "c3"))
+        for options, sizes, label in variants:
+            name = f"{corpus.replace('-', '_')}__{txt.stem}_opt{options:02x}_{label}.bin"
+            (out / name).write_bytes(stream_seed(options, sizes, txt.read_bytes()))
+    print(f"{len(list(out.glob('*.bin')))} seeds in {out.relative_to(ROOT)}")
 
 
 if __name__ == "__main__":
