@@ -11,8 +11,10 @@
 
 #![no_main]
 
+mod common;
+
 use libfuzzer_sys::fuzz_target;
-use tool_calling::protocol::vcp::{RequestIdStyle, VcpOptions, VcpProtocol};
+use tool_calling::protocol::vcp::{VcpOptions, VcpProtocol};
 use tool_calling::{ParseOutcome, Span};
 
 fuzz_target!(|data: &[u8]| {
@@ -20,19 +22,9 @@ fuzz_target!(|data: &[u8]| {
         Some((&flags, rest)) => (flags, rest),
         None => (0, &[][..]),
     };
-    let text = match std::str::from_utf8(rest) {
-        Ok(text) => text,
-        Err(e) => match std::str::from_utf8(&rest[..e.valid_up_to()]) {
-            Ok(text) => text,
-            Err(_) => unreachable!("a prefix up to valid_up_to() is valid UTF-8"),
-        },
-    };
+    let text = common::utf8_prefix(rest);
 
-    let options = VcpOptions::default()
-        .fuzzy_markers(flags & 0b001 != 0)
-        .skip_fenced(flags & 0b010 != 0)
-        .keep_reasoning(flags & 0b100 != 0)
-        .request_ids(RequestIdStyle::Sequential);
+    let options = common::options(flags);
     let protocol = VcpProtocol::new(options);
 
     let outcome = protocol.parse(text);

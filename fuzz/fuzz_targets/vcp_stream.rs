@@ -23,8 +23,10 @@
 
 #![no_main]
 
+mod common;
+
 use libfuzzer_sys::fuzz_target;
-use tool_calling::protocol::vcp::{RequestIdStyle, VcpOptions, VcpProtocol};
+use tool_calling::protocol::vcp::VcpProtocol;
 use tool_calling::stream::{IncrementalParser, StreamCollector, StreamEvent};
 use tool_calling::{ParseOutcome, Span};
 
@@ -35,19 +37,9 @@ fuzz_target!(|data: &[u8]| {
     };
     let k = usize::from(head >> 3).min(rest.len());
     let (seed, rest) = rest.split_at(k);
-    let text = match std::str::from_utf8(rest) {
-        Ok(text) => text,
-        Err(e) => match std::str::from_utf8(&rest[..e.valid_up_to()]) {
-            Ok(text) => text,
-            Err(_) => unreachable!("a prefix up to valid_up_to() is valid UTF-8"),
-        },
-    };
+    let text = common::utf8_prefix(rest);
 
-    let options = VcpOptions::default()
-        .fuzzy_markers(head & 0b001 != 0)
-        .skip_fenced(head & 0b010 != 0)
-        .keep_reasoning(head & 0b100 != 0)
-        .request_ids(RequestIdStyle::Sequential);
+    let options = common::options(head);
     let protocol = VcpProtocol::new(options);
     let expected = protocol.parse(text);
 
