@@ -10,8 +10,11 @@
 //!   its block's fields and then exactly one `RequestCompleted` or `BlockDiscarded`, whose
 //!   span starts at `offset`.
 //! - **Memory**: `buffered_len()` stays bounded by the largest block, not by the reply.
-//! - **Early events**: prose, block starts and finished requests are reported by the push
-//!   that decides them, not at `finish`.
+//! - **Early events**: after every push of a char-by-char stream, the consumer has seen
+//!   exactly what a fresh parser reports for everything pushed so far given in one piece:
+//!   prose, block starts, fields, requests and diagnostics come with the push that
+//!   decides them. The one exception, diagnostics about skipped text inside a block, come
+//!   with the next closer at the latest.
 //!
 //! Checked over every corpus case (`tests/corpus/vcp/`, `tests/corpus/vcp-extra/`) and over
 //! generated replies, with fixed and arbitrary chunkings.
@@ -866,4 +869,134 @@ fn buffered_len_after_long_prose_and_after_a_long_block() {
     assert_eq!(outcome.requests.len(), 1);
     assert_eq!(outcome.requests[0].arg_str("content").map(str::len), Some(2_000 * line.len() - 1));
     assert!(prose.ends_with(" ok") && prose.len() == 20_000 * line.len() + 3);
+}
+
+// ---------------------------------------------------------------------------------------
+// Timeliness
+
+/// Prose so far and the other events, in order: what a consumer has seen. Diagnostics
+/// about skipped text inside a block are left out: the field head after the skipped
+/// text decides them, but inside a block the parser reads only when a closer or marker
+/// arrives (reading every head as it completes would cost a run per field), so they
+/// come with the next closer or marker. `stray_text_is_reported_by_the_next_closer`
+/// checks that bound.
+fn seen(events: &[StreamEvent]) -> (String, Vec<StreamEvent>) {
+    let mut prose = String::new();
+    let mut others = Vec::new();
+    for event in events {
+        match event {
+            StreamEvent::Text { text, .. } => prose.push_str(text),
+            StreamEvent::Diagnostic(d) if d.kind == DiagnosticKind::StrayText => {}
+            other => others.push(other.clone()),
+        }
+    }
+    (prose, others)
+}
+
+/// After every push of a char-by-char stream, the consumer has seen exactly what a fresh
+/// parser given everything pushed so far, in one piece, reports: no event waits for a
+/// later chunk than the one that decides it (the parser keeps back only text that
+/// cannot decide anything yet).
+fn check_timely(text: &str, bits: u8) -> Result<(), String> {
+    let protocol = protocol(bits);
+    let mut parser = protocol.stream_parser();
+    let mut events = Vec::new();
+    let mut pushed = 0;
+    for chunk in char_chunks(text) {
+        parser.push(chunk, &mut events);
+        pushed += chunk.len();
+        let mut oracle = protocol.stream_parser();
+        let mut expected = Vec::new();
+        oracle.push(&text[..pushed], &mut expected);
+        if seen(&events) != seen(&expected) {
+            return Err(format!(
+                "options {:?}, after {pushed} bytes ({:?}):\nstreamed: {:?}\none piece: {:?}",
+                options(bits),
+                &text[floor_boundary(text, pushed.saturating_sub(40))..pushed],
+                seen(&events),
+                seen(&expected)
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The benchmark's shapes: request blocks back to back, and prose mixed with blocks and
+/// reasoning.
+#[test]
+fn events_are_not_late_on_generated_replies() {
+    let requests = inputs::requests_only(3000);
+    let mixed = mixed_reply(3000);
+    for text in [&requests, &mixed] {
+        for bits in 0..8 {
+            assert_ok(check_timely(text, bits));
+        }
+    }
+}
+
+/// Every corpus case under all 8 option combinations.
+#[test]
+fn events_are_not_late_on_the_corpus() {
+    let mut failures = Vec::new();
+    for (name, text, _) in corpus_cached() {
+        for bits in 0..8 {
+            if let Err(e) = check_timely(text, bits) {
+                failures.push(format!("{name}: {e}"));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n\n"));
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// Generated replies under every option combination, char by char.
+    #[test]
+    fn generated_replies_are_not_late(text in reply(), bits in 0u8..8) {
+        if let Err(e) = check_timely(&text, bits) {
+            return Err(TestCaseError::fail(e));
+        }
+    }
+}
+
+/// A diagnostic about skipped text between fields comes with the closer of the field
+/// after it, at the latest.
+#[test]
+fn stray_text_is_reported_by_the_next_closer() {
+    let text = "<<<[TOOL_REQUEST]>>>\ntool_name:「始」T「末」,\n// a comment\nzone:「始」UTC「末」\n<<<[END_TOOL_REQUEST]>>>";
+    let closer_end = text.rfind("「末」").unwrap() + "「末」".len();
+    for bits in 0..8 {
+        let mut parser = protocol(bits).stream_parser();
+        let mut events = Vec::new();
+        let mut pushed = 0;
+        let mut stray_at = None;
+        for chunk in char_chunks(text) {
+            parser.push(chunk, &mut events);
+            pushed += chunk.len();
+            if stray_at.is_none()
+                && events
+                    .iter()
+                    .any(|e| matches!(e, StreamEvent::Diagnostic(d) if d.kind == DiagnosticKind::StrayText))
+            {
+                stray_at = Some(pushed);
+            }
+        }
+        let stray_at =
+            stray_at.unwrap_or_else(|| panic!("bits {bits}: no stray-text diagnostic before finish"));
+        assert!(
+            stray_at <= closer_end,
+            "bits {bits}: reported after {stray_at} bytes, the closer ends at {closer_end}"
+        );
+    }
+}
+
+/// Cases the timeliness proptest found: a fuzzy END whose `>` run is ended by hidden
+/// reasoning (the break decides it), and a field head cut by a run (`数` begins with
+/// the lead byte of `末`) whose retry must not wait past the closer.
+#[test]
+fn events_are_not_late_in_found_cases() {
+    assert_ok(check_timely("<<<[TOOL_REQUEST]>>>\n<<<[END_TOOL_REQUEST]>>><think/>", 1));
+    assert_ok(check_timely("<<<[TOOL_REQUEST]>>>\n参数:{始}{末},\n<<<[END_TOOL_REQUEST]>>>", 5));
+    assert_ok(check_timely("<<<[TOOL_REQUEST]>>>\n参数:「始」值「末」\n<<<[END_TOOL_REQUEST]>>>", 0));
 }

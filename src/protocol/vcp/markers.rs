@@ -47,6 +47,34 @@ pub(crate) enum Search {
     NotBefore(usize),
 }
 
+/// An exact marker being written at the end of the text: how many of its bytes are
+/// there, and which markers they can still become. Until the next bytes unmake it or
+/// complete one of its markers, nothing after its `<` is decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Candidate {
+    len: usize,
+    start: bool,
+    end: bool,
+}
+
+impl Candidate {
+    /// Takes the next bytes of the text; `false` as soon as they decide the candidate
+    /// (it can no longer become a marker, or one of its markers is complete).
+    #[inline]
+    pub(crate) fn take(&mut self, bytes: &[u8]) -> bool {
+        for &byte in bytes {
+            self.start &= START.as_bytes().get(self.len) == Some(&byte);
+            self.end &= END.as_bytes().get(self.len) == Some(&byte);
+            self.len += 1;
+            let complete = (self.start && self.len == START.len()) || (self.end && self.len == END.len());
+            if complete || !(self.start || self.end) {
+                return false;
+            }
+        }
+        true
+    }
+}
+
 /// Searches cleaned text for markers.
 #[derive(Debug)]
 pub(crate) struct MarkerFinder {
@@ -122,15 +150,20 @@ impl MarkerFinder {
         Search::NotBefore(hold.unwrap_or(text.len()))
     }
 
-    /// How long the text must be before a search held back at `hold` can decide
-    /// anything: exact markers are decided once all their bytes are there. `None` when
-    /// any byte may decide (fuzzy markers, fences).
-    pub(crate) fn decidable_at(&self, text: &str, hold: usize) -> Option<usize> {
-        if self.fuzzy || self.skip_fenced {
+    /// The exact marker candidate held back at `hold`, if only exact markers are in
+    /// play: `None` when any byte may decide (fuzzy markers, fences), or when the text
+    /// from `hold` can no longer become START (nor END, with `end`).
+    pub(crate) fn candidate(&self, src: &Source<'_>, hold: usize, end: bool) -> Option<Candidate> {
+        if self.fuzzy || self.skip_fenced || src.next_break_after(hold).is_some() {
             return None;
         }
-        let rest = text.get(hold..)?;
-        [START, END].into_iter().filter(|w| could_become(rest, w, false)).map(|w| hold + w.len()).min()
+        let rest = src.text().get(hold..).filter(|rest| !rest.is_empty())?;
+        let candidate = Candidate {
+            len: rest.len(),
+            start: could_become(rest, START, false),
+            end: end && could_become(rest, END, false),
+        };
+        (candidate.start || candidate.end).then_some(candidate)
     }
 
     /// The next START marker at or after `from` (END markers outside blocks are prose).

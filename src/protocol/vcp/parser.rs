@@ -21,7 +21,8 @@ use nom::{IResult, Parser};
 
 use super::fence::Fences;
 use super::markers::{
-    Marker, MarkerFinder, MarkerKind, Search, could_become, floor_boundary, strip_prefix_ignore_ascii_case,
+    Candidate, Marker, MarkerFinder, MarkerKind, Search, could_become, floor_boundary,
+    strip_prefix_ignore_ascii_case,
 };
 use super::reasoning;
 use super::source::Source;
@@ -174,9 +175,16 @@ enum HeadRead {
     Field(Head),
     /// No field here: scanning resumes at this offset.
     Resume(usize),
-    /// The text so far does not decide.
-    NeedMore,
+    /// The text so far does not decide; the key is read up to `key_end`.
+    NeedMore {
+        key_end: usize,
+    },
 }
+
+/// An undecided field head is tried again with every new byte while the text after its
+/// key is at most this long, and after that text has doubled beyond: retries stay
+/// linear, and a head of ordinary length is decided by the byte that decides it.
+const SHORT_HEAD_REST: usize = 64;
 
 /// What a value-closer search gave.
 enum Close {
@@ -229,6 +237,9 @@ struct Block {
     phase: Phase,
     /// Do not try a head again before the text is this long (keeps retries linear).
     retry_at: usize,
+    /// The head at `cur` is known to be key characters up to here (when above `cur`):
+    /// a retry reads on from there.
+    key_to: usize,
 }
 
 impl Block {
@@ -264,6 +275,7 @@ impl Block {
             *scan -= cut;
         }
         self.retry_at = self.retry_at.saturating_sub(cut);
+        self.key_to = self.key_to.saturating_sub(cut);
     }
 }
 
@@ -432,8 +444,10 @@ impl Scanner {
     ///
     /// Inside a block, only a value closer (which holds `末`) or a marker (which begins
     /// with `<`) leads to an event; what lies between (keys, separators, value text) is
-    /// read when one arrives. Not so while a closer or marker candidate is pending (its
-    /// last bytes decide it), nor in prose (which is reported as it comes).
+    /// read when one arrives (so a diagnostic about skipped text between fields comes
+    /// with the next closer or marker, not with the field head that ends the skipped
+    /// text). Not so while a closer or marker candidate is pending (its last bytes
+    /// decide it), nor in prose (which is reported as it comes).
     pub(crate) fn defer_budget(&self, len: usize) -> usize {
         let State::Block(b) = &self.state else { return 0 };
         let held_marker = matches!(b.boundary, Boundary::Pending { from, .. } if from < len);
@@ -441,27 +455,26 @@ impl Scanner {
         if held_marker || held_closer { 0 } else { usize::MAX }
     }
 
-    /// How long the text must grow before running again can decide anything (0: any
-    /// new byte may). Only a held-back exact marker candidate gives a wait: everything
-    /// before it is read, and nothing after it is decided until it is.
-    pub(crate) fn wake_at(&self, src: &Source<'_>) -> usize {
-        let text = src.text();
-        let held = match &self.state {
-            State::Prose { from, .. } => *from,
+    /// The exact marker candidate the scanner holds back at the end of the text, if
+    /// any: everything before it is read, and nothing after it is decided until the
+    /// next bytes unmake or complete it.
+    pub(crate) fn held_marker(&self, src: &Source<'_>) -> Option<Candidate> {
+        let (held, in_block) = match &self.state {
+            State::Prose { from, .. } => (*from, false),
             State::Block(b) => match (b.boundary, b.phase) {
                 (Boundary::Pending { from, .. }, Phase::Value { kind: ValueKind::Plain, scan, .. })
                     if scan >= from =>
                 {
-                    from
+                    (from, true)
                 }
-                (Boundary::Pending { from, .. }, Phase::Between | Phase::AfterValue) if b.cur >= from => from,
-                _ => return 0,
+                (Boundary::Pending { from, .. }, Phase::Between | Phase::AfterValue) if b.cur >= from => {
+                    (from, true)
+                }
+                _ => return None,
             },
         };
-        if held >= text.len() {
-            return 0;
-        }
-        self.grammar.finder.decidable_at(text, held).unwrap_or(0)
+        // Outside a block only START matters (END there is prose).
+        self.grammar.finder.candidate(src, held, in_block)
     }
 
     /// Reads as far as `src` decides. With `last`, `src` holds the whole text and
@@ -505,6 +518,7 @@ impl Scanner {
                                 stray_from: None,
                                 phase: Phase::Between,
                                 retry_at: 0,
+                                key_to: 0,
                             });
                         }
                         Search::Undecided(to) | Search::NotBefore(to) => {
@@ -574,9 +588,11 @@ impl Grammar {
                     if !settled && len < b.retry_at {
                         return None;
                     }
-                    match self.head(src, b.cur, limit, settled) {
-                        HeadRead::NeedMore => {
-                            b.retry_at = len + (len - b.cur).max(16);
+                    match self.head(src, b.cur, b.key_to, limit, settled) {
+                        HeadRead::NeedMore { key_end } => {
+                            b.key_to = key_end;
+                            let rest = len - key_end.min(len);
+                            b.retry_at = if rest <= SHORT_HEAD_REST { len + 1 } else { len + rest };
                             return None;
                         }
                         HeadRead::Resume(resume) => {
@@ -597,6 +613,7 @@ impl Grammar {
                         }
                     }
                     b.retry_at = 0;
+                    b.key_to = 0;
                 }
                 Phase::Value { key, field_start, value_from, kind, scan } => {
                     let close = match kind {
@@ -655,32 +672,38 @@ impl Grammar {
     }
 
     /// Reads a field head at `at`, says where to resume scanning, or that the text so
-    /// far (up to `limit`, which is final when `settled`) does not decide.
-    fn head(&self, src: &Source<'_>, at: usize, limit: usize, settled: bool) -> HeadRead {
+    /// far (up to `limit`, which is final when `settled`) does not decide. The text from
+    /// `at` to `known_key` (when above `at`) is known to be key characters.
+    fn head(&self, src: &Source<'_>, at: usize, known_key: usize, limit: usize, settled: bool) -> HeadRead {
         let text = src.text();
         let key_limit = src.next_break_after(at).map_or(limit, |b| b.min(limit));
-        let key_text = text.get(at..key_limit).unwrap_or("");
-        let Ok((_, key)) = key(key_text) else {
-            let skip = text.get(at..).and_then(|r| r.chars().next()).map_or(1, char::len_utf8);
-            return HeadRead::Resume(at + skip);
+        let key_end = if known_key > at && known_key <= key_limit {
+            let more = text.get(known_key..key_limit).unwrap_or("");
+            known_key + more.find(|c| !is_key_char(c)).unwrap_or(more.len())
+        } else {
+            let key_text = text.get(at..key_limit).unwrap_or("");
+            let Ok((_, key)) = key(key_text) else {
+                let skip = text.get(at..).and_then(|r| r.chars().next()).map_or(1, char::len_utf8);
+                return HeadRead::Resume(at + skip);
+            };
+            at + key.len()
         };
-        let key_end = at + key.len();
         if key_end == limit && !settled {
-            return HeadRead::NeedMore;
+            return HeadRead::NeedMore { key_end };
         }
         // Every suffix of this key fails the same way, so resume after what was read.
         let sep_text = text.get(key_end..limit).unwrap_or("");
         let Ok((after_sep, _)) = separator(sep_text) else {
             let blanks = sep_text.bytes().take_while(|&b| b == b' ' || b == b'\t').count();
             if key_end + blanks == limit && !settled {
-                return HeadRead::NeedMore;
+                return HeadRead::NeedMore { key_end };
             }
             return HeadRead::Resume(key_end);
         };
         let sep_end = limit - after_sep.len();
         let opener_at = skip_ws(text, sep_end, limit);
         if opener_at == limit && !settled {
-            return HeadRead::NeedMore;
+            return HeadRead::NeedMore { key_end };
         }
         match opener(self.fuzzy)(text.get(opener_at..limit).unwrap_or("")) {
             Ok((after_opener, kind)) => {
@@ -690,7 +713,7 @@ impl Grammar {
                 }
                 HeadRead::Field(Head { key: (at, key_end), kind, opener_end })
             }
-            Err(_) if !settled && limit - opener_at < LONGEST_OPENER => HeadRead::NeedMore,
+            Err(_) if !settled && limit - opener_at < LONGEST_OPENER => HeadRead::NeedMore { key_end },
             Err(_) => HeadRead::Resume(sep_end),
         }
     }

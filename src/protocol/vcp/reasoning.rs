@@ -130,6 +130,11 @@ impl ReasoningFilter {
         self.search_from = end;
     }
 
+    /// Whether the text so far ends inside reasoning.
+    pub(crate) fn in_reasoning(&self) -> bool {
+        self.depth > 0
+    }
+
     /// The unclosed opening tag, once the text has ended inside reasoning.
     pub(crate) fn unclosed(&self) -> Option<(usize, usize)> {
         if self.depth > 0 { self.outermost } else { None }

@@ -115,6 +115,11 @@ impl<'a> Source<'a> {
         &self.text
     }
 
+    /// Whether hidden text stands at the end of the cleaned text.
+    pub(crate) fn ends_with_break(&self) -> bool {
+        self.breaks.last() == Some(&self.text.len())
+    }
+
     /// Whether hidden text stood right before cleaned offset `pos`.
     pub(crate) fn is_break(&self, pos: usize) -> bool {
         !self.breaks.is_empty() && self.breaks.binary_search(&pos).is_ok()

@@ -2,7 +2,7 @@
 
 use super::VcpOptions;
 use super::fence::Fences;
-use super::markers::floor_boundary;
+use super::markers::{Candidate, floor_boundary};
 use super::parser::{Scanner, Sink, unclosed_reasoning};
 use super::reasoning::ReasoningFilter;
 use super::source::Source;
@@ -68,9 +68,8 @@ pub struct VcpStreamParser {
     defer: Defer,
     /// The cleaned text the scanner has seen (its length then).
     scanned: usize,
-    /// Do not run the scanner before the cleaned text is this long (see
-    /// `Scanner::wake_at`).
-    wake: usize,
+    /// Whether that text ended with a break (hidden reasoning).
+    scanned_break: bool,
     finished: bool,
 }
 
@@ -89,7 +88,7 @@ impl VcpStreamParser {
             deferred: String::new(),
             defer: Defer::NONE,
             scanned: 0,
-            wake: 0,
+            scanned_break: false,
             finished: false,
         }
     }
@@ -163,12 +162,12 @@ impl VcpStreamParser {
             }
             self.scanner.rebase(cut);
             self.scanned -= cut;
-            self.wake = self.wake.saturating_sub(cut);
         }
     }
 }
 
 impl IncrementalParser for VcpStreamParser {
+    #[inline]
     fn push(&mut self, chunk: &str, events: &mut Vec<StreamEvent>) {
         if !self.keep_back(chunk) {
             self.push_now(chunk, events);
@@ -184,6 +183,7 @@ impl IncrementalParser for VcpStreamParser {
             self.feed(&text, events);
         }
         self.finished = true;
+        self.defer = Defer::NONE;
         if !self.options.keep_reasoning {
             self.filter(true);
             if let Some((start, end)) = self.filter.unclosed() {
@@ -197,25 +197,48 @@ impl IncrementalParser for VcpStreamParser {
 }
 
 impl VcpStreamParser {
-    /// While the scanner waits inside a block (or for a byte count), text that holds
-    /// none of the bytes it waits for cannot decide anything: keeps it for later. Kept
-    /// small so that it inlines into `push`, which is called once per token.
-    #[inline]
+    /// While the scanner waits inside a block, or for the rest of a marker, text that
+    /// cannot decide anything is kept for later (see [`Defer`]). Kept small so that it
+    /// inlines into `push`, which is called once per token.
+    #[inline(always)]
     fn keep_back(&mut self, chunk: &str) -> bool {
-        if self.finished || chunk.is_empty() {
-            return true;
-        }
         let deferred = self.deferred.len() + chunk.len();
-        if deferred <= self.defer.budget && (!self.defer.until_trigger || !has_trigger(chunk.as_bytes())) {
-            append(&mut self.deferred, chunk);
-            return true;
+        if deferred > self.defer.budget {
+            return false;
         }
-        false
+        match &mut self.defer.hold {
+            Hold::UntilTrigger => match first_trigger(chunk.as_bytes()) {
+                None => {}
+                // Inside a block, a `<` or `末` that ends the text decides nothing
+                // before the next character arrives: the next push runs.
+                Some(at) if self.defer.budget == usize::MAX && ends_with_char_at(chunk, at) => {
+                    self.defer.budget = deferred;
+                }
+                Some(_) => return false,
+            },
+            Hold::Marker(candidate) => {
+                if !candidate.take(chunk.as_bytes()) {
+                    return false;
+                }
+            }
+        }
+        append(&mut self.deferred, chunk);
+        true
     }
 
     /// Runs the pipeline over the kept-back text and `chunk`.
     #[inline(never)]
     fn push_now(&mut self, chunk: &str, events: &mut Vec<StreamEvent>) {
+        if self.finished || chunk.is_empty() {
+            return;
+        }
+        if chunk == "<" && self.deferred.is_empty() && self.all_decided() {
+            // A lone `<` after decided prose decides nothing (it may begin a marker or a
+            // tag): it waits for the next chunk.
+            self.deferred.push('<');
+            self.defer = Defer { budget: 1, hold: Hold::UntilTrigger };
+            return;
+        }
         if self.deferred.is_empty() {
             self.feed(chunk, events);
         } else {
@@ -248,14 +271,9 @@ impl VcpStreamParser {
             direct = false;
         }
         let len = self.src.text().len();
-        if len < self.wake {
-            // A held-back exact marker: nothing decides it before its last byte.
-            self.defer = Defer { budget: self.wake - len - 1, until_trigger: false };
-            return;
-        }
-        if len == self.scanned {
+        if len == self.scanned && self.src.ends_with_break() == self.scanned_break {
             // Reasoning kept all of it back: the scanner stands where it stood.
-            self.defer = Defer { budget: self.scanner.defer_budget(len), until_trigger: true };
+            self.defer = self.next_defer(len);
             return;
         }
         // Whether the new cleaned text (this chunk, unless reasoning held text back
@@ -274,11 +292,48 @@ impl VcpStreamParser {
             self.scanner.take_prose(&self.src, len, &mut Events { events });
         } else {
             self.scan(false, events);
-            self.wake = self.scanner.wake_at(&self.src);
         }
         self.scanned = len;
-        self.defer = Defer { budget: self.scanner.defer_budget(len), until_trigger: true };
+        self.scanned_break = self.src.ends_with_break();
+        self.defer = self.next_defer(len);
         self.compact();
+    }
+
+    /// What may be kept back after the scanner has read the cleaned text (`len`
+    /// bytes).
+    fn next_defer(&self, len: usize) -> Defer {
+        match self.held_marker() {
+            Some(candidate) => Defer { budget: usize::MAX, hold: Hold::Marker(candidate) },
+            None => Defer { budget: self.scanner.defer_budget(len), hold: Hold::UntilTrigger },
+        }
+    }
+
+    /// The exact marker candidate the scanner holds back, continued by the input the
+    /// reasoning filter holds back (which, while the candidate lives, is no tag and
+    /// will pass as it is).
+    fn held_marker(&self) -> Option<Candidate> {
+        if !self.options.keep_reasoning && self.filter.in_reasoning() {
+            return None;
+        }
+        let mut candidate = self.scanner.held_marker(&self.src)?;
+        candidate.take(self.held_by_filter().as_bytes()).then_some(candidate)
+    }
+
+    /// The input passed on that the reasoning filter has not classified yet.
+    fn held_by_filter(&self) -> &str {
+        if self.options.keep_reasoning {
+            return "";
+        }
+        let from = self.filter.decided().saturating_sub(self.raw_base);
+        self.raw.get(from..).unwrap_or_default()
+    }
+
+    /// Whether everything passed on is decided: the filter holds nothing back and the
+    /// scanner has reported all prose it was given.
+    fn all_decided(&self) -> bool {
+        self.held_by_filter().is_empty()
+            && self.src.text().len() == self.scanned
+            && self.scanner.prose_read_to(self.scanned)
     }
 }
 
@@ -286,31 +341,52 @@ impl VcpStreamParser {
 /// cannot decide anything.
 #[derive(Debug, Clone, Copy)]
 struct Defer {
-    /// At most this many bytes in all.
+    /// At most this many bytes in all. `usize::MAX` while the scanner is inside a block
+    /// with nothing pending (no marker or closer candidate held): then a `<` or `末`
+    /// that ends a chunk is kept back too, and decides with the next chunk.
     budget: usize,
-    /// Only while they hold no `<` and no `末`.
-    until_trigger: bool,
+    hold: Hold,
+}
+
+/// Which text may be kept back, within the budget.
+#[derive(Debug, Clone, Copy)]
+enum Hold {
+    /// Text without `<` and `末`: inside a block, only a value closer (which holds
+    /// `末`) or a marker (which begins with `<`) decides anything.
+    UntilTrigger,
+    /// Bytes that continue the exact marker the scanner holds back without completing
+    /// it.
+    Marker(Candidate),
 }
 
 impl Defer {
-    const NONE: Defer = Defer { budget: 0, until_trigger: true };
+    const NONE: Defer = Defer { budget: 0, hold: Hold::UntilTrigger };
 }
 
-/// Whether `bytes` holds `<` or the first byte of `末`.
-fn has_trigger(bytes: &[u8]) -> bool {
+/// Where `bytes` first holds `<` or the first byte of `末`.
+#[inline]
+fn first_trigger(bytes: &[u8]) -> Option<usize> {
     if bytes.len() < 16 {
-        bytes.iter().any(|&b| b == b'<' || b == CLOSER_LEAD)
+        bytes.iter().position(|&b| b == b'<' || b == CLOSER_LEAD)
     } else {
-        memchr::memchr2(b'<', CLOSER_LEAD, bytes).is_some()
+        memchr::memchr2(b'<', CLOSER_LEAD, bytes)
     }
+}
+
+/// Whether the trigger byte at `at` (`<`, or the lead byte of a three-byte character)
+/// begins the last character of `chunk`.
+#[inline]
+fn ends_with_char_at(chunk: &str, at: usize) -> bool {
+    let width = if chunk.as_bytes().get(at) == Some(&b'<') { 1 } else { 3 };
+    at + width == chunk.len()
 }
 
 /// `buffer.push_str(chunk)`, without a `memcpy` call for the one-character chunks of a
 /// byte-by-byte stream.
+#[inline]
 fn append(buffer: &mut String, chunk: &str) {
-    let mut chars = chunk.chars();
-    match (chars.next(), chars.next()) {
-        (Some(c), None) => buffer.push(c),
+    match chunk.as_bytes() {
+        &[byte] if byte.is_ascii() => buffer.push(char::from(byte)),
         _ => buffer.push_str(chunk),
     }
 }
