@@ -7,7 +7,7 @@
 //! For each: `one_shot` (`VcpProtocol::parse` of the whole text) against streaming the
 //! same text in one piece (`whole`: what the events cost) and in 1-byte, 16-byte and
 //! 4 KiB chunks (`chunk_1`, `chunk_16`, `chunk_4096`):
-//! a new `VcpStreamParser`, every chunk pushed, the events drained after each push into one
+//! a new `VcpStreamParser`, every chunk pushed, the events handled after each push in one
 //! reused `Vec` (as a consumer that handles events as they come), then `finish`. The
 //! chunks are cut before timing (cuts moved back to char boundaries). Reported as input
 //! bytes per second.
@@ -16,11 +16,17 @@
 //! one-shot parse and holds every generated block) and its peak `buffered_len()` is
 //! printed, e.g. `vcp_stream/requests/chunk_16: peak buffered_len 1234 bytes`.
 //!
+//! Criterion measures one configuration after another, and on a shared machine the speed
+//! drifts between them. So the ratio that matters (1-byte and 16-byte chunks against
+//! `parse`) is also measured side by side: `one_shot` and the chunked run alternate 15
+//! times, and the fastest of each is compared, e.g.
+//! `vcp_stream/requests: chunk_1 / one_shot = 2.81 (fastest of 15 alternating runs)`.
+//!
 //! `cargo bench --bench vcp_stream` runs everything in about a minute;
 //! `cargo bench --bench vcp_stream -- --test` runs each benchmark once, as a smoke test.
 
 use std::hint::black_box;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, SamplingMode, Throughput, criterion_group, criterion_main};
 use tool_calling::protocol::vcp::{RequestIdStyle, VcpOptions, VcpProtocol};
@@ -49,19 +55,22 @@ fn chunks(text: &str, size: usize) -> Vec<&str> {
     chunks
 }
 
-/// Streams `chunks` as a consumer would: events handled (here: dropped) after each push.
+/// Streams `chunks` as a consumer would: after each push, the events are handled (here:
+/// looked at) and the vector is cleared for the next push.
 fn stream(protocol: &VcpProtocol, chunks: &[&str], events: &mut Vec<StreamEvent>) {
     let mut parser = protocol.stream_parser();
     for chunk in chunks {
         parser.push(chunk, events);
-        for event in events.drain(..) {
+        for event in events.iter() {
             black_box(event);
         }
+        events.clear();
     }
     parser.finish(events);
-    for event in events.drain(..) {
+    for event in events.iter() {
         black_box(event);
     }
+    events.clear();
 }
 
 /// Checks once, outside the measurement, that streaming yields the one-shot outcome with
@@ -93,6 +102,28 @@ fn check(name: &str, text: &str, chunks: &[&str]) {
     );
 }
 
+/// The fastest of `ROUNDS` one-shot parses against the fastest of `ROUNDS` chunked runs,
+/// alternating, so that both see the machine at the same speed.
+fn side_by_side(name: &str, label: &str, protocol: &VcpProtocol, text: &str, chunks: &[&str]) {
+    const ROUNDS: usize = 15;
+    let mut events = Vec::new();
+    let (mut one_shot, mut chunked) = (Duration::MAX, Duration::MAX);
+    for _ in 0..ROUNDS {
+        let start = Instant::now();
+        black_box(protocol.parse(black_box(text)));
+        one_shot = one_shot.min(start.elapsed());
+        let start = Instant::now();
+        stream(protocol, black_box(chunks), &mut events);
+        chunked = chunked.min(start.elapsed());
+    }
+    println!(
+        "{name}: {label} / one_shot = {:.2} (fastest of {ROUNDS} alternating runs: {:.3} ms / {:.3} ms)",
+        chunked.as_secs_f64() / one_shot.as_secs_f64(),
+        chunked.as_secs_f64() * 1e3,
+        one_shot.as_secs_f64() * 1e3,
+    );
+}
+
 fn bench_input(c: &mut Criterion, input: &str, text: &str) {
     let protocol = VcpProtocol::new(VcpOptions::default());
     let group_name = format!("vcp_stream/{input}");
@@ -112,6 +143,9 @@ fn bench_input(c: &mut Criterion, input: &str, text: &str) {
     for (label, size) in std::iter::once(("whole".to_string(), text.len())).chain(sizes) {
         let chunks = chunks(text, size);
         check(&format!("{group_name}/{label}"), text, &chunks);
+        if size <= 16 {
+            side_by_side(&group_name, &label, &protocol, text, &chunks);
+        }
         let mut events = Vec::new();
         group.bench_with_input(BenchmarkId::from_parameter(&label), &chunks, |b, chunks| {
             b.iter(|| stream(&protocol, black_box(chunks), &mut events));
