@@ -27,6 +27,11 @@ const CLOSER_LEAD: u8 = 0xE6;
 /// Reasoning is hidden until it closes (an unclosed block hides the rest), and every
 /// option of [`VcpOptions`] applies.
 ///
+/// Nothing comes late: after each push, the events so far are those a fresh parser
+/// reports for all the text pushed so far given in one piece. The one exception is a
+/// diagnostic about skipped text between two fields of a block, which comes with the
+/// next field's closer rather than with the field head that ends the skipped text.
+///
 /// Whatever the chunking, the requests and diagnostics it reports equal those of the
 /// one-shot [`VcpProtocol::parse`](super::VcpProtocol::parse) of the whole text
 /// ([`StreamCollector`](crate::stream::StreamCollector) assembles them). It reads every
