@@ -207,6 +207,10 @@ impl VcpStreamParser {
     /// inlines into `push`, which is called once per token.
     #[inline(always)]
     fn keep_back(&mut self, chunk: &str) -> bool {
+        if let &[byte] = chunk.as_bytes() {
+            // One ASCII character: the common chunk of a byte-by-byte stream.
+            return self.keep_back_byte(byte);
+        }
         let deferred = self.deferred.len() + chunk.len();
         if deferred > self.defer.budget {
             return false;
@@ -228,6 +232,28 @@ impl VcpStreamParser {
             }
         }
         append(&mut self.deferred, chunk);
+        true
+    }
+
+    /// [`keep_back`](Self::keep_back) for a one-byte chunk (an ASCII character, which
+    /// is no `末`).
+    #[inline(always)]
+    fn keep_back_byte(&mut self, byte: u8) -> bool {
+        let deferred = self.deferred.len() + 1;
+        if deferred > self.defer.budget {
+            return false;
+        }
+        match &mut self.defer.hold {
+            Hold::UntilTrigger if byte != b'<' => {}
+            Hold::UntilTrigger if self.defer.budget == usize::MAX => self.defer.budget = deferred,
+            Hold::UntilTrigger => return false,
+            Hold::Marker(candidate) => {
+                if !candidate.take(&[byte]) {
+                    return false;
+                }
+            }
+        }
+        self.deferred.push(char::from(byte));
         true
     }
 
