@@ -207,54 +207,49 @@ impl VcpStreamParser {
     /// inlines into `push`, which is called once per token.
     #[inline(always)]
     fn keep_back(&mut self, chunk: &str) -> bool {
-        if let &[byte] = chunk.as_bytes() {
-            // One ASCII character: the common chunk of a byte-by-byte stream.
-            return self.keep_back_byte(byte);
-        }
-        let deferred = self.deferred.len() + chunk.len();
-        if deferred > self.defer.budget {
-            return false;
-        }
-        match &mut self.defer.hold {
-            Hold::UntilTrigger => match first_trigger(chunk.as_bytes()) {
-                None => {}
-                // Inside a block, a `<` or `末` that ends the text decides nothing
-                // before the next character arrives: the next push runs.
-                Some(at) if self.defer.budget == usize::MAX && ends_with_char_at(chunk, at) => {
-                    self.defer.budget = deferred;
+        match chunk.as_bytes() {
+            // One ASCII character, the common chunk of a byte-by-byte stream: its only
+            // possible trigger is itself (`<`), and it ends the chunk. Pushed without a
+            // `memcpy` call.
+            &[byte] => {
+                let keep = self.may_keep(&[byte], || (byte == b'<').then_some(true));
+                if keep {
+                    self.deferred.push(char::from(byte));
                 }
-                Some(_) => return false,
-            },
-            Hold::Marker(candidate) => {
-                if !candidate.take(chunk.as_bytes()) {
-                    return false;
+                keep
+            }
+            bytes => {
+                let keep =
+                    self.may_keep(bytes, || first_trigger(bytes).map(|at| ends_with_char_at(chunk, at)));
+                if keep {
+                    self.deferred.push_str(chunk);
                 }
+                keep
             }
         }
-        append(&mut self.deferred, chunk);
-        true
     }
 
-    /// [`keep_back`](Self::keep_back) for a one-byte chunk (an ASCII character, which
-    /// is no `末`).
+    /// Whether `bytes` may be kept back. `trigger` says whether they hold a `<` or `末`
+    /// and, if so, whether the first one begins their last character.
     #[inline(always)]
-    fn keep_back_byte(&mut self, byte: u8) -> bool {
-        let deferred = self.deferred.len() + 1;
+    fn may_keep(&mut self, bytes: &[u8], trigger: impl FnOnce() -> Option<bool>) -> bool {
+        let deferred = self.deferred.len() + bytes.len();
         if deferred > self.defer.budget {
             return false;
         }
         match &mut self.defer.hold {
-            Hold::UntilTrigger if byte != b'<' => {}
-            Hold::UntilTrigger if self.defer.budget == usize::MAX => self.defer.budget = deferred,
-            Hold::UntilTrigger => return false,
-            Hold::Marker(candidate) => {
-                if !candidate.take(&[byte]) {
-                    return false;
+            Hold::UntilTrigger => match trigger() {
+                None => true,
+                // Inside a block, a `<` or `末` that ends the text decides nothing
+                // before the next character arrives: the next push runs.
+                Some(true) if self.defer.budget == usize::MAX => {
+                    self.defer.budget = deferred;
+                    true
                 }
-            }
+                Some(_) => false,
+            },
+            Hold::Marker(candidate) => candidate.take(bytes),
         }
-        self.deferred.push(char::from(byte));
-        true
     }
 
     /// Runs the pipeline over the kept-back text and `chunk`.
@@ -410,16 +405,6 @@ fn first_trigger(bytes: &[u8]) -> Option<usize> {
 fn ends_with_char_at(chunk: &str, at: usize) -> bool {
     let width = if chunk.as_bytes().get(at) == Some(&b'<') { 1 } else { 3 };
     at + width == chunk.len()
-}
-
-/// `buffer.push_str(chunk)`, without a `memcpy` call for the one-character chunks of a
-/// byte-by-byte stream.
-#[inline]
-fn append(buffer: &mut String, chunk: &str) {
-    match chunk.as_bytes() {
-        &[byte] if byte.is_ascii() => buffer.push(char::from(byte)),
-        _ => buffer.push_str(chunk),
-    }
 }
 
 /// Whether `bytes` holds `byte`.
