@@ -245,25 +245,20 @@ fn check(text: &str, bits: u8, chunks: &[&str]) -> Result<(), String> {
     let expected = protocol.parse(text);
     let context = || format!("options {:?}\ninput: {text:?}\nchunks: {chunks:?}", options(bits));
 
-    let whole = stream(&protocol, [text]);
-    check_events(text, &whole.events).map_err(|e| format!("single chunk: {e}\n{}", context()))?;
-    let (whole_outcome, whole_prose) = collect(&whole.events);
-    if whole_outcome != expected {
-        return Err(format!(
-            "single chunk: outcome differs from parse\n{}\nparse:  {expected:#?}\nstream: {whole_outcome:#?}",
-            context()
-        ));
-    }
-
-    let run = stream(&protocol, chunks.iter().copied());
-    check_events(text, &run.events).map_err(|e| format!("{e}\n{}", context()))?;
-    let (outcome, prose) = collect(&run.events);
-    if outcome != expected {
-        return Err(format!(
-            "outcome differs from parse\n{}\nparse:  {expected:#?}\nstream: {outcome:#?}",
-            context()
-        ));
-    }
+    // The event invariants and the outcome of one run; its prose.
+    let checked = |label: &str, run: Run| -> Result<String, String> {
+        check_events(text, &run.events).map_err(|e| format!("{label}: {e}\n{}", context()))?;
+        let (outcome, prose) = collect(&run.events);
+        if outcome != expected {
+            return Err(format!(
+                "{label}: outcome differs from parse\n{}\nparse:  {expected:#?}\nstream: {outcome:#?}",
+                context()
+            ));
+        }
+        Ok(prose)
+    };
+    let whole_prose = checked("single chunk", stream(&protocol, [text]))?;
+    let prose = checked("chunked", stream(&protocol, chunks.iter().copied()))?;
     if prose != whole_prose {
         return Err(format!(
             "prose differs\n{}\nsingle chunk: {whole_prose:?}\nchunked: {prose:?}",
