@@ -3,7 +3,8 @@
 //! One stateless tool with one no-op method (`noop_run`, empty object schema, returns
 //! empty text) and a reply with three requests to it, so that what is measured is the
 //! cycle's own work: parsing, routing, argument preparation and validation, one task per
-//! call under a time limit, and collecting the results in order. Each iteration is one
+//! call under a time limit, collecting the results in order, and writing the result
+//! messages. Each iteration is one
 //! `Engine::process_tool_call_cycle` call, driven by `block_on` on a current-thread tokio
 //! runtime, with calls run in parallel (the default) and, separately, serially.
 //!
@@ -15,12 +16,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
+use tool_calling::MethodDefinition;
 use tool_calling::config::ToolCallConfig;
-use tool_calling::engine::Engine;
-use tool_calling::executor::ExecutionContext;
-use tool_calling::registry::ToolRegistry;
-use tool_calling::tool::{BoxFuture, MethodSpec, ToolOutput, ToolSpec};
-use tool_calling::{MethodDefinition, ToolCallCycleResult};
+use tool_calling::engine::{Engine, ToolCallCycleResult};
+use tool_calling::exec::ExecutionContext;
+use tool_calling::tools::ToolRegistry;
+use tool_calling::tools::{BoxFuture, MethodSpec, ToolOutput, ToolSpec};
 
 /// An engine over a registry holding only `noop_run`.
 fn engine() -> Engine {
@@ -63,7 +64,7 @@ fn cycle(c: &mut Criterion) {
     group.measurement_time(Duration::from_secs(5));
     for (label, parallel) in [("parallel_3_requests", true), ("serial_3_requests", false)] {
         let ctx = context(parallel);
-        check(label, &runtime.block_on(engine.process_tool_call_cycle(&text, &ctx)));
+        check(label, &runtime.block_on(engine.process_tool_call_cycle(&text, &ctx)).expect("VCP is known"));
         group.bench_function(label, |b| {
             b.iter(|| runtime.block_on(engine.process_tool_call_cycle(black_box(&text), &ctx)));
         });

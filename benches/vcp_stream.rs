@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, SamplingMode, Throughput, criterion_group, criterion_main};
 use tool_calling::protocol::vcp::{RequestIdStyle, VcpOptions, VcpProtocol};
-use tool_calling::stream::{IncrementalParser, StreamCollector, StreamEvent};
+use tool_calling::protocol::{IncrementalParser, StreamCollector, StreamEvent};
 
 #[path = "support/inputs.rs"]
 mod inputs;
@@ -60,7 +60,7 @@ fn chunks(text: &str, size: usize) -> Vec<&str> {
 fn stream(protocol: &VcpProtocol, chunks: &[&str], events: &mut Vec<StreamEvent>) {
     let mut parser = protocol.stream_parser();
     for chunk in chunks {
-        parser.push(chunk, events);
+        parser.push_text(chunk, events);
         for event in events.iter() {
             black_box(event);
         }
@@ -88,7 +88,7 @@ fn check(name: &str, text: &str, chunks: &[&str]) {
     let mut events = Vec::new();
     let mut peak = 0;
     for chunk in chunks {
-        parser.push(chunk, &mut events);
+        parser.push_text(chunk, &mut events);
         peak = peak.max(parser.buffered_len());
     }
     parser.finish(&mut events);

@@ -1,4 +1,4 @@
-//! `tester`: the project's command-line tester (contract: `spec/tester.md`).
+//! `tester`: the project's command-line tester.
 //!
 //! ```text
 //! cargo run --release --example tester -- SUBCOMMAND [OPTIONS] [FILE|-]
@@ -73,9 +73,8 @@
 //! tester exec TOOL_NAME [--command METHOD] [--timeout-ms T] --args JSON
 //! ```
 //!
-//! Runs one demo-tool call through the real executor (routing, toggles, the
-//! agent-callable check, argument defaults, coercion and validation, the time limit) and
-//! prints its result: `{"request_id", "tool_name", "status", "result", "error_kind",
+//! Runs one demo-tool call through the real executor (the agent-callable check, toggles,
+//! argument defaults, coercion and validation, the time limit) and prints its result: `{"request_id", "tool_name", "status", "result", "error_kind",
 //! "duration_ms"}`. `status` is `"success"` or `"error"`; `error_kind` is `null` on
 //! success, else `"validation"`, `"not_found"`, `"permission"`, `"timeout"`,
 //! `"execution"`, …; `tool_name` is the resolved full method name (or the name as given
@@ -83,9 +82,12 @@
 //!
 //! `--args` must be a JSON object; its values are passed to the executor as they are
 //! (JSON numbers stay numbers, strings are coerced by the method's schema, as for a VCP
-//! reply). `--command METHOD` adds a `command` argument, so `exec calc --command add
-//! --args '{"a":1,"b":2}'` routes like a VCP request naming the tool id and the command
-//! (giving both `--command` and a `command` key is a usage error). `--timeout-ms T`
+//! reply). A full method name (`calc_add`, `text_label`) runs that method with every
+//! argument as given. `--command METHOD` adds a `command` argument, and the call is then
+//! routed as a VCP request naming the tool id and the command (`exec calc --command add
+//! --args '{"a":1,"b":2}'`), VCP's rules included (its control keys `archery`, `ink`,
+//! `river`, `vref` do not reach the method); so is a name that is not a full method name.
+//! Giving both `--command` and a `command` key is a usage error. `--timeout-ms T`
 //! (at least 1) replaces the default time limit of 30 000 ms for methods without their
 //! own. A failed call (a tool error, a validation error, an unknown name, a timeout) is
 //! a result, not a usage error: it is printed and the exit code is 0.
@@ -126,14 +128,14 @@ use std::sync::Arc;
 mod demo_tools;
 
 use tool_calling::config::ToolCallConfig;
-use tool_calling::discovery::{DiscoveryService, MethodFilter};
 use tool_calling::engine::Engine;
-use tool_calling::executor::{ExecutionContext, Executor};
-use tool_calling::protocol::vcp::{Language, RequestIdStyle, VcpOptions, VcpProtocol};
-use tool_calling::registry::ToolRegistry;
-use tool_calling::stream::{IncrementalParser, StreamCollector};
-use tool_calling::tool::{MethodSpec, ToolSpec};
-use tool_calling::{Diagnostic, ParseOutcome, ParsedToolRequest, ToolExecutionResult};
+use tool_calling::exec::{ExecutionContext, Executor, PlannedRequest};
+use tool_calling::protocol::vcp::{Language, RequestIdStyle, VcpOptions, VcpProtocol, command_alias};
+use tool_calling::protocol::{IncrementalParser, StreamCollector};
+use tool_calling::tools::ToolRegistry;
+use tool_calling::tools::{DiscoveryService, MethodFilter};
+use tool_calling::tools::{MethodSpec, ToolSpec};
+use tool_calling::{Diagnostic, ParseOutcome, ParsedToolRequest, ToolCallingProtocol, ToolExecutionResult};
 
 /// Command-line tester for the tool-calling library.
 #[derive(Debug, Parser)]
@@ -423,7 +425,7 @@ fn discover(args: &DiscoverArgs) -> Result<(), Failure> {
                         "name": method.definition.name,
                         "description": method.definition.description,
                         "agent_callable": method.agent_callable,
-                        "vcp_command": method.definition.vcp_command,
+                        "vcp_command": command_alias(&method.definition.protocol_config),
                         "parameters": parameters,
                         "examples": method.definition.examples.iter().map(|e| json!({
                             "description": e.description, "input": e.input, "output": e.output,
@@ -457,7 +459,8 @@ fn prompt(args: &PromptArgs) -> Result<(), Failure> {
     };
     let discovery = DiscoveryService::new(demo_registry()?);
     let protocol = VcpProtocol::default().with_language(language);
-    let text = discovery.generate_prompt(&protocol, &ToolCallConfig::default(), None);
+    let declarations = protocol.tool_declarations(&discovery.enabled_definitions(&ToolCallConfig::default()));
+    let text = declarations.as_prompt().unwrap_or_default();
     let mut out = io::stdout().lock();
     out.write_all(text.as_bytes()).map_err(|e| Failure::msg(format!("cannot write output: {e}")))
 }
@@ -485,7 +488,7 @@ fn parse_streaming(protocol: &VcpProtocol, text: &str, size: usize) -> ParseOutc
     let mut events = Vec::new();
     let mut collector = StreamCollector::new();
     for chunk in chunks(text, size) {
-        parser.push(chunk, &mut events);
+        parser.push_text(chunk, &mut events);
         collector.extend(events.drain(..));
     }
     parser.finish(&mut events);
@@ -549,8 +552,16 @@ fn exec(args: &ExecArgs) -> Result<(), Failure> {
         request = request.with_arg(key, value);
     }
     let ctx = execution_context(args.timeout_ms, false)?;
-    let executor = Executor::new(demo_registry()?);
-    let result = runtime()?.block_on(executor.execute_one(&request, &ctx));
+    let registry = demo_registry()?;
+    // A full method name runs that method with the arguments as given; anything else (a
+    // tool id with `--command`, an alias) is routed as VCP routes a request.
+    let calls = if args.command.is_none() && registry.method(&request.tool_name).is_some() {
+        PlannedRequest::exact(&request).calls
+    } else {
+        VcpProtocol::default().resolve(&request, &registry.catalog())
+    };
+    let executor = Executor::new(registry);
+    let result = runtime()?.block_on(executor.execute_request(PlannedRequest::new(&request, calls), &ctx));
     print_json(&result_json(&result))
 }
 
@@ -562,8 +573,10 @@ fn cycle(args: &CycleArgs) -> Result<(), Failure> {
     let ctx = execution_context(args.timeout_ms, args.serial)?;
     let options = args.vcp.options();
     let engine = Engine::new(demo_registry()?).with_protocol(Arc::new(VcpProtocol::new(options)));
-    let cycle = runtime()?.block_on(engine.process_tool_call_cycle(&text, &ctx));
-    let context = engine.format_results_for_context(&cycle.execution_results);
+    let cycle = runtime()?
+        .block_on(engine.process_tool_call_cycle(&text, &ctx))
+        .map_err(|e| Failure::msg(format!("cannot run the cycle: {e}")))?;
+    let context = cycle.result_text();
     print_json(&json!({
         "has_tool_requests": cycle.has_tool_requests,
         "parsed": cycle.parsed_requests.iter().map(request_json).collect::<Vec<_>>(),

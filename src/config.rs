@@ -1,4 +1,4 @@
-//! `ToolCallConfig`: how an agent uses tools (seed 004 §2.4).
+//! `ToolCallConfig`: how an agent uses tools.
 
 use std::collections::BTreeMap;
 
@@ -47,8 +47,9 @@ pub struct ToolCallConfig {
     pub require_confirmation: bool,
     /// Run the calls of one reply in parallel.
     pub parallel_execution: bool,
-    /// The protocol id (`"vcp"`, …).
-    pub protocol: String,
+    /// The id of the protocol the agent speaks (`"vcp"`, …), looked up in the engine's
+    /// protocols; `None` (the default) for the engine's default protocol.
+    pub protocol: Option<String>,
 }
 
 impl Default for ToolCallConfig {
@@ -62,7 +63,7 @@ impl Default for ToolCallConfig {
             timeout_ms: 30_000,
             require_confirmation: false,
             parallel_execution: true,
-            protocol: "vcp".to_string(),
+            protocol: None,
         }
     }
 }
@@ -89,6 +90,13 @@ impl ToolCallConfig {
     #[must_use]
     pub fn with_default_tool_enabled(mut self, enabled: bool) -> Self {
         self.default_tool_enabled = enabled;
+        self
+    }
+
+    /// Sets the protocol id.
+    #[must_use]
+    pub fn with_protocol(mut self, protocol: impl Into<String>) -> Self {
+        self.protocol = Some(protocol.into());
         self
     }
 

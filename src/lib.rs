@@ -11,38 +11,30 @@
     )
 )]
 
-pub mod arguments;
+// The data that flows between the layers: what a protocol reads out of a reply
+// (requests), what running them gives (results), and where things stand in the text.
 pub mod config;
-pub mod conversation;
-pub mod definition;
-pub mod diagnostic;
-pub mod discovery;
-pub mod engine;
-pub mod executor;
-pub mod protocol;
-pub mod registry;
 pub mod request;
 pub mod result;
-pub mod routing;
 mod span;
-pub mod stream;
-pub mod tool;
 
-pub use definition::{MethodDefinition, MethodExample, ParameterInfo, ToolDefinition};
-pub use diagnostic::{Diagnostic, DiagnosticKind, ParseOutcome};
-pub use protocol::ToolCallingProtocol;
+// The layers, in the order data flows through them.
+pub mod engine;
+pub mod exec;
+pub mod model;
+pub mod protocol;
+pub mod tools;
+
 pub use protocol::vcp::{RequestIdStyle, VcpOptions, VcpProtocol, VcpStreamParser};
-pub use request::{Args, ParsedToolRequest, RequestIdSource};
-pub use result::{ContentPart, ErrorKind, ExecutionStatus, ToolCallCycleResult, ToolExecutionResult};
+pub use protocol::{Diagnostic, DiagnosticKind, ParseOutcome, ToolCallingProtocol};
+pub use request::{Args, Invocation, ParsedToolRequest, RequestIdSource};
+pub use result::{ContentPart, ErrorKind, ExecutionStatus, ToolError, ToolExecutionResult};
 pub use span::Span;
 pub use tool_calling_macros::{tool, tool_fn};
+pub use tools::{MethodDefinition, MethodExample, ParameterInfo, ToolDefinition};
 
-/// Re-exports for code the macros generate. Not public API: may change at any time.
+/// Support for the code the `#[tool]` and `#[tool_fn]` macros generate: ordinary generic
+/// functions, so that the macros only parse attributes and write calls. Not public API:
+/// may change at any time.
 #[doc(hidden)]
-pub mod __private {
-    pub use futures;
-    pub use inventory;
-    pub use schemars;
-    pub use serde;
-    pub use serde_json;
-}
+pub mod __private;

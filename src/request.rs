@@ -1,4 +1,5 @@
-//! What a protocol parses out of model output: tool requests.
+//! What a protocol reads out of model output (tool requests), and what it resolves each
+//! request to (invocations of registered methods, by exact name).
 
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
@@ -48,6 +49,11 @@ pub struct ParsedToolRequest {
     pub complete: bool,
     /// Why the request is not complete; empty when it is.
     pub problems: Vec<String>,
+    /// The model asked not to wait for this call (VCP's `archery`): an engine starts it
+    /// in the background, answers at once that it started, and reports only a failure,
+    /// with a later turn's results. Set by the protocol; `false` unless it says so.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub fire_and_forget: bool,
 }
 
 impl ParsedToolRequest {
@@ -68,6 +74,7 @@ impl ParsedToolRequest {
             span: Span::default(),
             complete: true,
             problems: Vec::new(),
+            fire_and_forget: false,
         }
     }
 
@@ -92,6 +99,13 @@ impl ParsedToolRequest {
         self
     }
 
+    /// Sets [`fire_and_forget`](Self::fire_and_forget).
+    #[must_use]
+    pub fn with_fire_and_forget(mut self, fire_and_forget: bool) -> Self {
+        self.fire_and_forget = fire_and_forget;
+        self
+    }
+
     /// Marks the request incomplete for `problem` (a sentence for the model).
     #[must_use]
     pub fn with_problem(mut self, problem: impl Into<String>) -> Self {
@@ -108,5 +122,43 @@ impl ParsedToolRequest {
     /// A string argument, if present and a JSON string.
     pub fn arg_str(&self, key: &str) -> Option<&str> {
         self.args.get(key).and_then(serde_json::Value::as_str)
+    }
+}
+
+/// One call of a registered method, by its exact full name (`toolId_methodName`), with
+/// the arguments the model gave it.
+///
+/// A protocol resolves each [`ParsedToolRequest`] to one or more invocations
+/// ([`ToolCallingProtocol::resolve`](crate::ToolCallingProtocol::resolve)): most
+/// protocols name the method exactly; VCP has its own routing rules (a tool id with a
+/// `command`, batches of `command1`, `command2`, …). The executor runs invocations by
+/// exact name and knows nothing of how they were named.
+///
+/// ```
+/// use tool_calling::{Invocation, ParsedToolRequest};
+/// let request = ParsedToolRequest::new("call_1", "calc_add").with_arg("a", 1);
+/// let call = Invocation::exact(&request);
+/// assert_eq!(call.method, "calc_add");
+/// assert_eq!(call.args["a"], 1);
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Invocation {
+    /// The method's full name, `toolId_methodName`.
+    pub method: String,
+    /// The arguments, in the order the model wrote them.
+    pub args: Args,
+}
+
+impl Invocation {
+    /// A call of `method` with `args`.
+    pub fn new(method: impl Into<String>, args: Args) -> Self {
+        Invocation { method: method.into(), args }
+    }
+
+    /// The call a request names exactly: its `tool_name` as the method, its arguments as
+    /// they are.
+    pub fn exact(request: &ParsedToolRequest) -> Self {
+        Invocation { method: request.tool_name.clone(), args: request.args.clone() }
     }
 }

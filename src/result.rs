@@ -1,12 +1,10 @@
-//! What executing a request produces, and what a whole cycle produces.
+//! What running a request produces: one [`ToolExecutionResult`] per request, with an
+//! [`ErrorKind`] when it failed.
 
 use serde::{Deserialize, Serialize};
-
 use serde_json::Value;
 
-use crate::{Diagnostic, ParsedToolRequest};
-
-/// One part of a tool's output (seed 002, plan 2): text, JSON, or an image. Each
+/// One part of a tool's output: text, JSON, or an image. Each
 /// protocol renders what it can: VCP writes text and a note for binary parts; native
 /// adapters map parts to their content blocks.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -140,7 +138,7 @@ impl std::fmt::Display for ErrorKind {
     }
 }
 
-/// The outcome of running one [`ParsedToolRequest`].
+/// The outcome of running one [`ParsedToolRequest`](crate::ParsedToolRequest).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct ToolExecutionResult {
@@ -230,32 +228,58 @@ impl ToolExecutionResult {
     }
 }
 
-/// Everything one parse → execute cycle produced.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+/// A failed tool call: a kind (for retries and reporting) and a message written for the
+/// model to act on.
+///
+/// Tools return it from their methods; the executor returns it for every check that
+/// refuses a call (unknown method, not agent-callable, switched off, invalid arguments,
+/// denied, not confirmed, timed out, cancelled).
+///
+/// ```
+/// use tool_calling::{ErrorKind, ToolError};
+/// let error = ToolError::network("connection reset");
+/// assert_eq!(error.kind, ErrorKind::Network);
+/// assert!(error.kind.is_retryable());
+/// assert_eq!(error.to_string(), "connection reset");
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
 #[non_exhaustive]
-pub struct ToolCallCycleResult {
-    /// Whether the reply held any request at all.
-    pub has_tool_requests: bool,
-    /// The requests, in order of appearance.
-    pub parsed_requests: Vec<ParsedToolRequest>,
-    /// One result per parsed request, in the same order.
-    pub execution_results: Vec<ToolExecutionResult>,
-    /// What the parser noticed.
-    pub diagnostics: Vec<Diagnostic>,
+pub struct ToolError {
+    /// What kind of failure.
+    pub kind: ErrorKind,
+    /// What went wrong, for the model.
+    pub message: String,
 }
 
-impl ToolCallCycleResult {
-    /// A cycle result from parsed requests and their results.
-    pub fn new(
-        parsed_requests: Vec<ParsedToolRequest>,
-        execution_results: Vec<ToolExecutionResult>,
-        diagnostics: Vec<Diagnostic>,
-    ) -> Self {
-        ToolCallCycleResult {
-            has_tool_requests: !parsed_requests.is_empty(),
-            parsed_requests,
-            execution_results,
-            diagnostics,
-        }
+impl ToolError {
+    /// An error of `kind`.
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+        ToolError { kind, message: message.into() }
+    }
+
+    /// The tool itself failed.
+    pub fn execution(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Execution, message)
+    }
+
+    /// The arguments were not acceptable.
+    pub fn validation(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Validation, message)
+    }
+
+    /// A remote call failed.
+    pub fn network(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Network, message)
+    }
+
+    /// No registered method matches.
+    pub fn not_found(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::NotFound, message)
+    }
+
+    /// A toggle, a policy or a person refused the call.
+    pub fn permission(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Permission, message)
     }
 }

@@ -4,11 +4,11 @@
 use std::collections::BTreeMap;
 
 use serde_json::json;
-use tool_calling::conversation::{Conversation, Message, Role, UnknownRole};
+use tool_calling::model::{ContentBlock, Conversation, Message, Role, ToolCall, UnknownRole};
 use tool_calling::{ErrorKind, ParsedToolRequest, ToolExecutionResult};
 
-fn contents<'a>(messages: impl IntoIterator<Item = &'a Message>) -> Vec<&'a str> {
-    messages.into_iter().map(|m| m.content.as_str()).collect()
+fn contents<'a>(messages: impl IntoIterator<Item = &'a Message>) -> Vec<String> {
+    messages.into_iter().map(|m| m.text().into_owned()).collect()
 }
 
 fn indices<'a>(messages: impl IntoIterator<Item = &'a Message>) -> Vec<usize> {
@@ -21,7 +21,7 @@ fn multi_round() -> Conversation {
     let mut chat = Conversation::with_id("conv-1");
     chat.push(Message::system("sys"));
     chat.push(Message::user("u1"));
-    chat.push(Message::assistant("a1").with_tool_calls([
+    chat.push(Message::assistant("a1").with_tool_requests([
         ParsedToolRequest::new("call_1", "calc_add").with_arg("a", 1).with_arg("b", 2),
         ParsedToolRequest::new("call_2", "weather").with_arg("city", "Oslo"),
     ]));
@@ -31,7 +31,7 @@ fn multi_round() -> Conversation {
     ]));
     chat.push(Message::assistant("a2"));
     chat.push(Message::user("u2"));
-    chat.push(Message::assistant("a3").with_tool_call(ParsedToolRequest::new("call_3", "search")));
+    chat.push(Message::assistant("a3").with_tool_request(ParsedToolRequest::new("call_3", "search")));
     chat.push(Message::tool("t2").with_tool_result(ToolExecutionResult::error(
         "call_3",
         "search",
@@ -72,7 +72,7 @@ fn empty_conversation_answers_every_query() {
     assert_eq!(chat.role_range(Role::User, 0..3).count(), 0);
     assert_eq!(chat.count_of(Role::Tool), 0);
     assert!(chat.count_by_role().is_empty());
-    assert_eq!(chat.tool_calls().count(), 0);
+    assert_eq!(chat.tool_requests().count(), 0);
     assert_eq!(chat.tool_results().count(), 0);
     assert_eq!(chat, Conversation::default());
 }
@@ -110,11 +110,13 @@ fn push_assigns_consecutive_indices_and_overwrites_stale_ones() {
 fn message_constructors_and_builders() {
     let m = Message::new(Role::User, "hi");
     assert_eq!(m.role, Role::User);
-    assert_eq!(m.content, "hi");
-    assert!(m.tool_calls.is_empty());
+    assert_eq!(m.text(), "hi");
+    assert_eq!(m.content, [ContentBlock::text("hi")]);
+    assert!(Message::user("").content.is_empty(), "no empty text block");
+    assert!(m.tool_requests.is_empty());
     assert!(m.tool_results.is_empty());
     assert_eq!(m.index, 0);
-    assert!(!m.has_tool_calls());
+    assert!(!m.has_tool_requests());
 
     assert_eq!(Message::system("x").role, Role::System);
     assert_eq!(Message::user("x").role, Role::User);
@@ -122,10 +124,10 @@ fn message_constructors_and_builders() {
     assert_eq!(Message::tool("x").role, Role::Tool);
 
     let a = Message::assistant("calling")
-        .with_tool_call(ParsedToolRequest::new("c1", "t1"))
-        .with_tool_calls([ParsedToolRequest::new("c2", "t2")]);
-    assert!(a.has_tool_calls());
-    let ids: Vec<&str> = a.tool_calls.iter().map(|c| c.request_id.as_str()).collect();
+        .with_tool_request(ParsedToolRequest::new("c1", "t1"))
+        .with_tool_requests([ParsedToolRequest::new("c2", "t2")]);
+    assert!(a.has_tool_requests());
+    let ids: Vec<&str> = a.tool_requests.iter().map(|c| c.request_id.as_str()).collect();
     assert_eq!(ids, vec!["c1", "c2"]);
 
     let t = Message::tool("done")
@@ -158,9 +160,9 @@ fn by_role_and_last_of() {
     assert_eq!(contents(chat.by_role(Role::Tool).rev()), vec!["t2", "t1"]);
     assert_eq!(contents(chat.by_role(Role::System)), vec!["sys"]);
 
-    assert_eq!(chat.last().map(|m| m.content.as_str()), Some("a4"));
+    assert_eq!(chat.last().map(|m| m.text().into_owned()), Some("a4".to_string()));
     assert_eq!(chat.last_of(Role::User).map(|m| m.index), Some(5));
-    assert_eq!(chat.last_of(Role::Tool).map(|m| m.content.as_str()), Some("t2"));
+    assert_eq!(chat.last_of(Role::Tool).map(|m| m.text().into_owned()), Some("t2".to_string()));
     assert_eq!(chat.last_of(Role::System).map(|m| m.index), Some(0));
 
     let only_users: Conversation = [Message::user("x")].into_iter().collect();
@@ -173,7 +175,7 @@ fn range_is_clamped() {
     let chat = multi_round();
     assert_eq!(contents(chat.range(1..4)), vec!["u1", "a1", "t1"]);
     assert_eq!(indices(chat.range(1..4)), vec![1, 2, 3]);
-    assert_eq!(contents(chat.range(0..0)), Vec::<&str>::new());
+    assert!(contents(chat.range(0..0)).is_empty());
     assert_eq!(contents(chat.range(7..100)), vec!["t2", "a4"]);
     assert_eq!(chat.range(0..usize::MAX).len(), 9);
     assert!(chat.range(9..12).is_empty());
@@ -236,7 +238,7 @@ fn multi_round_tool_calls_and_results() {
     let chat = multi_round();
 
     let calls: Vec<(&str, &str)> =
-        chat.tool_calls().map(|c| (c.request_id.as_str(), c.tool_name.as_str())).collect();
+        chat.tool_requests().map(|c| (c.request_id.as_str(), c.tool_name.as_str())).collect();
     assert_eq!(calls, vec![("call_1", "calc_add"), ("call_2", "weather"), ("call_3", "search")]);
     let results: Vec<(&str, &str, Option<ErrorKind>)> =
         chat.tool_results().map(|r| (r.request_id.as_str(), r.result.as_str(), r.error_kind)).collect();
@@ -250,7 +252,7 @@ fn multi_round_tool_calls_and_results() {
     );
 
     // The newest assistant message that asked for tools, and the tool message after it.
-    let asking = chat.by_role(Role::Assistant).rev().find(|m| m.has_tool_calls());
+    let asking = chat.by_role(Role::Assistant).rev().find(|m| m.has_tool_requests());
     assert_eq!(asking.map(|m| m.index), Some(6));
     let answer = asking.and_then(|m| chat.get(m.index + 1));
     assert_eq!(answer.map(|m| m.role), Some(Role::Tool));
@@ -263,7 +265,7 @@ fn multi_round_tool_calls_and_results() {
         vec![Role::User, Role::Assistant, Role::Tool, Role::Assistant]
     );
     assert_eq!(
-        round_one.get(1).and_then(|m| m.tool_calls.first()).and_then(|c| c.args.get("b")),
+        round_one.get(1).and_then(|m| m.tool_requests.first()).and_then(|c| c.args.get("b")),
         Some(&json!(2))
     );
     assert_eq!(round_one.get(2).and_then(|m| m.tool_results.first()).map(|r| r.duration_ms), Some(4));
@@ -284,12 +286,15 @@ fn serde_round_trip() {
 
     let value = serde_json::to_value(&chat).unwrap();
     assert_eq!(value["id"], json!("conv-1"));
-    assert_eq!(value["messages"][0], json!({"role": "system", "content": "sys", "index": 0}));
-    assert_eq!(value["messages"][2]["tool_calls"][0]["request_id"], json!("call_1"));
-    assert_eq!(value["messages"][2]["tool_calls"][0]["args"], json!({"a": 1, "b": 2}));
+    assert_eq!(
+        value["messages"][0],
+        json!({"role": "system", "content": [{"type": "text", "text": "sys"}], "index": 0})
+    );
+    assert_eq!(value["messages"][2]["tool_requests"][0]["request_id"], json!("call_1"));
+    assert_eq!(value["messages"][2]["tool_requests"][0]["args"], json!({"a": 1, "b": 2}));
     assert_eq!(value["messages"][3]["tool_results"][1]["result"], json!("rain"));
     assert_eq!(value["messages"][7]["tool_results"][0]["error_kind"], json!("timeout"));
-    assert!(value["messages"][4].get("tool_calls").is_none());
+    assert!(value["messages"][4].get("tool_requests").is_none());
     assert!(value["messages"][4].get("tool_results").is_none());
 
     let anonymous = serde_json::to_value(Conversation::new()).unwrap();
@@ -308,7 +313,20 @@ fn deserialising_renumbers_and_fills_defaults() {
     assert_eq!(chat.id(), None);
     assert_eq!(indices(&chat), vec![0, 1]);
     assert_eq!(contents(&chat), vec!["hi", "hello"]);
-    assert!(chat.get(1).is_some_and(|m| m.tool_calls.is_empty() && m.tool_results.is_empty()));
+    assert!(chat.get(1).is_some_and(|m| m.tool_requests.is_empty() && m.tool_results.is_empty()));
+
+    let blocks: Conversation = serde_json::from_value(json!({
+        "messages": [{"role": "assistant", "content": [
+            {"type": "text", "text": "adding"},
+            {"type": "tool_call", "id": "c1", "name": "calc_add", "arguments": "{}"}
+        ]}]
+    }))
+    .unwrap();
+    assert_eq!(blocks.messages()[0].text(), "adding");
+    assert_eq!(
+        blocks.messages()[0].tool_calls().collect::<Vec<_>>(),
+        [&ToolCall::new("c1", "calc_add", "{}")]
+    );
 
     let empty: Conversation = serde_json::from_str("{}").unwrap();
     assert!(empty.is_empty());

@@ -1,7 +1,7 @@
-//! Issue 3's acceptance, end to end: the tester's demo tools, defined in
-//! `examples/support/demo_tools.rs` with one attribute each (exactly as a downstream
-//! crate would), are discovered, offered in the VCP prompt, callable by full name,
-//! reject wrong arguments naming the field, and the internal method cannot be reached.
+//! The tester's demo tools end to end: defined in `examples/support/demo_tools.rs` with
+//! one attribute each (exactly as a downstream crate would), they are discovered,
+//! offered in the VCP prompt, callable by full name, reject wrong arguments naming the
+//! field, and the internal method cannot be reached.
 
 #[path = "../examples/support/demo_tools.rs"]
 mod demo_tools;
@@ -9,28 +9,28 @@ mod demo_tools;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use serde_json::json;
+use tool_calling::ToolCallingProtocol;
 use tool_calling::config::ToolCallConfig;
-use tool_calling::discovery::DiscoveryService;
 use tool_calling::protocol::vcp::Language;
-use tool_calling::registry::ToolRegistry;
-use tool_calling::{Args, ErrorKind, VcpProtocol};
+use tool_calling::tools::DiscoveryService;
+use tool_calling::tools::ToolRegistry;
+use tool_calling::{ErrorKind, ToolError, VcpProtocol};
+
+mod support;
 
 fn registry() -> Arc<ToolRegistry> {
     Arc::new(ToolRegistry::from_inventory().expect("demo tools are valid"))
 }
 
-fn args(pairs: &[(&str, &str)]) -> Args {
-    pairs.iter().map(|(k, v)| (k.to_string(), json!(v))).collect()
+fn invoke(registry: &Arc<ToolRegistry>, name: &str, pairs: &[(&str, &str)]) -> Result<String, ToolError> {
+    support::invoke(registry, name, &support::args(pairs)).map(|out| out.into_text())
 }
 
-fn invoke(
-    registry: &ToolRegistry,
-    name: &str,
-    pairs: &[(&str, &str)],
-) -> Result<String, tool_calling::tool::ToolError> {
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap();
-    runtime.block_on(registry.invoke(name, &args(pairs))).map(|out| out.into_text())
+/// The VCP prompt `protocol` writes for every enabled demo method.
+fn prompt(protocol: &VcpProtocol) -> String {
+    let discovery = DiscoveryService::new(registry());
+    let declarations = protocol.tool_declarations(&discovery.enabled_definitions(&ToolCallConfig::default()));
+    declarations.as_prompt().unwrap_or_default().to_string()
 }
 
 #[test]
@@ -38,21 +38,16 @@ fn discovered_and_offered_without_the_internal_method() {
     let discovery = DiscoveryService::new(registry());
     let ids: Vec<String> = discovery.discovered_methods(None).iter().map(|t| t.tool_id.clone()).collect();
     assert_eq!(ids, ["calc", "text"]);
-    let prompt = discovery.generate_prompt(&VcpProtocol::default(), &ToolCallConfig::default(), None);
+    let prompt = prompt(&VcpProtocol::default());
     assert!(prompt.contains("command:「始」divide「末」"));
     assert!(!prompt.contains("secret_internal"));
 }
 
 #[test]
 fn prompts_in_both_languages() {
-    let discovery = DiscoveryService::new(registry());
-    let en = discovery.generate_prompt(&VcpProtocol::default(), &ToolCallConfig::default(), None);
-    insta::assert_snapshot!("demo_prompt_en", en);
+    insta::assert_snapshot!("demo_prompt_en", prompt(&VcpProtocol::default()));
     let zh = VcpProtocol::default().with_language(Language::Zh).with_id("vcp-zh");
-    insta::assert_snapshot!(
-        "demo_prompt_zh",
-        discovery.generate_prompt(&zh, &ToolCallConfig::default(), None)
-    );
+    insta::assert_snapshot!("demo_prompt_zh", prompt(&zh));
 }
 
 #[test]

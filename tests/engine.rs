@@ -7,11 +7,13 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 use tool_calling::config::ToolCallConfig;
-use tool_calling::conversation::{Conversation, Message, Role};
-use tool_calling::engine::{ChatModel, ChatModelError, Engine, EngineEvent, StopReason};
-use tool_calling::executor::{ExecutionContext, Executor, PendingCall, PolicyDecision};
-use tool_calling::registry::ToolRegistry;
-use tool_calling::tool::{BoxFuture, ToolProvider};
+use tool_calling::engine::{Engine, EngineEvent, StopReason};
+use tool_calling::exec::{ExecutionContext, Executor, PendingCall, PolicyDecision};
+use tool_calling::model::{
+    AssistantTurn, ChatModel, ChatModelError, Conversation, Message, ModelRequest, Role,
+};
+use tool_calling::tools::ToolRegistry;
+use tool_calling::tools::{BoxFuture, ToolProvider};
 use tool_calling::{ErrorKind, tool};
 
 static WIPES: AtomicUsize = AtomicUsize::new(0);
@@ -91,7 +93,8 @@ fn engine() -> Engine {
     Engine::new(executor.registry().clone()).with_executor(executor)
 }
 
-/// Replays scripted replies and records what it was shown.
+/// Replays scripted replies and records what it was shown (as a plain chat API would
+/// send it: the tool prompt as a leading system message).
 struct ScriptedModel {
     replies: Mutex<Vec<String>>,
     seen: Mutex<Vec<Vec<Message>>>,
@@ -107,10 +110,15 @@ impl ScriptedModel {
 }
 
 impl ChatModel for ScriptedModel {
-    fn complete<'a>(&'a self, messages: &'a [Message]) -> BoxFuture<'a, Result<String, ChatModelError>> {
-        self.seen.lock().unwrap().push(messages.to_vec());
+    fn complete<'a>(
+        &'a self,
+        request: &'a ModelRequest,
+    ) -> BoxFuture<'a, Result<AssistantTurn, ChatModelError>> {
+        self.seen.lock().unwrap().push(request.messages_with_prompt());
         let reply = self.replies.lock().unwrap().pop();
-        Box::pin(async move { reply.ok_or_else(|| ChatModelError("script exhausted".into())) })
+        Box::pin(async move {
+            reply.map(AssistantTurn::from_text).ok_or_else(|| ChatModelError("script exhausted".into()))
+        })
     }
 }
 
@@ -152,7 +160,7 @@ async fn a_scripted_multi_round_conversation_runs_to_the_end() {
     );
 
     assert_eq!(outcome.stop, StopReason::Finished);
-    assert_eq!(outcome.final_reply, "All done: 42, and hi hi hi.");
+    assert_eq!(outcome.final_text(), "All done: 42, and hi hi hi.");
     assert_eq!(outcome.rounds.len(), 3);
     for round in &outcome.rounds {
         let parsed: Vec<&str> = round.cycle.parsed_requests.iter().map(|r| r.request_id.as_str()).collect();
@@ -176,8 +184,8 @@ async fn a_scripted_multi_round_conversation_runs_to_the_end() {
     let seen = model.seen.lock().unwrap();
     assert_eq!(seen.len(), 3);
     assert_eq!(seen[0][0].role, Role::System);
-    assert!(seen[0][0].content.contains("command:「始」repeat「末」"));
-    let fed_back = &seen[1].last().unwrap().content;
+    assert!(seen[0][0].text().contains("command:「始」repeat「末」"));
+    let fed_back = seen[1].last().unwrap().text();
     assert_eq!(seen[1].last().unwrap().role, Role::Tool);
     assert_eq!(fed_back.matches("<<<[TOOL_RESULT]>>>").count(), 4);
     assert!(fed_back.contains("parameter `times` (maximum)"));
@@ -187,7 +195,7 @@ async fn a_scripted_multi_round_conversation_runs_to_the_end() {
         roles,
         [Role::User, Role::Assistant, Role::Tool, Role::Assistant, Role::Tool, Role::Assistant]
     );
-    assert_eq!(conversation.messages()[1].tool_calls.len(), 4);
+    assert_eq!(conversation.messages()[1].tool_requests.len(), 4);
     assert_eq!(conversation.messages()[2].tool_results.len(), 4);
 }
 
@@ -232,7 +240,7 @@ async fn events_are_emitted_for_parse_start_and_finish() {
         block(&[("tool_name", "calc_add"), ("a", "1"), ("b", "2")]),
         block(&[("tool_name", "text_wait"), ("ms", "1")])
     );
-    engine.process_tool_call_cycle(&reply, &context()).await;
+    engine.process_tool_call_cycle(&reply, &context()).await.unwrap();
     assert_eq!(
         *events.lock().unwrap(),
         ["parsed 2", "started calc_add", "started text_wait", "finished calc_add", "finished text_wait"]
@@ -248,7 +256,7 @@ async fn fire_and_forget_calls_do_not_hold_the_cycle_and_only_failures_come_back
         block(&[("tool_name", "admin_fail"), ("archery", "true")])
     );
     let start = Instant::now();
-    let cycle = engine.process_tool_call_cycle(&reply, &context()).await;
+    let cycle = engine.process_tool_call_cycle(&reply, &context()).await.unwrap();
     assert_eq!(start.elapsed(), Duration::ZERO, "the cycle did not wait");
     assert_eq!(cycle.execution_results.len(), 2);
     assert!(cycle.execution_results.iter().all(|r| r.result.starts_with("started in the background")));
@@ -264,13 +272,17 @@ async fn the_facade_offers_one_entry_point() {
     let engine = engine();
     let config = ToolCallConfig::default().with_toggle("admin", false);
     assert!(engine.has_tool_calling_enabled(&config));
-    let prompt = engine.generate_tools_prompt(&config, Some("agent"));
+    let declarations = engine.tool_declarations(&config, Some("agent")).unwrap();
+    let prompt = declarations.as_prompt().unwrap();
     assert!(prompt.contains("command:「始」add「末」") && !prompt.contains("wipe"));
     assert_eq!(engine.discovered_methods(None).len(), 3);
-    engine.invalidate_discovery_cache();
-    let cycle =
-        engine.process_cycle(&block(&[("tool_name", "calc_add"), ("a", "1"), ("b", "2")]), &context()).await;
-    assert!(engine.format_cycle_results(&cycle).contains("3.0"));
+    engine.invalidate_declarations();
+    let cycle = engine
+        .process_tool_call_cycle(&block(&[("tool_name", "calc_add"), ("a", "1"), ("b", "2")]), &context())
+        .await
+        .unwrap();
+    assert!(cycle.result_text().contains("3.0"));
+    assert_eq!(cycle.result_messages.len(), 1, "VCP answers with one message");
 }
 
 #[tokio::test(start_paused = true)]
@@ -278,7 +290,8 @@ async fn a_method_declares_its_own_time_limit() {
     let start = Instant::now();
     let cycle = engine()
         .process_tool_call_cycle(&block(&[("tool_name", "text_hurry"), ("ms", "5000")]), &context())
-        .await;
+        .await
+        .unwrap();
     assert_eq!(start.elapsed(), Duration::from_millis(100));
     assert_eq!(cycle.execution_results[0].error_kind, Some(ErrorKind::Timeout));
     assert!(cycle.execution_results[0].result.contains("within 100 ms"));

@@ -10,14 +10,17 @@ use futures::{Stream, StreamExt, stream};
 use serde_json::{Value, json};
 use tokio::time::Instant;
 use tool_calling::config::ToolCallConfig;
-use tool_calling::engine::{Engine, EngineEvent, FinishReason, StreamChunk, StreamedCycle};
-use tool_calling::executor::{ExecutionContext, Executor, ExecutorOptions};
-use tool_calling::registry::ToolRegistry;
-use tool_calling::stream::{IncrementalParser, StreamCollector, StreamEvent};
-use tool_calling::tool::{ArgMap, BoxFuture, MethodSpec, ToolError, ToolOutput, ToolSpec};
+use tool_calling::engine::{
+    Engine, EngineEvent, StreamChunk, StreamCycleError, StreamedCycle, ToolCallCycleResult,
+};
+use tool_calling::exec::{ExecutionContext, Executor, ExecutorOptions};
+use tool_calling::model::{AssistantTurn, FinishReason, Message, TurnDelta};
+use tool_calling::protocol::{IncrementalParser, StreamCollector, StreamEvent, ToolDeclarations};
+use tool_calling::tools::ToolRegistry;
+use tool_calling::tools::{ArgMap, BoxFuture, MethodSpec, ToolOutput, ToolSpec};
 use tool_calling::{
-    ErrorKind, MethodDefinition, ParseOutcome, ParsedToolRequest, RequestIdStyle, Span, ToolCallCycleResult,
-    ToolCallingProtocol, ToolDefinition, ToolExecutionResult, VcpOptions, VcpProtocol,
+    ErrorKind, MethodDefinition, ParseOutcome, ParsedToolRequest, RequestIdStyle, Span, ToolCallingProtocol,
+    ToolDefinition, ToolError, ToolExecutionResult, VcpOptions, VcpProtocol,
 };
 
 /// What happened, in order, each entry stamped with the paused clock's milliseconds.
@@ -118,12 +121,39 @@ fn chunks(text: &str, size: usize) -> Vec<String> {
     chars.chunks(size).map(|c| c.iter().collect()).collect()
 }
 
-/// The cycle with durations zeroed (the only field allowed to differ).
+/// The cycle with durations zeroed (the only field allowed to differ), in the results
+/// and in the result messages written from them.
 fn normalised(mut cycle: ToolCallCycleResult) -> ToolCallCycleResult {
     for result in &mut cycle.execution_results {
         result.duration_ms = 0;
     }
+    for message in &mut cycle.result_messages {
+        for result in &mut message.tool_results {
+            result.duration_ms = 0;
+        }
+        for block in &mut message.content {
+            if let tool_calling::model::ContentBlock::Text { text } = block {
+                *text = zero_durations(text);
+            }
+        }
+    }
     cycle
+}
+
+/// `duration_ms:「始」N「末」` → `duration_ms:「始」0「末」` in VCP result blocks.
+fn zero_durations(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    let marker = "duration_ms:「始」";
+    while let Some(i) = rest.find(marker) {
+        out.push_str(&rest[..i + marker.len()]);
+        rest = &rest[i + marker.len()..];
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        out.push('0');
+        rest = &rest[digits..];
+    }
+    out.push_str(rest);
+    out
 }
 
 fn ids(requests: &[ParsedToolRequest]) -> Vec<&str> {
@@ -154,7 +184,7 @@ async fn a_tool_starts_before_the_reply_has_finished_streaming() {
         ],
     );
 
-    let streamed = engine.process_tool_call_stream(reply, &context()).await;
+    let streamed = engine.process_tool_call_stream(reply, &context()).await.unwrap();
 
     assert_eq!(
         log.lines(),
@@ -174,7 +204,7 @@ async fn a_tool_starts_before_the_reply_has_finished_streaming() {
     assert_eq!(log.ms(), 2_000, "the call added no time to the reply's own");
     assert_eq!(streamed.finish_reason, FinishReason::ToolCalls);
     assert_eq!(
-        streamed.text,
+        streamed.turn.text(),
         format!("Let me sleep.\n{}Still writing while it sleeps.\nDone.", sleep_block(10))
     );
     assert_eq!(streamed.cycle.execution_results[0].result, "slept 10");
@@ -191,7 +221,8 @@ async fn results_come_back_in_request_order_even_when_a_later_call_finishes_firs
         .process_tool_call_stream_with(reply, &context(), |chunk| {
             finished.extend(chunk.results.into_iter().map(|r| r.result));
         })
-        .await;
+        .await
+        .unwrap();
 
     assert_eq!(finished, ["slept 10", "slept 500"], "the callback sees results as they arrive");
     let results: Vec<&str> = streamed.cycle.execution_results.iter().map(|r| r.result.as_str()).collect();
@@ -210,7 +241,7 @@ async fn every_request_gets_one_result_including_incomplete_ones() {
         sleep_block(5),
         block(&[("ms", "1")]),
     );
-    let streamed = engine.process_tool_call_stream(stream::iter(chunks(&text, 5)), &context()).await;
+    let streamed = engine.process_tool_call_stream(stream::iter(chunks(&text, 5)), &context()).await.unwrap();
 
     let cycle = &streamed.cycle;
     assert_eq!(cycle.parsed_requests.len(), 3);
@@ -220,7 +251,7 @@ async fn every_request_gets_one_result_including_incomplete_ones() {
     assert!(!cycle.parsed_requests[2].complete);
     assert!(!log.lines().iter().any(|l| l.contains("start sleep 20")), "the cut-off call never ran");
 
-    let one_shot = engine.process_tool_call_cycle(&text, &context()).await;
+    let one_shot = engine.process_tool_call_cycle(&text, &context()).await.unwrap();
     assert_eq!(normalised(streamed.cycle), normalised(one_shot));
 }
 
@@ -238,7 +269,7 @@ async fn the_streamed_cycle_equals_the_one_shot_cycle_whatever_the_chunking() {
     );
     let log = Log::new();
     let engine = engine(&log);
-    let one_shot = normalised(engine.process_tool_call_cycle(&text, &context()).await);
+    let one_shot = normalised(engine.process_tool_call_cycle(&text, &context()).await.unwrap());
     assert_eq!(one_shot.parsed_requests.len(), 6);
     assert!(!one_shot.diagnostics.is_empty());
 
@@ -248,8 +279,9 @@ async fn the_streamed_cycle_equals_the_one_shot_cycle_whatever_the_chunking() {
             .process_tool_call_stream_with(stream::iter(chunks(&text, size)), &context(), |chunk| {
                 seen_calls.extend(chunk.tool_calls);
             })
-            .await;
-        assert_eq!(streamed.text, text);
+            .await
+            .unwrap();
+        assert_eq!(streamed.turn.text(), text);
         assert_eq!(streamed.finish_reason, FinishReason::ToolCalls);
         assert_eq!(seen_calls, one_shot.parsed_requests, "chunks of {size}: the callback saw every request");
         assert_eq!(normalised(streamed.cycle), one_shot, "chunks of {size}");
@@ -264,7 +296,7 @@ async fn serial_mode_runs_streamed_calls_one_after_another_in_order() {
     ctx.config.parallel_execution = false;
     let reply = scripted(&log, vec![(0, sleep_block(100)), (50, sleep_block(10))]);
 
-    let streamed = engine.process_tool_call_stream(reply, &ctx).await;
+    let streamed = engine.process_tool_call_stream(reply, &ctx).await.unwrap();
 
     assert_eq!(
         log.lines(),
@@ -289,7 +321,7 @@ async fn parallel_mode_honours_max_concurrency() {
     let engine = Engine::new(executor.registry().clone()).with_executor(executor).with_protocol(vcp());
     let text = format!("{}{}{}", sleep_block(100), sleep_block(101), sleep_block(102));
 
-    let streamed = engine.process_tool_call_stream(stream::iter([text]), &context()).await;
+    let streamed = engine.process_tool_call_stream(stream::iter([text]), &context()).await.unwrap();
 
     assert_eq!(log.ms(), 202, "the third call waited for a free slot (100 ms + 102 ms)");
     assert!(log.lines().contains(&"100 start sleep 102".to_string()), "{:?}", log.lines());
@@ -310,7 +342,8 @@ async fn fire_and_forget_calls_are_answered_at_once_and_not_waited_for() {
                 answered_at.push(log.ms());
             }
         })
-        .await;
+        .await
+        .unwrap();
 
     assert_eq!(log.ms(), 100, "the cycle did not wait for the background call");
     assert_eq!(answered_at, [0]);
@@ -332,8 +365,10 @@ async fn the_callback_delivers_prose_requests_results_and_a_final_done_chunk() {
     );
     let mut chunks: Vec<(u128, StreamChunk)> = Vec::new();
 
-    let streamed =
-        engine.process_tool_call_stream_with(reply, &context(), |c| chunks.push((log.ms(), c))).await;
+    let streamed = engine
+        .process_tool_call_stream_with(reply, &context(), |c| chunks.push((log.ms(), c)))
+        .await
+        .unwrap();
 
     let content: String = chunks.iter().map(|(_, c)| c.content.as_str()).collect();
     assert_eq!(content, "I'll sleep.\nWhile that runs, more words.\nBye.");
@@ -354,7 +389,7 @@ async fn the_callback_delivers_prose_requests_results_and_a_final_done_chunk() {
     assert!(last.content.is_empty() && last.tool_calls.is_empty() && last.results.is_empty());
     assert_eq!(chunks.iter().filter(|(_, c)| c.done || c.finish_reason.is_some()).count(), 1);
 
-    let one_shot = engine.process_tool_call_cycle(&streamed.text, &context()).await;
+    let one_shot = engine.process_tool_call_cycle(&streamed.turn.text(), &context()).await.unwrap();
     assert_eq!(normalised(streamed.cycle), normalised(one_shot));
 }
 
@@ -368,13 +403,14 @@ async fn the_callback_reports_what_the_vcp_stream_parser_decides() {
 
     let streamed = engine
         .process_tool_call_stream_with(stream::iter(pieces.clone()), &context(), |c| chunks_seen.push(c))
-        .await;
+        .await
+        .unwrap();
 
     // What the protocol's own stream parser reports for the same chunks.
     let mut parser = vcp().incremental_parser().unwrap();
     let mut events = Vec::new();
     for piece in &pieces {
-        parser.push(piece, &mut events);
+        parser.push_text(piece, &mut events);
     }
     parser.finish(&mut events);
     let mut collector = StreamCollector::new();
@@ -400,7 +436,8 @@ async fn a_reply_without_requests_finishes_with_stop() {
     let mut last = None;
     let streamed = engine(&log)
         .process_tool_call_stream_with(stream::iter(["Just ", "talking."]), &context(), |c| last = Some(c))
-        .await;
+        .await
+        .unwrap();
     assert_eq!(streamed.finish_reason, FinishReason::Stop);
     assert!(!streamed.cycle.has_tool_requests);
     assert_eq!(last.unwrap().finish_reason, Some(FinishReason::Stop));
@@ -413,7 +450,7 @@ async fn a_protocol_without_an_incremental_parser_is_parsed_once_at_the_end() {
     let reply = scripted(&log, vec![(0, "Sleeping.\nCALL t_sl".into()), (100, "eep 10\nBye.".into())]);
     let mut chunks: Vec<StreamChunk> = Vec::new();
 
-    let streamed = engine.process_tool_call_stream_with(reply, &context(), |c| chunks.push(c)).await;
+    let streamed = engine.process_tool_call_stream_with(reply, &context(), |c| chunks.push(c)).await.unwrap();
 
     assert_eq!(
         log.lines(),
@@ -426,7 +463,7 @@ async fn a_protocol_without_an_incremental_parser_is_parsed_once_at_the_end() {
     assert_eq!(ids(&chunks[0].tool_calls), ["line_1"]);
     assert_eq!(chunks[1].results[0].result, "slept 10");
     assert!(chunks[2].done);
-    let one_shot = engine.process_tool_call_cycle(&streamed.text, &context()).await;
+    let one_shot = engine.process_tool_call_cycle(&streamed.turn.text(), &context()).await.unwrap();
     assert_eq!(normalised(streamed.cycle), normalised(one_shot));
 }
 
@@ -448,9 +485,10 @@ async fn a_failing_stream_keeps_what_ran_and_reports_the_error() {
 
     assert_eq!(error.to_string(), "the reply stream failed: connection reset");
     assert!(std::error::Error::source(&error).is_some());
-    let partial: StreamedCycle = *error.partial;
+    let StreamCycleError::Stream { partial, .. } = error else { panic!("not a stream error: {error}") };
+    let partial: StreamedCycle = *partial;
     assert_eq!(partial.finish_reason, FinishReason::Error);
-    assert_eq!(partial.text, format!("{}{cut}", sleep_block(50)));
+    assert_eq!(partial.turn.text(), format!("{}{cut}", sleep_block(50)));
     let outcomes: Vec<(&str, Option<ErrorKind>)> =
         partial.cycle.execution_results.iter().map(|r| (r.result.as_str(), r.error_kind)).collect();
     assert_eq!(outcomes[0], ("slept 50", None), "the call already started was waited for");
@@ -479,11 +517,11 @@ async fn cancelling_stops_reading_and_cancels_running_calls() {
     });
     let reply = scripted(&log, vec![(0, sleep_block(500)), (1_000, sleep_block(1))]);
 
-    let streamed = engine.process_tool_call_stream(reply, &ctx).await;
+    let streamed = engine.process_tool_call_stream(reply, &ctx).await.unwrap();
 
     assert_eq!(log.ms(), 50);
     assert_eq!(streamed.finish_reason, FinishReason::Cancelled);
-    assert_eq!(streamed.text, sleep_block(500));
+    assert_eq!(streamed.turn.text(), sleep_block(500));
     assert_eq!(streamed.cycle.execution_results.len(), 1);
     assert_eq!(streamed.cycle.execution_results[0].error_kind, Some(ErrorKind::Cancelled));
 }
@@ -493,7 +531,8 @@ async fn the_streamed_cycle_can_run_in_a_spawned_task() {
     let log = Log::new();
     let engine = engine(&log);
     let reply = scripted(&log, vec![(0, sleep_block(5)), (10, "done".into())]);
-    let handle = tokio::spawn(async move { engine.process_tool_call_stream(reply, &context()).await });
+    let handle =
+        tokio::spawn(async move { engine.process_tool_call_stream(reply, &context()).await.unwrap() });
     let streamed = handle.await.unwrap();
     assert_eq!(streamed.cycle.execution_results[0].result, "slept 5");
 }
@@ -520,11 +559,12 @@ impl ToolCallingProtocol for LineProtocol {
         "line"
     }
 
-    fn generate_tool_definitions(&self, _tools: &[ToolDefinition]) -> String {
-        String::new()
+    fn tool_declarations(&self, _tools: &[ToolDefinition]) -> ToolDeclarations {
+        ToolDeclarations::Prompt(String::new())
     }
 
-    fn parse_tool_requests(&self, text: &str) -> ParseOutcome {
+    fn parse_turn(&self, turn: &AssistantTurn) -> ParseOutcome {
+        let text = turn.text();
         let mut offset = 0;
         let mut requests = Vec::new();
         for line in text.split_inclusive('\n') {
@@ -536,8 +576,9 @@ impl ToolCallingProtocol for LineProtocol {
         ParseOutcome::new(requests, Vec::new())
     }
 
-    fn format_tool_results(&self, results: &[ToolExecutionResult]) -> String {
-        results.iter().map(|r| format!("RESULT {}\n", r.result)).collect()
+    fn result_messages(&self, results: &[ToolExecutionResult]) -> Vec<Message> {
+        let text: String = results.iter().map(|r| format!("RESULT {}\n", r.result)).collect();
+        vec![Message::tool(text).with_tool_results(results.iter().cloned())]
     }
 
     fn incremental_parser(&self) -> Option<Box<dyn IncrementalParser>> {
@@ -574,7 +615,8 @@ impl LineParser {
 }
 
 impl IncrementalParser for LineParser {
-    fn push(&mut self, chunk: &str, events: &mut Vec<StreamEvent>) {
+    fn push(&mut self, delta: &TurnDelta, events: &mut Vec<StreamEvent>) {
+        let TurnDelta::Text(chunk) = delta else { return };
         for piece in chunk.split_inclusive('\n') {
             self.line.push_str(piece);
             if piece.ends_with('\n') {

@@ -10,12 +10,12 @@ use serde_json::{Value, json};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tool_calling::config::ToolCallConfig;
-use tool_calling::executor::{
-    ExecutionContext, Executor, ExecutorOptions, PendingCall, PolicyDecision, RetryPolicy,
+use tool_calling::exec::{
+    ExecutionContext, Executor, ExecutorOptions, PendingCall, PlannedRequest, PolicyDecision, RetryPolicy,
 };
-use tool_calling::registry::ToolRegistry;
-use tool_calling::tool::{BoxFuture, MethodSpec, ToolError, ToolOutput, ToolSpec};
-use tool_calling::{Args, ErrorKind, ExecutionStatus, MethodDefinition, ParsedToolRequest};
+use tool_calling::tools::ToolRegistry;
+use tool_calling::tools::{BoxFuture, MethodSpec, ToolOutput, ToolSpec};
+use tool_calling::{Args, ErrorKind, ExecutionStatus, MethodDefinition, ParsedToolRequest, ToolError};
 
 #[derive(Default)]
 struct Counters {
@@ -38,7 +38,7 @@ fn registry(counters: &Arc<Counters>) -> Arc<ToolRegistry> {
         .with_method(MethodSpec::new(
             MethodDefinition::new("sleep", "sleep")
                 .with_parameters(schema(json!({"ms": {"type": "integer"}}), json!(["ms"]))),
-            |_, args: tool_calling::tool::ArgMap| {
+            |_, args: tool_calling::tools::ArgMap| {
                 Box::pin(async move {
                     let ms = args.get("ms").and_then(Value::as_u64).unwrap_or(0);
                     tokio::time::sleep(Duration::from_millis(ms)).await;
@@ -80,7 +80,7 @@ fn registry(counters: &Arc<Counters>) -> Arc<ToolRegistry> {
                 json!({"kind": {"type": "string", "default": "network"}}),
                 json!([]),
             )),
-            move |_, args: tool_calling::tool::ArgMap| {
+            move |_, args: tool_calling::tools::ArgMap| {
                 let attempt = c3.flaky.fetch_add(1, Ordering::SeqCst);
                 let network = args.get("kind").and_then(Value::as_str) == Some("network");
                 Box::pin(async move {
@@ -125,6 +125,11 @@ fn request(id: &str, name: &str, args: &[(&str, &str)]) -> ParsedToolRequest {
     args.iter().fold(ParsedToolRequest::new(id, name), |r, (k, v)| r.with_arg(*k, *v))
 }
 
+/// Each request as one call of the method it names exactly.
+fn exact(requests: &[ParsedToolRequest]) -> Vec<PlannedRequest<'_>> {
+    requests.iter().map(PlannedRequest::exact).collect()
+}
+
 fn context(parallel: bool) -> ExecutionContext {
     let mut config = ToolCallConfig::default();
     config.parallel_execution = parallel;
@@ -143,7 +148,7 @@ fn sleepers() -> Vec<ParsedToolRequest> {
 async fn parallel_calls_finish_with_the_slowest_and_keep_request_order() {
     let executor = Executor::new(registry(&Arc::default()));
     let start = Instant::now();
-    let results = executor.execute(&sleepers(), &context(true)).await;
+    let results = executor.execute(exact(&sleepers()), &context(true)).await;
     assert_eq!(start.elapsed(), Duration::from_millis(200));
     let got: Vec<(&str, &str)> = results.iter().map(|r| (r.request_id.as_str(), r.result.as_str())).collect();
     assert_eq!(got, [("r1", "slept 100"), ("r2", "slept 200"), ("r3", "slept 150")]);
@@ -155,7 +160,7 @@ async fn parallel_calls_finish_with_the_slowest_and_keep_request_order() {
 async fn serial_calls_add_up() {
     let executor = Executor::new(registry(&Arc::default()));
     let start = Instant::now();
-    let results = executor.execute(&sleepers(), &context(false)).await;
+    let results = executor.execute(exact(&sleepers()), &context(false)).await;
     assert_eq!(start.elapsed(), Duration::from_millis(450));
     assert!(results.iter().all(|r| r.status == ExecutionStatus::Success));
 }
@@ -166,7 +171,7 @@ async fn concurrency_limit_is_respected() {
     options.max_concurrency = 2;
     let executor = Executor::new(registry(&Arc::default())).with_options(options);
     let start = Instant::now();
-    executor.execute(&sleepers(), &context(true)).await;
+    executor.execute(exact(&sleepers()), &context(true)).await;
     // r1 and r2 start at once; r3 starts when r1 ends (100) and ends at 250.
     assert_eq!(start.elapsed(), Duration::from_millis(250));
 }
@@ -177,14 +182,14 @@ async fn timeouts_default_and_per_method() {
     let mut ctx = context(true);
     ctx.config.timeout_ms = 120;
     let start = Instant::now();
-    let results = executor.execute(&sleepers(), &ctx).await;
+    let results = executor.execute(exact(&sleepers()), &ctx).await;
     assert_eq!(start.elapsed(), Duration::from_millis(120));
     let kinds: Vec<Option<ErrorKind>> = results.iter().map(|r| r.error_kind).collect();
     assert_eq!(kinds, [None, Some(ErrorKind::Timeout), Some(ErrorKind::Timeout)]);
     assert!(results[1].result.contains("did not finish within 120 ms"), "{}", results[1].result);
 
     let start = Instant::now();
-    let slow = executor.execute(&[request("s", "t_slow", &[])], &context(true)).await;
+    let slow = executor.execute(exact(&[request("s", "t_slow", &[])]), &context(true)).await;
     assert_eq!(start.elapsed(), Duration::from_millis(500), "the method's own limit wins over the default");
     assert_eq!(slow[0].error_kind, Some(ErrorKind::Timeout));
 }
@@ -192,8 +197,9 @@ async fn timeouts_default_and_per_method() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tool_that_blocks_its_thread_is_still_bounded() {
     let executor = Executor::new(registry(&Arc::default()));
-    let results =
-        executor.execute(&[request("b", "t_block", &[]), request("c", "t_count", &[])], &context(true)).await;
+    let results = executor
+        .execute(exact(&[request("b", "t_block", &[]), request("c", "t_count", &[])]), &context(true))
+        .await;
     assert_eq!(results[0].error_kind, Some(ErrorKind::Timeout), "{}", results[0].result);
     assert!(results[0].duration_ms < 300, "the blocked call was not waited for");
     assert_eq!(results[1].status, ExecutionStatus::Success);
@@ -209,12 +215,12 @@ async fn cancelling_a_cycle_returns_promptly_with_a_result_for_each_call() {
         token.cancel();
     });
     let start = Instant::now();
-    let results = executor.execute(&sleepers(), &ctx).await;
+    let results = executor.execute(exact(&sleepers()), &ctx).await;
     canceller.await.unwrap();
     assert_eq!(start.elapsed(), Duration::from_millis(120));
     let kinds: Vec<Option<ErrorKind>> = results.iter().map(|r| r.error_kind).collect();
     assert_eq!(kinds, [None, Some(ErrorKind::Cancelled), Some(ErrorKind::Cancelled)]);
-    let again = executor.execute(&sleepers(), &ctx).await;
+    let again = executor.execute(exact(&sleepers()), &ctx).await;
     assert!(again.iter().all(|r| r.error_kind == Some(ErrorKind::Cancelled)));
 }
 
@@ -222,7 +228,7 @@ async fn cancelling_a_cycle_returns_promptly_with_a_result_for_each_call() {
 async fn a_panicking_tool_becomes_an_error_and_others_are_unaffected() {
     let executor = Executor::new(registry(&Arc::default()));
     let requests = [request("p", "t_panic", &[]), request("s", "t_sleep", &[("ms", "10")])];
-    let results = executor.execute(&requests, &context(true)).await;
+    let results = executor.execute(exact(&requests), &context(true)).await;
     assert_eq!(results[0].error_kind, Some(ErrorKind::Execution));
     assert!(results[0].result.contains("panicked: tool blew up"), "{}", results[0].result);
     assert_eq!(results[1].result, "slept 10");
@@ -232,7 +238,7 @@ async fn a_panicking_tool_becomes_an_error_and_others_are_unaffected() {
 async fn retries_apply_only_to_retryable_failures_and_are_off_by_default() {
     let counters = Arc::new(Counters::default());
     let off = Executor::new(registry(&counters));
-    let result = off.execute(&[request("f", "t_flaky", &[])], &context(true)).await;
+    let result = off.execute(exact(&[request("f", "t_flaky", &[])]), &context(true)).await;
     assert_eq!(result[0].error_kind, Some(ErrorKind::Network));
     assert_eq!(counters.flaky.load(Ordering::SeqCst), 1);
 
@@ -241,26 +247,26 @@ async fn retries_apply_only_to_retryable_failures_and_are_off_by_default() {
     options.retry = RetryPolicy::new(3, Duration::from_millis(100));
     let on = Executor::new(registry(&counters)).with_options(options.clone());
     let start = Instant::now();
-    let result = on.execute(&[request("f", "t_flaky", &[])], &context(true)).await;
+    let result = on.execute(exact(&[request("f", "t_flaky", &[])]), &context(true)).await;
     assert_eq!(result[0].result, "ok after 3 attempts");
     assert_eq!(start.elapsed(), Duration::from_millis(300), "backoff 100 ms, then 200 ms");
 
     let counters = Arc::new(Counters::default());
     let on = Executor::new(registry(&counters)).with_options(options);
-    let result = on.execute(&[request("f", "t_flaky", &[("kind", "logic")])], &context(true)).await;
+    let result = on.execute(exact(&[request("f", "t_flaky", &[("kind", "logic")])]), &context(true)).await;
     assert_eq!(result[0].error_kind, Some(ErrorKind::Execution));
     assert_eq!(counters.flaky.load(Ordering::SeqCst), 1, "execution errors are not retried");
 }
 
 fn run_count(executor: &Executor, ctx: &ExecutionContext) -> ToolExecutionResult {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-    runtime.block_on(executor.execute(&[request("c", "t_count", &[])], ctx)).remove(0)
+    runtime.block_on(executor.execute(exact(&[request("c", "t_count", &[])]), ctx)).remove(0)
 }
 
 use tool_calling::ToolExecutionResult;
 
 #[test]
-fn toggles_policy_confirmation_and_callability_are_checked_in_order_and_denied_calls_never_run() {
+fn toggles_policy_and_confirmation_are_checked_in_order_and_denied_calls_never_run() {
     let counters = Arc::new(Counters::default());
     let registry = registry(&counters);
 
@@ -311,12 +317,12 @@ fn toggles_policy_confirmation_and_callability_are_checked_in_order_and_denied_c
     assert_eq!(counters.count.load(Ordering::SeqCst), 1);
     assert_eq!(counters.confirmations.load(Ordering::SeqCst), 1);
 
-    // 4. Not agent-callable: refused even when everything else allows it.
+    // Not agent-callable: refused even when everything else allows it.
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     let result = runtime
         .block_on(
             Executor::new(registry.clone())
-                .execute(&[request("i", "t_internal", &[])], &ExecutionContext::default()),
+                .execute(exact(&[request("i", "t_internal", &[])]), &ExecutionContext::default()),
         )
         .remove(0);
     assert_eq!(result.error_kind, Some(ErrorKind::Permission));
@@ -329,7 +335,7 @@ async fn unknown_and_incomplete_requests_get_a_result_telling_the_model_what_to_
     let executor = Executor::new(registry(&counters));
     let incomplete =
         request("x", "t_count", &[]).with_problem("the value of `a` is not closed: end it with 「末」");
-    let results = executor.execute(&[request("u", "t_cuont", &[]), incomplete], &context(true)).await;
+    let results = executor.execute(exact(&[request("u", "t_cuont", &[]), incomplete]), &context(true)).await;
     assert_eq!(results.len(), 2, "every request gets exactly one result");
     assert_eq!(results[0].error_kind, Some(ErrorKind::NotFound));
     assert!(results[0].result.contains("t_count"), "suggests the closest name: {}", results[0].result);
@@ -339,24 +345,104 @@ async fn unknown_and_incomplete_requests_get_a_result_telling_the_model_what_to_
 }
 
 #[tokio::test(start_paused = true)]
-async fn arguments_are_layered_and_control_keys_stripped() {
+async fn arguments_are_layered_in_one_place_and_blank_values_let_the_layer_below_show() {
     let executor = Executor::new(registry(&Arc::default()));
     let mut preset = Args::new();
     preset.insert("b".into(), json!("preset"));
     preset.insert("c".into(), json!("preset"));
     let ctx = context(true).with_preset("t_echo", preset);
-    let req = request("e", "t_echo", &[("c", "model"), ("archery", "no_reply"), ("ink", "x"), ("vref", "y")]);
-    let result = executor.execute(&[req], &ctx).await.remove(0);
+    let req = request("e", "t_echo", &[("c", "model"), ("b", " ")]);
+    let result = executor.execute(exact(&[req]), &ctx).await.remove(0);
     let got: Value = serde_json::from_str(&result.result).unwrap();
     assert_eq!(got, json!({"a": "schema", "b": "preset", "c": "model"}));
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_executor_knows_no_protocol_keys_every_argument_reaches_the_tool() {
+    // `archery`, `ink`, `river` and `vref` steer a VCP host; the executor runs calls by
+    // exact name and passes every argument it is given.
+    let executor = Executor::new(registry(&Arc::default()));
+    let req = request("e", "t_echo", &[("river", "r"), ("archery", "true"), ("ink", "i"), ("vref", "v")]);
+    let result = executor.execute(exact(&[req]), &context(true)).await.remove(0);
+    let got: Value = serde_json::from_str(&result.result).unwrap();
+    assert_eq!(
+        got,
+        json!({"a": "schema", "b": "schema", "c": "schema", "river": "r", "archery": "true", "ink": "i", "vref": "v"})
+    );
 }
 
 #[test]
 fn outside_a_tokio_runtime_calls_fail_with_a_result_instead_of_panicking() {
     let executor = Executor::new(registry(&Arc::default()));
     let results = futures::executor::block_on(
-        executor.execute(&[request("c", "t_count", &[])], &ExecutionContext::default()),
+        executor.execute(exact(&[request("c", "t_count", &[])]), &ExecutionContext::default()),
     );
     assert_eq!(results[0].error_kind, Some(ErrorKind::Execution));
     assert!(results[0].result.contains("needs a Tokio runtime"), "{}", results[0].result);
+}
+
+/// Runs one call of `name` with `args` through an executor that approves everything but
+/// counts how often it was asked.
+fn asked_about(
+    counters: &Arc<Counters>,
+    name: &str,
+    args: &[(&str, &str)],
+    ctx: &ExecutionContext,
+) -> ToolExecutionResult {
+    let confirm_counter = counters.clone();
+    let executor = Executor::new(registry(counters)).with_confirmation(move |_: PendingCall| {
+        confirm_counter.confirmations.fetch_add(1, Ordering::SeqCst);
+        Box::pin(async { true }) as BoxFuture<'static, bool>
+    });
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    runtime.block_on(executor.execute(exact(&[request("q", name, args)]), ctx)).remove(0)
+}
+
+#[test]
+fn no_one_is_asked_to_confirm_a_call_that_would_be_refused() {
+    let counters = Arc::new(Counters::default());
+    let default = ExecutionContext::default();
+    let cases = [
+        ("t_nothing", vec![], &default, ErrorKind::NotFound),
+        ("t_internal", vec![], &default, ErrorKind::Permission),
+        ("t_sleep", vec![("ms", "soon")], &default, ErrorKind::Validation),
+        ("t_sleep", vec![], &default, ErrorKind::Validation),
+    ];
+    for (name, args, ctx, kind) in cases {
+        let result = asked_about(&counters, name, &args, ctx);
+        assert_eq!(result.error_kind, Some(kind), "{name}: {}", result.result);
+    }
+    let off = ExecutionContext::new(ToolCallConfig::default().with_toggle("t", false));
+    assert_eq!(asked_about(&counters, "t_count", &[], &off).error_kind, Some(ErrorKind::Permission));
+    let denying = Executor::new(registry(&counters))
+        .with_policy(|_: &PendingCall| PolicyDecision::Deny("no".into()))
+        .with_confirmation({
+            let c = counters.clone();
+            move |_: PendingCall| {
+                c.confirmations.fetch_add(1, Ordering::SeqCst);
+                Box::pin(async { true }) as BoxFuture<'static, bool>
+            }
+        });
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let denied =
+        runtime.block_on(denying.execute(exact(&[request("d", "t_count", &[])]), &default)).remove(0);
+    assert_eq!(denied.error_kind, Some(ErrorKind::Permission));
+    assert_eq!(counters.confirmations.load(Ordering::SeqCst), 0, "asked about a call that would be refused");
+    assert_eq!((counters.count.load(Ordering::SeqCst), counters.internal.load(Ordering::SeqCst)), (0, 0));
+
+    // A call that would run is asked about, with the arguments it would run with.
+    let seen = Arc::new(std::sync::Mutex::new(None));
+    let record = seen.clone();
+    let executor = Executor::new(registry(&counters)).with_confirmation(move |call: PendingCall| {
+        *record.lock().unwrap() = Some(call.args.clone());
+        Box::pin(async { true }) as BoxFuture<'static, bool>
+    });
+    let result =
+        runtime.block_on(executor.execute(exact(&[request("s", "t_sleep", &[("ms", "5")])]), &default));
+    assert_eq!(result[0].status, ExecutionStatus::Success);
+    assert_eq!(
+        *seen.lock().unwrap(),
+        Some(json!({"ms": 5}).as_object().unwrap().clone()),
+        "coerced arguments"
+    );
 }

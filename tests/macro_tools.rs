@@ -5,9 +5,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use futures::executor::block_on;
 use serde_json::{Value, json};
-use tool_calling::registry::ToolRegistry;
-use tool_calling::tool::{ArgMap, ToolError, ToolProvider};
-use tool_calling::{Args, ErrorKind, tool, tool_fn};
+use std::sync::Arc;
+
+use tool_calling::protocol::vcp::command_alias;
+use tool_calling::tools::ToolRegistry;
+use tool_calling::tools::{ArgMap, ToolProvider};
+use tool_calling::{Args, ErrorKind, ToolError, tool, tool_fn};
+
+mod support;
 
 static SECRET_RAN: AtomicBool = AtomicBool::new(false);
 
@@ -131,9 +136,9 @@ fn args(pairs: &[(&str, &str)]) -> Args {
     pairs.iter().map(|(k, v)| (k.to_string(), json!(v))).collect()
 }
 
-fn registry() -> ToolRegistry {
+fn registry() -> Arc<ToolRegistry> {
     match ToolRegistry::from_inventory() {
-        Ok(r) => r,
+        Ok(r) => Arc::new(r),
         Err(e) => panic!("inventory registration failed: {e}"),
     }
 }
@@ -174,7 +179,7 @@ fn link_time_tools_are_in_the_inventory() {
     assert_eq!(<Calc as ToolProvider>::tool_spec().methods.len(), 6);
 
     let divide = &spec.method("divide").expect("divide").definition;
-    assert_eq!(divide.vcp_command.as_deref(), Some("Divide"));
+    assert_eq!(command_alias(&divide.protocol_config), Some("Divide"));
     assert_eq!(divide.examples.len(), 1);
     assert_eq!(divide.examples[0].input, json!({"a": 6, "b": 3}));
     assert_eq!(divide.examples[0].output, Some(json!(2)));
@@ -204,25 +209,25 @@ fn repeat_schema_carries_the_param_attributes() {
 #[test]
 fn calls_run_through_the_registry() {
     let registry = registry();
-    let out = block_on(registry.invoke("calc_add", &args(&[("a", "2"), ("b", "40")]))).expect("add");
+    let out = support::invoke(&registry, "calc_add", &args(&[("a", "2"), ("b", "40")])).expect("add");
     assert_eq!(out.into_text().parse::<f64>().ok(), Some(42.0));
 
-    let out = block_on(registry.invoke("calc_divide", &args(&[("a", "6"), ("b", "3")]))).expect("divide");
+    let out = support::invoke(&registry, "calc_divide", &args(&[("a", "6"), ("b", "3")])).expect("divide");
     assert_eq!(out.into_text().parse::<f64>().ok(), Some(2.0));
-    let err = block_on(registry.invoke("calc_divide", &args(&[("a", "1"), ("b", "0")]))).unwrap_err();
+    let err = support::invoke(&registry, "calc_divide", &args(&[("a", "1"), ("b", "0")])).unwrap_err();
     assert_eq!(err.kind, ErrorKind::Execution);
     assert_eq!(err.message, "division by zero");
 
-    let out = block_on(registry.invoke("calc_shout", &args(&[("text", "hi")]))).expect("shout");
+    let out = support::invoke(&registry, "calc_shout", &args(&[("text", "hi")])).expect("shout");
     assert_eq!(out.into_text(), "HI");
-    let out = block_on(registry.invoke("calc_noop", &Args::new())).expect("noop");
+    let out = support::invoke(&registry, "calc_noop", &Args::new()).expect("noop");
     assert_eq!(out.into_text(), "");
 }
 
 #[test]
 fn internal_methods_are_refused_and_never_run() {
     let registry = registry();
-    let err = block_on(registry.invoke("calc_secret_internal", &Args::new())).unwrap_err();
+    let err = support::invoke(&registry, "calc_secret_internal", &Args::new()).unwrap_err();
     assert_eq!(err.kind, ErrorKind::Permission);
     assert!(!SECRET_RAN.load(Ordering::SeqCst));
 }
@@ -230,20 +235,20 @@ fn internal_methods_are_refused_and_never_run() {
 #[test]
 fn async_method_with_default_and_constraints() {
     let registry = registry();
-    let out = block_on(registry.invoke("calc_repeat", &args(&[("message", "ab"), ("times", "3")])))
+    let out = support::invoke(&registry, "calc_repeat", &args(&[("message", "ab"), ("times", "3")]))
         .expect("repeat");
-    assert_eq!(out.into_text(), "ab ab ab", "the default separator is injected");
+    assert_eq!(out.into_text(), "ab ab ab", "the schema's default separator is applied");
     let out =
-        block_on(registry.invoke("calc_repeat", &args(&[("message", "ab"), ("times", "2"), ("sep", "-")])))
+        support::invoke(&registry, "calc_repeat", &args(&[("message", "ab"), ("times", "2"), ("sep", "-")]))
             .expect("repeat");
     assert_eq!(out.into_text(), "ab-ab");
 
     let err =
-        block_on(registry.invoke("calc_repeat", &args(&[("message", "ab"), ("times", "12")]))).unwrap_err();
+        support::invoke(&registry, "calc_repeat", &args(&[("message", "ab"), ("times", "12")])).unwrap_err();
     assert_eq!(err.kind, ErrorKind::Validation);
     assert!(err.message.contains("parameter `times`"), "{}", err.message);
 
-    let err = block_on(registry.invoke("calc_repeat", &args(&[("times", "2")]))).unwrap_err();
+    let err = support::invoke(&registry, "calc_repeat", &args(&[("times", "2")])).unwrap_err();
     assert_eq!(err.kind, ErrorKind::Validation);
     assert!(err.message.contains("parameter `message` (required)"), "{}", err.message);
 }
@@ -263,22 +268,22 @@ fn handler_rejects_arguments_that_do_not_deserialise() {
 
     let wrong = spec_instance_of_other_type();
     let err = block_on(method.handler().call(wrong, ArgMap::new())).unwrap_err();
-    assert_eq!(err.message, "internal: wrong instance type");
+    assert_eq!(err.message, "internal error: the tool's instance is not of the tool's type");
 }
 
-fn spec_instance_of_other_type() -> tool_calling::tool::Instance {
+fn spec_instance_of_other_type() -> tool_calling::tools::Instance {
     std::sync::Arc::new(5_u8)
 }
 
 #[test]
 fn factory_tools_register_at_run_time() {
-    let registry = ToolRegistry::new();
+    let registry = Arc::new(ToolRegistry::new());
     registry.register(Counter::tool_spec()).expect("counter registers");
-    let out = block_on(registry.invoke("counter_hit", &Args::new())).expect("hit");
+    let out = support::invoke(&registry, "counter_hit", &Args::new()).expect("hit");
     assert_eq!(out.into_text(), "101", "default `by = 1`, start from the factory");
-    let out = block_on(registry.invoke("counter_hit", &args(&[("by", "4")]))).expect("hit");
+    let out = support::invoke(&registry, "counter_hit", &args(&[("by", "4")])).expect("hit");
     assert_eq!(out.into_text(), "105", "the instance is shared");
-    let err = block_on(registry.invoke("counter_hit", &args(&[("by", "-3")]))).unwrap_err();
+    let err = support::invoke(&registry, "counter_hit", &args(&[("by", "-3")])).unwrap_err();
     assert_eq!(err.kind, ErrorKind::Validation);
     assert!(err.message.contains("must not be negative"));
     let schema = &Counter::tool_spec().methods[0].definition.parameters;
@@ -286,7 +291,7 @@ fn factory_tools_register_at_run_time() {
     assert!(schema.get("required").is_none_or(|r| r == &json!([])), "{schema}");
 
     registry.register(Broken::tool_spec()).expect("broken registers");
-    let err = block_on(registry.invoke("broken_ping", &Args::new())).unwrap_err();
+    let err = support::invoke(&registry, "broken_ping", &Args::new()).unwrap_err();
     assert_eq!(err.kind, ErrorKind::Execution);
     assert!(err.message.contains("no database"), "{}", err.message);
 }
@@ -299,19 +304,19 @@ fn function_style_tools() {
     assert_eq!(clock.spec().description, "Tells the time.");
     assert_eq!(clock.spec().metadata.category.as_deref(), Some("time"));
     assert_eq!(clock.spec().methods[0].definition.description, "Tells the time.");
-    let out = block_on(registry.invoke("clock_now", &Args::new())).expect("now");
+    let out = support::invoke(&registry, "clock_now", &Args::new()).expect("now");
     assert_eq!(out.into_text(), "12:00 UTC");
 
-    let registry = ToolRegistry::new();
+    let registry = Arc::new(ToolRegistry::new());
     registry.register(greet_tool_spec()).expect("greeter registers");
     let spec = greet_tool_spec();
     assert_eq!(spec.tool_name, "greeter");
     let schema = &spec.methods[0].definition.parameters;
     assert_eq!(schema["properties"]["name"]["description"], "who to greet");
     assert_eq!(schema["properties"]["name"]["maxLength"], 20);
-    let out = block_on(registry.invoke("greeter_greet", &args(&[("name", "Ada")]))).expect("greet");
+    let out = support::invoke(&registry, "greeter_greet", &args(&[("name", "Ada")])).expect("greet");
     assert_eq!(out.into_text(), "Hello, Ada!");
-    let err = block_on(registry.invoke("greeter_greet", &args(&[("name", "nobody")]))).unwrap_err();
+    let err = support::invoke(&registry, "greeter_greet", &args(&[("name", "nobody")])).unwrap_err();
     assert_eq!(err.kind, ErrorKind::Execution);
     assert_eq!(greet("x".into()), Ok("Hello, x!".into()), "the function stays callable");
 }

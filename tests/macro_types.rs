@@ -4,9 +4,13 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use tool_calling::registry::ToolRegistry;
-use tool_calling::tool::ToolProvider;
-use tool_calling::{Args, ErrorKind, tool};
+use std::sync::Arc;
+
+use tool_calling::tools::ToolProvider;
+use tool_calling::tools::ToolRegistry;
+use tool_calling::{Args, ErrorKind, ToolError, tool};
+
+mod support;
 
 #[derive(Debug, Clone, Copy, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -37,16 +41,16 @@ impl Search {
     }
 }
 
-fn registry() -> ToolRegistry {
+fn registry() -> Arc<ToolRegistry> {
     let registry = ToolRegistry::new();
     registry.register(Search::tool_spec()).expect("schemars output passes the registry's checks");
-    registry
+    Arc::new(registry)
 }
 
-fn call(pairs: &[(&str, &str)]) -> Result<Value, tool_calling::tool::ToolError> {
+fn call(pairs: &[(&str, &str)]) -> Result<Value, ToolError> {
     let args: Args = pairs.iter().map(|(k, v)| (k.to_string(), json!(v))).collect();
-    futures::executor::block_on(registry().invoke("search_run", &args)).map(|out| match out {
-        tool_calling::tool::ToolOutput::Json(v) => v,
+    support::invoke(&registry(), "search_run", &args).map(|out| match out {
+        tool_calling::tools::ToolOutput::Json(v) => v,
         other => panic!("expected JSON, got {other:?}"),
     })
 }

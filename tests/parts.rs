@@ -4,9 +4,9 @@
 use std::sync::Arc;
 
 use serde_json::json;
-use tool_calling::executor::{ExecutionContext, Executor};
-use tool_calling::registry::ToolRegistry;
-use tool_calling::tool::{BoxFuture, MethodSpec, ToolOutput, ToolSpec};
+use tool_calling::exec::{ExecutionContext, Executor, PlannedRequest};
+use tool_calling::tools::ToolRegistry;
+use tool_calling::tools::{BoxFuture, MethodSpec, ToolOutput, ToolSpec};
 use tool_calling::{ContentPart, MethodDefinition, ParsedToolRequest, VcpProtocol};
 
 #[tokio::test]
@@ -28,7 +28,10 @@ async fn parts_are_kept_and_rendered_for_text_protocols() {
         .unwrap();
     let executor = Executor::new(Arc::new(registry));
     let result = executor
-        .execute(&[ParsedToolRequest::new("r1", "chart_draw")], &ExecutionContext::default())
+        .execute(
+            vec![PlannedRequest::exact(&ParsedToolRequest::new("r1", "chart_draw"))],
+            &ExecutionContext::default(),
+        )
         .await
         .remove(0);
     assert_eq!(result.parts.len(), 3);

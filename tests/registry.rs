@@ -1,18 +1,24 @@
-//! The registry's checks at registration, argument coercion and validation, and the
-//! discovery service (toggles, cache, invalidation), on tools built by hand.
+//! The registry's checks at registration, argument coercion and validation, the
+//! discovery service (toggles), and the engine's cache of what protocols offer, on tools
+//! built by hand.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde_json::{Value, json};
 use tool_calling::config::ToolCallConfig;
-use tool_calling::discovery::DiscoveryService;
-use tool_calling::registry::{RegistryError, ToolRegistry};
-use tool_calling::tool::{ArgMap, BoxFuture, MethodSpec, ToolError, ToolOutput, ToolSpec};
-use tool_calling::{Args, ErrorKind, MethodDefinition, VcpProtocol};
+use tool_calling::engine::Engine;
+use tool_calling::protocol::ToolDeclarations;
+use tool_calling::tools::DiscoveryService;
+use tool_calling::tools::{ArgMap, BoxFuture, MethodSpec, ToolOutput, ToolSpec};
+use tool_calling::tools::{RegistryError, ToolRegistry};
+use tool_calling::{Args, ErrorKind, MethodDefinition, ToolError, VcpProtocol};
+
+mod support;
+use support::invoke;
 
 fn echo_handler()
--> impl Fn(tool_calling::tool::Instance, ArgMap) -> BoxFuture<'static, Result<ToolOutput, ToolError>>
+-> impl Fn(tool_calling::tools::Instance, ArgMap) -> BoxFuture<'static, Result<ToolOutput, ToolError>>
 + Send
 + Sync
 + 'static {
@@ -88,22 +94,28 @@ fn duplicate_tools_and_clashing_names_are_refused() {
     registry.register(tool("calc", vec![method("add", object(json!({}), json!([])))])).unwrap();
     let again = registry.register(tool("calc", vec![]));
     assert_eq!(again, Err(RegistryError::DuplicateTool { tool: "calc".into() }));
-    // `calc` + `x_add` and `calc_x` + `add` both make `calc_x_add`.
-    registry.register(tool("calc_x", vec![method("add", object(json!({}), json!([])))])).unwrap();
-    let clash =
-        registry.register(tool("calc", vec![]).with_method(method("x_add", object(json!({}), json!([])))));
-    assert!(matches!(clash, Err(RegistryError::DuplicateTool { .. })));
-    let clash = registry.register(tool("c", vec![]).with_method(MethodSpec::new(
-        MethodDefinition::new("y", "y").with_vcp_command("add_alias"),
-        echo_handler(),
-    )));
-    assert!(clash.is_ok());
-    let clash =
-        registry.register(tool("c_add", vec![]).with_method(method("alias", object(json!({}), json!([])))));
+    // `a` + `b_c` and `a_b` + `c` both make `a_b_c`.
+    registry.register(tool("a", vec![method("b_c", object(json!({}), json!([])))])).unwrap();
+    let clash = registry.register(tool("a_b", vec![method("c", object(json!({}), json!([])))]));
     assert!(
-        matches!(&clash, Err(RegistryError::NameClash { name, .. }) if name == "c_add_alias"),
+        matches!(&clash, Err(RegistryError::NameClash { name, other_tool, .. }) if name == "a_b_c" && other_tool == "a"),
         "{clash:?}"
     );
+    assert!(registry.tool("a_b").is_none(), "a refused tool is not registered");
+    let twice = registry.register(tool(
+        "d",
+        vec![method("m", object(json!({}), json!([]))), method("m", object(json!({}), json!([])))],
+    ));
+    assert_eq!(twice, Err(RegistryError::DuplicateMethod { tool: "d".into(), method: "m".into() }));
+    // Protocol settings are opaque to the registry: two methods may declare the same.
+    let aliased = |name: &str| {
+        MethodSpec::new(
+            MethodDefinition::new(name, name).with_protocol_config("vcp", json!({"command": "Same"})),
+            echo_handler(),
+        )
+    };
+    assert!(registry.register(tool("e", vec![aliased("x"), aliased("y")])).is_ok());
+    assert_eq!(registry.catalog().tool("e").map(|t| t.methods.len()), Some(2));
 }
 
 fn typed_schema() -> Value {
@@ -123,15 +135,13 @@ fn typed_schema() -> Value {
     )
 }
 
-fn registry_with_typed() -> ToolRegistry {
+fn registry_with_typed() -> Arc<ToolRegistry> {
     let registry = ToolRegistry::new();
     registry.register(tool("t", vec![method("m", typed_schema())])).unwrap();
-    registry
+    Arc::new(registry)
 }
 
-fn args(pairs: &[(&str, &str)]) -> Args {
-    pairs.iter().map(|(k, v)| (k.to_string(), json!(v))).collect()
-}
+use support::args;
 
 #[test]
 fn string_arguments_are_coerced_by_schema() {
@@ -152,7 +162,7 @@ fn string_arguments_are_coerced_by_schema() {
         ("mode", "fast", Some(json!("fast"))),
     ];
     for (key, raw, expected) in table {
-        let out = futures::executor::block_on(registry.invoke("t_m", &args(&[("name", "ok"), (key, raw)])))
+        let out = invoke(&registry, "t_m", &args(&[("name", "ok"), (key, raw)]))
             .unwrap_or_else(|e| panic!("{key}={raw:?}: {e}"));
         let ToolOutput::Json(Value::Object(got)) = out else { panic!("not an object") };
         assert_eq!(got.get(key), expected.as_ref(), "{key}={raw:?}");
@@ -163,7 +173,7 @@ fn string_arguments_are_coerced_by_schema() {
 fn invalid_arguments_name_the_parameter_and_rule_and_the_tool_never_runs() {
     let calls = Arc::new(AtomicUsize::new(0));
     let counter = calls.clone();
-    let registry = ToolRegistry::new();
+    let registry = Arc::new(ToolRegistry::new());
     registry
         .register(tool("t", vec![]).with_method(MethodSpec::new(
             MethodDefinition::new("m", "m").with_parameters(typed_schema()),
@@ -188,18 +198,18 @@ fn invalid_arguments_name_the_parameter_and_rule_and_the_tool_never_runs() {
         (vec![("name", "ok"), ("opts", r#"{"depth": "x"}"#)], "parameter `opts` (type): at `depth`"),
     ];
     for (pairs, expected) in table {
-        let err = futures::executor::block_on(registry.invoke("t_m", &args(&pairs))).unwrap_err();
+        let err = invoke(&registry, "t_m", &args(&pairs)).unwrap_err();
         assert_eq!(err.kind, ErrorKind::Validation, "{pairs:?}");
         assert!(err.message.contains(expected), "{pairs:?}: `{}` should contain `{expected}`", err.message);
     }
     assert_eq!(calls.load(Ordering::SeqCst), 0, "the tool ran on invalid input");
-    futures::executor::block_on(registry.invoke("t_m", &args(&[("name", "ok")]))).unwrap();
+    invoke(&registry, "t_m", &args(&[("name", "ok")])).unwrap();
     assert_eq!(calls.load(Ordering::SeqCst), 1);
 }
 
 #[test]
 fn unknown_and_internal_methods_are_refused_by_kind() {
-    let registry = ToolRegistry::new();
+    let registry = Arc::new(ToolRegistry::new());
     registry
         .register(tool(
             "t",
@@ -209,7 +219,7 @@ fn unknown_and_internal_methods_are_refused_by_kind() {
             ],
         ))
         .unwrap();
-    let run = |name: &str| futures::executor::block_on(registry.invoke(name, &Args::new()));
+    let run = |name: &str| invoke(&registry, name, &Args::new());
     assert_eq!(run("t_nope").unwrap_err().kind, ErrorKind::NotFound);
     assert_eq!(run("t_hidden").unwrap_err().kind, ErrorKind::Permission);
     assert!(run("t_open").is_ok());
@@ -219,7 +229,7 @@ fn unknown_and_internal_methods_are_refused_by_kind() {
 
 #[test]
 fn argument_hook_runs_before_validation() {
-    let registry = ToolRegistry::new();
+    let registry = Arc::new(ToolRegistry::new());
     let schema = object(json!({"n": {"type": "integer"}}), json!(["n"]));
     registry
         .register(tool("t", vec![]).with_method(method("m", schema).with_argument_hook(|mut args| {
@@ -233,13 +243,13 @@ fn argument_hook_runs_before_validation() {
             }
         })))
         .unwrap();
-    let ok = futures::executor::block_on(registry.invoke("t_m", &args(&[("N", "3")]))).unwrap();
+    let ok = invoke(&registry, "t_m", &args(&[("N", "3")])).unwrap();
     assert_eq!(ok, ToolOutput::Json(json!({"n": 3})));
-    let err = futures::executor::block_on(registry.invoke("t_m", &args(&[("n", "-1")]))).unwrap_err();
+    let err = invoke(&registry, "t_m", &args(&[("n", "-1")])).unwrap_err();
     assert_eq!(err.message, "n must not be negative");
 }
 
-fn discovery() -> DiscoveryService {
+fn registry_for_discovery() -> Arc<ToolRegistry> {
     let registry = ToolRegistry::new();
     registry
         .register(
@@ -254,13 +264,26 @@ fn discovery() -> DiscoveryService {
         )
         .unwrap();
     registry.register(tool("text", vec![method("echo", object(json!({}), json!([])))])).unwrap();
-    DiscoveryService::new(Arc::new(registry))
+    Arc::new(registry)
+}
+
+fn discovery() -> DiscoveryService {
+    DiscoveryService::new(registry_for_discovery())
+}
+
+/// The prompt VCP writes for what `config` enables, through the engine's cache.
+fn prompt_of(engine: &Engine, config: &ToolCallConfig, agent: Option<&str>) -> Arc<ToolDeclarations> {
+    engine.tool_declarations(config, agent).unwrap()
+}
+
+fn text(declarations: &ToolDeclarations) -> String {
+    declarations.as_prompt().unwrap_or_default().to_string()
 }
 
 #[test]
 fn discovery_lists_callable_methods_or_what_a_filter_selects() {
     let discovery = discovery();
-    let names = |tools: Vec<tool_calling::discovery::DiscoveredTool>| -> Vec<String> {
+    let names = |tools: Vec<tool_calling::tools::DiscoveredTool>| -> Vec<String> {
         tools
             .iter()
             .flat_map(|t| t.methods.iter().map(|m| format!("{}_{}", t.tool_id, m.definition.name)))
@@ -276,9 +299,8 @@ fn discovery_lists_callable_methods_or_what_a_filter_selects() {
 
 #[test]
 fn prompts_honour_enabled_toggles_and_defaults() {
-    let discovery = discovery();
-    let vcp = VcpProtocol::default();
-    let prompt = |config: &ToolCallConfig| discovery.generate_prompt(&vcp, config, None).to_string();
+    let engine = Engine::new(registry_for_discovery());
+    let prompt = |config: &ToolCallConfig| text(&prompt_of(&engine, config, None));
     let all = prompt(&ToolCallConfig::default());
     for command in ["command:「始」add「末」", "command:「始」divide「末」", "command:「始」echo「末」"]
     {
@@ -301,39 +323,38 @@ fn prompts_honour_enabled_toggles_and_defaults() {
 }
 
 #[test]
-fn prompt_cache_is_keyed_and_invalidated() {
-    let discovery = discovery();
-    let vcp = VcpProtocol::default();
+fn declarations_are_cached_by_protocol_agent_and_config_and_invalidated() {
+    let mut engine = Engine::new(registry_for_discovery());
+    engine.register_protocol(Arc::new(VcpProtocol::default().with_id("vcp-zh"))).unwrap();
     let config = ToolCallConfig::default();
-    let first = discovery.generate_prompt(&vcp, &config, Some("agent-1"));
-    let again = discovery.generate_prompt(&vcp, &config, Some("agent-1"));
+    let first = prompt_of(&engine, &config, Some("agent-1"));
+    let again = prompt_of(&engine, &config, Some("agent-1"));
     assert!(Arc::ptr_eq(&first, &again), "the second call is served from the cache");
-    assert_eq!(discovery.cached_prompts(), 1);
-    discovery.generate_prompt(&vcp, &config, Some("agent-2"));
-    discovery.generate_prompt(&vcp.clone().with_id("vcp-zh"), &config, Some("agent-1"));
-    discovery.generate_prompt(&vcp, &config.clone().with_toggle("calc_add", false), Some("agent-1"));
-    assert_eq!(discovery.cached_prompts(), 4);
-    discovery.invalidate_cache();
-    assert_eq!(discovery.cached_prompts(), 0);
-    let fresh = discovery.generate_prompt(&vcp, &config, Some("agent-1"));
+    assert_eq!(engine.cached_declarations(), 1);
+    prompt_of(&engine, &config, Some("agent-2"));
+    prompt_of(&engine, &config.clone().with_protocol("vcp-zh"), Some("agent-1"));
+    prompt_of(&engine, &config.clone().with_toggle("calc_add", false), Some("agent-1"));
+    assert_eq!(engine.cached_declarations(), 4);
+    engine.invalidate_declarations();
+    assert_eq!(engine.cached_declarations(), 0);
+    let fresh = prompt_of(&engine, &config, Some("agent-1"));
     assert!(!Arc::ptr_eq(&first, &fresh) && first == fresh);
-    // Registering a tool makes cached prompts stale by itself.
-    discovery.registry().register(tool("late", vec![method("hello", object(json!({}), json!([])))])).unwrap();
-    let after = discovery.generate_prompt(&vcp, &config, Some("agent-1"));
-    assert!(after.contains("command:「始」hello「末」"));
+    // Registering a tool makes cached declarations stale by itself.
+    engine.registry().register(tool("late", vec![method("hello", object(json!({}), json!([])))])).unwrap();
+    let after = prompt_of(&engine, &config, Some("agent-1"));
+    assert!(text(&after).contains("command:「始」hello「末」"));
 }
 
 #[test]
-fn discovery_is_shareable_across_threads() {
-    let discovery = Arc::new(discovery());
+fn the_engine_is_shareable_across_threads() {
+    let engine = Arc::new(Engine::new(registry_for_discovery()));
     let handles: Vec<_> = (0..4)
         .map(|_| {
-            let d = discovery.clone();
-            std::thread::spawn(move || {
-                d.generate_prompt(&VcpProtocol::default(), &ToolCallConfig::default(), None)
-            })
+            let e = engine.clone();
+            std::thread::spawn(move || prompt_of(&e, &ToolCallConfig::default(), None))
         })
         .collect();
-    let prompts: Vec<Arc<str>> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+    let prompts: Vec<Arc<ToolDeclarations>> = handles.into_iter().map(|h| h.join().unwrap()).collect();
     assert!(prompts.windows(2).all(|w| w[0] == w[1]));
+    assert!(!prompts[0].is_empty());
 }

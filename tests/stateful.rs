@@ -4,9 +4,9 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 
-use tool_calling::executor::{ExecutionContext, Executor};
-use tool_calling::registry::ToolRegistry;
-use tool_calling::tool::ToolProvider;
+use tool_calling::exec::{ExecutionContext, Executor, PlannedRequest};
+use tool_calling::tools::ToolProvider;
+use tool_calling::tools::ToolRegistry;
 use tool_calling::{ParsedToolRequest, tool};
 
 static CREATED: AtomicUsize = AtomicUsize::new(0);
@@ -35,7 +35,11 @@ impl Tally {
 
 async fn bump(executor: &Executor, conversation: &str) -> String {
     let ctx = ExecutionContext::default().with_conversation(conversation);
-    executor.execute(&[ParsedToolRequest::new("r", "tally_bump")], &ctx).await.remove(0).result
+    executor
+        .execute(vec![PlannedRequest::exact(&ParsedToolRequest::new("r", "tally_bump"))], &ctx)
+        .await
+        .remove(0)
+        .result
 }
 
 #[tokio::test]

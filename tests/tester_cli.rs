@@ -360,6 +360,23 @@ fn exec_routes_tool_id_and_command() {
 }
 
 #[test]
+fn exec_label_gets_its_control_key_named_arguments_unless_routed_as_vcp() {
+    let out = exec(&["text_label", "--args", r#"{"ink":"blue","river":"Thames"}"#]);
+    assert_eq!((out["status"].as_str(), out["result"].as_str()), (Some("success"), Some("Thames in blue")));
+    // Routed as a VCP request, `ink` and `river` steer the host and never reach the tool.
+    let out = exec(&["text", "--command", "label", "--args", r#"{"ink":"blue","river":"Thames"}"#]);
+    assert_eq!(out["error_kind"], "validation", "{out:#}");
+}
+
+#[test]
+fn cycle_under_vcp_keeps_control_keys_from_the_tool() {
+    let reply = "<<<[TOOL_REQUEST]>>>\ntool_name:「始」text_label「末」,\nink:「始」blue「末」,\nriver:「始」Thames「末」\n<<<[END_TOOL_REQUEST]>>>";
+    let out = success_json(&run_with_stdin(&["cycle", "-"], Some(reply.as_bytes())));
+    assert_eq!(out["parsed"][0]["args"], json!({"ink": "blue", "river": "Thames"}));
+    assert_eq!(out["results"][0]["error_kind"], "validation");
+}
+
+#[test]
 fn exec_tool_error_is_a_result_not_a_usage_error() {
     let out = exec(&["calc_divide", "--args", r#"{"a":1,"b":0}"#]);
     assert_eq!(out["status"], "error");
@@ -490,6 +507,7 @@ fn discover_lists_the_demo_tools_and_hides_the_internal_method() {
         ("text_echo", true),
         ("text_repeat", true),
         ("text_sleep", true),
+        ("text_label", true),
     ];
     assert_eq!(method_names(&discovered), callable.map(|(n, c)| (n.to_string(), c)));
     let calc = &discovered["tools"][0];

@@ -116,7 +116,7 @@ fn protocol_is_shareable_across_threads() {
             let vcp = vcp.clone();
             std::thread::spawn(move || {
                 let text = format!("<<<[TOOL_REQUEST]>>>tool_name:「始」t{i}「末」<<<[END_TOOL_REQUEST]>>>");
-                vcp.parse_tool_requests(&text).requests[0].tool_name.clone()
+                vcp.parse_text(&text).requests[0].tool_name.clone()
             })
         })
         .collect();

@@ -3,7 +3,7 @@
 
 use serde_json::json;
 use tool_calling::protocol::vcp::{Language, VcpProtocol, VcpTemplates};
-use tool_calling::{MethodDefinition, MethodExample, ToolCallingProtocol, ToolDefinition};
+use tool_calling::{MethodDefinition, MethodExample, ToolDefinition};
 
 fn tools() -> Vec<ToolDefinition> {
     vec![
@@ -26,7 +26,7 @@ fn tools() -> Vec<ToolDefinition> {
                 "repeat",
                 "Repeat a message; 「末」 and <<<[TOOL_REQUEST]>>> are safe here.",
             )
-            .with_vcp_command("Repeat")
+            .with_protocol_config("vcp", tool_calling::protocol::vcp::command_alias_config("Repeat"))
             .with_parameters(json!({
                 "type": "object",
                 "properties": {
@@ -43,13 +43,13 @@ fn tools() -> Vec<ToolDefinition> {
 
 #[test]
 fn english_prompt() {
-    insta::assert_snapshot!(VcpProtocol::default().generate_tool_definitions(&tools()));
+    insta::assert_snapshot!(VcpProtocol::default().generate_definitions(&tools()));
 }
 
 #[test]
 fn chinese_prompt() {
     insta::assert_snapshot!(
-        VcpProtocol::default().with_language(Language::Zh).generate_tool_definitions(&tools())
+        VcpProtocol::default().with_language(Language::Zh).generate_definitions(&tools())
     );
 }
 
@@ -58,20 +58,20 @@ fn templates_are_replaceable() {
     let mut templates = VcpTemplates::for_language(Language::En);
     templates.preamble = "CUSTOM PREAMBLE".to_string();
     templates.required = "must".to_string();
-    let prompt = VcpProtocol::default().with_templates(templates).generate_tool_definitions(&tools());
+    let prompt = VcpProtocol::default().with_templates(templates).generate_definitions(&tools());
     assert!(prompt.starts_with("CUSTOM PREAMBLE\n"));
     assert!(prompt.contains("path:「始」(string, must) Directory to list「末」"));
 }
 
 #[test]
 fn no_tools_no_prompt() {
-    assert_eq!(VcpProtocol::default().generate_tool_definitions(&[]), "");
+    assert_eq!(VcpProtocol::default().generate_definitions(&[]), "");
 }
 
 #[test]
 fn examples_in_the_prompt_parse_back() {
     let vcp = VcpProtocol::default();
-    let prompt = vcp.generate_tool_definitions(&tools());
+    let prompt = vcp.generate_definitions(&tools());
     // Definition blocks are not requests; only the example requests (and the syntax
     // sample in the preamble) are.
     let outcome = vcp.parse(&prompt);

@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 
 use proptest::prelude::*;
 use proptest::sample::Index;
-use tool_calling::stream::{IncrementalParser, StreamCollector, StreamEvent};
+use tool_calling::protocol::{IncrementalParser, StreamCollector, StreamEvent};
 use tool_calling::{DiagnosticKind, ParseOutcome, RequestIdStyle, Span, VcpOptions, VcpProtocol};
 
 #[path = "../benches/support/inputs.rs"]
@@ -134,7 +134,7 @@ fn stream_bounded<'a>(
     let mut n = 0;
     let mut offset = 0;
     for chunk in chunks {
-        parser.push(chunk, &mut events);
+        parser.push_text(chunk, &mut events);
         offset += chunk.len();
         pushed_by.resize(events.len(), n);
         max_buffered = max_buffered.max(parser.buffered_len());
@@ -147,7 +147,7 @@ fn stream_bounded<'a>(
     pushed_by.resize(events.len(), n);
     // Spent: nothing more comes out.
     let mut more = Vec::new();
-    parser.push("<<<[TOOL_REQUEST]>>>tool_name:「始」late「末」", &mut more);
+    parser.push_text("<<<[TOOL_REQUEST]>>>tool_name:「始」late「末」", &mut more);
     parser.finish(&mut more);
     assert!(more.is_empty(), "a finished parser reported {more:?}");
     Ok(Run { events, pushed_by, max_buffered })
@@ -709,16 +709,16 @@ fn events_are_reported_early() {
     let mut parser = protocol.stream_parser();
     let mut events = Vec::new();
 
-    parser.push("Hello, world. ", &mut events);
+    parser.push_text("Hello, world. ", &mut events);
     assert!(
         matches!(events.as_slice(), [StreamEvent::Text { text, span }] if text == "Hello, world. " && *span == Span::new(0, 14)),
         "{events:?}"
     );
     events.clear();
 
-    parser.push("<<<[TOOL_REQUEST]", &mut events);
+    parser.push_text("<<<[TOOL_REQUEST]", &mut events);
     assert!(events.is_empty(), "a marker prefix decides nothing: {events:?}");
-    parser.push(">>>\ntool_name:「始」clock「末」", &mut events);
+    parser.push_text(">>>\ntool_name:「始」clock「末」", &mut events);
     assert!(matches!(events.first(), Some(StreamEvent::RequestStarted { offset: 14 })), "{events:?}");
     assert!(
         events.iter().any(
@@ -728,7 +728,7 @@ fn events_are_reported_early() {
     );
     events.clear();
 
-    parser.push(",\nzone:「始」UTC「末」\n<<<[END_TOOL_REQUEST]>>>", &mut events);
+    parser.push_text(",\nzone:「始」UTC「末」\n<<<[END_TOOL_REQUEST]>>>", &mut events);
     let request = events.iter().find_map(|e| match e {
         StreamEvent::RequestCompleted(r) => Some(r),
         _ => None,
@@ -741,7 +741,7 @@ fn events_are_reported_early() {
     assert_eq!(request.span.start, 14);
     events.clear();
 
-    parser.push(" Bye.", &mut events);
+    parser.push_text(" Bye.", &mut events);
     let prose: String = events
         .iter()
         .filter_map(|e| match e {
@@ -838,7 +838,7 @@ fn buffered_len_after_long_prose_and_after_a_long_block() {
     let mut events = Vec::new();
     let line = "All prose here, nothing to hold back. 中文也一样。\n";
     for i in 0..20_000 {
-        parser.push(line, &mut events);
+        parser.push_text(line, &mut events);
         let held = parser.buffered_len();
         assert!(
             held <= 16 * 1024,
@@ -846,14 +846,14 @@ fn buffered_len_after_long_prose_and_after_a_long_block() {
             (i + 1) * line.len()
         );
     }
-    parser.push(START, &mut events);
-    parser.push("\ntool_name:「始」write「末」,\ncontent:「始」", &mut events);
+    parser.push_text(START, &mut events);
+    parser.push_text("\ntool_name:「始」write「末」,\ncontent:「始」", &mut events);
     for _ in 0..2_000 {
-        parser.push(line, &mut events);
+        parser.push_text(line, &mut events);
     }
-    parser.push("「末」\n", &mut events);
-    parser.push(END, &mut events);
-    parser.push(" ok", &mut events);
+    parser.push_text("「末」\n", &mut events);
+    parser.push_text(END, &mut events);
+    parser.push_text(" ok", &mut events);
     assert!(
         parser.buffered_len() <= 16 * 1024,
         "after the block ended, {} bytes are still held",
@@ -898,11 +898,11 @@ fn check_timely(text: &str, bits: u8) -> Result<(), String> {
     let mut events = Vec::new();
     let mut pushed = 0;
     for chunk in char_chunks(text) {
-        parser.push(chunk, &mut events);
+        parser.push_text(chunk, &mut events);
         pushed += chunk.len();
         let mut oracle = protocol.stream_parser();
         let mut expected = Vec::new();
-        oracle.push(&text[..pushed], &mut expected);
+        oracle.push_text(&text[..pushed], &mut expected);
         if seen(&events) != seen(&expected) {
             return Err(format!(
                 "options {:?}, after {pushed} bytes ({:?}):\nstreamed: {:?}\none piece: {:?}",
@@ -967,7 +967,7 @@ fn stray_text_is_reported_by_the_next_closer() {
         let mut pushed = 0;
         let mut stray_at = None;
         for chunk in char_chunks(text) {
-            parser.push(chunk, &mut events);
+            parser.push_text(chunk, &mut events);
             pushed += chunk.len();
             if stray_at.is_none()
                 && events

@@ -1,6 +1,6 @@
-//! The tester's demo tools (spec/tester.md), defined with the `#[tool]` attribute exactly
-//! as a user of the library would: adding the attribute is all it takes for the tools to
-//! be discovered (link-time registration), no list to maintain.
+//! The tester's demo tools, defined with the `#[tool]` attribute exactly as a user of the
+//! library would: adding the attribute is all it takes for the tools to be discovered
+//! (link-time registration), no list to maintain.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -69,5 +69,11 @@ impl Text {
     async fn sleep(&self, ms: u64) -> String {
         tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
         format!("slept {ms} ms")
+    }
+
+    /// Label a river with an ink colour (under VCP both names are control keys, not arguments).
+    #[tool_method(param(ink, description = "the ink colour"), param(river, description = "the river's name"))]
+    fn label(&self, ink: String, river: String) -> String {
+        format!("{river} in {ink}")
     }
 }

@@ -27,7 +27,7 @@ mod common;
 
 use libfuzzer_sys::fuzz_target;
 use tool_calling::protocol::vcp::VcpProtocol;
-use tool_calling::stream::{IncrementalParser, StreamCollector, StreamEvent};
+use tool_calling::protocol::{IncrementalParser, StreamCollector, StreamEvent};
 use tool_calling::{ParseOutcome, Span};
 
 fuzz_target!(|data: &[u8]| {
@@ -99,11 +99,11 @@ fn run(protocol: &VcpProtocol, chunks: &[&str]) -> Vec<StreamEvent> {
     let mut parser = protocol.stream_parser();
     let mut events = Vec::new();
     for chunk in chunks {
-        parser.push(chunk, &mut events);
+        parser.push_text(chunk, &mut events);
     }
     parser.finish(&mut events);
     let mut more = Vec::new();
-    parser.push("<<<[TOOL_REQUEST]>>>tool_name:「始」late「末」", &mut more);
+    parser.push_text("<<<[TOOL_REQUEST]>>>tool_name:「始」late「末」", &mut more);
     parser.finish(&mut more);
     assert!(more.is_empty(), "a finished parser reported {more:?}");
     events

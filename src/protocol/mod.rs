@@ -1,174 +1,192 @@
-//! The [`ToolCallingProtocol`] trait and a registry of protocols by id.
+//! Protocols: how tools are offered to a model, how its tool requests are read back,
+//! and how results are written for it.
 //!
-//! A protocol decides three things: how tools are presented to the model
-//! ([`generate_tool_definitions`](ToolCallingProtocol::generate_tool_definitions)), how
-//! the model's requests are read back
-//! ([`parse_tool_requests`](ToolCallingProtocol::parse_tool_requests)), and how results
-//! are written for the model to read
-//! ([`format_tool_results`](ToolCallingProtocol::format_tool_results)). Protocols know
-//! nothing of execution: they turn text into requests and results into text.
+//! A [`ToolCallingProtocol`] sits at both ends of a cycle. Going in, it turns the
+//! registry's [`ToolDefinition`]s into what the model is shown ([`ToolDeclarations`]: a
+//! prompt section for a text protocol, a `tools` value for a native one). Coming out, it
+//! reads an [`AssistantTurn`] into [`ParsedToolRequest`]s (a text protocol reads the
+//! turn's text, a native one its tool calls), resolves each request to the
+//! [`Invocation`]s the executor runs by exact method name, and writes the results as
+//! [`Message`]s. Protocols know nothing of execution.
+//!
+//! [`vcp`] is the built-in text protocol. Parsers report what they tolerated as
+//! [`Diagnostic`]s; streaming parsers ([`IncrementalParser`]) report [`StreamEvent`]s as
+//! a turn arrives.
 
+mod diagnostic;
+mod events;
+mod registry;
 pub mod vcp;
 
-use std::collections::BTreeMap;
-use std::sync::Arc;
+use serde_json::Value;
 
-use crate::stream::IncrementalParser;
-use crate::{ParseOutcome, ToolDefinition, ToolExecutionResult};
+pub use diagnostic::{Diagnostic, DiagnosticKind, ParseOutcome};
+pub use events::{IncrementalParser, StreamCollector, StreamEvent};
+pub use registry::{ProtocolError, ProtocolRegistry};
 
-/// A way for a model to call tools: a prompt format, a request format, a result format.
+pub(crate) use diagnostic::duplicate_id as duplicate_id_diagnostic;
+pub(crate) use events::sort_diagnostics;
+
+use crate::model::{AssistantTurn, Message, ModelRequest};
+use crate::tools::ToolCatalog;
+use crate::{Invocation, ParsedToolRequest, ToolDefinition, ToolError, ToolExecutionResult};
+
+/// What a protocol adds to a [`ModelRequest`] to offer tools.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum ToolDeclarations {
+    /// A text protocol's section of the system prompt.
+    Prompt(String),
+    /// A native protocol's `tools` value, in the provider's shape.
+    Native(Value),
+}
+
+impl ToolDeclarations {
+    /// Adds the declarations to `request`: the prompt to
+    /// [`tool_prompt`](ModelRequest::tool_prompt), the `tools` value to
+    /// [`tools`](ModelRequest::tools). Empty declarations (no tool offered) add nothing.
+    ///
+    /// ```
+    /// use tool_calling::model::ModelRequest;
+    /// use tool_calling::protocol::ToolDeclarations;
+    /// let mut request = ModelRequest::default();
+    /// ToolDeclarations::Prompt("Tools: calc_add".into()).apply(&mut request);
+    /// assert_eq!(request.tool_prompt.as_deref(), Some("Tools: calc_add"));
+    /// ToolDeclarations::Native(serde_json::json!([])).apply(&mut request);
+    /// assert_eq!(request.tools, None);
+    /// ```
+    pub fn apply(&self, request: &mut ModelRequest) {
+        if self.is_empty() {
+            return;
+        }
+        match self {
+            ToolDeclarations::Prompt(prompt) => request.tool_prompt = Some(prompt.clone()),
+            ToolDeclarations::Native(tools) => request.tools = Some(tools.clone()),
+        }
+    }
+
+    /// The prompt text of a text protocol.
+    pub fn as_prompt(&self) -> Option<&str> {
+        match self {
+            ToolDeclarations::Prompt(prompt) => Some(prompt),
+            ToolDeclarations::Native(_) => None,
+        }
+    }
+
+    /// The `tools` value of a native protocol.
+    pub fn as_native(&self) -> Option<&Value> {
+        match self {
+            ToolDeclarations::Native(tools) => Some(tools),
+            ToolDeclarations::Prompt(_) => None,
+        }
+    }
+
+    /// Whether nothing is offered: an empty prompt, or a `tools` value that is null or an
+    /// empty array.
+    pub fn is_empty(&self) -> bool {
+        match self {
+            ToolDeclarations::Prompt(prompt) => prompt.is_empty(),
+            ToolDeclarations::Native(Value::Array(tools)) => tools.is_empty(),
+            ToolDeclarations::Native(value) => value.is_null(),
+        }
+    }
+}
+
+/// A way for a model to call tools: how tools are offered, how requests are read, how
+/// each request names the methods to run, and how results go back.
 ///
 /// The trait is object-safe and requires `Send + Sync`, so an engine can hold
-/// `Arc<dyn ToolCallingProtocol>` and share it across tasks. Implement it to plug in a
-/// protocol of your own:
+/// `Arc<dyn ToolCallingProtocol>` and share it across tasks. A protocol of your own
+/// needs four methods; the others have defaults (requests name methods exactly; no
+/// streaming parser). A small JSON protocol that reads native-style calls:
 ///
 /// ```
-/// use tool_calling::{
-///     ParseOutcome, ParsedToolRequest, ToolCallingProtocol, ToolDefinition, ToolExecutionResult,
-/// };
+/// use tool_calling::model::{AssistantTurn, Message, ToolCall};
+/// use tool_calling::protocol::{ParseOutcome, ToolCallingProtocol, ToolDeclarations};
+/// use tool_calling::{ParsedToolRequest, ToolDefinition, ToolExecutionResult};
 ///
-/// /// One call per line: `CALL tool_name`.
-/// struct LineProtocol;
+/// /// Reads a turn's tool calls; answers with one text message per result.
+/// struct JsonCalls;
 ///
-/// impl ToolCallingProtocol for LineProtocol {
+/// impl ToolCallingProtocol for JsonCalls {
 ///     fn id(&self) -> &str {
-///         "line"
+///         "json-calls"
 ///     }
-///     fn generate_tool_definitions(&self, tools: &[ToolDefinition]) -> String {
-///         let names: Vec<String> = tools
-///             .iter()
-///             .flat_map(|t| t.methods.iter().map(|m| m.full_name(&t.tool_id)))
-///             .collect();
-///         format!("Write `CALL name` on its own line. Tools: {}", names.join(", "))
+///     fn tool_declarations(&self, tools: &[ToolDefinition]) -> ToolDeclarations {
+///         let names: Vec<String> =
+///             tools.iter().flat_map(|t| t.methods.iter().map(|m| m.full_name(&t.tool_id))).collect();
+///         ToolDeclarations::Native(serde_json::json!(names))
 ///     }
-///     fn parse_tool_requests(&self, text: &str) -> ParseOutcome {
-///         let requests = text
-///             .lines()
-///             .filter_map(|l| l.strip_prefix("CALL "))
-///             .enumerate()
-///             .map(|(i, name)| ParsedToolRequest::new(format!("line_{i}"), name.trim()))
+///     fn parse_turn(&self, turn: &AssistantTurn) -> ParseOutcome {
+///         let requests = turn
+///             .tool_calls()
+///             .map(|call| {
+///                 let request = ParsedToolRequest::new(call.id.clone(), call.name.clone());
+///                 match call.arguments_json() {
+///                     Ok(serde_json::Value::Object(args)) => {
+///                         args.into_iter().fold(request, |r, (k, v)| r.with_arg(k, v))
+///                     }
+///                     _ => request.with_problem("the arguments are not a JSON object"),
+///                 }
+///             })
 ///             .collect();
 ///         ParseOutcome::new(requests, Vec::new())
 ///     }
-///     fn format_tool_results(&self, results: &[ToolExecutionResult]) -> String {
-///         results.iter().map(|r| format!("RESULT {} {}\n", r.tool_name, r.result)).collect()
+///     fn result_messages(&self, results: &[ToolExecutionResult]) -> Vec<Message> {
+///         results.iter().map(|r| Message::tool(r.result.clone()).with_tool_result(r.clone())).collect()
 ///     }
 /// }
 ///
-/// let protocol: std::sync::Arc<dyn ToolCallingProtocol> = std::sync::Arc::new(LineProtocol);
-/// let parsed = protocol.parse_tool_requests("thinking...\nCALL calc_add\n");
+/// let protocol: std::sync::Arc<dyn ToolCallingProtocol> = std::sync::Arc::new(JsonCalls);
+/// let turn = AssistantTurn::new().with_tool_call(ToolCall::new("c1", "calc_add", r#"{"a": 2}"#));
+/// let parsed = protocol.parse_turn(&turn);
 /// assert_eq!(parsed.requests[0].tool_name, "calc_add");
+/// assert_eq!(parsed.requests[0].args["a"], 2);
 /// ```
 pub trait ToolCallingProtocol: Send + Sync {
-    /// The protocol's id (`"vcp"`, `"openai"`, …), used to look it up.
+    /// The protocol's id (`"vcp"`, `"openai"`, …), used to look it up and to key caches.
     fn id(&self) -> &str;
 
-    /// The text that tells the model which tools exist and how to call them (for VCP
-    /// a system-prompt section; for native protocols the JSON `tools` value).
-    fn generate_tool_definitions(&self, tools: &[ToolDefinition]) -> String;
+    /// What the model is shown to offer `tools`: a prompt section for a text protocol,
+    /// the provider's `tools` value for a native one.
+    fn tool_declarations(&self, tools: &[ToolDefinition]) -> ToolDeclarations;
 
-    /// Finds every tool request in a model reply. Never fails and never panics: damaged
-    /// input yields incomplete requests and diagnostics.
-    fn parse_tool_requests(&self, text: &str) -> ParseOutcome;
+    /// Reads every tool request out of an assistant turn. Never fails and never panics:
+    /// damaged input yields incomplete requests and diagnostics.
+    fn parse_turn(&self, turn: &AssistantTurn) -> ParseOutcome;
 
-    /// Writes results for the model to read in its next turn.
-    fn format_tool_results(&self, results: &[ToolExecutionResult]) -> String;
+    /// Reads every tool request out of a turn made only of `text`. The default wraps the
+    /// text in a turn; text protocols read it directly.
+    fn parse_text(&self, text: &str) -> ParseOutcome {
+        self.parse_turn(&AssistantTurn::from_text(text))
+    }
 
-    /// A parser that reads a reply while it streams in, if the protocol has one. Its
-    /// requests and diagnostics must equal what
-    /// [`parse_tool_requests`](Self::parse_tool_requests) returns for the whole text.
-    /// The default is `None`: an engine then buffers the stream and parses it once at
-    /// the end.
+    /// A parser that reads a turn while it streams in, if the protocol has one. Its
+    /// requests and diagnostics must equal what [`parse_turn`](Self::parse_turn) returns
+    /// for the whole turn. The default is `None`: an engine then collects the stream
+    /// and parses it once at the end.
     fn incremental_parser(&self) -> Option<Box<dyn IncrementalParser>> {
         None
     }
-}
 
-/// Why a protocol could not be registered or found.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum ProtocolError {
-    /// No protocol with this id is registered.
-    #[error("no protocol with id `{id}` is registered (known: {known})")]
-    Unknown {
-        /// The id looked up.
-        id: String,
-        /// The registered ids, comma-separated.
-        known: String,
-    },
-    /// A protocol with this id is already registered.
-    #[error("a protocol with id `{0}` is already registered")]
-    Duplicate(String),
-    /// A protocol reported an empty id.
-    #[error("a protocol's id must not be empty")]
-    EmptyId,
-}
-
-/// Protocols by id.
-///
-/// ```
-/// use tool_calling::protocol::ProtocolRegistry;
-/// let registry = ProtocolRegistry::with_defaults();
-/// assert_eq!(registry.get("vcp").unwrap().id(), "vcp");
-/// assert!(registry.get("smoke-signals").is_err());
-/// ```
-#[derive(Clone, Default)]
-pub struct ProtocolRegistry {
-    protocols: BTreeMap<String, Arc<dyn ToolCallingProtocol>>,
-}
-
-impl std::fmt::Debug for ProtocolRegistry {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ProtocolRegistry").field("ids", &self.ids()).finish()
-    }
-}
-
-impl ProtocolRegistry {
-    /// An empty registry.
-    pub fn new() -> Self {
-        Self::default()
+    /// The calls `request` asks for, each a method's exact full name with its arguments,
+    /// or the error the model gets for a call that names nothing runnable. `catalog`
+    /// says what is registered.
+    ///
+    /// The default names the method exactly: `tool_name` as written, arguments as they
+    /// are. VCP overrides it with its routing rules (tool id + `command`, batches) and
+    /// takes its control keys out of the arguments.
+    fn resolve(
+        &self,
+        request: &ParsedToolRequest,
+        catalog: &ToolCatalog,
+    ) -> Vec<Result<Invocation, ToolError>> {
+        let _ = catalog;
+        vec![Ok(Invocation::exact(request))]
     }
 
-    /// A registry holding the built-in protocols (VCP with default options).
-    pub fn with_defaults() -> Self {
-        let mut registry = Self::new();
-        registry.protocols.insert("vcp".to_string(), Arc::new(vcp::VcpProtocol::default()));
-        registry
-    }
-
-    /// Registers `protocol` under its own id; refuses a second protocol with the same id.
-    pub fn register(&mut self, protocol: Arc<dyn ToolCallingProtocol>) -> Result<(), ProtocolError> {
-        let id = protocol.id().to_string();
-        if id.is_empty() {
-            return Err(ProtocolError::EmptyId);
-        }
-        if self.protocols.contains_key(&id) {
-            return Err(ProtocolError::Duplicate(id));
-        }
-        self.protocols.insert(id, protocol);
-        Ok(())
-    }
-
-    /// Registers `protocol`, replacing any protocol with the same id.
-    pub fn replace(&mut self, protocol: Arc<dyn ToolCallingProtocol>) -> Result<(), ProtocolError> {
-        let id = protocol.id().to_string();
-        if id.is_empty() {
-            return Err(ProtocolError::EmptyId);
-        }
-        self.protocols.insert(id, protocol);
-        Ok(())
-    }
-
-    /// The protocol registered as `id`.
-    pub fn get(&self, id: &str) -> Result<Arc<dyn ToolCallingProtocol>, ProtocolError> {
-        self.protocols
-            .get(id)
-            .cloned()
-            .ok_or_else(|| ProtocolError::Unknown { id: id.to_string(), known: self.ids().join(", ") })
-    }
-
-    /// The registered ids, sorted.
-    pub fn ids(&self) -> Vec<&str> {
-        self.protocols.keys().map(String::as_str).collect()
-    }
+    /// The messages that carry `results` back to the model, one result per request in
+    /// request order: for VCP one text message of result blocks, for a native protocol
+    /// the provider's result messages matched to each call by id.
+    fn result_messages(&self, results: &[ToolExecutionResult]) -> Vec<Message>;
 }

@@ -13,7 +13,7 @@
 use memchr::memmem;
 
 use super::fence::Fences;
-use super::source::Source;
+use super::visible::Source;
 
 pub(crate) const START: &str = "<<<[TOOL_REQUEST]>>>";
 pub(crate) const END: &str = "<<<[END_TOOL_REQUEST]>>>";

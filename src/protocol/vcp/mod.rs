@@ -1,8 +1,7 @@
 //! VCP, the plain-text tool protocol (`<<<[TOOL_REQUEST]>>>` blocks of
 //! `key:「始」value「末」` fields).
 //!
-//! The dialect is the one `spec/vcp.md` defines (summarised in the crate README). The
-//! parser is tolerant: unclosed values, missing END markers, truncated replies, stray
+//! The dialect is summarised in the crate README. The parser is tolerant: unclosed values, missing END markers, truncated replies, stray
 //! prose between fields, full-width colons, CRLF and reasoning blocks are all read, and
 //! every irregularity is reported as a [`Diagnostic`](crate::Diagnostic) with byte
 //! offsets. It never panics, and its cost is linear in the input.
@@ -22,18 +21,26 @@
 
 mod fence;
 mod format;
+mod incremental;
 mod markers;
 mod parser;
 mod prompt;
 mod reasoning;
-mod source;
-mod stream;
+mod routing;
+mod visible;
 
 pub use format::{FormatError, neutralize_markers};
+pub use incremental::VcpStreamParser;
 pub use prompt::{Language, VcpTemplates};
-pub use stream::VcpStreamParser;
+pub use routing::{CONTROL_KEYS, RouteError, RoutedCall, command_alias, command_alias_config, route};
 
-use crate::{ParseOutcome, ToolCallingProtocol, ToolDefinition, ToolExecutionResult};
+use crate::model::{AssistantTurn, Message};
+use crate::protocol::{IncrementalParser, ToolDeclarations};
+use crate::tools::ToolCatalog;
+use crate::{
+    Invocation, ParseOutcome, ParsedToolRequest, ToolCallingProtocol, ToolDefinition, ToolError,
+    ToolExecutionResult,
+};
 
 /// How the parser names requests whose block has no `request_id`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -156,7 +163,7 @@ impl VcpProtocol {
     }
 
     /// Parses every request block in `text`. Same as
-    /// [`parse_tool_requests`](ToolCallingProtocol::parse_tool_requests).
+    /// [`parse_text`](ToolCallingProtocol::parse_text).
     pub fn parse(&self, text: &str) -> ParseOutcome {
         parser::parse(text, &self.options)
     }
@@ -192,13 +199,13 @@ impl VcpProtocol {
 
     /// Writes result blocks; tool output is neutralised so that it can never close its
     /// block or forge a request. Same as
-    /// [`format_tool_results`](ToolCallingProtocol::format_tool_results).
+    /// the text of [`result_messages`](ToolCallingProtocol::result_messages).
     pub fn format_results(&self, results: &[ToolExecutionResult]) -> String {
         format::format_results(results)
     }
 
     /// Writes the definitions prompt. Same as
-    /// [`generate_tool_definitions`](ToolCallingProtocol::generate_tool_definitions).
+    /// the prompt of [`tool_declarations`](ToolCallingProtocol::tool_declarations).
     pub fn generate_definitions(&self, tools: &[ToolDefinition]) -> String {
         prompt::generate(tools, &self.templates)
     }
@@ -209,19 +216,47 @@ impl ToolCallingProtocol for VcpProtocol {
         &self.id
     }
 
-    fn generate_tool_definitions(&self, tools: &[ToolDefinition]) -> String {
-        self.generate_definitions(tools)
+    fn tool_declarations(&self, tools: &[ToolDefinition]) -> ToolDeclarations {
+        if tools.is_empty() {
+            return ToolDeclarations::Prompt(String::new());
+        }
+        ToolDeclarations::Prompt(self.generate_definitions(tools))
     }
 
-    fn parse_tool_requests(&self, text: &str) -> ParseOutcome {
+    /// Reads the turn's text (its text blocks joined); native tool calls in the turn are
+    /// not VCP and are left alone.
+    fn parse_turn(&self, turn: &AssistantTurn) -> ParseOutcome {
+        self.parse(&turn.text())
+    }
+
+    fn parse_text(&self, text: &str) -> ParseOutcome {
         self.parse(text)
     }
 
-    fn format_tool_results(&self, results: &[ToolExecutionResult]) -> String {
-        self.format_results(results)
+    fn incremental_parser(&self) -> Option<Box<dyn IncrementalParser>> {
+        Some(Box::new(self.stream_parser()))
     }
 
-    fn incremental_parser(&self) -> Option<Box<dyn crate::stream::IncrementalParser>> {
-        Some(Box::new(self.stream_parser()))
+    /// VCP's routing rules (see [`route`]), with the control keys taken out of the
+    /// arguments.
+    fn resolve(
+        &self,
+        request: &ParsedToolRequest,
+        catalog: &ToolCatalog,
+    ) -> Vec<Result<Invocation, ToolError>> {
+        route(catalog, request)
+            .into_iter()
+            .map(|call| {
+                call.map(RoutedCall::into_invocation).map_err(|e| ToolError::not_found(e.to_string()))
+            })
+            .collect()
+    }
+
+    /// One tool message holding every result block, in request order.
+    fn result_messages(&self, results: &[ToolExecutionResult]) -> Vec<Message> {
+        if results.is_empty() {
+            return Vec::new();
+        }
+        vec![Message::tool(self.format_results(results)).with_tool_results(results.iter().cloned())]
     }
 }

@@ -25,7 +25,7 @@ use super::markers::{
     strip_prefix_ignore_ascii_case,
 };
 use super::reasoning;
-use super::source::Source;
+use super::visible::Source;
 use super::{RequestIdStyle, VcpOptions};
 use crate::request::{Args, RequestIdSource};
 use crate::{Diagnostic, DiagnosticKind, ParseOutcome, ParsedToolRequest, Span};
@@ -978,6 +978,10 @@ fn finish_block(
         Some(id) => (id, RequestIdSource::Model),
         None => (String::new(), RequestIdSource::Assigned),
     };
+    let fire_and_forget = args.get("archery").and_then(serde_json::Value::as_str).is_some_and(|v| {
+        let v = v.trim();
+        v.eq_ignore_ascii_case("true") || v.eq_ignore_ascii_case("no_reply")
+    });
     let mut request = ParsedToolRequest {
         request_id,
         id_source,
@@ -986,6 +990,7 @@ fn finish_block(
         span,
         complete: problems.is_empty(),
         problems,
+        fire_and_forget,
     };
     ids.assign(&mut request);
     sink.request(request);
@@ -1032,6 +1037,6 @@ pub(crate) fn parse(text: &str, options: &VcpOptions) -> ParseOutcome {
     let fences = options.skip_fenced.then(|| Fences::find(src.text()));
     Scanner::new(options).run(&src, fences.as_ref(), true, &mut sink);
     let Collect { requests, mut diagnostics } = sink;
-    crate::stream::sort_diagnostics(&mut diagnostics);
+    crate::protocol::sort_diagnostics(&mut diagnostics);
     ParseOutcome::new(requests, diagnostics)
 }

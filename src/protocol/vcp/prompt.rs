@@ -1,4 +1,4 @@
-//! The definitions prompt: how VCP tells a model which tools exist (spec §5).
+//! The definitions prompt: how VCP tells a model which tools exist.
 
 use serde_json::Value;
 
@@ -180,7 +180,10 @@ fn sample(param: &ParameterInfo<'_>) -> String {
 /// One example request: the method's first declared example, else its required
 /// parameters with sample values.
 fn example(tool_id: &str, method: &MethodDefinition) -> Option<String> {
-    let mut args: Vec<(String, String)> = vec![("command".to_string(), method.command().to_string())];
+    let mut args: Vec<(String, String)> = vec![(
+        "command".to_string(),
+        super::routing::command_of(&method.name, &method.protocol_config).to_string(),
+    )];
     match method.examples.first().and_then(|e| e.input.as_object()) {
         Some(input) => args.extend(input.iter().map(|(k, v)| (k.clone(), plain(v)))),
         None => args.extend(
@@ -213,7 +216,12 @@ pub(crate) fn generate(tools: &[ToolDefinition], t: &VcpTemplates) -> String {
             let params = method.parameter_list();
             out.push_str("<<<[TOOL_DEFINITION]>>>\n");
             write_field(&mut out, "tool_name", &neutralize_markers(&tool.tool_id), false);
-            write_field(&mut out, "command", &neutralize_markers(method.command()), false);
+            write_field(
+                &mut out,
+                "command",
+                &neutralize_markers(super::routing::command_of(&method.name, &method.protocol_config)),
+                false,
+            );
             write_field(&mut out, "description", &neutralize_markers(&method.description), params.is_empty());
             for (j, param) in params.iter().enumerate() {
                 let text = describe(param, t);

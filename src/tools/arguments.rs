@@ -1,17 +1,9 @@
-//! Turning a model's arguments into a method's input: coercion by schema, then
-//! JSON-Schema validation (seed 000 §3.2, §5.6).
-//!
-//! VCP values are all strings. Before validation each one is coerced by the type its
-//! parameter's schema declares: `"false"` → `false`, `"42"` → `42`, JSON text →
-//! arrays and objects, and `""` for an optional parameter → absent. Values that are
-//! already JSON (native protocols) are left as they are. Then the arguments are
-//! validated with a validator compiled once per method. Errors name the parameter and
-//! the rule, in words meant for the model.
+//! Turning a model's arguments into a method's input: defaults, coercion, validation.
 
 use serde_json::{Map, Value};
 
+use super::spec::ArgMap;
 use crate::request::Args;
-use crate::tool::ArgMap;
 
 /// One problem with one argument.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -41,6 +33,13 @@ impl std::fmt::Display for ArgumentError {
 pub struct ArgumentErrors(pub Vec<ArgumentError>);
 
 /// A method's argument checker: its schema and the validator compiled from it.
+///
+/// Text protocols send every value as a string. Before validation each one is coerced
+/// by the type its parameter's schema declares: `"false"` → `false`, `"42"` → `42`,
+/// JSON text → arrays and objects, and `""` for an optional parameter → absent. Values
+/// that are already JSON (native protocols) are left as they are. Then the arguments
+/// are validated with a validator compiled once per method. Errors name the parameter
+/// and the rule, in words meant for the model.
 pub struct ArgumentValidator {
     schema: Value,
     validator: jsonschema::Validator,
@@ -149,6 +148,21 @@ impl ArgumentValidator {
         Value::String(text.to_string())
     }
 
+    /// The defaults the schema declares for its parameters (a parameter's own `default`,
+    /// else that of the schema its local `$ref` points to).
+    pub fn defaults(&self) -> ArgMap {
+        let mut defaults = Map::new();
+        if let Some(properties) = self.schema.get("properties").and_then(Value::as_object) {
+            for (name, schema) in properties {
+                let default = schema.get("default").or_else(|| self.resolve(schema).get("default"));
+                if let Some(default) = default {
+                    defaults.insert(name.clone(), default.clone());
+                }
+            }
+        }
+        defaults
+    }
+
     /// Coerces `args` by the schema (see the module docs); does not validate.
     pub fn coerce(&self, args: &Args) -> ArgMap {
         self.coerce_pairs(args.iter())
@@ -163,7 +177,7 @@ impl ArgumentValidator {
     fn coerce_pairs<'a>(&self, args: impl Iterator<Item = (&'a String, &'a Value)>) -> ArgMap {
         let empty = Map::new();
         let properties = self.schema.get("properties").and_then(Value::as_object).unwrap_or(&empty);
-        let required = crate::definition::required_keys(&self.schema);
+        let required = super::definition::required_keys(&self.schema);
         let mut out = Map::new();
         for (key, value) in args {
             let coerced = match (value, properties.get(key)) {
@@ -206,12 +220,5 @@ impl ArgumentValidator {
             })
             .collect();
         if errors.is_empty() { Ok(()) } else { Err(ArgumentErrors(errors)) }
-    }
-
-    /// Coerces, then validates: the arguments a method may run with.
-    pub fn prepare(&self, args: &Args) -> Result<ArgMap, ArgumentErrors> {
-        let coerced = self.coerce(args);
-        self.validate(&coerced)?;
-        Ok(coerced)
     }
 }

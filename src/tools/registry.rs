@@ -1,20 +1,15 @@
-//! The tool registry: where tools are registered (at link time with `inventory`, or at
-//! run time), checked, and looked up.
-//!
-//! Every definition is checked when it is registered, not when it is first called
-//! (seed 000 §3.1, §5.4): ids and names non-empty and unique, parameters an object
-//! schema, every `required` key defined, nested properties typed, and the schema
-//! compilable. A bad definition is an error naming the tool, the method and the field.
+//! The tool registry: where tools are registered, checked, and looked up.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
 use serde_json::Value;
 
-use crate::arguments::{ArgumentErrors, ArgumentValidator};
+use super::arguments::ArgumentValidator;
+use super::catalog::ToolCatalog;
+use super::spec::{ArgMap, Instance, MethodSpec, ToolRegistration, ToolSpec};
 use crate::request::Args;
-use crate::tool::{ArgMap, Instance, MethodSpec, ToolError, ToolOutput, ToolRegistration, ToolSpec};
-use crate::{ErrorKind, ToolDefinition};
+use crate::{ToolDefinition, ToolError};
 
 /// Why a tool could not be registered.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -38,7 +33,7 @@ pub enum RegistryError {
         /// The tool.
         tool: String,
     },
-    /// A method name (or VCP command alias) used twice within a tool.
+    /// A method name used twice within a tool.
     #[error("tool `{tool}` declares method `{method}` more than once")]
     DuplicateMethod {
         /// The tool.
@@ -46,7 +41,8 @@ pub enum RegistryError {
         /// The repeated name.
         method: String,
     },
-    /// Two methods (of different tools) share a full name or VCP command alias.
+    /// Two methods of different tools share a full name (`a` + `b_c` and `a_b` + `c`
+    /// both make `a_b_c`).
     #[error("`{name}` of tool `{tool}` clashes with a method of tool `{other_tool}`")]
     NameClash {
         /// The clashing name.
@@ -247,38 +243,54 @@ impl MethodRef {
         self.spec().map(|m| m.definition.full_name(&self.tool.spec.tool_id)).unwrap_or_default()
     }
 
-    /// Coerces and validates `args` for this method, running its argument hook first.
-    pub fn prepare_args(&self, args: &Args) -> Result<ArgMap, ToolError> {
+    /// The arguments the method runs with: its schema's defaults, overridden by
+    /// `preset` (the host's), overridden by `model` (the model's); each value coerced by
+    /// the schema (a blank optional value counts as absent, so the layer below shows
+    /// through), then the argument hook, then JSON-Schema validation. The one place
+    /// where a call's arguments are put together.
+    pub fn prepare_args(&self, model: &Args, preset: Option<&Args>) -> Result<ArgMap, ToolError> {
         let (Some(spec), Some(validator)) = (self.spec(), self.tool.validator(self.index)) else {
-            return Err(ToolError::new(ErrorKind::NotFound, "the method is no longer registered"));
+            return Err(ToolError::not_found("the method is no longer registered"));
         };
-        let mut coerced = validator.coerce(args);
+        let mut args = validator.defaults();
+        if let Some(preset) = preset {
+            args.extend(validator.coerce(preset));
+        }
+        args.extend(validator.coerce(model));
         if let Some(hook) = &spec.argument_hook {
             // The hook may rename or add keys: coerce what it returns as well.
-            coerced = validator.coerce_map(&hook(coerced)?);
+            args = validator.coerce_map(&hook(args)?);
         }
-        validator.validate(&coerced).map_err(|e: ArgumentErrors| ToolError::validation(e.to_string()))?;
-        Ok(coerced)
+        validator.validate(&args).map_err(|e| ToolError::validation(e.to_string()))?;
+        Ok(args)
     }
 }
 
 #[derive(Default)]
 struct Inner {
     tools: Vec<Arc<RegisteredTool>>,
-    /// Full names and VCP command aliases → (tool index, method index).
+    /// Full names → (tool index, method index).
     names: HashMap<String, (usize, usize)>,
+    /// The same, as protocols see it; replaced (not changed) on registration, so that
+    /// snapshots handed out stay valid.
+    catalog: Arc<ToolCatalog>,
     generation: u64,
 }
 
 /// Every registered tool. Safe to share across threads (`Arc<ToolRegistry>`); tools can
-/// be registered at any time.
+/// be registered at any time, at link time with `#[tool]` ([`from_inventory`](Self::from_inventory))
+/// or at run time ([`register`](Self::register)). Tools run through the
+/// [`Executor`](crate::exec::Executor).
+///
+/// Every definition is checked when it is registered, not when it is first called: ids
+/// and names non-empty and unique, parameters an object schema, every `required` key
+/// defined, nested properties typed, and the schema compilable. A bad definition is an
+/// error naming the tool, the method and the field.
 ///
 /// ```
-/// use std::sync::Arc;
 /// use serde_json::json;
-/// use tool_calling::registry::ToolRegistry;
-/// use tool_calling::tool::{MethodSpec, ToolOutput, ToolSpec};
-/// use tool_calling::{Args, MethodDefinition};
+/// use tool_calling::tools::{ArgMap, BoxFuture, MethodSpec, RegistryError, ToolOutput, ToolRegistry, ToolSpec};
+/// use tool_calling::MethodDefinition;
 ///
 /// let registry = ToolRegistry::new();
 /// let add = MethodDefinition::new("add", "Add two numbers.").with_parameters(json!({
@@ -286,22 +298,19 @@ struct Inner {
 ///     "properties": {"a": {"type": "number"}, "b": {"type": "number"}},
 ///     "required": ["a", "b"]
 /// }));
-/// registry.register(ToolSpec::stateless("calc", "Calculator").with_method(MethodSpec::new(add, |_, args: tool_calling::tool::ArgMap| {
+/// let handler = |_, args: ArgMap| {
 ///     Box::pin(async move {
 ///         let sum = args["a"].as_f64().unwrap_or(0.0) + args["b"].as_f64().unwrap_or(0.0);
 ///         Ok(ToolOutput::Json(json!(sum)))
-///     }) as tool_calling::tool::BoxFuture<'static, _>
-/// }))).unwrap();
+///     }) as BoxFuture<'static, _>
+/// };
+/// registry.register(ToolSpec::stateless("calc", "Calculator").with_method(MethodSpec::new(add, handler))).unwrap();
+/// assert!(registry.method("calc_add").is_some());
 ///
-/// let mut args = Args::new();
-/// args.insert("a".into(), json!("2"));   // VCP sends strings: coerced by the schema
-/// args.insert("b".into(), json!("40"));
-/// let out = futures::executor::block_on(registry.invoke("calc_add", &args)).unwrap();
-/// assert_eq!(out.into_text(), "42.0");
-///
-/// args.shift_remove("b");
-/// let err = futures::executor::block_on(registry.invoke("calc_add", &args)).unwrap_err();
-/// assert!(err.message.contains("parameter `b` (required)"));
+/// // Definitions are checked when they are registered.
+/// let bad = MethodDefinition::new("bad", "Bad.").with_parameters(json!({"type": "string"}));
+/// let err = registry.register(ToolSpec::stateless("x", "X").with_method(MethodSpec::new(bad, handler)));
+/// assert!(matches!(err, Err(RegistryError::InvalidSchema { .. })));
 /// ```
 #[derive(Default)]
 pub struct ToolRegistry {
@@ -348,24 +357,15 @@ impl ToolRegistry {
         if tool.is_empty() {
             return Err(RegistryError::EmptyToolId { tool_name: spec.tool_name.clone() });
         }
-        let mut own_names: HashMap<String, usize> = HashMap::new();
+        let mut own_names: HashSet<&str> = HashSet::new();
         let mut validators = Vec::with_capacity(spec.methods.len());
-        for (index, method) in spec.methods.iter().enumerate() {
+        for method in &spec.methods {
             let name = &method.definition.name;
             if name.is_empty() {
                 return Err(RegistryError::EmptyMethodName { tool });
             }
-            let mut names = vec![method.definition.full_name(&tool)];
-            if let Some(alias) = &method.definition.vcp_command {
-                if alias != name {
-                    names.push(alias.clone());
-                }
-            }
-            for n in [name.clone()].into_iter().chain(method.definition.vcp_command.iter().cloned()) {
-                if own_names.get(&n).is_some_and(|&i| i != index) {
-                    return Err(RegistryError::DuplicateMethod { tool, method: n });
-                }
-                own_names.insert(n, index);
+            if !own_names.insert(name) {
+                return Err(RegistryError::DuplicateMethod { tool, method: name.clone() });
             }
             if let Some((field, reason)) = schema_problem(&method.definition.parameters) {
                 return Err(RegistryError::InvalidSchema { tool, method: name.clone(), field, reason });
@@ -385,20 +385,19 @@ impl ToolRegistry {
             return Err(RegistryError::DuplicateTool { tool });
         }
         let tool_index = inner.tools.len();
-        let mut new_names = Vec::new();
+        let mut new_names = Vec::with_capacity(spec.methods.len());
         for (index, method) in spec.methods.iter().enumerate() {
-            let full = method.definition.full_name(&tool);
-            let alias = method.definition.vcp_command.iter().filter(|a| **a != method.definition.name);
-            for name in std::iter::once(full).chain(alias.map(|a| format!("{tool}_{a}"))) {
-                if let Some(&(other, _)) = inner.names.get(&name) {
-                    let other_tool =
-                        inner.tools.get(other).map(|t| t.spec.tool_id.clone()).unwrap_or_default();
-                    return Err(RegistryError::NameClash { name, tool, other_tool });
-                }
-                new_names.push((name, (tool_index, index)));
+            let name = method.definition.full_name(&tool);
+            if let Some(&(other, _)) = inner.names.get(&name) {
+                let other_tool = inner.tools.get(other).map(|t| t.spec.tool_id.clone()).unwrap_or_default();
+                return Err(RegistryError::NameClash { name, tool, other_tool });
             }
+            new_names.push((name, (tool_index, index)));
         }
         inner.names.extend(new_names);
+        let mut catalog = ToolCatalog::clone(&inner.catalog);
+        catalog.add(&spec);
+        inner.catalog = Arc::new(catalog);
         inner.tools.push(Arc::new(RegisteredTool {
             spec,
             validators,
@@ -419,8 +418,8 @@ impl ToolRegistry {
         self.read().tools.iter().find(|t| t.spec.tool_id == tool_id).cloned()
     }
 
-    /// The method whose full name (`toolId_methodName`, or `toolId_alias` for a VCP
-    /// command alias) is exactly `full_name`, callable or not.
+    /// The method whose full name (`toolId_methodName`) is exactly `full_name`, callable
+    /// or not.
     pub fn method(&self, full_name: &str) -> Option<MethodRef> {
         let inner = self.read();
         let &(tool, index) = inner.names.get(full_name)?;
@@ -457,31 +456,9 @@ impl ToolRegistry {
         self.read().generation
     }
 
-    /// Runs the agent-callable method `full_name` with `args`: coerced and validated
-    /// first; the tool never runs on invalid input. Not-found, not-callable and invalid
-    /// arguments are errors of kind `not_found`, `permission` and `validation`.
-    pub async fn invoke(&self, full_name: &str, args: &Args) -> Result<ToolOutput, ToolError> {
-        let Some(method) = self.method(full_name) else {
-            return Err(ToolError::new(
-                ErrorKind::NotFound,
-                format!("no tool method is called `{full_name}`"),
-            ));
-        };
-        let callable = method.spec().is_some_and(|m| m.agent_callable);
-        if !callable {
-            return Err(ToolError::new(
-                ErrorKind::Permission,
-                format!("`{full_name}` may not be called by a model"),
-            ));
-        }
-        let args = method.prepare_args(args)?;
-        let instance = method.tool.instance()?;
-        let Some(spec) = method.spec() else {
-            return Err(ToolError::new(
-                ErrorKind::NotFound,
-                format!("no tool method is called `{full_name}`"),
-            ));
-        };
-        spec.handler().call(instance, args).await
+    /// The registered tools by name, as protocols resolve requests against them: a
+    /// snapshot, unchanged by later registrations.
+    pub fn catalog(&self) -> Arc<ToolCatalog> {
+        self.read().catalog.clone()
     }
 }

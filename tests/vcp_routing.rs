@@ -1,10 +1,17 @@
-//! Routing a parsed request to registered methods (VCP spec §4), on tools built by hand.
+//! VCP's routing of a parsed request to registered methods, on tools built by hand.
 
 use serde_json::{Value, json};
-use tool_calling::registry::ToolRegistry;
-use tool_calling::routing::{RouteError, RoutedCall, route};
-use tool_calling::tool::{ArgMap, BoxFuture, Instance, MethodSpec, ToolError, ToolOutput, ToolSpec};
-use tool_calling::{MethodDefinition, ParsedToolRequest};
+use tool_calling::protocol::vcp::{RouteError, RoutedCall, command_alias_config};
+use tool_calling::tools::ToolRegistry;
+use tool_calling::tools::{ArgMap, BoxFuture, Instance, MethodSpec, ToolOutput, ToolSpec};
+use tool_calling::{
+    ErrorKind, Invocation, MethodDefinition, ParsedToolRequest, ToolCallingProtocol, ToolError, VcpProtocol,
+};
+
+/// VCP's routing of `request` against what `registry` holds.
+fn route(registry: &ToolRegistry, request: &ParsedToolRequest) -> Vec<Result<RoutedCall, RouteError>> {
+    tool_calling::protocol::vcp::route(&registry.catalog(), request)
+}
 
 fn handler()
 -> impl Fn(Instance, ArgMap) -> BoxFuture<'static, Result<ToolOutput, ToolError>> + Send + Sync + 'static {
@@ -16,7 +23,11 @@ fn method(name: &str) -> MethodSpec {
 }
 
 fn aliased(name: &str, alias: &str) -> MethodSpec {
-    MethodSpec::new(MethodDefinition::new(name, format!("{name} things")).with_vcp_command(alias), handler())
+    MethodSpec::new(
+        MethodDefinition::new(name, format!("{name} things"))
+            .with_protocol_config("vcp", command_alias_config(alias)),
+        handler(),
+    )
 }
 
 fn tool(id: &str, methods: Vec<MethodSpec>) -> ToolSpec {
@@ -54,14 +65,14 @@ fn error(registry: &ToolRegistry, request: &ParsedToolRequest) -> RouteError {
     let mut calls = route(registry, request);
     assert_eq!(calls.len(), 1, "{calls:?}");
     match calls.remove(0) {
-        Ok(call) => panic!("`{}` routed to `{}`", request.tool_name, call.full_name()),
+        Ok(call) => panic!("`{}` routed to `{}`", request.tool_name, call.method),
         Err(e) => e,
     }
 }
 
 /// Asserts the call's method, exact arguments (with order) and batch index.
 fn assert_call(call: &RoutedCall, full_name: &str, expected: &[(&str, &str)], batch_index: Option<usize>) {
-    assert_eq!(call.full_name(), full_name);
+    assert_eq!(call.method, full_name);
     let got: Vec<(&str, &Value)> = call.args.iter().map(|(k, v)| (k.as_str(), v)).collect();
     let want: Vec<(&str, Value)> = expected.iter().map(|(k, v)| (*k, Value::from(*v))).collect();
     let want: Vec<(&str, &Value)> = want.iter().map(|(k, v)| (*k, v)).collect();
@@ -124,7 +135,7 @@ fn rule2_tool_id_and_command_which_is_consumed() {
     // Routing does not check agent-callability: the executor refuses later.
     let call = one(&registry, &request("admin", &[("command", "reset")]));
     assert_call(&call, "admin_reset", &[], None);
-    assert!(call.method.spec().is_some_and(|m| !m.agent_callable));
+    assert!(registry.catalog().method("admin_reset").is_some_and(|(_, m)| !m.agent_callable));
 }
 
 #[test]
@@ -227,10 +238,10 @@ fn rule4_single_callable_method_keeps_command_as_an_argument() {
 }
 
 #[test]
-fn rule5_last_underscore_split() {
+fn a_known_tool_id_with_an_unknown_method_lists_the_tools_methods() {
     let registry = registry();
-    // Split at the last `_`: tool `file_ops`, method by alias. (The registry's exact
-    // lookup also knows `toolId_alias`, so this reaches the same method either way.)
+    // `toolId_alias` is an exact name (rule 1); splitting at the last `_` would find the
+    // same method, so no rule of its own does.
     let call = one(&registry, &request("file_ops_WriteFile", &[("content", "x")]));
     assert_call(&call, "file_ops_write", &[("content", "x")], None);
     // A known tool id before the last `_`, but no such method: the tool's methods are listed.
@@ -337,4 +348,74 @@ fn empty_registry_routes_nothing() {
     let registry = ToolRegistry::new();
     let err = error(&registry, &request("calc_add", &[]));
     assert!(matches!(&err, RouteError::UnknownName { suggestions, .. } if suggestions.is_empty()), "{err:?}");
+}
+
+#[test]
+fn control_keys_steer_the_host_and_never_reach_a_method() {
+    let registry = registry();
+    let keys = [("archery", "no_reply"), ("ink", "i"), ("river", "r"), ("vref", "v")];
+    let with = |pairs: &[(&'static str, &'static str)]| {
+        let mut all = pairs.to_vec();
+        all.extend(keys);
+        all
+    };
+    // Every rule: exact name, tool id + command, batch, single-method tool, bare alias.
+    let cases: Vec<(ParsedToolRequest, Vec<(&str, &str)>)> = vec![
+        (request("calc_add", &with(&[("a", "1")])), vec![("a", "1")]),
+        (request("calc", &with(&[("command", "add"), ("a", "1")])), vec![("a", "1")]),
+        (request("DailyNote", &with(&[("text", "t")])), vec![("text", "t")]),
+        (request("WriteFile", &with(&[("content", "c")])), vec![("content", "c")]),
+    ];
+    for (req, expected) in cases {
+        let call = one(&registry, &req);
+        let method = call.method.clone();
+        assert_call(&call, &method, &expected, None);
+        // The request itself keeps them, for the host to read.
+        assert_eq!(req.arg_str("river"), Some("r"));
+    }
+    let batch = request("file_ops", &with(&[("command1", "read"), ("command2", "read")]));
+    for call in route(&registry, &batch) {
+        assert!(call.unwrap().args.is_empty());
+    }
+}
+
+#[test]
+fn the_vcp_protocol_resolves_requests_to_invocations_by_exact_name() {
+    let registry = registry();
+    let vcp = VcpProtocol::default();
+    let catalog = registry.catalog();
+    let batch = request("file_ops", &[("command1", "read"), ("command2", "WriteFile"), ("river", "r")]);
+    let calls = vcp.resolve(&batch, &catalog);
+    let methods: Vec<String> = calls.iter().map(|c| c.as_ref().unwrap().method.clone()).collect();
+    assert_eq!(methods, ["file_ops_read", "file_ops_write"]);
+    assert!(calls.iter().all(|c| c.as_ref().unwrap().args.is_empty()));
+    let unknown = vcp.resolve(&request("calc_ad", &[]), &catalog);
+    let err: &ToolError = unknown[0].as_ref().unwrap_err();
+    assert_eq!(err.kind, ErrorKind::NotFound);
+    assert!(err.message.contains("did you mean `calc_add`"), "{}", err.message);
+
+    // Any other protocol names methods exactly and passes every argument on.
+    struct Exact;
+    impl ToolCallingProtocol for Exact {
+        fn id(&self) -> &str {
+            "exact"
+        }
+        fn tool_declarations(
+            &self,
+            _: &[tool_calling::ToolDefinition],
+        ) -> tool_calling::protocol::ToolDeclarations {
+            tool_calling::protocol::ToolDeclarations::Prompt(String::new())
+        }
+        fn parse_turn(&self, _: &tool_calling::model::AssistantTurn) -> tool_calling::ParseOutcome {
+            tool_calling::ParseOutcome::default()
+        }
+        fn result_messages(
+            &self,
+            _: &[tool_calling::ToolExecutionResult],
+        ) -> Vec<tool_calling::model::Message> {
+            Vec::new()
+        }
+    }
+    let req = request("calc", &[("command", "add"), ("river", "r")]);
+    assert_eq!(Exact.resolve(&req, &catalog), [Ok(Invocation::exact(&req))]);
 }

@@ -5,8 +5,9 @@ use super::fence::Fences;
 use super::markers::{Candidate, floor_boundary};
 use super::parser::{Scanner, Sink, unclosed_reasoning};
 use super::reasoning::ReasoningFilter;
-use super::source::Source;
-use crate::stream::{IncrementalParser, StreamEvent};
+use super::visible::Source;
+use crate::model::TurnDelta;
+use crate::protocol::{IncrementalParser, StreamEvent};
 use crate::{Diagnostic, ParsedToolRequest, Span};
 
 /// Bytes kept before the oldest offset the scanner still needs: the look-behind of a
@@ -34,24 +35,24 @@ const CLOSER_LEAD: u8 = 0xE6;
 ///
 /// Whatever the chunking, the requests and diagnostics it reports equal those of the
 /// one-shot [`VcpProtocol::parse`](super::VcpProtocol::parse) of the whole text
-/// ([`StreamCollector`](crate::stream::StreamCollector) assembles them). It reads every
+/// ([`StreamCollector`](crate::protocol::StreamCollector) assembles them). It reads every
 /// byte once, keeping its place inside values, and holds only undecided text and the
 /// open request block: memory is bounded by the largest request, not by the reply.
 ///
 /// ```
 /// use tool_calling::VcpProtocol;
-/// use tool_calling::stream::{IncrementalParser, StreamEvent};
+/// use tool_calling::protocol::{IncrementalParser, StreamEvent};
 ///
 /// let mut parser = VcpProtocol::default().stream_parser();
 /// let mut events = Vec::new();
-/// parser.push("Checking.\n<<<[TOOL_REQUEST]>>>\ntool_name:「始」clock「末」\n<<<[END_TOOL_", &mut events);
+/// parser.push_text("Checking.\n<<<[TOOL_REQUEST]>>>\ntool_name:「始」clock「末」\n<<<[END_TOOL_", &mut events);
 /// // The prose is out; the block has started; the END marker is not decided yet.
 /// assert!(matches!(&events[0], StreamEvent::Text { text, .. } if text == "Checking.\n"));
 /// assert!(matches!(events[1], StreamEvent::RequestStarted { offset: 10 }));
 /// assert!(!events.iter().any(|e| matches!(e, StreamEvent::RequestCompleted(_))));
 ///
 /// events.clear();
-/// parser.push("REQUEST]>>>", &mut events);
+/// parser.push_text("REQUEST]>>>", &mut events);
 /// assert!(matches!(&events[0], StreamEvent::RequestCompleted(r) if r.tool_name == "clock"));
 /// parser.finish(&mut events);
 /// ```
@@ -115,10 +116,10 @@ impl VcpStreamParser {
     }
 
     /// Feeds the next chunk and returns the events it decides. Same as
-    /// [`IncrementalParser::push`], with a new vector.
+    /// [`IncrementalParser::push_text`], with a new vector.
     pub fn push_str(&mut self, chunk: &str) -> Vec<StreamEvent> {
         let mut events = Vec::new();
-        self.push(chunk, &mut events);
+        self.push_text(chunk, &mut events);
         events
     }
 
@@ -172,8 +173,16 @@ impl VcpStreamParser {
 }
 
 impl IncrementalParser for VcpStreamParser {
+    /// Reads [`TurnDelta::Text`]; VCP lives in the text, so other deltas (reasoning a
+    /// provider reports apart, native tool calls) are not read.
+    fn push(&mut self, delta: &TurnDelta, events: &mut Vec<StreamEvent>) {
+        if let TurnDelta::Text(text) = delta {
+            self.push_text(text, events);
+        }
+    }
+
     #[inline]
-    fn push(&mut self, chunk: &str, events: &mut Vec<StreamEvent>) {
+    fn push_text(&mut self, chunk: &str, events: &mut Vec<StreamEvent>) {
         if !self.keep_back(chunk) {
             self.push_now(chunk, events);
         }

@@ -1,58 +1,11 @@
-//! Routing: which registered method a parsed request targets (VCP spec §4).
-//!
-//! [`route`] resolves a [`ParsedToolRequest`]'s `tool_name` (and `command`,
-//! `command1`, `command2`, …) to the registered method(s) it targets, trying in order:
-//!
-//! 1. **Exact name.** `tool_name` is a method's full name `toolId_methodName`, or
-//!    `toolId_alias` for its declared VCP command alias. Method names may contain `_`, so
-//!    this exact lookup comes first. All arguments are passed on unchanged.
-//! 2. **Tool id + `command`.** `tool_name` is a tool id and `command` names one of its
-//!    methods (by name, else by VCP alias). `command` is consumed, not passed on.
-//! 3. **Batch.** `tool_name` is a tool id, there is no `command`, and `command1`,
-//!    `command2`, … exist: one call per index N, in ascending order. A key `nameN` (a
-//!    non-empty prefix followed by the digits of one of the batch indices) goes to call
-//!    N as `name`; the `commandN` keys are consumed; every other key is shared by all
-//!    calls (a call's own `nameN` wins over a shared `name`). A call whose command names
-//!    no method is an error for that call only.
-//! 4. **Single-method tool** (VCPToolBox plugins). `tool_name` is a tool id with exactly
-//!    one agent-callable method: that method, with `command` (if any) passed on as an
-//!    ordinary argument.
-//! 5. **Last `_`.** `tool_name` is split at its last `_` into tool id and method name
-//!    (seed 004's rule), the method looked up by name or VCP alias. (The registry indexes
-//!    both `toolId_methodName` and `toolId_alias`, so this finds nothing rule 1 has not;
-//!    it is kept for the spec's order.)
-//!
-//! Details the spec leaves open, decided here:
-//!
-//! - A batch index N is a canonical decimal number ≥ 1 (`command1`, `command12`; not
-//!   `command0` or `command01`, which are ordinary shared keys). A key's index is its
-//!   whole trailing digit run: with batch indices 1 and 2, `file12` is shared, `md5` too.
-//! - Rule 2 before rule 4: a single-method tool whose `command` names its method consumes
-//!   `command`; any other `command` is passed on to the method. Likewise, a single-method
-//!   tool whose `commandN` name none of its methods gets them as ordinary arguments
-//!   (rule 4), not as a batch of failing calls.
-//! - With an exact name (rule 1), every argument is passed on, `command` included.
-//!
-//! As a tolerance beyond the spec, a bare VCP command alias (`WriteFile`) is accepted as
-//! `tool_name` when exactly one method in the registry declares it and `tool_name` is not
-//! a tool id (a tool id always means rules 2–4).
-//!
-//! Routing only resolves names: it does not check that the method is agent-callable (the
-//! executor does, and refuses with a permission error). Only rule 4 and the suggestions in
-//! errors look at agent-callability.
-//!
-//! When nothing matches, the [`RouteError`] is written for the model to read and retry: it
-//! names the closest agent-callable names (case-insensitive Levenshtein distance, at most
-//! three, within `max(3, len / 3)` edits of what the model wrote), or the methods of the
-//! tool it named.
+//! Routing: which registered method(s) a VCP request targets (see [`route`]).
 
 use std::collections::{BTreeMap, HashSet};
-use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::registry::{MethodRef, RegisteredTool, ToolRegistry};
-use crate::request::{Args, ParsedToolRequest};
+use crate::request::{Args, Invocation, ParsedToolRequest};
+use crate::tools::{CatalogMethod, CatalogTool, ToolCatalog, closest};
 
 /// The argument key naming the method (AIO Hub style) or passed on (VCPToolBox style).
 const COMMAND: &str = "command";
@@ -60,23 +13,69 @@ const COMMAND: &str = "command";
 /// At most this many suggestions are named in an error.
 const MAX_SUGGESTIONS: usize = 3;
 
+/// Keys VCPToolBox uses to steer the host (`archery`: do not wait; `ink`, `river`,
+/// `vref`: the host's own). Never passed to a method.
+pub const CONTROL_KEYS: [&str; 4] = ["archery", "ink", "river", "vref"];
+
+/// The protocol id under which a method's VCP settings are kept.
+const VCP: &str = "vcp";
+
 /// One call a request resolved to.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct RoutedCall {
-    /// The method to run (not yet checked for agent-callability).
-    pub method: MethodRef,
+    /// The method's full name, `toolId_methodName` (not yet checked for
+    /// agent-callability).
+    pub method: String,
     /// The arguments for this call, in the order the model wrote them (routing keys such
-    /// as a consumed `command` or `commandN` removed, batch keys `nameN` renamed `name`).
+    /// as a consumed `command` or `commandN` removed, batch keys `nameN` renamed `name`,
+    /// control keys removed).
     pub args: Args,
     /// The batch index N (from `commandN`) for calls of a batch request; `None` otherwise.
     pub batch_index: Option<usize>,
 }
 
 impl RoutedCall {
-    /// The resolved method's full name, `toolId_methodName`.
-    pub fn full_name(&self) -> String {
-        self.method.full_name()
+    /// A call of `method` with `args`, control keys taken out.
+    fn new(method: String, args: &Args, batch_index: Option<usize>) -> Self {
+        let mut args = args.clone();
+        args.retain(|key, _| !CONTROL_KEYS.contains(&key.as_str()));
+        RoutedCall { method, args, batch_index }
     }
+
+    /// The call as the executor takes it.
+    pub fn into_invocation(self) -> Invocation {
+        Invocation::new(self.method, self.args)
+    }
+}
+
+/// The VCP command alias a method declares (`protocol_config` `"vcp": {"command": …}`).
+///
+/// ```
+/// use serde_json::json;
+/// use tool_calling::MethodDefinition;
+/// use tool_calling::protocol::vcp::command_alias;
+/// let write = MethodDefinition::new("write", "Write.").with_protocol_config("vcp", json!({"command": "WriteFile"}));
+/// assert_eq!(command_alias(&write.protocol_config), Some("WriteFile"));
+/// ```
+pub fn command_alias(protocol_config: &serde_json::Map<String, Value>) -> Option<&str> {
+    protocol_config.get(VCP)?.get("command")?.as_str().filter(|alias| !alias.is_empty())
+}
+
+/// The settings that declare `alias` as a method's VCP command, for
+/// [`MethodDefinition::with_protocol_config`](crate::MethodDefinition::with_protocol_config).
+pub fn command_alias_config(alias: &str) -> Value {
+    serde_json::json!({ "command": alias })
+}
+
+fn alias_of(method: &CatalogMethod) -> Option<&str> {
+    command_alias(&method.protocol_config)
+}
+
+/// The command a VCP request uses for `method`: its alias if it declares one, else its
+/// name.
+pub(crate) fn command_of<'m>(name: &'m str, protocol_config: &'m serde_json::Map<String, Value>) -> &'m str {
+    command_alias(protocol_config).unwrap_or(name)
 }
 
 /// Why a request (or one call of a batch) could not be routed. Messages are written for
@@ -213,17 +212,67 @@ fn missing_command_message(tool: &str, available: &[String]) -> String {
     }
 }
 
-/// Resolves `request` to the method call(s) it targets, following VCP spec §4 (see the
-/// [module documentation](self) for the rules and their order).
+/// Resolves `request` to the method call(s) it targets.
+///
+/// It resolves a [`ParsedToolRequest`]'s `tool_name` (and `command`,
+/// `command1`, `command2`, …) against the [`ToolCatalog`], trying in order:
+///
+/// 1. **Exact name.** `tool_name` is a method's full name `toolId_methodName`, or
+///    `toolId_alias` for its declared VCP command alias. Method names may contain `_`, so
+///    this exact lookup comes first. All arguments are passed on.
+/// 2. **Tool id + `command`.** `tool_name` is a tool id and `command` names one of its
+///    methods (by name, else by VCP alias). `command` is consumed, not passed on.
+/// 3. **Batch.** `tool_name` is a tool id, there is no `command`, and `command1`,
+///    `command2`, … exist: one call per index N, in ascending order. A key `nameN` (a
+///    non-empty prefix followed by the digits of one of the batch indices) goes to call
+///    N as `name`; the `commandN` keys are consumed; every other key is shared by all
+///    calls (a call's own `nameN` wins over a shared `name`). A call whose command names
+///    no method is an error for that call only.
+/// 4. **Single-method tool** (VCPToolBox plugins). `tool_name` is a tool id with exactly
+///    one agent-callable method: that method, with `command` (if any) passed on as an
+///    ordinary argument.
+///
+/// The older rule "split `tool_name` at its last `_` into tool id and method name" finds
+/// nothing rule 1 has not found (a `toolId_method` it could split, rule 1 matches
+/// exactly), so it is not tried.
+///
+/// Details the VCP dialect leaves open, decided here:
+///
+/// - A batch index N is a canonical decimal number ≥ 1 (`command1`, `command12`; not
+///   `command0` or `command01`, which are ordinary shared keys). A key's index is its
+///   whole trailing digit run: with batch indices 1 and 2, `file12` is shared, `md5` too.
+/// - Rule 2 before rule 4: a single-method tool whose `command` names its method consumes
+///   `command`; any other `command` is passed on to the method. Likewise, a single-method
+///   tool whose `commandN` name none of its methods gets them as ordinary arguments
+///   (rule 4), not as a batch of failing calls.
+/// - With an exact name (rule 1), every argument is passed on, `command` included.
+/// - The control keys `archery`, `ink`, `river` and `vref` steer the host, not the tool:
+///   they stay in the request's arguments for the host to read, and are never passed to a
+///   method. (Under any other protocol they are ordinary arguments.)
+/// - A method's VCP alias is its `protocol_config` entry `"vcp": {"command": "Alias"}`
+///   (the `#[tool_method(vcp_command = "Alias")]` attribute writes it). Within a tool a
+///   method's own name wins over another method's alias.
+///
+/// As a tolerance beyond the dialect, a bare VCP command alias (`WriteFile`) is accepted
+/// as `tool_name` when exactly one method in the registry declares it and `tool_name` is
+/// not a tool id (a tool id always means rules 2–4).
+///
+/// Routing only resolves names: it does not check that the method is agent-callable (the
+/// executor does, and refuses with a permission error). Only rule 4 and the suggestions in
+/// errors look at agent-callability.
+///
+/// When nothing matches, the [`RouteError`] is written for the model to read and retry: it
+/// names the closest agent-callable names (case-insensitive Levenshtein distance, at most
+/// three, within `max(3, len / 3)` edits of what the model wrote), or the methods of the
+/// tool it named.
 ///
 /// Returns one entry per call: several for a batch request (`command1`, `command2`, …,
 /// in ascending order of N), otherwise exactly one. Each entry is the routed call or an
 /// error for the model.
 ///
 /// ```
-/// use tool_calling::registry::ToolRegistry;
-/// use tool_calling::routing::route;
-/// use tool_calling::tool::{ArgMap, BoxFuture, MethodSpec, ToolOutput, ToolSpec};
+/// use tool_calling::protocol::vcp::route;
+/// use tool_calling::tools::{ArgMap, BoxFuture, MethodSpec, ToolOutput, ToolRegistry, ToolSpec};
 /// use tool_calling::{MethodDefinition, ParsedToolRequest};
 ///
 /// let handler = |_, _: ArgMap| Box::pin(async { Ok(ToolOutput::Text("ok".into())) }) as BoxFuture<'static, _>;
@@ -235,73 +284,65 @@ fn missing_command_message(tool: &str, available: &[String]) -> String {
 ///             .with_method(MethodSpec::new(MethodDefinition::new("sub", "Subtract."), handler)),
 ///     )
 ///     .unwrap();
+/// let catalog = registry.catalog();
 ///
 /// // Tool id + command: `command` is consumed.
 /// let request = ParsedToolRequest::new("1", "calc").with_arg("command", "add").with_arg("a", "2");
-/// let calls = route(&registry, &request);
+/// let calls = route(&catalog, &request);
 /// let call = calls[0].as_ref().unwrap();
-/// assert_eq!(call.full_name(), "calc_add");
+/// assert_eq!(call.method, "calc_add");
 /// assert_eq!(call.args, ParsedToolRequest::new("", "").with_arg("a", "2").args);
 ///
 /// // A typo: the error names the closest method.
-/// let calls = route(&registry, &ParsedToolRequest::new("2", "calc_ad"));
+/// let calls = route(&catalog, &ParsedToolRequest::new("2", "calc_ad"));
 /// let err = calls[0].as_ref().unwrap_err();
 /// assert!(err.to_string().contains("did you mean `calc_add`"), "{err}");
 /// ```
-pub fn route(registry: &ToolRegistry, request: &ParsedToolRequest) -> Vec<Result<RoutedCall, RouteError>> {
+pub fn route(catalog: &ToolCatalog, request: &ParsedToolRequest) -> Vec<Result<RoutedCall, RouteError>> {
     let name = request.tool_name.as_str();
     let args = &request.args;
     if name.trim().is_empty() {
         return vec![Err(RouteError::EmptyToolName)];
     }
-    // Rule 1: exact full name or `toolId_alias`.
-    if let Some(method) = registry.method(name) {
-        return vec![Ok(RoutedCall { method, args: args.clone(), batch_index: None })];
+    // Rule 1: exact full name, or `toolId_alias`.
+    if catalog.method(name).is_some() {
+        return vec![Ok(RoutedCall::new(name.to_string(), args, None))];
+    }
+    if let Some(full_name) = qualified_alias(catalog, name) {
+        return vec![Ok(RoutedCall::new(full_name, args, None))];
     }
     // Rules 2–4: a tool id.
-    if let Some(tool) = registry.tool(name) {
-        return route_tool(&tool, args);
+    if let Some(tool) = catalog.tool(name) {
+        return route_tool(tool, args);
     }
     // Rule 1 (tolerance): a bare VCP command alias, unique across the registry.
-    if let Some(method) = unique_alias(registry, name) {
-        return vec![Ok(RoutedCall { method, args: args.clone(), batch_index: None })];
+    if let Some(full_name) = unique_alias(catalog, name) {
+        return vec![Ok(RoutedCall::new(full_name, args, None))];
     }
-    // Rule 5: split at the last `_`.
-    if let Some((tool_id, method_name)) = name.rsplit_once('_') {
-        if let Some(tool) = registry.tool(tool_id) {
-            if let Some(index) = find_method(&tool, method_name) {
-                let method = MethodRef { tool, index };
-                return vec![Ok(RoutedCall { method, args: args.clone(), batch_index: None })];
-            }
-        }
-    }
-    vec![Err(no_match(registry, name, args))]
+    vec![Err(no_match(catalog, name, args))]
 }
 
 /// Rules 2–4 for a request whose `tool_name` is the id of `tool`.
-fn route_tool(tool: &Arc<RegisteredTool>, args: &Args) -> Vec<Result<RoutedCall, RouteError>> {
-    let callable: Vec<usize> =
-        tool.spec().methods.iter().enumerate().filter(|(_, m)| m.agent_callable).map(|(i, _)| i).collect();
-    let single = match callable.as_slice() {
-        [only] => Some(*only),
+fn route_tool(tool: &CatalogTool, args: &Args) -> Vec<Result<RoutedCall, RouteError>> {
+    let mut callable = tool.methods.iter().filter(|m| m.agent_callable);
+    let single = match (callable.next(), callable.next()) {
+        (Some(only), None) => Some(only),
         _ => None,
     };
-    let call = |index: usize, args: Args, batch_index: Option<usize>| RoutedCall {
-        method: MethodRef { tool: Arc::clone(tool), index },
-        args,
-        batch_index,
+    let call = |method: &CatalogMethod, args: &Args, batch_index: Option<usize>| {
+        RoutedCall::new(tool.full_name(method), args, batch_index)
     };
 
     if let Some(command) = args.get(COMMAND) {
         // Rule 2.
-        if let Some(index) = command.as_str().and_then(|c| find_method(tool, c)) {
+        if let Some(method) = command.as_str().and_then(|c| find_method(tool, c)) {
             let mut args = args.clone();
             args.shift_remove(COMMAND);
-            return vec![Ok(call(index, args, None))];
+            return vec![Ok(call(method, &args, None))];
         }
         // Rule 4: `command` is an ordinary argument of the only method.
-        if let Some(index) = single {
-            return vec![Ok(call(index, args.clone(), None))];
+        if let Some(method) = single {
+            return vec![Ok(call(method, args, None))];
         }
         return vec![Err(unknown_command(tool, &value_text(command), None))];
     }
@@ -315,39 +356,41 @@ fn route_tool(tool: &Arc<RegisteredTool>, args: &Args) -> Vec<Result<RoutedCall,
         return batch
             .iter()
             .map(|(&n, command)| match command.as_str().and_then(|c| find_method(tool, c)) {
-                Some(index) => Ok(call(index, batch_args(args, &batch, n), Some(n))),
+                Some(method) => Ok(call(method, &batch_args(args, &batch, n), Some(n))),
                 None => Err(unknown_command(tool, &value_text(command), Some(n))),
             })
             .collect();
     }
     // Rule 4.
-    if let Some(index) = single {
-        return vec![Ok(call(index, args.clone(), None))];
+    if let Some(method) = single {
+        return vec![Ok(call(method, args, None))];
     }
-    vec![Err(RouteError::MissingCommand { tool: tool.spec().tool_id.clone(), available: commands(tool) })]
+    vec![Err(RouteError::MissingCommand { tool: tool.tool_id.clone(), available: commands(tool) })]
 }
 
 /// The method of `tool` called `name`, else the one whose VCP alias is `name`.
-fn find_method(tool: &RegisteredTool, name: &str) -> Option<usize> {
-    let methods = &tool.spec().methods;
-    methods
+fn find_method<'t>(tool: &'t CatalogTool, name: &str) -> Option<&'t CatalogMethod> {
+    tool.methods
         .iter()
-        .position(|m| m.definition.name == name)
-        .or_else(|| methods.iter().position(|m| m.definition.vcp_command.as_deref() == Some(name)))
+        .find(|m| m.name == name)
+        .or_else(|| tool.methods.iter().find(|m| alias_of(m) == Some(name)))
 }
 
-/// The one method in the registry whose VCP alias is `alias`, if exactly one declares it.
-fn unique_alias(registry: &ToolRegistry, alias: &str) -> Option<MethodRef> {
-    let mut found = registry.tools().into_iter().flat_map(|tool| {
-        let indices: Vec<usize> = tool
-            .spec()
-            .methods
-            .iter()
-            .enumerate()
-            .filter(|(_, m)| m.definition.vcp_command.as_deref() == Some(alias))
-            .map(|(i, _)| i)
-            .collect();
-        indices.into_iter().map(move |index| MethodRef { tool: Arc::clone(&tool), index })
+/// The full name of the method `name` calls as `toolId_alias`: a tool whose id and `_`
+/// begin `name`, and one of its methods whose alias is the rest.
+fn qualified_alias(catalog: &ToolCatalog, name: &str) -> Option<String> {
+    catalog.tools().iter().find_map(|tool| {
+        let alias = name.strip_prefix(tool.tool_id.as_str())?.strip_prefix('_')?;
+        let method = tool.methods.iter().find(|m| alias_of(m) == Some(alias))?;
+        Some(tool.full_name(method))
+    })
+}
+
+/// The full name of the one method in the registry whose VCP alias is `alias`, if
+/// exactly one declares it.
+fn unique_alias(catalog: &ToolCatalog, alias: &str) -> Option<String> {
+    let mut found = catalog.tools().iter().flat_map(|tool| {
+        tool.methods.iter().filter(|m| alias_of(m) == Some(alias)).map(move |m| tool.full_name(m))
     });
     let first = found.next()?;
     found.next().is_none().then_some(first)
@@ -433,25 +476,20 @@ fn batch_args(args: &Args, batch: &BTreeMap<usize, &Value>, n: usize) -> Args {
 }
 
 /// The commands of `tool`'s agent-callable methods (alias if declared, else name).
-fn commands(tool: &RegisteredTool) -> Vec<String> {
-    tool.spec()
-        .methods
-        .iter()
-        .filter(|m| m.agent_callable)
-        .map(|m| m.definition.command().to_string())
-        .collect()
+fn commands(tool: &CatalogTool) -> Vec<String> {
+    tool.callable_methods().map(|m| command_of(&m.name, &m.protocol_config).to_string()).collect()
 }
 
 /// The error for a `command` that names no method of `tool`.
-fn unknown_command(tool: &RegisteredTool, command: &str, batch_index: Option<usize>) -> RouteError {
-    let candidates = tool.spec().methods.iter().filter(|m| m.agent_callable).flat_map(|m| {
-        std::iter::once(m.definition.name.clone()).chain(m.definition.vcp_command.iter().cloned())
-    });
+fn unknown_command(tool: &CatalogTool, command: &str, batch_index: Option<usize>) -> RouteError {
+    let candidates = tool
+        .callable_methods()
+        .flat_map(|m| std::iter::once(m.name.clone()).chain(alias_of(m).map(str::to_string)));
     RouteError::UnknownCommand {
-        tool: tool.spec().tool_id.clone(),
+        tool: tool.tool_id.clone(),
         command: command.to_string(),
         batch_index,
-        suggestions: suggest(command, candidates),
+        suggestions: closest(command, candidates, MAX_SUGGESTIONS),
         available: commands(tool),
     }
 }
@@ -459,111 +497,53 @@ fn unknown_command(tool: &RegisteredTool, command: &str, batch_index: Option<usi
 /// The error for a `tool_name` that matched nothing.
 ///
 /// When it starts with a known tool id and `_` (longest such id), the tool is known and
-/// the rest names none of its methods: its closest methods are suggested and all listed. Otherwise the closest agent-callable names are
-/// suggested: tool ids only when the request has a `command` or `commandN` (it meant a
-/// tool id), else tool ids and full method names.
-fn no_match(registry: &ToolRegistry, name: &str, args: &Args) -> RouteError {
-    let tools = registry.tools();
-    let known = tools
+/// the rest names none of its methods: its closest methods are suggested and all listed.
+/// Otherwise the closest agent-callable names are suggested: tool ids only when the
+/// request has a `command` or `commandN` (it meant a tool id), else tool ids and full
+/// method names.
+fn no_match(catalog: &ToolCatalog, name: &str, args: &Args) -> RouteError {
+    let known = catalog
+        .tools()
         .iter()
         .filter_map(|tool| {
-            let rest = name.strip_prefix(tool.spec().tool_id.as_str())?.strip_prefix('_')?;
-            (!rest.is_empty()).then_some((tool, rest))
+            let rest = name.strip_prefix(tool.tool_id.as_str())?.strip_prefix('_')?;
+            (!rest.is_empty()).then_some(tool)
         })
-        .max_by_key(|(tool, _)| tool.spec().tool_id.len());
-    if let Some((tool, _)) = known {
-        let id = &tool.spec().tool_id;
-        let callable = || tool.spec().methods.iter().filter(|m| m.agent_callable);
-        let candidates = callable().flat_map(|m| {
-            std::iter::once(m.definition.full_name(id))
-                .chain(m.definition.vcp_command.iter().map(|alias| format!("{id}_{alias}")))
+        .max_by_key(|tool| tool.tool_id.len());
+    if let Some(tool) = known {
+        let id = &tool.tool_id;
+        let candidates = tool.callable_methods().flat_map(|m| {
+            std::iter::once(tool.full_name(m)).chain(alias_of(m).map(|alias| format!("{id}_{alias}")))
         });
         return RouteError::UnknownMethod {
             name: name.to_string(),
             tool: id.clone(),
-            suggestions: suggest(name, candidates),
-            available: callable().map(|m| m.definition.full_name(id)).collect(),
+            suggestions: closest(name, candidates, MAX_SUGGESTIONS),
+            available: tool.callable_methods().map(|m| tool.full_name(m)).collect(),
         };
     }
     let wants_tool_id =
         args.keys().any(|key| key == COMMAND || matches!(split_index(key), Some((COMMAND, _))));
     let mut candidates = Vec::new();
-    for tool in &tools {
-        let callable: Vec<String> = tool
-            .spec()
-            .methods
-            .iter()
-            .filter(|m| m.agent_callable)
-            .map(|m| m.definition.full_name(&tool.spec().tool_id))
-            .collect();
+    for tool in catalog.tools() {
+        let callable: Vec<String> = tool.callable_methods().map(|m| tool.full_name(m)).collect();
         if callable.is_empty() {
             continue;
         }
-        candidates.push(tool.spec().tool_id.clone());
+        candidates.push(tool.tool_id.clone());
         if !wants_tool_id {
             candidates.extend(callable);
         }
     }
-    RouteError::UnknownName { name: name.to_string(), suggestions: suggest(name, candidates) }
-}
-
-/// Up to [`MAX_SUGGESTIONS`] distinct candidates within `max(3, len / 3)` edits of
-/// `query` (case-insensitive, `len` in characters), closest first, ties in candidate order.
-fn suggest(query: &str, candidates: impl IntoIterator<Item = String>) -> Vec<String> {
-    let limit = (query.chars().count() / 3).max(3);
-    let mut seen = HashSet::new();
-    let mut scored: Vec<(usize, String)> = candidates
-        .into_iter()
-        .filter(|c| seen.insert(c.clone()))
-        .map(|c| (levenshtein(query, &c), c))
-        .filter(|(distance, _)| *distance <= limit)
-        .collect();
-    scored.sort_by_key(|(distance, _)| *distance);
-    scored.into_iter().take(MAX_SUGGESTIONS).map(|(_, c)| c).collect()
-}
-
-/// The Levenshtein distance between `a` and `b`, ignoring case: O(n·m) time, two rows.
-fn levenshtein(a: &str, b: &str) -> usize {
-    let a: Vec<char> = a.chars().flat_map(char::to_lowercase).collect();
-    let b: Vec<char> = b.chars().flat_map(char::to_lowercase).collect();
-    let mut previous: Vec<usize> = (0..=b.len()).collect();
-    let mut current: Vec<usize> = Vec::with_capacity(b.len() + 1);
-    for (i, ca) in a.iter().enumerate() {
-        current.clear();
-        current.push(i + 1);
-        for (j, cb) in b.iter().enumerate() {
-            let cost = usize::from(ca != cb);
-            let diagonal = previous.get(j).map_or(usize::MAX, |d| d.saturating_add(cost));
-            let above = previous.get(j + 1).map_or(usize::MAX, |d| d.saturating_add(1));
-            let left = current.last().map_or(usize::MAX, |d| d.saturating_add(1));
-            current.push(diagonal.min(above).min(left));
-        }
-        std::mem::swap(&mut previous, &mut current);
+    RouteError::UnknownName {
+        name: name.to_string(),
+        suggestions: closest(name, candidates, MAX_SUGGESTIONS),
     }
-    previous.last().copied().unwrap_or(0)
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{levenshtein, split_index, suggest};
-
-    #[test]
-    fn levenshtein_distances() {
-        assert_eq!(levenshtein("", ""), 0);
-        assert_eq!(levenshtein("abc", ""), 3);
-        assert_eq!(levenshtein("", "abc"), 3);
-        assert_eq!(levenshtein("kitten", "sitting"), 3);
-        assert_eq!(levenshtein("calc_ad", "calc_add"), 1);
-        assert_eq!(levenshtein("Calc_Add", "calc_add"), 0);
-        assert_eq!(levenshtein("日本語", "日本"), 1);
-    }
-
-    #[test]
-    fn suggestions_are_closest_first_and_limited() {
-        let names = ["calc_sub", "calc_add", "calc", "calc_mul", "zzz_far_away"].map(String::from);
-        assert_eq!(suggest("calc_ad", names.clone()), ["calc_add", "calc_sub", "calc"]);
-        assert!(suggest("qqqqqqqqqqq", names).is_empty());
-    }
+    use super::split_index;
 
     #[test]
     fn batch_keys_need_a_prefix_and_a_canonical_index() {

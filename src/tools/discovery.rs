@@ -1,28 +1,24 @@
-//! The discovery service: which methods exist, and the prompt that offers them (seed
-//! 004 §4.3).
+//! The discovery service: which methods exist, and which an agent may be offered.
 //!
-//! Discovery reads the [`ToolRegistry`]; it lists agent-callable methods (or what a
-//! filter selects) and asks a protocol to write the definitions prompt for the methods
-//! an agent's [`ToolCallConfig`] enables. Prompts are cached by protocol id, agent id
-//! and a stable hash of the config; the cache is dropped by
-//! [`invalidate_cache`](DiscoveryService::invalidate_cache) and whenever a tool is
-//! registered.
+//! Discovery reads the [`ToolRegistry`]: it lists agent-callable methods (or what a
+//! filter selects), and gives the protocol-neutral [`ToolDefinition`]s of the methods an
+//! agent's [`ToolCallConfig`] enables, from which a protocol writes what the model is
+//! shown.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use serde::Serialize;
 
+use super::registry::ToolRegistry;
+use super::spec::{MethodSpec, ToolMetadata, ToolSpec};
 use crate::config::ToolCallConfig;
-use crate::registry::ToolRegistry;
-use crate::tool::{MethodSpec, ToolMetadata, ToolSpec};
-use crate::{MethodDefinition, ToolCallingProtocol, ToolDefinition};
+use crate::{MethodDefinition, ToolDefinition};
 
 /// A method as discovery reports it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[non_exhaustive]
 pub struct DiscoveredMethod {
-    /// Name, description, schema, VCP alias, examples.
+    /// Name, description, schema, per-protocol settings, examples.
     #[serde(flatten)]
     pub definition: MethodDefinition,
     /// Whether models may call it.
@@ -45,23 +41,28 @@ pub struct DiscoveredTool {
     pub methods: Vec<DiscoveredMethod>,
 }
 
-type CacheKey = (String, Option<String>, u64);
-
 /// Selects methods for [`DiscoveryService::discovered_methods`].
 pub type MethodFilter<'a> = &'a dyn Fn(&ToolSpec, &MethodSpec) -> bool;
 
-/// Lists tools and writes their prompts, with a cache. `Send + Sync`: share it.
-#[derive(Debug)]
+/// Lists tools, and the definitions an agent may be offered. `Send + Sync`: share it.
+///
+/// ```
+/// use std::sync::Arc;
+/// use tool_calling::config::ToolCallConfig;
+/// use tool_calling::tools::{DiscoveryService, ToolRegistry};
+/// let discovery = DiscoveryService::new(Arc::new(ToolRegistry::new()));
+/// assert!(discovery.discovered_methods(None).is_empty());
+/// assert!(discovery.enabled_definitions(&ToolCallConfig::default()).is_empty());
+/// ```
+#[derive(Debug, Clone)]
 pub struct DiscoveryService {
     registry: Arc<ToolRegistry>,
-    /// Cached prompts, each with the registry generation it was made from.
-    cache: Mutex<HashMap<CacheKey, (u64, Arc<str>)>>,
 }
 
 impl DiscoveryService {
     /// Discovery over `registry`.
     pub fn new(registry: Arc<ToolRegistry>) -> Self {
-        DiscoveryService { registry, cache: Mutex::new(HashMap::new()) }
+        DiscoveryService { registry }
     }
 
     /// The registry it reads.
@@ -121,40 +122,5 @@ impl DiscoveryService {
                 (!definition.methods.is_empty()).then_some(definition)
             })
             .collect()
-    }
-
-    /// The definitions prompt `protocol` writes for what `config` enables, cached by
-    /// protocol id, `agent_id` and the config's [`prompt_hash`](ToolCallConfig::prompt_hash).
-    /// Empty when tool calling is off or nothing is enabled.
-    pub fn generate_prompt(
-        &self,
-        protocol: &dyn ToolCallingProtocol,
-        config: &ToolCallConfig,
-        agent_id: Option<&str>,
-    ) -> Arc<str> {
-        let key = (protocol.id().to_string(), agent_id.map(str::to_string), config.prompt_hash());
-        let generation = self.registry.generation();
-        if let Some((made_at, prompt)) = self.lock().get(&key) {
-            if *made_at == generation {
-                return prompt.clone();
-            }
-        }
-        let prompt: Arc<str> = protocol.generate_tool_definitions(&self.enabled_definitions(config)).into();
-        self.lock().insert(key, (generation, prompt.clone()));
-        prompt
-    }
-
-    /// Drops every cached prompt (call it when tools' metadata or templates change).
-    pub fn invalidate_cache(&self) {
-        self.lock().clear();
-    }
-
-    /// How many prompts are cached.
-    pub fn cached_prompts(&self) -> usize {
-        self.lock().len()
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<CacheKey, (u64, Arc<str>)>> {
-        self.cache.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }

@@ -1,37 +1,9 @@
-//! Streaming parse events: what a protocol reports while a model reply is still arriving.
-//!
-//! An [`IncrementalParser`] is fed the reply chunk by chunk ([`push`](IncrementalParser::push))
-//! and reports [`StreamEvent`]s as soon as they are decided: prose a UI can show at once,
-//! the start of a request block, each completed field, and each completed request (which
-//! an engine can run while the model is still writing). [`finish`](IncrementalParser::finish)
-//! flushes what the end of the text decides.
-//!
-//! Whatever the chunking, the requests and diagnostics reported equal what the protocol's
-//! one-shot [`parse_tool_requests`](crate::ToolCallingProtocol::parse_tool_requests)
-//! returns for the whole text; [`StreamCollector`] assembles them into the same
-//! [`ParseOutcome`].
-//!
-//! ```
-//! use tool_calling::stream::{IncrementalParser, StreamCollector, StreamEvent};
-//! use tool_calling::VcpProtocol;
-//!
-//! let vcp = VcpProtocol::default();
-//! let mut parser = vcp.stream_parser();
-//! let mut events = Vec::new();
-//! for chunk in ["Let me check.\n<<<[TOOL_", "REQUEST]>>>\ntool_name:「始」clock「末」\n", "<<<[END_TOOL_REQUEST]>>>\nDone."] {
-//!     parser.push(chunk, &mut events);
-//! }
-//! parser.finish(&mut events);
-//! assert!(events.iter().any(|e| matches!(e, StreamEvent::RequestCompleted(r) if r.tool_name == "clock")));
-//!
-//! let mut collector = StreamCollector::new();
-//! collector.extend(events);
-//! assert_eq!(collector.prose(), "Let me check.\n\nDone.");
-//! let outcome = collector.into_outcome();
-//! assert_eq!(outcome.requests.len(), 1);
-//! ```
+//! Streaming parse events: what a protocol reports while a model's turn is still
+//! arriving.
 
-use crate::{Diagnostic, DiagnosticKind, ParseOutcome, ParsedToolRequest, Span};
+use super::{Diagnostic, DiagnosticKind, ParseOutcome};
+use crate::model::TurnDelta;
+use crate::{ParsedToolRequest, Span};
 
 /// One thing an [`IncrementalParser`] decided.
 #[derive(Debug, Clone, PartialEq)]
@@ -76,15 +48,55 @@ pub enum StreamEvent {
     Diagnostic(Diagnostic),
 }
 
-/// A parser that reads a reply chunk by chunk.
+/// A parser that reads a turn as it streams in.
 ///
-/// Offsets in events are into the concatenation of all chunks pushed. Chunks are `&str`,
-/// so a chunk boundary never splits a character.
+/// Offsets in events are into the concatenation of all text pushed. Text comes as
+/// `&str`, so a chunk boundary never splits a character.
+///
+/// An [`IncrementalParser`] is fed the turn delta by delta
+/// ([`push`](IncrementalParser::push)) and reports [`StreamEvent`]s as soon as they are
+/// decided: prose a UI can show at once, the start of a request, each completed field,
+/// and each completed request (which an engine can run while the model is still
+/// writing). [`finish`](IncrementalParser::finish) flushes what the end of the turn
+/// decides.
+///
+/// Whatever the chunking, the requests and diagnostics reported equal what the protocol's
+/// one-shot [`parse_turn`](crate::ToolCallingProtocol::parse_turn) returns for the whole
+/// turn; [`StreamCollector`] assembles them into the same [`ParseOutcome`].
+///
+/// ```
+/// use tool_calling::protocol::{IncrementalParser, StreamCollector, StreamEvent};
+/// use tool_calling::VcpProtocol;
+///
+/// let vcp = VcpProtocol::default();
+/// let mut parser = vcp.stream_parser();
+/// let mut events = Vec::new();
+/// for chunk in ["Let me check.\n<<<[TOOL_", "REQUEST]>>>\ntool_name:「始」clock「末」\n", "<<<[END_TOOL_REQUEST]>>>\nDone."] {
+///     parser.push_text(chunk, &mut events);
+/// }
+/// parser.finish(&mut events);
+/// assert!(events.iter().any(|e| matches!(e, StreamEvent::RequestCompleted(r) if r.tool_name == "clock")));
+///
+/// let mut collector = StreamCollector::new();
+/// collector.extend(events);
+/// assert_eq!(collector.prose(), "Let me check.\n\nDone.");
+/// let outcome = collector.into_outcome();
+/// assert_eq!(outcome.requests.len(), 1);
+/// ```
 pub trait IncrementalParser: Send {
-    /// Feeds the next chunk; appends the events it decides to `events`.
-    fn push(&mut self, chunk: &str, events: &mut Vec<StreamEvent>);
+    /// Feeds the next piece of the turn; appends the events it decides to `events`. A
+    /// text protocol reads [`TurnDelta::Text`] and ignores the rest; a native protocol
+    /// reads the tool-call deltas.
+    fn push(&mut self, delta: &TurnDelta, events: &mut Vec<StreamEvent>);
 
-    /// Declares the end of the reply; appends the remaining events to `events`. After
+    /// Feeds the next piece of the turn's text: the same as pushing a
+    /// [`TurnDelta::Text`], without making one. Text protocols override it to read the
+    /// text in place.
+    fn push_text(&mut self, text: &str, events: &mut Vec<StreamEvent>) {
+        self.push(&TurnDelta::Text(text.to_string()), events);
+    }
+
+    /// Declares the end of the turn; appends the remaining events to `events`. After
     /// this the parser is spent: further pushes and finishes add nothing.
     fn finish(&mut self, events: &mut Vec<StreamEvent>);
 }

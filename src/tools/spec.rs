@@ -5,7 +5,7 @@
 //! parameters and a [`MethodHandler`] that runs it. The `#[tool]` attribute macro
 //! writes these for an `impl` block; tools known only at run time (REST, MCP, plugins)
 //! build them by hand. The tool layer knows nothing of protocols: a tool takes a JSON
-//! object of arguments and returns a [`ToolOutput`].
+//! object of arguments and returns a [`ToolOutput`] or a [`ToolError`].
 
 use std::any::Any;
 use std::future::Future;
@@ -15,7 +15,7 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::{ErrorKind, MethodDefinition, ToolDefinition};
+use crate::{MethodDefinition, ToolDefinition, ToolError};
 
 /// A boxed future that can be sent across threads.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -63,57 +63,6 @@ impl ToolOutput {
     }
 }
 
-/// A failed tool call: a kind (for retries and reporting) and a message written for the
-/// model to act on.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{message}")]
-#[non_exhaustive]
-pub struct ToolError {
-    /// What kind of failure.
-    pub kind: ErrorKind,
-    /// What went wrong, for the model.
-    pub message: String,
-}
-
-impl ToolError {
-    /// An error of `kind`.
-    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
-        ToolError { kind, message: message.into() }
-    }
-
-    /// The tool itself failed.
-    pub fn execution(message: impl Into<String>) -> Self {
-        Self::new(ErrorKind::Execution, message)
-    }
-
-    /// The arguments were not acceptable.
-    pub fn validation(message: impl Into<String>) -> Self {
-        Self::new(ErrorKind::Validation, message)
-    }
-
-    /// A remote call failed.
-    pub fn network(message: impl Into<String>) -> Self {
-        Self::new(ErrorKind::Network, message)
-    }
-}
-
-/// Turns a method's return value into a call result. Implemented for every
-/// `Serialize` value and for `Result<T: Serialize, E: Display>` (the error becomes an
-/// execution error with `E`'s message).
-pub trait IntoToolResult {
-    /// The call result.
-    fn into_tool_result(self) -> Result<ToolOutput, ToolError>;
-}
-
-impl<T: Serialize, E: std::fmt::Display> IntoToolResult for Result<T, E> {
-    fn into_tool_result(self) -> Result<ToolOutput, ToolError> {
-        match self {
-            Ok(value) => ToolOutput::from_serialize(&value),
-            Err(e) => Err(ToolError::execution(e.to_string())),
-        }
-    }
-}
-
 /// Runs one method.
 ///
 /// Implemented for closures `Fn(Instance, ArgMap) -> BoxFuture<…>`, which is what the
@@ -132,8 +81,8 @@ where
     }
 }
 
-/// A hook that checks or rewrites a method's arguments before schema validation (seed
-/// 002, plan 4). Return the (possibly changed) arguments, or an error for the model.
+/// A hook that checks or rewrites a method's arguments before schema validation. Return
+/// the (possibly changed) arguments, or an error for the model.
 pub type ArgumentHook = Arc<dyn Fn(ArgMap) -> Result<ArgMap, ToolError> + Send + Sync>;
 
 /// One method of a tool.
@@ -222,7 +171,7 @@ impl MethodSpec {
     }
 }
 
-/// Descriptive metadata of a tool (seed 000 §5.3.2).
+/// Descriptive metadata of a tool.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 #[non_exhaustive]
 pub struct ToolMetadata {
@@ -253,7 +202,7 @@ pub struct ToolSpec {
     pub metadata: ToolMetadata,
     /// Every registered method, agent-callable or not.
     pub methods: Vec<MethodSpec>,
-    /// One instance per conversation (seed 003's stateful tools) instead of one shared
+    /// One instance per conversation (a stateful tool) instead of one shared
     /// instance: made lazily on a conversation's first call, reused within it, isolated
     /// from other conversations, dropped when the conversation ends.
     pub stateful: bool,
@@ -373,7 +322,7 @@ impl ToolMetadata {
 }
 
 /// A link-time registration, collected with `inventory`. The `#[tool]` macro submits
-/// one per tool; [`ToolRegistry::from_inventory`](crate::registry::ToolRegistry::from_inventory)
+/// one per tool; [`ToolRegistry::from_inventory`](super::ToolRegistry::from_inventory)
 /// collects them all.
 #[non_exhaustive]
 pub struct ToolRegistration {

@@ -1,35 +1,37 @@
-//! Early execution: running requests while the model is still writing its reply.
+//! Early execution: running requests while the model is still writing its turn.
 //!
-//! [`Engine::process_tool_call_stream`] reads a reply as a [`Stream`] of text chunks and
-//! feeds each chunk to the protocol's
+//! [`Engine::process_tool_call_stream`] reads a reply as a [`Stream`] of text chunks
+//! ([`Engine::process_delta_stream`]: of [`TurnDelta`]s, as [`ChatModel::stream`]
+//! yields them) and feeds each piece to the protocol's
 //! [`incremental_parser`](crate::ToolCallingProtocol::incremental_parser). As soon as a
-//! request's block has ended ([`StreamEvent::RequestCompleted`]) its call starts, while
-//! the rest of the reply is still arriving; the calls run concurrently with the stream.
-//! When the stream ends, the engine waits for the calls still running and returns the
-//! same [`ToolCallCycleResult`] that
-//! [`process_tool_call_cycle`](Engine::process_tool_call_cycle) returns for the whole
-//! text (durations aside), inside a [`StreamedCycle`] that also holds the text.
+//! request is complete ([`StreamEvent::RequestCompleted`]) its call starts, while the
+//! rest of the turn is still arriving; the calls run concurrently with the stream. When
+//! the stream ends, the engine waits for the calls still running and returns the same
+//! [`ToolCallCycleResult`] that [`process_turn`](Engine::process_turn) returns for the
+//! whole turn (durations aside), inside a [`StreamedCycle`] that also holds the turn.
 //!
 //! The executor's rules all hold: checks, time limits, retries, cancellation through
 //! [`ExecutionContext::cancel`], at most
-//! [`max_concurrency`](crate::executor::ExecutorOptions::max_concurrency) calls at once
+//! [`max_concurrency`](crate::exec::ExecutorOptions::max_concurrency) calls at once
 //! in parallel mode, and in serial mode (`parallel_execution: false`) one call after
-//! another in request order. Fire-and-forget requests (`archery`) start in the
-//! background and are answered at once, as in a one-shot cycle. A protocol without an
-//! incremental parser still works: its reply is buffered and parsed once, at the end.
+//! another in request order. Fire-and-forget requests start in the background and are
+//! answered at once, as in a one-shot cycle. A protocol without an incremental parser
+//! still works: its turn is collected and parsed once, at the end.
 //!
 //! Hosts that prefer callbacks pass an `on_chunk` closure
 //! ([`process_tool_call_stream_with`](Engine::process_tool_call_stream_with)): it
 //! receives a [`StreamChunk`] for every step (prose decided, requests completed, results
 //! finished), then a last chunk with [`done`](StreamChunk::done) set.
 //!
+//! [`ChatModel::stream`]: crate::model::ChatModel::stream
+//!
 //! ```
 //! use std::sync::Arc;
 //! use futures::stream;
-//! use tool_calling::engine::{Engine, FinishReason};
-//! use tool_calling::executor::ExecutionContext;
-//! use tool_calling::registry::ToolRegistry;
-//! use tool_calling::tool::ToolProvider;
+//! use tool_calling::engine::Engine;
+//! use tool_calling::exec::ExecutionContext;
+//! use tool_calling::model::FinishReason;
+//! use tool_calling::tools::{ToolProvider, ToolRegistry};
 //! use tool_calling::tool;
 //!
 //! #[derive(Default)]
@@ -58,69 +60,32 @@
 //!     "REQUEST]>>>\n",
 //!     "Meanwhile, a joke.",
 //! ];
-//! let streamed = engine.process_tool_call_stream(stream::iter(chunks), &ExecutionContext::default()).await;
+//! let streamed = engine.process_tool_call_stream(stream::iter(chunks), &ExecutionContext::default()).await.unwrap();
 //! assert_eq!(streamed.finish_reason, FinishReason::ToolCalls);
-//! assert_eq!(streamed.text, chunks.concat());
+//! assert_eq!(streamed.turn.text(), chunks.concat());
 //! assert_eq!(streamed.cycle.execution_results[0].result, "42.0");
 //! # });
 //! ```
 
-use std::collections::VecDeque;
+use std::collections::{HashSet, VecDeque};
 use std::convert::Infallible;
 use std::pin::pin;
+use std::sync::Arc;
 
 use futures::stream::{FuturesUnordered, Stream, StreamExt};
-use serde::{Deserialize, Serialize};
 use tracing::Instrument;
 
-use super::{Engine, EngineEvent, is_fire_and_forget, started_in_background};
-use crate::executor::{ExecutionContext, Executor};
-use crate::stream::{IncrementalParser, StreamCollector, StreamEvent};
-use crate::{
-    Diagnostic, ErrorKind, ParseOutcome, ParsedToolRequest, Span, ToolCallCycleResult, ToolExecutionResult,
-};
+use super::cycle::started_in_background;
+use super::{Engine, EngineError, EngineEvent, ToolCallCycleResult};
+use crate::exec::{ExecutionContext, Executor, PlannedRequest};
+use crate::model::{AssistantTurn, FinishReason, TurnAccumulator, TurnDelta};
+use crate::protocol::{IncrementalParser, ParseOutcome, StreamCollector, StreamEvent, ToolCallingProtocol};
+use crate::tools::ToolCatalog;
+use crate::{Diagnostic, ErrorKind, Invocation, ParsedToolRequest, Span, ToolError, ToolExecutionResult};
 
-/// Why a streamed cycle ended (seed 001's `finishReason`).
-///
-/// A length limit (`'length'`) is the model's to report, not the engine's: a reply cut
-/// off by one ends with [`ToolCalls`](Self::ToolCalls) or [`Stop`](Self::Stop) here, and
-/// its cut-off request, if any, is answered as incomplete.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-#[non_exhaustive]
-pub enum FinishReason {
-    /// The reply ended without requesting tools.
-    Stop,
-    /// The reply ended and held requests; every one has its result.
-    ToolCalls,
-    /// The reply stream failed; the reply is what arrived before the failure.
-    Error,
-    /// The cycle was cancelled ([`ExecutionContext::cancel`]): the engine stopped
-    /// reading the reply; the reply is what arrived before.
-    Cancelled,
-}
-
-impl FinishReason {
-    /// `"stop"`, `"tool_calls"`, `"error"` or `"cancelled"`.
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            FinishReason::Stop => "stop",
-            FinishReason::ToolCalls => "tool_calls",
-            FinishReason::Error => "error",
-            FinishReason::Cancelled => "cancelled",
-        }
-    }
-}
-
-impl std::fmt::Display for FinishReason {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// One step of a streamed cycle, for hosts that take callbacks (seed 001's
-/// `StreamChunk`). Every field but [`done`](Self::done) and
-/// [`finish_reason`](Self::finish_reason) holds only what is new in this step.
+/// One step of a streamed cycle, for hosts that take callbacks. Every field but
+/// [`done`](Self::done) and [`finish_reason`](Self::finish_reason) holds only what is
+/// new in this step.
 ///
 /// Steps come as the engine decides them: after a piece of the reply was read (prose,
 /// completed requests, diagnostics), whenever a call finishes (one result), and last a
@@ -129,9 +94,9 @@ impl std::fmt::Display for FinishReason {
 #[derive(Debug, Clone, PartialEq, Default)]
 #[non_exhaustive]
 pub struct StreamChunk {
-    /// Prose (text outside request blocks) decided in this step.
+    /// Prose (text outside requests) decided in this step.
     pub content: String,
-    /// Requests whose blocks ended in this step, in order; their calls are starting.
+    /// Requests completed in this step, in order; their calls are starting.
     pub tool_calls: Vec<ParsedToolRequest>,
     /// Results that arrived in this step, in completion order (not request order:
     /// match them by [`request_id`](ToolExecutionResult::request_id)).
@@ -157,21 +122,23 @@ impl StreamChunk {
     }
 }
 
-/// What a streamed cycle produced: the cycle result, and the reply it was run on.
+/// What a streamed cycle produced: the cycle result, and the turn it was run on.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub struct StreamedCycle {
-    /// Requests, one result each in request order, and diagnostics: equal to what
-    /// [`Engine::process_tool_call_cycle`] returns for [`text`](Self::text), durations
-    /// aside.
+    /// Requests, one result each in request order, diagnostics and result messages:
+    /// equal to what [`Engine::process_turn`] returns for [`turn`](Self::turn),
+    /// durations aside.
     pub cycle: ToolCallCycleResult,
-    /// The whole reply as it arrived (the concatenated chunks).
-    pub text: String,
-    /// The prose of the reply: text outside request blocks, reasoning removed, as the
+    /// The whole turn as it arrived.
+    pub turn: AssistantTurn,
+    /// The prose of the turn: text outside requests, reasoning removed, as the
     /// protocol's incremental parser reports it. For a protocol without one, the text
     /// outside the requests' spans.
     pub prose: String,
-    /// Why the cycle ended.
+    /// Why the cycle ended: [`Stop`](FinishReason::Stop) or
+    /// [`ToolCalls`](FinishReason::ToolCalls) when the stream ended, else
+    /// [`Error`](FinishReason::Error) or [`Cancelled`](FinishReason::Cancelled).
     pub finish_reason: FinishReason,
 }
 
@@ -181,37 +148,78 @@ impl From<StreamedCycle> for ToolCallCycleResult {
     }
 }
 
-/// The reply stream of a fallible streamed cycle
-/// ([`Engine::try_process_tool_call_stream`]) failed. The calls started before the
-/// failure were still waited for: [`partial`](Self::partial) holds their results, and
-/// the requests of what arrived (a cut-off block answered as incomplete).
+/// Why a fallible streamed cycle ([`Engine::try_process_tool_call_stream`],
+/// [`Engine::process_delta_stream`]) did not end normally.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
-pub struct StreamCycleError<E> {
-    /// The stream's error.
-    pub error: E,
-    /// The cycle run on what arrived before the failure
-    /// ([`FinishReason::Error`]).
-    pub partial: Box<StreamedCycle>,
+pub enum StreamCycleError<E> {
+    /// The engine could not run the cycle (the config names an unknown protocol);
+    /// nothing was read.
+    Engine(EngineError),
+    /// The stream failed. The calls started before the failure were still waited for:
+    /// `partial` holds their results, and the requests of what arrived (a cut-off
+    /// request answered as incomplete).
+    Stream {
+        /// The stream's error.
+        error: E,
+        /// The cycle run on what arrived before the failure
+        /// ([`FinishReason::Error`]).
+        partial: Box<StreamedCycle>,
+    },
 }
 
 impl<E: std::fmt::Display> std::fmt::Display for StreamCycleError<E> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "the reply stream failed: {}", self.error)
+        match self {
+            StreamCycleError::Engine(error) => error.fmt(f),
+            StreamCycleError::Stream { error, .. } => write!(f, "the reply stream failed: {error}"),
+        }
     }
 }
 
 impl<E: std::error::Error + 'static> std::error::Error for StreamCycleError<E> {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        Some(&self.error)
+        match self {
+            StreamCycleError::Engine(error) => Some(error),
+            StreamCycleError::Stream { error, .. } => Some(error),
+        }
+    }
+}
+
+/// A piece of a streamed turn: a text chunk, or a delta.
+trait TurnPiece {
+    fn feed(&self, parser: &mut dyn IncrementalParser, events: &mut Vec<StreamEvent>);
+    fn record(&self, turn: &mut TurnAccumulator);
+}
+
+/// A text chunk of a text-only reply.
+struct TextChunk<S>(S);
+
+impl<S: AsRef<str>> TurnPiece for TextChunk<S> {
+    fn feed(&self, parser: &mut dyn IncrementalParser, events: &mut Vec<StreamEvent>) {
+        parser.push_text(self.0.as_ref(), events);
+    }
+
+    fn record(&self, turn: &mut TurnAccumulator) {
+        turn.push_text(self.0.as_ref());
+    }
+}
+
+impl TurnPiece for TurnDelta {
+    fn feed(&self, parser: &mut dyn IncrementalParser, events: &mut Vec<StreamEvent>) {
+        parser.push(self, events);
+    }
+
+    fn record(&self, turn: &mut TurnAccumulator) {
+        turn.push(self);
     }
 }
 
 impl Engine {
-    /// Reads a reply as a stream of text chunks and runs each request as soon as its
-    /// block has ended, while the rest of the reply is still arriving; returns once the
-    /// stream has ended and every request has its result. See the
-    /// [module documentation](crate::engine::stream) for the rules and an example.
+    /// Reads a reply as a stream of text chunks and runs each request as soon as it is
+    /// complete, while the rest of the reply is still arriving; returns once the stream
+    /// has ended and every request has its result. See the
+    /// [module documentation](crate::engine::streamed) for the rules and an example.
     ///
     /// The returned cycle equals what
     /// [`process_tool_call_cycle`](Self::process_tool_call_cycle) returns for the whole
@@ -219,7 +227,11 @@ impl Engine {
     /// stream: the calls running are cancelled, and the reply is what had arrived.
     ///
     /// The stream need not be `Unpin`; the returned future is `Send` when the stream is.
-    pub async fn process_tool_call_stream<St>(&self, stream: St, ctx: &ExecutionContext) -> StreamedCycle
+    pub async fn process_tool_call_stream<St>(
+        &self,
+        stream: St,
+        ctx: &ExecutionContext,
+    ) -> Result<StreamedCycle, EngineError>
     where
         St: Stream,
         St::Item: AsRef<str>,
@@ -228,15 +240,16 @@ impl Engine {
     }
 
     /// [`process_tool_call_stream`](Self::process_tool_call_stream) that also reports
-    /// every step to `on_chunk`: prose as it is decided, requests as their blocks end,
+    /// every step to `on_chunk`: prose as it is decided, requests as they complete,
     /// results as they arrive, and last a chunk with [`done`](StreamChunk::done) set.
     ///
     /// ```
     /// use std::sync::Arc;
     /// use futures::stream;
-    /// use tool_calling::engine::{Engine, FinishReason, StreamChunk};
-    /// use tool_calling::executor::ExecutionContext;
-    /// use tool_calling::registry::ToolRegistry;
+    /// use tool_calling::engine::{Engine, StreamChunk};
+    /// use tool_calling::exec::ExecutionContext;
+    /// use tool_calling::model::FinishReason;
+    /// use tool_calling::tools::ToolRegistry;
     ///
     /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
     /// let engine = Engine::new(Arc::new(ToolRegistry::new()));
@@ -246,7 +259,8 @@ impl Engine {
     ///     .process_tool_call_stream_with(stream::iter(chunks), &ExecutionContext::default(), |chunk| {
     ///         seen.push(chunk)
     ///     })
-    ///     .await;
+    ///     .await
+    ///     .unwrap();
     /// let last = seen.last().unwrap();
     /// assert!(last.done);
     /// assert_eq!(last.finish_reason, Some(FinishReason::ToolCalls));
@@ -261,20 +275,21 @@ impl Engine {
         stream: St,
         ctx: &ExecutionContext,
         mut on_chunk: F,
-    ) -> StreamedCycle
+    ) -> Result<StreamedCycle, EngineError>
     where
         St: Stream,
         St::Item: AsRef<str>,
         F: FnMut(StreamChunk),
     {
-        let (streamed, _) = self.run_stream(stream.map(Ok::<_, Infallible>), ctx, &mut on_chunk).await;
-        streamed
+        let pieces = stream.map(|chunk| Ok::<_, Infallible>(TextChunk(chunk)));
+        let (streamed, _) = self.run_stream(pieces, ctx, &mut on_chunk).await?;
+        Ok(streamed)
     }
 
     /// [`process_tool_call_stream`](Self::process_tool_call_stream) for a stream that
     /// can fail (a network reply). At the first error the engine stops reading, parses
-    /// what arrived (a cut-off block becomes an incomplete request), waits for the calls
-    /// already started, and returns the error with that partial cycle.
+    /// what arrived (a cut-off request becomes an incomplete request), waits for the
+    /// calls already started, and returns the error with that partial cycle.
     pub async fn try_process_tool_call_stream<St, S, E>(
         &self,
         stream: St,
@@ -302,29 +317,47 @@ impl Engine {
         S: AsRef<str>,
         F: FnMut(StreamChunk),
     {
-        match self.run_stream(stream, ctx, &mut on_chunk).await {
-            (streamed, None) => Ok(streamed),
-            (streamed, Some(error)) => Err(StreamCycleError { error, partial: Box::new(streamed) }),
-        }
+        let pieces = stream.map(|item| item.map(TextChunk));
+        finish(self.run_stream(pieces, ctx, &mut on_chunk).await)
+    }
+
+    /// Reads a turn as a stream of [`TurnDelta`]s (what
+    /// [`ChatModel::stream`](crate::model::ChatModel::stream) yields: text, reasoning and
+    /// native tool calls) and runs each request as soon as it is complete, as
+    /// [`try_process_tool_call_stream_with`](Self::try_process_tool_call_stream_with)
+    /// does for text. The returned cycle equals what [`process_turn`](Self::process_turn)
+    /// returns for the accumulated turn.
+    pub async fn process_delta_stream<St, E, F>(
+        &self,
+        stream: St,
+        ctx: &ExecutionContext,
+        mut on_chunk: F,
+    ) -> Result<StreamedCycle, StreamCycleError<E>>
+    where
+        St: Stream<Item = Result<TurnDelta, E>>,
+        F: FnMut(StreamChunk),
+    {
+        finish(self.run_stream(stream, ctx, &mut on_chunk).await)
     }
 
     /// The streamed cycle: reads `stream` and runs the calls together, until the stream
     /// has ended (or failed, or the cycle was cancelled) and every call has finished.
-    async fn run_stream<St, S, E, F>(
+    async fn run_stream<St, P, E, F>(
         &self,
         stream: St,
         ctx: &ExecutionContext,
         on_chunk: &mut F,
-    ) -> (StreamedCycle, Option<E>)
+    ) -> Result<(StreamedCycle, Option<E>), EngineError>
     where
-        St: Stream<Item = Result<S, E>>,
-        S: AsRef<str>,
+        St: Stream<Item = Result<P, E>>,
+        P: TurnPiece,
         F: FnMut(StreamChunk),
     {
-        let span = tracing::info_span!("tool_call_stream", protocol = self.protocol.id());
-        async {
+        let protocol = self.protocol_for(&ctx.config)?;
+        let span = tracing::info_span!("tool_call_stream", protocol = protocol.id());
+        let streamed = async {
             let mut stream = pin!(stream);
-            let mut cycle = CycleState::new(self, ctx);
+            let mut cycle = CycleState::new(self, ctx, protocol);
             // Serial mode: one call at a time, in request order.
             let limit =
                 if ctx.config.parallel_execution { self.executor.options().max_concurrency.max(1) } else { 1 };
@@ -334,14 +367,12 @@ impl Engine {
             let mut cancelled = false;
             loop {
                 while running.len() < limit {
-                    let Some((index, request)) = cycle.queue.pop_front() else { break };
-                    if !self.listeners.is_empty() {
-                        self.emit(EngineEvent::Started {
-                            request_id: request.request_id.clone(),
-                            tool_name: request.tool_name.clone(),
-                        });
-                    }
-                    running.push(run_one(&self.executor, ctx, index, request));
+                    let Some((index, request, calls)) = cycle.queue.pop_front() else { break };
+                    self.emit(|| EngineEvent::Started {
+                        request_id: request.request_id.clone(),
+                        tool_name: request.tool_name.clone(),
+                    });
+                    running.push(run_one(&self.executor, ctx, index, request, calls));
                 }
                 if !reading && running.is_empty() {
                     break;
@@ -356,15 +387,13 @@ impl Engine {
                 let chunk = match step {
                     Step::Finished(index, result) => {
                         tracing::debug!(request_id = %result.request_id, status = result.status.as_str(), "finished");
-                        if !self.listeners.is_empty() {
-                            self.emit(EngineEvent::Finished { result: result.clone() });
-                        }
+                        self.emit(|| EngineEvent::Finished { result: result.clone() });
                         if let Some(slot) = cycle.results.get_mut(index) {
                             *slot = Some(result.clone());
                         }
                         StreamChunk { results: vec![result], ..StreamChunk::default() }
                     }
-                    Step::Read(Some(Ok(text))) => cycle.push(text.as_ref()),
+                    Step::Read(Some(Ok(piece))) => cycle.push(&piece),
                     Step::Read(Some(Err(error))) => {
                         failure = Some(error);
                         reading = false;
@@ -399,7 +428,19 @@ impl Engine {
             (streamed, failure)
         }
         .instrument(span)
-        .await
+        .await;
+        Ok(streamed)
+    }
+}
+
+/// The result of a fallible streamed cycle.
+fn finish<E>(
+    outcome: Result<(StreamedCycle, Option<E>), EngineError>,
+) -> Result<StreamedCycle, StreamCycleError<E>> {
+    match outcome {
+        Err(error) => Err(StreamCycleError::Engine(error)),
+        Ok((streamed, None)) => Ok(streamed),
+        Ok((streamed, Some(error))) => Err(StreamCycleError::Stream { error, partial: Box::new(streamed) }),
     }
 }
 
@@ -419,66 +460,78 @@ fn run_one<'a>(
     ctx: &'a ExecutionContext,
     index: usize,
     request: ParsedToolRequest,
+    calls: Vec<Result<Invocation, ToolError>>,
 ) -> impl Future<Output = (usize, ToolExecutionResult)> + 'a {
     let span = tracing::info_span!("execute", request_id = %request.request_id);
-    async move { (index, executor.execute_one(&request, ctx).await) }.instrument(span)
+    async move { (index, executor.execute_request(PlannedRequest::new(&request, calls), ctx).await) }
+        .instrument(span)
 }
 
-/// The reading side of a streamed cycle: the text so far, the parser, the requests and
+/// A request waiting for a free slot: its index, the request, and its resolved calls.
+type Queued = (usize, ParsedToolRequest, Vec<Result<Invocation, ToolError>>);
+
+/// The reading side of a streamed cycle: the turn so far, the parser, the requests and
 /// their results, and the requests waiting for a free slot.
 struct CycleState<'e> {
     engine: &'e Engine,
     ctx: &'e ExecutionContext,
-    /// `None`: the protocol has no incremental parser; the text is parsed at the end.
+    protocol: Arc<dyn ToolCallingProtocol>,
+    catalog: Arc<ToolCatalog>,
+    /// `None`: the protocol has no incremental parser; the turn is parsed at the end.
     parser: Option<Box<dyn IncrementalParser>>,
-    text: String,
+    turn: TurnAccumulator,
     collector: StreamCollector,
+    /// The request ids seen so far (repeated ones get a diagnostic).
+    ids: HashSet<String>,
     /// One slot per request, in request order.
     results: Vec<Option<ToolExecutionResult>>,
-    /// Requests not started yet, with their indexes, in request order.
-    queue: VecDeque<(usize, ParsedToolRequest)>,
+    /// Requests not started yet, in request order.
+    queue: VecDeque<Queued>,
     /// Reused buffer of parser events.
     events: Vec<StreamEvent>,
 }
 
 impl<'e> CycleState<'e> {
-    fn new(engine: &'e Engine, ctx: &'e ExecutionContext) -> Self {
+    fn new(engine: &'e Engine, ctx: &'e ExecutionContext, protocol: Arc<dyn ToolCallingProtocol>) -> Self {
         CycleState {
             engine,
             ctx,
-            parser: engine.protocol.incremental_parser(),
-            text: String::new(),
+            parser: protocol.incremental_parser(),
+            protocol,
+            catalog: engine.registry().catalog(),
+            turn: TurnAccumulator::new(),
             collector: StreamCollector::new(),
+            ids: HashSet::new(),
             results: Vec::new(),
             queue: VecDeque::new(),
             events: Vec::new(),
         }
     }
 
-    /// Takes in the next chunk of the reply.
-    fn push(&mut self, chunk: &str) -> StreamChunk {
-        self.text.push_str(chunk);
+    /// Takes in the next piece of the turn.
+    fn push(&mut self, piece: &impl TurnPiece) -> StreamChunk {
+        piece.record(&mut self.turn);
         if let Some(parser) = self.parser.as_mut() {
-            parser.push(chunk, &mut self.events);
+            piece.feed(parser.as_mut(), &mut self.events);
         }
         self.take_events()
     }
 
-    /// The reply has ended (or will not be read further): flushes the parser, or parses
-    /// the buffered text when the protocol has no incremental parser.
+    /// The turn has ended (or will not be read further): flushes the parser, or parses
+    /// the collected turn when the protocol has no incremental parser.
     fn finish(&mut self) -> StreamChunk {
         match self.parser.as_mut() {
             Some(parser) => parser.finish(&mut self.events),
             None => {
-                let outcome = self.engine.protocol.parse_tool_requests(&self.text);
-                events_from_outcome(&self.text, outcome, &mut self.events);
+                let turn = self.turn.turn();
+                let outcome = self.protocol.parse_turn(turn);
+                events_from_outcome(&turn.text(), outcome, &mut self.events);
             }
         }
         let chunk = self.take_events();
-        tracing::debug!(requests = self.collector.requests().len(), bytes = self.text.len(), "reply ended");
-        if !self.engine.listeners.is_empty() {
-            self.engine.emit(EngineEvent::Parsed { requests: self.collector.requests().to_vec() });
-        }
+        tracing::debug!(requests = self.collector.requests().len(), "reply ended");
+        let collector = &self.collector;
+        self.engine.emit(|| EngineEvent::Parsed { requests: collector.requests().to_vec() });
         chunk
     }
 
@@ -491,7 +544,14 @@ impl<'e> CycleState<'e> {
             match &event {
                 StreamEvent::Text { text, .. } => chunk.content.push_str(text),
                 StreamEvent::Diagnostic(diagnostic) => chunk.diagnostics.push(diagnostic.clone()),
-                StreamEvent::RequestCompleted(request) => self.accept(request, &mut chunk),
+                StreamEvent::RequestCompleted(request) => {
+                    if !self.ids.insert(request.request_id.clone()) {
+                        let diagnostic = crate::protocol::duplicate_id_diagnostic(request);
+                        chunk.diagnostics.push(diagnostic.clone());
+                        self.collector.add(StreamEvent::Diagnostic(diagnostic));
+                    }
+                    self.accept(request, &mut chunk);
+                }
                 _ => {}
             }
             self.collector.add(event);
@@ -500,32 +560,27 @@ impl<'e> CycleState<'e> {
         chunk
     }
 
-    /// A request's block has ended: starts it in the background if it is
-    /// fire-and-forget, else queues it.
+    /// A request is complete: starts it in the background if it is fire-and-forget,
+    /// else queues it.
     fn accept(&mut self, request: &ParsedToolRequest, chunk: &mut StreamChunk) {
         let engine = self.engine;
         let index = self.results.len();
         tracing::debug!(request_id = %request.request_id, tool_name = %request.tool_name, "request completed");
-        if !engine.listeners.is_empty() {
-            engine.emit(EngineEvent::RequestParsed { request: request.clone() });
-        }
-        if is_fire_and_forget(request) && request.complete {
-            if !engine.listeners.is_empty() {
-                engine.emit(EngineEvent::Started {
-                    request_id: request.request_id.clone(),
-                    tool_name: request.tool_name.clone(),
-                });
-            }
-            engine.spawn_background(request.clone(), self.ctx.clone());
+        engine.emit(|| EngineEvent::RequestParsed { request: request.clone() });
+        let calls = self.protocol.resolve(request, &self.catalog);
+        if request.fire_and_forget && request.complete {
+            engine.emit(|| EngineEvent::Started {
+                request_id: request.request_id.clone(),
+                tool_name: request.tool_name.clone(),
+            });
+            engine.spawn_background(request.clone(), calls, self.ctx.clone());
             let result = started_in_background(request);
-            if !engine.listeners.is_empty() {
-                engine.emit(EngineEvent::Finished { result: result.clone() });
-            }
+            engine.emit(|| EngineEvent::Finished { result: result.clone() });
             chunk.results.push(result.clone());
             self.results.push(Some(result));
         } else {
             self.results.push(None);
-            self.queue.push_back((index, request.clone()));
+            self.queue.push_back((index, request.clone(), calls));
         }
         chunk.tool_calls.push(request.clone());
     }
@@ -534,7 +589,7 @@ impl<'e> CycleState<'e> {
     fn into_streamed(self, finish_reason: FinishReason) -> StreamedCycle {
         let prose = self.collector.prose().to_string();
         let outcome = self.collector.into_outcome();
-        let results = self
+        let results: Vec<ToolExecutionResult> = self
             .results
             .into_iter()
             .zip(&outcome.requests)
@@ -551,16 +606,18 @@ impl<'e> CycleState<'e> {
                 })
             })
             .collect();
+        let messages = self.protocol.result_messages(&results);
+        let turn = self.turn.finish();
         StreamedCycle {
-            cycle: ToolCallCycleResult::new(outcome.requests, results, outcome.diagnostics),
-            text: self.text,
+            cycle: ToolCallCycleResult::new(outcome.requests, results, outcome.diagnostics, messages),
+            turn,
             prose,
             finish_reason,
         }
     }
 }
 
-/// The events a whole-text parse amounts to (for a protocol without an incremental
+/// The events a whole-turn parse amounts to (for a protocol without an incremental
 /// parser): the prose around the requests' spans, the requests, the diagnostics.
 fn events_from_outcome(text: &str, outcome: ParseOutcome, events: &mut Vec<StreamEvent>) {
     let mut cursor = 0;

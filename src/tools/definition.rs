@@ -4,7 +4,7 @@
 //! a [`ToolDefinition`] is plain data, and a method's parameters are one JSON Schema.
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 /// A tool as a protocol presents it: an id, a display name, and its callable methods.
 ///
@@ -72,8 +72,11 @@ pub struct MethodDefinition {
     pub description: String,
     /// The parameters as a JSON Schema of `"type": "object"`.
     pub parameters: Value,
-    /// The command name VCP uses instead of `name` (seed 004 `protocolConfig.vcpCommand`).
-    pub vcp_command: Option<String>,
+    /// Settings for particular protocols, by protocol id, opaque to the tool layer: each
+    /// protocol reads its own entry (VCP reads `"vcp": {"command": "Alias"}`, the
+    /// command a VCP request may use instead of the method's name).
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    pub protocol_config: Map<String, Value>,
     /// Worked examples, shown to the model.
     pub examples: Vec<MethodExample>,
 }
@@ -85,7 +88,7 @@ impl MethodDefinition {
             name: name.into(),
             description: description.into(),
             parameters: serde_json::json!({"type": "object", "properties": {}}),
-            vcp_command: None,
+            protocol_config: Map::new(),
             examples: Vec::new(),
         }
     }
@@ -97,11 +100,25 @@ impl MethodDefinition {
         self
     }
 
-    /// Sets the VCP command alias.
+    /// Sets the settings `protocol` reads for this method (see
+    /// [`protocol_config`](Self::protocol_config)).
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use tool_calling::MethodDefinition;
+    /// let write = MethodDefinition::new("write", "Write a file.")
+    ///     .with_protocol_config("vcp", json!({"command": "WriteFile"}));
+    /// assert_eq!(write.protocol_config_of("vcp").unwrap()["command"], "WriteFile");
+    /// ```
     #[must_use]
-    pub fn with_vcp_command(mut self, command: impl Into<String>) -> Self {
-        self.vcp_command = Some(command.into());
+    pub fn with_protocol_config(mut self, protocol: impl Into<String>, config: Value) -> Self {
+        self.protocol_config.insert(protocol.into(), config);
         self
+    }
+
+    /// The settings for `protocol`, if any.
+    pub fn protocol_config_of(&self, protocol: &str) -> Option<&Value> {
+        self.protocol_config.get(protocol)
     }
 
     /// Adds an example.
@@ -114,11 +131,6 @@ impl MethodDefinition {
     /// `toolId_methodName`.
     pub fn full_name(&self, tool_id: &str) -> String {
         format!("{tool_id}_{}", self.name)
-    }
-
-    /// The command a VCP request uses: the alias if declared, else the method name.
-    pub fn command(&self) -> &str {
-        self.vcp_command.as_deref().unwrap_or(&self.name)
     }
 
     /// The parameters in schema order, read from the schema's `properties` and

@@ -33,6 +33,9 @@ pub enum DiagnosticKind {
     FencedMarker,
     /// A native protocol's payload could not be read (bad JSON, wrong shape).
     InvalidPayload,
+    /// Two requests of one turn carry the same model-chosen id. Results stay matched to
+    /// their requests by position; the id alone no longer tells them apart.
+    DuplicateRequestId,
 }
 
 impl DiagnosticKind {
@@ -49,6 +52,7 @@ impl DiagnosticKind {
             DiagnosticKind::UnclosedReasoning => "unclosed_reasoning",
             DiagnosticKind::FencedMarker => "fenced_marker",
             DiagnosticKind::InvalidPayload => "invalid_payload",
+            DiagnosticKind::DuplicateRequestId => "duplicate_request_id",
         }
     }
 }
@@ -104,4 +108,44 @@ impl ParseOutcome {
     pub fn complete_requests(&self) -> impl Iterator<Item = &ParsedToolRequest> {
         self.requests.iter().filter(|r| r.complete)
     }
+
+    /// Adds a [`DuplicateRequestId`](DiagnosticKind::DuplicateRequestId) diagnostic for
+    /// every request whose id an earlier request of the same turn already carries, and
+    /// keeps the diagnostics in order. Returns how many were found.
+    ///
+    /// ```
+    /// use tool_calling::{DiagnosticKind, ParseOutcome, ParsedToolRequest};
+    /// let mut outcome = ParseOutcome::new(
+    ///     vec![ParsedToolRequest::new("a", "calc_add"), ParsedToolRequest::new("a", "calc_sub")],
+    ///     Vec::new(),
+    /// );
+    /// assert_eq!(outcome.flag_duplicate_ids(), 1);
+    /// assert_eq!(outcome.diagnostics[0].kind, DiagnosticKind::DuplicateRequestId);
+    /// ```
+    pub fn flag_duplicate_ids(&mut self) -> usize {
+        let mut seen = std::collections::HashSet::with_capacity(self.requests.len());
+        let mut found = 0;
+        for request in &self.requests {
+            if !seen.insert(request.request_id.as_str()) {
+                found += 1;
+                self.diagnostics.push(duplicate_id(request));
+            }
+        }
+        if found > 0 {
+            super::sort_diagnostics(&mut self.diagnostics);
+        }
+        found
+    }
+}
+
+/// The diagnostic for a request whose id an earlier request already carries.
+pub(crate) fn duplicate_id(request: &ParsedToolRequest) -> Diagnostic {
+    Diagnostic::new(
+        DiagnosticKind::DuplicateRequestId,
+        format!(
+            "request id `{}` is used by an earlier request too; results are matched to requests by position",
+            request.request_id
+        ),
+        request.span,
+    )
 }

@@ -1,0 +1,112 @@
+//! What a cycle runs with: the agent's config and identity, presets, cancellation, and
+//! the executor's own options (concurrency, retries).
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::config::ToolCallConfig;
+use crate::request::Args;
+
+/// Retries of retryable failures (timeouts, network errors). Off by default.
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
+pub struct RetryPolicy {
+    /// Attempts in all (1 = no retry).
+    pub max_attempts: u32,
+    /// Wait before the first retry.
+    pub initial_backoff: Duration,
+    /// Factor applied to the wait after each retry.
+    pub multiplier: f64,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        RetryPolicy { max_attempts: 1, initial_backoff: Duration::from_millis(200), multiplier: 2.0 }
+    }
+}
+
+impl RetryPolicy {
+    /// Up to `max_attempts` attempts with exponential backoff from `initial_backoff`.
+    pub fn new(max_attempts: u32, initial_backoff: Duration) -> Self {
+        RetryPolicy { max_attempts: max_attempts.max(1), initial_backoff, multiplier: 2.0 }
+    }
+
+    pub(crate) fn backoff(&self, retry: u32) -> Duration {
+        let factor = self.multiplier.max(1.0).powi(i32::try_from(retry).unwrap_or(i32::MAX));
+        self.initial_backoff.mul_f64(factor.min(1e6))
+    }
+}
+
+/// How the executor runs calls.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct ExecutorOptions {
+    /// Most calls running at once in parallel mode.
+    pub max_concurrency: usize,
+    /// Retries of retryable failures.
+    pub retry: RetryPolicy,
+    /// Run incomplete requests anyway (off: they are answered with what to fix).
+    pub run_incomplete: bool,
+}
+
+impl Default for ExecutorOptions {
+    fn default() -> Self {
+        ExecutorOptions { max_concurrency: 8, retry: RetryPolicy::default(), run_incomplete: false }
+    }
+}
+
+/// Per-cycle inputs: the agent's config and identity, its argument presets, and the
+/// cancellation token of the cycle.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct ExecutionContext {
+    /// Toggles, default timeout, parallel or serial, confirmation.
+    pub config: ToolCallConfig,
+    /// The agent making the calls.
+    pub agent_id: Option<String>,
+    /// Argument presets per full method name: between schema defaults and the model's
+    /// own arguments.
+    pub presets: HashMap<String, Args>,
+    /// Cancels the whole cycle.
+    pub cancel: CancellationToken,
+    /// The conversation (thread) the calls belong to: stateful tools keep one instance
+    /// per conversation.
+    pub conversation_id: Option<String>,
+}
+
+impl ExecutionContext {
+    /// A context with `config`.
+    pub fn new(config: ToolCallConfig) -> Self {
+        ExecutionContext { config, ..Self::default() }
+    }
+
+    /// Sets the agent id.
+    #[must_use]
+    pub fn with_agent(mut self, agent_id: impl Into<String>) -> Self {
+        self.agent_id = Some(agent_id.into());
+        self
+    }
+
+    /// Sets presets for `full_name`.
+    #[must_use]
+    pub fn with_preset(mut self, full_name: impl Into<String>, args: Args) -> Self {
+        self.presets.insert(full_name.into(), args);
+        self
+    }
+
+    /// Sets the conversation id.
+    #[must_use]
+    pub fn with_conversation(mut self, conversation_id: impl Into<String>) -> Self {
+        self.conversation_id = Some(conversation_id.into());
+        self
+    }
+
+    /// Uses `token` to cancel the cycle.
+    #[must_use]
+    pub fn with_cancel(mut self, token: CancellationToken) -> Self {
+        self.cancel = token;
+        self
+    }
+}

@@ -1,0 +1,462 @@
+//! Execution: running calls of registered methods, safely. The one way this crate runs
+//! a tool.
+//!
+//! The executor takes calls by exact method name ([`Invocation`]s): a protocol has
+//! already resolved each request to them. For every call, in this order:
+//! 1. the method must exist (else `not_found`, naming the closest registered names);
+//! 2. it must be agent-callable (else `permission`);
+//! 3. it must be switched on by the agent's config (else `permission`);
+//! 4. its arguments are put together (schema defaults < the agent's preset < the
+//!    model's), coerced by the schema, passed through the method's argument hook, and
+//!    validated (else `validation`);
+//! 5. the [`SecurityPolicy`] may allow, deny (`permission`), or require approval;
+//! 6. the confirmation callback ([`ConfirmCall`]: asked when one is set, and required by
+//!    `require_confirmation`, manual mode, or the policy) may refuse (`permission`);
+//! 7. the method runs in its own task, under a time limit (its own, else the config's),
+//!    on the blocking pool if it blocks a thread, with retries of retryable failures
+//!    when a [`RetryPolicy`] allows them, until the cycle is cancelled.
+//!
+//! So a person is only ever asked about a call that would run, with the arguments it
+//! would run with. Refused calls never run. A panic in a tool becomes an error result
+//! and leaves other calls alone.
+//!
+//! For a cycle ([`Executor::execute`]): a cancelled cycle or an incomplete request is
+//! answered without running anything (incomplete requests run only with
+//! [`ExecutorOptions::run_incomplete`]); a request that resolved to several calls (a VCP
+//! batch) gets one result listing each call's outcome. Every request gets exactly one
+//! result, in request order, whether calls run in parallel or one after another.
+//!
+//! The executor runs on Tokio: call it inside a runtime with timers enabled (as
+//! `#[tokio::main]` and `#[tokio::test]` make). Outside one, calls are not run and each
+//! gets an error result saying so.
+
+mod context;
+mod policy;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use serde_json::Value;
+use tokio::time::Instant;
+
+pub use context::{ExecutionContext, ExecutorOptions, RetryPolicy};
+pub use policy::{ConfirmCall, PendingCall, PolicyDecision, SecurityPolicy};
+
+use crate::config::ToolCallMode;
+use crate::tools::{ArgMap, MethodRef, ToolOutput, ToolRegistry};
+use crate::{ErrorKind, Invocation, ParsedToolRequest, ToolError, ToolExecutionResult};
+
+/// How many closest names a not-found error suggests.
+const SUGGESTIONS: usize = 3;
+
+/// A request with the calls its protocol resolved it to: what the executor runs for one
+/// request, answered with one result.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct PlannedRequest<'r> {
+    /// The request as parsed.
+    pub request: &'r ParsedToolRequest,
+    /// Its calls by exact method name, or the error the model gets for a call that names
+    /// nothing runnable (from [`ToolCallingProtocol::resolve`](crate::ToolCallingProtocol::resolve)).
+    pub calls: Vec<Result<Invocation, ToolError>>,
+}
+
+impl<'r> PlannedRequest<'r> {
+    /// `request` with its resolved `calls`.
+    pub fn new(request: &'r ParsedToolRequest, calls: Vec<Result<Invocation, ToolError>>) -> Self {
+        PlannedRequest { request, calls }
+    }
+
+    /// `request` as one call of the method it names exactly.
+    pub fn exact(request: &'r ParsedToolRequest) -> Self {
+        PlannedRequest { request, calls: vec![Ok(Invocation::exact(request))] }
+    }
+}
+
+/// Runs calls against a registry. `Send + Sync` and cheap to clone: share it.
+///
+/// ```
+/// use std::sync::Arc;
+/// use serde_json::json;
+/// use tool_calling::exec::{ExecutionContext, Executor};
+/// use tool_calling::tools::{ArgMap, BoxFuture, MethodSpec, ToolOutput, ToolRegistry, ToolSpec};
+/// use tool_calling::{ErrorKind, Invocation, MethodDefinition};
+///
+/// let add = MethodDefinition::new("add", "Add two numbers.").with_parameters(json!({
+///     "type": "object",
+///     "properties": {"a": {"type": "number"}, "b": {"type": "number"}},
+///     "required": ["a", "b"]
+/// }));
+/// let handler = |_, args: ArgMap| {
+///     Box::pin(async move { Ok(ToolOutput::Json(json!(args["a"].as_f64().unwrap() + args["b"].as_f64().unwrap()))) })
+///         as BoxFuture<'static, _>
+/// };
+/// let registry = ToolRegistry::new();
+/// registry.register(ToolSpec::stateless("calc", "Calculator").with_method(MethodSpec::new(add, handler))).unwrap();
+/// let executor = Executor::new(Arc::new(registry));
+///
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// let ctx = ExecutionContext::default();
+/// // A text protocol's strings are coerced by the schema.
+/// let call = Invocation::new("calc_add", [("a".to_string(), json!("2")), ("b".to_string(), json!(40))].into_iter().collect());
+/// assert_eq!(executor.invoke("call_1", &call, &ctx).await.unwrap().into_text(), "42.0");
+/// // A missing argument is refused before the tool runs, naming the parameter.
+/// let call = Invocation::new("calc_add", [("a".to_string(), json!(2))].into_iter().collect());
+/// let err = executor.invoke("call_2", &call, &ctx).await.unwrap_err();
+/// assert_eq!(err.kind, ErrorKind::Validation);
+/// assert!(err.message.contains("parameter `b` (required)"));
+/// # });
+/// ```
+#[derive(Clone)]
+pub struct Executor {
+    registry: Arc<ToolRegistry>,
+    options: ExecutorOptions,
+    policy: Option<Arc<dyn SecurityPolicy>>,
+    confirm: Option<Arc<dyn ConfirmCall>>,
+}
+
+impl std::fmt::Debug for Executor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Executor")
+            .field("options", &self.options)
+            .field("policy", &self.policy.is_some())
+            .field("confirm", &self.confirm.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "no message".to_string())
+}
+
+/// `` `a` ``, `` `a` or `b` ``, `` `a`, `b` or `c` ``.
+fn or_list(names: &[String]) -> String {
+    let quoted: Vec<String> = names.iter().map(|n| format!("`{n}`")).collect();
+    match quoted.split_last() {
+        None => String::new(),
+        Some((last, [])) => last.clone(),
+        Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+    }
+}
+
+/// What a call's outcome is reported under: the resolved full name (or the name as
+/// written when it resolved to nothing), and the output or the failure.
+type CallOutcome = (String, Result<ToolOutput, ToolError>);
+
+impl Executor {
+    /// An executor over `registry` with default options, no policy, no confirmation.
+    pub fn new(registry: Arc<ToolRegistry>) -> Self {
+        Executor { registry, options: ExecutorOptions::default(), policy: None, confirm: None }
+    }
+
+    /// Sets the options.
+    #[must_use]
+    pub fn with_options(mut self, options: ExecutorOptions) -> Self {
+        self.options = options;
+        self
+    }
+
+    /// Sets the security policy.
+    #[must_use]
+    pub fn with_policy(mut self, policy: impl SecurityPolicy + 'static) -> Self {
+        self.policy = Some(Arc::new(policy));
+        self
+    }
+
+    /// Sets the confirmation callback (`on_before_execute`).
+    #[must_use]
+    pub fn with_confirmation(mut self, confirm: impl ConfirmCall + 'static) -> Self {
+        self.confirm = Some(Arc::new(confirm));
+        self
+    }
+
+    /// The registry.
+    pub fn registry(&self) -> &Arc<ToolRegistry> {
+        &self.registry
+    }
+
+    /// The options.
+    pub fn options(&self) -> &ExecutorOptions {
+        &self.options
+    }
+
+    /// Runs `requests`: one result each, in request order. Parallel (bounded by
+    /// `max_concurrency`) or serial as `ctx.config.parallel_execution` says.
+    pub async fn execute(
+        &self,
+        requests: Vec<PlannedRequest<'_>>,
+        ctx: &ExecutionContext,
+    ) -> Vec<ToolExecutionResult> {
+        if ctx.config.parallel_execution {
+            futures::stream::iter(requests.into_iter().map(|r| self.execute_request(r, ctx)))
+                .buffered(self.options.max_concurrency.max(1))
+                .collect()
+                .await
+        } else {
+            let mut results = Vec::with_capacity(requests.len());
+            for request in requests {
+                results.push(self.execute_request(request, ctx).await);
+            }
+            results
+        }
+    }
+
+    /// Runs one request (all its calls) and returns its single result, with the time it
+    /// took.
+    pub async fn execute_request(
+        &self,
+        planned: PlannedRequest<'_>,
+        ctx: &ExecutionContext,
+    ) -> ToolExecutionResult {
+        let started = Instant::now();
+        let result = self.execute_inner(planned, ctx).await;
+        let elapsed = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        result.with_duration_ms(elapsed)
+    }
+
+    async fn execute_inner(
+        &self,
+        planned: PlannedRequest<'_>,
+        ctx: &ExecutionContext,
+    ) -> ToolExecutionResult {
+        let request = planned.request;
+        let fail = |error: ToolError| {
+            ToolExecutionResult::error(&request.request_id, &request.tool_name, error.kind, error.message)
+        };
+        if ctx.cancel.is_cancelled() {
+            let message = format!("the cycle was cancelled before `{}` ran", request.tool_name);
+            return fail(ToolError::new(ErrorKind::Cancelled, message));
+        }
+        if !request.complete && !self.options.run_incomplete {
+            let message =
+                format!("Not run: {} Send the request again with this fixed.", request.problems.join("; "));
+            return fail(ToolError::validation(message));
+        }
+        if planned.calls.is_empty() {
+            return fail(ToolError::not_found("the request names nothing to run"));
+        }
+        let mut outcomes = Vec::with_capacity(planned.calls.len());
+        for call in planned.calls {
+            outcomes.push(match call {
+                Ok(call) => {
+                    let outcome = self.invoke(&request.request_id, &call, ctx).await;
+                    (call.method, outcome)
+                }
+                Err(error) => (request.tool_name.clone(), Err(error)),
+            });
+        }
+        combine(request, outcomes)
+    }
+
+    /// Runs one call of the method `call` names exactly, through every check (see the
+    /// [module documentation](self) for their order). `request_id` is what policies and
+    /// confirmation callbacks are told the call belongs to.
+    pub async fn invoke(
+        &self,
+        request_id: &str,
+        call: &Invocation,
+        ctx: &ExecutionContext,
+    ) -> Result<ToolOutput, ToolError> {
+        let full_name = call.method.as_str();
+        // 1. The method exists.
+        let Some(method) = self.registry.method(full_name) else {
+            return Err(self.not_found(full_name));
+        };
+        let Some(spec) = method.spec() else {
+            return Err(ToolError::not_found("the method is no longer registered"));
+        };
+        let tool_id = method.tool.spec().tool_id.as_str();
+        // 2. It is agent-callable.
+        if !spec.agent_callable {
+            return Err(ToolError::permission(format!("`{full_name}` may not be called by a model")));
+        }
+        // 3. It is switched on.
+        if !ctx.config.enabled || !ctx.config.is_method_enabled(tool_id, &spec.definition.name) {
+            return Err(ToolError::permission(format!(
+                "`{full_name}` is switched off for this agent; do not call it again"
+            )));
+        }
+        // 4. The arguments: layered, coerced, hooked, validated.
+        let args = method.prepare_args(&call.args, ctx.presets.get(full_name))?;
+        // 5. The policy, 6. the confirmation, both about the call as it would run.
+        let mut needs_confirmation =
+            ctx.config.require_confirmation || ctx.config.mode == ToolCallMode::Manual;
+        let pending = || PendingCall {
+            request_id: request_id.to_string(),
+            full_name: full_name.to_string(),
+            tool_id: tool_id.to_string(),
+            method: spec.definition.name.clone(),
+            args: args.clone(),
+            agent_id: ctx.agent_id.clone(),
+        };
+        if let Some(policy) = &self.policy {
+            match policy.decide(&pending()) {
+                PolicyDecision::Allow => {}
+                PolicyDecision::Deny(reason) => {
+                    return Err(ToolError::permission(format!(
+                        "`{full_name}` was refused by the security policy: {reason}"
+                    )));
+                }
+                PolicyDecision::RequireApproval => needs_confirmation = true,
+            }
+        }
+        if needs_confirmation || self.confirm.is_some() {
+            let approved = match &self.confirm {
+                Some(confirm) => confirm.confirm(pending()).await,
+                None => false,
+            };
+            if !approved {
+                return Err(ToolError::permission(format!(
+                    "not authorised: the call of `{full_name}` was not approved"
+                )));
+            }
+        }
+        // 7. Run, with retries.
+        self.run_with_retries(&method, full_name, args, ctx).await
+    }
+
+    /// The error for a name no method has, with the closest registered names.
+    fn not_found(&self, name: &str) -> ToolError {
+        let suggestions = self.registry.catalog().suggest(name, SUGGESTIONS);
+        let message = if suggestions.is_empty() {
+            format!("no tool method is called `{name}`; use a tool name exactly as it is listed")
+        } else {
+            format!("no tool method is called `{name}`; did you mean {}?", or_list(&suggestions))
+        };
+        ToolError::not_found(message)
+    }
+
+    /// Attempts the call, retrying retryable failures as the retry policy allows.
+    async fn run_with_retries(
+        &self,
+        method: &MethodRef,
+        full_name: &str,
+        args: ArgMap,
+        ctx: &ExecutionContext,
+    ) -> Result<ToolOutput, ToolError> {
+        let Some(spec) = method.spec() else {
+            return Err(ToolError::not_found("the method is no longer registered"));
+        };
+        let timeout = spec.timeout.unwrap_or(Duration::from_millis(ctx.config.timeout_ms));
+        let retry = self.options.retry;
+        let mut attempt = 1;
+        let mut args = Some(args);
+        loop {
+            // Keep a copy of the arguments only while another attempt may follow.
+            let this_attempt = if attempt < retry.max_attempts {
+                args.clone().unwrap_or_default()
+            } else {
+                args.take().unwrap_or_default()
+            };
+            match self.attempt(method, full_name, this_attempt, timeout, ctx).await {
+                Err(e)
+                    if e.kind.is_retryable()
+                        && attempt < retry.max_attempts
+                        && !ctx.cancel.is_cancelled() =>
+                {
+                    let wait = retry.backoff(attempt - 1);
+                    attempt += 1;
+                    tokio::select! {
+                        () = tokio::time::sleep(wait) => {}
+                        () = ctx.cancel.cancelled() => {
+                            let message = format!("the cycle was cancelled before `{full_name}` finished");
+                            return Err(ToolError::new(ErrorKind::Cancelled, message));
+                        }
+                    }
+                }
+                other => return other,
+            }
+        }
+    }
+
+    /// One attempt: the handler in its own task, bounded by `timeout` and the cycle's
+    /// cancellation.
+    async fn attempt(
+        &self,
+        method: &MethodRef,
+        full_name: &str,
+        args: ArgMap,
+        timeout: Duration,
+        ctx: &ExecutionContext,
+    ) -> Result<ToolOutput, ToolError> {
+        let Some(spec) = method.spec() else {
+            return Err(ToolError::not_found("the method is no longer registered"));
+        };
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return Err(ToolError::execution(format!(
+                "`{full_name}` was not run: the executor needs a Tokio runtime (with timers enabled)"
+            )));
+        };
+        let instance = method.tool.instance_for(ctx.conversation_id.as_deref())?;
+        let future = spec.handler().call(instance, args);
+        let task = if spec.blocking {
+            let handle = runtime.clone();
+            runtime.spawn_blocking(move || handle.block_on(future))
+        } else {
+            runtime.spawn(future)
+        };
+        let abort = task.abort_handle();
+        let outcome = tokio::select! {
+            joined = tokio::time::timeout(timeout, task) => joined,
+            () = ctx.cancel.cancelled() => {
+                abort.abort();
+                let message = format!("the cycle was cancelled before `{full_name}` finished");
+                return Err(ToolError::new(ErrorKind::Cancelled, message));
+            }
+        };
+        match outcome {
+            Err(_elapsed) => {
+                abort.abort();
+                Err(ToolError::new(
+                    ErrorKind::Timeout,
+                    format!("`{full_name}` did not finish within {} ms", timeout.as_millis()),
+                ))
+            }
+            Ok(Err(join_error)) => {
+                let why = if join_error.is_panic() {
+                    format!("it panicked: {}", panic_message(join_error.into_panic().as_ref()))
+                } else {
+                    "it was stopped".to_string()
+                };
+                Err(ToolError::execution(format!("`{full_name}` failed unexpectedly ({why})")))
+            }
+            Ok(Ok(result)) => result,
+        }
+    }
+}
+
+/// One result for a request from its calls' outcomes (one call, or several).
+fn combine(request: &ParsedToolRequest, outcomes: Vec<CallOutcome>) -> ToolExecutionResult {
+    let id = &request.request_id;
+    if outcomes.len() == 1 {
+        return match outcomes.into_iter().next() {
+            Some((name, Ok(ToolOutput::Parts(parts)))) => ToolExecutionResult::success_parts(id, name, parts),
+            Some((name, Ok(output))) => ToolExecutionResult::success(id, name, output.into_text()),
+            Some((name, Err(error))) => ToolExecutionResult::error(id, name, error.kind, error.message),
+            None => ToolExecutionResult::error(id, &request.tool_name, ErrorKind::NotFound, "nothing to run"),
+        };
+    }
+    let first_error = outcomes.iter().find_map(|(_, o)| o.as_ref().err().map(|e| e.kind));
+    let parts: Vec<Value> = outcomes
+        .into_iter()
+        .enumerate()
+        .map(|(i, (name, outcome))| match outcome {
+            Ok(output) => serde_json::json!({
+                "index": i + 1, "tool_name": name, "status": "success", "result": output.into_text()
+            }),
+            Err(e) => serde_json::json!({
+                "index": i + 1, "tool_name": name, "status": "error", "error_kind": e.kind.as_str(), "result": e.message
+            }),
+        })
+        .collect();
+    let text = Value::Array(parts).to_string();
+    match first_error {
+        None => ToolExecutionResult::success(id, &request.tool_name, text),
+        Some(kind) => ToolExecutionResult::error(id, &request.tool_name, kind, text),
+    }
+}

@@ -1,0 +1,170 @@
+//! A turn as it streams in: deltas, and the accumulator that builds the turn from them.
+
+use std::collections::HashMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::{AssistantTurn, ContentBlock, FinishReason, Reasoning, ToolCall};
+
+/// One piece of an assistant turn as a streaming model delivers it.
+///
+/// Text and reasoning arrive in fragments; a native tool call arrives as a start (id and
+/// name), argument fragments, and an end. `index` numbers the turn's tool calls from 0
+/// in the order they started.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum TurnDelta {
+    /// More text.
+    Text(String),
+    /// More reasoning.
+    Reasoning(String),
+    /// The signature of the reasoning block being written (sent back as is).
+    ReasoningSignature(String),
+    /// A whole redacted reasoning block: the provider's opaque payload.
+    RedactedReasoning(String),
+    /// A native tool call begins.
+    ToolCallStart {
+        /// The call's number in this turn.
+        index: usize,
+        /// The provider's id for the call.
+        id: String,
+        /// The tool's name.
+        name: String,
+    },
+    /// More of a call's arguments (JSON text).
+    ToolCallArguments {
+        /// The call's number in this turn.
+        index: usize,
+        /// The next piece of the arguments' JSON text.
+        fragment: String,
+    },
+    /// An opaque signature the provider attached to a call.
+    ToolCallSignature {
+        /// The call's number in this turn.
+        index: usize,
+        /// The signature.
+        signature: String,
+    },
+    /// A call's arguments are complete.
+    ToolCallEnd {
+        /// The call's number in this turn.
+        index: usize,
+    },
+    /// The turn ended, for this reason.
+    Finish(FinishReason),
+}
+
+/// Builds an [`AssistantTurn`] from [`TurnDelta`]s.
+///
+/// Adjacent text joins into one block, as does adjacent reasoning; a tool call's
+/// argument fragments join in its block. Deltas that name a call that never started
+/// (a stream that lost its start) open a call with an empty id and name, so that the
+/// arguments are kept and the call is reported, not dropped.
+///
+/// ```
+/// use tool_calling::model::{TurnAccumulator, TurnDelta};
+/// let mut accumulator = TurnAccumulator::new();
+/// for delta in [
+///     TurnDelta::Text("Let me ".into()),
+///     TurnDelta::Text("add.".into()),
+///     TurnDelta::ToolCallStart { index: 0, id: "c1".into(), name: "calc_add".into() },
+///     TurnDelta::ToolCallArguments { index: 0, fragment: "{\"a\":".into() },
+///     TurnDelta::ToolCallArguments { index: 0, fragment: " 2}".into() },
+///     TurnDelta::ToolCallEnd { index: 0 },
+/// ] {
+///     accumulator.push(&delta);
+/// }
+/// let turn = accumulator.finish();
+/// assert_eq!(turn.text(), "Let me add.");
+/// assert_eq!(turn.tool_calls().next().unwrap().arguments, "{\"a\": 2}");
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct TurnAccumulator {
+    turn: AssistantTurn,
+    /// Block position of each call, by call index (a map: indexes come from the
+    /// provider and need not be small).
+    calls: HashMap<usize, usize>,
+}
+
+impl TurnAccumulator {
+    /// An empty accumulator.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Takes one delta into account.
+    pub fn push(&mut self, delta: &TurnDelta) {
+        match delta {
+            TurnDelta::Text(text) => self.turn.push_text(text),
+            TurnDelta::Reasoning(text) => match self.turn.content.last_mut() {
+                Some(ContentBlock::Reasoning(r)) if !r.redacted && r.signature.is_none() => {
+                    r.text.push_str(text);
+                }
+                _ => self.turn.content.push(ContentBlock::Reasoning(Reasoning::new(text.clone(), None))),
+            },
+            TurnDelta::ReasoningSignature(signature) => {
+                let last = self.turn.content.iter_mut().rev().find_map(|b| match b {
+                    ContentBlock::Reasoning(r) if !r.redacted => Some(r),
+                    _ => None,
+                });
+                match last {
+                    Some(reasoning) => {
+                        reasoning.signature.get_or_insert_with(String::new).push_str(signature)
+                    }
+                    None => self.turn.content.push(ContentBlock::Reasoning(Reasoning::new(
+                        String::new(),
+                        Some(signature.clone()),
+                    ))),
+                }
+            }
+            TurnDelta::RedactedReasoning(payload) => {
+                self.turn.content.push(ContentBlock::Reasoning(Reasoning::redacted(payload.clone())));
+            }
+            TurnDelta::ToolCallStart { index, id, name } => self.with_call(*index, |call| {
+                if call.id.is_empty() {
+                    call.id.clone_from(id);
+                }
+                if call.name.is_empty() {
+                    call.name.clone_from(name);
+                }
+            }),
+            TurnDelta::ToolCallArguments { index, fragment } => {
+                self.with_call(*index, |call| call.arguments.push_str(fragment));
+            }
+            TurnDelta::ToolCallSignature { index, signature } => {
+                self.with_call(*index, |call| call.signature = Some(signature.clone()));
+            }
+            TurnDelta::ToolCallEnd { index } => self.with_call(*index, |_| {}),
+            TurnDelta::Finish(reason) => self.turn.finish_reason = Some(*reason),
+        }
+    }
+
+    /// Applies `change` to the call numbered `index`, opening it if it has not started.
+    fn with_call(&mut self, index: usize, change: impl FnOnce(&mut ToolCall)) {
+        let content = &mut self.turn.content;
+        let position = *self.calls.entry(index).or_insert_with(|| {
+            content.push(ContentBlock::ToolCall(ToolCall::new("", "", "")));
+            content.len() - 1
+        });
+        // Recorded positions always hold call blocks.
+        if let Some(ContentBlock::ToolCall(call)) = self.turn.content.get_mut(position) {
+            change(call);
+        }
+    }
+
+    /// Takes in more text: the same as pushing a [`TurnDelta::Text`], without making one.
+    pub fn push_text(&mut self, text: &str) {
+        self.turn.push_text(text);
+    }
+
+    /// The turn so far.
+    pub fn turn(&self) -> &AssistantTurn {
+        &self.turn
+    }
+
+    /// The turn.
+    pub fn finish(self) -> AssistantTurn {
+        self.turn
+    }
+}

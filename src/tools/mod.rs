@@ -1,0 +1,25 @@
+//! Tools: what they are ([`ToolSpec`], [`MethodSpec`]), where they are registered
+//! ([`ToolRegistry`], at link time with `#[tool]` or at run time), how a call's
+//! arguments are put together and checked ([`ArgumentValidator`]), and which of them an
+//! agent is offered ([`DiscoveryService`], [`ToolDefinition`]).
+//!
+//! The tool layer knows nothing of protocols or models. It hands protocols plain data:
+//! [`ToolDefinition`]s to write prompts from, and a [`ToolCatalog`] of names to resolve
+//! requests against. Tools run through the [`Executor`](crate::exec::Executor).
+
+mod arguments;
+mod catalog;
+mod definition;
+mod discovery;
+mod registry;
+mod spec;
+
+pub use arguments::{ArgumentError, ArgumentErrors, ArgumentValidator};
+pub use catalog::{CatalogMethod, CatalogTool, MAX_SUGGESTION_QUERY, ToolCatalog, closest};
+pub use definition::{MethodDefinition, MethodExample, ParameterInfo, ToolDefinition};
+pub use discovery::{DiscoveredMethod, DiscoveredTool, DiscoveryService, MethodFilter};
+pub use registry::{MethodRef, RegisteredTool, RegistryError, ToolRegistry};
+pub use spec::{
+    ArgMap, ArgumentHook, BoxFuture, Instance, InstanceFactory, MethodHandler, MethodSpec, ToolMetadata,
+    ToolOutput, ToolProvider, ToolRegistration, ToolSpec,
+};

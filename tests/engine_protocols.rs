@@ -1,0 +1,356 @@
+//! One engine, two protocols: VCP (requests in the text) and a small JSON protocol
+//! defined here (native-style tool calls in a structured turn), through the same
+//! registry and executor. On tokio's paused clock.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use futures::stream;
+use serde_json::{Value, json};
+use tool_calling::config::ToolCallConfig;
+use tool_calling::engine::{Engine, EngineError, StopReason};
+use tool_calling::exec::ExecutionContext;
+use tool_calling::model::{
+    AssistantTurn, ChatModel, ChatModelError, ContentBlock, Conversation, Message, ModelRequest, Reasoning,
+    Role, ToolCall, ToolResultBlock, TurnDelta,
+};
+use tool_calling::protocol::{ProtocolError, ToolDeclarations};
+use tool_calling::tools::{BoxFuture, ToolProvider, ToolRegistry};
+use tool_calling::{
+    Diagnostic, DiagnosticKind, ErrorKind, ParseOutcome, ParsedToolRequest, ToolCallingProtocol,
+    ToolDefinition, ToolExecutionResult, tool,
+};
+
+static LABELS: AtomicUsize = AtomicUsize::new(0);
+
+#[derive(Default)]
+struct Text;
+
+/// Text utilities.
+#[tool(id = "text", register = false)]
+impl Text {
+    /// Return the message unchanged.
+    #[tool_method]
+    fn echo(&self, message: String) -> String {
+        message
+    }
+
+    /// Label a river with ink; both names are VCP control keys.
+    #[tool_method]
+    fn label(&self, ink: String, river: String) -> String {
+        LABELS.fetch_add(1, Ordering::SeqCst);
+        format!("{river} in {ink}")
+    }
+
+    /// Take aim; `archery` is a VCP control key too.
+    #[tool_method]
+    fn aim(&self, archery: String) -> String {
+        format!("aimed {archery}")
+    }
+}
+
+/// A native-style protocol: tools as a JSON array of `{name, parameters}`, requests from
+/// the turn's tool calls (arguments must be a JSON object), one tool message per result
+/// holding a result block matched to its call by id.
+struct JsonCalls;
+
+impl ToolCallingProtocol for JsonCalls {
+    fn id(&self) -> &str {
+        "json-calls"
+    }
+
+    fn tool_declarations(&self, tools: &[ToolDefinition]) -> ToolDeclarations {
+        let tools: Vec<Value> = tools
+            .iter()
+            .flat_map(|t| {
+                t.methods.iter().map(|m| json!({"name": m.full_name(&t.tool_id), "parameters": m.parameters}))
+            })
+            .collect();
+        ToolDeclarations::Native(Value::Array(tools))
+    }
+
+    fn parse_turn(&self, turn: &AssistantTurn) -> ParseOutcome {
+        let mut diagnostics = Vec::new();
+        let requests = turn
+            .tool_calls()
+            .map(|call| {
+                let request = ParsedToolRequest::new(call.id.clone(), call.name.clone())
+                    .with_id_source(tool_calling::RequestIdSource::Model);
+                match call.arguments_json() {
+                    Ok(Value::Object(args)) => args.into_iter().fold(request, |r, (k, v)| r.with_arg(k, v)),
+                    _ => {
+                        diagnostics.push(Diagnostic::new(
+                            DiagnosticKind::InvalidPayload,
+                            format!("the arguments of call `{}` are not a JSON object", call.id),
+                            tool_calling::Span::default(),
+                        ));
+                        request.with_problem("the arguments are not a JSON object; send them as one")
+                    }
+                }
+            })
+            .collect();
+        ParseOutcome::new(requests, diagnostics)
+    }
+
+    fn result_messages(&self, results: &[ToolExecutionResult]) -> Vec<Message> {
+        results
+            .iter()
+            .map(|r| {
+                Message::with_content(
+                    Role::Tool,
+                    vec![ContentBlock::ToolResult(ToolResultBlock::from_result(r))],
+                )
+                .with_tool_result(r.clone())
+            })
+            .collect()
+    }
+}
+
+fn engine() -> Engine {
+    let registry = ToolRegistry::new();
+    registry.register(Text::tool_spec()).unwrap();
+    let mut engine = Engine::new(Arc::new(registry));
+    engine.register_protocol(Arc::new(JsonCalls)).unwrap();
+    engine
+}
+
+fn json_context() -> ExecutionContext {
+    ExecutionContext::new(ToolCallConfig::default().with_protocol("json-calls"))
+}
+
+fn call(id: &str, name: &str, args: Value) -> ToolCall {
+    ToolCall::with_json(id, name, &args)
+}
+
+#[tokio::test(start_paused = true)]
+async fn one_round_with_vcp_and_one_with_a_json_protocol_share_registry_and_executor() {
+    let engine = engine();
+
+    // VCP: the request is in the text; the result goes back as one text message.
+    let reply = "<<<[TOOL_REQUEST]>>>\ntool_name:「始」text_echo「末」,\nmessage:「始」hi「末」\n<<<[END_TOOL_REQUEST]>>>";
+    let vcp = engine.process_tool_call_cycle(reply, &ExecutionContext::default()).await.unwrap();
+    assert_eq!(vcp.execution_results[0].result, "hi");
+    assert_eq!(vcp.result_messages.len(), 1);
+    assert!(vcp.result_messages[0].text().starts_with("<<<[TOOL_RESULT]>>>"));
+
+    // JSON: the requests are the turn's calls; one result message per call, by id.
+    let turn = AssistantTurn::new()
+        .with_reasoning("Two echoes.", Some("sig".into()))
+        .with_text("Echoing twice.")
+        .with_tool_call(call("call_a", "text_echo", json!({"message": "one"})))
+        .with_tool_call(call("call_b", "text_echo", json!({"message": "two"})));
+    let native = engine.process_turn(&turn, &json_context()).await.unwrap();
+    let results: Vec<(&str, &str)> =
+        native.execution_results.iter().map(|r| (r.request_id.as_str(), r.result.as_str())).collect();
+    assert_eq!(results, [("call_a", "one"), ("call_b", "two")]);
+    let answered: Vec<(&str, bool)> = native
+        .result_messages
+        .iter()
+        .map(|m| match &m.content[..] {
+            [ContentBlock::ToolResult(block)] => (block.call_id.as_str(), block.is_error),
+            other => panic!("not one result block: {other:?}"),
+        })
+        .collect();
+    assert_eq!(answered, [("call_a", false), ("call_b", false)]);
+
+    // The same text under the JSON protocol holds no request: protocols read their own.
+    let none = engine.process_tool_call_cycle(reply, &json_context()).await.unwrap();
+    assert!(!none.has_tool_requests);
+}
+
+#[tokio::test(start_paused = true)]
+async fn vcp_control_keys_are_ordinary_arguments_under_any_other_protocol() {
+    let engine = engine();
+    let turn = AssistantTurn::new()
+        .with_tool_call(call("c1", "text_label", json!({"ink": "blue", "river": "Thames"})))
+        .with_tool_call(call("c2", "text_aim", json!({"archery": "true"})));
+    let cycle = engine.process_turn(&turn, &json_context()).await.unwrap();
+    let results: Vec<&str> = cycle.execution_results.iter().map(|r| r.result.as_str()).collect();
+    assert_eq!(results, ["Thames in blue", "aimed true"], "{:?}", cycle.execution_results);
+    assert!(cycle.parsed_requests.iter().all(|r| !r.fire_and_forget));
+
+    // Under VCP the same names steer the host: they never reach the tool, so `label`
+    // misses its required arguments, and `archery: true` asks not to be waited for.
+    let before = LABELS.load(Ordering::SeqCst);
+    let reply = "<<<[TOOL_REQUEST]>>>\ntool_name:「始」text_label「末」,\nink:「始」blue「末」,\nriver:「始」Thames「末」\n<<<[END_TOOL_REQUEST]>>>";
+    let vcp = engine.process_tool_call_cycle(reply, &ExecutionContext::default()).await.unwrap();
+    assert_eq!(vcp.execution_results[0].error_kind, Some(ErrorKind::Validation));
+    assert!(vcp.execution_results[0].result.contains("parameter `ink` (required)"));
+    assert_eq!(vcp.parsed_requests[0].arg_str("river"), Some("Thames"), "the host still sees them");
+    assert_eq!(LABELS.load(Ordering::SeqCst), before, "the tool did not run");
+    let reply = "<<<[TOOL_REQUEST]>>>\ntool_name:「始」text_echo「末」,\nmessage:「始」m「末」,\narchery:「始」no_reply「末」\n<<<[END_TOOL_REQUEST]>>>";
+    let vcp = engine.process_tool_call_cycle(reply, &ExecutionContext::default()).await.unwrap();
+    assert!(vcp.parsed_requests[0].fire_and_forget);
+    assert!(vcp.execution_results[0].result.starts_with("started in the background"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn arguments_that_are_not_a_json_object_are_answered_and_never_run() {
+    let engine = engine();
+    let before = LABELS.load(Ordering::SeqCst);
+    let turn = AssistantTurn::new()
+        .with_tool_call(ToolCall::new("c1", "text_label", "{\"ink\": \"blue\", \"river\""))
+        .with_tool_call(call("c2", "text_label", json!(["blue", "Thames"])));
+    let cycle = engine.process_turn(&turn, &json_context()).await.unwrap();
+    assert_eq!(cycle.execution_results.len(), 2);
+    for result in &cycle.execution_results {
+        assert_eq!(result.error_kind, Some(ErrorKind::Validation));
+        assert!(result.result.contains("not a JSON object"), "{}", result.result);
+    }
+    assert_eq!(cycle.diagnostics.len(), 2);
+    assert_eq!(LABELS.load(Ordering::SeqCst), before);
+}
+
+#[tokio::test(start_paused = true)]
+async fn repeated_request_ids_get_a_diagnostic_and_results_stay_with_their_calls() {
+    let engine = engine();
+    let turn = AssistantTurn::new()
+        .with_tool_call(call("same", "text_echo", json!({"message": "first"})))
+        .with_tool_call(call("same", "text_nope", json!({})))
+        .with_tool_call(call("same", "text_echo", json!({"message": "third"})));
+    let cycle = engine.process_turn(&turn, &json_context()).await.unwrap();
+    let repeated = cycle.diagnostics.iter().filter(|d| d.kind == DiagnosticKind::DuplicateRequestId).count();
+    assert_eq!(repeated, 2);
+    let results: Vec<(Option<ErrorKind>, &str)> =
+        cycle.execution_results.iter().map(|r| (r.error_kind, r.result.as_str())).collect();
+    assert_eq!(results[0], (None, "first"));
+    assert_eq!(results[1].0, Some(ErrorKind::NotFound));
+    assert_eq!(results[2], (None, "third"));
+
+    // Streamed, the same: the diagnostics and each result with its own call.
+    let deltas = turn.clone().into_deltas().into_iter().map(Ok::<_, ChatModelError>);
+    let streamed = engine.process_delta_stream(stream::iter(deltas), &json_context(), |_| {}).await.unwrap();
+    assert_eq!(streamed.cycle.diagnostics, cycle.diagnostics);
+    let streamed_results: Vec<&str> =
+        streamed.cycle.execution_results.iter().map(|r| r.result.as_str()).collect();
+    let results: Vec<&str> = cycle.execution_results.iter().map(|r| r.result.as_str()).collect();
+    assert_eq!(streamed_results, results);
+
+    // VCP too: two blocks with one `request_id`.
+    let block = |message: &str| {
+        format!(
+            "<<<[TOOL_REQUEST]>>>\ntool_name:「始」text_echo「末」,\nrequest_id:「始」r「末」,\nmessage:「始」{message}「末」\n<<<[END_TOOL_REQUEST]>>>\n"
+        )
+    };
+    let reply = format!("{}{}", block("a"), block("b"));
+    let vcp = engine.process_tool_call_cycle(&reply, &ExecutionContext::default()).await.unwrap();
+    assert_eq!(vcp.diagnostics.iter().filter(|d| d.kind == DiagnosticKind::DuplicateRequestId).count(), 1);
+    assert_eq!(vcp.execution_results.iter().map(|r| r.result.as_str()).collect::<Vec<_>>(), ["a", "b"]);
+    let chunks: Vec<String> = reply.chars().map(String::from).collect();
+    let streamed =
+        engine.process_tool_call_stream(stream::iter(chunks), &ExecutionContext::default()).await.unwrap();
+    assert_eq!(streamed.cycle.diagnostics, vcp.diagnostics);
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_config_selects_the_protocol_and_an_unknown_one_is_an_error() {
+    let engine = engine();
+    assert_eq!(engine.protocol_for(&ToolCallConfig::default()).unwrap().id(), "vcp");
+    assert_eq!(engine.protocol_for(&json_context().config).unwrap().id(), "json-calls");
+    let ctx = ExecutionContext::new(ToolCallConfig::default().with_protocol("smoke-signals"));
+    let err = engine.process_tool_call_cycle("hello", &ctx).await.unwrap_err();
+    assert!(
+        matches!(&err, EngineError::Protocol(ProtocolError::Unknown { id, known }) if id == "smoke-signals" && known == "json-calls, vcp"),
+        "{err:?}"
+    );
+    let declarations = engine.tool_declarations(&json_context().config, None).unwrap();
+    let names: Vec<&str> = declarations
+        .as_native()
+        .unwrap()
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert_eq!(names, ["text_echo", "text_label", "text_aim"]);
+}
+
+/// Plays a native model: first two tool calls (with signed reasoning), then an answer.
+struct NativeModel {
+    seen: Mutex<Vec<ModelRequest>>,
+}
+
+impl ChatModel for NativeModel {
+    fn complete<'a>(
+        &'a self,
+        request: &'a ModelRequest,
+    ) -> BoxFuture<'a, Result<AssistantTurn, ChatModelError>> {
+        let mut seen = self.seen.lock().unwrap();
+        seen.push(request.clone());
+        let turn = if seen.len() == 1 {
+            AssistantTurn::new()
+                .with_reasoning("Label it.", Some("opaque-signature".into()))
+                .with_tool_call(call("call_1", "text_label", json!({"ink": "red", "river": "Nile"})))
+                .with_tool_call(call("call_2", "text_echo", json!({"message": "done"})))
+        } else {
+            AssistantTurn::from_text("The Nile, in red.")
+        };
+        Box::pin(async move { Ok(turn) })
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_conversation_with_a_native_protocol_keeps_calls_ids_and_signatures() {
+    let engine = engine();
+    let model = NativeModel { seen: Mutex::new(Vec::new()) };
+    let mut conversation = Conversation::new();
+    conversation.push(Message::user("Label the Nile in red."));
+    let outcome = engine.run_conversation(&model, &mut conversation, &json_context()).await.unwrap();
+    assert_eq!(outcome.stop, StopReason::Finished);
+    assert_eq!(outcome.final_text(), "The Nile, in red.");
+
+    let seen = model.seen.lock().unwrap();
+    assert!(seen[0].tool_prompt.is_none(), "a native protocol adds no prompt");
+    assert_eq!(seen[0].tools.as_ref().and_then(Value::as_array).map(Vec::len), Some(3));
+    // The second request carries the turn back as it was (reasoning signed), then one
+    // result message per call, matched by id.
+    let second = &seen[1].messages;
+    let roles: Vec<Role> = second.iter().map(|m| m.role).collect();
+    assert_eq!(roles, [Role::User, Role::Assistant, Role::Tool, Role::Tool]);
+    assert_eq!(
+        second[1].content[0],
+        ContentBlock::Reasoning(Reasoning::new("Label it.", Some("opaque-signature".into())))
+    );
+    let calls: Vec<&str> = second[1].tool_calls().map(|c| c.id.as_str()).collect();
+    assert_eq!(calls, ["call_1", "call_2"]);
+    let answers: Vec<(&str, &str)> = second[2..]
+        .iter()
+        .map(|m| match &m.content[..] {
+            [ContentBlock::ToolResult(block)] => (block.call_id.as_str(), block.name.as_str()),
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(answers, [("call_1", "text_label"), ("call_2", "text_echo")]);
+
+    // The history answers its queries as for a text protocol.
+    assert_eq!(conversation.tool_requests().count(), 2);
+    let results: Vec<&str> = conversation.tool_results().map(|r| r.result.as_str()).collect();
+    assert_eq!(results, ["Nile in red", "done"]);
+    assert_eq!(conversation.count_of(Role::Tool), 2);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_delta_stream_without_an_incremental_parser_gives_the_one_shot_cycle() {
+    let engine = engine();
+    let deltas = vec![
+        TurnDelta::Reasoning("Hmm.".into()),
+        TurnDelta::Text("On it.".into()),
+        TurnDelta::ToolCallStart { index: 0, id: "c1".into(), name: "text_echo".into() },
+        TurnDelta::ToolCallArguments { index: 0, fragment: "{\"message\":".into() },
+        TurnDelta::ToolCallArguments { index: 0, fragment: " \"streamed\"}".into() },
+        TurnDelta::ToolCallEnd { index: 0 },
+    ];
+    let streamed = engine
+        .process_delta_stream(
+            stream::iter(deltas.into_iter().map(Ok::<_, ChatModelError>)),
+            &json_context(),
+            |_| {},
+        )
+        .await
+        .unwrap();
+    let one_shot = engine.process_turn(&streamed.turn, &json_context()).await.unwrap();
+    assert_eq!(streamed.cycle.parsed_requests, one_shot.parsed_requests);
+    assert_eq!(streamed.cycle.execution_results[0].result, "streamed");
+    assert_eq!(streamed.turn.text(), "On it.");
+    assert_eq!(streamed.turn.reasoning().next().map(|r| r.text.as_str()), Some("Hmm."));
+}
