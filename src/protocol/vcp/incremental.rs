@@ -1,11 +1,12 @@
 //! The streaming VCP parser.
 
 use super::VcpOptions;
+use super::block::unclosed_reasoning;
 use super::fence::Fences;
 use super::markers::{Candidate, floor_boundary};
-use super::parser::{Scanner, Sink, unclosed_reasoning};
 use super::reasoning::ReasoningFilter;
-use super::visible::Source;
+use super::scanner::{Scanner, Sink};
+use super::visible::VisibleText;
 use crate::model::TurnDelta;
 use crate::protocol::{IncrementalParser, StreamEvent};
 use crate::{Diagnostic, ParsedToolRequest, Span};
@@ -61,7 +62,7 @@ pub struct VcpStreamParser {
     options: VcpOptions,
     scanner: Scanner,
     /// The cleaned text still needed (reasoning cut out), with its map to input offsets.
-    src: Source<'static>,
+    src: VisibleText<'static>,
     fences: Option<Fences>,
     filter: ReasoningFilter,
     /// Input text the reasoning filter has not classified yet, from input offset `raw_base`.
@@ -69,9 +70,9 @@ pub struct VcpStreamParser {
     raw_base: usize,
     /// Bytes passed on to the pipeline so far.
     total: usize,
-    /// Text pushed but kept back (see `Defer`); it follows `total`.
+    /// Text pushed but kept back (see `DeferRule`); it follows `total`.
     deferred: String,
-    defer: Defer,
+    defer_rule: DeferRule,
     /// The cleaned text the scanner has seen (its length then).
     scanned: usize,
     /// Whether that text ended with a break (hidden reasoning).
@@ -85,14 +86,14 @@ impl VcpStreamParser {
         VcpStreamParser {
             options,
             scanner: Scanner::new(&options),
-            src: Source::growing(),
+            src: VisibleText::growing(),
             fences: options.skip_fenced.then(Fences::default),
             filter: ReasoningFilter::default(),
             raw: String::new(),
             raw_base: 0,
             total: 0,
             deferred: String::new(),
-            defer: Defer::NONE,
+            defer_rule: DeferRule::NONE,
             scanned: 0,
             scanned_break: false,
             finished: false,
@@ -183,8 +184,8 @@ impl IncrementalParser for VcpStreamParser {
 
     #[inline]
     fn push_text(&mut self, chunk: &str, events: &mut Vec<StreamEvent>) {
-        if !self.keep_back(chunk) {
-            self.push_now(chunk, events);
+        if !self.defer_chunk(chunk) {
+            self.run_with_deferred(chunk, events);
         }
     }
 
@@ -194,10 +195,10 @@ impl IncrementalParser for VcpStreamParser {
         }
         if !self.deferred.is_empty() {
             let text = std::mem::take(&mut self.deferred);
-            self.feed(&text, events);
+            self.run_pipeline(&text, events);
         }
         self.finished = true;
-        self.defer = Defer::NONE;
+        self.defer_rule = DeferRule::NONE;
         if !self.options.keep_reasoning {
             self.filter(true);
             if let Some((start, end)) = self.filter.unclosed() {
@@ -205,23 +206,23 @@ impl IncrementalParser for VcpStreamParser {
             }
         }
         self.scan(true, events);
-        self.src = Source::growing();
+        self.src = VisibleText::growing();
         self.raw = String::new();
     }
 }
 
 impl VcpStreamParser {
-    /// While the scanner waits inside a block, or for the rest of a marker, text that
-    /// cannot decide anything is kept for later (see [`Defer`]). Kept small so that it
-    /// inlines into `push`, which is called once per token.
+    /// Keeps `chunk` back for later, without running the pipeline, when it cannot decide
+    /// anything (see [`DeferRule`]); returns whether it did. Kept small so that it inlines
+    /// into `push_text`, which is called once per token.
     #[inline(always)]
-    fn keep_back(&mut self, chunk: &str) -> bool {
+    fn defer_chunk(&mut self, chunk: &str) -> bool {
         match chunk.as_bytes() {
             // One ASCII character, the common chunk of a byte-by-byte stream: its only
             // possible trigger is itself (`<`), and it ends the chunk. Pushed without a
             // `memcpy` call.
             &[byte] => {
-                let keep = self.may_keep(&[byte], || (byte == b'<').then_some(true));
+                let keep = self.can_defer(&[byte], || (byte == b'<').then_some(true));
                 if keep {
                     self.deferred.push(char::from(byte));
                 }
@@ -229,7 +230,7 @@ impl VcpStreamParser {
             }
             bytes => {
                 let keep =
-                    self.may_keep(bytes, || first_trigger(bytes).map(|at| ends_with_char_at(chunk, at)));
+                    self.can_defer(bytes, || first_trigger(bytes).map(|at| ends_with_char_at(chunk, at)));
                 if keep {
                     self.deferred.push_str(chunk);
                 }
@@ -238,21 +239,22 @@ impl VcpStreamParser {
         }
     }
 
-    /// Whether `bytes` may be kept back. `trigger` says whether they hold a `<` or `末`
-    /// and, if so, whether the first one begins their last character.
+    /// Whether `bytes` may be kept back under the current [`DeferRule`]. `trigger` says
+    /// whether they hold a `<` or `末` and, if so, whether the first one begins their last
+    /// character.
     #[inline(always)]
-    fn may_keep(&mut self, bytes: &[u8], trigger: impl FnOnce() -> Option<bool>) -> bool {
+    fn can_defer(&mut self, bytes: &[u8], trigger: impl FnOnce() -> Option<bool>) -> bool {
         let deferred = self.deferred.len() + bytes.len();
-        if deferred > self.defer.budget {
+        if deferred > self.defer_rule.budget {
             return false;
         }
-        match &mut self.defer.hold {
+        match &mut self.defer_rule.hold {
             Hold::UntilTrigger => match trigger() {
                 None => true,
                 // Inside a block, a `<` or `末` that ends the text decides nothing
                 // before the next character arrives: the next push runs.
-                Some(true) if self.defer.budget == usize::MAX => {
-                    self.defer.budget = deferred;
+                Some(true) if self.defer_rule.budget == usize::MAX => {
+                    self.defer_rule.budget = deferred;
                     true
                 }
                 Some(_) => false,
@@ -263,7 +265,7 @@ impl VcpStreamParser {
 
     /// Runs the pipeline over the kept-back text and `chunk`.
     #[inline(never)]
-    fn push_now(&mut self, chunk: &str, events: &mut Vec<StreamEvent>) {
+    fn run_with_deferred(&mut self, chunk: &str, events: &mut Vec<StreamEvent>) {
         if self.finished || chunk.is_empty() {
             return;
         }
@@ -271,23 +273,23 @@ impl VcpStreamParser {
             // A lone `<` after decided prose decides nothing (it may begin a marker or a
             // tag): it waits for the next chunk.
             self.deferred.push('<');
-            self.defer = Defer { budget: 1, hold: Hold::UntilTrigger };
+            self.defer_rule = DeferRule { budget: 1, hold: Hold::UntilTrigger };
             return;
         }
         if self.deferred.is_empty() {
-            self.feed(chunk, events);
+            self.run_pipeline(chunk, events);
         } else {
             let mut text = std::mem::take(&mut self.deferred);
             text.push_str(chunk);
-            self.feed(&text, events);
+            self.run_pipeline(&text, events);
             text.clear();
             self.deferred = text;
         }
     }
 
     /// Runs the pipeline over `chunk`: reasoning filter, fences, scanner.
-    fn feed(&mut self, chunk: &str, events: &mut Vec<StreamEvent>) {
-        self.defer = Defer::NONE;
+    fn run_pipeline(&mut self, chunk: &str, events: &mut Vec<StreamEvent>) {
+        self.defer_rule = DeferRule::NONE;
         let start = self.total;
         self.total += chunk.len();
         // Reasoning: text without `<` while nothing is held back is visible as it is.
@@ -308,7 +310,7 @@ impl VcpStreamParser {
         let len = self.src.text().len();
         if len == self.scanned && self.src.ends_with_break() == self.scanned_break {
             // Reasoning kept all of it back: the scanner stands where it stood.
-            self.defer = self.next_defer(len);
+            self.defer_rule = self.next_defer_rule(len);
             return;
         }
         // Whether the new cleaned text (this chunk, unless reasoning held text back
@@ -330,16 +332,16 @@ impl VcpStreamParser {
         }
         self.scanned = len;
         self.scanned_break = self.src.ends_with_break();
-        self.defer = self.next_defer(len);
+        self.defer_rule = self.next_defer_rule(len);
         self.compact();
     }
 
     /// What may be kept back after the scanner has read the cleaned text (`len`
     /// bytes).
-    fn next_defer(&self, len: usize) -> Defer {
+    fn next_defer_rule(&self, len: usize) -> DeferRule {
         match self.held_marker() {
-            Some(candidate) => Defer { budget: usize::MAX, hold: Hold::Marker(candidate) },
-            None => Defer { budget: self.scanner.defer_budget(len), hold: Hold::UntilTrigger },
+            Some(candidate) => DeferRule { budget: usize::MAX, hold: Hold::Marker(candidate) },
+            None => DeferRule { budget: self.scanner.defer_budget(len), hold: Hold::UntilTrigger },
         }
     }
 
@@ -375,7 +377,7 @@ impl VcpStreamParser {
 /// How much pushed text may be kept back without running the pipeline, because it
 /// cannot decide anything.
 #[derive(Debug, Clone, Copy)]
-struct Defer {
+struct DeferRule {
     /// At most this many bytes in all. `usize::MAX` while the scanner is inside a block
     /// with nothing pending (no marker or closer candidate held): then a `<` or `末`
     /// that ends a chunk is kept back too, and decides with the next chunk.
@@ -394,8 +396,8 @@ enum Hold {
     Marker(Candidate),
 }
 
-impl Defer {
-    const NONE: Defer = Defer { budget: 0, hold: Hold::UntilTrigger };
+impl DeferRule {
+    const NONE: DeferRule = DeferRule { budget: 0, hold: Hold::UntilTrigger };
 }
 
 /// Where `bytes` first holds `<` or the first byte of `末`.
@@ -427,7 +429,7 @@ struct Events<'e> {
 }
 
 impl Sink for Events<'_> {
-    fn text(&mut self, src: &Source<'_>, start: usize, end: usize) {
+    fn text(&mut self, src: &VisibleText<'_>, start: usize, end: usize) {
         // One event per stretch of visible text: hidden reasoning splits prose.
         let mut at = start;
         while at < end {

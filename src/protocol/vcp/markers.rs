@@ -13,7 +13,7 @@
 use memchr::memmem;
 
 use super::fence::Fences;
-use super::visible::Source;
+use super::visible::VisibleText;
 
 pub(crate) const START: &str = "<<<[TOOL_REQUEST]>>>";
 pub(crate) const END: &str = "<<<[END_TOOL_REQUEST]>>>";
@@ -120,7 +120,7 @@ impl MarkerFinder {
         }
     }
 
-    fn is_mention(src: &Source<'_>, start: usize) -> bool {
+    fn is_mention(src: &VisibleText<'_>, start: usize) -> bool {
         start > 0 && src.text().as_bytes().get(start - 1) == Some(&b'`') && !src.is_break(start)
     }
 
@@ -153,7 +153,7 @@ impl MarkerFinder {
     /// The exact marker candidate held back at `hold`, if only exact markers are in
     /// play: `None` when any byte may decide (fuzzy markers, fences), or when the text
     /// from `hold` can no longer become START (nor END, with `end`).
-    pub(crate) fn candidate(&self, src: &Source<'_>, hold: usize, end: bool) -> Option<Candidate> {
+    pub(crate) fn candidate(&self, src: &VisibleText<'_>, hold: usize, end: bool) -> Option<Candidate> {
         if self.fuzzy || self.skip_fenced || src.next_break_after(hold).is_some() {
             return None;
         }
@@ -172,7 +172,7 @@ impl MarkerFinder {
     /// before it).
     pub(crate) fn next_start(
         &self,
-        src: &Source<'_>,
+        src: &VisibleText<'_>,
         fences: Option<&Fences>,
         origin: usize,
         from: usize,
@@ -203,7 +203,7 @@ impl MarkerFinder {
     /// Fenced STARTs are skipped: inside a block they are content.
     pub(crate) fn next_boundary(
         &self,
-        src: &Source<'_>,
+        src: &VisibleText<'_>,
         fences: Option<&Fences>,
         origin: usize,
         from: usize,
@@ -251,7 +251,7 @@ impl MarkerFinder {
     /// first `<` of its run.
     fn next_fuzzy(
         &self,
-        src: &Source<'_>,
+        src: &VisibleText<'_>,
         fences: Option<&Fences>,
         origin: usize,
         from: usize,

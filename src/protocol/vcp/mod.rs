@@ -19,14 +19,16 @@
 //! assert_eq!(request.span.start, 13);
 //! ```
 
+mod block;
 mod fence;
+mod fields;
 mod format;
 mod incremental;
 mod markers;
-mod parser;
 mod prompt;
 mod reasoning;
 mod routing;
+mod scanner;
 mod visible;
 
 pub use format::{FormatError, neutralize_markers};
@@ -165,7 +167,7 @@ impl VcpProtocol {
     /// Parses every request block in `text`. Same as
     /// [`parse_text`](ToolCallingProtocol::parse_text).
     pub fn parse(&self, text: &str) -> ParseOutcome {
-        parser::parse(text, &self.options)
+        scanner::parse(text, &self.options)
     }
 
     /// A streaming parser with this protocol's options: feed it the reply chunk by

@@ -90,8 +90,8 @@ struct Pending {
 pub(crate) enum Piece {
     /// Bytes `start..end` are visible.
     Visible(usize, usize),
-    /// Hidden text begins here (a break in the cleaned text).
-    Hide,
+    /// Hidden text (reasoning) stands here: a break in the visible text.
+    Hidden,
 }
 
 /// The streaming reasoning filter. Offsets are absolute (into everything fed so far).
@@ -246,11 +246,11 @@ impl ReasoningFilter {
     fn tag(&mut self, kind: TagKind, lt: usize, end: usize, out: &mut impl FnMut(Piece)) {
         self.classify(lt, out);
         match kind {
-            TagKind::SelfClosing | TagKind::Close if self.depth == 0 => out(Piece::Hide),
+            TagKind::SelfClosing | TagKind::Close if self.depth == 0 => out(Piece::Hidden),
             TagKind::SelfClosing => {}
             TagKind::Open => {
                 if self.depth == 0 {
-                    out(Piece::Hide);
+                    out(Piece::Hidden);
                     self.outermost = Some((lt, end));
                 }
                 self.depth += 1;
@@ -280,7 +280,7 @@ mod tests {
             .into_iter()
             .filter_map(|p| match p {
                 Piece::Visible(s, e) => Some(&text[s..e]),
-                Piece::Hide => None,
+                Piece::Hidden => None,
             })
             .collect()
     }
@@ -307,7 +307,7 @@ mod tests {
         let (pieces, unclosed) = pieces("x<think>a<think>b</think>");
         assert_eq!(unclosed, Some((1, 8)));
         // Visible up to the tag; hidden from there to the end.
-        assert_eq!(pieces, vec![Piece::Visible(0, 1), Piece::Hide]);
+        assert_eq!(pieces, vec![Piece::Visible(0, 1), Piece::Hidden]);
     }
 
     #[test]

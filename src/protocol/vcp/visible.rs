@@ -11,7 +11,7 @@ use super::reasoning::Piece;
 
 /// The cleaned text with break positions and a map back to input offsets.
 #[derive(Debug)]
-pub(crate) struct Source<'a> {
+pub(crate) struct VisibleText<'a> {
     text: Cow<'a, str>,
     /// `(cleaned_start, original_start)` of each visible segment, ascending. Empty
     /// when nothing was cut (offsets are then the same in both texts).
@@ -20,16 +20,16 @@ pub(crate) struct Source<'a> {
     breaks: Vec<usize>,
 }
 
-impl<'a> Source<'a> {
+impl<'a> VisibleText<'a> {
     /// The input as is.
     pub(crate) fn unchanged(text: &'a str) -> Self {
-        Source { text: Cow::Borrowed(text), segments: Vec::new(), breaks: Vec::new() }
+        VisibleText { text: Cow::Borrowed(text), segments: Vec::new(), breaks: Vec::new() }
     }
 
     /// The input as the reasoning filter classified it (`pieces`, in order, covering
     /// all of `text`): borrowed as is when nothing is hidden.
     pub(crate) fn from_pieces(text: &'a str, pieces: &[Piece]) -> Self {
-        if !pieces.contains(&Piece::Hide) {
+        if !pieces.contains(&Piece::Hidden) {
             return Self::unchanged(text);
         }
         let mut src = Self::growing();
@@ -46,7 +46,7 @@ impl<'a> Source<'a> {
     /// An empty text to be filled as it arrives ([`push_visible`](Self::push_visible),
     /// [`push_break`](Self::push_break)).
     pub(crate) fn growing() -> Self {
-        Source { text: Cow::Owned(String::new()), segments: Vec::new(), breaks: Vec::new() }
+        VisibleText { text: Cow::Owned(String::new()), segments: Vec::new(), breaks: Vec::new() }
     }
 
     /// Applies what the reasoning filter decided: `raw` is the input from offset `base`.
@@ -55,7 +55,7 @@ impl<'a> Source<'a> {
             Piece::Visible(start, end) => {
                 self.push_visible(raw.get(start - base..end - base).unwrap_or(""), start);
             }
-            Piece::Hide => self.push_break(),
+            Piece::Hidden => self.push_break(),
         }
     }
 
@@ -174,12 +174,12 @@ mod tests {
 
     /// `ab<h>cd<h>e` with both `<h>` hidden.
     const AB_CD_E: [Piece; 5] =
-        [Piece::Visible(0, 2), Piece::Hide, Piece::Visible(5, 7), Piece::Hide, Piece::Visible(10, 11)];
+        [Piece::Visible(0, 2), Piece::Hidden, Piece::Visible(5, 7), Piece::Hidden, Piece::Visible(10, 11)];
 
     #[test]
     fn maps_offsets_around_hidden_text() {
         let text = "ab<h>cd<h>e";
-        let src = Source::from_pieces(text, &AB_CD_E);
+        let src = VisibleText::from_pieces(text, &AB_CD_E);
         assert_eq!(src.text(), "abcde");
         assert!(src.is_break(2) && src.is_break(4) && !src.is_break(3));
         assert!(src.crosses_break(1, 3) && !src.crosses_break(2, 4));
@@ -193,7 +193,7 @@ mod tests {
     #[test]
     fn grows_and_drops_like_cutting_at_once() {
         let text = "ab<h>cd<h>e";
-        let mut src = Source::growing();
+        let mut src = VisibleText::growing();
         src.push_visible("a", 0);
         src.push_visible("b", 1);
         src.push_break();
@@ -201,7 +201,7 @@ mod tests {
         src.push_break();
         src.push_break();
         src.push_visible("e", 10);
-        let whole = Source::from_pieces(text, &AB_CD_E);
+        let whole = VisibleText::from_pieces(text, &AB_CD_E);
         assert_eq!(src.text(), whole.text());
         for pos in 0..=5 {
             assert_eq!(src.original_start(pos), whole.original_start(pos), "{pos}");
@@ -218,11 +218,11 @@ mod tests {
 
     #[test]
     fn leading_and_total_hiding() {
-        let src = Source::from_pieces("<h>abc", &[Piece::Hide, Piece::Visible(3, 6)]);
+        let src = VisibleText::from_pieces("<h>abc", &[Piece::Hidden, Piece::Visible(3, 6)]);
         assert_eq!(src.text(), "abc");
         assert!(src.is_break(0));
         assert_eq!(src.original_start(0), 3);
-        let all = Source::from_pieces("<h>", &[Piece::Hide]);
+        let all = VisibleText::from_pieces("<h>", &[Piece::Hidden]);
         assert_eq!(all.text(), "");
         assert_eq!(all.original_start(0), 3);
     }

@@ -1,0 +1,375 @@
+//! A field: `KEY SEP VALUE-OPEN value VALUE-CLOSE`. Its head (key, separator, value
+//! opener) is read with small nom parsers; its value's closer is found with `memchr`
+//! searches; its value is normalised. Each reader says when the text so far does not
+//! decide yet, so that the scanner can stop and resume.
+
+use memchr::memmem;
+use nom::branch::alt;
+use nom::bytes::complete::{tag, take_while, take_while1};
+use nom::character::complete::{char, one_of};
+use nom::combinator::value;
+use nom::sequence::preceded;
+use nom::{IResult, Parser};
+
+use super::markers::{could_become, floor_boundary, strip_prefix_ignore_ascii_case};
+use super::visible::VisibleText;
+
+/// The three kinds of value (spec §1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum ValueKind {
+    /// `「始」…「末」`
+    Plain,
+    /// `「始ESCAPE」…「末ESCAPE」`: markers inside are content.
+    Escaped,
+    /// `「始exp」…「末exp」`: documentation; its block is an example.
+    Doc,
+}
+
+/// The UTF-8 bytes of `末`, the character every value closer has.
+const CLOSER_CHAR: &[u8] = "末".as_bytes();
+
+/// Its first byte, which `memchr` looks for.
+pub(super) const CLOSER_LEAD: u8 = match CLOSER_CHAR.first() {
+    Some(&b) => b,
+    None => 0,
+};
+
+/// Characters that can never be part of a key.
+fn is_key_char(c: char) -> bool {
+    !(c.is_whitespace() || matches!(c, ':' | '：' | ',' | '「' | '」'))
+}
+
+fn key(input: &str) -> IResult<&str, &str> {
+    take_while1(is_key_char).parse(input)
+}
+
+/// Spaces or tabs, then `:` or `：`.
+fn separator(input: &str) -> IResult<&str, &str> {
+    preceded(take_while(|c| c == ' ' || c == '\t'), alt((tag(":"), tag("：")))).parse(input)
+}
+
+fn ascii_no_case<'i>(word: &'static str) -> impl Fn(&'i str) -> IResult<&'i str, &'i str> {
+    move |input: &'i str| match strip_prefix_ignore_ascii_case(input, word) {
+        Some(rest) => Ok((rest, input.get(..word.len()).unwrap_or(""))),
+        None => Err(nom::Err::Error(nom::error::Error::new(input, nom::error::ErrorKind::Tag))),
+    }
+}
+
+/// `[「{]始ESCAPE[」}]`, ESCAPE in any case.
+fn escaped_opener(input: &str) -> IResult<&str, ()> {
+    value((), (one_of("「{"), char('始'), ascii_no_case("ESCAPE"), one_of("」}"))).parse(input)
+}
+
+/// A value opener: escaped, documentation, or plain (with fuzzy bracket variants).
+fn opener(fuzzy: bool) -> impl Fn(&str) -> IResult<&str, ValueKind> {
+    move |input: &str| {
+        // The three forms differ right after `「始`, so the order is only for speed.
+        let exact = alt((
+            value(ValueKind::Plain, tag("「始」")),
+            value(ValueKind::Escaped, escaped_opener),
+            value(ValueKind::Doc, tag("「始exp」")),
+        ))
+        .parse(input);
+        match exact {
+            Err(nom::Err::Error(_)) if fuzzy => {
+                value(ValueKind::Plain, (one_of("「{"), char('始'), one_of("」}"))).parse(input)
+            }
+            other => other,
+        }
+    }
+}
+
+/// `\r\n` → `\n`, then surrounding white space trimmed (spec §1); escaped values also
+/// get their escaped literals restored (spec §2.2).
+pub(super) fn normalize_value(raw: &str, kind: ValueKind) -> String {
+    let restored;
+    let raw = if kind == ValueKind::Escaped && (raw.contains("_ESCAPE]>>>") || raw.contains('始')) {
+        restored = restore_escaped(raw);
+        restored.as_str()
+    } else {
+        raw
+    };
+    if memchr::memchr(b'\r', raw.as_bytes()).is_some() && raw.contains("\r\n") {
+        raw.replace("\r\n", "\n").trim().to_string()
+    } else {
+        raw.trim().to_string()
+    }
+}
+
+/// Restores `<<<[TOOL_REQUEST_ESCAPE]>>>`, `<<<[END_TOOL_REQUEST_ESCAPE]>>>` and escaped
+/// openers (written back as `「始」`) inside an escaped value.
+fn restore_escaped(raw: &str) -> String {
+    const FORMS: [(&str, &str); 2] = [
+        ("<<<[TOOL_REQUEST_ESCAPE]>>>", "<<<[TOOL_REQUEST]>>>"),
+        ("<<<[END_TOOL_REQUEST_ESCAPE]>>>", "<<<[END_TOOL_REQUEST]>>>"),
+    ];
+    let mut out = String::with_capacity(raw.len());
+    let mut rest = raw;
+    'scan: while let Some((i, c)) = rest.char_indices().find(|&(_, c)| matches!(c, '<' | '「' | '{')) {
+        let (before, at) = rest.split_at(i);
+        out.push_str(before);
+        if c == '<' {
+            for (escaped, plain) in FORMS {
+                if let Some(after) = at.strip_prefix(escaped) {
+                    out.push_str(plain);
+                    rest = after;
+                    continue 'scan;
+                }
+            }
+        } else if let Ok((after, ())) = escaped_opener(at) {
+            out.push_str("「始」");
+            rest = after;
+            continue 'scan;
+        }
+        out.push(c);
+        rest = at.get(c.len_utf8()..).unwrap_or("");
+    }
+    out.push_str(rest);
+    out
+}
+
+/// One field of a block. Offsets are into the cleaned text.
+#[derive(Debug)]
+pub(super) struct Field {
+    pub(super) key: (usize, usize),
+    pub(super) start: usize,
+    pub(super) end: usize,
+    pub(super) value: String,
+    pub(super) kind: ValueKind,
+    pub(super) closed: bool,
+}
+
+/// A field head: its key and where its value begins.
+pub(super) struct Head {
+    pub(super) key: (usize, usize),
+    pub(super) kind: ValueKind,
+    pub(super) opener_end: usize,
+}
+
+/// What reading a field head gave.
+pub(super) enum HeadRead {
+    Field(Head),
+    /// No field here: scanning resumes at this offset.
+    Resume(usize),
+    /// The text so far does not decide; the key is read up to `key_end`.
+    NeedMore {
+        key_end: usize,
+    },
+}
+
+/// An undecided field head is tried again with every new byte while the text after its
+/// key is at most this long, and after that text has doubled beyond: retries stay
+/// linear, and a head of ordinary length is decided by the byte that decides it.
+pub(super) const SHORT_HEAD_REST: usize = 64;
+
+/// What a value-closer search gave.
+pub(super) enum Close {
+    /// The closer's range.
+    At(usize, usize),
+    /// Not decided: search again from this offset when more text has arrived.
+    Wait(usize),
+    /// There is none: the value is unclosed.
+    Absent,
+}
+
+/// A closer candidate.
+enum Bracket {
+    Match(usize, usize),
+    No,
+    Undecided,
+}
+
+/// The longest value opener, `「始ESCAPE」`.
+const LONGEST_OPENER: usize = "「始ESCAPE」".len();
+
+/// Skips white space (any) from `from` up to `limit`.
+pub(super) fn skip_ws(text: &str, from: usize, limit: usize) -> usize {
+    match text.get(from..limit) {
+        Some(rest) => limit - rest.trim_start().len(),
+        None => from.max(limit),
+    }
+}
+
+/// Offsets of `末` in `from..limit`, in order. Values are short, so a `memchr` for the
+/// first byte of `末` (then a check of the rest) beats a substring searcher's set-up.
+pub(super) fn closer_chars(text: &str, from: usize, limit: usize) -> impl Iterator<Item = usize> + '_ {
+    let bytes = text.as_bytes().get(..limit).unwrap_or_default();
+    let mut at = from;
+    std::iter::from_fn(move || {
+        while let Some(i) = bytes.get(at..).and_then(|b| memchr::memchr(CLOSER_LEAD, b)) {
+            let mid = at + i;
+            at = mid + 1;
+            if bytes.get(mid..mid + CLOSER_CHAR.len()) == Some(CLOSER_CHAR) {
+                at = mid + CLOSER_CHAR.len();
+                return Some(mid);
+            }
+        }
+        None
+    })
+}
+
+/// Reads a field head at `at`, says where to resume scanning, or that the text so
+/// far (up to `limit`, which is final when `settled`) does not decide. The text from
+/// `at` to `known_key` (when above `at`) is known to be key characters; `fuzzy` accepts the
+/// fuzzy value openers.
+pub(super) fn read_head(
+    src: &VisibleText<'_>,
+    at: usize,
+    known_key: usize,
+    limit: usize,
+    settled: bool,
+    fuzzy: bool,
+) -> HeadRead {
+    let text = src.text();
+    let key_limit = src.next_break_after(at).map_or(limit, |b| b.min(limit));
+    let key_end = if known_key > at && known_key <= key_limit {
+        let more = text.get(known_key..key_limit).unwrap_or("");
+        known_key + more.find(|c| !is_key_char(c)).unwrap_or(more.len())
+    } else {
+        let key_text = text.get(at..key_limit).unwrap_or("");
+        let Ok((_, key)) = key(key_text) else {
+            let skip = text.get(at..).and_then(|r| r.chars().next()).map_or(1, char::len_utf8);
+            return HeadRead::Resume(at + skip);
+        };
+        at + key.len()
+    };
+    if key_end == limit && !settled {
+        return HeadRead::NeedMore { key_end };
+    }
+    // Every suffix of this key fails the same way, so resume after what was read.
+    let sep_text = text.get(key_end..limit).unwrap_or("");
+    let Ok((after_sep, _)) = separator(sep_text) else {
+        let blanks = sep_text.bytes().take_while(|&b| b == b' ' || b == b'\t').count();
+        if key_end + blanks == limit && !settled {
+            return HeadRead::NeedMore { key_end };
+        }
+        return HeadRead::Resume(key_end);
+    };
+    let sep_end = limit - after_sep.len();
+    let opener_at = skip_ws(text, sep_end, limit);
+    if opener_at == limit && !settled {
+        return HeadRead::NeedMore { key_end };
+    }
+    match opener(fuzzy)(text.get(opener_at..limit).unwrap_or("")) {
+        Ok((after_opener, kind)) => {
+            let opener_end = limit - after_opener.len();
+            if src.crosses_break(opener_at, opener_end) {
+                return HeadRead::Resume(sep_end);
+            }
+            HeadRead::Field(Head { key: (at, key_end), kind, opener_end })
+        }
+        Err(_) if !settled && limit - opener_at < LONGEST_OPENER => HeadRead::NeedMore { key_end },
+        Err(_) => HeadRead::Resume(sep_end),
+    }
+}
+
+/// A bracketed closer around the `末` at `mid` (bytes of `末`: `mid..mid + 3`), whose
+/// opening bracket is at or after `from` and which ends by `limit`.
+#[allow(clippy::too_many_arguments)]
+fn bracketed(
+    src: &VisibleText<'_>,
+    mid: usize,
+    word: &str,
+    from: usize,
+    fuzzy: bool,
+    limit: usize,
+    settled: bool,
+) -> Bracket {
+    let text = src.text();
+    let Some(before) = text.get(..mid) else { return Bracket::No };
+    let start = if before.ends_with('「') {
+        mid - '「'.len_utf8()
+    } else if fuzzy && before.ends_with('{') {
+        mid - 1
+    } else {
+        return Bracket::No;
+    };
+    let Some(after_mid) = text.get(mid + '末'.len_utf8()..) else { return Bracket::No };
+    let after_word = if word.is_empty() {
+        after_mid
+    } else {
+        match strip_prefix_ignore_ascii_case(after_mid, word) {
+            Some(rest) => rest,
+            None if !settled && could_become(after_mid, word, true) => return Bracket::Undecided,
+            None => return Bracket::No,
+        }
+    };
+    let close_len = if after_word.starts_with('」') {
+        '」'.len_utf8()
+    } else if fuzzy && after_word.starts_with('}') {
+        1
+    } else if after_word.is_empty() && !settled {
+        return Bracket::Undecided;
+    } else {
+        return Bracket::No;
+    };
+    let end = text.len() - after_word.len() + close_len;
+    if start < from || src.crosses_break(start, end) {
+        return Bracket::No;
+    }
+    if end > limit {
+        return if settled { Bracket::No } else { Bracket::Undecided };
+    }
+    Bracket::Match(start, end)
+}
+
+/// The first `「末」` (with fuzzy variants) of a value that began at `from`, searched
+/// from `scan` up to `limit`.
+pub(super) fn plain_close(
+    src: &VisibleText<'_>,
+    from: usize,
+    scan: usize,
+    limit: usize,
+    settled: bool,
+    fuzzy: bool,
+) -> Close {
+    for mid in closer_chars(src.text(), scan, limit) {
+        match bracketed(src, mid, "", from, fuzzy, limit, settled) {
+            Bracket::Match(start, end) => return Close::At(start, end),
+            Bracket::Undecided => return Close::Wait(mid),
+            Bracket::No => {}
+        }
+    }
+    if settled { Close::Absent } else { Close::Wait(limit.max(scan)) }
+}
+
+/// The first escaped closer (`「末ESCAPE」`, any case and bracket) of a value that
+/// began at `from`, searched from `scan`: markers do not end it.
+pub(super) fn escaped_close(src: &VisibleText<'_>, from: usize, scan: usize, last: bool) -> Close {
+    let len = src.text().len();
+    for mid in closer_chars(src.text(), scan, len) {
+        match bracketed(src, mid, "ESCAPE", from, true, len, last) {
+            Bracket::Match(start, end) => return Close::At(start, end),
+            Bracket::Undecided => return Close::Wait(mid),
+            Bracket::No => {}
+        }
+    }
+    if last { Close::Absent } else { Close::Wait(len.max(scan)) }
+}
+
+/// The first `「末exp」` from `scan` up to `limit`.
+pub(super) fn doc_close(
+    closer: &memmem::Finder<'_>,
+    src: &VisibleText<'_>,
+    scan: usize,
+    limit: usize,
+    settled: bool,
+) -> Close {
+    let text = src.text();
+    let bytes = text.as_bytes().get(..limit).unwrap_or_default();
+    let mut at = scan;
+    while let Some(i) = bytes.get(at..).and_then(|b| closer.find(b)) {
+        let start = at + i;
+        let end = start + "「末exp」".len();
+        if !src.crosses_break(start, end) {
+            return Close::At(start, end);
+        }
+        at = start + 1;
+    }
+    if settled {
+        Close::Absent
+    } else {
+        let resume = floor_boundary(text, limit.saturating_sub("「末exp」".len() - 1));
+        Close::Wait(resume.max(scan))
+    }
+}

@@ -1,0 +1,518 @@
+//! The VCP block scanner, and the one-shot parser that runs it over a whole text.
+//!
+//! Reasoning is cut out first (unless kept); then START markers are found with a
+//! substring search, and each block's fields are read (see `fields`); a block that has
+//! ended becomes a request (see `block`).
+//!
+//! The block reader is a [`Scanner`]: a state machine that stops wherever the text so
+//! far does not decide what comes next (a marker cut short at the end, a value whose
+//! closer has not arrived, a fuzzy `>` run that may grow) and resumes when more text
+//! arrives, keeping its search positions. The one-shot parser runs it once over the whole
+//! text; the streaming parser runs it after every chunk. Both therefore read every
+//! input the same way, and the cost stays linear in the input either way.
+
+use memchr::memmem;
+
+use super::VcpOptions;
+use super::block::{IdAssigner, diag, finish_block, stray, unclosed_reasoning};
+use super::fence::Fences;
+use super::fields::{
+    Close, Field, HeadRead, SHORT_HEAD_REST, ValueKind, doc_close, escaped_close, normalize_value,
+    plain_close, read_head, skip_ws,
+};
+use super::markers::{Candidate, Marker, MarkerFinder, MarkerKind, Search};
+use super::reasoning;
+use super::visible::VisibleText;
+use crate::{Diagnostic, DiagnosticKind, ParseOutcome, ParsedToolRequest, Span};
+
+/// Where a block's field list ends.
+#[derive(Debug, Clone, Copy)]
+enum Boundary {
+    /// Decided: this marker, or (`None`) the end of the text.
+    Known(Option<Marker>),
+    /// No boundary starts before `from`; the search began at `origin`.
+    Pending { origin: usize, from: usize },
+}
+
+/// Where the block scanner stands.
+#[derive(Debug, Clone, Copy)]
+enum Phase {
+    /// Looking for the next field head at `cur`.
+    Between,
+    /// Inside a value, looking for its closer from `scan`.
+    Value { key: (usize, usize), field_start: usize, value_from: usize, kind: ValueKind, scan: usize },
+    /// After a closed value: an optional `,`.
+    AfterValue,
+}
+
+/// An open request block.
+#[derive(Debug)]
+struct Block {
+    start: Marker,
+    cur: usize,
+    boundary: Boundary,
+    fields: Vec<Field>,
+    stray_from: Option<usize>,
+    phase: Phase,
+    /// Do not try a head again before the text is this long (keeps retries linear).
+    retry_at: usize,
+    /// The head at `cur` is known to be key characters up to here (when above `cur`):
+    /// a retry reads on from there.
+    key_to: usize,
+}
+
+impl Block {
+    /// Every offset `cut` bytes earlier (the window dropped its first `cut` bytes, all
+    /// before the block).
+    fn rebase(&mut self, cut: usize) {
+        let marker = |m: &mut Marker| {
+            m.start -= cut;
+            m.end -= cut;
+        };
+        marker(&mut self.start);
+        self.cur -= cut;
+        match &mut self.boundary {
+            Boundary::Known(Some(m)) => marker(m),
+            Boundary::Known(None) => {}
+            Boundary::Pending { origin, from } => {
+                *origin -= cut;
+                *from -= cut;
+            }
+        }
+        for field in &mut self.fields {
+            field.key = (field.key.0 - cut, field.key.1 - cut);
+            field.start -= cut;
+            field.end -= cut;
+        }
+        if let Some(from) = &mut self.stray_from {
+            *from -= cut;
+        }
+        if let Phase::Value { key, field_start, value_from, scan, .. } = &mut self.phase {
+            *key = (key.0 - cut, key.1 - cut);
+            *field_start -= cut;
+            *value_from -= cut;
+            *scan -= cut;
+        }
+        self.retry_at = self.retry_at.saturating_sub(cut);
+        self.key_to = self.key_to.saturating_sub(cut);
+    }
+}
+
+/// Where the scanner stands.
+#[derive(Debug)]
+enum State {
+    /// Outside blocks, looking for START from `from` (the search began at `origin`).
+    Prose {
+        origin: usize,
+        from: usize,
+    },
+    Block(Block),
+}
+
+/// Receives what the scanner decides. Offsets given to [`text`](Sink::text) are into the
+/// cleaned text; everything else is already in input offsets.
+pub(crate) trait Sink {
+    /// Prose `start..end` (cleaned offsets) is decided.
+    fn text(&mut self, _src: &VisibleText<'_>, _start: usize, _end: usize) {}
+    /// A block began at input offset `offset`.
+    fn started(&mut self, _offset: usize) {}
+    /// Whether [`field`](Sink::field) wants to be called.
+    fn wants_fields(&self) -> bool {
+        false
+    }
+    /// A field is complete.
+    fn field(&mut self, _key: &str, _value: &str, _closed: bool, _span: Span) {}
+    /// A block yielded a request.
+    fn request(&mut self, request: ParsedToolRequest);
+    /// A block ended without a request.
+    fn discarded(&mut self, _span: Span) {}
+    /// A diagnostic.
+    fn diagnostic(&mut self, diagnostic: Diagnostic);
+}
+
+/// Reads an open block: the marker searchers and the parser options its fields are read
+/// with.
+#[derive(Debug)]
+struct BlockReader {
+    finder: MarkerFinder,
+    fuzzy: bool,
+    doc_close: memmem::Finder<'static>,
+}
+
+/// The VCP block scanner: a state machine over the cleaned text that can stop wherever
+/// the text so far does not decide, and resume when more has arrived. The one-shot
+/// parser runs it once over the whole text.
+#[derive(Debug)]
+pub(crate) struct Scanner {
+    reader: BlockReader,
+    ids: IdAssigner,
+    state: State,
+    /// Prose before this offset has been reported.
+    prose_from: usize,
+    /// A field list kept for the next block.
+    spare: Vec<Field>,
+}
+
+impl Scanner {
+    pub(crate) fn new(options: &VcpOptions) -> Self {
+        Scanner {
+            reader: BlockReader {
+                finder: MarkerFinder::new(options.fuzzy_markers, options.skip_fenced),
+                fuzzy: options.fuzzy_markers,
+                doc_close: memmem::Finder::new("「末exp」".as_bytes()).into_owned(),
+            },
+            ids: IdAssigner { style: options.request_ids, prefix: None, seen: 0 },
+            state: State::Prose { origin: 0, from: 0 },
+            prose_from: 0,
+            spare: Vec::new(),
+        }
+    }
+
+    /// Offsets before this one will never be looked at again (keep a few bytes of
+    /// look-behind before it): the start of the open block, or where prose resumes.
+    pub(crate) fn needed_from(&self) -> usize {
+        match &self.state {
+            // `origin` only rejects fuzzy `<` runs that begin before it; the look-behind
+            // kept before `from` is longer than any run that could be a marker.
+            State::Prose { from, .. } => (*from).min(self.prose_from),
+            State::Block(b) => b.start.start,
+        }
+    }
+
+    /// The window dropped its first `cut` bytes (at most [`needed_from`](Self::needed_from)).
+    pub(crate) fn rebase(&mut self, cut: usize) {
+        self.prose_from = self.prose_from.saturating_sub(cut);
+        match &mut self.state {
+            State::Prose { origin, from } => {
+                *origin = origin.saturating_sub(cut);
+                *from -= cut;
+            }
+            State::Block(b) => b.rebase(cut),
+        }
+    }
+
+    /// Whether the scanner is in prose with everything up to `len` read and reported.
+    /// New text without `<` cannot then begin a block, and
+    /// [`take_prose`](Self::take_prose) reports it without searching. (Inside a block,
+    /// text that cannot decide anything is kept back instead: see
+    /// [`defer_budget`](Self::defer_budget).)
+    pub(crate) fn prose_read_to(&self, len: usize) -> bool {
+        matches!(self.state, State::Prose { from, .. } if from == len) && self.prose_from == len
+    }
+
+    /// Reports new prose up to `len` that holds no `<` (see
+    /// [`prose_read_to`](Self::prose_read_to)): what [`run`](Self::run) would do, without
+    /// its searches.
+    pub(crate) fn take_prose(&mut self, src: &VisibleText<'_>, len: usize, sink: &mut impl Sink) {
+        if let State::Prose { from, .. } = &mut self.state {
+            sink.text(src, self.prose_from, len);
+            *from = len;
+            self.prose_from = len;
+        }
+    }
+
+    /// How many more bytes without `<` or `末` may arrive after the text is `len` bytes
+    /// long (the scanner having run) before running again could report anything.
+    ///
+    /// Inside a block, only a value closer (which holds `末`) or a marker (which begins
+    /// with `<`) leads to an event; what lies between (keys, separators, value text) is
+    /// read when one arrives (so a diagnostic about skipped text between fields comes
+    /// with the next closer or marker, not with the field head that ends the skipped
+    /// text). Not so while a closer or marker candidate is pending (its last bytes
+    /// decide it), nor in prose (which is reported as it comes).
+    pub(crate) fn defer_budget(&self, len: usize) -> usize {
+        let State::Block(b) = &self.state else { return 0 };
+        let held_marker = matches!(b.boundary, Boundary::Pending { from, .. } if from < len);
+        let held_closer = matches!(b.phase, Phase::Value { scan, .. } if scan < len);
+        if held_marker || held_closer { 0 } else { usize::MAX }
+    }
+
+    /// The exact marker candidate the scanner holds back at the end of the text, if
+    /// any: everything before it is read, and nothing after it is decided until the
+    /// next bytes unmake or complete it.
+    pub(crate) fn held_marker(&self, src: &VisibleText<'_>) -> Option<Candidate> {
+        let (held, in_block) = match &self.state {
+            State::Prose { from, .. } => (*from, false),
+            State::Block(b) => match (b.boundary, b.phase) {
+                (Boundary::Pending { from, .. }, Phase::Value { kind: ValueKind::Plain, scan, .. })
+                    if scan >= from =>
+                {
+                    (from, true)
+                }
+                (Boundary::Pending { from, .. }, Phase::Between | Phase::AfterValue) if b.cur >= from => {
+                    (from, true)
+                }
+                _ => return None,
+            },
+        };
+        // Outside a block only START matters (END there is prose).
+        self.reader.finder.candidate(src, held, in_block)
+    }
+
+    /// Reads as far as `src` decides. With `last`, `src` holds the whole text and
+    /// everything is decided.
+    pub(crate) fn run(
+        &mut self,
+        src: &VisibleText<'_>,
+        fences: Option<&Fences>,
+        last: bool,
+        sink: &mut impl Sink,
+    ) {
+        loop {
+            match &mut self.state {
+                State::Prose { origin, from } => {
+                    match self.reader.finder.next_start(src, fences, *origin, *from, last) {
+                        Search::Found(m) if m.fenced => {
+                            diag(
+                                src,
+                                sink,
+                                DiagnosticKind::FencedMarker,
+                                "<<<[TOOL_REQUEST]>>> inside a code fence is ignored (skip_fenced is on)"
+                                    .to_string(),
+                                m.start,
+                                m.end,
+                            );
+                            *origin = m.end;
+                            *from = m.end;
+                        }
+                        Search::Found(m) => {
+                            if m.start > self.prose_from {
+                                sink.text(src, self.prose_from, m.start);
+                            }
+                            sink.started(src.original_start(m.start));
+                            let mut fields = std::mem::take(&mut self.spare);
+                            fields.clear();
+                            self.state = State::Block(Block {
+                                start: m,
+                                cur: m.end,
+                                boundary: Boundary::Pending { origin: m.end, from: m.end },
+                                fields,
+                                stray_from: None,
+                                phase: Phase::Between,
+                                retry_at: 0,
+                                key_to: 0,
+                            });
+                        }
+                        Search::Undecided(to) | Search::NotBefore(to) => {
+                            *from = to;
+                            if to > self.prose_from {
+                                sink.text(src, self.prose_from, to);
+                                self.prose_from = to;
+                            }
+                            return;
+                        }
+                    }
+                }
+                State::Block(block) => {
+                    let Some(resume) = self.reader.step(&mut self.ids, block, src, fences, last, sink) else {
+                        return;
+                    };
+                    if let State::Block(block) =
+                        std::mem::replace(&mut self.state, State::Prose { origin: resume, from: resume })
+                    {
+                        self.spare = block.fields;
+                    }
+                    self.prose_from = resume;
+                }
+            }
+        }
+    }
+}
+
+impl BlockReader {
+    /// Advances an open block as far as the text decides; returns where prose resumes
+    /// once the block has ended.
+    fn step(
+        &self,
+        ids: &mut IdAssigner,
+        b: &mut Block,
+        src: &VisibleText<'_>,
+        fences: Option<&Fences>,
+        last: bool,
+        sink: &mut impl Sink,
+    ) -> Option<usize> {
+        let text = src.text();
+        let len = text.len();
+        loop {
+            let in_escaped = matches!(b.phase, Phase::Value { kind: ValueKind::Escaped, .. });
+            if let (false, Boundary::Pending { origin, from }) = (in_escaped, b.boundary) {
+                b.boundary = match self.finder.next_boundary(src, fences, origin, from, last) {
+                    Search::Found(m) => Boundary::Known(Some(m)),
+                    Search::NotBefore(_) if last => Boundary::Known(None),
+                    Search::Undecided(to) | Search::NotBefore(to) => Boundary::Pending { origin, from: to },
+                };
+            }
+            let (limit, settled) = match b.boundary {
+                Boundary::Known(Some(m)) => (m.start, true),
+                Boundary::Known(None) => (len, true),
+                Boundary::Pending { from, .. } => (from, false),
+            };
+            match b.phase {
+                Phase::Between => {
+                    b.cur = skip_ws(text, b.cur, limit);
+                    if b.cur >= limit {
+                        if settled {
+                            return Some(self.end_block(ids, b, src, sink));
+                        }
+                        return None;
+                    }
+                    if !settled && len < b.retry_at {
+                        return None;
+                    }
+                    match read_head(src, b.cur, b.key_to, limit, settled, self.fuzzy) {
+                        HeadRead::NeedMore { key_end } => {
+                            b.key_to = key_end;
+                            let rest = len - key_end.min(len);
+                            b.retry_at = if rest <= SHORT_HEAD_REST { len + 1 } else { len + rest };
+                            return None;
+                        }
+                        HeadRead::Resume(resume) => {
+                            b.stray_from.get_or_insert(b.cur);
+                            b.cur = resume.max(b.cur + 1).min(limit);
+                        }
+                        HeadRead::Field(head) => {
+                            if let Some(from) = b.stray_from.take() {
+                                stray(src, sink, from, b.cur);
+                            }
+                            b.phase = Phase::Value {
+                                key: head.key,
+                                field_start: b.cur,
+                                value_from: head.opener_end,
+                                kind: head.kind,
+                                scan: head.opener_end,
+                            };
+                        }
+                    }
+                    b.retry_at = 0;
+                    b.key_to = 0;
+                }
+                Phase::Value { key, field_start, value_from, kind, scan } => {
+                    let close = match kind {
+                        ValueKind::Plain => plain_close(src, value_from, scan, limit, settled, self.fuzzy),
+                        ValueKind::Doc => doc_close(&self.doc_close, src, scan, limit, settled),
+                        ValueKind::Escaped => escaped_close(src, value_from, scan, last),
+                    };
+                    let (raw_end, closed, field_end) = match close {
+                        Close::At(close, end) => (close, true, end),
+                        Close::Wait(next) => {
+                            b.phase = Phase::Value { key, field_start, value_from, kind, scan: next };
+                            return None;
+                        }
+                        Close::Absent if kind == ValueKind::Escaped => {
+                            b.boundary = Boundary::Known(None);
+                            (len, false, len)
+                        }
+                        Close::Absent => (limit, false, limit),
+                    };
+                    if kind == ValueKind::Escaped && closed {
+                        // Markers inside the value were content: look again after it.
+                        match b.boundary {
+                            Boundary::Known(Some(m)) if m.start < field_end => {
+                                b.boundary = Boundary::Pending { origin: field_end, from: field_end };
+                            }
+                            Boundary::Pending { from, .. } => {
+                                b.boundary =
+                                    Boundary::Pending { origin: field_end, from: from.max(field_end) };
+                            }
+                            _ => {}
+                        }
+                    }
+                    let value = normalize_value(text.get(value_from..raw_end).unwrap_or(""), kind);
+                    let field = Field { key, start: field_start, end: field_end, value, kind, closed };
+                    if sink.wants_fields() {
+                        let span = Span::new(src.original_start(field.start), src.original_end(field.end));
+                        let key = text.get(key.0..key.1).unwrap_or("");
+                        sink.field(key, &field.value, closed, span);
+                    }
+                    b.fields.push(field);
+                    b.cur = field_end;
+                    b.phase = if closed { Phase::AfterValue } else { Phase::Between };
+                }
+                Phase::AfterValue => {
+                    let after = skip_ws(text, b.cur, limit);
+                    if after >= limit && !settled {
+                        b.cur = after;
+                        return None;
+                    }
+                    let comma = text.get(after..limit).is_some_and(|r| r.starts_with(','));
+                    b.cur = if comma { after + 1 } else { after };
+                    b.phase = Phase::Between;
+                }
+            }
+        }
+    }
+
+    /// Ends the block (its boundary is decided); returns where prose resumes.
+    fn end_block(
+        &self,
+        ids: &mut IdAssigner,
+        b: &mut Block,
+        src: &VisibleText<'_>,
+        sink: &mut impl Sink,
+    ) -> usize {
+        let len = src.text().len();
+        let boundary = match b.boundary {
+            Boundary::Known(m) => m,
+            Boundary::Pending { .. } => None,
+        };
+        let limit = boundary.map_or(len, |m| m.start);
+        if let Some(from) = b.stray_from.take() {
+            stray(src, sink, from, limit);
+        }
+        let (block_end, resume) = match boundary {
+            Some(m) if m.kind == MarkerKind::End => (m.end, m.end),
+            Some(m) => (m.start, m.start),
+            None => (len, len),
+        };
+        if boundary.is_none_or(|m| m.kind != MarkerKind::End) {
+            let why =
+                if boundary.is_some() { "the next <<<[TOOL_REQUEST]>>> begins" } else { "the text ends" };
+            diag(
+                src,
+                sink,
+                DiagnosticKind::MissingEndMarker,
+                format!("request block has no <<<[END_TOOL_REQUEST]>>>; it ends where {why}"),
+                b.start.start,
+                block_end,
+            );
+        }
+        finish_block(ids, src, sink, b.start, block_end, &mut b.fields);
+        resume
+    }
+}
+
+/// Collects what the one-shot parser returns.
+#[derive(Default)]
+struct Collect {
+    requests: Vec<ParsedToolRequest>,
+    diagnostics: Vec<Diagnostic>,
+}
+
+impl Sink for Collect {
+    fn request(&mut self, request: ParsedToolRequest) {
+        self.requests.push(request);
+    }
+
+    fn diagnostic(&mut self, diagnostic: Diagnostic) {
+        self.diagnostics.push(diagnostic);
+    }
+}
+
+/// Parses `text` with `options` (see the module docs).
+pub(crate) fn parse(text: &str, options: &VcpOptions) -> ParseOutcome {
+    let mut sink = Collect::default();
+    let src = if options.keep_reasoning {
+        VisibleText::unchanged(text)
+    } else {
+        let (pieces, unclosed) = reasoning::pieces(text);
+        if let Some((start, end)) = unclosed {
+            sink.diagnostics.push(unclosed_reasoning(start, end));
+        }
+        VisibleText::from_pieces(text, &pieces)
+    };
+    let fences = options.skip_fenced.then(|| Fences::find(src.text()));
+    Scanner::new(options).run(&src, fences.as_ref(), true, &mut sink);
+    let Collect { requests, mut diagnostics } = sink;
+    crate::protocol::sort_diagnostics(&mut diagnostics);
+    ParseOutcome::new(requests, diagnostics)
+}
