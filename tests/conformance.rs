@@ -1,5 +1,5 @@
-//! Runs every conformance case: `tests/corpus/vcp/` (the project's shared corpus) and
-//! `tests/corpus/vcp-extra/` (cases derived rule by rule from the spec).
+//! Runs every conformance case: `tests/corpus/vcp/` (the conformance corpus of cases from real models) and
+//! `tests/corpus/vcp-extra/` (cases derived rule by rule from the dialect's rules).
 //!
 //! A case is `NAME.txt` (the reply, byte for byte) and `NAME.json`:
 //! `{"flags": [...], "requests": [{"tool_name", "args", "complete", "request_id"?}],
@@ -101,7 +101,7 @@ fn run(dir: &str, minimum: usize) {
 }
 
 #[test]
-fn shared_corpus() {
+fn conformance_corpus() {
     run("vcp", 31);
 }
 

@@ -1,4 +1,4 @@
-//! Results with parts (seed 002, plan 2): text, JSON and images; VCP renders the text
+//! Results with parts: text, JSON and images; VCP renders the text
 //! and says what binary parts it leaves out.
 
 use std::sync::Arc;

@@ -1,4 +1,4 @@
-//! Stateful tools (seed 003): one instance per conversation, made lazily, reused within
+//! Stateful tools: one instance per conversation, made lazily, reused within
 //! the conversation, isolated from others, dropped when the conversation ends.
 
 use std::sync::Arc;

@@ -1,5 +1,5 @@
 //! Runs the built `tester` example (`examples/tester.rs`) and checks its command-line
-//! contract (`spec/tester.md`): JSON shape, byte offsets, exit codes, one-line errors.
+//! contract: JSON shape, byte offsets, exit codes, one-line errors.
 //!
 //! `cargo test` builds the examples before it runs integration tests, but
 //! `cargo test --test tester_cli` alone does not: build the example first with

@@ -1,4 +1,4 @@
-//! The definitions prompt (spec §5): snapshots in both languages, and the example
+//! The definitions prompt: snapshots in both languages, and the example
 //! requests it teaches parse back into calls of the methods they show.
 
 use serde_json::json;

@@ -1,5 +1,5 @@
-//! Formatting a request and parsing it back gives the same fields (spec §5), for every
-//! value outside the spec's stated exceptions.
+//! Formatting a request and parsing it back gives the same fields, for every
+//! value outside the dialect's stated exceptions.
 
 use proptest::prelude::*;
 use tool_calling::protocol::vcp::{FormatError, VcpOptions, VcpProtocol};

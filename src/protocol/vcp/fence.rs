@@ -1,4 +1,4 @@
-//! Backtick code fences, for `skip_fenced` (spec §3).
+//! Backtick code fences, for `skip_fenced`.
 //!
 //! Lines end at `\n` (a `\r` before it is ignored). A fence opens at a line of up to 3
 //! spaces and 3 or more backticks, optionally followed by an info string without

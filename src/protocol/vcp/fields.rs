@@ -14,7 +14,7 @@ use nom::{IResult, Parser};
 use super::markers::{could_become, floor_boundary, strip_prefix_ignore_ascii_case};
 use super::visible::VisibleText;
 
-/// The three kinds of value (spec §1).
+/// The three kinds of value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum ValueKind {
     /// `「始」…「末」`
@@ -79,8 +79,9 @@ fn opener(fuzzy: bool) -> impl Fn(&str) -> IResult<&str, ValueKind> {
     }
 }
 
-/// `\r\n` → `\n`, then surrounding white space trimmed (spec §1); escaped values also
-/// get their escaped literals restored (spec §2.2).
+/// `\r\n` → `\n`, then surrounding white space trimmed; escaped values also get their
+/// escaped literals restored (`<<<[TOOL_REQUEST_ESCAPE]>>>` → `<<<[TOOL_REQUEST]>>>`,
+/// likewise END, and escaped openers → `「始」`).
 pub(super) fn normalize_value(raw: &str, kind: ValueKind) -> String {
     let restored;
     let raw = if kind == ValueKind::Escaped && (raw.contains("_ESCAPE]>>>") || raw.contains('始')) {

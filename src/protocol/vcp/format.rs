@@ -1,5 +1,5 @@
 //! Writing VCP: request blocks (for examples and round trips) and result blocks whose
-//! untrusted content can never close its block or forge a request (spec §5).
+//! untrusted content can never close its block or forge a request.
 
 use std::borrow::Cow;
 use std::fmt::Write as _;

@@ -1,4 +1,5 @@
-//! Finding START and END markers (spec §1, §3).
+//! Finding START and END markers, exact or fuzzy, and telling mentions and fenced
+//! markers apart.
 //!
 //! Exact markers are found with a SIMD substring search; fuzzy ones by searching `<[`
 //! and reading the bracket runs around it. A candidate is rejected when it is a

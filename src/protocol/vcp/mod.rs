@@ -58,7 +58,7 @@ pub enum RequestIdStyle {
     Sequential,
 }
 
-/// Parser options. The defaults are the spec's: exact markers, fenced blocks parsed,
+/// Parser options. The defaults are the dialect's: exact markers, fenced blocks parsed,
 /// reasoning hidden, random request ids.
 ///
 /// ```

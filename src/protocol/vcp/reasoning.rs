@@ -1,4 +1,4 @@
-//! Finding reasoning (`<think>` … `</think>`) to cut out before parsing (spec §3).
+//! Finding reasoning (`<think>` … `</think>`) to cut out before parsing.
 //!
 //! A tag is `<\s*/?\s*think(ing)?\b[^>]*>` with ASCII `\s` and `\b`, any case. Opening
 //! and closing tags pair by depth only; a tag ending in `/>` hides only itself; an

@@ -2,7 +2,7 @@
 //!
 //! Cutting reasoning out leaves *breaks*: places where hidden text stood. A break is
 //! never part of a marker, value marker or key; it reads as white space between a key,
-//! its separator and its value opener, and vanishes inside a value (spec §3). When the
+//! its separator and its value opener, and vanishes inside a value. When the
 //! input has no reasoning the text is borrowed as is and every lookup is trivial.
 
 use std::borrow::Cow;
