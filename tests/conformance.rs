@@ -1,5 +1,5 @@
-//! Runs every conformance case: `tests/corpus/vcp/` (the conformance corpus of cases from real models) and
-//! `tests/corpus/vcp-extra/` (cases derived rule by rule from the dialect's rules).
+//! Runs every conformance case: `tests/corpus/vcp/` (the conformance corpus: model replies,
+//! several seen in the wild) and `tests/corpus/vcp-extra/` (cases derived rule by rule).
 //!
 //! A case is `NAME.txt` (the reply, byte for byte) and `NAME.json`:
 //! `{"flags": [...], "requests": [{"tool_name", "args", "complete", "request_id"?}],
