@@ -113,6 +113,8 @@ pub(super) fn finish_block(
         return;
     }
     let mut tool_name: Option<String> = None;
+    // `archery: true` or `no_reply` asks not to be waited for (the last `archery` wins).
+    let mut fire_and_forget = false;
     let mut request_id: Option<String> = None;
     let mut args = Args::with_capacity(fields.len());
     let mut problems = Vec::new();
@@ -136,6 +138,10 @@ pub(super) fn finish_block(
             // An empty id counts as absent: it neither sets nor erases one.
             !field.value.is_empty() && request_id.replace(field.value).is_some()
         } else {
+            if key == "archery" {
+                let v = field.value.trim();
+                fire_and_forget = v.eq_ignore_ascii_case("true") || v.eq_ignore_ascii_case("no_reply");
+            }
             // The last occurrence wins, at its own position: move it to the end.
             let (index, old) = args.insert_full(key.to_string(), serde_json::Value::String(field.value));
             if old.is_some() {
@@ -170,10 +176,6 @@ pub(super) fn finish_block(
         Some(id) => (id, RequestIdSource::Model),
         None => (String::new(), RequestIdSource::Assigned),
     };
-    let fire_and_forget = args.get("archery").and_then(serde_json::Value::as_str).is_some_and(|v| {
-        let v = v.trim();
-        v.eq_ignore_ascii_case("true") || v.eq_ignore_ascii_case("no_reply")
-    });
     let mut request = ParsedToolRequest {
         request_id,
         id_source,
