@@ -296,3 +296,35 @@ async fn a_method_declares_its_own_time_limit() {
     assert_eq!(cycle.execution_results[0].error_kind, Some(ErrorKind::Timeout));
     assert!(cycle.execution_results[0].result.contains("within 100 ms"));
 }
+
+#[tokio::test(start_paused = true)]
+async fn the_streamed_loop_gives_the_same_conversation_under_vcp() {
+    let round1 = format!("Adding.\n{}", block(&[("tool_name", "calc_add"), ("a", "2"), ("b", "40")]));
+    let replies = [round1.as_str(), "It is 42."];
+    let mut whole = Conversation::with_id("conv-1");
+    whole.push(Message::user("2 + 40?"));
+    let expected =
+        engine().run_conversation(&ScriptedModel::new(&replies), &mut whole, &context()).await.unwrap();
+    let mut streamed = Conversation::with_id("conv-1");
+    streamed.push(Message::user("2 + 40?"));
+    let mut prose = String::new();
+    let outcome = engine()
+        .run_conversation_streamed(&ScriptedModel::new(&replies), &mut streamed, &context(), |c| {
+            prose.push_str(&c.content)
+        })
+        .await
+        .unwrap();
+    assert_eq!(outcome.stop, expected.stop);
+    assert_eq!(outcome.final_text(), "It is 42.");
+    assert_eq!(outcome.rounds[0].cycle.execution_results[0].result, "42.0");
+    let texts =
+        |c: &Conversation| c.messages().iter().map(|m| (m.role, m.text().into_owned())).collect::<Vec<_>>();
+    assert_eq!(texts(&streamed).len(), texts(&whole).len());
+    let (a, b) = (&streamed.messages()[1], &whole.messages()[1]);
+    assert_eq!(a.content, b.content, "the assistant turn");
+    let calls = |m: &Message| {
+        m.tool_requests.iter().map(|r| (r.tool_name.clone(), r.args.clone())).collect::<Vec<_>>()
+    };
+    assert_eq!(calls(a), calls(b), "its requests (ids are random)");
+    assert_eq!(prose, "Adding.\n\nIt is 42.", "prose (outside the block) reported as it streamed");
+}

@@ -354,3 +354,62 @@ async fn a_delta_stream_without_an_incremental_parser_gives_the_one_shot_cycle()
     assert_eq!(streamed.turn.text(), "On it.");
     assert_eq!(streamed.turn.reasoning().next().map(|r| r.text.as_str()), Some("Hmm."));
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_streamed_conversation_ends_as_the_one_shot_one_and_reports_every_step() {
+    let engine = engine();
+    let one_shot_model = NativeModel { seen: Mutex::new(Vec::new()) };
+    let mut one_shot = Conversation::new();
+    one_shot.push(Message::user("Label the Nile in red."));
+    let expected = engine.run_conversation(&one_shot_model, &mut one_shot, &json_context()).await.unwrap();
+
+    let model = NativeModel { seen: Mutex::new(Vec::new()) };
+    let mut conversation = Conversation::new();
+    conversation.push(Message::user("Label the Nile in red."));
+    let mut chunks = Vec::new();
+    let outcome = engine
+        .run_conversation_streamed(&model, &mut conversation, &json_context(), |c| chunks.push(c))
+        .await
+        .unwrap();
+    assert_eq!(outcome.stop, expected.stop);
+    assert_eq!(outcome.final_turn, expected.final_turn);
+    assert_eq!(conversation.messages().len(), one_shot.messages().len());
+    for (streamed, whole) in conversation.messages().iter().zip(one_shot.messages()) {
+        assert_eq!((streamed.role, &streamed.content), (whole.role, &whole.content));
+    }
+    let done = chunks.iter().filter(|c| c.done).count();
+    assert_eq!(done, 2, "one last chunk per turn");
+    let results: usize = chunks.iter().map(|c| c.results.len()).sum();
+    assert_eq!(results, 2, "both calls of the first turn reported as they finished");
+}
+
+/// A model whose stream breaks after the first delta.
+struct BrokenStream;
+
+impl ChatModel for BrokenStream {
+    fn complete<'a>(&'a self, _: &'a ModelRequest) -> BoxFuture<'a, Result<AssistantTurn, ChatModelError>> {
+        Box::pin(async { Err(ChatModelError("not used".into())) })
+    }
+
+    fn stream<'a>(
+        &'a self,
+        _: &'a ModelRequest,
+    ) -> futures::stream::BoxStream<'a, Result<TurnDelta, ChatModelError>> {
+        Box::pin(stream::iter([
+            Ok(TurnDelta::Text("Hel".into())),
+            Err(ChatModelError("connection reset".into())),
+        ]))
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_broken_model_stream_ends_the_streamed_loop_with_the_models_error() {
+    let mut conversation = Conversation::new();
+    conversation.push(Message::user("hi"));
+    let err = engine()
+        .run_conversation_streamed(&BrokenStream, &mut conversation, &ExecutionContext::default(), |_| {})
+        .await
+        .unwrap_err();
+    assert_eq!(err, EngineError::Model(ChatModelError("connection reset".into())));
+    assert_eq!(conversation.len(), 1, "the broken turn is not added");
+}

@@ -16,8 +16,11 @@ type Outcome<T> = std::result::Result<T, String>;
 
 static FLAKY: AtomicUsize = AtomicUsize::new(0);
 
+/// The two ends of a channel: the sender, and the receiver until someone takes it.
+type Channel = (mpsc::Sender<()>, Option<mpsc::Receiver<()>>);
+
 /// A channel a blocking method waits on and an async method signals.
-static SIGNAL: Mutex<Option<(mpsc::Sender<()>, Option<mpsc::Receiver<()>>)>> = Mutex::new(None);
+static SIGNAL: Mutex<Option<Channel>> = Mutex::new(None);
 
 /// The channel that keeps `block_stuck` blocked until the test releases it.
 static RELEASE: Mutex<Option<mpsc::Receiver<()>>> = Mutex::new(None);
@@ -105,7 +108,9 @@ fn executor() -> Executor {
 async fn run(executor: &Executor, names: &[(&str, &[(&str, bool)])]) -> Vec<(Option<ErrorKind>, String)> {
     let requests: Vec<ParsedToolRequest> = names
         .iter()
-        .map(|(name, args)| args.iter().fold(ParsedToolRequest::new(*name, *name), |r, (k, v)| r.with_arg(*k, *v)))
+        .map(|(name, args)| {
+            args.iter().fold(ParsedToolRequest::new(*name, *name), |r, (k, v)| r.with_arg(*k, *v))
+        })
         .collect();
     let planned = requests.iter().map(PlannedRequest::exact).collect();
     executor

@@ -1,12 +1,14 @@
 //! The conversation loop: ask the model, run its requests, feed the results back, until
 //! it answers without requests.
 
+use futures::StreamExt;
 use tracing::Instrument;
 
-use super::{Engine, EngineError, ToolCallCycleResult};
+use super::{Engine, EngineError, StreamChunk, StreamCycleError, ToolCallCycleResult};
 use crate::ParsedToolRequest;
 use crate::exec::ExecutionContext;
-use crate::model::{AssistantTurn, ChatModel, Conversation, Message, ModelRequest};
+use crate::model::{AssistantTurn, ChatModel, Conversation, Message, ModelRequest, TurnAccumulator};
+use crate::protocol::ToolCallingProtocol;
 
 /// Why a conversation loop stopped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,6 +61,13 @@ fn call_signature(requests: &[ParsedToolRequest]) -> Vec<(String, String)> {
         .collect()
 }
 
+/// The bookkeeping of a conversation loop between model turns.
+struct LoopState {
+    rounds: Vec<Round>,
+    previous: Option<Vec<(String, String)>>,
+    turn_number: u32,
+}
+
 impl Engine {
     /// Drives a conversation: asks the model (with what the protocol offers: a prompt
     /// section for VCP, a `tools` value for a native protocol), runs the cycle on its
@@ -74,51 +83,131 @@ impl Engine {
         conversation: &mut Conversation,
         ctx: &ExecutionContext,
     ) -> Result<LoopOutcome, EngineError> {
-        let config = &ctx.config;
-        let protocol = self.protocol_for(config)?;
-        let declarations = self.declarations_for(protocol.as_ref(), config, ctx.agent_id.as_deref());
-        let mut rounds = Vec::new();
-        let mut previous: Option<Vec<(String, String)>> = None;
-        let mut turn_number = 0;
+        let protocol = self.protocol_for(&ctx.config)?;
+        let mut state = LoopState { rounds: Vec::new(), previous: None, turn_number: 0 };
         loop {
-            turn_number += 1;
-            let mut request = ModelRequest::new(conversation.messages().to_vec());
-            if config.enabled {
-                declarations.apply(&mut request);
-            }
-            let turn = model
-                .complete(&request)
-                .instrument(tracing::info_span!("model_turn", turn = turn_number))
-                .await?;
-            if !config.enabled {
-                conversation.push(Message::from_turn(turn.clone()));
-                return Ok(LoopOutcome { final_turn: turn, rounds, stop: StopReason::ToolsDisabled });
-            }
-            let cycle = self.run_cycle(&protocol, protocol.parse_turn(&turn), ctx).await;
-            conversation
-                .push(Message::from_turn(turn.clone()).with_tool_requests(cycle.parsed_requests.clone()));
-            let signature = call_signature(&cycle.parsed_requests);
-            if !cycle.has_tool_requests {
-                rounds.push(Round { turn: turn.clone(), cycle });
-                return Ok(LoopOutcome { final_turn: turn, rounds, stop: StopReason::Finished });
-            }
-            let background = self.take_background_failures();
-            let messages = if background.is_empty() {
-                cycle.result_messages.clone()
+            let request = self.next_request(protocol.as_ref(), conversation, ctx, &mut state);
+            let span = tracing::info_span!("model_turn", turn = state.turn_number);
+            let turn = model.complete(&request).instrument(span).await?;
+            let cycle = if ctx.config.enabled {
+                Some(self.run_cycle(&protocol, protocol.parse_turn(&turn), ctx).await)
             } else {
-                let mut results = background;
-                results.extend(cycle.execution_results.iter().cloned());
-                protocol.result_messages(&results)
+                None
             };
-            conversation.extend(messages);
-            rounds.push(Round { turn: turn.clone(), cycle });
-            if previous.as_ref() == Some(&signature) {
-                return Ok(LoopOutcome { final_turn: turn, rounds, stop: StopReason::RepeatedCalls });
-            }
-            previous = Some(signature);
-            if turn_number >= config.max_iterations.max(1) {
-                return Ok(LoopOutcome { final_turn: turn, rounds, stop: StopReason::MaxIterations });
+            if let Some(outcome) =
+                self.close_turn(protocol.as_ref(), conversation, ctx, &mut state, turn, cycle)
+            {
+                return Ok(outcome);
             }
         }
+    }
+
+    /// [`run_conversation`](Self::run_conversation) over the model's streamed turns
+    /// ([`ChatModel::stream`]): each turn is read as it arrives and its requests start
+    /// as soon as they are complete ([`process_delta_stream`](Self::process_delta_stream)),
+    /// and `on_chunk` hears every step of every turn. A turn whose stream fails ends the
+    /// loop with the model's error (calls already started were waited for); that turn
+    /// is not added to `conversation`.
+    pub async fn run_conversation_streamed<F: FnMut(StreamChunk)>(
+        &self,
+        model: &dyn ChatModel,
+        conversation: &mut Conversation,
+        ctx: &ExecutionContext,
+        mut on_chunk: F,
+    ) -> Result<LoopOutcome, EngineError> {
+        let protocol = self.protocol_for(&ctx.config)?;
+        let mut state = LoopState { rounds: Vec::new(), previous: None, turn_number: 0 };
+        loop {
+            let request = self.next_request(protocol.as_ref(), conversation, ctx, &mut state);
+            let span = tracing::info_span!("model_turn", turn = state.turn_number);
+            let deltas = model.stream(&request);
+            let (turn, cycle) = if ctx.config.enabled {
+                match self.process_delta_stream(deltas, ctx, &mut on_chunk).instrument(span).await {
+                    Ok(streamed) => (streamed.turn, Some(streamed.cycle)),
+                    Err(StreamCycleError::Engine(error)) => return Err(error),
+                    Err(StreamCycleError::Stream { error, .. }) => return Err(EngineError::Model(error)),
+                }
+            } else {
+                let mut turn = TurnAccumulator::new();
+                let mut deltas = deltas;
+                while let Some(delta) = deltas.next().instrument(span.clone()).await {
+                    turn.push(&delta?);
+                }
+                (turn.finish(), None)
+            };
+            if let Some(outcome) =
+                self.close_turn(protocol.as_ref(), conversation, ctx, &mut state, turn, cycle)
+            {
+                return Ok(outcome);
+            }
+        }
+    }
+
+    /// The request for the next turn: the conversation so far, and the protocol's
+    /// declarations when tool calling is on.
+    fn next_request(
+        &self,
+        protocol: &dyn ToolCallingProtocol,
+        conversation: &Conversation,
+        ctx: &ExecutionContext,
+        state: &mut LoopState,
+    ) -> ModelRequest {
+        state.turn_number += 1;
+        let mut request = ModelRequest::new(conversation.messages().to_vec());
+        if ctx.config.enabled {
+            self.declarations_for(protocol, &ctx.config, ctx.agent_id.as_deref()).apply(&mut request);
+        }
+        request
+    }
+
+    /// Records a turn and its cycle (`None` when tool calling is off) in the conversation
+    /// and the rounds; returns the outcome when the loop stops here.
+    fn close_turn(
+        &self,
+        protocol: &dyn ToolCallingProtocol,
+        conversation: &mut Conversation,
+        ctx: &ExecutionContext,
+        state: &mut LoopState,
+        turn: AssistantTurn,
+        cycle: Option<ToolCallCycleResult>,
+    ) -> Option<LoopOutcome> {
+        let rounds = &mut state.rounds;
+        let Some(cycle) = cycle else {
+            conversation.push(Message::from_turn(turn.clone()));
+            return Some(LoopOutcome {
+                final_turn: turn,
+                rounds: std::mem::take(rounds),
+                stop: StopReason::ToolsDisabled,
+            });
+        };
+        conversation.push(Message::from_turn(turn.clone()).with_tool_requests(cycle.parsed_requests.clone()));
+        let signature = call_signature(&cycle.parsed_requests);
+        if !cycle.has_tool_requests {
+            rounds.push(Round { turn: turn.clone(), cycle });
+            return Some(LoopOutcome {
+                final_turn: turn,
+                rounds: std::mem::take(rounds),
+                stop: StopReason::Finished,
+            });
+        }
+        let background = self.take_background_failures();
+        let messages = if background.is_empty() {
+            cycle.result_messages.clone()
+        } else {
+            let mut results = background;
+            results.extend(cycle.execution_results.iter().cloned());
+            protocol.result_messages(&results)
+        };
+        conversation.extend(messages);
+        rounds.push(Round { turn: turn.clone(), cycle });
+        let stop = if state.previous.as_ref() == Some(&signature) {
+            Some(StopReason::RepeatedCalls)
+        } else if state.turn_number >= ctx.config.max_iterations.max(1) {
+            Some(StopReason::MaxIterations)
+        } else {
+            None
+        };
+        state.previous = Some(signature);
+        stop.map(|stop| LoopOutcome { final_turn: turn, rounds: std::mem::take(&mut state.rounds), stop })
     }
 }
