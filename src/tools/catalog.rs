@@ -124,11 +124,6 @@ impl ToolCatalog {
         Some((tool, tool.methods.get(method)?))
     }
 
-    /// The full names of the agent-callable methods, in registration order.
-    pub fn callable_names(&self) -> impl Iterator<Item = String> + '_ {
-        self.tools.iter().flat_map(|t| t.callable_methods().map(move |m| t.full_name(m)))
-    }
-
     /// The agent-callable full names and tool ids closest to `name`, closest first, at
     /// most `limit`: what an error tells a model that misspelled a name.
     pub fn suggest(&self, name: &str, limit: usize) -> Vec<String> {
