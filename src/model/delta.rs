@@ -19,10 +19,11 @@ pub enum TurnDelta {
     Text(String),
     /// More reasoning.
     Reasoning(String),
-    /// The signature of the reasoning block being written (sent back as is).
+    /// The signature of the reasoning block just written (sent back as is).
     ReasoningSignature(String),
-    /// A whole redacted reasoning block: the provider's opaque payload.
-    RedactedReasoning(String),
+    /// A whole reasoning block, added as it is: a redacted one (only the provider's
+    /// opaque payload), or a signature that stands apart from any reasoning text.
+    ReasoningBlock(Reasoning),
     /// A native tool call begins.
     ToolCallStart {
         /// The call's number in this turn.
@@ -103,23 +104,18 @@ impl TurnAccumulator {
                 }
                 _ => self.turn.content.push(ContentBlock::Reasoning(Reasoning::new(text.clone(), None))),
             },
-            TurnDelta::ReasoningSignature(signature) => {
-                let last = self.turn.content.iter_mut().rev().find_map(|b| match b {
-                    ContentBlock::Reasoning(r) if !r.redacted => Some(r),
-                    _ => None,
-                });
-                match last {
-                    Some(reasoning) => {
-                        reasoning.signature.get_or_insert_with(String::new).push_str(signature)
-                    }
-                    None => self.turn.content.push(ContentBlock::Reasoning(Reasoning::new(
-                        String::new(),
-                        Some(signature.clone()),
-                    ))),
+            TurnDelta::ReasoningSignature(signature) => match self.turn.content.last_mut() {
+                // The block just written gets it (a signature sent in pieces joins up).
+                Some(ContentBlock::Reasoning(r)) if !r.redacted => {
+                    r.signature.get_or_insert_with(String::new).push_str(signature);
                 }
-            }
-            TurnDelta::RedactedReasoning(payload) => {
-                self.turn.content.push(ContentBlock::Reasoning(Reasoning::redacted(payload.clone())));
+                _ => self
+                    .turn
+                    .content
+                    .push(ContentBlock::Reasoning(Reasoning::new(String::new(), Some(signature.clone())))),
+            },
+            TurnDelta::ReasoningBlock(reasoning) => {
+                self.turn.content.push(ContentBlock::Reasoning(reasoning.clone()));
             }
             TurnDelta::ToolCallStart { index, id, name } => self.with_call(*index, |call| {
                 if call.id.is_empty() {
@@ -156,6 +152,15 @@ impl TurnAccumulator {
     /// Takes in more text: the same as pushing a [`TurnDelta::Text`], without making one.
     pub fn push_text(&mut self, text: &str) {
         self.turn.push_text(text);
+    }
+
+    /// The call numbered `index` (as the deltas number them), if it has started.
+    pub fn call(&self, index: usize) -> Option<&ToolCall> {
+        let position = *self.calls.get(&index)?;
+        match self.turn.content.get(position) {
+            Some(ContentBlock::ToolCall(call)) => Some(call),
+            _ => None,
+        }
     }
 
     /// The turn so far.

@@ -51,6 +51,10 @@ pub struct ModelRequest {
     /// Which tools the model may call.
     #[serde(default)]
     pub tool_choice: ToolChoice,
+    /// Whether the model may make several calls in one turn (`None`: the provider's
+    /// default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parallel_tool_calls: Option<bool>,
 }
 
 impl ModelRequest {

@@ -159,8 +159,8 @@ impl AssistantTurn {
         for block in self.content {
             match block {
                 ContentBlock::Text { text } => deltas.push(TurnDelta::Text(text)),
-                ContentBlock::Reasoning(reasoning) if reasoning.redacted => {
-                    deltas.push(TurnDelta::RedactedReasoning(reasoning.signature.unwrap_or_default()));
+                ContentBlock::Reasoning(reasoning) if reasoning.redacted || reasoning.text.is_empty() => {
+                    deltas.push(TurnDelta::ReasoningBlock(reasoning));
                 }
                 ContentBlock::Reasoning(reasoning) => {
                     deltas.push(TurnDelta::Reasoning(reasoning.text));

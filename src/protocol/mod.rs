@@ -15,6 +15,8 @@
 
 mod diagnostic;
 mod events;
+pub(crate) mod ids;
+pub mod native;
 mod registry;
 pub mod vcp;
 
@@ -22,6 +24,7 @@ use serde_json::Value;
 
 pub use diagnostic::{Diagnostic, DiagnosticKind, ParseOutcome};
 pub use events::{IncrementalParser, StreamCollector, StreamEvent};
+pub use ids::RequestIdStyle;
 pub use registry::{ProtocolError, ProtocolRegistry};
 
 pub(crate) use diagnostic::duplicate_id as duplicate_id_diagnostic;

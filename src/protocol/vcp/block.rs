@@ -2,41 +2,13 @@
 //! and the `fire_and_forget` flag of `archery`), or a diagnostic for an empty or example
 //! block; text skipped between fields is reported.
 
-use super::RequestIdStyle;
 use super::fields::{Field, ValueKind};
 use super::markers::Marker;
 use super::scanner::Sink;
 use super::visible::VisibleText;
+use crate::protocol::ids::IdAssigner;
 use crate::request::{Args, RequestIdSource};
 use crate::{Diagnostic, DiagnosticKind, ParsedToolRequest, Span};
-
-/// Hands out ids to requests without one.
-#[derive(Debug)]
-pub(super) struct IdAssigner {
-    pub(super) style: RequestIdStyle,
-    pub(super) prefix: Option<String>,
-    /// Requests seen so far.
-    pub(super) seen: usize,
-}
-
-impl IdAssigner {
-    pub(super) fn assign(&mut self, request: &mut ParsedToolRequest) {
-        use std::fmt::Write as _;
-        self.seen += 1;
-        if request.id_source != RequestIdSource::Assigned {
-            return;
-        }
-        let style = self.style;
-        let prefix = self.prefix.get_or_insert_with(|| match style {
-            RequestIdStyle::Sequential => "req_".to_string(),
-            RequestIdStyle::Random => format!("call_{:016x}_", uuid::Uuid::new_v4().as_u64_pair().0),
-        });
-        let mut id = String::with_capacity(prefix.len() + 6);
-        id.push_str(prefix);
-        let _ = write!(id, "{}", self.seen);
-        request.request_id = id;
-    }
-}
 
 pub(super) fn diag(
     src: &VisibleText<'_>,

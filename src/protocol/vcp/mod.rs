@@ -36,6 +36,8 @@ pub use incremental::VcpStreamParser;
 pub use prompt::{Language, VcpTemplates};
 pub use routing::{CONTROL_KEYS, RouteError, RoutedCall, command_alias, command_alias_config, route};
 
+pub use crate::protocol::RequestIdStyle;
+
 use crate::model::{AssistantTurn, Message};
 use crate::protocol::{IncrementalParser, ToolDeclarations};
 use crate::tools::ToolCatalog;
@@ -43,20 +45,6 @@ use crate::{
     Invocation, ParseOutcome, ParsedToolRequest, ToolCallingProtocol, ToolDefinition, ToolError,
     ToolExecutionResult,
 };
-
-/// How the parser names requests whose block has no `request_id`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-#[non_exhaustive]
-pub enum RequestIdStyle {
-    /// `call_<16 random hex digits>_<N>` (N as in [`Sequential`](Self::Sequential)):
-    /// one random draw per parse; unique across replies. The default.
-    #[default]
-    Random,
-    /// `req_N`, where N is the request's 1-based position among all requests of the
-    /// parse (requests carrying the model's own id count too, so ids never shift when
-    /// one is added): deterministic, for tests and tools that compare outputs.
-    Sequential,
-}
 
 /// Parser options. The defaults are the dialect's: exact markers, fenced blocks parsed,
 /// reasoning hidden, random request ids.

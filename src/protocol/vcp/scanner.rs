@@ -14,7 +14,7 @@
 use memchr::memmem;
 
 use super::VcpOptions;
-use super::block::{IdAssigner, diag, finish_block, stray, unclosed_reasoning};
+use super::block::{diag, finish_block, stray, unclosed_reasoning};
 use super::fence::Fences;
 use super::fields::{
     Close, Field, HeadRead, SHORT_HEAD_REST, ValueKind, doc_close, escaped_close, normalize_value,
@@ -23,6 +23,7 @@ use super::fields::{
 use super::markers::{Candidate, Marker, MarkerFinder, MarkerKind, Search};
 use super::reasoning;
 use super::visible::VisibleText;
+use crate::protocol::ids::IdAssigner;
 use crate::{Diagnostic, DiagnosticKind, ParseOutcome, ParsedToolRequest, Span};
 
 /// Where a block's field list ends.
@@ -161,7 +162,7 @@ impl Scanner {
                 fuzzy: options.fuzzy_markers,
                 doc_close: memmem::Finder::new("「末exp」".as_bytes()).into_owned(),
             },
-            ids: IdAssigner { style: options.request_ids, prefix: None, seen: 0 },
+            ids: IdAssigner::new(options.request_ids),
             state: State::Prose { origin: 0, from: 0 },
             prose_from: 0,
             spare: Vec::new(),

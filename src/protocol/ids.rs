@@ -1,0 +1,51 @@
+//! Ids for requests the model gave none: one style for every protocol.
+
+use crate::ParsedToolRequest;
+use crate::request::RequestIdSource;
+
+/// How a parser names requests the model gave no id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub enum RequestIdStyle {
+    /// `call_<16 random hex digits>_<N>` (N as in [`Sequential`](Self::Sequential)):
+    /// one random draw per parse; unique across replies. The default.
+    #[default]
+    Random,
+    /// `req_N`, where N is the request's 1-based position among all requests of the
+    /// parse (requests carrying the model's own id count too, so ids never shift when
+    /// one is added): deterministic, for tests and tools that compare outputs.
+    Sequential,
+}
+
+/// Hands out ids to the requests of one parse that have none.
+#[derive(Debug)]
+pub(crate) struct IdAssigner {
+    style: RequestIdStyle,
+    prefix: Option<String>,
+    /// Requests seen so far.
+    seen: usize,
+}
+
+impl IdAssigner {
+    pub(crate) fn new(style: RequestIdStyle) -> Self {
+        IdAssigner { style, prefix: None, seen: 0 }
+    }
+
+    /// Counts `request`, and names it when its id is not the model's.
+    pub(crate) fn assign(&mut self, request: &mut ParsedToolRequest) {
+        use std::fmt::Write as _;
+        self.seen += 1;
+        if request.id_source != RequestIdSource::Assigned {
+            return;
+        }
+        let style = self.style;
+        let prefix = self.prefix.get_or_insert_with(|| match style {
+            RequestIdStyle::Sequential => "req_".to_string(),
+            RequestIdStyle::Random => format!("call_{:016x}_", uuid::Uuid::new_v4().as_u64_pair().0),
+        });
+        let mut id = String::with_capacity(prefix.len() + 6);
+        id.push_str(prefix);
+        let _ = write!(id, "{}", self.seen);
+        request.request_id = id;
+    }
+}

@@ -1,0 +1,193 @@
+//! A turn's native tool calls as requests, read one-shot or as the turn streams in.
+//!
+//! Every native protocol reads calls the same way once its provider's payload has become
+//! an [`AssistantTurn`]: the call's id (one is assigned when the provider gave none), its
+//! name as written, and its arguments, which must be a JSON object. Arguments that are
+//! not valid JSON, or not an object, make the request incomplete with a problem that says
+//! so (and an `invalid_payload` diagnostic): it is answered with an error, never run with
+//! `{}`.
+
+use std::collections::HashMap;
+
+use serde_json::Value;
+
+use crate::model::{AssistantTurn, ToolCall, TurnAccumulator, TurnDelta};
+use crate::protocol::ids::IdAssigner;
+use crate::protocol::{
+    Diagnostic, DiagnosticKind, IncrementalParser, ParseOutcome, RequestIdStyle, StreamEvent,
+};
+use crate::request::RequestIdSource;
+use crate::{ParsedToolRequest, Span};
+
+/// The request for one call; a diagnostic is added for arguments that cannot be used.
+pub(crate) fn request_from_call(
+    call: &ToolCall,
+    ids: &mut IdAssigner,
+    diagnostics: &mut Vec<Diagnostic>,
+) -> ParsedToolRequest {
+    let mut request = ParsedToolRequest::new(call.id.clone(), call.name.clone());
+    request.id_source = if call.id.is_empty() { RequestIdSource::Assigned } else { RequestIdSource::Model };
+    ids.assign(&mut request);
+    let problem = match call.arguments_json() {
+        Ok(Value::Object(args)) => {
+            request.args = args.into_iter().collect();
+            None
+        }
+        Ok(other) => Some(format!(
+            "the arguments of `{}` are {}, not a JSON object: send them as an object of named values",
+            call.name,
+            json_kind(&other)
+        )),
+        Err(e) => Some(format!(
+            "the arguments of `{}` are not valid JSON ({e}): send them as one JSON object",
+            call.name
+        )),
+    };
+    if let Some(problem) = problem {
+        diagnostics.push(Diagnostic::new(DiagnosticKind::InvalidPayload, problem.clone(), Span::default()));
+        request = request.with_problem(problem);
+    }
+    if call.name.is_empty() {
+        request = request.with_problem("the call has no tool name: name the tool to call");
+    }
+    request
+}
+
+fn json_kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// Every native call of `turn` as a request, in order.
+pub(crate) fn parse_calls(turn: &AssistantTurn, style: RequestIdStyle) -> ParseOutcome {
+    let mut ids = IdAssigner::new(style);
+    let mut diagnostics = Vec::new();
+    let requests =
+        turn.tool_calls().map(|call| request_from_call(call, &mut ids, &mut diagnostics)).collect();
+    ParseOutcome::new(requests, diagnostics)
+}
+
+/// Reads a native turn as its deltas arrive: text is reported at once, and each call as
+/// a request as soon as its end arrives (so an engine can run it while the rest of the
+/// turn streams), in call order. Whatever the deltas' grouping, the requests and
+/// diagnostics equal what the one-shot parse of the whole turn gives.
+///
+/// ```
+/// use tool_calling::model::TurnDelta;
+/// use tool_calling::protocol::native::NativeStreamParser;
+/// use tool_calling::protocol::{IncrementalParser, RequestIdStyle, StreamEvent};
+///
+/// let mut parser = NativeStreamParser::new(RequestIdStyle::Sequential);
+/// let mut events = Vec::new();
+/// parser.push(&TurnDelta::ToolCallStart { index: 0, id: "c1".into(), name: "calc_add".into() }, &mut events);
+/// parser.push(&TurnDelta::ToolCallArguments { index: 0, fragment: "{\"a\": 1}".into() }, &mut events);
+/// assert!(!events.iter().any(|e| matches!(e, StreamEvent::RequestCompleted(_))));
+/// parser.push(&TurnDelta::ToolCallEnd { index: 0 }, &mut events);
+/// assert!(matches!(events.last(), Some(StreamEvent::RequestCompleted(r)) if r.args["a"] == 1));
+/// ```
+#[derive(Debug)]
+pub struct NativeStreamParser {
+    turn: TurnAccumulator,
+    ids: IdAssigner,
+    /// Call indexes in the order the calls started.
+    order: Vec<usize>,
+    /// Position of each call index in `order`.
+    position: HashMap<usize, usize>,
+    /// Which calls (by position) have ended.
+    ended: Vec<bool>,
+    /// Calls before this position have been reported.
+    reported: usize,
+    /// Bytes of text reported so far.
+    text_len: usize,
+    finished: bool,
+}
+
+impl NativeStreamParser {
+    /// A parser naming id-less calls in `style`.
+    pub fn new(style: RequestIdStyle) -> Self {
+        NativeStreamParser {
+            turn: TurnAccumulator::new(),
+            ids: IdAssigner::new(style),
+            order: Vec::new(),
+            position: HashMap::new(),
+            ended: Vec::new(),
+            reported: 0,
+            text_len: 0,
+            finished: false,
+        }
+    }
+
+    /// The turn so far.
+    pub fn turn(&self) -> &AssistantTurn {
+        self.turn.turn()
+    }
+
+    fn position_of(&mut self, index: usize) -> usize {
+        *self.position.entry(index).or_insert_with(|| {
+            self.order.push(index);
+            self.ended.push(false);
+            self.order.len() - 1
+        })
+    }
+
+    /// Reports the calls, in order, up to the first that has not ended (all of them when
+    /// `all`).
+    fn report(&mut self, all: bool, events: &mut Vec<StreamEvent>) {
+        while self.reported < self.order.len()
+            && (all || self.ended.get(self.reported).copied().unwrap_or(false))
+        {
+            let index = self.order.get(self.reported).copied().unwrap_or_default();
+            self.reported += 1;
+            let Some(call) = self.turn.call(index) else { continue };
+            let mut diagnostics = Vec::new();
+            let request = request_from_call(call, &mut self.ids, &mut diagnostics);
+            events.extend(diagnostics.into_iter().map(StreamEvent::Diagnostic));
+            events.push(StreamEvent::RequestCompleted(request));
+        }
+    }
+}
+
+impl IncrementalParser for NativeStreamParser {
+    fn push(&mut self, delta: &TurnDelta, events: &mut Vec<StreamEvent>) {
+        if self.finished {
+            return;
+        }
+        self.turn.push(delta);
+        match delta {
+            TurnDelta::Text(text) if !text.is_empty() => {
+                let span = Span::new(self.text_len, self.text_len + text.len());
+                self.text_len += text.len();
+                events.push(StreamEvent::Text { text: text.clone(), span });
+            }
+            TurnDelta::ToolCallStart { index, .. } if !self.position.contains_key(index) => {
+                self.position_of(*index);
+                events.push(StreamEvent::RequestStarted { offset: self.text_len });
+            }
+            TurnDelta::ToolCallArguments { index, .. } | TurnDelta::ToolCallSignature { index, .. } => {
+                self.position_of(*index);
+            }
+            TurnDelta::ToolCallEnd { index } => {
+                let position = self.position_of(*index);
+                if let Some(ended) = self.ended.get_mut(position) {
+                    *ended = true;
+                }
+                self.report(false, events);
+            }
+            _ => {}
+        }
+    }
+
+    fn finish(&mut self, events: &mut Vec<StreamEvent>) {
+        if self.finished {
+            return;
+        }
+        self.finished = true;
+        self.report(true, events);
+    }
+}

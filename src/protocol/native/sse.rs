@@ -1,0 +1,188 @@
+//! Server-sent events (`text/event-stream`), read incrementally.
+//!
+//! Providers stream their responses as server-sent events: lines of `field: value`, an
+//! event ending at a blank line. [`SseParser`] takes the bytes as they arrive, in chunks
+//! of any size (a chunk may end inside a line, a `\r\n` pair, or a UTF-8 character), and
+//! yields each event once its blank line has arrived. Lines may end in `\n`, `\r\n` or a
+//! lone `\r`; lines starting with `:` are comments (keep-alives); `data` lines of one event
+//! are joined with `\n`. Each byte is looked at once: the cost is linear in the input.
+
+/// One server-sent event.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct SseEvent {
+    /// The `event:` field, if the event had one.
+    pub event: Option<String>,
+    /// The `data:` lines, joined with `\n`.
+    pub data: String,
+    /// The `id:` field, if the event had one.
+    pub id: Option<String>,
+}
+
+/// Reads server-sent events from bytes fed in chunks.
+///
+/// ```
+/// use tool_calling::protocol::native::SseParser;
+/// let mut parser = SseParser::new();
+/// let mut events = Vec::new();
+/// parser.push(b"event: ping\r\ndata: {\"a\"", &mut events);
+/// assert!(events.is_empty(), "the event has not ended yet");
+/// parser.push(b": 1}\r\n\r\n: keep-alive\n\ndata: [DONE]\n\n", &mut events);
+/// assert_eq!(events[0].event.as_deref(), Some("ping"));
+/// assert_eq!(events[0].data, "{\"a\": 1}");
+/// assert_eq!(events[1].data, "[DONE]");
+/// ```
+#[derive(Debug, Default)]
+pub struct SseParser {
+    /// The current line, until its end arrives.
+    line: Vec<u8>,
+    /// The previous chunk ended in `\r`: a `\n` starting this one belongs to it.
+    after_cr: bool,
+    /// Nothing has been read yet (a byte-order mark is skipped there).
+    started: bool,
+    event: Option<String>,
+    data: String,
+    has_data: bool,
+    id: Option<String>,
+}
+
+impl SseParser {
+    /// A parser at the start of a stream.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Takes in the next bytes; appends the events they complete to `events`.
+    pub fn push(&mut self, mut bytes: &[u8], events: &mut Vec<SseEvent>) {
+        if !self.started && !bytes.is_empty() {
+            self.started = true;
+            if let Some(rest) = bytes.strip_prefix("\u{feff}".as_bytes()) {
+                bytes = rest;
+            }
+        }
+        if self.after_cr {
+            self.after_cr = false;
+            if let Some(rest) = bytes.strip_prefix(b"\n") {
+                bytes = rest;
+            }
+        }
+        while let Some(end) = memchr::memchr2(b'\n', b'\r', bytes) {
+            let (head, tail) = bytes.split_at(end);
+            self.line.extend_from_slice(head);
+            let line = std::mem::take(&mut self.line);
+            self.take_line(&line, events);
+            self.line = line;
+            self.line.clear();
+            let cr = tail.first() == Some(&b'\r');
+            bytes = tail.get(1..).unwrap_or_default();
+            if cr {
+                match bytes.first() {
+                    Some(b'\n') => bytes = bytes.get(1..).unwrap_or_default(),
+                    Some(_) => {}
+                    None => self.after_cr = true,
+                }
+            }
+        }
+        self.line.extend_from_slice(bytes);
+    }
+
+    /// The stream has ended. An event whose blank line never came is dropped, as the
+    /// format says: a stream cut off inside an event gives no half event. Returns whether
+    /// one was dropped.
+    pub fn finish(&mut self, _events: &mut Vec<SseEvent>) -> bool {
+        let dropped = self.has_data || !self.line.is_empty();
+        self.line.clear();
+        self.event = None;
+        self.id = None;
+        self.data.clear();
+        self.has_data = false;
+        dropped
+    }
+
+    /// One complete line (without its ending).
+    fn take_line(&mut self, line: &[u8], events: &mut Vec<SseEvent>) {
+        if line.is_empty() {
+            self.dispatch(events);
+            return;
+        }
+        if line.first() == Some(&b':') {
+            return;
+        }
+        let (field, value) = match memchr::memchr(b':', line) {
+            Some(colon) => {
+                let (field, rest) = line.split_at(colon);
+                let value = rest.get(1..).unwrap_or_default();
+                (field, value.strip_prefix(b" ").unwrap_or(value))
+            }
+            None => (line, &b""[..]),
+        };
+        let value = String::from_utf8_lossy(value);
+        match field {
+            b"data" => {
+                if self.has_data {
+                    self.data.push('\n');
+                }
+                self.data.push_str(&value);
+                self.has_data = true;
+            }
+            b"event" => self.event = Some(value.into_owned()),
+            b"id" => self.id = Some(value.into_owned()),
+            // `retry` and unknown fields are ignored, as the format says.
+            _ => {}
+        }
+    }
+
+    fn dispatch(&mut self, events: &mut Vec<SseEvent>) {
+        if self.has_data {
+            events.push(SseEvent {
+                event: self.event.take(),
+                data: std::mem::take(&mut self.data),
+                id: self.id.take(),
+            });
+        }
+        self.event = None;
+        self.id = None;
+        self.data.clear();
+        self.has_data = false;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn all(bytes: &[u8], chunk: usize) -> Vec<SseEvent> {
+        let mut parser = SseParser::new();
+        let mut events = Vec::new();
+        for piece in bytes.chunks(chunk.max(1)) {
+            parser.push(piece, &mut events);
+        }
+        let _ = parser.finish(&mut events);
+        events
+    }
+
+    #[test]
+    fn line_endings_comments_and_multi_line_data() {
+        let text = "\u{feff}: hello\r\nevent: a\r\ndata: one\r\ndata:two\r\n\r\nid: 7\rdata: x\r\rdata: cut";
+        let events = all(text.as_bytes(), 1000);
+        assert_eq!(events.len(), 2, "a last event without its blank line is dropped");
+        assert_eq!(events[0], SseEvent { event: Some("a".into()), data: "one\ntwo".into(), id: None });
+        assert_eq!(events[1], SseEvent { event: None, data: "x".into(), id: Some("7".into()) });
+    }
+
+    #[test]
+    fn any_chunking_gives_the_same_events() {
+        let text = "event: e\r\ndata: {\"k\": \"日本\"}\r\n\r\ndata: a\n\ndata: b\r\rdata: c\n\n";
+        let whole = all(text.as_bytes(), text.len());
+        assert_eq!(whole.len(), 4);
+        assert_eq!(whole[3].data, "c");
+        for size in 1..text.len() {
+            assert_eq!(all(text.as_bytes(), size), whole, "chunks of {size}");
+        }
+    }
+
+    #[test]
+    fn events_without_data_are_not_given() {
+        assert!(all(b"event: ping\n\n: comment\n\n", 3).is_empty());
+    }
+}

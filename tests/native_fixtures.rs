@@ -1,0 +1,346 @@
+//! The native protocols against recorded-shape payloads (`tests/fixtures/native/`): each
+//! provider's body and its server-sent-events stream give the same turn and the same
+//! requests, for every chunking; bad arguments, cut streams and error events are told,
+//! never run and never a panic.
+
+use serde_json::{Value, json};
+use tool_calling::model::{AssistantTurn, ContentBlock, FinishReason, Message, TurnAccumulator, TurnDelta};
+use tool_calling::protocol::native::{
+    Anthropic, Gemini, NativeOptions, NativeStreamParser, OpenAiChat, OpenAiResponses, ResponseStream,
+    WireError, WireFormat,
+};
+use tool_calling::protocol::{IncrementalParser, RequestIdStyle, StreamCollector};
+use tool_calling::{DiagnosticKind, ParseOutcome, ToolCallingProtocol};
+
+/// A protocol under test: its name (the fixture folder) and the protocol.
+trait Native: ToolCallingProtocol + WireFormat {}
+impl<T: ToolCallingProtocol + WireFormat> Native for T {}
+
+fn options() -> NativeOptions {
+    NativeOptions::default().request_ids(RequestIdStyle::Sequential)
+}
+
+fn providers() -> Vec<(&'static str, Box<dyn Native>)> {
+    vec![
+        ("openai", Box::new(OpenAiChat::new(options()))),
+        ("openai_responses", Box::new(OpenAiResponses::new(options()))),
+        ("anthropic", Box::new(Anthropic::new(options()))),
+        ("gemini", Box::new(Gemini::new(options()))),
+    ]
+}
+
+fn fixture(provider: &str, name: &str) -> Vec<u8> {
+    let path = format!("{}/tests/fixtures/native/{provider}/{name}", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+fn body(provider: &str, name: &str) -> Value {
+    serde_json::from_slice(&fixture(provider, name)).unwrap()
+}
+
+/// The deltas a stream gives, fed in chunks of `size` bytes, and whether an error event
+/// stopped it.
+fn stream(format: &dyn WireFormat, bytes: &[u8], size: usize) -> (Vec<TurnDelta>, Option<WireError>) {
+    let mut stream = ResponseStream::new(format);
+    let mut deltas = Vec::new();
+    let mut error = None;
+    for chunk in bytes.chunks(size.max(1)) {
+        if let Err(e) = stream.push(chunk, &mut deltas) {
+            error = Some(e);
+            break;
+        }
+    }
+    stream.finish(&mut deltas);
+    (deltas, error)
+}
+
+fn accumulate(deltas: &[TurnDelta]) -> AssistantTurn {
+    let mut turn = TurnAccumulator::new();
+    deltas.iter().for_each(|d| turn.push(d));
+    turn.finish()
+}
+
+/// A turn reduced to what must agree between a body and its stream: text, reasoning
+/// (text and signature), calls (id, name, arguments as JSON, signature), finish reason.
+fn summary(turn: &AssistantTurn) -> Value {
+    let blocks: Vec<Value> = turn
+        .content
+        .iter()
+        .map(|block| match block {
+            ContentBlock::Text { text } => json!({"text": text}),
+            ContentBlock::Reasoning(r) => {
+                json!({"reasoning": r.text, "signature": r.signature, "redacted": r.redacted})
+            }
+            ContentBlock::ToolCall(c) => json!({
+                "call": c.id, "name": c.name, "arguments": c.arguments_json().ok(), "signature": c.signature
+            }),
+            other => json!({"other": format!("{other:?}")}),
+        })
+        .collect();
+    json!({"blocks": blocks, "finish": turn.finish_reason.map(|f| f.as_str())})
+}
+
+/// The requests a stream of deltas gives, read by the protocol's incremental parser.
+fn streamed_requests(protocol: &dyn Native, deltas: &[TurnDelta]) -> ParseOutcome {
+    let mut parser = protocol.incremental_parser().expect("native protocols stream");
+    let mut events = Vec::new();
+    let mut collector = StreamCollector::new();
+    for delta in deltas {
+        parser.push(delta, &mut events);
+        collector.extend(events.drain(..));
+    }
+    parser.finish(&mut events);
+    collector.extend(events);
+    collector.into_outcome()
+}
+
+#[test]
+fn a_body_with_reasoning_and_two_parallel_calls() {
+    let expected_ids = [
+        ("openai", ["call_00_Qm3vX8rT1kLw5Zp9NcB2aYe7", "call_01_Hd6sJ4gU0fVn2Rq8WtK1oLx3"]),
+        ("openai_responses", ["call_Wx4hT9bN2qLm7RcV5pKs8dGe", "call_Yj6fP3sD1nQa8ZuE4kMw2hBt"]),
+        ("anthropic", ["toolu_01Gh5NkT8wQz3VmX1cRb7JpL", "toolu_01Pd2YfS6aLr9KeW4tHn8BqU"]),
+        ("gemini", ["p4n7kx2q", "m8w3ty6v"]),
+    ];
+    for ((name, protocol), (_, ids)) in providers().into_iter().zip(expected_ids) {
+        let turn = protocol.parse_response(&body(name, "two_calls_reasoning.json")).unwrap();
+        let reasoning: String = turn.reasoning().map(|r| r.text.as_str()).collect();
+        assert!(reasoning.starts_with("The user wants the current weather in Paris"), "{name}: {reasoning}");
+        assert!(reasoning.contains("°C"), "{name}");
+        assert_eq!(
+            turn.text(),
+            "I'll check the weather in Paris and add the numbers at the same time.",
+            "{name}"
+        );
+        assert_eq!(turn.finish_reason, Some(FinishReason::ToolCalls), "{name}");
+        let parsed = protocol.parse_turn(&turn);
+        let requests: Vec<(&str, &str, Value)> = parsed
+            .requests
+            .iter()
+            .map(|r| (r.request_id.as_str(), r.tool_name.as_str(), json!(r.args)))
+            .collect();
+        assert_eq!(
+            requests,
+            [
+                (ids[0], "get_weather", json!({"city": "Paris", "unit": "celsius"})),
+                (ids[1], "calc_add", json!({"a": 2, "b": 40})),
+            ],
+            "{name}"
+        );
+        assert!(parsed.requests.iter().all(|r| r.complete), "{name}");
+        assert!(parsed.diagnostics.is_empty(), "{name}");
+    }
+}
+
+#[test]
+fn the_stream_gives_the_bodys_turn_and_requests_for_every_chunking() {
+    for (name, protocol) in providers() {
+        let whole = protocol.parse_response(&body(name, "two_calls_reasoning.json")).unwrap();
+        let expected_requests = protocol.parse_turn(&whole);
+        let sse = fixture(name, "two_calls_reasoning.sse");
+        for size in [1, 2, 3, 7, 13, 64, 1000, sse.len()] {
+            let (deltas, error) = stream(protocol.as_ref(), &sse, size);
+            assert!(error.is_none(), "{name} in chunks of {size}: {error:?}");
+            let turn = accumulate(&deltas);
+            assert_eq!(summary(&turn), summary(&whole), "{name} in chunks of {size}");
+            assert_eq!(
+                streamed_requests(protocol.as_ref(), &deltas),
+                expected_requests,
+                "{name} in chunks of {size}"
+            );
+            assert_eq!(
+                protocol.parse_turn(&turn),
+                expected_requests,
+                "{name}: the accumulated turn parses the same"
+            );
+        }
+    }
+}
+
+#[test]
+fn each_call_is_complete_as_soon_as_the_stream_shows_its_end() {
+    // Feed the stream event by event; the first request must be reported before the
+    // stream's last event (for every provider, call 1 ends before the turn does).
+    for (name, protocol) in providers() {
+        let sse = fixture(name, "two_calls_reasoning.sse");
+        let mut stream = ResponseStream::new(protocol.as_ref());
+        let mut parser = protocol.incremental_parser().unwrap();
+        let mut deltas = Vec::new();
+        let mut events = Vec::new();
+        let mut first_request_at = None;
+        let mut pushed = 0;
+        for chunk in sse.chunks(1) {
+            stream.push(chunk, &mut deltas).unwrap();
+            pushed += 1;
+            for delta in deltas.drain(..) {
+                parser.push(&delta, &mut events);
+            }
+            if first_request_at.is_none()
+                && events
+                    .iter()
+                    .any(|e| matches!(e, tool_calling::protocol::StreamEvent::RequestCompleted(_)))
+            {
+                first_request_at = Some(pushed);
+            }
+        }
+        let at = first_request_at.unwrap_or_else(|| panic!("{name}: no request before the stream ended"));
+        assert!(
+            at < sse.len() - 20,
+            "{name}: the first call was reported only at byte {at} of {}",
+            sse.len()
+        );
+    }
+}
+
+#[test]
+fn bad_arguments_make_incomplete_requests_that_say_why() {
+    for (name, protocol) in providers() {
+        let turn = protocol.parse_response(&body(name, "bad_arguments.json")).unwrap();
+        let parsed = protocol.parse_turn(&turn);
+        assert!(!parsed.requests.is_empty(), "{name}");
+        for request in &parsed.requests {
+            // Gemini's call without `args` is a call without arguments: it may be complete.
+            if name == "gemini" && request.complete {
+                assert!(request.args.is_empty());
+                continue;
+            }
+            assert!(!request.complete, "{name}: {request:?}");
+            let problem = request.problems.join(" ");
+            assert!(
+                problem.contains("not valid JSON") || problem.contains("not a JSON object"),
+                "{name}: {problem}"
+            );
+        }
+        assert!(parsed.diagnostics.iter().all(|d| d.kind == DiagnosticKind::InvalidPayload), "{name}");
+        assert!(!parsed.diagnostics.is_empty(), "{name}");
+        // Calls the provider gave no id still get distinct ids.
+        let ids: std::collections::HashSet<&str> =
+            parsed.requests.iter().map(|r| r.request_id.as_str()).collect();
+        assert_eq!(ids.len(), parsed.requests.len(), "{name}");
+        assert!(parsed.requests.iter().all(|r| !r.request_id.is_empty()), "{name}");
+    }
+}
+
+#[test]
+fn a_stream_cut_mid_call_reports_that_call_incomplete() {
+    for (name, protocol) in providers() {
+        let sse = fixture(name, "cut_mid_call.sse");
+        for size in [1, 5, sse.len()] {
+            let (deltas, error) = stream(protocol.as_ref(), &sse, size);
+            assert!(error.is_none(), "{name}: {error:?}");
+            let turn = accumulate(&deltas);
+            assert_ne!(turn.finish_reason, Some(FinishReason::ToolCalls), "{name}: the turn did not finish");
+            let parsed = streamed_requests(protocol.as_ref(), &deltas);
+            // Gemini's cut event is dropped whole: its call never arrived.
+            if name == "gemini" {
+                assert!(parsed.requests.is_empty(), "{name}: {parsed:?}");
+                continue;
+            }
+            assert_eq!(parsed.requests.len(), 1, "{name}");
+            assert!(!parsed.requests[0].complete, "{name}");
+            assert_eq!(parsed.requests[0].tool_name, "get_weather", "{name}");
+        }
+    }
+}
+
+#[test]
+fn error_events_and_error_bodies_are_errors_not_turns() {
+    for (name, protocol) in providers() {
+        let (deltas, error) = stream(protocol.as_ref(), &fixture(name, "stream_error.sse"), 7);
+        assert!(matches!(error, Some(WireError::Provider { .. })), "{name}: {error:?}");
+        let _ = accumulate(&deltas);
+        let err = protocol.parse_response(&body(name, "error_429.json")).unwrap_err();
+        assert!(
+            matches!(&err, WireError::Provider { message, .. } if !message.is_empty()),
+            "{name}: {err:?}"
+        );
+    }
+}
+
+#[test]
+fn text_only_bodies_have_no_requests() {
+    for (name, protocol) in providers() {
+        let turn = protocol.parse_response(&body(name, "text_only.json")).unwrap();
+        assert!(!turn.text().is_empty(), "{name}");
+        assert_eq!(turn.finish_reason, Some(FinishReason::Stop), "{name}");
+        assert!(!protocol.parse_turn(&turn).has_requests(), "{name}");
+    }
+}
+
+#[test]
+fn reasoning_goes_back_unchanged_for_the_providers_that_sign_it() {
+    // Anthropic: thinking with its signature, and redacted thinking with its data.
+    let anthropic = Anthropic::new(options());
+    let turn = anthropic.parse_response(&body("anthropic", "redacted_thinking.json")).unwrap();
+    let wire = anthropic.wire_messages(&[Message::from_turn(turn)]);
+    let blocks = &wire[0]["content"];
+    assert_eq!(blocks[0]["type"], "thinking");
+    assert!(blocks[0]["signature"].as_str().unwrap().starts_with("EqMBCkYIBxgCKkA2"));
+    assert_eq!(blocks[1]["type"], "redacted_thinking");
+    assert!(blocks[1]["data"].as_str().unwrap().starts_with("EmwKAhgBEgy3va3p"));
+
+    // Gemini: the thought part, and the signature on the first call's part.
+    let gemini = Gemini::new(options());
+    let turn = gemini.parse_response(&body("gemini", "two_calls_reasoning.json")).unwrap();
+    let wire = gemini.wire_messages(&[Message::from_turn(turn)]);
+    let parts = &wire[0]["parts"];
+    assert_eq!(wire[0]["role"], "model");
+    assert_eq!(parts[0]["thought"], true);
+    assert!(parts[2]["thoughtSignature"].as_str().is_some());
+    assert_eq!(parts[2]["functionCall"]["id"], "p4n7kx2q");
+    assert!(parts[3].get("thoughtSignature").is_none());
+
+    // Responses: the reasoning item (id, encrypted content) and the call items' ids.
+    let responses = OpenAiResponses::new(options());
+    let turn = responses.parse_response(&body("openai_responses", "two_calls_reasoning.json")).unwrap();
+    let items = responses.wire_messages(&[Message::from_turn(turn)]);
+    assert_eq!(items[0]["type"], "reasoning");
+    assert_eq!(items[0]["id"], "rs_07d4e2b9a1c6f35801695f2a3d1b5c8190a4e9f2c7d6b1830e");
+    assert!(items[0]["encrypted_content"].as_str().unwrap().starts_with("gAAAAABpX5o-"));
+    assert_eq!(items[2]["type"], "function_call");
+    assert_eq!(items[2]["id"], "fc_07d4e2b9a1c6f35801695f2a40a7e48190c3d9f1b6a2e5c4d8");
+    assert_eq!(items[2]["call_id"], "call_Wx4hT9bN2qLm7RcV5pKs8dGe");
+}
+
+#[test]
+fn anthropic_redacted_thinking_and_gemini_malformed_calls() {
+    let turn =
+        Anthropic::new(options()).parse_response(&body("anthropic", "redacted_thinking.json")).unwrap();
+    let redacted: Vec<bool> = turn.reasoning().map(|r| r.redacted).collect();
+    assert_eq!(redacted, [false, true]);
+    let turn =
+        Gemini::new(options()).parse_response(&body("gemini", "malformed_function_call.json")).unwrap();
+    assert_eq!(turn.finish_reason, Some(FinishReason::Error));
+    assert_eq!(turn.tool_calls().count(), 0);
+}
+
+#[test]
+fn streamed_requests_equal_one_shot_for_any_grouping_of_deltas() {
+    // The incremental parser over deltas, whatever their grouping, gives what the
+    // one-shot parse of the accumulated turn gives.
+    let protocol = OpenAiChat::new(options());
+    let deltas = vec![
+        TurnDelta::Text("Two calls.".into()),
+        TurnDelta::ToolCallStart { index: 0, id: String::new(), name: "a".into() },
+        TurnDelta::ToolCallStart { index: 1, id: "c2".into(), name: "b".into() },
+        TurnDelta::ToolCallArguments { index: 1, fragment: "{\"x\":".into() },
+        TurnDelta::ToolCallArguments { index: 0, fragment: "[1]".into() },
+        TurnDelta::ToolCallEnd { index: 1 },
+        TurnDelta::ToolCallArguments { index: 1, fragment: "1}".into() },
+        TurnDelta::ToolCallEnd { index: 0 },
+    ];
+    let mut parser = NativeStreamParser::new(RequestIdStyle::Sequential);
+    let mut events = Vec::new();
+    for delta in &deltas {
+        parser.push(delta, &mut events);
+    }
+    parser.finish(&mut events);
+    let mut collector = StreamCollector::new();
+    collector.extend(events);
+    let one_shot = protocol.parse_turn(&accumulate(&deltas));
+    // Call 1 ended first: it is reported after call 0, in call order, as one-shot does.
+    assert_eq!(collector.into_outcome(), one_shot);
+    assert_eq!(one_shot.requests[0].request_id, "req_1", "no id from the provider: one assigned");
+    assert!(!one_shot.requests[0].complete, "`[1]` is not an object");
+    assert_eq!(one_shot.requests[1].args["x"], 1);
+}
