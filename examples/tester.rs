@@ -12,7 +12,7 @@
 //! # `parse`
 //!
 //! ```text
-//! tester parse [--protocol vcp] [--fuzzy] [--skip-fenced] [--keep-think] [--stream-chunk N] FILE|-
+//! tester parse [--protocol vcp|openai|openai_responses|anthropic|gemini] [--fuzzy] [--skip-fenced] [--keep-think] [--stream-chunk N] FILE|-
 //! ```
 //!
 //! Parses a model reply and prints
@@ -33,8 +33,14 @@
 //! give (`StreamCollector::into_outcome`): the same document as without the flag, for
 //! every N. A cut that would split a character moves back to the character's start, but
 //! every chunk holds at least one character (so `--stream-chunk 1` feeds a 3-byte `始` as
-//! one chunk). `--protocol openai|anthropic|gemini` is part of the contract but not yet
-//! available (exit 2), with or without `--stream-chunk`.
+//! one chunk).
+//!
+//! `--protocol openai|openai_responses|anthropic|gemini` reads a native API's response:
+//! FILE is a JSON response body, or with `--stream-chunk N` a server-sent-events
+//! transcript, fed N bytes at a time (cuts anywhere, as a network makes them) through the
+//! provider's stream decoder; both print the same document. `args` are the JSON values of
+//! each call. A body the provider's format cannot read (an error body) gives no request
+//! and an `invalid_payload` diagnostic; input that is not JSON at all exits 2.
 //!
 //! # `bench`
 //!
@@ -62,10 +68,11 @@
 //! # `prompt`
 //!
 //! ```text
-//! tester prompt [--protocol vcp] [--lang en|zh]
+//! tester prompt [--protocol vcp|openai|openai_responses|anthropic|gemini] [--lang en|zh]
 //! ```
 //!
-//! Prints the VCP tool-definition prompt for the demo tools, as plain text.
+//! Prints the VCP tool-definition prompt for the demo tools, as plain text; for a native
+//! protocol, the JSON `tools` value it sends.
 //!
 //! # `exec`
 //!
@@ -95,7 +102,7 @@
 //! # `cycle`
 //!
 //! ```text
-//! tester cycle [--protocol vcp] [--serial] [--timeout-ms T] [--fuzzy] [--skip-fenced] [--keep-think] FILE|-
+//! tester cycle [--protocol vcp|openai|openai_responses|anthropic|gemini] [--serial] [--timeout-ms T] [--fuzzy] [--skip-fenced] [--keep-think] FILE|-
 //! ```
 //!
 //! Runs the engine's full parse → execute → format cycle on a model reply with the demo
@@ -107,10 +114,14 @@
 //! parallel unless `--serial`; `--timeout-ms` and the parser flags mean what they mean
 //! for `exec` and `parse`.
 //!
-//! # Not yet available
-//!
-//! The native protocols (`--protocol openai|anthropic|gemini`) are recognised but exit 2
-//! for now.
+//! With a native `--protocol`, FILE is a response body and `context` is the JSON of what
+//! goes back to the provider, one entry per call in call order: for `openai` an array of
+//! `{"role": "tool", "tool_call_id", "content"}` messages, for `openai_responses` an array
+//! of `{"type": "function_call_output", "call_id", "output"}` items, for `anthropic` one
+//! `{"role": "user", "content": [tool_result blocks]}` message (`is_error` on failures),
+//! for `gemini` one `{"role": "user", "parts": [functionResponse parts]}` content (with
+//! the call's `id` when it had one). A call whose arguments are not valid JSON, or not an
+//! object, gets an error result that says so; it never runs.
 
 #![deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -130,12 +141,17 @@ mod demo_tools;
 use tool_calling::config::ToolCallConfig;
 use tool_calling::engine::Engine;
 use tool_calling::exec::{ExecutionContext, Executor, PlannedRequest};
+use tool_calling::model::{AssistantTurn, Message, TurnAccumulator};
+use tool_calling::protocol::native::{
+    Anthropic, Gemini, NativeOptions, OpenAiChat, OpenAiResponses, ResponseStream, WireFormat,
+};
 use tool_calling::protocol::vcp::{Language, RequestIdStyle, VcpOptions, VcpProtocol, command_alias};
 use tool_calling::protocol::{IncrementalParser, StreamCollector};
 use tool_calling::tools::ToolRegistry;
 use tool_calling::tools::{DiscoveryService, MethodFilter};
 use tool_calling::tools::{MethodSpec, ToolSpec};
 use tool_calling::{Diagnostic, ParseOutcome, ParsedToolRequest, ToolCallingProtocol, ToolExecutionResult};
+use tool_calling::{DiagnosticKind, Span};
 
 /// Command-line tester for the tool-calling library.
 #[derive(Debug, Parser)]
@@ -166,8 +182,26 @@ enum Command {
 enum ProtocolName {
     Vcp,
     Openai,
+    #[value(name = "openai_responses")]
+    OpenaiResponses,
     Anthropic,
     Gemini,
+}
+
+/// A native protocol: its tool-calling side and its wire format.
+trait Native: ToolCallingProtocol + WireFormat {
+    fn as_wire(&self) -> &dyn WireFormat;
+    fn into_protocol(self: Arc<Self>) -> Arc<dyn ToolCallingProtocol>;
+}
+
+impl<T: ToolCallingProtocol + WireFormat + 'static> Native for T {
+    fn as_wire(&self) -> &dyn WireFormat {
+        self
+    }
+
+    fn into_protocol(self: Arc<Self>) -> Arc<dyn ToolCallingProtocol> {
+        self
+    }
 }
 
 impl ProtocolName {
@@ -175,9 +209,22 @@ impl ProtocolName {
         match self {
             ProtocolName::Vcp => "vcp",
             ProtocolName::Openai => "openai",
+            ProtocolName::OpenaiResponses => "openai_responses",
             ProtocolName::Anthropic => "anthropic",
             ProtocolName::Gemini => "gemini",
         }
+    }
+
+    /// The native protocol (sequential ids, for reproducible output), or `None` for VCP.
+    fn native(self) -> Option<Arc<dyn Native>> {
+        let options = NativeOptions::default().request_ids(RequestIdStyle::Sequential);
+        Some(match self {
+            ProtocolName::Vcp => return None,
+            ProtocolName::Openai => Arc::new(OpenAiChat::new(options)),
+            ProtocolName::OpenaiResponses => Arc::new(OpenAiResponses::new(options)),
+            ProtocolName::Anthropic => Arc::new(Anthropic::new(options)),
+            ProtocolName::Gemini => Arc::new(Gemini::new(options)),
+        })
     }
 }
 
@@ -305,10 +352,6 @@ enum Failure {
 impl Failure {
     fn msg(message: impl Into<String>) -> Self {
         Failure::Message(message.into())
-    }
-
-    fn not_yet_available(what: impl fmt::Display) -> Self {
-        Failure::Message(format!("{what} is not yet available"))
     }
 }
 
@@ -450,8 +493,11 @@ fn discover(args: &DiscoverArgs) -> Result<(), Failure> {
 }
 
 fn prompt(args: &PromptArgs) -> Result<(), Failure> {
-    if args.protocol != ProtocolName::Vcp {
-        return Err(Failure::not_yet_available(format!("prompt --protocol {}", args.protocol.as_str())));
+    if let Some(native) = args.protocol.native() {
+        let discovery = DiscoveryService::new(demo_registry()?);
+        let declarations =
+            native.tool_declarations(&discovery.enabled_definitions(&ToolCallConfig::default()));
+        return print_json(declarations.as_native().unwrap_or(&Value::Null));
     }
     let language = match args.lang {
         Lang::En => Language::En,
@@ -466,13 +512,17 @@ fn prompt(args: &PromptArgs) -> Result<(), Failure> {
 }
 
 fn parse(args: &ParseArgs) -> Result<(), Failure> {
-    if args.protocol != ProtocolName::Vcp {
-        return Err(Failure::not_yet_available(format!("parse --protocol {}", args.protocol.as_str())));
-    }
     if args.stream_chunk == Some(0) {
         return Err(Failure::msg("--stream-chunk must be at least 1"));
     }
     let text = read_input(&args.input)?;
+    if let Some(native) = args.protocol.native() {
+        let outcome = match args.stream_chunk {
+            None => parse_native_body(native.as_ref(), &text)?.1,
+            Some(size) => parse_native_stream(native.as_ref(), &text, size).1,
+        };
+        return print_json(&outcome_json(&outcome));
+    }
     let protocol = VcpProtocol::new(args.vcp.options());
     let outcome = match args.stream_chunk {
         None => protocol.parse(&text),
@@ -494,6 +544,70 @@ fn parse_streaming(protocol: &VcpProtocol, text: &str, size: usize) -> ParseOutc
     parser.finish(&mut events);
     collector.extend(events.drain(..));
     collector.into_outcome()
+}
+
+/// A response body's turn and what the protocol reads in it. A body the provider's
+/// format cannot read (an error body, another shape) gives no turn and an
+/// `invalid_payload` diagnostic; text that is not JSON at all is a usage error.
+fn parse_native_body(native: &dyn Native, text: &str) -> Result<(AssistantTurn, ParseOutcome), Failure> {
+    let body: Value = serde_json::from_str(text)
+        .map_err(|e| Failure::msg(format!("the input is not a JSON response body: {e}")))?;
+    Ok(match native.parse_response(&body) {
+        Ok(turn) => {
+            let outcome = native.parse_turn(&turn);
+            (turn, outcome)
+        }
+        Err(error) => (AssistantTurn::new(), invalid_payload(&error.to_string())),
+    })
+}
+
+/// An outcome of no request and one `invalid_payload` diagnostic.
+fn invalid_payload(message: &str) -> ParseOutcome {
+    ParseOutcome::new(
+        Vec::new(),
+        vec![Diagnostic::new(DiagnosticKind::InvalidPayload, message, Span::default())],
+    )
+}
+
+/// A server-sent-events transcript fed `size` bytes at a time (cuts may split lines and
+/// characters, as a network does) through the provider's decoder and the protocol's
+/// incremental parser: the turn, and the outcome the collected events give. An error
+/// event ends the stream with an `invalid_payload` diagnostic.
+fn parse_native_stream(native: &dyn Native, text: &str, size: usize) -> (AssistantTurn, ParseOutcome) {
+    let mut stream = ResponseStream::new(native.as_wire());
+    let mut parser = native.incremental_parser().unwrap_or_else(|| unreachable_parser());
+    let mut turn = TurnAccumulator::new();
+    let (mut deltas, mut events) = (Vec::new(), Vec::new());
+    let mut collector = StreamCollector::new();
+    let mut error = None;
+    for chunk in text.as_bytes().chunks(size) {
+        if let Err(e) = stream.push(chunk, &mut deltas) {
+            error = Some(e);
+            break;
+        }
+        for delta in deltas.drain(..) {
+            turn.push(&delta);
+            parser.push(&delta, &mut events);
+        }
+        collector.extend(events.drain(..));
+    }
+    stream.finish(&mut deltas);
+    for delta in deltas.drain(..) {
+        turn.push(&delta);
+        parser.push(&delta, &mut events);
+    }
+    parser.finish(&mut events);
+    collector.extend(events);
+    let mut outcome = collector.into_outcome();
+    if let Some(error) = error {
+        outcome.diagnostics.extend(invalid_payload(&error.to_string()).diagnostics);
+    }
+    (turn.finish(), outcome)
+}
+
+/// Native protocols always have an incremental parser; this is never called.
+fn unreachable_parser() -> Box<dyn IncrementalParser> {
+    Box::new(tool_calling::protocol::native::NativeStreamParser::new(RequestIdStyle::Sequential))
 }
 
 /// `text` in chunks of `size` bytes (`size` ≥ 1): a cut inside a character moves back to
@@ -566,11 +680,11 @@ fn exec(args: &ExecArgs) -> Result<(), Failure> {
 }
 
 fn cycle(args: &CycleArgs) -> Result<(), Failure> {
-    if args.protocol != ProtocolName::Vcp {
-        return Err(Failure::not_yet_available(format!("cycle --protocol {}", args.protocol.as_str())));
-    }
     let text = read_input(&args.input)?;
     let ctx = execution_context(args.timeout_ms, args.serial)?;
+    if let Some(native) = args.protocol.native() {
+        return cycle_native(native, &text, &ctx);
+    }
     let options = args.vcp.options();
     let engine = Engine::new(demo_registry()?).with_protocol(Arc::new(VcpProtocol::new(options)));
     let cycle = runtime()?
@@ -584,6 +698,50 @@ fn cycle(args: &CycleArgs) -> Result<(), Failure> {
         "context": context,
         "diagnostics": cycle.diagnostics.iter().map(diagnostic_json).collect::<Vec<_>>(),
     }))
+}
+
+/// The cycle on a native response body; `context` is what goes back to the provider, in
+/// its own shape: the result messages as its API takes them (for Anthropic and Gemini
+/// the one message or content they make).
+fn cycle_native(native: Arc<dyn Native>, text: &str, ctx: &ExecutionContext) -> Result<(), Failure> {
+    let (turn, _) = parse_native_body(native.as_ref(), text)?;
+    let protocol = native.clone().into_protocol();
+    let engine = Engine::new(demo_registry()?).with_protocol(protocol);
+    let cycle = runtime()?
+        .block_on(engine.process_turn(&turn, ctx))
+        .map_err(|e| Failure::msg(format!("cannot run the cycle: {e}")))?;
+    // The turn first, so that a provider that echoes call ids (Gemini) sees which calls
+    // had one; then the results, which are the context.
+    let mut history = vec![Message::from_turn(turn)];
+    history.extend(cycle.result_messages.iter().cloned());
+    let turn_items = native.wire_messages(&history[..1]).as_array().map_or(0, Vec::len);
+    let mut results: Vec<Value> = native.wire_messages(&history).as_array().cloned().unwrap_or_default();
+    let results = results.split_off(turn_items.min(results.len()));
+    let context = match args_shape(native.id()) {
+        Shape::List => Value::Array(results),
+        Shape::One => results.into_iter().next().unwrap_or(Value::Null),
+    };
+    print_json(&json!({
+        "has_tool_requests": cycle.has_tool_requests,
+        "parsed": cycle.parsed_requests.iter().map(request_json).collect::<Vec<_>>(),
+        "results": cycle.execution_results.iter().map(result_json).collect::<Vec<_>>(),
+        "context": context,
+        "diagnostics": cycle.diagnostics.iter().map(diagnostic_json).collect::<Vec<_>>(),
+    }))
+}
+
+/// How a provider's results are printed: a list of messages or items, or the one
+/// message (Anthropic) or content (Gemini) holding them all.
+enum Shape {
+    List,
+    One,
+}
+
+fn args_shape(protocol: &str) -> Shape {
+    match protocol {
+        "anthropic" | "gemini" => Shape::One,
+        _ => Shape::List,
+    }
 }
 
 /// What kind of JSON value `value` is, for messages.
@@ -600,7 +758,10 @@ fn json_kind(value: &Value) -> &'static str {
 
 fn bench(args: &BenchArgs) -> Result<(), Failure> {
     if args.protocol != ProtocolName::Vcp {
-        return Err(Failure::not_yet_available(format!("bench --protocol {}", args.protocol.as_str())));
+        return Err(Failure::msg(format!(
+            "bench measures text protocols; --protocol {} is a native API",
+            args.protocol.as_str()
+        )));
     }
     if args.iterations == 0 {
         return Err(Failure::msg("--iterations must be at least 1"));

@@ -154,8 +154,9 @@ pub struct ToolExecutionResult {
     pub error_kind: Option<ErrorKind>,
     /// Wall time of the call in milliseconds.
     pub duration_ms: u64,
-    /// The output's parts when the tool returned several (or non-text) parts;
-    /// [`result`](Self::result) then holds their text rendering. Empty otherwise.
+    /// The output's parts when the tool returned parts or a JSON value (one `Json`
+    /// part, so that protocols that carry JSON keep it); [`result`](Self::result) then
+    /// holds their text rendering. Empty for text.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub parts: Vec<ContentPart>,
 }

@@ -320,13 +320,114 @@ fn invalid_utf8_names_the_byte_offset() {
     assert_eq!(usage_error(&run(&["bench", file.arg()])), line);
 }
 
+/// A native fixture's path.
+fn native_fixture(provider: &str, name: &str) -> String {
+    format!("{}/tests/fixtures/native/{provider}/{name}", env!("CARGO_MANIFEST_DIR"))
+}
+
+const NATIVE: [&str; 4] = ["openai", "openai_responses", "anthropic", "gemini"];
+
 #[test]
-fn pending_protocols_are_not_yet_available() {
-    let file = TempFile::new("cycle_openai.txt", b"{}");
-    let line = usage_error(&run(&["cycle", "--protocol", "openai", file.arg()]));
-    assert_eq!(line, "tester: cycle --protocol openai is not yet available");
-    let line = usage_error(&run(&["prompt", "--protocol", "openai"]));
-    assert_eq!(line, "tester: prompt --protocol openai is not yet available");
+fn native_parse_reads_bodies_and_streams_alike_at_every_chunk_size() {
+    for provider in NATIVE {
+        let body = native_fixture(provider, "two_calls_reasoning.json");
+        let one_shot = success_json(&run(&["parse", "--protocol", provider, &body]));
+        let names: Vec<&str> = one_shot["requests"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["tool_name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["get_weather", "calc_add"], "{provider}");
+        assert_eq!(one_shot["requests"][1]["args"], json!({"a": 2, "b": 40}), "{provider}");
+        let sse = native_fixture(provider, "two_calls_reasoning.sse");
+        for n in ["1", "7", "64", "100000"] {
+            let streamed = success_json(&run(&["parse", "--protocol", provider, "--stream-chunk", n, &sse]));
+            assert_eq!(streamed, one_shot, "{provider} --stream-chunk {n}");
+        }
+    }
+    let not_json = TempFile::new("not_json.txt", b"<<<[TOOL_REQUEST]>>>");
+    let line = usage_error(&run(&["parse", "--protocol", "openai", not_json.arg()]));
+    assert!(line.contains("not a JSON response body"), "{line}");
+}
+
+#[test]
+fn native_prompt_prints_the_tools_value() {
+    let tools = |protocol: &str| success_json(&run(&["prompt", "--protocol", protocol]));
+    assert_eq!(tools("openai")[0]["function"]["name"], "calc_add");
+    assert_eq!(tools("openai")[0]["type"], "function");
+    assert_eq!(tools("openai_responses")[0]["name"], "calc_add");
+    assert_eq!(tools("anthropic")[0]["input_schema"]["type"], "object");
+    let gemini = tools("gemini");
+    assert_eq!(gemini[0]["functionDeclarations"][0]["name"], "calc_add");
+    assert!(gemini.to_string().contains("text_label"));
+    assert!(!gemini.to_string().contains("secret_internal"));
+}
+
+#[test]
+fn native_cycle_gives_the_context_in_each_providers_shape() {
+    let cycle = |provider: &str| {
+        success_json(&run(&[
+            "cycle",
+            "--protocol",
+            provider,
+            &native_fixture(provider, "two_calls_reasoning.json"),
+        ]))
+    };
+    // get_weather is no demo tool (an error); calc_add is.
+    let openai = cycle("openai");
+    assert_eq!(openai["results"][1]["result"], "42.0");
+    assert_eq!(
+        openai["context"],
+        json!([
+            {"role": "tool", "tool_call_id": "call_00_Qm3vX8rT1kLw5Zp9NcB2aYe7", "content": openai["results"][0]["result"]},
+            {"role": "tool", "tool_call_id": "call_01_Hd6sJ4gU0fVn2Rq8WtK1oLx3", "content": "42.0"}
+        ])
+    );
+    let responses = cycle("openai_responses");
+    assert_eq!(
+        responses["context"][1],
+        json!({"type": "function_call_output", "call_id": "call_Yj6fP3sD1nQa8ZuE4kMw2hBt", "output": "42.0"})
+    );
+    let anthropic = cycle("anthropic");
+    let message = &anthropic["context"];
+    assert_eq!(message["role"], "user");
+    assert_eq!(message["content"][0]["type"], "tool_result");
+    assert_eq!(message["content"][0]["tool_use_id"], "toolu_01Gh5NkT8wQz3VmX1cRb7JpL");
+    assert_eq!(message["content"][0]["is_error"], true);
+    assert_eq!(message["content"][1]["is_error"], false);
+    let gemini = cycle("gemini");
+    let parts = &gemini["context"]["parts"];
+    assert_eq!(gemini["context"]["role"], "user");
+    assert_eq!(
+        parts[1]["functionResponse"],
+        json!({"id": "m8w3ty6v", "name": "calc_add", "response": {"output": 42.0}})
+    );
+    assert!(parts[0]["functionResponse"]["response"].get("error").is_some());
+}
+
+#[test]
+fn native_cycle_answers_bad_arguments_without_running_anything() {
+    for provider in NATIVE {
+        let out = success_json(&run(&[
+            "cycle",
+            "--protocol",
+            provider,
+            &native_fixture(provider, "bad_arguments.json"),
+        ]));
+        for result in out["results"].as_array().unwrap() {
+            if result["status"] == "success" {
+                continue; // Gemini's call without `args` is a call without arguments.
+            }
+            let text = result["result"].as_str().unwrap();
+            assert!(
+                text.contains("not valid JSON")
+                    || text.contains("not a JSON object")
+                    || text.contains("no tool method"),
+                "{provider}: {text}"
+            );
+        }
+    }
 }
 
 const RESULT_KEYS: [&str; 6] = ["request_id", "tool_name", "status", "result", "error_kind", "duration_ms"];
@@ -539,16 +640,6 @@ fn prompt_is_plain_text_in_both_languages_without_the_internal_method() {
         assert!(text.contains("times:「始」(integer, ") && text.contains("maximum: 10"));
         assert!(!text.contains("secret_internal"), "{lang}");
     }
-}
-
-#[test]
-fn parse_options_not_yet_available() {
-    let file = TempFile::new("pending.txt", b"hi");
-    let line = usage_error(&run(&["parse", "--protocol", "openai", file.arg()]));
-    assert!(line.contains("not yet available"), "{line}");
-    // Streaming a native protocol (a server-sent-events transcript) is not there yet either.
-    let line = usage_error(&run(&["parse", "--protocol", "openai", "--stream-chunk", "4", file.arg()]));
-    assert!(line.contains("not yet available"), "{line}");
 }
 
 #[test]

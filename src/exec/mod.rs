@@ -436,6 +436,10 @@ fn combine(request: &ParsedToolRequest, outcomes: Vec<CallOutcome>) -> ToolExecu
     if outcomes.len() == 1 {
         return match outcomes.into_iter().next() {
             Some((name, Ok(ToolOutput::Parts(parts)))) => ToolExecutionResult::success_parts(id, name, parts),
+            // JSON stays JSON for protocols that carry it (a Gemini function response).
+            Some((name, Ok(ToolOutput::Json(value)))) => {
+                ToolExecutionResult::success_parts(id, name, vec![crate::ContentPart::json(value)])
+            }
             Some((name, Ok(output))) => ToolExecutionResult::success(id, name, output.into_text()),
             Some((name, Err(error))) => ToolExecutionResult::error(id, name, error.kind, error.message),
             None => ToolExecutionResult::error(id, &request.tool_name, ErrorKind::NotFound, "nothing to run"),
