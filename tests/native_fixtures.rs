@@ -325,8 +325,10 @@ fn streamed_requests_equal_one_shot_for_any_grouping_of_deltas() {
         TurnDelta::ToolCallStart { index: 1, id: "c2".into(), name: "b".into() },
         TurnDelta::ToolCallArguments { index: 1, fragment: "{\"x\":".into() },
         TurnDelta::ToolCallArguments { index: 0, fragment: "[1]".into() },
-        TurnDelta::ToolCallEnd { index: 1 },
         TurnDelta::ToolCallArguments { index: 1, fragment: "1}".into() },
+        TurnDelta::ToolCallEnd { index: 1 },
+        // An end is final: what comes for the call after it is ignored.
+        TurnDelta::ToolCallArguments { index: 1, fragment: ", \"y\": 2}".into() },
         TurnDelta::ToolCallEnd { index: 0 },
     ];
     let mut parser = NativeStreamParser::new(RequestIdStyle::Sequential);
@@ -343,4 +345,5 @@ fn streamed_requests_equal_one_shot_for_any_grouping_of_deltas() {
     assert_eq!(one_shot.requests[0].request_id, "req_1", "no id from the provider: one assigned");
     assert!(!one_shot.requests[0].complete, "`[1]` is not an object");
     assert_eq!(one_shot.requests[1].args["x"], 1);
+    assert!(one_shot.requests[1].complete && !one_shot.requests[1].args.contains_key("y"));
 }

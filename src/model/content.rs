@@ -100,17 +100,34 @@ pub struct ToolCall {
     /// signature), to be sent back with it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub signature: Option<String>,
+    /// The reply ended before this call was complete (a stream cut off mid-call): what
+    /// arrived is kept, but the call must not run.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub incomplete: bool,
 }
 
 impl ToolCall {
     /// A call with arguments given as JSON text.
     pub fn new(id: impl Into<String>, name: impl Into<String>, arguments: impl Into<String>) -> Self {
-        ToolCall { id: id.into(), name: name.into(), arguments: arguments.into(), signature: None }
+        ToolCall {
+            id: id.into(),
+            name: name.into(),
+            arguments: arguments.into(),
+            signature: None,
+            incomplete: false,
+        }
     }
 
     /// A call with arguments given as a JSON value.
     pub fn with_json(id: impl Into<String>, name: impl Into<String>, arguments: &serde_json::Value) -> Self {
         Self::new(id, name, arguments.to_string())
+    }
+
+    /// Marks the call as cut off before it was complete.
+    #[must_use]
+    pub fn incomplete(mut self) -> Self {
+        self.incomplete = true;
+        self
     }
 
     /// Sets the provider's signature.

@@ -11,8 +11,11 @@ use super::{AssistantTurn, ContentBlock, FinishReason, Reasoning, ToolCall};
 /// Text and reasoning arrive in fragments; a native tool call arrives as a start (id and
 /// name), argument fragments, and an end. `index` numbers the turn's tool calls from 0
 /// in the order they started.
+///
+/// Serialised with a `type` tag and the variant's contents under `value`:
+/// `{"type": "text", "value": "…"}`, `{"type": "tool_call_end", "value": {"index": 0}}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
+#[serde(tag = "type", content = "value", rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum TurnDelta {
     /// More text.
@@ -47,7 +50,13 @@ pub enum TurnDelta {
         /// The signature.
         signature: String,
     },
-    /// A call's arguments are complete.
+    /// The reply ended before the call was complete (a stream cut off mid-call); its
+    /// end follows.
+    ToolCallIncomplete {
+        /// The call's number in this turn.
+        index: usize,
+    },
+    /// A call has ended: nothing more of it follows (later deltas for it are ignored).
     ToolCallEnd {
         /// The call's number in this turn.
         index: usize,
@@ -61,7 +70,8 @@ pub enum TurnDelta {
 /// Adjacent text joins into one block, as does adjacent reasoning; a tool call's
 /// argument fragments join in its block. Deltas that name a call that never started
 /// (a stream that lost its start) open a call with an empty id and name, so that the
-/// arguments are kept and the call is reported, not dropped.
+/// arguments are kept and the call is reported, not dropped. A call's end is final:
+/// deltas for it after its end are ignored.
 ///
 /// ```
 /// use tool_calling::model::{TurnAccumulator, TurnDelta};
@@ -86,6 +96,8 @@ pub struct TurnAccumulator {
     /// Block position of each call, by call index (a map: indexes come from the
     /// provider and need not be small).
     calls: HashMap<usize, usize>,
+    /// Call indexes that have ended.
+    ended: std::collections::HashSet<usize>,
 }
 
 impl TurnAccumulator {
@@ -117,6 +129,12 @@ impl TurnAccumulator {
             TurnDelta::ReasoningBlock(reasoning) => {
                 self.turn.content.push(ContentBlock::Reasoning(reasoning.clone()));
             }
+            TurnDelta::ToolCallStart { index, .. }
+            | TurnDelta::ToolCallArguments { index, .. }
+            | TurnDelta::ToolCallSignature { index, .. }
+            | TurnDelta::ToolCallIncomplete { index }
+            | TurnDelta::ToolCallEnd { index }
+                if self.ended.contains(index) => {}
             TurnDelta::ToolCallStart { index, id, name } => self.with_call(*index, |call| {
                 if call.id.is_empty() {
                     call.id.clone_from(id);
@@ -131,7 +149,11 @@ impl TurnAccumulator {
             TurnDelta::ToolCallSignature { index, signature } => {
                 self.with_call(*index, |call| call.signature = Some(signature.clone()));
             }
-            TurnDelta::ToolCallEnd { index } => self.with_call(*index, |_| {}),
+            TurnDelta::ToolCallIncomplete { index } => self.with_call(*index, |call| call.incomplete = true),
+            TurnDelta::ToolCallEnd { index } => {
+                self.with_call(*index, |_| {});
+                self.ended.insert(*index);
+            }
             TurnDelta::Finish(reason) => self.turn.finish_reason = Some(*reason),
         }
     }
@@ -171,5 +193,50 @@ impl TurnAccumulator {
     /// The turn.
     pub fn finish(self) -> AssistantTurn {
         self.turn
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_end_is_final_and_a_cut_call_is_marked() {
+        let mut accumulator = TurnAccumulator::new();
+        for delta in [
+            TurnDelta::ToolCallStart { index: 0, id: "c0".into(), name: "f".into() },
+            TurnDelta::ToolCallArguments { index: 0, fragment: "{}".into() },
+            TurnDelta::ToolCallEnd { index: 0 },
+            TurnDelta::ToolCallArguments { index: 0, fragment: "more".into() },
+            TurnDelta::ToolCallIncomplete { index: 0 },
+            TurnDelta::ToolCallStart { index: 1, id: "c1".into(), name: "g".into() },
+            TurnDelta::ToolCallArguments { index: 1, fragment: "{\"a\"".into() },
+            TurnDelta::ToolCallIncomplete { index: 1 },
+            TurnDelta::ToolCallEnd { index: 1 },
+        ] {
+            accumulator.push(&delta);
+        }
+        let turn = accumulator.finish();
+        let calls: Vec<_> = turn.tool_calls().collect();
+        assert_eq!((calls[0].arguments.as_str(), calls[0].incomplete), ("{}", false));
+        assert_eq!((calls[1].arguments.as_str(), calls[1].incomplete), ("{\"a\"", true));
+
+        // Deltas serialise and read back.
+        let deltas = turn.clone().into_deltas();
+        let json = serde_json::to_value(&deltas).unwrap();
+        assert_eq!(
+            json[0],
+            serde_json::json!({"type": "tool_call_start", "value": {"index": 0, "id": "c0", "name": "f"}})
+        );
+        assert_eq!(serde_json::from_value::<Vec<TurnDelta>>(json).unwrap(), deltas);
+        let text = serde_json::to_value(TurnDelta::Text("hi".into())).unwrap();
+        assert_eq!(text, serde_json::json!({"type": "text", "value": "hi"}));
+
+        // A turn's deltas give the turn back, the mark included.
+        let mut again = TurnAccumulator::new();
+        for delta in turn.clone().into_deltas() {
+            again.push(&delta);
+        }
+        assert_eq!(again.finish(), turn);
     }
 }

@@ -176,6 +176,9 @@ impl AssistantTurn {
                         deltas.push(TurnDelta::ToolCallSignature { index, signature });
                     }
                     deltas.push(TurnDelta::ToolCallArguments { index, fragment: call.arguments });
+                    if call.incomplete {
+                        deltas.push(TurnDelta::ToolCallIncomplete { index });
+                    }
                     deltas.push(TurnDelta::ToolCallEnd { index });
                 }
                 // A result has no place in an assistant turn; nothing to stream.

@@ -290,8 +290,10 @@ fn assistant_blocks(message: &Message) -> Vec<Value> {
 /// Decodes Messages stream events.
 #[derive(Debug, Default)]
 struct EventDecoder {
-    /// Content block index → our call number, for tool_use blocks.
+    /// Content block index → our call number, for the tool_use blocks still open.
     calls: HashMap<i64, usize>,
+    /// Calls started so far.
+    started: usize,
     done: bool,
 }
 
@@ -308,8 +310,12 @@ impl StreamDecoder for EventDecoder {
                 let block = data.get("content_block").unwrap_or(&Value::Null);
                 match str_of(block, "type") {
                     "tool_use" => {
-                        let number = self.calls.len();
-                        self.calls.insert(index, number);
+                        let number = self.started;
+                        self.started += 1;
+                        // A second start at an open index ends the call there first.
+                        if let Some(previous) = self.calls.insert(index, number) {
+                            deltas.push(TurnDelta::ToolCallEnd { index: previous });
+                        }
                         deltas.push(TurnDelta::ToolCallStart {
                             index: number,
                             id: str_of(block, "id").to_string(),
@@ -363,7 +369,8 @@ impl StreamDecoder for EventDecoder {
                 }
             }
             "content_block_stop" => {
-                if let Some(&number) = self.calls.get(&index) {
+                // Removed: the call takes nothing more, and a repeated stop ends nothing.
+                if let Some(number) = self.calls.remove(&index) {
                     deltas.push(TurnDelta::ToolCallEnd { index: number });
                 }
             }

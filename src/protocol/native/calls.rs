@@ -11,7 +11,7 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
-use crate::model::{AssistantTurn, ToolCall, TurnAccumulator, TurnDelta};
+use crate::model::{AssistantTurn, FinishReason, ToolCall, TurnAccumulator, TurnDelta};
 use crate::protocol::ids::IdAssigner;
 use crate::protocol::{
     Diagnostic, DiagnosticKind, IncrementalParser, ParseOutcome, RequestIdStyle, StreamEvent,
@@ -20,25 +20,36 @@ use crate::request::RequestIdSource;
 use crate::{ParsedToolRequest, Span};
 
 /// The request for one call; a diagnostic is added for arguments that cannot be used.
+///
+/// A call the reply ended before completing ([`ToolCall::incomplete`]) is reported as
+/// cut off, with `finish`, the turn's finish reason.
 pub(crate) fn request_from_call(
     call: &ToolCall,
+    finish: Option<FinishReason>,
     ids: &mut IdAssigner,
     diagnostics: &mut Vec<Diagnostic>,
 ) -> ParsedToolRequest {
     let mut request = ParsedToolRequest::new(call.id.clone(), call.name.clone());
     request.id_source = if call.id.is_empty() { RequestIdSource::Assigned } else { RequestIdSource::Model };
     ids.assign(&mut request);
-    let problem = match call.arguments_json() {
-        Ok(Value::Object(args)) => {
+    let arguments = if call.incomplete { None } else { Some(call.arguments_json()) };
+    let problem = match arguments {
+        None => Some(format!(
+            "the reply ended (finish reason: {}) before the call to `{}` was complete: the call is \
+             incomplete and was not run; send it again in full",
+            finish.map_or("none given", |reason| reason.as_str()),
+            call.name
+        )),
+        Some(Ok(Value::Object(args))) => {
             request.args = args.into_iter().collect();
             None
         }
-        Ok(other) => Some(format!(
+        Some(Ok(other)) => Some(format!(
             "the arguments of `{}` are {}, not a JSON object: send them as an object of named values",
             call.name,
             json_kind(&other)
         )),
-        Err(e) => Some(format!(
+        Some(Err(e)) => Some(format!(
             "the arguments of `{}` are not valid JSON ({e}): send them as one JSON object",
             call.name
         )),
@@ -68,8 +79,10 @@ fn json_kind(value: &Value) -> &'static str {
 pub(crate) fn parse_calls(turn: &AssistantTurn, style: RequestIdStyle) -> ParseOutcome {
     let mut ids = IdAssigner::new(style);
     let mut diagnostics = Vec::new();
-    let requests =
-        turn.tool_calls().map(|call| request_from_call(call, &mut ids, &mut diagnostics)).collect();
+    let requests = turn
+        .tool_calls()
+        .map(|call| request_from_call(call, turn.finish_reason, &mut ids, &mut diagnostics))
+        .collect();
     ParseOutcome::new(requests, diagnostics)
 }
 
@@ -146,7 +159,8 @@ impl NativeStreamParser {
             self.reported += 1;
             let Some(call) = self.turn.call(index) else { continue };
             let mut diagnostics = Vec::new();
-            let request = request_from_call(call, &mut self.ids, &mut diagnostics);
+            let finish = self.turn.turn().finish_reason;
+            let request = request_from_call(call, finish, &mut self.ids, &mut diagnostics);
             events.extend(diagnostics.into_iter().map(StreamEvent::Diagnostic));
             events.push(StreamEvent::RequestCompleted(request));
         }
@@ -169,7 +183,9 @@ impl IncrementalParser for NativeStreamParser {
                 self.position_of(*index);
                 events.push(StreamEvent::RequestStarted { offset: self.text_len });
             }
-            TurnDelta::ToolCallArguments { index, .. } | TurnDelta::ToolCallSignature { index, .. } => {
+            TurnDelta::ToolCallArguments { index, .. }
+            | TurnDelta::ToolCallSignature { index, .. }
+            | TurnDelta::ToolCallIncomplete { index } => {
                 self.position_of(*index);
             }
             TurnDelta::ToolCallEnd { index } => {

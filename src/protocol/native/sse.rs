@@ -38,7 +38,7 @@ pub struct SseParser {
     line: Vec<u8>,
     /// The previous chunk ended in `\r`: a `\n` starting this one belongs to it.
     after_cr: bool,
-    /// Nothing has been read yet (a byte-order mark is skipped there).
+    /// The first line has been read (a byte-order mark is skipped at its start).
     started: bool,
     event: Option<String>,
     data: String,
@@ -54,13 +54,8 @@ impl SseParser {
 
     /// Takes in the next bytes; appends the events they complete to `events`.
     pub fn push(&mut self, mut bytes: &[u8], events: &mut Vec<SseEvent>) {
-        if !self.started && !bytes.is_empty() {
-            self.started = true;
-            if let Some(rest) = bytes.strip_prefix("\u{feff}".as_bytes()) {
-                bytes = rest;
-            }
-        }
-        if self.after_cr {
+        // (An empty chunk leaves a pending `\r` pending.)
+        if self.after_cr && !bytes.is_empty() {
             self.after_cr = false;
             if let Some(rest) = bytes.strip_prefix(b"\n") {
                 bytes = rest;
@@ -70,7 +65,15 @@ impl SseParser {
             let (head, tail) = bytes.split_at(end);
             self.line.extend_from_slice(head);
             let line = std::mem::take(&mut self.line);
-            self.take_line(&line, events);
+            // The first line may start with a byte-order mark (which may have come in
+            // pieces): it is skipped.
+            let content = if self.started {
+                line.as_slice()
+            } else {
+                self.started = true;
+                line.strip_prefix("\u{feff}".as_bytes()).unwrap_or(&line)
+            };
+            self.take_line(content, events);
             self.line = line;
             self.line.clear();
             let cr = tail.first() == Some(&b'\r');
@@ -179,6 +182,31 @@ mod tests {
         for size in 1..text.len() {
             assert_eq!(all(text.as_bytes(), size), whole, "chunks of {size}");
         }
+    }
+
+    #[test]
+    fn a_byte_order_mark_in_pieces_is_still_skipped() {
+        let text = "\u{feff}data: x\n\n".as_bytes();
+        for size in 1..4 {
+            assert_eq!(
+                all(text, size),
+                vec![SseEvent { data: "x".into(), ..SseEvent::default() }],
+                "chunks of {size}"
+            );
+        }
+    }
+
+    #[test]
+    fn empty_chunks_keep_a_pending_carriage_return() {
+        // `\r` ends a chunk, empty chunks follow, then `\n`: one line ending, not two.
+        let mut parser = SseParser::new();
+        let mut events = Vec::new();
+        for piece in [&b"data: d\r"[..], b"", b"", b"\n"] {
+            parser.push(piece, &mut events);
+        }
+        assert!(events.is_empty(), "{events:?}");
+        parser.push(b"\n", &mut events);
+        assert_eq!(events.len(), 1);
     }
 
     #[test]
