@@ -13,6 +13,12 @@ fuzz_targets/vcp_stream.rs. Every case of both corpora is written with its own f
 in 1-byte chunks and once in mixed chunks (7, 2, 30 bytes in turn); every case of
 tests/corpus/vcp/ also with all options on, in 3-byte chunks.
 
+native_stream: a seed is a header byte (bits 0-1: the provider, 0 openai, 1
+openai_responses, 2 anthropic, 3 gemini; bits 2-7: K, the number of chunking bytes), K
+chunk sizes, then a response body; see fuzz_targets/native_stream.rs. Every file of
+tests/fixtures/native/PROVIDER/ (streams and bodies alike) is written whole, in 1-byte
+chunks and in mixed chunks (5, 1, 64 bytes in turn).
+
 Run from anywhere: python3 fuzz/make_seeds.py
 """
 import json
@@ -49,6 +55,14 @@ def stream_seed(options: int, sizes: list[int], data: bytes) -> bytes:
     return bytes([options | len(sizes) << 3, *sizes]) + data
 
 
+PROVIDERS = ["openai", "openai_responses", "anthropic", "gemini"]
+
+
+def native_seed(provider: int, sizes: list[int], data: bytes) -> bytes:
+    assert 0 <= provider < 4 and len(sizes) < 64 and all(0 <= s < 256 for s in sizes)
+    return bytes([provider | len(sizes) << 2, *sizes]) + data
+
+
 def main() -> None:
     out = fresh("vcp_parse")
     for corpus, txt, own in cases():
@@ -65,6 +79,16 @@ def main() -> None:
         for options, sizes, label in variants:
             name = f"{corpus.replace('-', '_')}__{txt.stem}_opt{options:02x}_{label}.bin"
             (out / name).write_bytes(stream_seed(options, sizes, txt.read_bytes()))
+    print(f"{len(list(out.glob('*.bin')))} seeds in {out.relative_to(ROOT)}")
+
+    out = fresh("native_stream")
+    for number, provider in enumerate(PROVIDERS):
+        for fixture in sorted((ROOT / "tests" / "fixtures" / "native" / provider).iterdir()):
+            if fixture.suffix not in (".sse", ".json"):
+                continue
+            for sizes, label in (([], "whole"), ([1], "c1"), ([5, 1, 64], "cmix")):
+                name = f"{provider}__{fixture.stem}_{fixture.suffix[1:]}_{label}.bin"
+                (out / name).write_bytes(native_seed(number, sizes, fixture.read_bytes()))
     print(f"{len(list(out.glob('*.bin')))} seeds in {out.relative_to(ROOT)}")
 
 
