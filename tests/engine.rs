@@ -117,7 +117,7 @@ impl ChatModel for ScriptedModel {
         self.seen.lock().unwrap().push(request.messages_with_prompt());
         let reply = self.replies.lock().unwrap().pop();
         Box::pin(async move {
-            reply.map(AssistantTurn::from_text).ok_or_else(|| ChatModelError("script exhausted".into()))
+            reply.map(AssistantTurn::from_text).ok_or_else(|| ChatModelError::other("script exhausted"))
         })
     }
 }

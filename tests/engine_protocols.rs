@@ -388,7 +388,7 @@ struct BrokenStream;
 
 impl ChatModel for BrokenStream {
     fn complete<'a>(&'a self, _: &'a ModelRequest) -> BoxFuture<'a, Result<AssistantTurn, ChatModelError>> {
-        Box::pin(async { Err(ChatModelError("not used".into())) })
+        Box::pin(async { Err(ChatModelError::other("not used")) })
     }
 
     fn stream<'a>(
@@ -397,7 +397,7 @@ impl ChatModel for BrokenStream {
     ) -> futures::stream::BoxStream<'a, Result<TurnDelta, ChatModelError>> {
         Box::pin(stream::iter([
             Ok(TurnDelta::Text("Hel".into())),
-            Err(ChatModelError("connection reset".into())),
+            Err(ChatModelError::other("connection reset")),
         ]))
     }
 }
@@ -410,6 +410,6 @@ async fn a_broken_model_stream_ends_the_streamed_loop_with_the_models_error() {
         .run_conversation_streamed(&BrokenStream, &mut conversation, &ExecutionContext::default(), |_| {})
         .await
         .unwrap_err();
-    assert_eq!(err, EngineError::Model(ChatModelError("connection reset".into())));
+    assert_eq!(err, EngineError::Model(ChatModelError::other("connection reset")));
     assert_eq!(conversation.len(), 1, "the broken turn is not added");
 }

@@ -25,6 +25,9 @@
 //! ```
 
 mod chat;
+#[cfg(feature = "http")]
+#[cfg_attr(docsrs, doc(cfg(feature = "http")))]
+pub mod clients;
 mod content;
 mod conversation;
 mod delta;

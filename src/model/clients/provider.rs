@@ -1,0 +1,202 @@
+//! The four provider APIs: where requests go, how they authenticate, which environment
+//! variables configure them.
+
+use std::sync::Arc;
+
+use crate::protocol::ToolCallingProtocol;
+use crate::protocol::native::{Anthropic, Gemini, NativeOptions, OpenAiChat, OpenAiResponses, WireFormat};
+
+/// The API an [`HttpChatModel`](super::HttpChatModel) speaks.
+///
+/// | provider | endpoint (after the base URL) | key header | environment |
+/// |---|---|---|---|
+/// | `OpenAiChat` | `/chat/completions` | `Authorization: Bearer` | `OPENAI_API_KEY`, `OPENAI_BASE_URL`, `OPENAI_MODEL` |
+/// | `OpenAiResponses` | `/responses` | `Authorization: Bearer` | the same |
+/// | `Anthropic` | `/v1/messages` | `x-api-key` (+ `anthropic-version`) | `ANTHROPIC_API_KEY`, `ANTHROPIC_BASE_URL`, `ANTHROPIC_MODEL` |
+/// | `Gemini` | `/models/{model}:generateContent`, `:streamGenerateContent?alt=sse` | `x-goog-api-key` | `GEMINI_API_KEY` (or `GOOGLE_API_KEY`), `GEMINI_BASE_URL`, `GEMINI_MODEL` |
+///
+/// `OpenAiChat` also serves every server that speaks the Chat Completions API: vLLM,
+/// llama.cpp's server, Ollama, DeepSeek, Groq, … (set the base URL; a key is optional
+/// away from the default host).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Provider {
+    /// OpenAI Chat Completions, and compatible servers.
+    OpenAiChat,
+    /// The OpenAI Responses API.
+    OpenAiResponses,
+    /// Anthropic Messages.
+    Anthropic,
+    /// Gemini (the Generative Language API).
+    Gemini,
+}
+
+/// The version header Anthropic requires.
+pub const ANTHROPIC_VERSION: &str = "2023-06-01";
+
+impl Provider {
+    /// The id of the matching protocol (`openai`, `openai_responses`, `anthropic`,
+    /// `gemini`).
+    pub fn protocol_id(self) -> &'static str {
+        match self {
+            Provider::OpenAiChat => "openai",
+            Provider::OpenAiResponses => "openai_responses",
+            Provider::Anthropic => "anthropic",
+            Provider::Gemini => "gemini",
+        }
+    }
+
+    /// The base URL used when none is given.
+    pub fn default_base_url(self) -> &'static str {
+        match self {
+            Provider::OpenAiChat | Provider::OpenAiResponses => "https://api.openai.com/v1",
+            Provider::Anthropic => "https://api.anthropic.com",
+            Provider::Gemini => "https://generativelanguage.googleapis.com/v1beta",
+        }
+    }
+
+    /// The environment variables read for the key, in order of preference.
+    pub fn key_variables(self) -> &'static [&'static str] {
+        match self {
+            Provider::OpenAiChat | Provider::OpenAiResponses => &["OPENAI_API_KEY"],
+            Provider::Anthropic => &["ANTHROPIC_API_KEY"],
+            Provider::Gemini => &["GEMINI_API_KEY", "GOOGLE_API_KEY"],
+        }
+    }
+
+    /// The environment variable read for the base URL.
+    pub fn base_url_variable(self) -> &'static str {
+        match self {
+            Provider::OpenAiChat | Provider::OpenAiResponses => "OPENAI_BASE_URL",
+            Provider::Anthropic => "ANTHROPIC_BASE_URL",
+            Provider::Gemini => "GEMINI_BASE_URL",
+        }
+    }
+
+    /// The environment variable read for the model.
+    pub fn model_variable(self) -> &'static str {
+        match self {
+            Provider::OpenAiChat | Provider::OpenAiResponses => "OPENAI_MODEL",
+            Provider::Anthropic => "ANTHROPIC_MODEL",
+            Provider::Gemini => "GEMINI_MODEL",
+        }
+    }
+
+    /// The URL a request for `model` is posted to.
+    pub(crate) fn url(self, base: &str, model: &str, stream: bool) -> String {
+        let base = base.trim_end_matches('/');
+        match self {
+            Provider::OpenAiChat => format!("{base}/chat/completions"),
+            Provider::OpenAiResponses => format!("{base}/responses"),
+            Provider::Anthropic if base.ends_with("/v1") => format!("{base}/messages"),
+            Provider::Anthropic => format!("{base}/v1/messages"),
+            Provider::Gemini => {
+                let model = model.strip_prefix("models/").unwrap_or(model);
+                if stream {
+                    format!("{base}/models/{model}:streamGenerateContent?alt=sse")
+                } else {
+                    format!("{base}/models/{model}:generateContent")
+                }
+            }
+        }
+    }
+
+    /// The headers that carry `key`, and any the provider always wants.
+    pub(crate) fn auth_headers(self, key: Option<&str>) -> Vec<(&'static str, String)> {
+        let mut headers = Vec::new();
+        match self {
+            Provider::OpenAiChat | Provider::OpenAiResponses => {
+                if let Some(key) = key {
+                    headers.push(("authorization", format!("Bearer {key}")));
+                }
+            }
+            Provider::Anthropic => {
+                if let Some(key) = key {
+                    headers.push(("x-api-key", key.to_owned()));
+                }
+                headers.push(("anthropic-version", ANTHROPIC_VERSION.to_owned()));
+            }
+            Provider::Gemini => {
+                if let Some(key) = key {
+                    headers.push(("x-goog-api-key", key.to_owned()));
+                }
+            }
+        }
+        headers
+    }
+
+    /// The provider's protocol with `options`, as both of the traits it implements.
+    pub(crate) fn protocol(
+        self,
+        options: NativeOptions,
+    ) -> (Arc<dyn ToolCallingProtocol>, Arc<dyn WireFormat>) {
+        fn both<P: ToolCallingProtocol + WireFormat + 'static>(
+            protocol: P,
+        ) -> (Arc<dyn ToolCallingProtocol>, Arc<dyn WireFormat>) {
+            let protocol = Arc::new(protocol);
+            (protocol.clone(), protocol)
+        }
+        match self {
+            Provider::OpenAiChat => both(OpenAiChat::new(options)),
+            Provider::OpenAiResponses => both(OpenAiResponses::new(options)),
+            Provider::Anthropic => both(Anthropic::new(options)),
+            Provider::Gemini => both(Gemini::new(options)),
+        }
+    }
+}
+
+impl std::fmt::Display for Provider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.protocol_id())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls() {
+        let base = "http://127.0.0.1:9/v1/";
+        assert_eq!(Provider::OpenAiChat.url(base, "m", true), "http://127.0.0.1:9/v1/chat/completions");
+        assert_eq!(Provider::OpenAiResponses.url(base, "m", false), "http://127.0.0.1:9/v1/responses");
+        assert_eq!(
+            Provider::Anthropic.url("https://api.anthropic.com", "m", true),
+            "https://api.anthropic.com/v1/messages"
+        );
+        assert_eq!(Provider::Anthropic.url("http://proxy/v1", "m", true), "http://proxy/v1/messages");
+        assert_eq!(
+            Provider::Gemini.url("https://g/v1beta", "models/gemini-2.5-flash", false),
+            "https://g/v1beta/models/gemini-2.5-flash:generateContent"
+        );
+        assert_eq!(
+            Provider::Gemini.url("https://g/v1beta", "gemini-2.5-flash", true),
+            "https://g/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse"
+        );
+    }
+
+    #[test]
+    fn headers() {
+        assert_eq!(
+            Provider::OpenAiChat.auth_headers(Some("k")),
+            vec![("authorization", "Bearer k".to_owned())]
+        );
+        assert!(Provider::OpenAiChat.auth_headers(None).is_empty());
+        assert_eq!(
+            Provider::Anthropic.auth_headers(Some("k")),
+            vec![("x-api-key", "k".to_owned()), ("anthropic-version", ANTHROPIC_VERSION.to_owned())]
+        );
+        assert_eq!(Provider::Gemini.auth_headers(Some("k")), vec![("x-goog-api-key", "k".to_owned())]);
+    }
+
+    #[test]
+    fn protocol_ids_match_the_protocols() {
+        for provider in
+            [Provider::OpenAiChat, Provider::OpenAiResponses, Provider::Anthropic, Provider::Gemini]
+        {
+            let (protocol, _) = provider.protocol(NativeOptions::default());
+            assert_eq!(protocol.id(), provider.protocol_id());
+            assert_eq!(provider.to_string(), provider.protocol_id());
+        }
+    }
+}
