@@ -347,3 +347,78 @@ fn streamed_requests_equal_one_shot_for_any_grouping_of_deltas() {
     assert_eq!(one_shot.requests[1].args["x"], 1);
     assert!(one_shot.requests[1].complete && !one_shot.requests[1].args.contains_key("y"));
 }
+
+#[test]
+fn results_go_back_in_each_providers_shape() {
+    use tool_calling::{ContentPart, ErrorKind, ToolExecutionResult};
+    let body = |name: &str| body(name, "two_calls_reasoning.json");
+    let chart = ToolExecutionResult::success_parts(
+        "",
+        "get_weather",
+        vec![ContentPart::text("Sunny"), ContentPart::image("image/png", "iVBORw0KGgo=")],
+    );
+    let failure = ToolExecutionResult::error("", "calc_add", ErrorKind::Execution, "overflow");
+    for (name, protocol) in providers() {
+        let turn = protocol.parse_response(&body(name)).unwrap();
+        let ids: Vec<String> =
+            protocol.parse_turn(&turn).requests.iter().map(|r| r.request_id.clone()).collect();
+        let mut results = [chart.clone(), failure.clone()];
+        results[0].request_id.clone_from(&ids[0]);
+        results[1].request_id.clone_from(&ids[1]);
+        let mut messages = protocol.result_messages(&results);
+        if name == "gemini" {
+            // An id goes back only for calls that had one: the wire needs the turn too.
+            messages.insert(0, Message::from_turn(turn.clone()));
+        }
+        let wire = protocol.wire_messages(&messages);
+        let mut wire = wire.as_array().unwrap().clone();
+        if name == "gemini" {
+            wire.remove(0);
+        }
+        match name {
+            "openai" => {
+                // One `tool` message per call, by id; text only (an image is noted).
+                assert_eq!(wire.len(), 2);
+                assert_eq!(wire[0]["role"], "tool");
+                assert_eq!(wire[0]["tool_call_id"], ids[0].as_str());
+                assert!(wire[0]["content"].as_str().unwrap().starts_with("Sunny"));
+                assert_eq!(wire[1]["tool_call_id"], ids[1].as_str());
+                assert!(wire[1]["content"].as_str().unwrap().contains("overflow"));
+            }
+            "openai_responses" => {
+                assert_eq!(wire.len(), 2);
+                assert!(wire.iter().all(|item| item["type"] == "function_call_output"));
+                assert_eq!(wire[0]["call_id"], ids[0].as_str());
+                assert!(wire[1]["output"].as_str().unwrap().contains("overflow"));
+            }
+            "anthropic" => {
+                // One user message of tool_result blocks; images as image blocks,
+                // failures with is_error.
+                assert_eq!(wire.len(), 1);
+                assert_eq!(wire[0]["role"], "user");
+                let blocks = wire[0]["content"].as_array().unwrap();
+                assert_eq!(blocks[0]["tool_use_id"], ids[0].as_str());
+                assert_eq!(blocks[0]["is_error"], false);
+                assert_eq!(blocks[0]["content"][0], json!({"type": "text", "text": "Sunny"}));
+                assert_eq!(
+                    blocks[0]["content"][1],
+                    json!({"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}})
+                );
+                assert_eq!(blocks[1]["is_error"], true);
+                assert!(blocks[1]["content"][0]["text"].as_str().unwrap().contains("overflow"));
+            }
+            "gemini" => {
+                // functionResponse parts, with the call's id (the calls had ids), the
+                // failure as `error`.
+                let parts = wire[0]["parts"].as_array().unwrap();
+                assert_eq!(parts[0]["functionResponse"]["id"], ids[0].as_str());
+                assert_eq!(parts[0]["functionResponse"]["name"], "get_weather");
+                assert!(parts[0]["functionResponse"]["response"]["output"].is_string());
+                assert!(
+                    parts[1]["functionResponse"]["response"]["error"].as_str().unwrap().contains("overflow")
+                );
+            }
+            other => panic!("{other}"),
+        }
+    }
+}
