@@ -54,6 +54,12 @@ pub struct ParsedToolRequest {
     /// with a later turn's results. Set by the protocol; `false` unless it says so.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub fire_and_forget: bool,
+    /// For formats that write arguments as text (the XML styles of some open-weight
+    /// models): each argument's text as written. [`args`](Self::args) holds them read
+    /// without a schema; the protocol types them by the tool's schema when it resolves
+    /// the request. Empty for other protocols.
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub text_args: IndexMap<String, String>,
 }
 
 impl ParsedToolRequest {
@@ -75,6 +81,7 @@ impl ParsedToolRequest {
             complete: true,
             problems: Vec::new(),
             fire_and_forget: false,
+            text_args: IndexMap::new(),
         }
     }
 

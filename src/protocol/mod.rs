@@ -18,6 +18,7 @@ mod events;
 pub(crate) mod ids;
 pub mod native;
 mod registry;
+pub mod textfmt;
 pub mod vcp;
 
 use serde_json::Value;

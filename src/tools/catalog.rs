@@ -58,6 +58,8 @@ pub struct CatalogMethod {
     /// Its per-protocol settings, by protocol id
     /// ([`MethodDefinition::protocol_config`](crate::MethodDefinition::protocol_config)).
     pub protocol_config: serde_json::Map<String, Value>,
+    /// The JSON Schema of its parameters.
+    pub parameters: Value,
 }
 
 impl CatalogTool {
@@ -100,6 +102,7 @@ impl ToolCatalog {
                     name: m.definition.name.clone(),
                     agent_callable: m.agent_callable,
                     protocol_config: m.definition.protocol_config.clone(),
+                    parameters: m.definition.parameters.clone(),
                 }
             })
             .collect();

@@ -157,6 +157,7 @@ pub(super) fn finish_block(
         complete: problems.is_empty(),
         problems,
         fire_and_forget,
+        text_args: indexmap::IndexMap::new(),
     };
     ids.assign(&mut request);
     sink.request(request);

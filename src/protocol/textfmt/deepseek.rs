@@ -1,0 +1,119 @@
+//! `deepseek_v3` (DeepSeek V3, R1) and `deepseek_v31` (DeepSeek V3.1): calls between
+//! DeepSeek's special tokens (the bars are U+FF5C, the underscores U+2581).
+//!
+//! ```text
+//! V3:   <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather
+//!       ```json
+//!       {"city": "Paris"}
+//!       ```<｜tool▁call▁end｜><｜tool▁calls▁end｜>
+//! V3.1: <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{"city": "Paris"}<｜tool▁call▁end｜><｜tool▁calls▁end｜>
+//! ```
+//!
+//! Each call is reported when its `<｜tool▁call▁end｜>` arrives. A call whose argument
+//! JSON does not parse is an incomplete request; the others count. Implementation-defined
+//! choices: the V3 type word is not checked; a call outside a `<｜tool▁calls▁begin｜>`
+//! section is read too; an `<｜end▁of▁sentence｜>` right after the section is markup.
+
+use super::driver::{Format, Found, InSection, RawCall, Scan, ScanState, find_tokens, scan_for};
+use super::json::{kind_of, object_args};
+use crate::request::Args;
+
+pub(crate) const CALLS_BEGIN: &str = "<｜tool▁calls▁begin｜>";
+pub(crate) const CALLS_END: &str = "<｜tool▁calls▁end｜>";
+pub(crate) const CALL_BEGIN: &str = "<｜tool▁call▁begin｜>";
+const CALL_END: &str = "<｜tool▁call▁end｜>";
+const SEP: &str = "<｜tool▁sep｜>";
+const END_OF_SENTENCE: &str = "<｜end▁of▁sentence｜>";
+
+/// The rules of `deepseek_v3` (`v31: false`) and `deepseek_v31`.
+pub(crate) struct DeepSeek {
+    pub(crate) v31: bool,
+}
+
+impl Format for DeepSeek {
+    fn find(&self, text: &str, from: usize, _reply_start: bool) -> Found {
+        match find_tokens(text, from, &[CALLS_BEGIN, CALL_BEGIN]) {
+            (Found::Call(at), 0) => Found::Section { at, len: CALLS_BEGIN.len(), kind: 1 },
+            (found, _) => found,
+        }
+    }
+
+    fn in_section(&self, text: &str, from: usize, _kind: u8) -> InSection {
+        match find_tokens(text, from, &[CALL_BEGIN, CALLS_END]) {
+            (Found::Call(at), 0) => InSection::Call(at),
+            (Found::Call(at), _) => {
+                // An end-of-sentence token right after the section is its markup too.
+                let after = at + CALLS_END.len();
+                let rest = text.get(after..).unwrap_or_default();
+                if rest.starts_with(END_OF_SENTENCE) {
+                    InSection::End { at, len: CALLS_END.len() + END_OF_SENTENCE.len() }
+                } else if END_OF_SENTENCE.starts_with(rest) {
+                    // Nothing (or part of the token) after it yet: wait. At the end of the
+                    // reply, what waits is the section's markup.
+                    InSection::Hold(at)
+                } else {
+                    InSection::End { at, len: CALLS_END.len() }
+                }
+            }
+            (Found::Hold(at), _) => InSection::Hold(at),
+            _ => InSection::Hold(text.len()),
+        }
+    }
+
+    fn scan(&self, region: &str, state: &mut ScanState, _at_end: bool) -> Scan {
+        match scan_for(region, state, CALL_BEGIN.len(), CALL_END) {
+            Some(at) => Scan::Closed(at + CALL_END.len()),
+            None => Scan::Open,
+        }
+    }
+
+    fn read(&self, region: &str, _state: &ScanState, closed: bool, calls: &mut Vec<RawCall>) {
+        let span = 0..region.len();
+        let end = if closed { region.len().saturating_sub(CALL_END.len()) } else { region.len() };
+        let body = region.get(CALL_BEGIN.len()..end).unwrap_or_default();
+        let Some(sep) = body.find(SEP) else {
+            calls.push(RawCall::broken(
+                span,
+                "",
+                format!("the call has no {SEP} between its name and arguments"),
+            ));
+            return;
+        };
+        let head = body.get(..sep).unwrap_or_default();
+        let tail = body.get(sep + SEP.len()..).unwrap_or_default();
+        let (name, json) = if self.v31 {
+            (head.trim().to_string(), tail.trim())
+        } else {
+            // `function<｜tool▁sep｜>NAME\n```json\n{…}\n```` (the type word is not checked).
+            let line_end = tail.find('\n').unwrap_or(tail.len());
+            let name = tail.get(..line_end).unwrap_or_default().trim().to_string();
+            (name, strip_fence(tail.get(line_end..).unwrap_or_default()))
+        };
+        calls.push(match arguments(json) {
+            Ok(args) => RawCall { span, name, args, ..RawCall::default() },
+            Err(problem) => RawCall::broken(span, name, problem),
+        });
+    }
+}
+
+/// The JSON inside a ```` ```json ```` fence (or the text, trimmed, when there is none).
+fn strip_fence(text: &str) -> &str {
+    let text = text.trim();
+    let Some(inner) = text.strip_prefix("```") else { return text };
+    let inner = inner.trim_start_matches(|c: char| c.is_ascii_alphanumeric());
+    inner.strip_suffix("```").unwrap_or(inner).trim()
+}
+
+/// Argument JSON that must be one object (empty text: `{}`).
+pub(crate) fn arguments(json: &str) -> Result<Args, String> {
+    if json.trim().is_empty() {
+        return Ok(Args::new());
+    }
+    match serde_json::from_str::<serde_json::Value>(json) {
+        Ok(serde_json::Value::Object(map)) => Ok(object_args(map)),
+        Ok(other) => {
+            Err(format!("the arguments are {}, not a JSON object: send them as one object", kind_of(&other)))
+        }
+        Err(e) => Err(format!("the arguments are not valid JSON ({e}): send them as one JSON object")),
+    }
+}

@@ -1,0 +1,98 @@
+//! `glm45` (GLM-4.5, GLM-4.6) and `glm47` (GLM-4.7, GLM-5): a name, then key/value
+//! pairs in tags.
+//!
+//! ```text
+//! <tool_call>get_weather
+//! <arg_key>city</arg_key>
+//! <arg_value>Paris</arg_value>
+//! </tool_call>
+//! ```
+//!
+//! `glm45` takes the name up to the first line break (or, tolerated, up to the first
+//! `<arg_key>` when there is none); `glm47` takes the first run of characters up to
+//! whitespace or `<`, so `<tool_call>NAME</tool_call>` is a call with `{}`. Keys and
+//! values are trimmed; values are typed as the module docs say (a JSON array or object
+//! written as the value becomes that value). A block never closed by `</tool_call>` is
+//! an incomplete request.
+
+use super::driver::{Format, Found, RawCall, Scan, ScanState, find_token, scan_for};
+use super::hermes::{CLOSE, OPEN};
+use super::values::infer;
+
+const KEY: &str = "<arg_key>";
+const KEY_END: &str = "</arg_key>";
+const VALUE: &str = "<arg_value>";
+const VALUE_END: &str = "</arg_value>";
+
+/// The rules of `glm45` and `glm47`.
+pub(crate) struct Glm {
+    pub(crate) v47: bool,
+}
+
+impl Format for Glm {
+    fn find(&self, text: &str, from: usize, _reply_start: bool) -> Found {
+        find_token(text, from, OPEN)
+    }
+
+    fn scan(&self, region: &str, state: &mut ScanState, _at_end: bool) -> Scan {
+        match scan_for(region, state, OPEN.len(), CLOSE) {
+            Some(at) => Scan::Closed(at + CLOSE.len()),
+            None => Scan::Open,
+        }
+    }
+
+    fn read(&self, region: &str, _state: &ScanState, closed: bool, calls: &mut Vec<RawCall>) {
+        let end = if closed { region.len().saturating_sub(CLOSE.len()) } else { region.len() };
+        let body = region.get(OPEN.len()..end).unwrap_or_default();
+        let name_end = if self.v47 {
+            let trimmed = body.len() - body.trim_start().len();
+            trimmed
+                + body
+                    .get(trimmed..)
+                    .unwrap_or_default()
+                    .find(|c: char| c.is_whitespace() || c == '<')
+                    .unwrap_or(body.len() - trimmed)
+        } else {
+            match (body.find('\n'), body.find(KEY)) {
+                (Some(line), Some(key)) => line.min(key),
+                (Some(line), None) => line,
+                (None, Some(key)) => key,
+                (None, None) => body.len(),
+            }
+        };
+        let name = body.get(..name_end).unwrap_or_default().trim().to_string();
+        let mut call = RawCall { span: 0..region.len(), name, ..RawCall::default() };
+        let mut rest = body.get(name_end..).unwrap_or_default();
+        while let Some(at) = rest.find(KEY) {
+            let after = rest.get(at + KEY.len()..).unwrap_or_default();
+            let Some(key_end) = after.find(KEY_END) else {
+                call.problems.push("an <arg_key> is not closed with </arg_key>".into());
+                break;
+            };
+            let key = after.get(..key_end).unwrap_or_default().trim().to_string();
+            let after = after.get(key_end + KEY_END.len()..).unwrap_or_default();
+            let Some(value_at) = after.find(VALUE) else {
+                call.problems.push(format!("the argument `{key}` has no <arg_value>"));
+                break;
+            };
+            let value_text = after.get(value_at + VALUE.len()..).unwrap_or_default();
+            let (value, next) = match value_text.find(VALUE_END) {
+                Some(end) => {
+                    (value_text.get(..end).unwrap_or_default(), value_text.get(end + VALUE_END.len()..))
+                }
+                None => {
+                    call.problems.push(format!("the value of `{key}` is not closed with </arg_value>"));
+                    (value_text, None)
+                }
+            };
+            let value = value.trim();
+            call.args.insert(key.clone(), infer(value));
+            call.text_args.insert(key, value.to_string());
+            match next {
+                Some(next) => rest = next,
+                None => break,
+            }
+        }
+        calls.push(call);
+    }
+}

@@ -1,0 +1,83 @@
+//! `kimi_k2`: calls between Kimi K2's section tokens, each with an id.
+//!
+//! ```text
+//! <|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0<|tool_call_argument_begin|>{"city": "Paris"}<|tool_call_end|><|tool_calls_section_end|>
+//! ```
+//!
+//! The id `functions.NAME:INDEX` is the request's id (Kimi's template answers by it);
+//! the name is what follows `functions.` up to the last `:` (dotted names keep their
+//! dots; hyphens are accepted). An id without `:INDEX`, or arguments that are not one
+//! JSON object, make an incomplete request; the other calls count. Each call is reported
+//! when its `<|tool_call_end|>` arrives.
+
+use super::deepseek::arguments;
+use super::driver::{Format, Found, InSection, RawCall, Scan, ScanState, find_token, find_tokens, scan_for};
+
+pub(crate) const SECTION: &str = "<|tool_calls_section_begin|>";
+const SECTION_END: &str = "<|tool_calls_section_end|>";
+const CALL: &str = "<|tool_call_begin|>";
+const ARGUMENTS: &str = "<|tool_call_argument_begin|>";
+const CALL_END: &str = "<|tool_call_end|>";
+
+/// The rules of `kimi_k2`.
+pub(crate) struct KimiK2;
+
+impl Format for KimiK2 {
+    fn find(&self, text: &str, from: usize, _reply_start: bool) -> Found {
+        match find_token(text, from, SECTION) {
+            Found::Call(at) => Found::Section { at, len: SECTION.len(), kind: 1 },
+            other => other,
+        }
+    }
+
+    fn in_section(&self, text: &str, from: usize, _kind: u8) -> InSection {
+        match find_tokens(text, from, &[CALL, SECTION_END]) {
+            (Found::Call(at), 0) => InSection::Call(at),
+            (Found::Call(at), _) => InSection::End { at, len: SECTION_END.len() },
+            (Found::Hold(at), _) => InSection::Hold(at),
+            _ => InSection::Hold(text.len()),
+        }
+    }
+
+    fn scan(&self, region: &str, state: &mut ScanState, _at_end: bool) -> Scan {
+        match scan_for(region, state, CALL.len(), CALL_END) {
+            Some(at) => Scan::Closed(at + CALL_END.len()),
+            None => Scan::Open,
+        }
+    }
+
+    fn read(&self, region: &str, _state: &ScanState, closed: bool, calls: &mut Vec<RawCall>) {
+        let span = 0..region.len();
+        let end = if closed { region.len().saturating_sub(CALL_END.len()) } else { region.len() };
+        let body = region.get(CALL.len()..end).unwrap_or_default();
+        let (id, json) = match body.find(ARGUMENTS) {
+            Some(at) => (
+                body.get(..at).unwrap_or_default().trim(),
+                body.get(at + ARGUMENTS.len()..).unwrap_or_default(),
+            ),
+            None => (body.trim(), ""),
+        };
+        let name_part = id.strip_prefix("functions.").unwrap_or(id);
+        let (name, index) = match name_part.rsplit_once(':') {
+            Some((name, index)) => (name.trim(), Some(index.trim())),
+            None => (name_part, None),
+        };
+        let mut call = RawCall {
+            span: span.clone(),
+            name: name.to_string(),
+            id: Some(id.to_string()),
+            ..RawCall::default()
+        };
+        if !index.is_some_and(|i| !i.is_empty() && i.bytes().all(|b| b.is_ascii_digit())) {
+            call.problems.push(format!("the call id `{id}` is not `functions.NAME:INDEX`"));
+        }
+        if !body.contains(ARGUMENTS) {
+            call.problems.push(format!("the call has no {ARGUMENTS} before its arguments"));
+        }
+        match arguments(json) {
+            Ok(args) => call.args = args,
+            Err(problem) => call.problems.push(problem),
+        }
+        calls.push(call);
+    }
+}

@@ -1,0 +1,100 @@
+//! `llama3_json`: JSON call objects after `<|python_tag|>`, or a reply that is the call
+//! list itself (Llama 3.1, 3.2).
+//!
+//! ```text
+//! <|python_tag|>{"name": "get_weather", "parameters": {"city": "Paris"}}; {"name": "add", "parameters": {"a": 1}}
+//! {"name": "get_weather", "parameters": {"city": "Paris"}}
+//! ```
+//!
+//! `"arguments"` is accepted in place of `"parameters"`. Calls are separated by `;` (or
+//! by a repeated `<|python_tag|>`); `;` inside strings does not split. After
+//! `<|python_tag|>`, an object that is not a call is an incomplete request. Without the
+//! tag, a reply whose first non-blank character is `{` is read as calls; if its first
+//! object is not a call the reply is normal text. Implementation-defined choices: a bare
+//! object after prose is normal text; the list ends at the first text that is not a call
+//! object, `;` or the tag.
+
+use super::driver::{Format, Found, InSection, RawCall, Scan, ScanState, find_token, partial_suffix};
+use super::json::{Balanced, Quotes, call_object, scan_balanced};
+
+pub(crate) const TAG: &str = "<|python_tag|>";
+
+/// Section kinds.
+const TAGGED: u8 = 1;
+const BARE: u8 = 2;
+
+/// The rules of `llama3_json`.
+pub(crate) struct Llama3Json;
+
+impl Format for Llama3Json {
+    fn find(&self, text: &str, from: usize, reply_start: bool) -> Found {
+        if reply_start {
+            let rest = text.get(from..).unwrap_or_default();
+            let blank = rest.len() - rest.trim_start().len();
+            match rest.as_bytes().get(blank) {
+                Some(b'{') => return Found::Section { at: from + blank, len: 0, kind: BARE },
+                None => return Found::Hold(from),
+                Some(_) => {}
+            }
+        }
+        match find_token(text, from, TAG) {
+            Found::Call(at) => Found::Section { at, len: TAG.len(), kind: TAGGED },
+            other => other,
+        }
+    }
+
+    fn in_section(&self, text: &str, from: usize, _kind: u8) -> InSection {
+        let bytes = text.as_bytes();
+        let mut i = from;
+        loop {
+            match bytes.get(i) {
+                None => return InSection::Hold(i),
+                Some(b) if b.is_ascii_whitespace() || *b == b';' => i += 1,
+                Some(b'{') => return InSection::Call(i),
+                Some(b'<') => {
+                    let rest = text.get(i..).unwrap_or_default();
+                    if rest.starts_with(TAG) {
+                        i += TAG.len();
+                    } else if partial_suffix(text, i, &[TAG]) == Some(i) {
+                        return InSection::Hold(i);
+                    } else {
+                        return InSection::Leave(i);
+                    }
+                }
+                Some(_) => return InSection::Leave(i),
+            }
+        }
+    }
+
+    fn scan(&self, region: &str, state: &mut ScanState, _at_end: bool) -> Scan {
+        match scan_balanced(region, 0, state, Quotes::Json, None) {
+            Balanced::End(end) => {
+                if state.kind == BARE
+                    && call_object(region.get(..end).unwrap_or_default(), &["parameters", "arguments"])
+                        .is_err()
+                {
+                    // Without the tag, an object that is not a call is prose.
+                    return Scan::NotACall(end);
+                }
+                Scan::Closed(end)
+            }
+            _ => Scan::Open,
+        }
+    }
+
+    fn read(&self, region: &str, state: &ScanState, closed: bool, calls: &mut Vec<RawCall>) {
+        let span = 0..region.len();
+        if !closed && state.kind == BARE {
+            // A bare reply cut off inside its first object: normal text.
+            return;
+        }
+        calls.push(match call_object(region, &["parameters", "arguments"]) {
+            Ok((name, args)) => RawCall { span, name, args, ..RawCall::default() },
+            Err((name, problem)) => RawCall::broken(
+                span,
+                name,
+                format!("{problem}: write {{\"name\": …, \"parameters\": {{…}}}} after <|python_tag|>"),
+            ),
+        });
+    }
+}

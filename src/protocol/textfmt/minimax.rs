@@ -1,0 +1,125 @@
+//! `minimax_m2`: `<invoke>` elements in a `<minimax:tool_call>` wrapper (MiniMax-M2).
+//!
+//! ```text
+//! <minimax:tool_call>
+//! <invoke name="get_weather">
+//! <parameter name="city">Paris</parameter>
+//! </invoke>
+//! </minimax:tool_call>
+//! ```
+//!
+//! Several calls: several `<invoke>` elements, or several wrappers. Values are raw text
+//! with the five XML entities decoded and surrounding whitespace kept; without a schema
+//! only `null` is not a string (JSON-looking text stays a string). An `<invoke>` without
+//! a `name` is an incomplete request; one whose `</invoke>` is missing ends at the next
+//! `<invoke` or at the end of the wrapper, and is incomplete.
+
+use super::driver::{
+    Format, Found, InSection, RawCall, Scan, ScanState, find_token, find_tokens, scan_for_any,
+};
+use super::values::{decode_entities, infer_minimax};
+
+const WRAPPER: &str = "<minimax:tool_call>";
+const WRAPPER_END: &str = "</minimax:tool_call>";
+const INVOKE: &str = "<invoke";
+const INVOKE_END: &str = "</invoke>";
+const PARAMETER: &str = "<parameter";
+const PARAMETER_END: &str = "</parameter>";
+
+/// The region ended without its `</invoke>` (a [`ScanState::stage`]).
+const UNCLOSED: u8 = 1;
+
+/// The rules of `minimax_m2`.
+pub(crate) struct MinimaxM2;
+
+impl Format for MinimaxM2 {
+    fn find(&self, text: &str, from: usize, _reply_start: bool) -> Found {
+        match find_token(text, from, WRAPPER) {
+            Found::Call(at) => Found::Section { at, len: WRAPPER.len(), kind: 1 },
+            other => other,
+        }
+    }
+
+    fn in_section(&self, text: &str, from: usize, _kind: u8) -> InSection {
+        match find_tokens(text, from, &[INVOKE, WRAPPER_END]) {
+            (Found::Call(at), 0) => InSection::Call(at),
+            (Found::Call(at), _) => InSection::End { at, len: WRAPPER_END.len() },
+            (Found::Hold(at), _) => InSection::Hold(at),
+            _ => InSection::Hold(text.len()),
+        }
+    }
+
+    fn scan(&self, region: &str, state: &mut ScanState, _at_end: bool) -> Scan {
+        match scan_for_any(region, state, INVOKE.len(), &[INVOKE_END, INVOKE, WRAPPER_END]) {
+            Some((at, 0)) => Scan::Closed(at + INVOKE_END.len()),
+            Some((at, _)) => {
+                state.stage = UNCLOSED;
+                Scan::Closed(at)
+            }
+            None => Scan::Open,
+        }
+    }
+
+    fn read(&self, region: &str, state: &ScanState, _closed: bool, calls: &mut Vec<RawCall>) {
+        let span = 0..region.len();
+        let head_end = region.find('>').unwrap_or(region.len());
+        let head = region.get(INVOKE.len()..head_end).unwrap_or_default();
+        let mut call =
+            RawCall { span, name: attribute(head, "name").unwrap_or_default(), ..RawCall::default() };
+        if call.name.is_empty() {
+            call.problems.push("the <invoke> has no name attribute: write <invoke name=\"…\">".into());
+        }
+        if state.stage == UNCLOSED {
+            call.problems.push("the <invoke> is not closed with </invoke>".into());
+        }
+        let mut rest = region.get(head_end + 1..).unwrap_or_default();
+        while let Some(at) = rest.find(PARAMETER) {
+            let after = rest.get(at + PARAMETER.len()..).unwrap_or_default();
+            let Some(tag_end) = after.find('>') else { break };
+            let key = attribute(after.get(..tag_end).unwrap_or_default(), "name").unwrap_or_default();
+            let value_text = after.get(tag_end + 1..).unwrap_or_default();
+            let (value, next) = match value_text.find(PARAMETER_END) {
+                Some(end) => {
+                    (value_text.get(..end).unwrap_or_default(), value_text.get(end + PARAMETER_END.len()..))
+                }
+                None => {
+                    call.problems.push(format!("the parameter `{key}` is not closed with </parameter>"));
+                    (
+                        value_text.find(INVOKE_END).and_then(|e| value_text.get(..e)).unwrap_or(value_text),
+                        None,
+                    )
+                }
+            };
+            let value = decode_entities(value);
+            call.args.insert(key.clone(), infer_minimax(&value));
+            call.text_args.insert(key, value.into_owned());
+            match next {
+                Some(next) => rest = next,
+                None => break,
+            }
+        }
+        calls.push(call);
+    }
+}
+
+/// The value of attribute `name` (in double or single quotes) in a tag's text.
+fn attribute(tag: &str, name: &str) -> Option<String> {
+    let mut rest = tag;
+    while let Some(at) = rest.find(name) {
+        let after = rest.get(at + name.len()..).unwrap_or_default().trim_start();
+        let boundary = at == 0 || rest.as_bytes().get(at - 1).is_some_and(|b| b.is_ascii_whitespace());
+        if let (true, Some(value)) = (boundary, after.strip_prefix('=')) {
+            let value = value.trim_start();
+            let quote = value.chars().next()?;
+            if quote == '"' || quote == '\'' {
+                let inner = value.get(1..)?;
+                let end = inner.find(quote)?;
+                return Some(decode_entities(inner.get(..end)?).into_owned());
+            }
+            let end = value.find(|c: char| c.is_whitespace() || c == '>').unwrap_or(value.len());
+            return Some(value.get(..end)?.to_string());
+        }
+        rest = rest.get(at + name.len()..).unwrap_or_default();
+    }
+    None
+}

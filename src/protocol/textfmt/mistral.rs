@@ -1,0 +1,172 @@
+//! `mistral`: `[TOOL_CALLS]` followed by a JSON array of calls, or by one call's name
+//! and arguments (Mistral, Mixtral, Mistral Small).
+//!
+//! ```text
+//! array layout: [TOOL_CALLS] [{"name": "get_weather", "arguments": {"city": "Paris"}}]
+//! name layout:  [TOOL_CALLS]get_weather{"city": "Paris"}
+//!               [TOOL_CALLS]get_weather[ARGS]{"city": "Paris"}
+//! ```
+//!
+//! Any whitespace (or none) may follow the token. Each array element is a call with
+//! `"name"` and `"arguments"` (an object, or a JSON-encoded string holding one); an
+//! element that is not is an incomplete request, the others count. Strings stay strings.
+//! A token with nothing usable after it, an array or object never closed, or array JSON
+//! that does not parse, give an incomplete request. Text after the array is normal text.
+
+use super::deepseek::arguments;
+use super::driver::{Format, Found, RawCall, Scan, ScanState, find_token};
+use super::json::{Balanced, Quotes, call_value, name_guess, scan_balanced, split_elements};
+
+pub(crate) const TOKEN: &str = "[TOOL_CALLS]";
+const ARGS: &str = "[ARGS]";
+
+const START: u8 = 0;
+const ARRAY: u8 = 1;
+const NAME: u8 = 2;
+const OBJECT: u8 = 3;
+/// Nothing usable followed the token.
+const NOTHING: u8 = 4;
+
+/// The rules of `mistral`.
+pub(crate) struct Mistral;
+
+fn is_name_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.' | b':' | b'/') || b >= 0x80
+}
+
+impl Format for Mistral {
+    fn find(&self, text: &str, from: usize, _reply_start: bool) -> Found {
+        find_token(text, from, TOKEN)
+    }
+
+    fn scan(&self, region: &str, state: &mut ScanState, at_end: bool) -> Scan {
+        let bytes = region.as_bytes();
+        loop {
+            match state.stage {
+                START => {
+                    let from = state.pos.max(TOKEN.len());
+                    let at = from
+                        + bytes
+                            .get(from..)
+                            .unwrap_or_default()
+                            .iter()
+                            .take_while(|b| b.is_ascii_whitespace())
+                            .count();
+                    state.pos = at;
+                    match bytes.get(at) {
+                        None => return Scan::Open,
+                        Some(b'[') if !region.get(at..).is_some_and(|r| r.starts_with(ARGS)) => {
+                            state.stage = ARRAY;
+                            state.mark = at;
+                        }
+                        Some(b'{') => {
+                            state.stage = OBJECT;
+                            state.mark = at;
+                        }
+                        Some(&b) if is_name_byte(b) => state.stage = NAME,
+                        Some(_) => {
+                            state.stage = NOTHING;
+                            return Scan::Closed(at);
+                        }
+                    }
+                }
+                ARRAY | OBJECT => {
+                    return match scan_balanced(region, state.mark, state, Quotes::Json, None) {
+                        Balanced::End(end) => Scan::Closed(end),
+                        _ => Scan::Open,
+                    };
+                }
+                NAME => {
+                    let mut i = state.pos;
+                    while bytes.get(i).is_some_and(|&b| is_name_byte(b)) {
+                        i += 1;
+                    }
+                    state.pos = i;
+                    let rest = region.get(i..).unwrap_or_default();
+                    if rest.is_empty() || (!at_end && ARGS.starts_with(rest)) {
+                        return Scan::Open;
+                    }
+                    let after_args = rest.strip_prefix(ARGS).map_or(i, |_| i + ARGS.len());
+                    let skipped = bytes
+                        .get(after_args..)
+                        .unwrap_or_default()
+                        .iter()
+                        .take_while(|b| b.is_ascii_whitespace())
+                        .count();
+                    let at = after_args + skipped;
+                    match bytes.get(at) {
+                        None => return Scan::Open,
+                        Some(b'{') => {
+                            state.stage = OBJECT;
+                            state.mark = at;
+                        }
+                        Some(_) => {
+                            state.stage = NOTHING;
+                            return Scan::Closed(i);
+                        }
+                    }
+                }
+                _ => return Scan::Closed(state.pos),
+            }
+        }
+    }
+
+    fn read(&self, region: &str, state: &ScanState, closed: bool, calls: &mut Vec<RawCall>) {
+        let span = 0..region.len();
+        let json = region.get(state.mark..).unwrap_or_default();
+        match state.stage {
+            ARRAY if closed => read_array(json, state.mark, calls),
+            ARRAY => {
+                calls.push(RawCall::broken(span, name_guess(json), "the [TOOL_CALLS] array is never closed"))
+            }
+            OBJECT => {
+                let head = region.get(TOKEN.len()..state.mark).unwrap_or_default();
+                let name = head.trim().trim_end_matches(ARGS).trim().to_string();
+                match arguments(json) {
+                    Ok(args) if closed => calls.push(RawCall { span, name, args, ..RawCall::default() }),
+                    Ok(_) => calls.push(RawCall { span, name, ..RawCall::default() }),
+                    Err(problem) => calls.push(RawCall::broken(span, name, problem)),
+                }
+            }
+            NAME => {
+                let name =
+                    region.get(TOKEN.len()..).unwrap_or_default().trim().trim_end_matches(ARGS).to_string();
+                calls.push(RawCall::broken(span, name, "the call has no arguments object after its name"));
+            }
+            _ => calls.push(RawCall::broken(
+                span,
+                "",
+                "nothing usable follows [TOOL_CALLS]: write a JSON array of calls, or NAME{arguments}",
+            )),
+        }
+    }
+}
+
+/// The calls of a closed array (`json` starts at `offset` in the region).
+fn read_array(json: &str, offset: usize, calls: &mut Vec<RawCall>) {
+    let whole = offset..offset + json.len();
+    if let Err(e) = serde_json::from_str::<serde_json::Value>(json) {
+        calls.push(RawCall::broken(
+            whole,
+            name_guess(json),
+            format!("the [TOOL_CALLS] array is not valid JSON ({e})"),
+        ));
+        return;
+    }
+    let elements = split_elements(json, Quotes::Json);
+    if elements.is_empty() {
+        calls.push(RawCall::broken(whole, "", "the [TOOL_CALLS] array holds no call"));
+        return;
+    }
+    for element in elements {
+        let span = offset + element.start..offset + element.end;
+        let text = json.get(element).unwrap_or_default();
+        let value = serde_json::from_str(text).unwrap_or(serde_json::Value::Null);
+        calls.push(match call_value(value, &["arguments", "parameters"]) {
+            Ok((name, args)) => RawCall { span, name, args, ..RawCall::default() },
+            Err((name, problem)) => {
+                RawCall::broken(span, name, format!("{problem}: write {{\"name\": …, \"arguments\": {{…}}}}"))
+            }
+        });
+    }
+}

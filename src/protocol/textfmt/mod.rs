@@ -1,0 +1,604 @@
+//! The text formats open-weight models write their tool calls in, as protocols of the
+//! same trait as VCP.
+//!
+//! A model served without a native tool API (vLLM, llama.cpp, Ollama raw completions,
+//! local runtimes) writes its calls as text, in its family's format. Each format here
+//! reads a reply into requests and its normal text (one-shot, or while it streams in),
+//! writes the tool-definition prompt the way its family's chat template renders tools,
+//! and writes results the way the template renders tool output, so the engine runs full
+//! rounds with it.
+//!
+//! | id | models | a call looks like |
+//! | --- | --- | --- |
+//! | `hermes` | Hermes 2 Pro, Qwen 2.5, Qwen 3 | `<tool_call>{"name": …, "arguments": {…}}</tool_call>` |
+//! | `qwen3_coder_xml` | Qwen3-Coder, Qwen 3.5 | `<tool_call><function=NAME><parameter=K>V</parameter></function></tool_call>` |
+//! | `mistral` | Mistral, Mixtral, Mistral Small | `[TOOL_CALLS][{"name": …, "arguments": {…}}]` or `[TOOL_CALLS]NAME[ARGS]{…}` |
+//! | `llama3_json` | Llama 3.1, 3.2 | `<\|python_tag\|>{"name": …, "parameters": {…}}` |
+//! | `pythonic` | Llama 3.2 (light), Llama 4 | `[get_weather(city="Paris"), add(a=1, b=2)]` |
+//! | `deepseek_v3` | DeepSeek V3, R1 | `<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME` + a fenced JSON block |
+//! | `deepseek_v31` | DeepSeek V3.1 | `<｜tool▁call▁begin｜>NAME<｜tool▁sep｜>{…}<｜tool▁call▁end｜>` |
+//! | `kimi_k2` | Kimi K2 | `<\|tool_call_begin\|>functions.NAME:0<\|tool_call_argument_begin\|>{…}<\|tool_call_end\|>` |
+//! | `glm45` | GLM-4.5, GLM-4.6 | `<tool_call>NAME\n<arg_key>K</arg_key><arg_value>V</arg_value></tool_call>` |
+//! | `glm47` | GLM-4.7, GLM-5 | as `glm45`, no line breaks needed |
+//! | `minimax_m2` | MiniMax-M2 | `<minimax:tool_call><invoke name="NAME"><parameter name="K">V</parameter></invoke>…` |
+//!
+//! What every format does alike:
+//! - Calls come out in order, each with its name, its arguments (a JSON object) and its
+//!   bytes in the reply. A call whose markup opens and never closes, or whose JSON cannot
+//!   be read, is an *incomplete* request with a problem that says why: reported, never
+//!   run. Other calls of the same reply still count.
+//! - Normal text is everything that is not call markup, in order. A `<think>` block is
+//!   normal text, and a call drafted inside one is not a call (turn this off with
+//!   [`TextFormatOptions::skip_reasoning`]).
+//! - Arguments written as text (`qwen3_coder_xml`, `glm45`, `glm47`, `minimax_m2`) are
+//!   read without a schema as described in [`ParsedToolRequest::text_args`]: JSON text
+//!   becomes that value, `True`/`False`/`None` become `true`/`false`/`null`, anything else
+//!   stays a string (MiniMax: only `null` is not a string). When the engine resolves the
+//!   request, the tool's schema types them instead (a `string` parameter keeps `"3"`).
+//! - Streaming gives the same requests, normal text and diagnostics as the one-shot parse
+//!   for every chunking; each call is reported as soon as its closing token arrives, and
+//!   special tokens split across chunks are held back, never leaked as text.
+//!
+//! [`AutoProtocol`] recognises which text protocol a reply uses (VCP or one of these),
+//! and [`TextFormat::for_model`] maps a model name to its format.
+//!
+//! ```
+//! use tool_calling::protocol::textfmt::{TextFormat, TextFormatProtocol};
+//!
+//! let hermes = TextFormatProtocol::new(TextFormat::Hermes);
+//! let reply = "Let me check.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>";
+//! let parsed = hermes.parse(reply);
+//! assert_eq!(parsed.normal_text, "Let me check.\n");
+//! assert_eq!(parsed.requests[0].tool_name, "get_weather");
+//! assert_eq!(parsed.requests[0].args["city"], "Paris");
+//! assert!(parsed.requests[0].complete);
+//! ```
+
+mod auto;
+mod deepseek;
+mod driver;
+mod glm;
+mod hermes;
+mod json;
+mod kimi_k2;
+mod llama3;
+mod minimax;
+mod mistral;
+mod prompt;
+mod python;
+mod pythonic;
+mod qwen3_coder;
+mod values;
+
+use std::ops::Range;
+
+use serde_json::Value;
+
+pub use auto::{AutoProtocol, Detected};
+
+use super::events::sort_diagnostics;
+use super::ids::IdAssigner;
+use super::{
+    Diagnostic, DiagnosticKind, IncrementalParser, ParseOutcome, RequestIdStyle, StreamEvent,
+    ToolCallingProtocol, ToolDeclarations,
+};
+use crate::model::{AssistantTurn, Message, TurnDelta};
+use crate::request::{Invocation, RequestIdSource};
+use crate::tools::ToolCatalog;
+use crate::{ParsedToolRequest, Span, ToolDefinition, ToolError, ToolExecutionResult};
+use driver::{Core, Format, RawCall, Sink};
+
+/// One of the open-weight models' text formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum TextFormat {
+    /// `hermes`: JSON in `<tool_call>` tags (Hermes 2 Pro, Qwen 2.5, Qwen 3).
+    Hermes,
+    /// `qwen3_coder_xml`: `<function=NAME>` with `<parameter=KEY>` text values.
+    Qwen3CoderXml,
+    /// `mistral`: `[TOOL_CALLS]` with a JSON array, or `NAME[ARGS]{…}` per call.
+    Mistral,
+    /// `llama3_json`: `<|python_tag|>` (or a bare reply) with `{"name", "parameters"}`
+    /// objects separated by `;`.
+    Llama3Json,
+    /// `pythonic`: a Python list of calls with keyword arguments.
+    Pythonic,
+    /// `deepseek_v3`: DeepSeek's tokens, `function<｜tool▁sep｜>NAME` and a fenced JSON
+    /// block.
+    DeepSeekV3,
+    /// `deepseek_v31`: DeepSeek's tokens, `NAME<｜tool▁sep｜>{…}`.
+    DeepSeekV31,
+    /// `kimi_k2`: Kimi's section tokens, `functions.NAME:INDEX` ids.
+    KimiK2,
+    /// `glm45`: `<tool_call>NAME` on its own line, `<arg_key>`/`<arg_value>` pairs.
+    Glm45,
+    /// `glm47`: as `glm45`, line breaks optional.
+    Glm47,
+    /// `minimax_m2`: `<minimax:tool_call>` with `<invoke name="…">` and `<parameter
+    /// name="…">` text values.
+    MinimaxM2,
+}
+
+impl TextFormat {
+    /// Every format, in the order of the table above.
+    pub const ALL: [TextFormat; 11] = [
+        TextFormat::Hermes,
+        TextFormat::Qwen3CoderXml,
+        TextFormat::Mistral,
+        TextFormat::Llama3Json,
+        TextFormat::Pythonic,
+        TextFormat::DeepSeekV3,
+        TextFormat::DeepSeekV31,
+        TextFormat::KimiK2,
+        TextFormat::Glm45,
+        TextFormat::Glm47,
+        TextFormat::MinimaxM2,
+    ];
+
+    /// The protocol id (`hermes`, `qwen3_coder_xml`, …).
+    pub fn id(self) -> &'static str {
+        match self {
+            TextFormat::Hermes => "hermes",
+            TextFormat::Qwen3CoderXml => "qwen3_coder_xml",
+            TextFormat::Mistral => "mistral",
+            TextFormat::Llama3Json => "llama3_json",
+            TextFormat::Pythonic => "pythonic",
+            TextFormat::DeepSeekV3 => "deepseek_v3",
+            TextFormat::DeepSeekV31 => "deepseek_v31",
+            TextFormat::KimiK2 => "kimi_k2",
+            TextFormat::Glm45 => "glm45",
+            TextFormat::Glm47 => "glm47",
+            TextFormat::MinimaxM2 => "minimax_m2",
+        }
+    }
+
+    /// The format with protocol id `id`.
+    ///
+    /// ```
+    /// use tool_calling::protocol::textfmt::TextFormat;
+    /// assert_eq!(TextFormat::from_id("kimi_k2"), Some(TextFormat::KimiK2));
+    /// assert_eq!(TextFormat::from_id("vcp"), None);
+    /// ```
+    pub fn from_id(id: &str) -> Option<TextFormat> {
+        TextFormat::ALL.into_iter().find(|f| f.id() == id)
+    }
+
+    /// The format a model family writes, from the model's name (as a provider or a
+    /// model hub names it; case and separators do not matter).
+    ///
+    /// | model name contains | format |
+    /// | --- | --- |
+    /// | `qwen3-coder`, `qwen3.5`, `qwen3_5` | `qwen3_coder_xml` |
+    /// | `qwen`, `hermes`, `qwq` | `hermes` |
+    /// | `mistral`, `mixtral`, `ministral`, `magistral`, `devstral`, `codestral` | `mistral` |
+    /// | `llama-4`, `llama4` | `pythonic` |
+    /// | `llama-3.2-1b`, `llama-3.2-3b` | `pythonic` |
+    /// | `llama-3`, `llama3` | `llama3_json` |
+    /// | `deepseek-v3.1`, `deepseek-v3-1` | `deepseek_v31` |
+    /// | `deepseek-v3`, `deepseek-r1`, `deepseek-chat`, `deepseek-reasoner` | `deepseek_v3` |
+    /// | `kimi-k2`, `kimi_k2` | `kimi_k2` |
+    /// | `glm-4.7`, `glm-5` | `glm47` |
+    /// | `glm-4.5`, `glm-4.6`, `glm` | `glm45` |
+    /// | `minimax-m2`, `minimax` | `minimax_m2` |
+    ///
+    /// ```
+    /// use tool_calling::protocol::textfmt::TextFormat;
+    /// assert_eq!(TextFormat::for_model("Qwen/Qwen2.5-7B-Instruct"), Some(TextFormat::Hermes));
+    /// assert_eq!(TextFormat::for_model("Qwen3-Coder-30B-A3B"), Some(TextFormat::Qwen3CoderXml));
+    /// assert_eq!(TextFormat::for_model("meta-llama/Llama-3.1-8B-Instruct"), Some(TextFormat::Llama3Json));
+    /// assert_eq!(TextFormat::for_model("Llama-4-Scout-17B"), Some(TextFormat::Pythonic));
+    /// assert_eq!(TextFormat::for_model("deepseek-ai/DeepSeek-V3.1"), Some(TextFormat::DeepSeekV31));
+    /// assert_eq!(TextFormat::for_model("gpt-4o"), None);
+    /// ```
+    pub fn for_model(model: &str) -> Option<TextFormat> {
+        let name: String =
+            model.to_ascii_lowercase().chars().map(|c| if c == '_' || c == ' ' { '-' } else { c }).collect();
+        let has = |needles: &[&str]| needles.iter().any(|n| name.contains(n));
+        let format = if has(&["qwen3-coder", "qwen3.5", "qwen3-5"]) {
+            TextFormat::Qwen3CoderXml
+        } else if has(&["qwen", "hermes", "qwq"]) {
+            TextFormat::Hermes
+        } else if has(&["mistral", "mixtral", "ministral", "magistral", "devstral", "codestral"]) {
+            TextFormat::Mistral
+        } else if has(&["llama-4", "llama4"]) || has(&["llama-3.2-1b", "llama-3.2-3b"]) {
+            TextFormat::Pythonic
+        } else if has(&["llama-3", "llama3"]) {
+            TextFormat::Llama3Json
+        } else if has(&["deepseek-v3.1", "deepseek-v3-1", "deepseek-v31"]) {
+            TextFormat::DeepSeekV31
+        } else if has(&["deepseek-v3", "deepseek-r1", "deepseek-chat", "deepseek-reasoner"]) {
+            TextFormat::DeepSeekV3
+        } else if has(&["kimi-k2"]) {
+            TextFormat::KimiK2
+        } else if has(&["glm-4.7", "glm-5", "glm4.7", "glm5"]) {
+            TextFormat::Glm47
+        } else if has(&["glm"]) {
+            TextFormat::Glm45
+        } else if has(&["minimax"]) {
+            TextFormat::MinimaxM2
+        } else {
+            return None;
+        };
+        Some(format)
+    }
+
+    /// The reading rules of this format.
+    fn rules(self) -> &'static dyn Format {
+        match self {
+            TextFormat::Hermes => &hermes::Hermes,
+            TextFormat::Qwen3CoderXml => &qwen3_coder::Qwen3Coder,
+            TextFormat::Mistral => &mistral::Mistral,
+            TextFormat::Llama3Json => &llama3::Llama3Json,
+            TextFormat::Pythonic => &pythonic::Pythonic,
+            TextFormat::DeepSeekV3 => &deepseek::DeepSeek { v31: false },
+            TextFormat::DeepSeekV31 => &deepseek::DeepSeek { v31: true },
+            TextFormat::KimiK2 => &kimi_k2::KimiK2,
+            TextFormat::Glm45 => &glm::Glm { v47: false },
+            TextFormat::Glm47 => &glm::Glm { v47: true },
+            TextFormat::MinimaxM2 => &minimax::MinimaxM2,
+        }
+    }
+}
+
+impl std::fmt::Display for TextFormat {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.id())
+    }
+}
+
+/// Options of the text-format protocols.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct TextFormatOptions {
+    /// How requests are named (no format but Kimi's writes call ids).
+    pub request_ids: RequestIdStyle,
+    /// `<think>…</think>` is normal text and hides the markup inside it (default on).
+    pub skip_reasoning: bool,
+}
+
+impl Default for TextFormatOptions {
+    fn default() -> Self {
+        TextFormatOptions { request_ids: RequestIdStyle::default(), skip_reasoning: true }
+    }
+}
+
+impl TextFormatOptions {
+    /// Sets [`request_ids`](Self::request_ids).
+    #[must_use]
+    pub fn request_ids(mut self, style: RequestIdStyle) -> Self {
+        self.request_ids = style;
+        self
+    }
+
+    /// Sets [`skip_reasoning`](Self::skip_reasoning).
+    #[must_use]
+    pub fn skip_reasoning(mut self, on: bool) -> Self {
+        self.skip_reasoning = on;
+        self
+    }
+}
+
+/// A reply read by a text format: the requests, what was noticed, and the normal text.
+#[derive(Debug, Clone, PartialEq, Default)]
+#[non_exhaustive]
+pub struct ParsedReply {
+    /// The calls, in order, complete or not.
+    pub requests: Vec<ParsedToolRequest>,
+    /// What the parser noticed (damaged or unclosed calls), by offset.
+    pub diagnostics: Vec<Diagnostic>,
+    /// Everything that is not call markup, in order.
+    pub normal_text: String,
+}
+
+impl ParsedReply {
+    /// The requests and diagnostics as a [`ParseOutcome`].
+    pub fn into_outcome(self) -> ParseOutcome {
+        ParseOutcome::new(self.requests, self.diagnostics)
+    }
+}
+
+/// One of the [`TextFormat`]s as a [`ToolCallingProtocol`].
+///
+/// ```
+/// use tool_calling::ToolCallingProtocol;
+/// use tool_calling::protocol::textfmt::{TextFormat, TextFormatProtocol};
+///
+/// let glm = TextFormatProtocol::new(TextFormat::Glm47);
+/// assert_eq!(glm.id(), "glm47");
+/// let parsed = glm.parse("<tool_call>add<arg_key>a</arg_key><arg_value>2</arg_value></tool_call>");
+/// assert_eq!(parsed.requests[0].args["a"], 2);
+/// assert_eq!(parsed.requests[0].text_args["a"], "2");
+/// ```
+#[derive(Debug, Clone, Copy)]
+pub struct TextFormatProtocol {
+    format: TextFormat,
+    options: TextFormatOptions,
+}
+
+impl TextFormatProtocol {
+    /// The protocol of `format`, with default options.
+    pub fn new(format: TextFormat) -> Self {
+        TextFormatProtocol { format, options: TextFormatOptions::default() }
+    }
+
+    /// With `options`.
+    #[must_use]
+    pub fn with_options(mut self, options: TextFormatOptions) -> Self {
+        self.options = options;
+        self
+    }
+
+    /// The format.
+    pub fn format(&self) -> TextFormat {
+        self.format
+    }
+
+    /// Reads a whole reply.
+    pub fn parse(&self, text: &str) -> ParsedReply {
+        let mut sink = Collect::new(self.options.request_ids);
+        let mut core = Core::new(self.options.skip_reasoning);
+        core.run(self.format.rules(), text, 0, 0, true, &mut sink);
+        sink.finish()
+    }
+
+    /// A parser for a reply that streams in.
+    pub fn stream_parser(&self) -> TextFormatStreamParser {
+        TextFormatStreamParser::new(self.format, self.options)
+    }
+}
+
+impl ToolCallingProtocol for TextFormatProtocol {
+    fn id(&self) -> &str {
+        self.format.id()
+    }
+
+    fn tool_declarations(&self, tools: &[ToolDefinition]) -> ToolDeclarations {
+        if tools.iter().all(|t| t.methods.is_empty()) {
+            return ToolDeclarations::Prompt(String::new());
+        }
+        ToolDeclarations::Prompt(prompt::prompt(self.format, tools))
+    }
+
+    fn parse_turn(&self, turn: &AssistantTurn) -> ParseOutcome {
+        self.parse(&turn.text()).into_outcome()
+    }
+
+    fn parse_text(&self, text: &str) -> ParseOutcome {
+        self.parse(text).into_outcome()
+    }
+
+    fn incremental_parser(&self) -> Option<Box<dyn IncrementalParser>> {
+        Some(Box::new(self.stream_parser()))
+    }
+
+    fn resolve(
+        &self,
+        request: &ParsedToolRequest,
+        catalog: &ToolCatalog,
+    ) -> Vec<Result<Invocation, ToolError>> {
+        vec![Ok(typed_invocation(request, catalog))]
+    }
+
+    fn result_messages(&self, results: &[ToolExecutionResult]) -> Vec<Message> {
+        prompt::result_messages(self.format, results)
+    }
+}
+
+/// The call `request` names, its text arguments typed by the method's schema.
+pub(crate) fn typed_invocation(request: &ParsedToolRequest, catalog: &ToolCatalog) -> Invocation {
+    let mut invocation = Invocation::exact(request);
+    if request.text_args.is_empty() {
+        return invocation;
+    }
+    let Some((_, method)) = catalog.method(&request.tool_name) else { return invocation };
+    let Some(properties) = method.parameters.get("properties").and_then(Value::as_object) else {
+        return invocation;
+    };
+    for (key, text) in &request.text_args {
+        if let Some(typed) = properties.get(key).and_then(|schema| values::by_schema(text, schema)) {
+            invocation.args.insert(key.clone(), typed);
+        }
+    }
+    invocation
+}
+
+/// A request from a call read in the region at `base`.
+fn to_request(
+    call: RawCall,
+    base: usize,
+    closed: bool,
+    ids: &mut IdAssigner,
+    diagnostics: &mut Vec<Diagnostic>,
+) -> ParsedToolRequest {
+    let span = Span::new(base + call.span.start, base + call.span.end);
+    let (id, source) = match call.id {
+        Some(id) if !id.is_empty() => (id, RequestIdSource::Model),
+        _ => (String::new(), RequestIdSource::Assigned),
+    };
+    let mut request = ParsedToolRequest::new(id, call.name).with_id_source(source);
+    ids.assign(&mut request);
+    request.args = call.args;
+    request.text_args = call.text_args;
+    request.span = span;
+    if !closed {
+        let problem = "the reply ended before this call was closed: it is incomplete and was not run; send it again in full";
+        diagnostics.push(Diagnostic::new(DiagnosticKind::MissingEndMarker, problem, span));
+        request = request.with_problem(problem);
+    }
+    for problem in call.problems {
+        diagnostics.push(Diagnostic::new(DiagnosticKind::InvalidPayload, problem.clone(), span));
+        request = request.with_problem(problem);
+    }
+    if request.tool_name.is_empty() && request.complete {
+        let problem = "the call names no function: name the function to call";
+        diagnostics.push(Diagnostic::new(DiagnosticKind::MissingToolName, problem, span));
+        request = request.with_problem(problem);
+    }
+    request
+}
+
+/// The one-shot sink: requests, diagnostics and normal text.
+struct Collect {
+    ids: IdAssigner,
+    reply: ParsedReply,
+}
+
+impl Collect {
+    fn new(style: RequestIdStyle) -> Self {
+        Collect { ids: IdAssigner::new(style), reply: ParsedReply::default() }
+    }
+
+    fn finish(mut self) -> ParsedReply {
+        sort_diagnostics(&mut self.reply.diagnostics);
+        self.reply
+    }
+}
+
+impl Sink for Collect {
+    fn prose(&mut self, text: &str, _range: Range<usize>) {
+        self.reply.normal_text.push_str(text);
+    }
+
+    fn region_started(&mut self, _at: usize) {}
+
+    fn region(&mut self, text: &str, range: Range<usize>, calls: Vec<RawCall>, closed: bool) {
+        if calls.is_empty() {
+            self.reply.normal_text.push_str(text);
+            return;
+        }
+        for call in calls {
+            let request = to_request(call, range.start, closed, &mut self.ids, &mut self.reply.diagnostics);
+            self.reply.requests.push(request);
+        }
+    }
+}
+
+/// Reads a reply in a [`TextFormat`] as it streams in: normal text as soon as it is
+/// known not to be markup, each request when its closing token arrives.
+///
+/// ```
+/// use tool_calling::protocol::textfmt::{TextFormat, TextFormatProtocol};
+/// use tool_calling::protocol::{IncrementalParser, StreamEvent};
+///
+/// let mut parser = TextFormatProtocol::new(TextFormat::KimiK2).stream_parser();
+/// let mut events = Vec::new();
+/// for chunk in ["Checking.<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0",
+///               "<|tool_call_argument_begin|>{\"city\": \"Paris\"}<|tool_call_end|>", "<|tool_calls_section_end|>"] {
+///     parser.push_text(chunk, &mut events);
+/// }
+/// parser.finish(&mut events);
+/// let request = events.iter().find_map(|e| match e {
+///     StreamEvent::RequestCompleted(r) => Some(r),
+///     _ => None,
+/// });
+/// assert_eq!(request.unwrap().request_id, "functions.get_weather:0");
+/// ```
+#[derive(Debug)]
+pub struct TextFormatStreamParser {
+    format: TextFormat,
+    core: Core,
+    /// Text not yet decided (and what is kept before it until the next compaction).
+    buffer: String,
+    /// Offset of `buffer[0]` in the reply.
+    base: usize,
+    /// Where the undecided text begins in `buffer`.
+    pos: usize,
+    ids: IdAssigner,
+    finished: bool,
+}
+
+impl TextFormatStreamParser {
+    fn new(format: TextFormat, options: TextFormatOptions) -> Self {
+        TextFormatStreamParser {
+            format,
+            core: Core::new(options.skip_reasoning),
+            buffer: String::new(),
+            base: 0,
+            pos: 0,
+            ids: IdAssigner::new(options.request_ids),
+            finished: false,
+        }
+    }
+
+    /// The format read.
+    pub fn format(&self) -> TextFormat {
+        self.format
+    }
+
+    /// Bytes held back, undecided.
+    pub fn buffered_len(&self) -> usize {
+        self.buffer.len() - self.pos
+    }
+
+    fn run(&mut self, at_end: bool, events: &mut Vec<StreamEvent>) {
+        let mut sink = EventSink { events, ids: &mut self.ids };
+        self.pos = self.core.run(self.format.rules(), &self.buffer, self.base, self.pos, at_end, &mut sink);
+        // Drop decided text once it is most of the buffer: amortised linear.
+        if self.pos > 0 && self.pos >= self.buffer.len() / 2 {
+            self.buffer.drain(..self.pos);
+            self.base += self.pos;
+            self.core.shift(self.pos);
+            self.pos = 0;
+        }
+    }
+}
+
+impl IncrementalParser for TextFormatStreamParser {
+    fn push(&mut self, delta: &TurnDelta, events: &mut Vec<StreamEvent>) {
+        if let TurnDelta::Text(text) = delta {
+            self.push_text(text, events);
+        }
+    }
+
+    fn push_text(&mut self, text: &str, events: &mut Vec<StreamEvent>) {
+        if self.finished || text.is_empty() {
+            return;
+        }
+        self.buffer.push_str(text);
+        self.run(false, events);
+    }
+
+    fn finish(&mut self, events: &mut Vec<StreamEvent>) {
+        if self.finished {
+            return;
+        }
+        self.finished = true;
+        self.run(true, events);
+        self.buffer = String::new();
+    }
+}
+
+/// The streaming sink: events.
+struct EventSink<'a> {
+    events: &'a mut Vec<StreamEvent>,
+    ids: &'a mut IdAssigner,
+}
+
+impl Sink for EventSink<'_> {
+    fn prose(&mut self, text: &str, range: Range<usize>) {
+        self.events
+            .push(StreamEvent::Text { text: text.to_string(), span: Span::new(range.start, range.end) });
+    }
+
+    fn region_started(&mut self, at: usize) {
+        self.events.push(StreamEvent::RequestStarted { offset: at });
+    }
+
+    fn region(&mut self, text: &str, range: Range<usize>, calls: Vec<RawCall>, closed: bool) {
+        let span = Span::new(range.start, range.end);
+        if calls.is_empty() {
+            self.events.push(StreamEvent::BlockDiscarded { span });
+            self.events.push(StreamEvent::Text { text: text.to_string(), span });
+            return;
+        }
+        for (i, call) in calls.into_iter().enumerate() {
+            if i > 0 {
+                self.events.push(StreamEvent::RequestStarted { offset: range.start + call.span.start });
+            }
+            let mut diagnostics = Vec::new();
+            let request = to_request(call, range.start, closed, self.ids, &mut diagnostics);
+            self.events.extend(diagnostics.into_iter().map(StreamEvent::Diagnostic));
+            self.events.push(StreamEvent::RequestCompleted(request));
+        }
+    }
+}

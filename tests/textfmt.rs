@@ -1,0 +1,264 @@
+//! The open-model text formats against the corpus in `tests/corpus/textfmt/` (a sample
+//! written from each format's rules, and cases per format: one call, several, text
+//! around, unicode, nested arguments, malformed, unclosed): one-shot, streamed in chunks
+//! of every size, and through `auto`.
+
+use std::path::{Path, PathBuf};
+
+use proptest::prelude::*;
+use serde_json::Value;
+use tool_calling::protocol::textfmt::{
+    AutoProtocol, Detected, ParsedReply, TextFormat, TextFormatOptions, TextFormatProtocol,
+};
+use tool_calling::protocol::{IncrementalParser, RequestIdStyle, StreamCollector, StreamEvent};
+
+struct Case {
+    format: TextFormat,
+    name: String,
+    text: String,
+    expected: Value,
+}
+
+fn corpus() -> Vec<Case> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus/textfmt");
+    let mut cases = Vec::new();
+    for format in TextFormat::ALL {
+        let dir = root.join(format.id());
+        let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+            .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|x| x == "txt"))
+            .collect();
+        files.sort();
+        assert!(!files.is_empty(), "no cases for {format}");
+        for txt in files {
+            let expected: Value =
+                serde_json::from_str(&std::fs::read_to_string(txt.with_extension("json")).unwrap()).unwrap();
+            cases.push(Case {
+                format,
+                name: txt.file_stem().unwrap().to_string_lossy().into_owned(),
+                text: std::fs::read_to_string(&txt).unwrap(),
+                expected,
+            });
+        }
+    }
+    cases
+}
+
+fn protocol(format: TextFormat) -> TextFormatProtocol {
+    TextFormatProtocol::new(format)
+        .with_options(TextFormatOptions::default().request_ids(RequestIdStyle::Sequential))
+}
+
+/// The complete requests as `{"name", "arguments"}`, in order.
+fn complete_calls(reply: &ParsedReply) -> Vec<Value> {
+    reply
+        .requests
+        .iter()
+        .filter(|r| r.complete)
+        .map(|r| serde_json::json!({"name": r.tool_name, "arguments": r.args}))
+        .collect()
+}
+
+fn check(case: &Case, reply: &ParsedReply, how: &str) {
+    let context = format!("{}/{} ({how})", case.format, case.name);
+    let expected: Vec<Value> = case.expected["calls"].as_array().unwrap().clone();
+    assert_eq!(complete_calls(reply), expected, "{context}: {reply:#?}");
+    if let Some(normal) = case.expected.get("normal_text") {
+        assert_eq!(reply.normal_text, normal.as_str().unwrap(), "{context}: normal text");
+    }
+    if let Some(incomplete) = case.expected.get("incomplete") {
+        let found = reply.requests.iter().filter(|r| !r.complete).count();
+        assert_eq!(found as u64, incomplete.as_u64().unwrap(), "{context}: incomplete requests: {reply:#?}");
+        for request in reply.requests.iter().filter(|r| !r.complete) {
+            assert!(!request.problems.is_empty(), "{context}: an incomplete request says why");
+        }
+    }
+    for request in &reply.requests {
+        assert!(request.span.slice(&case.text).is_some(), "{context}: span {:?} in bounds", request.span);
+    }
+}
+
+/// The reply streamed in chunks of `size` bytes (cuts moved back to char boundaries).
+fn streamed(parser: &mut dyn IncrementalParser, text: &str, size: usize) -> ParsedReply {
+    let mut events = Vec::new();
+    let mut rest = text;
+    while !rest.is_empty() {
+        let mut cut = size.min(rest.len());
+        while !rest.is_char_boundary(cut) {
+            cut += 1;
+        }
+        let (chunk, tail) = rest.split_at(cut);
+        parser.push_text(chunk, &mut events);
+        rest = tail;
+    }
+    parser.finish(&mut events);
+    collect(events)
+}
+
+fn collect(events: Vec<StreamEvent>) -> ParsedReply {
+    let mut collector = StreamCollector::new();
+    collector.extend(events);
+    let normal = collector.prose().to_string();
+    let outcome = collector.into_outcome();
+    let mut reply = ParsedReply::default();
+    reply.requests = outcome.requests;
+    reply.diagnostics = outcome.diagnostics;
+    reply.normal_text = normal;
+    reply
+}
+
+#[test]
+fn every_case_one_shot() {
+    for case in corpus() {
+        check(&case, &protocol(case.format).parse(&case.text), "one-shot");
+    }
+}
+
+#[test]
+fn every_case_streamed_in_chunks_of_every_size() {
+    for case in corpus() {
+        let one_shot = protocol(case.format).parse(&case.text);
+        for size in [1, 2, 3, 5, 8, 13, 64, case.text.len().max(1)] {
+            let reply = streamed(&mut protocol(case.format).stream_parser(), &case.text, size);
+            assert_eq!(reply, one_shot, "{}/{} in chunks of {size}", case.format, case.name);
+        }
+    }
+}
+
+#[test]
+fn auto_detects_each_format_and_reads_the_same_calls() {
+    let auto = AutoProtocol::new()
+        .with_options(TextFormatOptions::default().request_ids(RequestIdStyle::Sequential));
+    for case in corpus() {
+        let expected = case.expected["calls"].as_array().unwrap();
+        let (detected, reply) = auto.parse(&case.text);
+        if expected.is_empty() && case.expected.get("incomplete").is_none() {
+            // Prose only (or markup of no format): nothing to detect, no requests.
+            assert!(reply.requests.is_empty(), "{}/{}: {reply:#?}", case.format, case.name);
+            continue;
+        }
+        let glm = [Some(Detected::Format(TextFormat::Glm45)), Some(Detected::Format(TextFormat::Glm47))];
+        if glm.contains(&Some(Detected::Format(case.format))) {
+            // The two GLM layouts are told apart by the line break after the name; a
+            // GLM-4.7 reply in the 4.5 layout reads the same either way.
+            assert!(glm.contains(&detected), "{}/{}: {detected:?}", case.format, case.name);
+        } else {
+            assert_eq!(detected, Some(Detected::Format(case.format)), "{}/{}", case.format, case.name);
+        }
+        check(&case, &reply, "auto");
+        for size in [1, 7] {
+            let streamed = streamed(&mut auto.stream_parser(), &case.text, size);
+            assert_eq!(streamed, reply, "{}/{} auto in chunks of {size}", case.format, case.name);
+        }
+    }
+}
+
+#[test]
+fn auto_reads_vcp_too() {
+    let reply = "Listing.\n<<<[TOOL_REQUEST]>>>\ntool_name:「始」fs「末」,\npath:「始」src「末」\n<<<[END_TOOL_REQUEST]>>>";
+    let (detected, parsed) = AutoProtocol::new().parse(reply);
+    assert_eq!(detected, Some(Detected::Vcp));
+    assert_eq!(parsed.requests[0].tool_name, "fs");
+    assert_eq!(parsed.requests[0].args["path"], "src");
+    assert_eq!(parsed.requests[0].span.slice(reply).unwrap().len(), reply.len() - "Listing.\n".len());
+    assert_eq!(parsed.normal_text, "Listing.\n");
+}
+
+#[test]
+fn special_tokens_split_across_chunks_are_held_back() {
+    let text = "Hi <|tool_calls_section_begin|><|tool_call_begin|>functions.f:0<|tool_call_argument_begin|>{}<|tool_call_end|><|tool_calls_section_end|> bye";
+    for size in 1..12 {
+        let mut parser = protocol(TextFormat::KimiK2).stream_parser();
+        let mut events = Vec::new();
+        let mut rest = text;
+        while !rest.is_empty() {
+            let cut = size.min(rest.len());
+            let (chunk, tail) = rest.split_at(cut);
+            parser.push_text(chunk, &mut events);
+            rest = tail;
+        }
+        parser.finish(&mut events);
+        for event in &events {
+            if let StreamEvent::Text { text, .. } = event {
+                assert!(
+                    !text.contains('<') && !text.contains('|'),
+                    "a token leaked as text: {text:?} (chunks of {size})"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn each_call_is_reported_when_its_closing_token_arrives() {
+    let first = "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>a<｜tool▁sep｜>{}<｜tool▁call▁end｜>";
+    let mut parser = protocol(TextFormat::DeepSeekV31).stream_parser();
+    let mut events = Vec::new();
+    parser.push_text(first, &mut events);
+    let completed = |events: &[StreamEvent]| {
+        events.iter().filter(|e| matches!(e, StreamEvent::RequestCompleted(_))).count()
+    };
+    assert_eq!(completed(&events), 1, "the first call is out before the section ends");
+    parser.push_text("<｜tool▁call▁begin｜>b<｜tool▁sep｜>{\"x\": 1", &mut events);
+    assert_eq!(completed(&events), 1);
+    parser.push_text("}<｜tool▁call▁end｜>", &mut events);
+    assert_eq!(completed(&events), 2);
+}
+
+#[test]
+fn model_names_map_to_formats() {
+    for (model, format) in [
+        ("Qwen/Qwen3-8B", TextFormat::Hermes),
+        ("NousResearch/Hermes-2-Pro-Llama-3-8B", TextFormat::Hermes),
+        ("Qwen/Qwen3-Coder-480B-A35B-Instruct", TextFormat::Qwen3CoderXml),
+        ("mistralai/Mistral-Small-3.2-24B-Instruct-2506", TextFormat::Mistral),
+        ("meta-llama/Llama-3.2-3B-Instruct", TextFormat::Pythonic),
+        ("meta-llama/Llama-3.3-70B-Instruct", TextFormat::Llama3Json),
+        ("meta-llama/Llama-4-Maverick-17B-128E-Instruct", TextFormat::Pythonic),
+        ("deepseek-ai/DeepSeek-R1-0528", TextFormat::DeepSeekV3),
+        ("deepseek-ai/DeepSeek-V3.1-Terminus", TextFormat::DeepSeekV31),
+        ("moonshotai/Kimi-K2-Instruct", TextFormat::KimiK2),
+        ("zai-org/GLM-4.5-Air", TextFormat::Glm45),
+        ("zai-org/GLM-4.7", TextFormat::Glm47),
+        ("MiniMaxAI/MiniMax-M2", TextFormat::MinimaxM2),
+    ] {
+        assert_eq!(TextFormat::for_model(model), Some(format), "{model}");
+    }
+    for format in TextFormat::ALL {
+        assert_eq!(TextFormat::from_id(format.id()), Some(format));
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// Any case, with any prose around it, in any chunking: the streamed reply equals
+    /// the one-shot one.
+    #[test]
+    fn chunking_never_changes_the_reply(
+        case in 0usize..82,
+        before in "[ a-z<>\\[\\]{}|\n]{0,12}",
+        after in "[ a-z<>\\[\\]{}|\n]{0,12}",
+        sizes in proptest::collection::vec(1usize..9, 1..6),
+    ) {
+        let cases = corpus();
+        let case = &cases[case % cases.len()];
+        let text = format!("{before}{}{after}", case.text);
+        let one_shot = protocol(case.format).parse(&text);
+        let mut parser = protocol(case.format).stream_parser();
+        let mut events = Vec::new();
+        let mut rest = text.as_str();
+        let mut i = 0;
+        while !rest.is_empty() {
+            let mut cut = sizes[i % sizes.len()].min(rest.len());
+            while !rest.is_char_boundary(cut) { cut += 1; }
+            let (chunk, tail) = rest.split_at(cut);
+            parser.push_text(chunk, &mut events);
+            rest = tail;
+            i += 1;
+        }
+        parser.finish(&mut events);
+        prop_assert_eq!(collect(events), one_shot);
+    }
+}
