@@ -12,7 +12,7 @@
 //! # `parse`
 //!
 //! ```text
-//! tester parse [--protocol vcp|openai|openai_responses|anthropic|gemini] [--fuzzy] [--skip-fenced] [--keep-think] [--stream-chunk N] FILE|-
+//! tester parse [--protocol vcp|openai|openai_responses|anthropic|gemini|FORMAT|auto] [--fuzzy] [--skip-fenced] [--keep-think] [--stream-chunk N] FILE|-
 //! ```
 //!
 //! Parses a model reply and prints
@@ -42,10 +42,16 @@
 //! each call. A body the provider's format cannot read (an error body) gives no request
 //! and an `invalid_payload` diagnostic; input that is not JSON at all exits 2.
 //!
+//! `--protocol FORMAT` reads an open-model text format (FORMAT is one of `hermes`,
+//! `qwen3_coder_xml`, `mistral`, `llama3_json`, `pythonic`, `deepseek_v3`,
+//! `deepseek_v31`, `kimi_k2`, `glm45`, `glm47`, `minimax_m2`), and `--protocol auto`
+//! detects which text protocol (VCP or one of those) the reply uses; the document then also carries `"normal_text"`, the reply
+//! without its call markup. `args` are the JSON values of each call.
+//!
 //! # `bench`
 //!
 //! ```text
-//! tester bench [--protocol vcp] [--iterations K] FILE
+//! tester bench [--protocol vcp|FORMAT|auto] [--iterations K] FILE
 //! ```
 //!
 //! Parses FILE K times in-process (default 20) with the default parser options and prints
@@ -68,10 +74,11 @@
 //! # `prompt`
 //!
 //! ```text
-//! tester prompt [--protocol vcp|openai|openai_responses|anthropic|gemini] [--lang en|zh]
+//! tester prompt [--protocol vcp|openai|openai_responses|anthropic|gemini|FORMAT|auto] [--lang en|zh]
 //! ```
 //!
-//! Prints the VCP tool-definition prompt for the demo tools, as plain text; for a native
+//! Prints the VCP tool-definition prompt for the demo tools, as plain text; for an
+//! open-model format, that format's prompt (plain text; `auto` offers VCP's); for a native
 //! protocol, the JSON `tools` value it sends.
 //!
 //! # `exec`
@@ -102,7 +109,7 @@
 //! # `cycle`
 //!
 //! ```text
-//! tester cycle [--protocol vcp|openai|openai_responses|anthropic|gemini] [--serial] [--timeout-ms T] [--fuzzy] [--skip-fenced] [--keep-think] FILE|-
+//! tester cycle [--protocol vcp|openai|openai_responses|anthropic|gemini|FORMAT|auto] [--serial] [--timeout-ms T] [--fuzzy] [--skip-fenced] [--keep-think] FILE|-
 //! ```
 //!
 //! Runs the engine's full parse → execute → format cycle on a model reply with the demo
@@ -112,7 +119,8 @@
 //! `context` the text that would be fed back to the model (empty when there were no
 //! requests), `diagnostics` what the parser noticed, as in `parse`. Calls run in
 //! parallel unless `--serial`; `--timeout-ms` and the parser flags mean what they mean
-//! for `exec` and `parse`.
+//! for `exec` and `parse`. With an open-model FORMAT (or `auto`), `context` is the text of
+//! the results in that format's shape (`<tool_response>…`, `[TOOL_RESULTS]…`, …).
 //!
 //! With a native `--protocol`, FILE is a response body and `context` is the JSON of what
 //! goes back to the provider, one entry per call in call order: for `openai` an array of
@@ -144,6 +152,9 @@ use tool_calling::exec::{ExecutionContext, Executor, PlannedRequest};
 use tool_calling::model::{AssistantTurn, Message, TurnAccumulator};
 use tool_calling::protocol::native::{
     Anthropic, Gemini, NativeOptions, OpenAiChat, OpenAiResponses, ResponseStream, WireFormat,
+};
+use tool_calling::protocol::textfmt::{
+    AutoProtocol, ParsedReply, TextFormat, TextFormatOptions, TextFormatProtocol,
 };
 use tool_calling::protocol::vcp::{Language, RequestIdStyle, VcpOptions, VcpProtocol, command_alias};
 use tool_calling::protocol::{IncrementalParser, StreamCollector};
@@ -186,6 +197,24 @@ enum ProtocolName {
     OpenaiResponses,
     Anthropic,
     Gemini,
+    Hermes,
+    #[value(name = "qwen3_coder_xml")]
+    Qwen3CoderXml,
+    Mistral,
+    #[value(name = "llama3_json")]
+    Llama3Json,
+    Pythonic,
+    #[value(name = "deepseek_v3")]
+    DeepseekV3,
+    #[value(name = "deepseek_v31")]
+    DeepseekV31,
+    #[value(name = "kimi_k2")]
+    KimiK2,
+    Glm45,
+    Glm47,
+    #[value(name = "minimax_m2")]
+    MinimaxM2,
+    Auto,
 }
 
 /// A native protocol: its tool-calling side and its wire format.
@@ -212,6 +241,8 @@ impl ProtocolName {
             ProtocolName::OpenaiResponses => "openai_responses",
             ProtocolName::Anthropic => "anthropic",
             ProtocolName::Gemini => "gemini",
+            ProtocolName::Auto => "auto",
+            other => other.text_format().map_or("vcp", TextFormat::id),
         }
     }
 
@@ -224,7 +255,81 @@ impl ProtocolName {
             ProtocolName::OpenaiResponses => Arc::new(OpenAiResponses::new(options)),
             ProtocolName::Anthropic => Arc::new(Anthropic::new(options)),
             ProtocolName::Gemini => Arc::new(Gemini::new(options)),
+            _ => return None,
         })
+    }
+
+    /// The open-model text format, if this names one.
+    fn text_format(self) -> Option<TextFormat> {
+        Some(match self {
+            ProtocolName::Hermes => TextFormat::Hermes,
+            ProtocolName::Qwen3CoderXml => TextFormat::Qwen3CoderXml,
+            ProtocolName::Mistral => TextFormat::Mistral,
+            ProtocolName::Llama3Json => TextFormat::Llama3Json,
+            ProtocolName::Pythonic => TextFormat::Pythonic,
+            ProtocolName::DeepseekV3 => TextFormat::DeepSeekV3,
+            ProtocolName::DeepseekV31 => TextFormat::DeepSeekV31,
+            ProtocolName::KimiK2 => TextFormat::KimiK2,
+            ProtocolName::Glm45 => TextFormat::Glm45,
+            ProtocolName::Glm47 => TextFormat::Glm47,
+            ProtocolName::MinimaxM2 => TextFormat::MinimaxM2,
+            _ => return None,
+        })
+    }
+
+    /// A text protocol other than VCP (a format, or `auto`), with sequential ids.
+    fn text_protocol(self, vcp: VcpOptions) -> Option<TextProtocol> {
+        let options = TextFormatOptions::default().request_ids(RequestIdStyle::Sequential);
+        if self == ProtocolName::Auto {
+            return Some(TextProtocol::Auto(Box::new(
+                AutoProtocol::new().with_options(options).with_vcp(VcpProtocol::new(vcp)),
+            )));
+        }
+        self.text_format()
+            .map(|format| TextProtocol::Format(TextFormatProtocol::new(format).with_options(options)))
+    }
+}
+
+/// `auto` or an open-model format.
+enum TextProtocol {
+    Auto(Box<AutoProtocol>),
+    Format(TextFormatProtocol),
+}
+
+impl TextProtocol {
+    fn protocol(&self) -> Arc<dyn ToolCallingProtocol> {
+        match self {
+            TextProtocol::Auto(auto) => Arc::new((**auto).clone()),
+            TextProtocol::Format(format) => Arc::new(*format),
+        }
+    }
+
+    /// The reply read one-shot, or streamed `size` bytes at a time.
+    fn parse(&self, text: &str, stream_chunk: Option<usize>) -> ParsedReply {
+        let Some(size) = stream_chunk else {
+            return match self {
+                TextProtocol::Auto(auto) => auto.parse(text).1,
+                TextProtocol::Format(format) => format.parse(text),
+            };
+        };
+        let mut parser: Box<dyn IncrementalParser> = match self {
+            TextProtocol::Auto(auto) => Box::new(auto.stream_parser()),
+            TextProtocol::Format(format) => Box::new(format.stream_parser()),
+        };
+        let mut events = Vec::new();
+        let mut collector = StreamCollector::new();
+        for chunk in chunks(text, size) {
+            parser.push_text(chunk, &mut events);
+            collector.extend(events.drain(..));
+        }
+        parser.finish(&mut events);
+        collector.extend(events);
+        let mut reply = ParsedReply::default();
+        reply.normal_text = collector.prose().to_string();
+        let outcome = collector.into_outcome();
+        reply.requests = outcome.requests;
+        reply.diagnostics = outcome.diagnostics;
+        reply
     }
 }
 
@@ -493,6 +598,15 @@ fn discover(args: &DiscoverArgs) -> Result<(), Failure> {
 }
 
 fn prompt(args: &PromptArgs) -> Result<(), Failure> {
+    if let Some(text_protocol) = args.protocol.text_protocol(VcpOptions::default()) {
+        let discovery = DiscoveryService::new(demo_registry()?);
+        let declarations = text_protocol
+            .protocol()
+            .tool_declarations(&discovery.enabled_definitions(&ToolCallConfig::default()));
+        let mut out = io::stdout().lock();
+        let text = declarations.as_prompt().unwrap_or_default();
+        return out.write_all(text.as_bytes()).map_err(|e| Failure::msg(format!("cannot write output: {e}")));
+    }
     if let Some(native) = args.protocol.native() {
         let discovery = DiscoveryService::new(demo_registry()?);
         let declarations =
@@ -516,6 +630,15 @@ fn parse(args: &ParseArgs) -> Result<(), Failure> {
         return Err(Failure::msg("--stream-chunk must be at least 1"));
     }
     let text = read_input(&args.input)?;
+    if let Some(text_protocol) = args.protocol.text_protocol(args.vcp.options()) {
+        let reply = text_protocol.parse(&text, args.stream_chunk);
+        let normal_text = reply.normal_text.clone();
+        let mut document = outcome_json(&reply.into_outcome());
+        if let Some(map) = document.as_object_mut() {
+            map.insert("normal_text".into(), Value::String(normal_text));
+        }
+        return print_json(&document);
+    }
     if let Some(native) = args.protocol.native() {
         let outcome = match args.stream_chunk {
             None => parse_native_body(native.as_ref(), &text)?.1,
@@ -686,7 +809,11 @@ fn cycle(args: &CycleArgs) -> Result<(), Failure> {
         return cycle_native(native, &text, &ctx);
     }
     let options = args.vcp.options();
-    let engine = Engine::new(demo_registry()?).with_protocol(Arc::new(VcpProtocol::new(options)));
+    let protocol: Arc<dyn ToolCallingProtocol> = match args.protocol.text_protocol(options) {
+        Some(text_protocol) => text_protocol.protocol(),
+        None => Arc::new(VcpProtocol::new(options)),
+    };
+    let engine = Engine::new(demo_registry()?).with_protocol(protocol);
     let cycle = runtime()?
         .block_on(engine.process_tool_call_cycle(&text, &ctx))
         .map_err(|e| Failure::msg(format!("cannot run the cycle: {e}")))?;
@@ -757,7 +884,7 @@ fn json_kind(value: &Value) -> &'static str {
 }
 
 fn bench(args: &BenchArgs) -> Result<(), Failure> {
-    if args.protocol != ProtocolName::Vcp {
+    if args.protocol.native().is_some() {
         return Err(Failure::msg(format!(
             "bench measures text protocols; --protocol {} is a native API",
             args.protocol.as_str()
@@ -768,15 +895,23 @@ fn bench(args: &BenchArgs) -> Result<(), Failure> {
     }
     let text = read_input(&args.input)?;
     // The parser a library user gets by default.
-    let protocol = VcpProtocol::default();
+    let text_protocol = args.protocol.text_protocol(VcpOptions::default());
+    let vcp = VcpProtocol::default();
+    let parse_once = |text: &str| -> usize {
+        match &text_protocol {
+            Some(TextProtocol::Format(format)) => format.parse(text).requests.len(),
+            Some(TextProtocol::Auto(auto)) => auto.parse(text).1.requests.len(),
+            None => vcp.parse(text).requests.len(),
+        }
+    };
     // One untimed parse: warms caches and counts the requests.
-    let requests = protocol.parse(&text).requests.len();
+    let requests = parse_once(&text);
 
     let mut times: Vec<Duration> = Vec::with_capacity(args.iterations as usize);
     for _ in 0..args.iterations {
         let started = Instant::now();
-        let outcome = protocol.parse(std::hint::black_box(text.as_str()));
-        std::hint::black_box(outcome);
+        let found = parse_once(std::hint::black_box(text.as_str()));
+        std::hint::black_box(found);
         times.push(started.elapsed());
     }
     let median = median(&mut times);

@@ -819,3 +819,42 @@ fn parse_stream_chunk_zero_is_a_usage_error() {
     let line = usage_error(&run(&["parse", "--stream-chunk", "2", file.arg()]));
     assert_eq!(line, "tester: input is not valid UTF-8 at byte offset 3");
 }
+
+#[test]
+fn parse_open_model_formats_prints_normal_text_and_streams_the_same() {
+    let reply =
+        "Adding.\n<tool_call>\n{\"name\": \"calc_add\", \"arguments\": {\"a\": 2, \"b\": 40}}\n</tool_call>";
+    for protocol in ["hermes", "auto"] {
+        let one_shot =
+            success_json(&run_with_stdin(&["parse", "--protocol", protocol, "-"], Some(reply.as_bytes())));
+        assert_eq!(one_shot["normal_text"], "Adding.\n", "{protocol}");
+        assert_eq!(one_shot["requests"][0]["tool_name"], "calc_add");
+        assert_eq!(one_shot["requests"][0]["args"], serde_json::json!({"a": 2, "b": 40}));
+        assert_eq!(one_shot["requests"][0]["start"], 8);
+        for size in ["1", "5"] {
+            let streamed = success_json(&run_with_stdin(
+                &["parse", "--protocol", protocol, "--stream-chunk", size, "-"],
+                Some(reply.as_bytes()),
+            ));
+            assert_eq!(streamed, one_shot, "{protocol} in chunks of {size}");
+        }
+    }
+}
+
+#[test]
+fn prompt_and_cycle_speak_each_format() {
+    let prompt = run(&["prompt", "--protocol", "glm47"]);
+    assert!(prompt.status.success());
+    let text = String::from_utf8(prompt.stdout).unwrap();
+    assert!(text.contains("<arg_key>") && text.contains("\"name\":\"calc_add\""), "{text}");
+    // Under a format other than VCP, `ink` and `river` are ordinary arguments.
+    let reply = "<tool_call>text_label\n<arg_key>ink</arg_key>\n<arg_value>blue</arg_value>\n<arg_key>river</arg_key>\n<arg_value>Seine</arg_value>\n</tool_call>";
+    let cycle = success_json(&run_with_stdin(&["cycle", "--protocol", "glm45", "-"], Some(reply.as_bytes())));
+    assert_eq!(cycle["results"][0]["result"], "Seine in blue", "{cycle}");
+    assert_eq!(cycle["context"], "<|observation|>\n<tool_response>\nSeine in blue\n</tool_response>");
+    let bench = success_json(&run_with_stdin(
+        &["bench", "--protocol", "glm45", "--iterations", "2", "-"],
+        Some(reply.as_bytes()),
+    ));
+    assert_eq!(bench["requests"], 1);
+}
