@@ -19,6 +19,11 @@ chunk sizes, then a response body; see fuzz_targets/native_stream.rs. Every file
 tests/fixtures/native/PROVIDER/ (streams and bodies alike) is written whole, in 1-byte
 chunks and in mixed chunks (5, 1, 64 bytes in turn).
 
+textfmt_stream: a seed is a protocol byte (the format's position in TextFormat::ALL, 11
+for auto), a byte K, K chunk sizes, then a reply; see fuzz_targets/textfmt_stream.rs. Every
+case of tests/corpus/textfmt/FORMAT/ is written for its format whole and in mixed chunks
+(1, 4, 9), and for auto in 3-byte chunks.
+
 Run from anywhere: python3 fuzz/make_seeds.py
 """
 import json
@@ -89,6 +94,16 @@ def main() -> None:
             for sizes, label in (([], "whole"), ([1], "c1"), ([5, 1, 64], "cmix")):
                 name = f"{provider}__{fixture.stem}_{fixture.suffix[1:]}_{label}.bin"
                 (out / name).write_bytes(native_seed(number, sizes, fixture.read_bytes()))
+    print(f"{len(list(out.glob('*.bin')))} seeds in {out.relative_to(ROOT)}")
+
+    out = fresh("textfmt_stream")
+    formats = ["hermes", "qwen3_coder_xml", "mistral", "llama3_json", "pythonic", "deepseek_v3",
+               "deepseek_v31", "kimi_k2", "glm45", "glm47", "minimax_m2"]
+    for number, fmt in enumerate(formats):
+        for txt in sorted((ROOT / "tests" / "corpus" / "textfmt" / fmt).glob("*.txt")):
+            data = txt.read_bytes()
+            for pick, sizes, label in ((number, [], "whole"), (number, [1, 4, 9], "cmix"), (11, [3], "auto")):
+                (out / f"{fmt}__{txt.stem}_{label}.bin").write_bytes(bytes([pick, len(sizes), *sizes]) + data)
     print(f"{len(list(out.glob('*.bin')))} seeds in {out.relative_to(ROOT)}")
 
 

@@ -121,13 +121,14 @@ impl Detector {
                     }
                 }
             }
-            let limit = best.map_or(text.len(), |(at, _)| at);
+            // A cut-off marker at the end of the text (nothing decides before it).
+            let hold = if at_end { text.len() } else { hold_start(text, from, &all_tokens()) };
+            let limit = best.map_or(hold, |(at, _)| at);
             // A Python call list in prose, before that.
             if let Some(step) = self.pythonic(text, from, limit, at_end) {
                 return step;
             }
             let Some((at, i)) = best else {
-                let hold = if at_end { text.len() } else { hold_start(text, from, &all_tokens()) };
                 self.note_prose(text, from, hold);
                 return Step::Undecided(hold);
             };
@@ -229,6 +230,8 @@ fn after_tool_call(text: &str, from: usize, at_end: bool) -> Option<Detected> {
     }
     let name_end = rest.find(|c: char| c.is_whitespace() || c == '<');
     match name_end.and_then(|end| rest.get(end..)) {
+        // A carriage return may be the first half of a line break.
+        Some("\r") if !at_end => None,
         Some(after) if after.starts_with('\n') || after.starts_with("\r\n") => {
             Some(Detected::Format(TextFormat::Glm45))
         }

@@ -53,11 +53,14 @@ impl Format for Glm {
                     .find(|c: char| c.is_whitespace() || c == '<')
                     .unwrap_or(body.len() - trimmed)
         } else {
-            match (body.find('\n'), body.find(KEY)) {
+            // The name runs to the end of its line (a blank before it is skipped).
+            let lead = body.len() - body.trim_start().len();
+            let name_part = body.get(lead..).unwrap_or_default();
+            lead + match (name_part.find('\n'), name_part.find(KEY)) {
                 (Some(line), Some(key)) => line.min(key),
                 (Some(line), None) => line,
                 (None, Some(key)) => key,
-                (None, None) => body.len(),
+                (None, None) => name_part.len(),
             }
         };
         let name = body.get(..name_end).unwrap_or_default().trim().to_string();

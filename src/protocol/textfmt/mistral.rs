@@ -53,9 +53,14 @@ impl Format for Mistral {
                             .take_while(|b| b.is_ascii_whitespace())
                             .count();
                     state.pos = at;
+                    let rest = region.get(at..).unwrap_or_default();
+                    if !at_end && rest.len() < ARGS.len() && ARGS.starts_with(rest) {
+                        // `[` may begin `[ARGS]` (nothing usable) or an array: wait.
+                        return Scan::Open;
+                    }
                     match bytes.get(at) {
                         None => return Scan::Open,
-                        Some(b'[') if !region.get(at..).is_some_and(|r| r.starts_with(ARGS)) => {
+                        Some(b'[') if !rest.starts_with(ARGS) => {
                             state.stage = ARRAY;
                             state.mark = at;
                         }
