@@ -4,8 +4,6 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 
-use memchr::memmem;
-
 use super::deepseek::{CALL_BEGIN as DS_CALL, CALLS_BEGIN as DS_CALLS};
 use super::hermes::OPEN as TOOL_CALL;
 use super::kimi_k2::SECTION as KIMI;
@@ -82,7 +80,7 @@ impl Detector {
         loop {
             if self.in_think {
                 let from = self.pos;
-                match text.as_bytes().get(from..).and_then(|h| memmem::find(h, THINK_CLOSE.as_bytes())) {
+                match text.as_bytes().get(from..).and_then(|h| super::driver::find_in(h, THINK_CLOSE)) {
                     Some(at) => {
                         self.pos = from + at + THINK_CLOSE.len();
                         self.in_think = false;
@@ -115,7 +113,7 @@ impl Detector {
             let hay = text.as_bytes().get(from..).unwrap_or_default();
             let mut best: Option<(usize, usize)> = None;
             for (i, marker) in MARKERS.iter().chain([&THINK_OPEN]).enumerate() {
-                if let Some(at) = memmem::find(hay, marker.as_bytes()) {
+                if let Some(at) = super::driver::find_in(hay, marker) {
                     if best.is_none_or(|(b, _)| from + at < b) {
                         best = Some((from + at, i));
                     }
@@ -199,10 +197,17 @@ fn hold_start(text: &str, from: usize, tokens: &[&str]) -> usize {
     super::driver::partial_suffix(text, from, tokens).unwrap_or(text.len())
 }
 
+/// How much whitespace a decision waits through before deciding without what follows it
+/// (so that a stream of blanks costs linear time).
+const MAX_UNDECIDED_BLANK: usize = 256;
+
 /// A reply that opens with `{`: is it a Llama call (`{"name": …`)? `None`: not a bare
 /// object at all; `Some(None)`: undecided.
 fn bare_llama(rest: &str, at_end: bool) -> Option<Option<bool>> {
     let body = rest.strip_prefix('{')?;
+    if body.len() - body.trim_start().len() > MAX_UNDECIDED_BLANK {
+        return Some(Some(false));
+    }
     let body = body.trim_start();
     const KEY: &str = "\"name\"";
     if body.starts_with(KEY) {
@@ -218,6 +223,12 @@ fn bare_llama(rest: &str, at_end: bool) -> Option<Option<bool>> {
 /// GLM-4.5 when a line break follows the name, else GLM-4.7.
 fn after_tool_call(text: &str, from: usize, at_end: bool) -> Option<Detected> {
     let rest = text.get(from..).unwrap_or_default().trim_start();
+    let blank = text.get(from..).map_or(0, |r| r.len() - r.trim_start().len());
+    if blank > MAX_UNDECIDED_BLANK {
+        // A decision does not wait through unbounded whitespace (whatever follows it):
+        // `<tool_call>` and blanks are hermes'.
+        return Some(Detected::Format(TextFormat::Hermes));
+    }
     if rest.starts_with('{') || rest.starts_with('[') {
         return Some(Detected::Format(TextFormat::Hermes));
     }
@@ -229,6 +240,10 @@ fn after_tool_call(text: &str, from: usize, at_end: bool) -> Option<Detected> {
         return at_end.then_some(Detected::Format(TextFormat::Hermes));
     }
     let name_end = rest.find(|c: char| c.is_whitespace() || c == '<');
+    if name_end.unwrap_or(rest.len()) > MAX_UNDECIDED_BLANK {
+        // Not a name a model writes; GLM-4.7's reading takes anything.
+        return Some(Detected::Format(TextFormat::Glm47));
+    }
     match name_end.and_then(|end| rest.get(end..)) {
         // A carriage return may be the first half of a line break.
         Some("\r") if !at_end => None,
@@ -241,14 +256,26 @@ fn after_tool_call(text: &str, from: usize, at_end: bool) -> Option<Detected> {
 }
 
 /// DeepSeek V3 writes `function<｜tool▁sep｜>NAME`, V3.1 `NAME<｜tool▁sep｜>`: decided at
-/// the first separator.
+/// the first separator, looked for within a bounded distance of the markers (beyond it,
+/// V3.1).
 fn deepseek_version(text: &str, at: usize, at_end: bool) -> Option<Detected> {
-    let rest = text.get(at..).unwrap_or_default();
-    let call = rest.find(DS_CALL).map(|c| c + DS_CALL.len());
-    let head = call.and_then(|c| rest.get(c..)).and_then(|r| r.find(DS_SEP).and_then(|s| r.get(..s)));
-    match head {
+    let window = |from: usize| {
+        let rest = text.get(from..).unwrap_or_default();
+        let mut end = rest.len().min(MAX_UNDECIDED_BLANK + DS_CALL.len() + DS_SEP.len());
+        while !rest.is_char_boundary(end) {
+            end -= 1;
+        }
+        (rest.get(..end).unwrap_or_default(), rest.len() > end)
+    };
+    let (rest, longer) = window(at);
+    let Some(call) = rest.find(DS_CALL).map(|c| at + c + DS_CALL.len()) else {
+        return (longer || at_end).then_some(Detected::Format(TextFormat::DeepSeekV31));
+    };
+    let (head, longer) = window(call);
+    match head.find(DS_SEP).and_then(|s| head.get(..s)) {
         Some(head) if head.trim() == "function" => Some(Detected::Format(TextFormat::DeepSeekV3)),
         Some(_) => Some(Detected::Format(TextFormat::DeepSeekV31)),
+        None if longer => Some(Detected::Format(TextFormat::DeepSeekV31)),
         None => at_end.then_some(Detected::Format(TextFormat::DeepSeekV3)),
     }
 }

@@ -14,7 +14,7 @@
 //! choices: the V3 type word is not checked; a call outside a `<｜tool▁calls▁begin｜>`
 //! section is read too; an `<｜end▁of▁sentence｜>` right after the section is markup.
 
-use super::driver::{Format, Found, InSection, RawCall, Scan, ScanState, find_tokens, scan_for};
+use super::driver::{Format, Found, InSection, RawCall, RegionSearch, Scan, ScanState, Searches, scan_for};
 use super::json::{kind_of, object_args};
 use crate::request::Args;
 
@@ -31,15 +31,15 @@ pub(crate) struct DeepSeek {
 }
 
 impl Format for DeepSeek {
-    fn find(&self, text: &str, from: usize, _reply_start: bool) -> Found {
-        match find_tokens(text, from, &[CALLS_BEGIN, CALL_BEGIN]) {
+    fn find(&self, text: &str, from: usize, _reply_start: bool, search: &mut Searches) -> Found {
+        match search.tokens(text, from, &[CALLS_BEGIN, CALL_BEGIN]) {
             (Found::Call(at), 0) => Found::Section { at, len: CALLS_BEGIN.len(), kind: 1 },
             (found, _) => found,
         }
     }
 
-    fn in_section(&self, text: &str, from: usize, _kind: u8) -> InSection {
-        match find_tokens(text, from, &[CALL_BEGIN, CALLS_END]) {
+    fn in_section(&self, text: &str, from: usize, _kind: u8, search: &mut Searches) -> InSection {
+        match search.tokens(text, from, &[CALL_BEGIN, CALLS_END]) {
             (Found::Call(at), 0) => InSection::Call(at),
             (Found::Call(at), _) => {
                 // An end-of-sentence token right after the section is its markup too.
@@ -60,7 +60,13 @@ impl Format for DeepSeek {
         }
     }
 
-    fn scan(&self, region: &str, state: &mut ScanState, _at_end: bool) -> Scan {
+    fn scan(
+        &self,
+        region: &str,
+        state: &mut ScanState,
+        _at_end: bool,
+        _search: &mut RegionSearch<'_>,
+    ) -> Scan {
         match scan_for(region, state, CALL_BEGIN.len(), CALL_END) {
             Some(at) => Scan::Closed(at + CALL_END.len()),
             None => Scan::Open,

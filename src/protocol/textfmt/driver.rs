@@ -99,21 +99,128 @@ impl RawCall {
     }
 }
 
+/// Token searches that remember what they found, so that a token absent from the rest
+/// of the text is not searched for again over the same bytes at every call (which would
+/// make a reply of many calls cost quadratic time). Queries must not go backwards.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Searches {
+    /// Per token: no occurrence starts in `[.., none_before)` (from where it was last
+    /// searched), and the next one found starts at `at`.
+    entries: Vec<(&'static str, usize, Option<usize>)>,
+}
+
+impl Searches {
+    /// Moves kept offsets `by` bytes back.
+    pub(crate) fn shift(&mut self, by: usize) {
+        for (_, none_before, at) in &mut self.entries {
+            *none_before = none_before.saturating_sub(by);
+            *at = at.and_then(|at| at.checked_sub(by));
+        }
+    }
+
+    /// The next `token` at or after `from`.
+    fn next(&mut self, text: &str, from: usize, token: &'static str) -> Option<usize> {
+        self.next_in(text, 0, from, token)
+    }
+
+    /// The next `token` at or after `from`, in text of which `hay` is the part from
+    /// `offset` on (offsets are the text's).
+    fn next_in(&mut self, hay: &str, offset: usize, from: usize, token: &'static str) -> Option<usize> {
+        let index = match self.entries.iter().position(|(t, _, _)| std::ptr::eq(*t, token) || *t == token) {
+            Some(index) => index,
+            None => {
+                self.entries.push((token, 0, None));
+                self.entries.len() - 1
+            }
+        };
+        let (_, none_before, at) = self.entries.get_mut(index)?;
+        if let Some(found) = at.filter(|&found| found >= from) {
+            return Some(found);
+        }
+        let start = from.max(*none_before).max(offset);
+        let found =
+            hay.as_bytes().get(start - offset..).and_then(|bytes| find_in(bytes, token)).map(|i| start + i);
+        *at = found;
+        if found.is_none() {
+            *none_before = (offset + hay.len()).saturating_sub(token.len().saturating_sub(1)).max(start);
+        }
+        found
+    }
+
+    /// As [`find_token`], remembering.
+    pub(crate) fn token(&mut self, text: &str, from: usize, token: &'static str) -> Found {
+        match self.next(text, from, token) {
+            Some(at) => Found::Call(at),
+            None => match partial_suffix(text, from, &[token]) {
+                Some(at) => Found::Hold(at),
+                None => Found::Nothing,
+            },
+        }
+    }
+
+    /// The earliest of several tokens, with the index of the one found; remembering.
+    pub(crate) fn tokens(&mut self, text: &str, from: usize, tokens: &[&'static str]) -> (Found, usize) {
+        let mut best: Option<(usize, usize)> = None;
+        for (i, token) in tokens.iter().enumerate() {
+            if let Some(at) = self.next(text, from, token) {
+                if best.is_none_or(|(b, _)| at < b) {
+                    best = Some((at, i));
+                }
+            }
+        }
+        let hold = partial_suffix(text, from, tokens);
+        match (best, hold) {
+            (Some((at, i)), Some(h)) if h < at => (Found::Hold(h), i),
+            (Some((at, i)), _) => (Found::Call(at), i),
+            (None, Some(h)) => (Found::Hold(h), 0),
+            (None, None) => (Found::Nothing, 0),
+        }
+    }
+}
+
+/// Token searches inside a call region that starts at `start` in the text.
+#[derive(Debug)]
+pub(crate) struct RegionSearch<'a> {
+    search: &'a mut Searches,
+    start: usize,
+}
+
+impl RegionSearch<'_> {
+    /// The earliest of `tokens` in `region` at or after `from` (region offsets), with
+    /// its index.
+    pub(crate) fn earliest(
+        &mut self,
+        region: &str,
+        from: usize,
+        tokens: &[&'static str],
+    ) -> Option<(usize, usize)> {
+        let start = self.start;
+        tokens
+            .iter()
+            .enumerate()
+            .filter_map(|(i, token)| {
+                self.search.next_in(region, start, start + from, token).map(|at| (at - start, i))
+            })
+            .min()
+    }
+}
+
 /// One text format: where its markup is, and what it means.
 pub(crate) trait Format: Send + Sync {
     /// The first markup in `text[from..]`. `reply_start`: the reply before `from` is
-    /// only whitespace.
-    fn find(&self, text: &str, from: usize, reply_start: bool) -> Found;
+    /// only whitespace. Token searches go through `search`.
+    fn find(&self, text: &str, from: usize, reply_start: bool, search: &mut Searches) -> Found;
 
     /// Inside a section of kind `kind`: what comes at or after `from`.
-    fn in_section(&self, text: &str, from: usize, kind: u8) -> InSection {
-        let _ = (text, kind);
+    fn in_section(&self, text: &str, from: usize, kind: u8, search: &mut Searches) -> InSection {
+        let _ = (text, kind, search);
         InSection::Leave(from)
     }
 
     /// Scans the call region `region` (which starts with the region's markup) on from
-    /// `state.pos`. `at_end`: no more text will come.
-    fn scan(&self, region: &str, state: &mut ScanState, at_end: bool) -> Scan;
+    /// `state.pos`. `at_end`: no more text will come. `search` finds tokens in the region
+    /// (remembering across regions).
+    fn scan(&self, region: &str, state: &mut ScanState, at_end: bool, search: &mut RegionSearch<'_>) -> Scan;
 
     /// The calls of a region that ended (`closed`), or was cut off by the end of the
     /// reply. A region that holds no call is prose.
@@ -126,9 +233,10 @@ pub(crate) trait Sink {
     fn prose(&mut self, text: &str, range: Range<usize>);
     /// A call region begins at `at`.
     fn region_started(&mut self, at: usize);
-    /// A region ended with these calls (offsets relative to `range.start`); `closed`
-    /// is false when the reply ended inside it. No calls: the region was prose.
-    fn region(&mut self, text: &str, range: Range<usize>, calls: Vec<RawCall>, closed: bool);
+    /// A region ended with these calls (offsets relative to `range.start`), which the
+    /// sink takes (drains); `closed` is false when the reply ended inside it. No calls:
+    /// the region was prose.
+    fn region(&mut self, text: &str, range: Range<usize>, calls: &mut Vec<RawCall>, closed: bool);
 }
 
 const THINK_OPEN: &str = "<think>";
@@ -160,15 +268,33 @@ pub(crate) struct Core {
     /// Only whitespace has been decided so far.
     reply_start: bool,
     skip_reasoning: bool,
+    /// No `<think>` starts before this offset (searched already)…
+    think_none_before: usize,
+    /// …and the next one found starts here.
+    think_at: Option<usize>,
+    /// The calls of the region being read (kept to reuse its allocation).
+    calls: Vec<RawCall>,
+    search: Searches,
 }
 
 impl Core {
     pub(crate) fn new(skip_reasoning: bool) -> Self {
-        Core { mode: Mode::Prose, reply_start: true, skip_reasoning }
+        Core {
+            mode: Mode::Prose,
+            reply_start: true,
+            skip_reasoning,
+            think_none_before: 0,
+            think_at: None,
+            calls: Vec::new(),
+            search: Searches::default(),
+        }
     }
 
     /// Moves kept offsets `by` bytes back (the caller dropped that much decided text).
     pub(crate) fn shift(&mut self, by: usize) {
+        self.search.shift(by);
+        self.think_none_before = self.think_none_before.saturating_sub(by);
+        self.think_at = self.think_at.and_then(|at| at.checked_sub(by));
         match &mut self.mode {
             Mode::Call { start, .. } => *start = start.saturating_sub(by),
             Mode::Prose | Mode::Reasoning | Mode::Section { .. } => {}
@@ -189,9 +315,8 @@ impl Core {
         loop {
             match self.mode {
                 Mode::Prose => {
-                    let found = format.find(text, pos, self.reply_start);
-                    let think =
-                        if self.skip_reasoning { find_token(text, pos, THINK_OPEN) } else { Found::Nothing };
+                    let found = format.find(text, pos, self.reply_start, &mut self.search);
+                    let think = if self.skip_reasoning { self.find_think(text, pos) } else { Found::Nothing };
                     let earliest = earliest(found, think);
                     match earliest {
                         (Found::Nothing, _) => {
@@ -248,7 +373,7 @@ impl Core {
                         return text.len();
                     }
                 },
-                Mode::Section { kind } => match format.in_section(text, pos, kind) {
+                Mode::Section { kind } => match format.in_section(text, pos, kind, &mut self.search) {
                     InSection::Call(at) => {
                         sink.region_started(base + at);
                         let state = ScanState { kind, ..ScanState::default() };
@@ -274,7 +399,8 @@ impl Core {
                 },
                 Mode::Call { start, mut state, in_section } => {
                     let region = text.get(start..).unwrap_or_default();
-                    let scan = format.scan(region, &mut state, at_end);
+                    let mut search = RegionSearch { search: &mut self.search, start };
+                    let scan = format.scan(region, &mut state, at_end, &mut search);
                     let after = match in_section {
                         Some(kind) => Mode::Section { kind },
                         None => Mode::Prose,
@@ -289,10 +415,11 @@ impl Core {
                         Scan::NotACall(n) => {
                             let n = n.clamp(1, region.len().max(1)).min(region.len());
                             let n = ceil_boundary(region, n);
+                            self.calls.clear();
                             sink.region(
                                 region.get(..n).unwrap_or_default(),
                                 base + start..base + start + n,
-                                Vec::new(),
+                                &mut self.calls,
                                 true,
                             );
                             self.reply_start = false;
@@ -327,13 +454,36 @@ impl Core {
         sink: &mut dyn Sink,
     ) {
         let region = text.get(start..start + end).unwrap_or_default();
-        let mut calls = Vec::new();
+        let mut calls = std::mem::take(&mut self.calls);
+        calls.clear();
         format.read(region, state, closed, &mut calls);
         for call in &mut calls {
             call.span.end = call.span.end.min(region.len());
             call.span.start = call.span.start.min(call.span.end);
         }
-        sink.region(region, base + start..base + start + end, calls, closed);
+        sink.region(region, base + start..base + start + end, &mut calls, closed);
+        calls.clear();
+        self.calls = calls;
+    }
+
+    /// The next `<think>` at or after `pos`, searching each part of the text once (a
+    /// reply with no reasoning is not searched again for every call in it).
+    fn find_think(&mut self, text: &str, pos: usize) -> Found {
+        if let Some(at) = self.think_at.filter(|&at| at >= pos) {
+            return Found::Call(at);
+        }
+        let from = pos.max(self.think_none_before);
+        match find_token(text, from, THINK_OPEN) {
+            Found::Call(at) => {
+                self.think_at = Some(at);
+                Found::Call(at)
+            }
+            other => {
+                self.think_at = None;
+                self.think_none_before = text.len().saturating_sub(THINK_OPEN.len() - 1).max(from);
+                other
+            }
+        }
     }
 
     fn prose(&mut self, text: &str, base: usize, from: usize, to: usize, sink: &mut dyn Sink) {
@@ -374,36 +524,36 @@ fn is_blank(text: Option<&str>) -> bool {
     text.is_none_or(|t| t.bytes().all(|b| b.is_ascii_whitespace()))
 }
 
+/// The first `token` in `hay`, with a searcher built once per token and thread (building
+/// one costs more than searching the short stretches between calls).
+pub(crate) fn find_in(hay: &[u8], token: &'static str) -> Option<usize> {
+    thread_local! {
+        static FINDERS: std::cell::RefCell<Vec<(&'static str, memmem::Finder<'static>)>> =
+            const { std::cell::RefCell::new(Vec::new()) };
+    }
+    FINDERS.with(|finders| {
+        let Ok(mut finders) = finders.try_borrow_mut() else {
+            return memmem::find(hay, token.as_bytes());
+        };
+        let known = finders.iter().position(|(t, _)| std::ptr::eq(*t, token) || *t == token);
+        let index = known.unwrap_or_else(|| {
+            finders.push((token, memmem::Finder::new(token.as_bytes())));
+            finders.len() - 1
+        });
+        finders.get(index).and_then(|(_, finder)| finder.find(hay))
+    })
+}
+
 /// The first `token` in `text[from..]` (`Call` at its start), or the start of a
 /// trailing piece that may begin it (`Hold`).
-pub(crate) fn find_token(text: &str, from: usize, token: &str) -> Found {
+pub(crate) fn find_token(text: &str, from: usize, token: &'static str) -> Found {
     let hay = text.as_bytes().get(from..).unwrap_or_default();
-    match memmem::find(hay, token.as_bytes()) {
+    match find_in(hay, token) {
         Some(at) => Found::Call(from + at),
         None => match partial_suffix(text, from, &[token]) {
             Some(at) => Found::Hold(at),
             None => Found::Nothing,
         },
-    }
-}
-
-/// The earliest of several tokens, with the index of the one found.
-pub(crate) fn find_tokens(text: &str, from: usize, tokens: &[&str]) -> (Found, usize) {
-    let mut best: Option<(usize, usize)> = None;
-    for (i, token) in tokens.iter().enumerate() {
-        let hay = text.as_bytes().get(from..).unwrap_or_default();
-        if let Some(at) = memmem::find(hay, token.as_bytes()) {
-            if best.is_none_or(|(b, _)| from + at < b) {
-                best = Some((from + at, i));
-            }
-        }
-    }
-    let hold = partial_suffix(text, from, tokens);
-    match (best, hold) {
-        (Some((at, i)), Some(h)) if h < at => (Found::Hold(h), i),
-        (Some((at, i)), _) => (Found::Call(at), i),
-        (None, Some(h)) => (Found::Hold(h), 0),
-        (None, None) => (Found::Nothing, 0),
     }
 }
 
@@ -431,9 +581,14 @@ pub(crate) fn ceil_boundary(text: &str, mut at: usize) -> usize {
 
 /// Searches for `token` in `region` on from `state.pos` (minus a token's length, so a
 /// token split across pushes is found), and remembers how far it looked.
-pub(crate) fn scan_for(region: &str, state: &mut ScanState, from: usize, token: &str) -> Option<usize> {
+pub(crate) fn scan_for(
+    region: &str,
+    state: &mut ScanState,
+    from: usize,
+    token: &'static str,
+) -> Option<usize> {
     let start = state.pos.saturating_sub(token.len()).max(from);
-    let found = region.as_bytes().get(start..).and_then(|hay| memmem::find(hay, token.as_bytes()));
+    let found = region.as_bytes().get(start..).and_then(|hay| find_in(hay, token));
     match found {
         Some(at) => Some(start + at),
         None => {
@@ -441,25 +596,4 @@ pub(crate) fn scan_for(region: &str, state: &mut ScanState, from: usize, token: 
             None
         }
     }
-}
-
-/// As [`scan_for`], for the earliest of several tokens: its offset and index.
-pub(crate) fn scan_for_any(
-    region: &str,
-    state: &mut ScanState,
-    from: usize,
-    tokens: &[&str],
-) -> Option<(usize, usize)> {
-    let longest = tokens.iter().map(|t| t.len()).max().unwrap_or(0);
-    let start = state.pos.saturating_sub(longest).max(from);
-    let hay = region.as_bytes().get(start..).unwrap_or_default();
-    let found = tokens
-        .iter()
-        .enumerate()
-        .filter_map(|(i, token)| memmem::find(hay, token.as_bytes()).map(|at| (start + at, i)))
-        .min();
-    if found.is_none() {
-        state.pos = region.len().max(from);
-    }
-    found
 }

@@ -15,7 +15,7 @@
 //! written as the value becomes that value). A block never closed by `</tool_call>` is
 //! an incomplete request.
 
-use super::driver::{Format, Found, RawCall, Scan, ScanState, find_token, scan_for};
+use super::driver::{Format, Found, RawCall, RegionSearch, Scan, ScanState, Searches, scan_for};
 use super::hermes::{CLOSE, OPEN};
 use super::values::infer;
 
@@ -30,11 +30,17 @@ pub(crate) struct Glm {
 }
 
 impl Format for Glm {
-    fn find(&self, text: &str, from: usize, _reply_start: bool) -> Found {
-        find_token(text, from, OPEN)
+    fn find(&self, text: &str, from: usize, _reply_start: bool, search: &mut Searches) -> Found {
+        search.token(text, from, OPEN)
     }
 
-    fn scan(&self, region: &str, state: &mut ScanState, _at_end: bool) -> Scan {
+    fn scan(
+        &self,
+        region: &str,
+        state: &mut ScanState,
+        _at_end: bool,
+        _search: &mut RegionSearch<'_>,
+    ) -> Scan {
         match scan_for(region, state, OPEN.len(), CLOSE) {
             Some(at) => Scan::Closed(at + CLOSE.len()),
             None => Scan::Open,

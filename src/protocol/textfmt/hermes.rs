@@ -13,7 +13,7 @@
 //! Implementation-defined choices: a block never closed is an incomplete request even
 //! when its JSON is whole.
 
-use super::driver::{Format, Found, RawCall, Scan, ScanState, find_token};
+use super::driver::{Format, Found, RawCall, RegionSearch, Scan, ScanState, Searches};
 use super::json::{Balanced, Quotes, call_object, scan_balanced};
 
 pub(crate) const OPEN: &str = "<tool_call>";
@@ -29,11 +29,17 @@ const AFTER_JSON: u8 = 2;
 const FALLBACK: u8 = 3;
 
 impl Format for Hermes {
-    fn find(&self, text: &str, from: usize, _reply_start: bool) -> Found {
-        find_token(text, from, OPEN)
+    fn find(&self, text: &str, from: usize, _reply_start: bool, search: &mut Searches) -> Found {
+        search.token(text, from, OPEN)
     }
 
-    fn scan(&self, region: &str, state: &mut ScanState, at_end: bool) -> Scan {
+    fn scan(
+        &self,
+        region: &str,
+        state: &mut ScanState,
+        at_end: bool,
+        _search: &mut RegionSearch<'_>,
+    ) -> Scan {
         scan_json_block(region, state, OPEN.len(), CLOSE, at_end)
     }
 
@@ -58,7 +64,7 @@ pub(crate) fn scan_json_block(
     region: &str,
     state: &mut ScanState,
     open_len: usize,
-    close: &str,
+    close: &'static str,
     at_end: bool,
 ) -> Scan {
     let bytes = region.as_bytes();

@@ -191,11 +191,34 @@ pub(crate) fn kind_of(value: &Value) -> &'static str {
 /// A call written as a JSON object with a `"name"` and arguments under one of
 /// `arg_keys` (absent: `{}`). `Err` says what is wrong, with the name when one was read.
 pub(crate) fn call_object(text: &str, arg_keys: &[&str]) -> Result<(String, Args), (String, String)> {
+    // The common case in one pass: a name and an arguments object, read straight into
+    // the request's types. Anything else takes the slow path, which says what is wrong.
+    if let Ok(fast) = serde_json::from_str::<FastCall>(text) {
+        let args = match arg_keys.first().copied() {
+            Some("parameters") => fast.parameters.or(fast.arguments),
+            _ => fast.arguments.or(fast.parameters),
+        };
+        if !fast.name.is_empty() {
+            if let Some(args) = args {
+                return Ok((fast.name, args));
+            }
+        }
+    }
     let value: Value = match serde_json::from_str(text) {
         Ok(value) => value,
         Err(e) => return Err((name_guess(text), format!("the call is not valid JSON ({e})"))),
     };
     call_value(value, arg_keys)
+}
+
+/// A call object of the usual shape.
+#[derive(serde::Deserialize)]
+struct FastCall {
+    name: String,
+    #[serde(default)]
+    arguments: Option<Args>,
+    #[serde(default)]
+    parameters: Option<Args>,
 }
 
 /// As [`call_object`], for a parsed value.

@@ -11,7 +11,7 @@
 //! when its `<|tool_call_end|>` arrives.
 
 use super::deepseek::arguments;
-use super::driver::{Format, Found, InSection, RawCall, Scan, ScanState, find_token, find_tokens, scan_for};
+use super::driver::{Format, Found, InSection, RawCall, RegionSearch, Scan, ScanState, Searches, scan_for};
 
 pub(crate) const SECTION: &str = "<|tool_calls_section_begin|>";
 const SECTION_END: &str = "<|tool_calls_section_end|>";
@@ -23,15 +23,15 @@ const CALL_END: &str = "<|tool_call_end|>";
 pub(crate) struct KimiK2;
 
 impl Format for KimiK2 {
-    fn find(&self, text: &str, from: usize, _reply_start: bool) -> Found {
-        match find_token(text, from, SECTION) {
+    fn find(&self, text: &str, from: usize, _reply_start: bool, search: &mut Searches) -> Found {
+        match search.token(text, from, SECTION) {
             Found::Call(at) => Found::Section { at, len: SECTION.len(), kind: 1 },
             other => other,
         }
     }
 
-    fn in_section(&self, text: &str, from: usize, _kind: u8) -> InSection {
-        match find_tokens(text, from, &[CALL, SECTION_END]) {
+    fn in_section(&self, text: &str, from: usize, _kind: u8, search: &mut Searches) -> InSection {
+        match search.tokens(text, from, &[CALL, SECTION_END]) {
             (Found::Call(at), 0) => InSection::Call(at),
             (Found::Call(at), _) => InSection::End { at, len: SECTION_END.len() },
             (Found::Hold(at), _) => InSection::Hold(at),
@@ -39,7 +39,13 @@ impl Format for KimiK2 {
         }
     }
 
-    fn scan(&self, region: &str, state: &mut ScanState, _at_end: bool) -> Scan {
+    fn scan(
+        &self,
+        region: &str,
+        state: &mut ScanState,
+        _at_end: bool,
+        _search: &mut RegionSearch<'_>,
+    ) -> Scan {
         match scan_for(region, state, CALL.len(), CALL_END) {
             Some(at) => Scan::Closed(at + CALL_END.len()),
             None => Scan::Open,

@@ -14,7 +14,9 @@
 //! object after prose is normal text; the list ends at the first text that is not a call
 //! object, `;` or the tag.
 
-use super::driver::{Format, Found, InSection, RawCall, Scan, ScanState, find_token, partial_suffix};
+use super::driver::{
+    Format, Found, InSection, RawCall, RegionSearch, Scan, ScanState, Searches, partial_suffix,
+};
 use super::json::{Balanced, Quotes, call_object, scan_balanced};
 
 pub(crate) const TAG: &str = "<|python_tag|>";
@@ -27,7 +29,7 @@ const BARE: u8 = 2;
 pub(crate) struct Llama3Json;
 
 impl Format for Llama3Json {
-    fn find(&self, text: &str, from: usize, reply_start: bool) -> Found {
+    fn find(&self, text: &str, from: usize, reply_start: bool, search: &mut Searches) -> Found {
         if reply_start {
             let rest = text.get(from..).unwrap_or_default();
             let blank = rest.len() - rest.trim_start().len();
@@ -37,13 +39,13 @@ impl Format for Llama3Json {
                 Some(_) => {}
             }
         }
-        match find_token(text, from, TAG) {
+        match search.token(text, from, TAG) {
             Found::Call(at) => Found::Section { at, len: TAG.len(), kind: TAGGED },
             other => other,
         }
     }
 
-    fn in_section(&self, text: &str, from: usize, _kind: u8) -> InSection {
+    fn in_section(&self, text: &str, from: usize, _kind: u8, _search: &mut Searches) -> InSection {
         let bytes = text.as_bytes();
         let mut i = from;
         loop {
@@ -66,7 +68,13 @@ impl Format for Llama3Json {
         }
     }
 
-    fn scan(&self, region: &str, state: &mut ScanState, _at_end: bool) -> Scan {
+    fn scan(
+        &self,
+        region: &str,
+        state: &mut ScanState,
+        _at_end: bool,
+        _search: &mut RegionSearch<'_>,
+    ) -> Scan {
         match scan_balanced(region, 0, state, Quotes::Json, None) {
             Balanced::End(end) => {
                 if state.kind == BARE

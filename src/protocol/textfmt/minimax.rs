@@ -14,9 +14,7 @@
 //! a `name` is an incomplete request; one whose `</invoke>` is missing ends at the next
 //! `<invoke` or at the end of the wrapper, and is incomplete.
 
-use super::driver::{
-    Format, Found, InSection, RawCall, Scan, ScanState, find_token, find_tokens, scan_for_any,
-};
+use super::driver::{Format, Found, InSection, RawCall, RegionSearch, Scan, ScanState, Searches};
 use super::values::{decode_entities, infer_minimax};
 
 const WRAPPER: &str = "<minimax:tool_call>";
@@ -33,15 +31,15 @@ const UNCLOSED: u8 = 1;
 pub(crate) struct MinimaxM2;
 
 impl Format for MinimaxM2 {
-    fn find(&self, text: &str, from: usize, _reply_start: bool) -> Found {
-        match find_token(text, from, WRAPPER) {
+    fn find(&self, text: &str, from: usize, _reply_start: bool, search: &mut Searches) -> Found {
+        match search.token(text, from, WRAPPER) {
             Found::Call(at) => Found::Section { at, len: WRAPPER.len(), kind: 1 },
             other => other,
         }
     }
 
-    fn in_section(&self, text: &str, from: usize, _kind: u8) -> InSection {
-        match find_tokens(text, from, &[INVOKE, WRAPPER_END]) {
+    fn in_section(&self, text: &str, from: usize, _kind: u8, search: &mut Searches) -> InSection {
+        match search.tokens(text, from, &[INVOKE, WRAPPER_END]) {
             (Found::Call(at), 0) => InSection::Call(at),
             (Found::Call(at), _) => InSection::End { at, len: WRAPPER_END.len() },
             (Found::Hold(at), _) => InSection::Hold(at),
@@ -49,8 +47,14 @@ impl Format for MinimaxM2 {
         }
     }
 
-    fn scan(&self, region: &str, state: &mut ScanState, _at_end: bool) -> Scan {
-        match scan_for_any(region, state, INVOKE.len(), &[INVOKE_END, INVOKE, WRAPPER_END]) {
+    fn scan(
+        &self,
+        region: &str,
+        state: &mut ScanState,
+        _at_end: bool,
+        search: &mut RegionSearch<'_>,
+    ) -> Scan {
+        match search.earliest(region, INVOKE.len(), &[INVOKE_END, INVOKE, WRAPPER_END]) {
             Some((at, 0)) => Scan::Closed(at + INVOKE_END.len()),
             Some((at, _)) => {
                 state.stage = UNCLOSED;

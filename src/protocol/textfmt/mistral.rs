@@ -14,7 +14,7 @@
 //! that does not parse, give an incomplete request. Text after the array is normal text.
 
 use super::deepseek::arguments;
-use super::driver::{Format, Found, RawCall, Scan, ScanState, find_token};
+use super::driver::{Format, Found, RawCall, RegionSearch, Scan, ScanState, Searches};
 use super::json::{Balanced, Quotes, call_value, name_guess, scan_balanced, split_elements};
 
 pub(crate) const TOKEN: &str = "[TOOL_CALLS]";
@@ -35,11 +35,17 @@ fn is_name_byte(b: u8) -> bool {
 }
 
 impl Format for Mistral {
-    fn find(&self, text: &str, from: usize, _reply_start: bool) -> Found {
-        find_token(text, from, TOKEN)
+    fn find(&self, text: &str, from: usize, _reply_start: bool, search: &mut Searches) -> Found {
+        search.token(text, from, TOKEN)
     }
 
-    fn scan(&self, region: &str, state: &mut ScanState, at_end: bool) -> Scan {
+    fn scan(
+        &self,
+        region: &str,
+        state: &mut ScanState,
+        at_end: bool,
+        _search: &mut RegionSearch<'_>,
+    ) -> Scan {
         let bytes = region.as_bytes();
         loop {
             match state.stage {

@@ -461,12 +461,12 @@ impl Sink for Collect {
 
     fn region_started(&mut self, _at: usize) {}
 
-    fn region(&mut self, text: &str, range: Range<usize>, calls: Vec<RawCall>, closed: bool) {
+    fn region(&mut self, text: &str, range: Range<usize>, calls: &mut Vec<RawCall>, closed: bool) {
         if calls.is_empty() {
             self.reply.normal_text.push_str(text);
             return;
         }
-        for call in calls {
+        for call in calls.drain(..) {
             let request = to_request(call, range.start, closed, &mut self.ids, &mut self.reply.diagnostics);
             self.reply.requests.push(request);
         }
@@ -584,14 +584,14 @@ impl Sink for EventSink<'_> {
         self.events.push(StreamEvent::RequestStarted { offset: at });
     }
 
-    fn region(&mut self, text: &str, range: Range<usize>, calls: Vec<RawCall>, closed: bool) {
+    fn region(&mut self, text: &str, range: Range<usize>, calls: &mut Vec<RawCall>, closed: bool) {
         let span = Span::new(range.start, range.end);
         if calls.is_empty() {
             self.events.push(StreamEvent::BlockDiscarded { span });
             self.events.push(StreamEvent::Text { text: text.to_string(), span });
             return;
         }
-        for (i, call) in calls.into_iter().enumerate() {
+        for (i, call) in calls.drain(..).enumerate() {
             if i > 0 {
                 self.events.push(StreamEvent::RequestStarted { offset: range.start + call.span.start });
             }

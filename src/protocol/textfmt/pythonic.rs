@@ -12,7 +12,9 @@
 //! first function; one never closed likewise. Nesting deeper than 128 levels is refused.
 //! Implementation-defined choice: text after the list is normal text.
 
-use super::driver::{Format, Found, InSection, RawCall, Scan, ScanState, find_token, partial_suffix};
+use super::driver::{
+    Format, Found, InSection, RawCall, RegionSearch, Scan, ScanState, Searches, partial_suffix,
+};
 use super::json::{Balanced, Quotes, scan_balanced};
 use super::python::parse_call_list;
 
@@ -55,8 +57,8 @@ pub(crate) fn list_starts(text: &str, at: usize) -> Option<bool> {
 }
 
 impl Format for Pythonic {
-    fn find(&self, text: &str, from: usize, _reply_start: bool) -> Found {
-        let token = match find_token(text, from, START) {
+    fn find(&self, text: &str, from: usize, _reply_start: bool, search: &mut Searches) -> Found {
+        let token = match search.token(text, from, START) {
             Found::Call(at) => Found::Section { at, len: START.len(), kind: 1 },
             other => other,
         };
@@ -76,7 +78,7 @@ impl Format for Pythonic {
         token
     }
 
-    fn in_section(&self, text: &str, from: usize, _kind: u8) -> InSection {
+    fn in_section(&self, text: &str, from: usize, _kind: u8, _search: &mut Searches) -> InSection {
         let rest = text.get(from..).unwrap_or_default();
         let at = from + (rest.len() - rest.trim_start().len());
         let rest = text.get(at..).unwrap_or_default();
@@ -96,7 +98,13 @@ impl Format for Pythonic {
         }
     }
 
-    fn scan(&self, region: &str, state: &mut ScanState, _at_end: bool) -> Scan {
+    fn scan(
+        &self,
+        region: &str,
+        state: &mut ScanState,
+        _at_end: bool,
+        _search: &mut RegionSearch<'_>,
+    ) -> Scan {
         match scan_balanced(region, 0, state, Quotes::Python, None) {
             Balanced::End(end) => Scan::Closed(end),
             _ => Scan::Open,

@@ -21,7 +21,7 @@
 //! Implementation-defined choices: a bare `<function=NAME>…</function>` without the
 //! `<tool_call>` wrapper is a call; a block never closed is an incomplete request.
 
-use super::driver::{Format, Found, RawCall, Scan, ScanState, find_tokens, scan_for};
+use super::driver::{Format, Found, RawCall, RegionSearch, Scan, ScanState, Searches, scan_for};
 use super::hermes::{CLOSE, OPEN};
 use super::values::{infer, unwrap_lines};
 
@@ -34,11 +34,17 @@ const PARAMETER_END: &str = "</parameter>";
 pub(crate) struct Qwen3Coder;
 
 impl Format for Qwen3Coder {
-    fn find(&self, text: &str, from: usize, _reply_start: bool) -> Found {
-        find_tokens(text, from, &[OPEN, FUNCTION]).0
+    fn find(&self, text: &str, from: usize, _reply_start: bool, search: &mut Searches) -> Found {
+        search.tokens(text, from, &[OPEN, FUNCTION]).0
     }
 
-    fn scan(&self, region: &str, state: &mut ScanState, _at_end: bool) -> Scan {
+    fn scan(
+        &self,
+        region: &str,
+        state: &mut ScanState,
+        _at_end: bool,
+        _search: &mut RegionSearch<'_>,
+    ) -> Scan {
         let (open, close) = if region.starts_with(OPEN) { (OPEN, CLOSE) } else { (FUNCTION, FUNCTION_END) };
         match scan_for(region, state, open.len(), close) {
             Some(at) => Scan::Closed(at + close.len()),
