@@ -11,8 +11,9 @@
 //! `<|python_tag|>`, an object that is not a call is an incomplete request. Without the
 //! tag, a reply whose first non-blank character is `{` is read as calls; if its first
 //! object is not a call the reply is normal text. Implementation-defined choices: a bare
-//! object after prose is normal text; the list ends at the first text that is not a call
-//! object, `;` or the tag.
+//! object after prose is normal text; after the tag, an object that is not valid JSON (but
+//! whose braces close) is an incomplete request and the calls after it still count; the
+//! list ends at the first text that is not a call object, `;` or the tag.
 
 use super::driver::{
     Format, Found, InSection, RawCall, RegionSearch, Scan, ScanState, Searches, partial_suffix,
