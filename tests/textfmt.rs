@@ -237,7 +237,7 @@ proptest! {
     /// the one-shot one.
     #[test]
     fn chunking_never_changes_the_reply(
-        case in 0usize..82,
+        case in 0usize..1000,
         before in "[ a-z<>\\[\\]{}|\n]{0,12}",
         after in "[ a-z<>\\[\\]{}|\n]{0,12}",
         sizes in proptest::collection::vec(1usize..9, 1..6),

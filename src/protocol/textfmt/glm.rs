@@ -19,6 +19,21 @@ use super::driver::{Format, Found, RawCall, RegionSearch, Scan, ScanState, Searc
 use super::hermes::{CLOSE, OPEN};
 use super::values::infer;
 
+/// As [`infer`]; an array or object written with its quotes backslash-escaped (`[{\"a\":
+/// 1}]`, a serving stack's double escaping) is read unescaped once.
+fn infer_escaped(value: &str) -> serde_json::Value {
+    let inferred = infer(value);
+    let escaped = value.starts_with(['[', '{']) && value.contains("\\\"");
+    if !(inferred.is_string() && escaped) {
+        return inferred;
+    }
+    let quoted = format!("\"{value}\"");
+    match serde_json::from_str::<String>(&quoted).map(|unescaped| infer(&unescaped)) {
+        Ok(value @ (serde_json::Value::Array(_) | serde_json::Value::Object(_))) => value,
+        _ => inferred,
+    }
+}
+
 const KEY: &str = "<arg_key>";
 const KEY_END: &str = "</arg_key>";
 const VALUE: &str = "<arg_value>";
@@ -69,7 +84,8 @@ impl Format for Glm {
                 (None, None) => name_part.len(),
             }
         };
-        let name = body.get(..name_end).unwrap_or_default().trim().to_string();
+        // A literal `\n` (an escaped line break some servers leave in) is not the name.
+        let name = body.get(..name_end).unwrap_or_default().trim().trim_end_matches("\\n").trim().to_string();
         let mut call = RawCall { span: 0..region.len(), name, ..RawCall::default() };
         let mut rest = body.get(name_end..).unwrap_or_default();
         while let Some(at) = rest.find(KEY) {
@@ -95,7 +111,7 @@ impl Format for Glm {
                 }
             };
             let value = value.trim();
-            call.args.insert(key.clone(), infer(value));
+            call.args.insert(key.clone(), infer_escaped(value));
             call.text_args.insert(key, value.to_string());
             match next {
                 Some(next) => rest = next,

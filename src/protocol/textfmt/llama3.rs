@@ -6,7 +6,8 @@
 //! {"name": "get_weather", "parameters": {"city": "Paris"}}
 //! ```
 //!
-//! `"arguments"` is accepted in place of `"parameters"`. Calls are separated by `;` (or
+//! `"arguments"` is accepted in place of `"parameters"`; an object with neither is not a
+//! call. Calls are separated by `;` (or
 //! by a repeated `<|python_tag|>`); `;` inside strings does not split. After
 //! `<|python_tag|>`, an object that is not a call is an incomplete request. Without the
 //! tag, a reply whose first non-blank character is `{` is read as calls; if its first
@@ -19,6 +20,16 @@ use super::driver::{
     Format, Found, InSection, RawCall, RegionSearch, Scan, ScanState, Searches, partial_suffix,
 };
 use super::json::{Balanced, Quotes, call_object, scan_balanced};
+
+/// A Llama call: a name and `parameters` (or `arguments`), which must be present.
+fn llama_call(text: &str) -> Result<(String, crate::request::Args), (String, String)> {
+    let (name, args) = call_object(text, &["parameters", "arguments"])?;
+    let has_key = serde_json::from_str::<serde_json::Value>(text)
+        .ok()
+        .and_then(|v| v.as_object().map(|o| o.contains_key("parameters") || o.contains_key("arguments")))
+        .unwrap_or(false);
+    if has_key { Ok((name, args)) } else { Err((name, "the call has no `parameters`".to_string())) }
+}
 
 pub(crate) const TAG: &str = "<|python_tag|>";
 
@@ -78,10 +89,7 @@ impl Format for Llama3Json {
     ) -> Scan {
         match scan_balanced(region, 0, state, Quotes::Json, None) {
             Balanced::End(end) => {
-                if state.kind == BARE
-                    && call_object(region.get(..end).unwrap_or_default(), &["parameters", "arguments"])
-                        .is_err()
-                {
+                if state.kind == BARE && llama_call(region.get(..end).unwrap_or_default()).is_err() {
                     // Without the tag, an object that is not a call is prose.
                     return Scan::NotACall(end);
                 }
@@ -97,7 +105,7 @@ impl Format for Llama3Json {
             // A bare reply cut off inside its first object: normal text.
             return;
         }
-        calls.push(match call_object(region, &["parameters", "arguments"]) {
+        calls.push(match llama_call(region) {
             Ok((name, args)) => RawCall { span, name, args, ..RawCall::default() },
             Err((name, problem)) => RawCall::broken(
                 span,

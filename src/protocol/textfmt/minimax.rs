@@ -8,7 +8,8 @@
 //! </minimax:tool_call>
 //! ```
 //!
-//! Several calls: several `<invoke>` elements, or several wrappers. Values are raw text
+//! Several calls: several `<invoke>` elements, or several wrappers. A value ends at the
+//! last `</parameter>` before the next parameter, so it may contain `</parameter>`. Values are raw text
 //! with the five XML entities decoded and surrounding whitespace kept; without a schema
 //! only `null` is not a string (JSON-looking text stays a string). An `<invoke>` without
 //! a `name` is an incomplete request; one whose `</invoke>` is missing ends at the next
@@ -82,7 +83,15 @@ impl Format for MinimaxM2 {
             let Some(tag_end) = after.find('>') else { break };
             let key = attribute(after.get(..tag_end).unwrap_or_default(), "name").unwrap_or_default();
             let value_text = after.get(tag_end + 1..).unwrap_or_default();
-            let (value, next) = match value_text.find(PARAMETER_END) {
+            // The value ends at the last `</parameter>` before the next parameter (or the
+            // end of the invoke), so a value may hold `</parameter>` itself.
+            let limit = [value_text.find(PARAMETER), value_text.find(INVOKE_END)]
+                .into_iter()
+                .flatten()
+                .min()
+                .unwrap_or(value_text.len());
+            let end = value_text.get(..limit).and_then(|scope| scope.rfind(PARAMETER_END));
+            let (value, next) = match end {
                 Some(end) => {
                     (value_text.get(..end).unwrap_or_default(), value_text.get(end + PARAMETER_END.len()..))
                 }

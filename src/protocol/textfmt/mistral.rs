@@ -7,7 +7,8 @@
 //!               [TOOL_CALLS]get_weather[ARGS]{"city": "Paris"}
 //! ```
 //!
-//! Any whitespace (or none) may follow the token. Each array element is a call with
+//! Any whitespace (or none) may follow the token; the token written twice in a row
+//! counts once. Each array element is a call with
 //! `"name"` and `"arguments"` (an object, or a JSON-encoded string holding one); an
 //! element that is not is an incomplete request, the others count. Strings stay strings.
 //! A token with nothing usable after it, an array or object never closed, or array JSON
@@ -60,8 +61,14 @@ impl Format for Mistral {
                             .count();
                     state.pos = at;
                     let rest = region.get(at..).unwrap_or_default();
-                    if !at_end && rest.len() < ARGS.len() && ARGS.starts_with(rest) {
-                        // `[` may begin `[ARGS]` (nothing usable) or an array: wait.
+                    if rest.starts_with(TOKEN) {
+                        // The token repeated (some models write it twice): one token.
+                        state.pos = at + TOKEN.len();
+                        continue;
+                    }
+                    let cut_token = |token: &str| rest.len() < token.len() && token.starts_with(rest);
+                    if !at_end && (cut_token(ARGS) || cut_token(TOKEN)) {
+                        // `[` may begin `[ARGS]`, the token again, or an array: wait.
                         return Scan::Open;
                     }
                     match bytes.get(at) {

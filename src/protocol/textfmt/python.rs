@@ -53,6 +53,14 @@ pub(crate) fn parse_call_list(text: &str) -> Result<Vec<PyCall>, PyError> {
     }
 }
 
+/// One Python literal (the whole text), as JSON.
+pub(crate) fn parse_literal(text: &str) -> Option<Value> {
+    let mut p = Parser { text, pos: 0, depth: 0 };
+    p.ws();
+    let value = p.value().ok()?;
+    p.end(value).ok()
+}
+
 impl Parser<'_> {
     fn peek(&self) -> Option<u8> {
         self.text.as_bytes().get(self.pos).copied()

@@ -50,9 +50,17 @@ pub(crate) fn by_schema(text: &str, schema: &Value) -> Option<Value> {
         "null" => v.is_null(),
         _ => false,
     };
-    if let Some(t) = types.iter().find(|t| fits(t, &inferred)) {
-        let _ = t;
+    if types.iter().any(|t| fits(t, &inferred)) {
         return Some(inferred);
+    }
+    // A list or dict written as a Python literal (single quotes, True, None), for a
+    // parameter that takes one.
+    if types.iter().any(|t| *t == "array" || *t == "object") {
+        if let Some(value) = super::python::parse_literal(text.trim()) {
+            if types.iter().any(|t| fits(t, &value)) {
+                return Some(value);
+            }
+        }
     }
     if types.contains(&"string") {
         return Some(Value::String(text.to_string()));
@@ -88,11 +96,27 @@ pub(crate) fn decode_entities(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
-/// A value written between tags on lines of its own: one line break on each side is
-/// layout, not value. A value on one line is also trimmed of surrounding spaces.
+/// A value written between tags on lines of its own: the line break after the opening
+/// tag and the one before the closing tag are layout, not value, and so is the
+/// indentation of a closing tag on its own line. A value on one line is also trimmed of
+/// surrounding spaces. The indentation of the value's own lines is kept (code stays code).
 pub(crate) fn unwrap_lines(text: &str) -> &str {
-    let text = text.strip_prefix("\r\n").or_else(|| text.strip_prefix('\n')).unwrap_or(text);
-    let text = text.strip_suffix("\r\n").or_else(|| text.strip_suffix('\n')).unwrap_or(text);
+    // Blanks after the opening tag, up to and including its line break.
+    let first_break = text.find('\n');
+    let text = match first_break {
+        Some(at) if text.get(..at).is_some_and(|head| head.trim().is_empty()) => {
+            text.get(at + 1..).unwrap_or_default()
+        }
+        _ => text,
+    };
+    // The closing tag's line: a last line of blanks, with the line break before it.
+    let text = match text.rfind('\n') {
+        Some(at) if text.get(at + 1..).is_some_and(|tail| tail.trim().is_empty()) => {
+            let body = text.get(..at).unwrap_or_default();
+            body.strip_suffix('\r').unwrap_or(body)
+        }
+        _ => text,
+    };
     if text.contains('\n') { text } else { text.trim() }
 }
 
@@ -125,6 +149,10 @@ mod tests {
         assert_eq!(by_schema("null", &json!({"type": ["string", "null"]})), Some(json!(null)));
         assert_eq!(by_schema("[1]", &json!({"type": "array"})), Some(json!([1])));
         assert_eq!(by_schema("x", &json!({"description": "no type"})), None);
+        assert_eq!(
+            by_schema("[{'a': True}, None]", &json!({"type": "array"})),
+            Some(json!([{"a": true}, null]))
+        );
     }
 
     #[test]
@@ -136,5 +164,7 @@ mod tests {
         assert_eq!(unwrap_lines("\nline one\n  line two\n"), "line one\n  line two");
         assert_eq!(unwrap_lines("\n  x  \n"), "x");
         assert_eq!(unwrap_lines("\n    indented\n    code\n"), "    indented\n    code");
+        assert_eq!(unwrap_lines("\n        Line 1\n        Line 2\n    "), "        Line 1\n        Line 2");
+        assert_eq!(unwrap_lines("  \r\nx\r\ny\r\n"), "x\r\ny");
     }
 }
