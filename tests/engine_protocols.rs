@@ -2,7 +2,6 @@
 //! defined here (native-style tool calls in a structured turn), through the same
 //! registry and executor. On tokio's paused clock.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use futures::stream;
@@ -21,7 +20,12 @@ use tool_calling::{
     ToolDefinition, ToolExecutionResult, tool,
 };
 
-static LABELS: AtomicUsize = AtomicUsize::new(0);
+/// The rivers `text_label` has labelled (tests run in parallel: each checks its own).
+static LABELLED: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+fn labelled(river: &str) -> bool {
+    LABELLED.lock().unwrap().iter().any(|r| r == river)
+}
 
 #[derive(Default)]
 struct Text;
@@ -38,7 +42,7 @@ impl Text {
     /// Label a river with ink; both names are VCP control keys.
     #[tool_method]
     fn label(&self, ink: String, river: String) -> String {
-        LABELS.fetch_add(1, Ordering::SeqCst);
+        LABELLED.lock().unwrap().push(river.clone());
         format!("{river} in {ink}")
     }
 
@@ -171,13 +175,12 @@ async fn vcp_control_keys_are_ordinary_arguments_under_any_other_protocol() {
 
     // Under VCP the same names steer the host: they never reach the tool, so `label`
     // misses its required arguments, and `archery: true` asks not to be waited for.
-    let before = LABELS.load(Ordering::SeqCst);
-    let reply = "<<<[TOOL_REQUEST]>>>\ntool_name:「始」text_label「末」,\nink:「始」blue「末」,\nriver:「始」Thames「末」\n<<<[END_TOOL_REQUEST]>>>";
+    let reply = "<<<[TOOL_REQUEST]>>>\ntool_name:「始」text_label「末」,\nink:「始」blue「末」,\nriver:「始」Danube「末」\n<<<[END_TOOL_REQUEST]>>>";
     let vcp = engine.process_tool_call_cycle(reply, &ExecutionContext::default()).await.unwrap();
     assert_eq!(vcp.execution_results[0].error_kind, Some(ErrorKind::Validation));
     assert!(vcp.execution_results[0].result.contains("parameter `ink` (required)"));
-    assert_eq!(vcp.parsed_requests[0].arg_str("river"), Some("Thames"), "the host still sees them");
-    assert_eq!(LABELS.load(Ordering::SeqCst), before, "the tool did not run");
+    assert_eq!(vcp.parsed_requests[0].arg_str("river"), Some("Danube"), "the host still sees them");
+    assert!(!labelled("Danube"), "the tool did not run");
     let reply = "<<<[TOOL_REQUEST]>>>\ntool_name:「始」text_echo「末」,\nmessage:「始」m「末」,\narchery:「始」no_reply「末」\n<<<[END_TOOL_REQUEST]>>>";
     let vcp = engine.process_tool_call_cycle(reply, &ExecutionContext::default()).await.unwrap();
     assert!(vcp.parsed_requests[0].fire_and_forget);
@@ -187,10 +190,9 @@ async fn vcp_control_keys_are_ordinary_arguments_under_any_other_protocol() {
 #[tokio::test(start_paused = true)]
 async fn arguments_that_are_not_a_json_object_are_answered_and_never_run() {
     let engine = engine();
-    let before = LABELS.load(Ordering::SeqCst);
     let turn = AssistantTurn::new()
         .with_tool_call(ToolCall::new("c1", "text_label", "{\"ink\": \"blue\", \"river\""))
-        .with_tool_call(call("c2", "text_label", json!(["blue", "Thames"])));
+        .with_tool_call(call("c2", "text_label", json!(["blue", "Rhine"])));
     let cycle = engine.process_turn(&turn, &json_context()).await.unwrap();
     assert_eq!(cycle.execution_results.len(), 2);
     for result in &cycle.execution_results {
@@ -198,7 +200,7 @@ async fn arguments_that_are_not_a_json_object_are_answered_and_never_run() {
         assert!(result.result.contains("not a JSON object"), "{}", result.result);
     }
     assert_eq!(cycle.diagnostics.len(), 2);
-    assert_eq!(LABELS.load(Ordering::SeqCst), before);
+    assert!(!labelled("Rhine"));
 }
 
 #[tokio::test(start_paused = true)]
