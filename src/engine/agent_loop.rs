@@ -7,7 +7,9 @@ use tracing::Instrument;
 use super::{Engine, EngineError, StreamChunk, StreamCycleError, ToolCallCycleResult};
 use crate::ParsedToolRequest;
 use crate::exec::ExecutionContext;
-use crate::model::{AssistantTurn, ChatModel, Conversation, Message, ModelRequest, TurnAccumulator};
+use crate::model::{
+    AssistantTurn, ChatModel, Conversation, Message, ModelRequest, RequestNote, TurnAccumulator,
+};
 use crate::protocol::ToolCallingProtocol;
 
 /// Why a conversation loop stopped.
@@ -32,6 +34,9 @@ pub struct Round {
     pub turn: AssistantTurn,
     /// The cycle run on it.
     pub cycle: ToolCallCycleResult,
+    /// What the model client changed in the request for this turn (options the model
+    /// does not support, combinations the provider refuses).
+    pub request_notes: Vec<RequestNote>,
 }
 
 /// How a conversation loop ended.
@@ -66,6 +71,8 @@ struct LoopState {
     rounds: Vec<Round>,
     previous: Option<Vec<(String, String)>>,
     turn_number: u32,
+    /// The client's notes on the request of the turn being taken.
+    notes: Vec<RequestNote>,
 }
 
 impl Engine {
@@ -84,9 +91,10 @@ impl Engine {
         ctx: &ExecutionContext,
     ) -> Result<LoopOutcome, EngineError> {
         let protocol = self.protocol_for(&ctx.config)?;
-        let mut state = LoopState { rounds: Vec::new(), previous: None, turn_number: 0 };
+        let mut state = LoopState { rounds: Vec::new(), previous: None, turn_number: 0, notes: Vec::new() };
         loop {
             let request = self.next_request(protocol.as_ref(), conversation, ctx, &mut state);
+            state.notes = model.request_notes(&request);
             let span = tracing::info_span!("model_turn", turn = state.turn_number);
             let turn = model.complete(&request).instrument(span).await?;
             let cycle = if ctx.config.enabled {
@@ -116,9 +124,10 @@ impl Engine {
         mut on_chunk: F,
     ) -> Result<LoopOutcome, EngineError> {
         let protocol = self.protocol_for(&ctx.config)?;
-        let mut state = LoopState { rounds: Vec::new(), previous: None, turn_number: 0 };
+        let mut state = LoopState { rounds: Vec::new(), previous: None, turn_number: 0, notes: Vec::new() };
         loop {
             let request = self.next_request(protocol.as_ref(), conversation, ctx, &mut state);
+            state.notes = model.request_notes(&request);
             let span = tracing::info_span!("model_turn", turn = state.turn_number);
             let deltas = model.stream(&request);
             let (turn, cycle) = if ctx.config.enabled {
@@ -183,7 +192,7 @@ impl Engine {
         conversation.push(Message::from_turn(turn.clone()).with_tool_requests(cycle.parsed_requests.clone()));
         let signature = call_signature(&cycle.parsed_requests);
         if !cycle.has_tool_requests {
-            rounds.push(Round { turn: turn.clone(), cycle });
+            rounds.push(Round { turn: turn.clone(), cycle, request_notes: std::mem::take(&mut state.notes) });
             return Some(LoopOutcome {
                 final_turn: turn,
                 rounds: std::mem::take(rounds),
@@ -199,7 +208,7 @@ impl Engine {
             protocol.result_messages(&results)
         };
         conversation.extend(messages);
-        rounds.push(Round { turn: turn.clone(), cycle });
+        rounds.push(Round { turn: turn.clone(), cycle, request_notes: std::mem::take(&mut state.notes) });
         let stop = if state.previous.as_ref() == Some(&signature) {
             Some(StopReason::RepeatedCalls)
         } else if state.turn_number >= ctx.config.max_iterations.max(1) {

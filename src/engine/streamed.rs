@@ -89,13 +89,17 @@ use crate::{Diagnostic, ErrorKind, Invocation, ParsedToolRequest, Span, ToolErro
 ///
 /// Steps come as the engine decides them: after a piece of the reply was read (prose,
 /// completed requests, diagnostics), whenever a call finishes (one result), and last a
-/// chunk with `done: true`, a finish reason, and nothing else. Reasoning is removed from
-/// the prose by the protocol and not reported.
+/// chunk with `done: true`, a finish reason, and nothing else. Reasoning a native API
+/// streams apart comes in [`reasoning`](Self::reasoning), never in the prose; reasoning
+/// written inline in a text reply (`<think>`) is removed from the prose by the protocol.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[non_exhaustive]
 pub struct StreamChunk {
     /// Prose (text outside requests) decided in this step.
     pub content: String,
+    /// Reasoning (thinking) that arrived in this step, apart from the prose: what a
+    /// native API streams as reasoning.
+    pub reasoning: String,
     /// Requests completed in this step, in order; their calls are starting.
     pub tool_calls: Vec<ParsedToolRequest>,
     /// Results that arrived in this step, in completion order (not request order:
@@ -115,6 +119,7 @@ impl StreamChunk {
     /// is not the last).
     pub fn is_empty(&self) -> bool {
         self.content.is_empty()
+            && self.reasoning.is_empty()
             && self.tool_calls.is_empty()
             && self.results.is_empty()
             && self.diagnostics.is_empty()
@@ -190,6 +195,10 @@ impl<E: std::error::Error + 'static> std::error::Error for StreamCycleError<E> {
 trait TurnPiece {
     fn feed(&self, parser: &mut dyn IncrementalParser, events: &mut Vec<StreamEvent>);
     fn record(&self, turn: &mut TurnAccumulator);
+    /// Reasoning text this piece carries (reported apart from the prose).
+    fn reasoning(&self) -> Option<&str> {
+        None
+    }
 }
 
 /// A text chunk of a text-only reply.
@@ -212,6 +221,13 @@ impl TurnPiece for TurnDelta {
 
     fn record(&self, turn: &mut TurnAccumulator) {
         turn.push(self);
+    }
+
+    fn reasoning(&self) -> Option<&str> {
+        match self {
+            TurnDelta::Reasoning(text) => Some(text),
+            _ => None,
+        }
     }
 }
 
@@ -514,7 +530,11 @@ impl<'e> CycleState<'e> {
         if let Some(parser) = self.parser.as_mut() {
             piece.feed(parser.as_mut(), &mut self.events);
         }
-        self.take_events()
+        let mut chunk = self.take_events();
+        if let Some(reasoning) = piece.reasoning() {
+            chunk.reasoning.push_str(reasoning);
+        }
+        chunk
     }
 
     /// The turn has ended (or will not be read further): flushes the parser, or parses

@@ -33,6 +33,14 @@ use super::{AssistantTurn, ModelRequest, TurnDelta};
 /// # });
 /// ```
 pub trait ChatModel: Send + Sync {
+    /// What the client would change in `request` before sending it: options the model
+    /// does not support (dropped), combinations the provider would refuse (adjusted). An
+    /// engine records them with the turn. The default changes nothing.
+    fn request_notes(&self, request: &ModelRequest) -> Vec<super::RequestNote> {
+        let _ = request;
+        Vec::new()
+    }
+
     /// The assistant's next turn.
     fn complete<'a>(
         &'a self,

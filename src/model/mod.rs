@@ -32,6 +32,8 @@ mod content;
 mod conversation;
 mod delta;
 mod message;
+mod options;
+mod profile;
 mod request;
 mod turn;
 
@@ -40,5 +42,7 @@ pub use content::{ContentBlock, Reasoning, ToolCall, ToolResultBlock};
 pub use conversation::Conversation;
 pub use delta::{TurnAccumulator, TurnDelta};
 pub use message::{Message, Role, UnknownRole};
+pub use options::{Effort, RequestNote, RequestOptions, Thinking};
+pub use profile::{FallbackProtocol, ModelCapabilities, ModelProfiles, ProfileError, ThinkingStyle};
 pub use request::{ModelRequest, ToolChoice};
 pub use turn::{AssistantTurn, FinishReason};

@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::Message;
+use super::{Message, RequestOptions};
 
 /// Whether, and which, tools the model may call in its turn.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -55,6 +55,10 @@ pub struct ModelRequest {
     /// default).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parallel_tool_calls: Option<bool>,
+    /// Thinking, streaming, output length, temperature, time limit (unset: the model's
+    /// defaults).
+    #[serde(default)]
+    pub options: RequestOptions,
 }
 
 impl ModelRequest {

@@ -42,9 +42,14 @@ use serde_json::Value;
 pub use provider::{ANTHROPIC_VERSION, Provider};
 pub use retry::RetryPolicy;
 
-use super::{AssistantTurn, ChatModel, ChatModelError, ModelRequest, TurnDelta};
+use super::{
+    AssistantTurn, ChatModel, ChatModelError, FallbackProtocol, ModelCapabilities, ModelProfiles,
+    ModelRequest, RequestNote, RequestOptions, TurnDelta,
+};
 use crate::protocol::ToolCallingProtocol;
 use crate::protocol::native::{NativeOptions, ResponseStream, WireError, WireFormat};
+use crate::protocol::textfmt::TextFormatProtocol;
+use crate::protocol::vcp::VcpProtocol;
 
 /// A chat model behind an HTTP API: one of the [`Provider`]s, at a base URL, with a key
 /// and a model name. Cheap to clone (the connection pool is shared), `Send + Sync`.
@@ -61,6 +66,8 @@ use crate::protocol::native::{NativeOptions, ResponseStream, WireError, WireForm
 #[derive(Clone)]
 pub struct HttpChatModel {
     inner: Arc<Inner>,
+    /// Options of this view's calls (under each request's own).
+    options: RequestOptions,
 }
 
 struct Inner {
@@ -72,6 +79,10 @@ struct Inner {
     request_timeout: Duration,
     idle_timeout: Duration,
     retry: RetryPolicy,
+    capabilities: ModelCapabilities,
+    /// The provider's protocol.
+    native: Arc<dyn ToolCallingProtocol>,
+    /// The protocol the engine should speak: `native`, or the fallback text protocol.
     protocol: Arc<dyn ToolCallingProtocol>,
     format: Arc<dyn WireFormat>,
     http: reqwest::Client,
@@ -88,6 +99,9 @@ impl fmt::Debug for HttpChatModel {
             .field("request_timeout", &inner.request_timeout)
             .field("idle_timeout", &inner.idle_timeout)
             .field("retry", &inner.retry)
+            .field("capabilities", &inner.capabilities)
+            .field("protocol", &inner.protocol.id())
+            .field("options", &self.options)
             .finish_non_exhaustive()
     }
 }
@@ -134,6 +148,8 @@ pub struct HttpChatModelBuilder {
     retry: RetryPolicy,
     http: Option<reqwest::Client>,
     env: EnvLookup,
+    profiles: Option<ModelProfiles>,
+    capabilities: Option<ModelCapabilities>,
 }
 
 impl fmt::Debug for HttpChatModelBuilder {
@@ -163,6 +179,8 @@ impl HttpChatModel {
             retry: RetryPolicy::default(),
             http: None,
             env: Arc::new(|name| std::env::var(name).ok().filter(|value| !value.is_empty())),
+            profiles: None,
+            capabilities: None,
         }
     }
 
@@ -181,10 +199,99 @@ impl HttpChatModel {
         &self.inner.base_url
     }
 
-    /// The protocol that matches this client: register it with the engine, so the tools
-    /// are offered and the results sent back in this provider's shape.
+    /// The protocol to speak to this model: give it to the engine. The provider's native
+    /// protocol when the model has native tools ([`ModelCapabilities::native_tools`]),
+    /// else its fallback text protocol (VCP, or the open-model format it was trained on),
+    /// with the same tools; [`protocol_choice`](Self::protocol_choice) says which and why.
     pub fn protocol(&self) -> Arc<dyn ToolCallingProtocol> {
         self.inner.protocol.clone()
+    }
+
+    /// The provider's native protocol, whatever the model's capabilities say.
+    pub fn native_protocol(&self) -> Arc<dyn ToolCallingProtocol> {
+        self.inner.native.clone()
+    }
+
+    /// Which protocol [`protocol`](Self::protocol) is, and why.
+    pub fn protocol_choice(&self) -> String {
+        let inner = &*self.inner;
+        if inner.capabilities.native_tools {
+            format!("`{}`: {} has native tools", inner.protocol.id(), inner.model)
+        } else {
+            format!(
+                "`{}`: {} has no native tools, so the tools are offered as text",
+                inner.protocol.id(),
+                inner.model
+            )
+        }
+    }
+
+    /// What the model supports, and its defaults.
+    pub fn capabilities(&self) -> &ModelCapabilities {
+        &self.inner.capabilities
+    }
+
+    /// The same client, its calls made with `options` (under each request's own).
+    ///
+    /// ```
+    /// use tool_calling::model::clients::{HttpChatModel, Provider};
+    /// use tool_calling::model::{RequestOptions, Thinking};
+    /// let claude = HttpChatModel::builder(Provider::Anthropic).api_key("k").model("claude-sonnet-4-5").build().unwrap();
+    /// let quick = claude.with_options(RequestOptions::default().thinking(Thinking::Off).max_tokens(512));
+    /// assert_eq!(quick.options().max_tokens, Some(512));
+    /// assert_eq!(claude.options().max_tokens, None, "the original is unchanged");
+    /// ```
+    #[must_use]
+    pub fn with_options(&self, options: RequestOptions) -> HttpChatModel {
+        HttpChatModel { inner: self.inner.clone(), options }
+    }
+
+    /// The options this view's calls are made with.
+    pub fn options(&self) -> &RequestOptions {
+        &self.options
+    }
+
+    /// The request as it will be sent: options merged (the request's, this view's, the
+    /// model's defaults), what the model does not support dropped, what the provider
+    /// would refuse adjusted, each change noted; then the body.
+    ///
+    /// ```
+    /// use tool_calling::model::clients::{HttpChatModel, Provider};
+    /// use tool_calling::model::{Message, ModelRequest, RequestOptions, Thinking};
+    /// let gpt4o = HttpChatModel::builder(Provider::OpenAiChat).api_key("k").model("gpt-4o").build().unwrap();
+    /// let mut request = ModelRequest::new(vec![Message::user("hi")]);
+    /// request.options = RequestOptions::default().thinking(Thinking::On);
+    /// let prepared = gpt4o.prepare(&request);
+    /// assert_eq!(prepared.notes[0].option, "thinking", "gpt-4o does not reason: dropped");
+    /// assert!(prepared.body.get("reasoning_effort").is_none());
+    /// ```
+    pub fn prepare(&self, request: &ModelRequest) -> PreparedRequest {
+        let inner = &*self.inner;
+        let mut request = request.clone();
+        let mut notes = Vec::new();
+        request.options = inner.capabilities.effective_options(request.options.or(self.options), &mut notes);
+        if request.tools.is_some() && !inner.capabilities.native_tools {
+            notes.push(RequestNote::new(
+                "tools",
+                format!(
+                    "{} has no native tools: not sent (speak `{}` to it, with the tools in the prompt)",
+                    inner.model,
+                    inner.capabilities.fallback.id()
+                ),
+            ));
+            request.tools = None;
+        }
+        if request.parallel_tool_calls == Some(true) && !inner.capabilities.parallel_calls {
+            notes.push(RequestNote::new(
+                "parallel_tool_calls",
+                "the model makes one call at a time: not sent",
+            ));
+            request.parallel_tool_calls = None;
+        }
+        inner.format.adjust(&mut request, &mut notes);
+        let stream = request.options.stream.unwrap_or(false);
+        let body = inner.format.request_body(&request, &inner.model, stream);
+        PreparedRequest { body, stream, timeout: request.options.timeout, notes }
     }
 
     /// The provider's wire format (request bodies, responses, stream events).
@@ -194,8 +301,17 @@ impl HttpChatModel {
 
     /// Posts `body`, retrying refusals as the policy says; returns the successful
     /// response (its headers read, its body not).
-    async fn send(&self, body: &Value, stream: bool) -> Result<reqwest::Response, ChatModelError> {
+    async fn send(
+        &self,
+        prepared: &PreparedRequest,
+        stream: bool,
+    ) -> Result<reqwest::Response, ChatModelError> {
         let inner = &*self.inner;
+        let body = &prepared.body;
+        let request_timeout = prepared.timeout.unwrap_or(inner.request_timeout);
+        for note in &prepared.notes {
+            tracing::warn!(model = %inner.model, option = %note.option, "{}", note.message);
+        }
         let url = inner.provider.url(&inner.base_url, &inner.model, stream);
         let body =
             serde_json::to_vec(body).map_err(|e| ChatModelError::Config(format!("request body: {e}")))?;
@@ -216,11 +332,10 @@ impl HttpChatModel {
             for (name, value) in &inner.headers {
                 request = request.header(name.as_str(), value.as_str());
             }
-            let error = match tokio::time::timeout(inner.request_timeout, request.send()).await {
-                Err(_) => ChatModelError::Timeout {
-                    stage: "waiting for the response",
-                    after: inner.request_timeout,
-                },
+            let error = match tokio::time::timeout(request_timeout, request.send()).await {
+                Err(_) => {
+                    ChatModelError::Timeout { stage: "waiting for the response", after: request_timeout }
+                }
                 Ok(Err(error)) => transport("sending the request", &error),
                 Ok(Ok(response)) if response.status().is_success() => return Ok(response),
                 Ok(Ok(response)) => self.status_error(response).await,
@@ -261,9 +376,14 @@ impl HttpChatModel {
     }
 
     async fn complete_turn(&self, request: &ModelRequest) -> Result<AssistantTurn, ChatModelError> {
+        let mut whole = request.clone();
+        whole.options.stream = Some(false);
+        self.complete_prepared(&self.prepare(&whole)).await
+    }
+
+    async fn complete_prepared(&self, prepared: &PreparedRequest) -> Result<AssistantTurn, ChatModelError> {
         let inner = &*self.inner;
-        let body = inner.format.request_body(request, &inner.model, false);
-        let response = self.send(&body, false).await?;
+        let response = self.send(prepared, false).await?;
         let bytes = match tokio::time::timeout(inner.request_timeout, response.bytes()).await {
             Err(_) => {
                 return Err(ChatModelError::Timeout {
@@ -279,6 +399,20 @@ impl HttpChatModel {
         })?;
         inner.format.parse_response(&body).map_err(ChatModelError::from_wire)
     }
+}
+
+/// A request as a client will send it (see [`HttpChatModel::prepare`]).
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct PreparedRequest {
+    /// The body.
+    pub body: Value,
+    /// Whether the answer is asked to stream.
+    pub stream: bool,
+    /// The time limit of the call, when its options set one.
+    pub timeout: Option<Duration>,
+    /// What was changed, and why.
+    pub notes: Vec<RequestNote>,
 }
 
 /// A transport error at `stage`.
@@ -361,6 +495,19 @@ impl HttpChatModelBuilder {
         self
     }
 
+    /// The capabilities of models are looked up in `profiles` (default: the built-in
+    /// table, [`ModelProfiles::builtin`]).
+    pub fn profiles(mut self, profiles: ModelProfiles) -> Self {
+        self.profiles = Some(profiles);
+        self
+    }
+
+    /// This model's capabilities, instead of looking them up.
+    pub fn capabilities(mut self, capabilities: ModelCapabilities) -> Self {
+        self.capabilities = Some(capabilities);
+        self
+    }
+
     /// A `reqwest` client to share (its own timeouts and proxies apply; the connect
     /// timeout set here does not).
     pub fn http_client(mut self, client: reqwest::Client) -> Self {
@@ -419,8 +566,17 @@ impl HttpChatModelBuilder {
                 .build()
                 .map_err(|e| ChatModelError::Config(format!("the HTTP client could not be built: {e}")))?,
         };
-        let (protocol, format) = provider.protocol(self.options);
+        let (native, format) = provider.protocol(self.options);
+        let capabilities =
+            self.capabilities.unwrap_or_else(|| self.profiles.unwrap_or_default().lookup(&model));
+        let protocol: Arc<dyn ToolCallingProtocol> = match (capabilities.native_tools, capabilities.fallback)
+        {
+            (true, _) => native.clone(),
+            (false, FallbackProtocol::Vcp) => Arc::new(VcpProtocol::default()),
+            (false, FallbackProtocol::Format(format)) => Arc::new(TextFormatProtocol::new(format)),
+        };
         Ok(HttpChatModel {
+            options: RequestOptions::default(),
             inner: Arc::new(Inner {
                 provider,
                 base_url,
@@ -430,6 +586,8 @@ impl HttpChatModelBuilder {
                 request_timeout: self.request_timeout,
                 idle_timeout: self.idle_timeout,
                 retry: self.retry,
+                capabilities,
+                native,
                 protocol,
                 format,
                 http,
@@ -439,6 +597,10 @@ impl HttpChatModelBuilder {
 }
 
 impl ChatModel for HttpChatModel {
+    fn request_notes(&self, request: &ModelRequest) -> Vec<RequestNote> {
+        self.prepare(request).notes
+    }
+
     fn complete<'a>(
         &'a self,
         request: &'a ModelRequest,
@@ -482,11 +644,22 @@ impl<'a> StreamState<'a> {
     }
 
     /// Sends the request; a server that answers with a whole body instead of events
-    /// (some compatible servers ignore `stream`) has that body read as the turn.
+    /// (some compatible servers ignore `stream`) has that body read as the turn. A call
+    /// whose options say not to stream is made whole, and its turn given as deltas.
     async fn open(&mut self) {
         let inner = &*self.model.inner;
-        let body = inner.format.request_body(self.request, &inner.model, true);
-        let response = match self.model.send(&body, true).await {
+        let mut streamed = self.request.clone();
+        // Asked to stream, unless the call's options (or this view's) say otherwise.
+        streamed.options.stream = streamed.options.stream.or(self.model.options.stream).or(Some(true));
+        let prepared = self.model.prepare(&streamed);
+        if !prepared.stream {
+            match self.model.complete_prepared(&prepared).await {
+                Ok(turn) => self.pending.extend(turn.into_deltas().into_iter().map(Ok)),
+                Err(error) => self.pending.push_back(Err(error)),
+            }
+            return;
+        }
+        let response = match self.model.send(&prepared, true).await {
             Ok(response) => response,
             Err(error) => return self.pending.push_back(Err(error)),
         };

@@ -9,15 +9,15 @@ use super::names::{NameRule, resolve_wire_name, wire_name};
 use super::openai::description_of;
 use super::{NativeOptions, SseEvent, StreamDecoder, WireError, WireFormat, event_json, str_of};
 use crate::model::{
-    AssistantTurn, ContentBlock, FinishReason, Message, ModelRequest, Reasoning, Role, ToolCall, ToolChoice,
-    ToolResultBlock, TurnDelta,
+    AssistantTurn, ContentBlock, FinishReason, Message, ModelRequest, Reasoning, RequestNote, Role, Thinking,
+    ToolCall, ToolChoice, ToolResultBlock, TurnDelta,
 };
 use crate::protocol::{IncrementalParser, ParseOutcome, ToolCallingProtocol, ToolDeclarations};
 use crate::tools::ToolCatalog;
 use crate::{ContentPart, Invocation, ParsedToolRequest, ToolDefinition, ToolError, ToolExecutionResult};
 
 /// The `max_tokens` a request carries when it says none (the API requires one).
-pub const DEFAULT_MAX_TOKENS: u64 = 4096;
+pub const DEFAULT_MAX_TOKENS: u32 = 4096;
 
 /// Anthropic Messages tool calling (protocol id `anthropic`).
 ///
@@ -45,6 +45,21 @@ fn stop_reason(reason: &str) -> Option<FinishReason> {
         "tool_use" => Some(FinishReason::ToolCalls),
         "refusal" => Some(FinishReason::ContentFilter),
         _ => None,
+    }
+}
+
+/// The smallest thinking budget Anthropic accepts.
+const MIN_THINKING_BUDGET: u32 = 1_024;
+/// The budget sent for thinking "on" without an amount.
+const DEFAULT_THINKING_BUDGET: u32 = 2_048;
+
+/// The `budget_tokens` a thinking option stands for (`None`: no thinking block).
+fn thinking_budget(thinking: Option<Thinking>) -> Option<u32> {
+    match thinking? {
+        Thinking::Off => None,
+        Thinking::On => Some(DEFAULT_THINKING_BUDGET),
+        Thinking::Budget(budget) => Some(budget),
+        Thinking::Effort(effort) => Some(effort.budget()),
     }
 }
 
@@ -159,7 +174,13 @@ impl WireFormat for Anthropic {
         );
         let mut body = Map::new();
         body.insert("model".into(), json!(model));
-        body.insert("max_tokens".into(), json!(DEFAULT_MAX_TOKENS));
+        body.insert("max_tokens".into(), json!(request.options.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS)));
+        if let Some(temperature) = request.options.temperature {
+            body.insert("temperature".into(), json!(temperature));
+        }
+        if let Some(budget) = thinking_budget(request.options.thinking) {
+            body.insert("thinking".into(), json!({"type": "enabled", "budget_tokens": budget}));
+        }
         if !system.is_empty() {
             body.insert("system".into(), json!(system.join("\n\n")));
         }
@@ -172,6 +193,44 @@ impl WireFormat for Anthropic {
             body.insert("stream".into(), json!(true));
         }
         Value::Object(body)
+    }
+
+    /// Anthropic's rules with thinking: a budget of at least 1,024 tokens, below
+    /// `max_tokens`; no temperature (it must stay 1); tool choice `auto` or `none` only.
+    fn adjust(&self, request: &mut ModelRequest, notes: &mut Vec<RequestNote>) {
+        let Some(budget) = thinking_budget(request.options.thinking) else { return };
+        if let Some(Thinking::Budget(asked)) = request.options.thinking {
+            if asked < MIN_THINKING_BUDGET {
+                notes.push(RequestNote::new(
+                    "thinking",
+                    format!("a budget of {asked} is below Anthropic's minimum: {MIN_THINKING_BUDGET} sent"),
+                ));
+                request.options.thinking = Some(Thinking::Budget(MIN_THINKING_BUDGET));
+            }
+        }
+        let budget = budget.max(MIN_THINKING_BUDGET);
+        let max_tokens = request.options.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS);
+        if max_tokens <= budget {
+            let raised = budget + DEFAULT_MAX_TOKENS;
+            notes.push(RequestNote::new(
+                "max_tokens",
+                format!("{max_tokens} leaves no room after a thinking budget of {budget}: {raised} sent"),
+            ));
+            request.options.max_tokens = Some(raised);
+        }
+        if request.options.temperature.take().is_some() {
+            notes.push(RequestNote::new(
+                "temperature",
+                "Anthropic needs temperature 1 with thinking: not sent",
+            ));
+        }
+        if matches!(request.tool_choice, ToolChoice::Required | ToolChoice::Tool(_)) {
+            notes.push(RequestNote::new(
+                "tool_choice",
+                "Anthropic allows only `auto` or `none` with thinking: `auto` sent",
+            ));
+            request.tool_choice = ToolChoice::Auto;
+        }
     }
 
     fn parse_response(&self, body: &Value) -> Result<AssistantTurn, WireError> {

@@ -10,8 +10,8 @@ use super::names::{NameRule, resolve_wire_name, wire_name};
 use super::openai::description_of;
 use super::{NativeOptions, SseEvent, StreamDecoder, WireError, WireFormat, event_json, str_of};
 use crate::model::{
-    AssistantTurn, ContentBlock, FinishReason, Message, ModelRequest, Reasoning, Role, ToolCall, ToolChoice,
-    ToolResultBlock, TurnDelta,
+    AssistantTurn, ContentBlock, Effort, FinishReason, Message, ModelRequest, Reasoning, Role, Thinking,
+    ToolCall, ToolChoice, ToolResultBlock, TurnDelta,
 };
 use crate::protocol::{IncrementalParser, ParseOutcome, ToolCallingProtocol, ToolDeclarations};
 use crate::tools::ToolCatalog;
@@ -191,6 +191,35 @@ impl WireFormat for Gemini {
         if let Some(tools) = request.tools.as_ref().filter(|t| t.as_array().is_some_and(|a| !a.is_empty())) {
             body.insert("tools".into(), tools.clone());
             body.insert("toolConfig".into(), tool_config(&request.tool_choice));
+        }
+        let options = &request.options;
+        let mut generation = Map::new();
+        if let Some(max) = options.max_tokens {
+            generation.insert("maxOutputTokens".into(), json!(max));
+        }
+        if let Some(temperature) = options.temperature {
+            generation.insert("temperature".into(), json!(temperature));
+        }
+        let thinking = match options.thinking {
+            None => None,
+            Some(Thinking::Off) => Some(json!({"thinkingBudget": 0})),
+            Some(Thinking::On) => Some(json!({"includeThoughts": true})),
+            Some(Thinking::Budget(budget)) => {
+                Some(json!({"thinkingBudget": budget, "includeThoughts": true}))
+            }
+            Some(Thinking::Effort(effort)) => {
+                let level = match effort {
+                    Effort::Minimal | Effort::Low => "low",
+                    Effort::Medium | Effort::High => "high",
+                };
+                Some(json!({"thinkingLevel": level, "includeThoughts": true}))
+            }
+        };
+        if let Some(thinking) = thinking {
+            generation.insert("thinkingConfig".into(), thinking);
+        }
+        if !generation.is_empty() {
+            body.insert("generationConfig".into(), Value::Object(generation));
         }
         Value::Object(body)
     }

@@ -48,7 +48,7 @@ pub use openai::OpenAiChat;
 pub use responses::OpenAiResponses;
 pub use sse::{SseEvent, SseParser};
 
-use crate::model::{AssistantTurn, FinishReason, Message, ModelRequest, TurnDelta};
+use crate::model::{AssistantTurn, FinishReason, Message, ModelRequest, RequestNote, TurnDelta};
 use crate::protocol::RequestIdStyle;
 
 /// Why a provider's payload could not be read.
@@ -125,6 +125,16 @@ pub trait WireFormat: Send + Sync {
     /// The provider's messages (or input items) for `messages`, as its requests carry
     /// them: what a cycle's result messages look like on the wire.
     fn wire_messages(&self, messages: &[Message]) -> Value;
+
+    /// Changes `request` where the provider would refuse it (an option combination it
+    /// does not accept), noting each change. Run after the model's capabilities have
+    /// been applied ([`ModelCapabilities::effective_options`]), before
+    /// [`request_body`](Self::request_body). The default changes nothing.
+    ///
+    /// [`ModelCapabilities::effective_options`]: crate::model::ModelCapabilities::effective_options
+    fn adjust(&self, request: &mut ModelRequest, notes: &mut Vec<RequestNote>) {
+        let _ = (request, notes);
+    }
 }
 
 /// Turns a provider's server-sent events into [`TurnDelta`]s.

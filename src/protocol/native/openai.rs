@@ -11,8 +11,8 @@ use super::{
     NativeOptions, SseEvent, StreamDecoder, WireError, WireFormat, arguments_text, event_json, schema, str_of,
 };
 use crate::model::{
-    AssistantTurn, ContentBlock, FinishReason, Message, ModelRequest, Role, ToolCall, ToolChoice,
-    ToolResultBlock, TurnDelta,
+    AssistantTurn, ContentBlock, Effort, FinishReason, Message, ModelRequest, RequestNote, Role, Thinking,
+    ToolCall, ToolChoice, ToolResultBlock, TurnDelta,
 };
 use crate::protocol::{IncrementalParser, ParseOutcome, ToolCallingProtocol, ToolDeclarations};
 use crate::tools::ToolCatalog;
@@ -167,11 +167,27 @@ impl WireFormat for OpenAiChat {
                 body.insert("parallel_tool_calls".into(), json!(parallel));
             }
         }
+        let options = &request.options;
+        if let Some(max) = options.max_tokens {
+            // Reasoning models take only `max_completion_tokens`; other servers `max_tokens`.
+            let key = if options.thinking.is_some() { "max_completion_tokens" } else { "max_tokens" };
+            body.insert(key.into(), json!(max));
+        }
+        if let Some(temperature) = options.temperature {
+            body.insert("temperature".into(), json!(temperature));
+        }
+        if let Some(Thinking::Effort(effort)) = options.thinking {
+            body.insert("reasoning_effort".into(), json!(effort.as_str()));
+        }
         if stream {
             body.insert("stream".into(), json!(true));
             body.insert("stream_options".into(), json!({"include_usage": true}));
         }
         Value::Object(body)
+    }
+
+    fn adjust(&self, request: &mut ModelRequest, notes: &mut Vec<RequestNote>) {
+        adjust_openai(request, notes);
     }
 
     fn parse_response(&self, body: &Value) -> Result<AssistantTurn, WireError> {
@@ -383,5 +399,21 @@ impl StreamDecoder for ChunkDecoder {
             self.done = true;
             self.close_open(deltas);
         }
+    }
+}
+
+/// OpenAI's rules for reasoning models: no temperature; reasoning cannot be turned off
+/// (the least effort is sent).
+pub(crate) fn adjust_openai(request: &mut ModelRequest, notes: &mut Vec<RequestNote>) {
+    let options = &mut request.options;
+    if options.thinking == Some(Thinking::Off) {
+        notes.push(RequestNote::new(
+            "thinking",
+            "OpenAI reasoning models cannot stop reasoning: `minimal` effort sent",
+        ));
+        options.thinking = Some(Thinking::Effort(Effort::Minimal));
+    }
+    if options.thinking.is_some() && options.temperature.take().is_some() {
+        notes.push(RequestNote::new("temperature", "OpenAI reasoning models take no temperature: not sent"));
     }
 }

@@ -11,8 +11,8 @@ use super::{
     NativeOptions, SseEvent, StreamDecoder, WireError, WireFormat, arguments_text, event_json, schema, str_of,
 };
 use crate::model::{
-    AssistantTurn, ContentBlock, FinishReason, Message, ModelRequest, Reasoning, Role, ToolCall, ToolChoice,
-    ToolResultBlock, TurnDelta,
+    AssistantTurn, ContentBlock, FinishReason, Message, ModelRequest, Reasoning, RequestNote, Role, Thinking,
+    ToolCall, ToolChoice, ToolResultBlock, TurnDelta,
 };
 use crate::protocol::{IncrementalParser, ParseOutcome, ToolCallingProtocol, ToolDeclarations};
 use crate::tools::ToolCatalog;
@@ -161,10 +161,30 @@ impl WireFormat for OpenAiResponses {
                 body.insert("parallel_tool_calls".into(), json!(parallel));
             }
         }
+        let options = &request.options;
+        if let Some(max) = options.max_tokens {
+            body.insert("max_output_tokens".into(), json!(max));
+        }
+        if let Some(temperature) = options.temperature {
+            body.insert("temperature".into(), json!(temperature));
+        }
+        match options.thinking {
+            Some(Thinking::Effort(effort)) => {
+                body.insert("reasoning".into(), json!({"effort": effort.as_str(), "summary": "auto"}));
+            }
+            Some(_) => {
+                body.insert("reasoning".into(), json!({"summary": "auto"}));
+            }
+            None => {}
+        }
         if stream {
             body.insert("stream".into(), json!(true));
         }
         Value::Object(body)
+    }
+
+    fn adjust(&self, request: &mut ModelRequest, notes: &mut Vec<RequestNote>) {
+        super::openai::adjust_openai(request, notes);
     }
 
     fn parse_response(&self, body: &Value) -> Result<AssistantTurn, WireError> {

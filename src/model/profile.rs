@@ -1,0 +1,701 @@
+//! What each model can do, by name: a built-in table of the common families, which a
+//! configuration file (TOML or JSON) overrides.
+
+use std::path::Path;
+
+use serde_json::Value;
+
+use super::{Effort, RequestNote, RequestOptions, Thinking};
+use crate::protocol::textfmt::TextFormat;
+
+/// How a model takes a request to reason.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ThinkingStyle {
+    /// It does not reason (or not on request).
+    None,
+    /// Anthropic's `thinking: {type: enabled, budget_tokens}`.
+    Anthropic,
+    /// OpenAI's `reasoning_effort` (Chat Completions) or `reasoning.effort` (Responses).
+    OpenAi,
+    /// Gemini's `thinkingConfig.thinkingBudget` (Gemini 2.5).
+    GeminiBudget,
+    /// Gemini's `thinkingConfig.thinkingLevel` (Gemini 3).
+    GeminiLevel,
+    /// It always reasons and returns `reasoning_content` (DeepSeek's reasoner and other
+    /// OpenAI-compatible servers); nothing to ask for, nothing to turn off.
+    Always,
+}
+
+impl ThinkingStyle {
+    /// The configuration name (`none`, `anthropic`, `openai`, `gemini_budget`,
+    /// `gemini_level`, `always`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ThinkingStyle::None => "none",
+            ThinkingStyle::Anthropic => "anthropic",
+            ThinkingStyle::OpenAi => "openai",
+            ThinkingStyle::GeminiBudget => "gemini_budget",
+            ThinkingStyle::GeminiLevel => "gemini_level",
+            ThinkingStyle::Always => "always",
+        }
+    }
+
+    fn from_name(name: &str) -> Option<ThinkingStyle> {
+        [
+            ThinkingStyle::None,
+            ThinkingStyle::Anthropic,
+            ThinkingStyle::OpenAi,
+            ThinkingStyle::GeminiBudget,
+            ThinkingStyle::GeminiLevel,
+            ThinkingStyle::Always,
+        ]
+        .into_iter()
+        .find(|s| s.as_str() == name)
+    }
+}
+
+/// The text protocol a model without native tools is spoken to in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub enum FallbackProtocol {
+    /// VCP (the default).
+    #[default]
+    Vcp,
+    /// One of the open-model formats (the one the model was trained on).
+    Format(TextFormat),
+}
+
+impl FallbackProtocol {
+    /// The protocol id.
+    pub fn id(self) -> &'static str {
+        match self {
+            FallbackProtocol::Vcp => "vcp",
+            FallbackProtocol::Format(format) => format.id(),
+        }
+    }
+
+    fn from_id(id: &str) -> Option<FallbackProtocol> {
+        if id == "vcp" {
+            return Some(FallbackProtocol::Vcp);
+        }
+        TextFormat::from_id(id).map(FallbackProtocol::Format)
+    }
+}
+
+/// What a model supports, and its defaults.
+///
+/// ```
+/// use tool_calling::model::{ModelProfiles, ThinkingStyle};
+/// let profiles = ModelProfiles::builtin();
+/// let claude = profiles.lookup("claude-sonnet-4-5");
+/// assert!(claude.native_tools);
+/// assert_eq!(claude.thinking, ThinkingStyle::Anthropic);
+/// let qwen = profiles.lookup("Qwen/Qwen3-8B");
+/// assert!(!qwen.native_tools, "served raw, it writes hermes text");
+/// assert_eq!(qwen.fallback.id(), "hermes");
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
+pub struct ModelCapabilities {
+    /// The provider's tool API works for it.
+    pub native_tools: bool,
+    /// It may make several calls in one turn.
+    pub parallel_calls: bool,
+    /// How it reasons on request.
+    pub thinking: ThinkingStyle,
+    /// Its answers can stream.
+    pub streaming: bool,
+    /// The text protocol used when it has no native tools.
+    pub fallback: FallbackProtocol,
+    /// Its context window, in tokens.
+    pub context_tokens: Option<u32>,
+    /// The most tokens one answer may take.
+    pub max_output_tokens: Option<u32>,
+    /// Options used when a call sets none (thinking and streaming on when supported,
+    /// unless configured otherwise).
+    pub defaults: RequestOptions,
+}
+
+impl Default for ModelCapabilities {
+    /// A model of unknown family: native tools, parallel calls, streaming, no reasoning.
+    fn default() -> Self {
+        ModelCapabilities {
+            native_tools: true,
+            parallel_calls: true,
+            thinking: ThinkingStyle::None,
+            streaming: true,
+            fallback: FallbackProtocol::Vcp,
+            context_tokens: None,
+            max_output_tokens: None,
+            defaults: RequestOptions::default(),
+        }
+    }
+}
+
+impl ModelCapabilities {
+    /// The options of a call: `options`, then the model's defaults (thinking on when it
+    /// reasons, streaming when it streams); then dropped or adapted where the model does
+    /// not support them, each change noted. Provider rules (which combinations a
+    /// provider refuses) are the provider's wire format's to apply.
+    pub fn effective_options(&self, options: RequestOptions, notes: &mut Vec<RequestNote>) -> RequestOptions {
+        let thinking_default = match self.thinking {
+            ThinkingStyle::None => None,
+            _ => Some(Thinking::On),
+        };
+        let mut defaults = self.defaults;
+        defaults.thinking = defaults.thinking.or(thinking_default);
+        defaults.stream = defaults.stream.or(Some(self.streaming));
+        let mut out = options.or(defaults);
+        if out.stream == Some(true) && !self.streaming {
+            notes.push(RequestNote::new("stream", "the model does not stream: the answer comes whole"));
+            out.stream = Some(false);
+        }
+        if let (Some(asked), Some(limit)) = (out.max_tokens, self.max_output_tokens) {
+            if asked > limit {
+                notes.push(RequestNote::new(
+                    "max_tokens",
+                    format!("{asked} is above the model's {limit}: {limit} sent"),
+                ));
+                out.max_tokens = Some(limit);
+            }
+        }
+        // A thinking value translated to the model's form is noted when the call asked for
+        // it, not when it is the model's configured default.
+        let mut translated = Vec::new();
+        out.thinking = match (out.thinking, self.thinking) {
+            (None, _) => None,
+            (Some(thinking), ThinkingStyle::None) => {
+                if thinking.is_on() && options.thinking.is_some() {
+                    notes
+                        .push(RequestNote::new("thinking", "the model does not reason on request: not sent"));
+                }
+                None
+            }
+            (Some(thinking), ThinkingStyle::Always) => {
+                if thinking == Thinking::Off && options.thinking.is_some() {
+                    notes.push(RequestNote::new(
+                        "thinking",
+                        "the model always reasons: it cannot be turned off",
+                    ));
+                }
+                None
+            }
+            (Some(Thinking::Off), ThinkingStyle::GeminiLevel) => {
+                translated.push(RequestNote::new(
+                    "thinking",
+                    "Gemini 3 cannot stop thinking: the lowest level sent",
+                ));
+                Some(Thinking::Effort(Effort::Minimal))
+            }
+            (Some(Thinking::Budget(budget)), ThinkingStyle::OpenAi | ThinkingStyle::GeminiLevel) => {
+                let effort = Effort::from_budget(budget);
+                translated.push(RequestNote::new(
+                    "thinking",
+                    format!(
+                        "the model takes an effort, not a budget: {budget} tokens sent as `{}`",
+                        effort.as_str()
+                    ),
+                ));
+                Some(Thinking::Effort(effort))
+            }
+            (Some(Thinking::Effort(effort)), ThinkingStyle::Anthropic | ThinkingStyle::GeminiBudget) => {
+                translated.push(RequestNote::new(
+                    "thinking",
+                    format!(
+                        "the model takes a budget, not an effort: `{}` sent as {} tokens",
+                        effort.as_str(),
+                        effort.budget()
+                    ),
+                ));
+                Some(Thinking::Budget(effort.budget()))
+            }
+            (thinking, _) => thinking,
+        };
+        if options.thinking.is_some() {
+            notes.append(&mut translated);
+        }
+        out
+    }
+}
+
+/// A configuration entry: the models it matches and the fields it sets.
+#[derive(Debug, Clone, PartialEq)]
+struct Entry {
+    pattern: String,
+    patch: Patch,
+}
+
+/// The fields an entry sets (unset fields keep what came before).
+#[derive(Debug, Clone, Default, PartialEq)]
+struct Patch {
+    native_tools: Option<bool>,
+    parallel_calls: Option<bool>,
+    thinking: Option<ThinkingStyle>,
+    streaming: Option<bool>,
+    fallback: Option<FallbackProtocol>,
+    context_tokens: Option<u32>,
+    max_output_tokens: Option<u32>,
+    default_thinking: Option<Thinking>,
+    default_stream: Option<bool>,
+}
+
+impl Patch {
+    fn apply(&self, caps: &mut ModelCapabilities) {
+        if let Some(v) = self.native_tools {
+            caps.native_tools = v;
+        }
+        if let Some(v) = self.parallel_calls {
+            caps.parallel_calls = v;
+        }
+        if let Some(v) = self.thinking {
+            caps.thinking = v;
+        }
+        if let Some(v) = self.streaming {
+            caps.streaming = v;
+        }
+        if let Some(v) = self.fallback {
+            caps.fallback = v;
+        }
+        if let Some(v) = self.context_tokens {
+            caps.context_tokens = Some(v);
+        }
+        if let Some(v) = self.max_output_tokens {
+            caps.max_output_tokens = Some(v);
+        }
+        if let Some(v) = self.default_thinking {
+            caps.defaults.thinking = Some(v);
+        }
+        if let Some(v) = self.default_stream {
+            caps.defaults.stream = Some(v);
+        }
+    }
+}
+
+/// Why a configuration file could not be used: the file, the entry, the field.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{file}{}{}: {message}",
+    entry.as_ref().map(|e| format!(": entry {e}")).unwrap_or_default(),
+    field.as_ref().map(|f| format!(": field `{f}`")).unwrap_or_default())]
+#[non_exhaustive]
+pub struct ProfileError {
+    /// The file (or the name given for text).
+    pub file: String,
+    /// The entry (`1`-based position, with its `match` pattern when it has one).
+    pub entry: Option<String>,
+    /// The field.
+    pub field: Option<String>,
+    /// What is wrong.
+    pub message: String,
+}
+
+/// Model capabilities by model name: the built-in table, overridden by configuration.
+///
+/// A configuration file holds a list of entries under `model` (TOML `[[model]]` tables,
+/// or a JSON `{"model": [...]}` object). Each entry has a `match` pattern (`*` any run of
+/// characters, `?` one; case does not matter; matched against the whole model name and
+/// against the part after its last `/`) and any of these fields:
+///
+/// | field | value |
+/// | --- | --- |
+/// | `native_tools` | `true` / `false`: the provider's tool API works for the model |
+/// | `parallel_calls` | `true` / `false` |
+/// | `thinking` | `none`, `anthropic`, `openai`, `gemini_budget`, `gemini_level`, `always` |
+/// | `streaming` | `true` / `false` |
+/// | `fallback` | the text protocol without native tools: `vcp` or an open-model format id |
+/// | `context_tokens`, `max_output_tokens` | token counts |
+/// | `default_thinking` | `true`/`false`, a token budget, or `minimal`/`low`/`medium`/`high` |
+/// | `default_stream` | `true` / `false` |
+///
+/// A model's capabilities are the first built-in entry that matches (or
+/// [`ModelCapabilities::default`]), then every matching configuration entry in file
+/// order, each setting the fields it names.
+///
+/// ```
+/// use tool_calling::model::{ModelProfiles, ThinkingStyle};
+/// let profiles = ModelProfiles::builtin()
+///     .with_config_toml("models.toml", r#"
+///         [[model]]
+///         match = "my-llama-*"
+///         native_tools = false
+///         fallback = "llama3_json"
+///     "#)
+///     .unwrap();
+/// assert_eq!(profiles.lookup("my-llama-70b").fallback.id(), "llama3_json");
+/// let err = ModelProfiles::builtin().with_config_toml("models.toml", "[[model]]\nmatch = \"x\"\nthinking = \"antropic\"").unwrap_err();
+/// assert_eq!(err.to_string(), "models.toml: entry 1 (`x`): field `thinking`: unknown value `antropic`; one of none, anthropic, openai, gemini_budget, gemini_level, always");
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModelProfiles {
+    builtin: Vec<Entry>,
+    config: Vec<Entry>,
+}
+
+impl Default for ModelProfiles {
+    fn default() -> Self {
+        Self::builtin()
+    }
+}
+
+impl ModelProfiles {
+    /// The built-in table of common model families: OpenAI (GPT-4, GPT-5, o-series),
+    /// Anthropic Claude, Google Gemini, DeepSeek, and open-weight families served raw
+    /// (Qwen, Llama, Mistral, GLM, Kimi, MiniMax, Gemma), which get no native tools and
+    /// their own text format as fallback.
+    pub fn builtin() -> Self {
+        let e = |pattern: &str, patch: Patch| Entry { pattern: pattern.to_string(), patch };
+        let native = |thinking: ThinkingStyle, context: u32, output: u32| Patch {
+            native_tools: Some(true),
+            parallel_calls: Some(true),
+            thinking: Some(thinking),
+            streaming: Some(true),
+            context_tokens: Some(context),
+            max_output_tokens: Some(output),
+            ..Patch::default()
+        };
+        let raw = |format: Option<TextFormat>| Patch {
+            native_tools: Some(false),
+            fallback: Some(format.map_or(FallbackProtocol::Vcp, FallbackProtocol::Format)),
+            ..Patch::default()
+        };
+        let builtin = vec![
+            e("gpt-5*", native(ThinkingStyle::OpenAi, 400_000, 128_000)),
+            e("o1*", native(ThinkingStyle::OpenAi, 200_000, 100_000)),
+            e("o3*", native(ThinkingStyle::OpenAi, 200_000, 100_000)),
+            e("o4*", native(ThinkingStyle::OpenAi, 200_000, 100_000)),
+            e("gpt-4.1*", native(ThinkingStyle::None, 1_047_576, 32_768)),
+            e("gpt-4*", native(ThinkingStyle::None, 128_000, 16_384)),
+            e("claude-3-5*", native(ThinkingStyle::None, 200_000, 8_192)),
+            e("claude-3-haiku*", native(ThinkingStyle::None, 200_000, 4_096)),
+            e("claude-3-opus*", native(ThinkingStyle::None, 200_000, 4_096)),
+            e("claude-*", native(ThinkingStyle::Anthropic, 200_000, 64_000)),
+            e("gemini-3*", native(ThinkingStyle::GeminiLevel, 1_048_576, 65_536)),
+            e("gemini-2.5*", native(ThinkingStyle::GeminiBudget, 1_048_576, 65_536)),
+            e("gemini-*", native(ThinkingStyle::None, 1_048_576, 8_192)),
+            e("deepseek-reasoner*", native(ThinkingStyle::Always, 128_000, 64_000)),
+            e("deepseek-chat*", native(ThinkingStyle::None, 128_000, 8_192)),
+            e("qwen3-coder*", raw(Some(TextFormat::Qwen3CoderXml))),
+            e("qwen*", raw(Some(TextFormat::Hermes))),
+            e("qwq*", raw(Some(TextFormat::Hermes))),
+            e("*hermes*", raw(Some(TextFormat::Hermes))),
+            e("llama-4*", raw(Some(TextFormat::Pythonic))),
+            e("llama4*", raw(Some(TextFormat::Pythonic))),
+            e("llama-3.2-1b*", raw(Some(TextFormat::Pythonic))),
+            e("llama-3.2-3b*", raw(Some(TextFormat::Pythonic))),
+            e("llama*3*", raw(Some(TextFormat::Llama3Json))),
+            e("mistral*", raw(Some(TextFormat::Mistral))),
+            e("mixtral*", raw(Some(TextFormat::Mistral))),
+            e("deepseek-v3.1*", raw(Some(TextFormat::DeepSeekV31))),
+            e("deepseek-v3*", raw(Some(TextFormat::DeepSeekV3))),
+            e("deepseek-r1*", raw(Some(TextFormat::DeepSeekV3))),
+            e("kimi-k2*", raw(Some(TextFormat::KimiK2))),
+            e("glm-4.7*", raw(Some(TextFormat::Glm47))),
+            e("glm-5*", raw(Some(TextFormat::Glm47))),
+            e("glm-4.5*", raw(Some(TextFormat::Glm45))),
+            e("glm-4.6*", raw(Some(TextFormat::Glm45))),
+            e("minimax*", raw(Some(TextFormat::MinimaxM2))),
+            e("gemma*", raw(None)),
+            e("phi*", raw(None)),
+        ];
+        ModelProfiles { builtin, config: Vec::new() }
+    }
+
+    /// No built-in table: every model is [`ModelCapabilities::default`] until configured.
+    pub fn empty() -> Self {
+        ModelProfiles { builtin: Vec::new(), config: Vec::new() }
+    }
+
+    /// The capabilities of `model`.
+    pub fn lookup(&self, model: &str) -> ModelCapabilities {
+        let mut caps = ModelCapabilities::default();
+        if let Some(entry) = self.builtin.iter().find(|e| matches_model(&e.pattern, model)) {
+            entry.patch.apply(&mut caps);
+        }
+        for entry in self.config.iter().filter(|e| matches_model(&e.pattern, model)) {
+            entry.patch.apply(&mut caps);
+        }
+        caps
+    }
+
+    /// Adds the entries of a configuration file (`.toml`, or `.json`).
+    pub fn with_config_file(self, path: impl AsRef<Path>) -> Result<Self, ProfileError> {
+        let path = path.as_ref();
+        let name = path.display().to_string();
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| error(&name, None, None, format!("cannot read it: {e}")))?;
+        if path.extension().is_some_and(|x| x.eq_ignore_ascii_case("json")) {
+            self.with_config_json(&name, &text)
+        } else {
+            self.with_config_toml(&name, &text)
+        }
+    }
+
+    /// Adds the entries of TOML configuration text (`name` names it in errors).
+    pub fn with_config_toml(self, name: &str, text: &str) -> Result<Self, ProfileError> {
+        let value: toml::Value =
+            toml::from_str(text).map_err(|e| error(name, None, None, format!("not valid TOML: {e}")))?;
+        let value = serde_json::to_value(value).map_err(|e| error(name, None, None, e.to_string()))?;
+        self.with_config_value(name, &value)
+    }
+
+    /// Adds the entries of JSON configuration text (`name` names it in errors).
+    pub fn with_config_json(self, name: &str, text: &str) -> Result<Self, ProfileError> {
+        let value: Value = serde_json::from_str(text)
+            .map_err(|e| error(name, None, None, format!("not valid JSON: {e}")))?;
+        self.with_config_value(name, &value)
+    }
+
+    fn with_config_value(mut self, name: &str, value: &Value) -> Result<Self, ProfileError> {
+        let Some(root) = value.as_object() else {
+            return Err(error(
+                name,
+                None,
+                None,
+                "the configuration must be a table with a `model` list".into(),
+            ));
+        };
+        if let Some(key) = root.keys().find(|k| k.as_str() != "model") {
+            return Err(error(
+                name,
+                None,
+                Some(key),
+                "unknown key at the top level; entries go in the `model` list".into(),
+            ));
+        }
+        let entries = match root.get("model") {
+            None => return Ok(self),
+            Some(Value::Array(entries)) => entries,
+            Some(_) => return Err(error(name, None, Some("model"), "must be a list of entries".into())),
+        };
+        for (i, entry) in entries.iter().enumerate() {
+            self.config.push(parse_entry(name, i + 1, entry)?);
+        }
+        Ok(self)
+    }
+}
+
+fn error(file: &str, entry: Option<String>, field: Option<&str>, message: String) -> ProfileError {
+    ProfileError { file: file.to_string(), entry, field: field.map(str::to_string), message }
+}
+
+fn parse_entry(file: &str, number: usize, value: &Value) -> Result<Entry, ProfileError> {
+    let Some(map) = value.as_object() else {
+        return Err(error(file, Some(number.to_string()), None, "an entry must be a table".into()));
+    };
+    let label = match map.get("match").and_then(Value::as_str) {
+        Some(pattern) => format!("{number} (`{pattern}`)"),
+        None => number.to_string(),
+    };
+    let fail = |field: &str, message: String| error(file, Some(label.clone()), Some(field), message);
+    let pattern = match map.get("match") {
+        Some(Value::String(p)) if !p.trim().is_empty() => p.clone(),
+        Some(_) => return Err(fail("match", "must be a non-empty pattern string".into())),
+        None => return Err(fail("match", "is missing: name the models this entry is for".into())),
+    };
+    let mut patch = Patch::default();
+    for (key, value) in map {
+        let boolean =
+            || value.as_bool().ok_or_else(|| fail(key, format!("must be true or false, not {value}")));
+        let count = || {
+            value
+                .as_u64()
+                .and_then(|n| u32::try_from(n).ok())
+                .ok_or_else(|| fail(key, format!("must be a whole number of tokens, not {value}")))
+        };
+        match key.as_str() {
+            "match" => {}
+            "native_tools" => patch.native_tools = Some(boolean()?),
+            "parallel_calls" => patch.parallel_calls = Some(boolean()?),
+            "streaming" => patch.streaming = Some(boolean()?),
+            "default_stream" => patch.default_stream = Some(boolean()?),
+            "context_tokens" => patch.context_tokens = Some(count()?),
+            "max_output_tokens" => patch.max_output_tokens = Some(count()?),
+            "thinking" => {
+                let name = value.as_str().unwrap_or_default();
+                patch.thinking = Some(ThinkingStyle::from_name(name).ok_or_else(|| {
+                    fail(key, format!(
+                        "unknown value `{}`; one of none, anthropic, openai, gemini_budget, gemini_level, always",
+                        value.as_str().map_or_else(|| value.to_string(), str::to_string)
+                    ))
+                })?);
+            }
+            "fallback" => {
+                let id = value.as_str().unwrap_or_default();
+                patch.fallback = Some(FallbackProtocol::from_id(id).ok_or_else(|| {
+                    fail(
+                        key,
+                        format!(
+                            "unknown protocol {value}; `vcp` or an open-model format id (hermes, mistral, …)"
+                        ),
+                    )
+                })?);
+            }
+            "default_thinking" => {
+                patch.default_thinking = Some(match value {
+                    Value::Bool(true) => Thinking::On,
+                    Value::Bool(false) => Thinking::Off,
+                    Value::Number(_) => Thinking::Budget(count()?),
+                    Value::String(s) => match s.as_str() {
+                        "off" => Thinking::Off,
+                        "on" => Thinking::On,
+                        "minimal" => Thinking::Effort(Effort::Minimal),
+                        "low" => Thinking::Effort(Effort::Low),
+                        "medium" => Thinking::Effort(Effort::Medium),
+                        "high" => Thinking::Effort(Effort::High),
+                        other => {
+                            return Err(fail(
+                                key,
+                                format!(
+                                    "unknown value `{other}`; true, false, a budget, or minimal/low/medium/high"
+                                ),
+                            ));
+                        }
+                    },
+                    other => {
+                        return Err(fail(
+                            key,
+                            format!("must be true, false, a budget or an effort, not {other}"),
+                        ));
+                    }
+                });
+            }
+            _ => return Err(fail(key, "unknown field".into())),
+        }
+    }
+    Ok(Entry { pattern, patch })
+}
+
+/// Whether `pattern` matches `model`, or the part of it after its last `/`.
+fn matches_model(pattern: &str, model: &str) -> bool {
+    let pattern = pattern.to_ascii_lowercase();
+    let model = model.to_ascii_lowercase();
+    let last = model.rsplit('/').next().unwrap_or(&model);
+    glob(pattern.as_bytes(), model.as_bytes()) || glob(pattern.as_bytes(), last.as_bytes())
+}
+
+/// `*` and `?` matching, in linear time with one backtrack point.
+fn glob(pattern: &[u8], text: &[u8]) -> bool {
+    let (mut p, mut t) = (0, 0);
+    let mut star: Option<(usize, usize)> = None;
+    while t < text.len() {
+        match pattern.get(p) {
+            Some(b'*') => {
+                star = Some((p, t));
+                p += 1;
+            }
+            Some(&c) if c == b'?' || text.get(t) == Some(&c) => {
+                p += 1;
+                t += 1;
+            }
+            _ => match star {
+                Some((sp, st)) => {
+                    p = sp + 1;
+                    t = st + 1;
+                    star = Some((sp, st + 1));
+                }
+                None => return false,
+            },
+        }
+    }
+    pattern.get(p..).unwrap_or_default().iter().all(|&c| c == b'*')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn globs() {
+        assert!(glob(b"claude-*", b"claude-sonnet-4-5"));
+        assert!(glob(b"*hermes*", b"nous-hermes-2"));
+        assert!(glob(b"gpt-4?", b"gpt-4o"));
+        assert!(!glob(b"gpt-4?", b"gpt-4o-mini"));
+        assert!(glob(b"llama*3*", b"llama-3.1-8b-instruct"));
+        assert!(!glob(b"o1*", b"gpt-o1"));
+        assert!(matches_model("qwen*", "Qwen/Qwen2.5-7B-Instruct"));
+    }
+
+    #[test]
+    fn builtin_families() {
+        let p = ModelProfiles::builtin();
+        assert_eq!(p.lookup("gpt-5-mini").thinking, ThinkingStyle::OpenAi);
+        assert_eq!(p.lookup("gpt-4o").thinking, ThinkingStyle::None);
+        assert_eq!(p.lookup("claude-3-5-haiku-latest").thinking, ThinkingStyle::None);
+        assert_eq!(p.lookup("claude-opus-4-1").thinking, ThinkingStyle::Anthropic);
+        assert_eq!(p.lookup("models/gemini-2.5-flash").thinking, ThinkingStyle::GeminiBudget);
+        assert_eq!(p.lookup("gemini-3-pro-preview").thinking, ThinkingStyle::GeminiLevel);
+        assert_eq!(p.lookup("deepseek-reasoner").thinking, ThinkingStyle::Always);
+        assert_eq!(
+            p.lookup("meta-llama/Llama-3.3-70B-Instruct").fallback,
+            FallbackProtocol::Format(TextFormat::Llama3Json)
+        );
+        assert_eq!(p.lookup("gemma-3-27b").fallback, FallbackProtocol::Vcp);
+        assert!(!p.lookup("gemma-3-27b").native_tools);
+        assert_eq!(p.lookup("some-new-model"), ModelCapabilities::default());
+    }
+
+    #[test]
+    fn options_are_adapted_to_the_model() {
+        let p = ModelProfiles::builtin();
+        let mut notes = Vec::new();
+        // Defaults: thinking on for a model that reasons, streaming on.
+        let claude = p.lookup("claude-sonnet-4-5").effective_options(RequestOptions::default(), &mut notes);
+        assert_eq!((claude.thinking, claude.stream), (Some(Thinking::On), Some(true)));
+        assert!(notes.is_empty());
+        // An effort to a budget model, and a budget to an effort model.
+        let claude = p.lookup("claude-sonnet-4-5").effective_options(
+            RequestOptions::default().thinking(Thinking::Effort(Effort::High)),
+            &mut notes,
+        );
+        assert_eq!(claude.thinking, Some(Thinking::Budget(24_576)));
+        let gpt = p
+            .lookup("o3")
+            .effective_options(RequestOptions::default().thinking(Thinking::Budget(2_000)), &mut notes);
+        assert_eq!(gpt.thinking, Some(Thinking::Effort(Effort::Low)));
+        assert_eq!(notes.len(), 2);
+        // Thinking asked of a model that cannot: dropped, noted; max_tokens clamped.
+        notes.clear();
+        let old = p.lookup("gpt-4o").effective_options(
+            RequestOptions::default().thinking(Thinking::On).max_tokens(1_000_000),
+            &mut notes,
+        );
+        assert_eq!((old.thinking, old.max_tokens), (None, Some(16_384)));
+        assert_eq!(notes.iter().map(|n| n.option.as_str()).collect::<Vec<_>>(), ["max_tokens", "thinking"]);
+    }
+
+    #[test]
+    fn configuration_overrides_and_errors() {
+        let json = r#"{"model": [{"match": "gpt-4o*", "native_tools": false, "fallback": "hermes", "default_stream": false},
+                                 {"match": "gpt-4o-mini", "max_output_tokens": 100, "default_thinking": "high"}]}"#;
+        let p = ModelProfiles::builtin().with_config_json("cfg.json", json).unwrap();
+        let mini = p.lookup("gpt-4o-mini");
+        assert!(!mini.native_tools);
+        assert_eq!(mini.fallback, FallbackProtocol::Format(TextFormat::Hermes));
+        assert_eq!(mini.max_output_tokens, Some(100));
+        assert_eq!(mini.defaults.stream, Some(false));
+        assert_eq!(mini.defaults.thinking, Some(Thinking::Effort(Effort::High)));
+        assert!(mini.parallel_calls, "fields not named keep the built-in values");
+
+        let err =
+            |text: &str| ModelProfiles::builtin().with_config_toml("m.toml", text).unwrap_err().to_string();
+        assert_eq!(
+            err("[[model]]\nnative_tools = true"),
+            "m.toml: entry 1: field `match`: is missing: name the models this entry is for"
+        );
+        assert_eq!(
+            err("[[model]]\nmatch = \"a\"\nstreams = true"),
+            "m.toml: entry 1 (`a`): field `streams`: unknown field"
+        );
+        assert_eq!(
+            err("[[model]]\nmatch = \"a\"\n[[model]]\nmatch = \"b\"\nmax_output_tokens = \"lots\""),
+            "m.toml: entry 2 (`b`): field `max_output_tokens`: must be a whole number of tokens, not \"lots\""
+        );
+        assert!(err("[[model]\n").starts_with("m.toml: not valid TOML"));
+        assert_eq!(
+            err("models = []"),
+            "m.toml: field `models`: unknown key at the top level; entries go in the `model` list"
+        );
+        let missing = ModelProfiles::builtin().with_config_file("/nonexistent/models.toml").unwrap_err();
+        assert!(missing.to_string().starts_with("/nonexistent/models.toml: cannot read it"), "{missing}");
+    }
+}
