@@ -415,3 +415,31 @@ async fn a_broken_model_stream_ends_the_streamed_loop_with_the_models_error() {
     assert_eq!(err, EngineError::Model(ChatModelError::other("connection reset")));
     assert_eq!(conversation.len(), 1, "the broken turn is not added");
 }
+
+/// A native stream that breaks after a call's arguments look whole, but before its end:
+/// the call is reported incomplete and answered, never run with what arrived.
+#[tokio::test(start_paused = true)]
+async fn a_call_cut_off_by_a_broken_stream_is_not_run() {
+    let registry = ToolRegistry::new();
+    registry.register(Text::tool_spec()).unwrap();
+    let openai = Arc::new(tool_calling::protocol::native::OpenAiChat::default());
+    let engine = Engine::new(Arc::new(registry)).with_protocol(openai);
+    let deltas = vec![
+        Ok(TurnDelta::ToolCallStart { index: 0, id: "c1".into(), name: "text_label".into() }),
+        Ok(TurnDelta::ToolCallArguments { index: 0, fragment: r#"{"ink": "red", "river": "Volga"}"#.into() }),
+        Err(ChatModelError::other("connection reset")),
+    ];
+    let mut chunks = Vec::new();
+    let error = engine
+        .process_delta_stream(stream::iter(deltas), &ExecutionContext::default(), |chunk| chunks.push(chunk))
+        .await
+        .unwrap_err();
+    let tool_calling::engine::StreamCycleError::Stream { partial, .. } = error else { panic!("{error:?}") };
+    let result = &partial.cycle.execution_results[0];
+    assert!(!result.is_success() && result.result.contains("incomplete"), "{result:?}");
+    assert!(!labelled("Volga"), "the cut call did not run");
+    assert!(
+        chunks.iter().any(|c| c.results.iter().any(|r| r.request_id == "c1")),
+        "the callback heard its result"
+    );
+}

@@ -115,6 +115,17 @@ pub struct StreamChunk {
 }
 
 impl StreamChunk {
+    /// Adds what `other` carries to this chunk (in order).
+    fn absorb(&mut self, other: StreamChunk) {
+        self.content.push_str(&other.content);
+        self.reasoning.push_str(&other.reasoning);
+        self.tool_calls.extend(other.tool_calls);
+        self.results.extend(other.results);
+        self.diagnostics.extend(other.diagnostics);
+        self.done |= other.done;
+        self.finish_reason = other.finish_reason.or(self.finish_reason);
+    }
+
     /// Whether the chunk carries nothing (no prose, request, result or diagnostic, and
     /// is not the last).
     pub fn is_empty(&self) -> bool {
@@ -413,7 +424,9 @@ impl Engine {
                     Step::Read(Some(Err(error))) => {
                         failure = Some(error);
                         reading = false;
-                        cycle.finish()
+                        let mut chunk = cycle.cut_off();
+                        chunk.absorb(cycle.finish());
+                        chunk
                     }
                     Step::Read(None) => {
                         reading = false;
@@ -423,7 +436,9 @@ impl Engine {
                         tracing::debug!("cancelled: the rest of the reply is not read");
                         cancelled = true;
                         reading = false;
-                        cycle.finish()
+                        let mut chunk = cycle.cut_off();
+                        chunk.absorb(cycle.finish());
+                        chunk
                     }
                 };
                 if !chunk.is_empty() {
@@ -533,6 +548,26 @@ impl<'e> CycleState<'e> {
         let mut chunk = self.take_events();
         if let Some(reasoning) = piece.reasoning() {
             chunk.reasoning.push_str(reasoning);
+        }
+        chunk
+    }
+
+    /// The reply will not be read further, before its end (a broken stream, a
+    /// cancellation): native calls that started and did not end are marked incomplete,
+    /// so they are reported and answered, never run with what arrived of them.
+    fn cut_off(&mut self) -> StreamChunk {
+        let open = self.turn.open_calls();
+        if open.is_empty() {
+            return StreamChunk::default();
+        }
+        let mut cuts = vec![TurnDelta::Finish(FinishReason::Error)];
+        for index in open {
+            cuts.push(TurnDelta::ToolCallIncomplete { index });
+            cuts.push(TurnDelta::ToolCallEnd { index });
+        }
+        let mut chunk = StreamChunk::default();
+        for delta in &cuts {
+            chunk.absorb(self.push(delta));
         }
         chunk
     }

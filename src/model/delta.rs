@@ -106,6 +106,18 @@ impl TurnAccumulator {
         Self::default()
     }
 
+    /// The calls that started and have not ended, in the order they started.
+    pub fn open_calls(&self) -> Vec<usize> {
+        let mut open: Vec<(usize, usize)> = self
+            .calls
+            .iter()
+            .filter(|(index, _)| !self.ended.contains(index))
+            .map(|(index, position)| (*position, *index))
+            .collect();
+        open.sort_unstable();
+        open.into_iter().map(|(_, index)| index).collect()
+    }
+
     /// Takes one delta into account.
     pub fn push(&mut self, delta: &TurnDelta) {
         match delta {

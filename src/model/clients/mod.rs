@@ -575,6 +575,12 @@ impl HttpChatModelBuilder {
             (false, FallbackProtocol::Vcp) => Arc::new(VcpProtocol::default()),
             (false, FallbackProtocol::Format(format)) => Arc::new(TextFormatProtocol::new(format)),
         };
+        tracing::info!(
+            %model,
+            protocol = protocol.id(),
+            native_tools = capabilities.native_tools,
+            "model client ready: tools will be offered through this protocol"
+        );
         Ok(HttpChatModel {
             options: RequestOptions::default(),
             inner: Arc::new(Inner {
