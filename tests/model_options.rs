@@ -78,12 +78,20 @@ async fn agent(
     let mut conversation = Conversation::new();
     conversation.push(Message::user("What's the weather in Paris, and what is 2 + 40?"));
     let mut reasoning = String::new();
+    let mut pieces = 0;
+    let mut finish = None;
     let outcome = engine
         .run_conversation_streamed(&model, &mut conversation, &ExecutionContext::default(), |chunk| {
             reasoning.push_str(&chunk.reasoning);
+            pieces += chunk.call_pieces.len();
+            finish = chunk.finish_reason.or(finish);
         })
         .await
         .unwrap_or_else(|e| panic!("{model_name}: {e}"));
+    assert!(finish.is_some(), "{model_name}: the last chunk says how the turn finished");
+    if !model.protocol().id().eq("vcp") {
+        assert!(pieces > 0, "{model_name}: tool-call pieces were reported as they arrived");
+    }
     (model, outcome, reasoning)
 }
 

@@ -100,6 +100,11 @@ pub struct StreamChunk {
     /// Reasoning (thinking) that arrived in this step, apart from the prose: what a
     /// native API streams as reasoning.
     pub reasoning: String,
+    /// Native tool calls as they arrive, before they are complete: each call's start
+    /// (id, name) and argument fragments ([`TurnDelta::ToolCallStart`],
+    /// [`TurnDelta::ToolCallArguments`]). A complete call is in
+    /// [`tool_calls`](Self::tool_calls).
+    pub call_pieces: Vec<TurnDelta>,
     /// Requests completed in this step, in order; their calls are starting.
     pub tool_calls: Vec<ParsedToolRequest>,
     /// Results that arrived in this step, in completion order (not request order:
@@ -119,6 +124,7 @@ impl StreamChunk {
     fn absorb(&mut self, other: StreamChunk) {
         self.content.push_str(&other.content);
         self.reasoning.push_str(&other.reasoning);
+        self.call_pieces.extend(other.call_pieces);
         self.tool_calls.extend(other.tool_calls);
         self.results.extend(other.results);
         self.diagnostics.extend(other.diagnostics);
@@ -131,6 +137,7 @@ impl StreamChunk {
     pub fn is_empty(&self) -> bool {
         self.content.is_empty()
             && self.reasoning.is_empty()
+            && self.call_pieces.is_empty()
             && self.tool_calls.is_empty()
             && self.results.is_empty()
             && self.diagnostics.is_empty()
@@ -210,6 +217,11 @@ trait TurnPiece {
     fn reasoning(&self) -> Option<&str> {
         None
     }
+
+    /// The native tool-call piece this is (a start, an argument fragment), if any.
+    fn call_piece(&self) -> Option<&TurnDelta> {
+        None
+    }
 }
 
 /// A text chunk of a text-only reply.
@@ -239,6 +251,10 @@ impl TurnPiece for TurnDelta {
             TurnDelta::Reasoning(text) => Some(text),
             _ => None,
         }
+    }
+
+    fn call_piece(&self) -> Option<&TurnDelta> {
+        matches!(self, TurnDelta::ToolCallStart { .. } | TurnDelta::ToolCallArguments { .. }).then_some(self)
     }
 }
 
@@ -548,6 +564,9 @@ impl<'e> CycleState<'e> {
         let mut chunk = self.take_events();
         if let Some(reasoning) = piece.reasoning() {
             chunk.reasoning.push_str(reasoning);
+        }
+        if let Some(call) = piece.call_piece() {
+            chunk.call_pieces.push(call.clone());
         }
         chunk
     }
