@@ -328,3 +328,34 @@ async fn the_streamed_loop_gives_the_same_conversation_under_vcp() {
     assert_eq!(calls(a), calls(b), "its requests (ids are random)");
     assert_eq!(prose, "Adding.\n\nIt is 42.", "prose (outside the block) reported as it streamed");
 }
+
+/// The engine's futures are `Send`, so a server can spawn them on a multi-threaded
+/// runtime (an axum handler, `tokio::spawn`). The call is what is tested: it does not
+/// compile when a future is not `Send` for every lifetime.
+#[tokio::test]
+async fn the_engine_futures_can_be_spawned() {
+    let engine = Arc::new(engine());
+    let reply = block(&[("tool_name", "calc_add"), ("a", "2"), ("b", "40")]);
+    let cycle = {
+        let engine = engine.clone();
+        let reply = reply.clone();
+        tokio::spawn(async move { engine.process_tool_call_cycle(&reply, &context()).await })
+    };
+    let turn = {
+        let engine = engine.clone();
+        let reply = reply.clone();
+        tokio::spawn(async move { engine.process_turn(&AssistantTurn::from_text(reply), &context()).await })
+    };
+    let conversation = {
+        let engine = engine.clone();
+        tokio::spawn(async move {
+            let mut conversation = Conversation::with_id("conv-1");
+            conversation.push(Message::user("2 + 40?"));
+            let replies = [reply.as_str(), "It is 42."];
+            engine.run_conversation(&ScriptedModel::new(&replies), &mut conversation, &context()).await
+        })
+    };
+    assert_eq!(cycle.await.unwrap().unwrap().execution_results[0].result, "42.0");
+    assert_eq!(turn.await.unwrap().unwrap().execution_results[0].result, "42.0");
+    assert_eq!(conversation.await.unwrap().unwrap().final_text(), "It is 42.");
+}

@@ -193,7 +193,13 @@ impl Executor {
         ctx: &ExecutionContext,
     ) -> Vec<ToolExecutionResult> {
         if ctx.config.parallel_execution {
-            futures::stream::iter(requests.into_iter().map(|r| self.execute_request(r, ctx)))
+            // A loop, not `map` with a closure: a closure over `PlannedRequest<'_>` makes
+            // this future not `Send` for every lifetime, which `tokio::spawn` needs.
+            let mut runs = Vec::with_capacity(requests.len());
+            for request in requests {
+                runs.push(self.execute_request(request, ctx));
+            }
+            futures::stream::iter(runs)
                 .buffered(self.options.max_concurrency.max(1))
                 .collect()
                 .await
