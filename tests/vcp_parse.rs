@@ -201,3 +201,37 @@ proptest! {
         prop_assert_eq!(&outcome, &VcpProtocol::new(options).parse(&text));
     }
 }
+
+#[test]
+fn hidden_spans_mark_what_the_parser_does_not_read() {
+    use tool_calling::protocol::vcp::HiddenKind;
+    let block = "<<<[TOOL_REQUEST]>>>\ntool_name:「始」T「末」\n<<<[END_TOOL_REQUEST]>>>";
+    let text = format!("<think>plan 「末」</think>Intro\n```\n{block}\n```\n{block}\n<thinking>cut off");
+    let spans = |options: VcpOptions| -> Vec<(&str, HiddenKind)> {
+        VcpProtocol::new(options)
+            .hidden_spans(&text)
+            .into_iter()
+            .map(|(span, kind)| (span.slice(&text).unwrap(), kind))
+            .collect()
+    };
+    let fenced = format!("```\n{block}\n```");
+    assert_eq!(
+        spans(VcpOptions::default().skip_fenced(true)),
+        vec![
+            ("<think>plan 「末」</think>", HiddenKind::Reasoning),
+            (fenced.as_str(), HiddenKind::Fenced),
+            ("<thinking>cut off", HiddenKind::Reasoning),
+        ],
+        "an unclosed reasoning block hides the rest of the reply"
+    );
+    assert_eq!(
+        spans(VcpOptions::default()).iter().map(|s| s.1).collect::<Vec<_>>(),
+        [HiddenKind::Reasoning, HiddenKind::Reasoning],
+        "fences are read unless skip_fenced"
+    );
+    assert_eq!(spans(VcpOptions::default().keep_reasoning(true)), vec![]);
+    // What is hidden is what the parser skips: only the bare block and the fenced one
+    // (without skip_fenced) are requests.
+    assert_eq!(parse(&text).requests.len(), 2);
+    assert_eq!(VcpProtocol::default().hidden_spans("plain"), vec![]);
+}

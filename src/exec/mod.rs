@@ -199,10 +199,7 @@ impl Executor {
             for request in requests {
                 runs.push(self.execute_request(request, ctx));
             }
-            futures::stream::iter(runs)
-                .buffered(self.options.max_concurrency.max(1))
-                .collect()
-                .await
+            futures::stream::iter(runs).buffered(self.options.max_concurrency.max(1)).collect().await
         } else {
             let mut results = Vec::with_capacity(requests.len());
             for request in requests {

@@ -102,6 +102,11 @@ impl Fences {
         fences
     }
 
+    /// The fenced ranges found, ascending.
+    pub(crate) fn ranges(&self) -> &[(usize, usize)] {
+        &self.ranges
+    }
+
     /// Reads `window[fed..]`: the text that arrived since the last call.
     pub(crate) fn feed(&mut self, window: &[u8]) {
         let mut i = self.fed;

@@ -36,6 +36,7 @@ pub use incremental::VcpStreamParser;
 pub use prompt::{Language, VcpTemplates};
 pub use routing::{CONTROL_KEYS, RouteError, RoutedCall, command_alias, command_alias_config, route};
 
+use crate::Span;
 pub use crate::protocol::RequestIdStyle;
 
 use crate::model::{AssistantTurn, Message};
@@ -98,6 +99,16 @@ impl VcpOptions {
     }
 }
 
+/// What kind of text a parser does not read requests in ([`VcpProtocol::hidden_spans`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum HiddenKind {
+    /// A reasoning block.
+    Reasoning,
+    /// A fenced code block.
+    Fenced,
+}
+
 /// The VCP protocol: parser options plus prompt templates.
 ///
 /// Cheap to clone; `Send + Sync`, so one instance can serve many tasks.
@@ -156,6 +167,45 @@ impl VcpProtocol {
     /// [`parse_text`](ToolCallingProtocol::parse_text).
     pub fn parse(&self, text: &str) -> ParseOutcome {
         scanner::parse(text, &self.options)
+    }
+
+    /// The parts of `text` this parser does not read requests in: reasoning
+    /// (`<think>…</think>`, unless [`keep_reasoning`](VcpOptions::keep_reasoning)) and
+    /// fenced code (with [`skip_fenced`](VcpOptions::skip_fenced)), as byte spans in
+    /// order, for tools that show a reply with its hidden parts marked.
+    ///
+    /// ```
+    /// use tool_calling::protocol::vcp::{HiddenKind, VcpProtocol};
+    /// let text = "a<think>b</think>c";
+    /// let hidden = VcpProtocol::default().hidden_spans(text);
+    /// assert_eq!(hidden.len(), 1);
+    /// assert_eq!((hidden[0].0.slice(text), hidden[0].1), (Some("<think>b</think>"), HiddenKind::Reasoning));
+    /// ```
+    pub fn hidden_spans(&self, text: &str) -> Vec<(Span, HiddenKind)> {
+        let mut hidden = Vec::new();
+        if !self.options.keep_reasoning {
+            let (pieces, _) = reasoning::pieces(text);
+            let mut cursor = 0;
+            for piece in pieces {
+                if let reasoning::Piece::Visible(start, end) = piece {
+                    if start > cursor {
+                        hidden.push((Span::new(cursor, start), HiddenKind::Reasoning));
+                    }
+                    cursor = end;
+                }
+            }
+            if cursor < text.len() {
+                hidden.push((Span::new(cursor, text.len()), HiddenKind::Reasoning));
+            }
+        }
+        if self.options.skip_fenced {
+            let fences = fence::Fences::find(text);
+            hidden.extend(
+                fences.ranges().iter().map(|&(start, end)| (Span::new(start, end), HiddenKind::Fenced)),
+            );
+        }
+        hidden.sort_by_key(|(span, _)| span.start);
+        hidden
     }
 
     /// A streaming parser with this protocol's options: feed it the reply chunk by
