@@ -130,6 +130,23 @@
 //! for `gemini` one `{"role": "user", "parts": [functionResponse parts]}` content (with
 //! the call's `id` when it had one). A call whose arguments are not valid JSON, or not an
 //! object, gets an error result that says so; it never runs.
+//!
+//! # `serve`
+//!
+//! ```text
+//! tester serve [--port P]
+//! ```
+//!
+//! Serves the tester in a browser on `127.0.0.1:P` (default 8787; 0 picks a free port)
+//! until stopped, and prints the address on stderr. One page, built into the binary (no
+//! build step, no network), with three panes over the demo tools: **Discovery** (search,
+//! sort, a method's parameters, constraints and examples, the prompt per protocol, "load
+//! into the executor"), **Executor** (a form made from the parameter schema or raw JSON,
+//! the result with status, duration and error kind, the last 10 runs) and **Parser**
+//! (paste a reply or pick a sample, see requests, hidden reasoning and fenced parts
+//! highlighted in the text, the diagnostics, and "run this cycle"). The page talks to a
+//! small JSON API that calls the same functions as the subcommands above (routes in
+//! `tester_web/server.rs`).
 
 #![deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -145,6 +162,8 @@ use std::sync::Arc;
 
 #[path = "support/demo_tools.rs"]
 mod demo_tools;
+#[path = "tester_web/server.rs"]
+mod web;
 
 use tool_calling::config::ToolCallConfig;
 use tool_calling::engine::Engine;
@@ -186,6 +205,15 @@ enum Command {
     Exec(ExecArgs),
     /// Run the full parse → execute → format cycle on a reply with the demo tools.
     Cycle(CycleArgs),
+    /// Serve the tester in a browser, on 127.0.0.1.
+    Serve(ServeArgs),
+}
+
+#[derive(Debug, Args)]
+struct ServeArgs {
+    /// The port to listen on (0: any free port).
+    #[arg(long, default_value_t = 8787)]
+    port: u16,
 }
 
 /// Protocols named by the contract.
@@ -486,7 +514,7 @@ fn main() -> ExitCode {
                 },
                 // Bare `tester`: clap would print the whole help as an error.
                 ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => fail(&Failure::Usage(
-                    "error: a subcommand is required (parse, bench, discover, prompt, exec, cycle); \
+                    "error: a subcommand is required (parse, bench, discover, prompt, exec, cycle, serve); \
                      try 'tester --help'"
                         .to_string(),
                 )),
@@ -533,6 +561,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
         Command::Prompt(args) => prompt(&args),
         Command::Exec(args) => exec(&args),
         Command::Cycle(args) => cycle(&args),
+        Command::Serve(args) => web::serve(args.port),
     }
 }
 
@@ -544,9 +573,14 @@ fn demo_registry() -> Result<Arc<ToolRegistry>, Failure> {
 }
 
 fn discover(args: &DiscoverArgs) -> Result<(), Failure> {
+    print_json(&discover_value(args.all)?)
+}
+
+/// The demo tools as the discovery service sees them (`all`: not only agent-callable).
+fn discover_value(all: bool) -> Result<Value, Failure> {
     let discovery = DiscoveryService::new(demo_registry()?);
     let everything = |_: &ToolSpec, _: &MethodSpec| true;
-    let filter: Option<MethodFilter<'_>> = if args.all { Some(&everything) } else { None };
+    let filter: Option<MethodFilter<'_>> = if all { Some(&everything) } else { None };
     let tools: Vec<Value> = discovery
         .discovered_methods(filter)
         .iter()
@@ -594,64 +628,77 @@ fn discover(args: &DiscoverArgs) -> Result<(), Failure> {
             })
         })
         .collect();
-    print_json(&json!({ "tools": tools }))
+    Ok(json!({ "tools": tools }))
 }
 
 fn prompt(args: &PromptArgs) -> Result<(), Failure> {
-    if let Some(text_protocol) = args.protocol.text_protocol(VcpOptions::default()) {
-        let discovery = DiscoveryService::new(demo_registry()?);
-        let declarations = text_protocol
-            .protocol()
-            .tool_declarations(&discovery.enabled_definitions(&ToolCallConfig::default()));
-        let mut out = io::stdout().lock();
-        let text = declarations.as_prompt().unwrap_or_default();
-        return out.write_all(text.as_bytes()).map_err(|e| Failure::msg(format!("cannot write output: {e}")));
+    match prompt_value(args.protocol, args.lang)? {
+        Value::String(text) => {
+            let mut out = io::stdout().lock();
+            out.write_all(text.as_bytes()).map_err(|e| Failure::msg(format!("cannot write output: {e}")))
+        }
+        tools => print_json(&tools),
     }
-    if let Some(native) = args.protocol.native() {
-        let discovery = DiscoveryService::new(demo_registry()?);
-        let declarations =
-            native.tool_declarations(&discovery.enabled_definitions(&ToolCallConfig::default()));
-        return print_json(declarations.as_native().unwrap_or(&Value::Null));
+}
+
+/// The tool-definition prompt of `protocol`: text for a text protocol, the JSON `tools`
+/// value for a native one.
+fn prompt_value(protocol: ProtocolName, lang: Lang) -> Result<Value, Failure> {
+    let discovery = DiscoveryService::new(demo_registry()?);
+    let definitions = discovery.enabled_definitions(&ToolCallConfig::default());
+    if let Some(text_protocol) = protocol.text_protocol(VcpOptions::default()) {
+        let declarations = text_protocol.protocol().tool_declarations(&definitions);
+        return Ok(Value::String(declarations.as_prompt().unwrap_or_default().to_string()));
     }
-    let language = match args.lang {
+    if let Some(native) = protocol.native() {
+        return Ok(native.tool_declarations(&definitions).as_native().cloned().unwrap_or(Value::Null));
+    }
+    let language = match lang {
         Lang::En => Language::En,
         Lang::Zh => Language::Zh,
     };
-    let discovery = DiscoveryService::new(demo_registry()?);
-    let protocol = VcpProtocol::default().with_language(language);
-    let declarations = protocol.tool_declarations(&discovery.enabled_definitions(&ToolCallConfig::default()));
-    let text = declarations.as_prompt().unwrap_or_default();
-    let mut out = io::stdout().lock();
-    out.write_all(text.as_bytes()).map_err(|e| Failure::msg(format!("cannot write output: {e}")))
+    let declarations = VcpProtocol::default().with_language(language).tool_declarations(&definitions);
+    Ok(Value::String(declarations.as_prompt().unwrap_or_default().to_string()))
 }
 
 fn parse(args: &ParseArgs) -> Result<(), Failure> {
-    if args.stream_chunk == Some(0) {
+    let text = read_input(&args.input)?;
+    print_json(&parse_value(args.protocol, args.vcp.options(), &text, args.stream_chunk)?)
+}
+
+/// The requests and diagnostics `protocol` reads in `text` (and, for the open-model
+/// formats, the normal text), one-shot or streamed `stream_chunk` bytes at a time.
+fn parse_value(
+    protocol: ProtocolName,
+    options: VcpOptions,
+    text: &str,
+    stream_chunk: Option<usize>,
+) -> Result<Value, Failure> {
+    if stream_chunk == Some(0) {
         return Err(Failure::msg("--stream-chunk must be at least 1"));
     }
-    let text = read_input(&args.input)?;
-    if let Some(text_protocol) = args.protocol.text_protocol(args.vcp.options()) {
-        let reply = text_protocol.parse(&text, args.stream_chunk);
+    if let Some(text_protocol) = protocol.text_protocol(options) {
+        let reply = text_protocol.parse(text, stream_chunk);
         let normal_text = reply.normal_text.clone();
         let mut document = outcome_json(&reply.into_outcome());
         if let Some(map) = document.as_object_mut() {
             map.insert("normal_text".into(), Value::String(normal_text));
         }
-        return print_json(&document);
+        return Ok(document);
     }
-    if let Some(native) = args.protocol.native() {
-        let outcome = match args.stream_chunk {
-            None => parse_native_body(native.as_ref(), &text)?.1,
-            Some(size) => parse_native_stream(native.as_ref(), &text, size).1,
+    if let Some(native) = protocol.native() {
+        let outcome = match stream_chunk {
+            None => parse_native_body(native.as_ref(), text)?.1,
+            Some(size) => parse_native_stream(native.as_ref(), text, size).1,
         };
-        return print_json(&outcome_json(&outcome));
+        return Ok(outcome_json(&outcome));
     }
-    let protocol = VcpProtocol::new(args.vcp.options());
-    let outcome = match args.stream_chunk {
-        None => protocol.parse(&text),
-        Some(size) => parse_streaming(&protocol, &text, size),
+    let vcp = VcpProtocol::new(options);
+    let outcome = match stream_chunk {
+        None => vcp.parse(text),
+        Some(size) => parse_streaming(&vcp, text, size),
     };
-    print_json(&outcome_json(&outcome))
+    Ok(outcome_json(&outcome))
 }
 
 /// Feeds `text` to the streaming parser in chunks of `size` bytes (see [`chunks`]) and
@@ -775,50 +822,76 @@ fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
 fn exec(args: &ExecArgs) -> Result<(), Failure> {
     let value: Value = serde_json::from_str(&args.args)
         .map_err(|e| Failure::msg(format!("--args is not valid JSON: {e}")))?;
-    let Value::Object(map) = value else {
-        return Err(Failure::msg(format!("--args must be a JSON object, not {}", json_kind(&value))));
+    let result =
+        runtime()?.block_on(exec_value(&args.tool_name, args.command.as_deref(), value, args.timeout_ms))?;
+    print_json(&result)
+}
+
+/// Runs one demo-tool call through the executor: `tool_name` with `args` (a JSON
+/// object), routed as VCP routes a request when `command` is given or the name is not a
+/// full method name.
+async fn exec_value(
+    tool_name: &str,
+    command: Option<&str>,
+    args: Value,
+    timeout_ms: Option<u64>,
+) -> Result<Value, Failure> {
+    let Value::Object(map) = args else {
+        return Err(Failure::msg(format!("--args must be a JSON object, not {}", json_kind(&args))));
     };
-    let mut request = ParsedToolRequest::new("req_1", args.tool_name.as_str());
-    if let Some(command) = &args.command {
+    let mut request = ParsedToolRequest::new("req_1", tool_name);
+    if let Some(command) = command {
         if map.contains_key("command") {
             return Err(Failure::msg("give the command either with --command or in --args, not both"));
         }
-        request = request.with_arg("command", command.as_str());
+        request = request.with_arg("command", command);
     }
     for (key, value) in map {
         request = request.with_arg(key, value);
     }
-    let ctx = execution_context(args.timeout_ms, false)?;
+    let ctx = execution_context(timeout_ms, false)?;
     let registry = demo_registry()?;
     // A full method name runs that method with the arguments as given; anything else (a
     // tool id with `--command`, an alias) is routed as VCP routes a request.
-    let calls = if args.command.is_none() && registry.method(&request.tool_name).is_some() {
+    let calls = if command.is_none() && registry.method(&request.tool_name).is_some() {
         PlannedRequest::exact(&request).calls
     } else {
         VcpProtocol::default().resolve(&request, &registry.catalog())
     };
     let executor = Executor::new(registry);
-    let result = runtime()?.block_on(executor.execute_request(PlannedRequest::new(&request, calls), &ctx));
-    print_json(&result_json(&result))
+    let result = executor.execute_request(PlannedRequest::new(&request, calls), &ctx).await;
+    Ok(result_json(&result))
 }
 
 fn cycle(args: &CycleArgs) -> Result<(), Failure> {
     let text = read_input(&args.input)?;
     let ctx = execution_context(args.timeout_ms, args.serial)?;
-    if let Some(native) = args.protocol.native() {
-        return cycle_native(native, &text, &ctx);
+    let value = runtime()?.block_on(cycle_value(args.protocol, args.vcp.options(), &text, &ctx))?;
+    print_json(&value)
+}
+
+/// The full parse → execute → format cycle on a reply (a response body for a native
+/// protocol) with the demo tools.
+async fn cycle_value(
+    protocol: ProtocolName,
+    options: VcpOptions,
+    text: &str,
+    ctx: &ExecutionContext,
+) -> Result<Value, Failure> {
+    if let Some(native) = protocol.native() {
+        return cycle_native(native, text, ctx).await;
     }
-    let options = args.vcp.options();
-    let protocol: Arc<dyn ToolCallingProtocol> = match args.protocol.text_protocol(options) {
+    let protocol: Arc<dyn ToolCallingProtocol> = match protocol.text_protocol(options) {
         Some(text_protocol) => text_protocol.protocol(),
         None => Arc::new(VcpProtocol::new(options)),
     };
     let engine = Engine::new(demo_registry()?).with_protocol(protocol);
-    let cycle = runtime()?
-        .block_on(engine.process_tool_call_cycle(&text, &ctx))
+    let cycle = engine
+        .process_tool_call_cycle(text, ctx)
+        .await
         .map_err(|e| Failure::msg(format!("cannot run the cycle: {e}")))?;
     let context = cycle.result_text();
-    print_json(&json!({
+    Ok(json!({
         "has_tool_requests": cycle.has_tool_requests,
         "parsed": cycle.parsed_requests.iter().map(request_json).collect::<Vec<_>>(),
         "results": cycle.execution_results.iter().map(result_json).collect::<Vec<_>>(),
@@ -830,12 +903,13 @@ fn cycle(args: &CycleArgs) -> Result<(), Failure> {
 /// The cycle on a native response body; `context` is what goes back to the provider, in
 /// its own shape: the result messages as its API takes them (for Anthropic and Gemini
 /// the one message or content they make).
-fn cycle_native(native: Arc<dyn Native>, text: &str, ctx: &ExecutionContext) -> Result<(), Failure> {
+async fn cycle_native(native: Arc<dyn Native>, text: &str, ctx: &ExecutionContext) -> Result<Value, Failure> {
     let (turn, _) = parse_native_body(native.as_ref(), text)?;
     let protocol = native.clone().into_protocol();
     let engine = Engine::new(demo_registry()?).with_protocol(protocol);
-    let cycle = runtime()?
-        .block_on(engine.process_turn(&turn, ctx))
+    let cycle = engine
+        .process_turn(&turn, ctx)
+        .await
         .map_err(|e| Failure::msg(format!("cannot run the cycle: {e}")))?;
     // The turn first, so that a provider that echoes call ids (Gemini) sees which calls
     // had one; then the results, which are the context.
@@ -848,7 +922,7 @@ fn cycle_native(native: Arc<dyn Native>, text: &str, ctx: &ExecutionContext) -> 
         Shape::List => Value::Array(results),
         Shape::One => results.into_iter().next().unwrap_or(Value::Null),
     };
-    print_json(&json!({
+    Ok(json!({
         "has_tool_requests": cycle.has_tool_requests,
         "parsed": cycle.parsed_requests.iter().map(request_json).collect::<Vec<_>>(),
         "results": cycle.execution_results.iter().map(result_json).collect::<Vec<_>>(),

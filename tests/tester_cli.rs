@@ -858,3 +858,119 @@ fn prompt_and_cycle_speak_each_format() {
     ));
     assert_eq!(bench["requests"], 1);
 }
+
+/// `tester serve --port 0`, stopped when dropped.
+struct Server {
+    child: std::process::Child,
+    address: String,
+}
+
+impl Server {
+    fn start() -> Self {
+        use std::io::BufRead;
+        let mut child = Command::new(tester_path())
+            .args(["serve", "--port", "0"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn tester serve");
+        let stderr = child.stderr.take().expect("stderr pipe");
+        let mut line = String::new();
+        std::io::BufReader::new(stderr).read_line(&mut line).expect("read the address line");
+        let address = line
+            .split("http://")
+            .nth(1)
+            .and_then(|rest| rest.split('/').next())
+            .unwrap_or_else(|| panic!("no address on stderr: {line:?}"))
+            .to_string();
+        assert!(address.starts_with("127.0.0.1:"), "listens on loopback only: {address}");
+        Server { child, address }
+    }
+
+    /// One HTTP/1.1 exchange: (status, content type, body).
+    fn call(&self, method: &str, path: &str, body: Option<&str>) -> (u16, String, String) {
+        use std::io::Read;
+        let mut stream = std::net::TcpStream::connect(&self.address).expect("connect");
+        let body = body.unwrap_or("");
+        let request = format!(
+            "{method} {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\
+             Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+            self.address,
+            body.len()
+        );
+        stream.write_all(request.as_bytes()).expect("send");
+        let mut response = String::new();
+        stream.read_to_string(&mut response).expect("read");
+        let (head, body) = response.split_once("\r\n\r\n").expect("a head and a body");
+        let status = head.split(' ').nth(1).and_then(|s| s.parse().ok()).expect("a status");
+        let kind =
+            head.lines().find_map(|l| l.strip_prefix("content-type: ")).unwrap_or_default().to_string();
+        (status, kind, body.to_string())
+    }
+
+    fn json(&self, method: &str, path: &str, body: Option<&Value>) -> (u16, Value) {
+        let body = body.map(Value::to_string);
+        let (status, kind, text) = self.call(method, path, body.as_deref());
+        assert!(kind.starts_with("application/json"), "{path} answers JSON, not {kind}: {text}");
+        (status, serde_json::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}: {text}")))
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn serve_answers_what_the_command_line_prints() {
+    let server = Server::start();
+    let (status, kind, page) = server.call("GET", "/", None);
+    assert_eq!(status, 200);
+    assert!(kind.starts_with("text/html"), "{kind}");
+    for pane in ["id=\"discovery\"", "id=\"executor\"", "id=\"parser\"", "src=\"/app.js\""] {
+        assert!(page.contains(pane), "the page has {pane}");
+    }
+    assert_eq!(server.call("GET", "/app.js", None).0, 200);
+    assert_eq!(server.call("GET", "/style.css", None).0, 200);
+
+    let all = success_json(&run(&["discover", "--all"]));
+    assert_eq!(server.json("GET", "/api/tools", None), (200, all));
+
+    let vcp = String::from_utf8(run(&["prompt"]).stdout).unwrap();
+    let (_, prompt) = server.json("GET", "/api/prompt?protocol=vcp", None);
+    assert_eq!(prompt["text"].as_str(), Some(vcp.as_str()), "the prompt as `prompt` prints it");
+    let (_, prompt) = server.json("GET", "/api/prompt?protocol=gemini", None);
+    assert_eq!(prompt["json"], success_json(&run(&["prompt", "--protocol", "gemini"])));
+
+    let args = json!({"tool_name": "calc_add", "args": {"a": 2, "b": 40}});
+    let (status, result) = server.json("POST", "/api/exec", Some(&args));
+    assert_eq!(status, 200);
+    assert_eq!((result["status"].as_str(), result["result"].as_str()), (Some("success"), Some("42.0")));
+
+    let reply = format!("<think>hidden</think>{}", one_request_reply());
+    let file = TempFile::new("serve.txt", reply.as_bytes());
+    let mut expected = success_json(&run(&["parse", file.arg()]));
+    let (status, parsed) =
+        server.json("POST", "/api/parse", Some(&json!({"protocol": "vcp", "text": reply})));
+    assert_eq!(status, 200);
+    let hidden = json!([{"start": 0, "end": "<think>hidden</think>".len(), "kind": "reasoning"}]);
+    expected.as_object_mut().unwrap().insert("hidden".into(), hidden);
+    assert_eq!(parsed, expected, "parse plus the hidden spans");
+
+    let (_, cycle) = server.json("POST", "/api/cycle", Some(&json!({"protocol": "vcp", "text": reply})));
+    assert_eq!(cycle, success_json(&run(&["cycle", file.arg()])));
+
+    let (_, samples) = server.json("GET", "/api/samples", None);
+    let protocols: Vec<&str> =
+        samples.as_array().unwrap().iter().filter_map(|s| s["protocol"].as_str()).collect();
+    assert!(protocols.contains(&"vcp") && protocols.contains(&"openai"), "{protocols:?}");
+    let (_, names) = server.json("GET", "/api/protocols", None);
+    assert!(names.as_array().unwrap().iter().any(|p| p["name"] == "anthropic" && p["native"] == true));
+
+    let (status, error) = server.json("POST", "/api/parse", Some(&json!({"protocol": "nope", "text": ""})));
+    assert_eq!(status, 400);
+    assert!(error["error"].as_str().unwrap().contains("unknown protocol `nope`"), "{error}");
+}
