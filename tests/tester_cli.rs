@@ -10,49 +10,16 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::SystemTime;
 
 use serde_json::{Value, json};
 
-/// `target/<profile>/deps/tester_cli-…` → `target/<profile>/examples/tester`, checked once.
+#[path = "support/example_bin.rs"]
+mod example_bin;
+
+/// The built tester, checked once.
 fn tester_path() -> &'static Path {
     static PATH: OnceLock<PathBuf> = OnceLock::new();
-    PATH.get_or_init(|| {
-        let exe = std::env::current_exe().expect("current_exe");
-        let profile_dir =
-            exe.parent().and_then(Path::parent).expect("test binary lives in target/<profile>/deps");
-        let examples = profile_dir.join("examples");
-        let path = examples.join(format!("tester{}", std::env::consts::EXE_SUFFIX));
-        assert!(
-            path.is_file(),
-            "the tester example was not found at {}; build it first with `cargo build --example tester` \
-             (plain `cargo test` builds examples automatically)",
-            path.display()
-        );
-        if let Some(source) = newer_source(&path, &examples.join("tester.d")) {
-            panic!(
-                "{} is older than {}; rebuild it with `cargo build --example tester`",
-                path.display(),
-                source.display()
-            );
-        }
-        path
-    })
-}
-
-/// A source file listed in the binary's dep-info file that changed after the binary was
-/// built (what would make cargo rebuild it), if any.
-fn newer_source(binary: &Path, dep_info: &Path) -> Option<PathBuf> {
-    let built = std::fs::metadata(binary).and_then(|m| m.modified()).ok()?;
-    let info = std::fs::read_to_string(dep_info).ok()?;
-    // First line: `target: dep dep …`, spaces inside paths escaped as `\ `.
-    let (_, deps) = info.lines().next()?.split_once(": ")?;
-    let modified =
-        |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).unwrap_or(SystemTime::UNIX_EPOCH);
-    deps.replace("\\ ", "\0")
-        .split_whitespace()
-        .map(|dep| PathBuf::from(dep.replace('\0', " ")))
-        .find(|dep| modified(dep) > built)
+    PATH.get_or_init(|| example_bin::example_path("tester"))
 }
 
 /// A file under the temp dir with a unique name, removed when dropped.

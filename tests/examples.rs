@@ -1,0 +1,75 @@
+//! The runnable examples, run as a user runs them: their output says what they did.
+//! (`tester` has its own suite, `tester_cli`.)
+
+use std::process::{Command, Output};
+
+#[path = "support/example_bin.rs"]
+mod example_bin;
+
+/// Runs example `name` with `args`, with no model endpoint configured.
+fn run(name: &str, args: &[&str]) -> String {
+    let output: Output = Command::new(example_bin::example_path(name))
+        .args(args)
+        .env_remove("OPENAI_MODEL")
+        .env_remove("OPENAI_BASE_URL")
+        .env_remove("OPENAI_API_KEY")
+        .output()
+        .expect("run the example");
+    let stdout = String::from_utf8(output.stdout).expect("UTF-8 output");
+    assert!(output.status.success(), "{name} failed: {stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+    stdout
+}
+
+/// The position of the line containing `needle`, which must exist.
+fn line_of(text: &str, needle: &str) -> usize {
+    text.lines()
+        .position(|l| l.contains(needle))
+        .unwrap_or_else(|| panic!("no line with {needle:?} in:\n{text}"))
+}
+
+#[test]
+fn quickstart_reads_the_bundled_reply() {
+    let out = run("quickstart", &[]);
+    assert!(out.contains("Found 3 request(s)"), "{out}");
+    assert!(out.contains("INCOMPLETE"), "the cut-off request is reported: {out}");
+    assert!(out.contains("<<<[TOOL_RESULT]>>>"), "results for the model: {out}");
+}
+
+#[test]
+fn agent_without_an_endpoint_says_so_and_replays_natively() {
+    let out = run("agent", &[]);
+    assert!(out.contains("LOCAL RECORDED CONVERSATION"), "labelled: {out}");
+    assert!(out.contains("protocol `openai`"), "native tools for a model that has them: {out}");
+    // The first call started and finished while the reply was still streaming: before
+    // the second call arrived and before the turn ended.
+    let first_result = line_of(&out, "◀ calc_add Success: 42.0");
+    assert!(first_result < line_of(&out, "▶ text_repeat"), "{out}");
+    assert!(first_result < line_of(&out, "end of the model's turn (ToolCalls)"), "{out}");
+    assert!(out.contains("◀ text_repeat Success: hello hello hello"), "{out}");
+    assert!(
+        out.contains("2 + 40 = 42, and the greeting three times"),
+        "the results reached the server: {out}"
+    );
+    assert!(out.contains("2 model turn(s), 2 tool call(s), stopped: Finished"), "{out}");
+}
+
+#[test]
+fn agent_with_text_offers_the_tools_as_vcp() {
+    let out = run("agent", &["--text"]);
+    assert!(out.contains("protocol `vcp`"), "{out}");
+    assert!(!out.contains("<<<[TOOL_REQUEST]>>>"), "request blocks are not shown as prose: {out}");
+    let first_result = line_of(&out, "◀ calc_add Success: 42.0");
+    assert!(first_result < line_of(&out, "▶ text_repeat"), "{out}");
+    assert!(out.contains("2 + 40 = 42, and the greeting three times"), "{out}");
+}
+
+#[test]
+fn custom_protocol_answers_every_call_and_runs_the_loop() {
+    let out = run("custom_protocol", &[]);
+    assert!(out.contains("A damaged reply gives 3 requests, each answered"), "{out}");
+    assert!(out.contains("→ Error: division by zero"), "{out}");
+    assert!(out.contains("the call is cut off: close it with </tool_call>"), "{out}");
+    assert!(out.contains("diagnostic missing_end_marker"), "{out}");
+    assert!(out.contains("{\"name\":\"calc_add\",\"status\":\"success\",\"content\":\"42.0\"}"), "{out}");
+    assert!(out.contains("The conversation (2 rounds, stopped: Finished)"), "{out}");
+}
