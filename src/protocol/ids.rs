@@ -33,10 +33,18 @@ impl IdAssigner {
 
     /// Counts `request`, and names it when its id is not the model's.
     pub(crate) fn assign(&mut self, request: &mut ParsedToolRequest) {
+        if let Some(id) = self.next_id(request.id_source == RequestIdSource::Assigned) {
+            request.request_id = id;
+        }
+    }
+
+    /// Counts one more request; returns the id to give it when it needs one
+    /// (`assigned`). The random style draws once per parse, not once per request.
+    pub(crate) fn next_id(&mut self, assigned: bool) -> Option<String> {
         use std::fmt::Write as _;
         self.seen += 1;
-        if request.id_source != RequestIdSource::Assigned {
-            return;
+        if !assigned {
+            return None;
         }
         let style = self.style;
         let prefix = self.prefix.get_or_insert_with(|| match style {
@@ -46,6 +54,6 @@ impl IdAssigner {
         let mut id = String::with_capacity(prefix.len() + 6);
         id.push_str(prefix);
         let _ = write!(id, "{}", self.seen);
-        request.request_id = id;
+        Some(id)
     }
 }

@@ -2,17 +2,21 @@
 //! and the `fire_and_forget` flag of `archery`), or a diagnostic for an empty or example
 //! block; text skipped between fields is reported.
 
-use super::fields::{Field, ValueKind};
+use std::borrow::Cow;
+use std::collections::HashMap;
+
+use super::fields::{Field, ValueKind, normalize};
 use super::markers::Marker;
 use super::scanner::Sink;
+use super::view::{FieldView, RequestView};
 use super::visible::VisibleText;
 use crate::protocol::ids::IdAssigner;
-use crate::request::{Args, RequestIdSource};
-use crate::{Diagnostic, DiagnosticKind, ParsedToolRequest, Span};
+use crate::request::RequestIdSource;
+use crate::{Diagnostic, DiagnosticKind, Span};
 
-pub(super) fn diag(
+pub(super) fn diag<'i>(
     src: &VisibleText<'_>,
-    sink: &mut impl Sink,
+    sink: &mut impl Sink<'i>,
     kind: DiagnosticKind,
     message: String,
     start: usize,
@@ -31,7 +35,7 @@ fn preview(text: &str) -> String {
     }
 }
 
-pub(super) fn stray(src: &VisibleText<'_>, sink: &mut impl Sink, from: usize, to: usize) {
+pub(super) fn stray<'i>(src: &VisibleText<'_>, sink: &mut impl Sink<'i>, from: usize, to: usize) {
     let skipped = src.text().get(from..to).unwrap_or("");
     let trimmed = skipped.trim_end();
     if trimmed.is_empty() {
@@ -46,17 +50,74 @@ pub(super) fn stray(src: &VisibleText<'_>, sink: &mut impl Sink, from: usize, to
     diag(src, sink, DiagnosticKind::StrayText, message, from, end);
 }
 
+/// Key → index of its latest occurrence among a block's fields: a small array (no
+/// allocation) for the few keys a block usually has, a hash map past that, so that a
+/// block of many repeated keys still costs linear time.
+struct Latest<'k> {
+    few: [(&'k str, usize); Latest::FEW],
+    len: usize,
+    many: Option<HashMap<&'k str, usize>>,
+}
+
+impl<'k> Latest<'k> {
+    const FEW: usize = 16;
+
+    fn new() -> Self {
+        Latest { few: [("", 0); Self::FEW], len: 0, many: None }
+    }
+
+    fn few(&self) -> &[(&'k str, usize)] {
+        self.few.get(..self.len).unwrap_or_default()
+    }
+
+    /// Records `key` at `index`; whether it was there before.
+    fn insert(&mut self, key: &'k str, index: usize) -> bool {
+        if let Some(many) = &mut self.many {
+            return many.insert(key, index).is_some();
+        }
+        if let Some(entry) =
+            self.few.get_mut(..self.len).and_then(|few| few.iter_mut().find(|(k, _)| *k == key))
+        {
+            entry.1 = index;
+            return true;
+        }
+        if let Some(slot) = self.few.get_mut(self.len) {
+            *slot = (key, index);
+            self.len += 1;
+        } else {
+            let mut many: HashMap<&'k str, usize> = self.few().iter().copied().collect();
+            many.insert(key, index);
+            self.many = Some(many);
+        }
+        false
+    }
+
+    /// How many distinct keys were recorded.
+    fn distinct(&self) -> usize {
+        self.many.as_ref().map_or(self.len, HashMap::len)
+    }
+
+    fn get(&self, key: &str) -> Option<usize> {
+        match &self.many {
+            Some(many) => many.get(key).copied(),
+            None => self.few().iter().find(|(k, _)| *k == key).map(|&(_, i)| i),
+        }
+    }
+}
+
 /// Turns a block's fields into a request (or into a diagnostic, for empty and example
-/// blocks).
-pub(super) fn finish_block(
+/// blocks). A key written twice keeps its last value, at the place of its last
+/// occurrence; resolving that takes one pass over the fields.
+pub(super) fn finish_block<'i>(
     ids: &mut IdAssigner,
     src: &VisibleText<'_>,
-    sink: &mut impl Sink,
+    sink: &mut impl Sink<'i>,
     start: Marker,
     end: usize,
     fields: &mut Vec<Field>,
 ) {
     let text = src.text();
+    let input = sink.input();
     let span = Span::new(src.original_start(start.start), src.original_end(end));
     if fields.is_empty() {
         diag(
@@ -84,13 +145,15 @@ pub(super) fn finish_block(
         sink.discarded(span);
         return;
     }
-    let mut tool_name: Option<String> = None;
-    // `archery: true` or `no_reply` asks not to be waited for (the last `archery` wins).
-    let mut fire_and_forget = false;
-    let mut request_id: Option<String> = None;
-    let mut args = Args::with_capacity(fields.len());
+    let value_of = |field: &Field| normalize(src.piece(input, field.value.0, field.value.1), field.kind);
+    // One pass: diagnostics for unclosed values and repeated keys, and where each key
+    // (and the tool name, and a non-empty request id) was written last.
+    let mut tool_name: Option<usize> = None;
+    let mut request_id: Option<(usize, Cow<'i, str>)> = None;
+    let mut archery: Option<usize> = None;
+    let mut latest = Latest::new();
     let mut problems = Vec::new();
-    for field in fields.drain(..) {
+    for (index, field) in fields.iter().enumerate() {
         let key = text.get(field.key.0..field.key.1).unwrap_or("");
         if !field.closed {
             let closer = if field.kind == ValueKind::Escaped { "「末ESCAPE」" } else { "「末」" };
@@ -105,21 +168,16 @@ pub(super) fn finish_block(
             );
         }
         let duplicate = if key.eq_ignore_ascii_case("tool_name") {
-            tool_name.replace(field.value).is_some()
+            tool_name.replace(index).is_some()
         } else if key.eq_ignore_ascii_case("request_id") {
             // An empty id counts as absent: it neither sets nor erases one.
-            !field.value.is_empty() && request_id.replace(field.value).is_some()
+            let id = value_of(field);
+            !id.is_empty() && request_id.replace((index, id)).is_some()
         } else {
             if key == "archery" {
-                let v = field.value.trim();
-                fire_and_forget = v.eq_ignore_ascii_case("true") || v.eq_ignore_ascii_case("no_reply");
+                archery = Some(index);
             }
-            // The last occurrence wins, at its own position: move it to the end.
-            let (index, old) = args.insert_full(key.to_string(), serde_json::Value::String(field.value));
-            if old.is_some() {
-                args.move_index(index, args.len() - 1);
-            }
-            old.is_some()
+            latest.insert(key, index)
         };
         if duplicate {
             diag(
@@ -132,7 +190,26 @@ pub(super) fn finish_block(
             );
         }
     }
-    let tool_name = tool_name.unwrap_or_default();
+    // `archery: true` or `no_reply` asks not to be waited for (the last `archery` wins).
+    let fire_and_forget = archery.and_then(|i| fields.get(i)).is_some_and(|field| {
+        let value = value_of(field);
+        let value = value.trim();
+        value.eq_ignore_ascii_case("true") || value.eq_ignore_ascii_case("no_reply")
+    });
+    let mut args = Vec::with_capacity(latest.distinct());
+    for (index, field) in fields.iter().enumerate() {
+        let key = text.get(field.key.0..field.key.1).unwrap_or("");
+        let special = key.eq_ignore_ascii_case("tool_name") || key.eq_ignore_ascii_case("request_id");
+        if !special && latest.get(key) == Some(index) {
+            args.push(FieldView {
+                key: src.piece(input, field.key.0, field.key.1),
+                value: value_of(field),
+                span: Span::new(src.original_start(field.start), src.original_end(field.end)),
+            });
+        }
+    }
+    let tool_name = tool_name.and_then(|i| fields.get(i)).map(value_of).unwrap_or_default();
+    fields.clear();
     if tool_name.is_empty() {
         problems.insert(0, "the request has no tool_name: add tool_name:「始」…「末」".to_string());
         diag(
@@ -144,11 +221,12 @@ pub(super) fn finish_block(
             start.end,
         );
     }
-    let (request_id, id_source) = match request_id {
-        Some(id) => (id, RequestIdSource::Model),
-        None => (String::new(), RequestIdSource::Assigned),
+    let assigned = ids.next_id(request_id.is_none());
+    let (request_id, id_source) = match (request_id, assigned) {
+        (Some((_, id)), _) => (id, RequestIdSource::Model),
+        (None, id) => (Cow::Owned(id.unwrap_or_default()), RequestIdSource::Assigned),
     };
-    let mut request = ParsedToolRequest {
+    sink.request(RequestView {
         request_id,
         id_source,
         tool_name,
@@ -157,10 +235,7 @@ pub(super) fn finish_block(
         complete: problems.is_empty(),
         problems,
         fire_and_forget,
-        text_args: indexmap::IndexMap::new(),
-    };
-    ids.assign(&mut request);
-    sink.request(request);
+    });
 }
 
 /// The diagnostic for reasoning that is never closed (the opening tag at `start..end`).

@@ -3,6 +3,8 @@
 //! searches; its value is normalised. Each reader says when the text so far does not
 //! decide yet, so that the scanner can stop and resume.
 
+use std::borrow::Cow;
+
 use memchr::memmem;
 use nom::branch::alt;
 use nom::bytes::complete::{tag, take_while, take_while1};
@@ -81,19 +83,21 @@ fn opener(fuzzy: bool) -> impl Fn(&str) -> IResult<&str, ValueKind> {
 
 /// `\r\n` → `\n`, then surrounding white space trimmed; escaped values also get their
 /// escaped literals restored (`<<<[TOOL_REQUEST_ESCAPE]>>>` → `<<<[TOOL_REQUEST]>>>`,
-/// likewise END, and escaped openers → `「始」`).
-pub(super) fn normalize_value(raw: &str, kind: ValueKind) -> String {
-    let restored;
+/// likewise END, and escaped openers → `「始」`). Borrowed text stays borrowed unless
+/// one of those changes applies.
+pub(super) fn normalize<'a>(raw: Cow<'a, str>, kind: ValueKind) -> Cow<'a, str> {
     let raw = if kind == ValueKind::Escaped && (raw.contains("_ESCAPE]>>>") || raw.contains('始')) {
-        restored = restore_escaped(raw);
-        restored.as_str()
+        Cow::Owned(restore_escaped(&raw))
     } else {
         raw
     };
     if memchr::memchr(b'\r', raw.as_bytes()).is_some() && raw.contains("\r\n") {
-        raw.replace("\r\n", "\n").trim().to_string()
-    } else {
-        raw.trim().to_string()
+        return Cow::Owned(raw.replace("\r\n", "\n").trim().to_string());
+    }
+    match raw {
+        Cow::Borrowed(text) => Cow::Borrowed(text.trim()),
+        Cow::Owned(text) if text.trim().len() == text.len() => Cow::Owned(text),
+        Cow::Owned(text) => Cow::Owned(text.trim().to_string()),
     }
 }
 
@@ -135,7 +139,8 @@ pub(super) struct Field {
     pub(super) key: (usize, usize),
     pub(super) start: usize,
     pub(super) end: usize,
-    pub(super) value: String,
+    /// The raw value (before [`normalize`]), closer excluded.
+    pub(super) value: (usize, usize),
     pub(super) kind: ValueKind,
     pub(super) closed: bool,
 }

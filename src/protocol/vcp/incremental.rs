@@ -6,10 +6,11 @@ use super::fence::Fences;
 use super::markers::{Candidate, floor_boundary};
 use super::reasoning::ReasoningFilter;
 use super::scanner::{Scanner, Sink};
+use super::view::RequestView;
 use super::visible::VisibleText;
 use crate::model::TurnDelta;
 use crate::protocol::{IncrementalParser, StreamEvent};
-use crate::{Diagnostic, ParsedToolRequest, Span};
+use crate::{Diagnostic, Span};
 
 /// Bytes kept before the oldest offset the scanner still needs: the look-behind of a
 /// marker (a backtick before it, the `<` run of a fuzzy marker).
@@ -428,7 +429,7 @@ struct Events<'e> {
     events: &'e mut Vec<StreamEvent>,
 }
 
-impl Sink for Events<'_> {
+impl Sink<'static> for Events<'_> {
     fn text(&mut self, src: &VisibleText<'_>, start: usize, end: usize) {
         // One event per stretch of visible text: hidden reasoning splits prose.
         let mut at = start;
@@ -459,8 +460,8 @@ impl Sink for Events<'_> {
         });
     }
 
-    fn request(&mut self, request: ParsedToolRequest) {
-        self.events.push(StreamEvent::RequestCompleted(request));
+    fn request(&mut self, request: RequestView<'static>) {
+        self.events.push(StreamEvent::RequestCompleted(request.into_owned()));
     }
 
     fn discarded(&mut self, span: Span) {

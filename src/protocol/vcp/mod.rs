@@ -29,12 +29,14 @@ mod prompt;
 mod reasoning;
 mod routing;
 mod scanner;
+mod view;
 mod visible;
 
 pub use format::{FormatError, neutralize_markers};
 pub use incremental::VcpStreamParser;
 pub use prompt::{Language, VcpTemplates};
 pub use routing::{CONTROL_KEYS, RouteError, RoutedCall, command_alias, command_alias_config, route};
+pub use view::{FieldView, ParseView, RequestView};
 
 use crate::Span;
 pub use crate::protocol::RequestIdStyle;
@@ -164,9 +166,33 @@ impl VcpProtocol {
     }
 
     /// Parses every request block in `text`. Same as
-    /// [`parse_text`](ToolCallingProtocol::parse_text).
+    /// [`parse_text`](ToolCallingProtocol::parse_text); the owned form of
+    /// [`parse_view`](Self::parse_view).
     pub fn parse(&self, text: &str) -> ParseOutcome {
-        scanner::parse(text, &self.options)
+        self.parse_view(text).into_owned()
+    }
+
+    /// Parses every request block in `text` without copying it: names, keys and values
+    /// borrow from `text` ([`RequestView`]), except where the parser had to change them
+    /// (`\r\n` folded, escaped markers restored, hidden reasoning cut out of a value).
+    /// It finds exactly what [`parse`](Self::parse) finds, for a fraction of the
+    /// allocations: use it to inspect or route requests before (or instead of) owning
+    /// them.
+    ///
+    /// ```
+    /// use std::borrow::Cow;
+    /// use tool_calling::VcpProtocol;
+    /// let reply = "Sure.\n<<<[TOOL_REQUEST]>>>\ntool_name:「始」calc_add「末」,\na:「始」 2 「末」,\nb:「始」40「末」\n<<<[END_TOOL_REQUEST]>>>";
+    /// let view = VcpProtocol::default().parse_view(reply);
+    /// let request = &view.requests[0];
+    /// assert_eq!(request.tool_name, "calc_add");
+    /// assert!(matches!(request.args[0].value, Cow::Borrowed("2")), "trimmed, not copied");
+    /// assert_eq!(request.args[0].span.slice(reply), Some("a:「始」 2 「末」"));
+    /// let owned = view.into_owned();
+    /// assert_eq!(owned.requests[0].args["b"], "40");
+    /// ```
+    pub fn parse_view<'a>(&self, text: &'a str) -> ParseView<'a> {
+        scanner::parse_view(text, &self.options)
     }
 
     /// The parts of `text` this parser does not read requests in: reasoning

@@ -266,7 +266,11 @@ impl ReasoningFilter {
 pub(crate) fn pieces(text: &str) -> (Vec<Piece>, Option<(usize, usize)>) {
     let mut filter = ReasoningFilter::default();
     let mut pieces = Vec::new();
-    filter.advance(text, 0, true, &mut |piece| pieces.push(piece));
+    filter.advance(text, 0, true, &mut |piece| match (pieces.last_mut(), piece) {
+        // Adjacent visible pieces (the filter cuts at every `<` it looks at) are one.
+        (Some(Piece::Visible(_, end)), Piece::Visible(start, to)) if *end == start => *end = to,
+        _ => pieces.push(piece),
+    });
     (pieces, filter.unclosed())
 }
 

@@ -11,20 +11,23 @@
 //! text; the streaming parser runs it after every chunk. Both therefore read every
 //! input the same way, and the cost stays linear in the input either way.
 
+use std::borrow::Cow;
+
 use memchr::memmem;
 
 use super::VcpOptions;
 use super::block::{diag, finish_block, stray, unclosed_reasoning};
 use super::fence::Fences;
 use super::fields::{
-    Close, Field, HeadRead, SHORT_HEAD_REST, ValueKind, doc_close, escaped_close, normalize_value,
-    plain_close, read_head, skip_ws,
+    Close, Field, HeadRead, SHORT_HEAD_REST, ValueKind, doc_close, escaped_close, normalize, plain_close,
+    read_head, skip_ws,
 };
 use super::markers::{Candidate, Marker, MarkerFinder, MarkerKind, Search};
 use super::reasoning;
+use super::view::{ParseView, RequestView};
 use super::visible::VisibleText;
 use crate::protocol::ids::IdAssigner;
-use crate::{Diagnostic, DiagnosticKind, ParseOutcome, ParsedToolRequest, Span};
+use crate::{Diagnostic, DiagnosticKind, Span};
 
 /// Where a block's field list ends.
 #[derive(Debug, Clone, Copy)]
@@ -82,6 +85,7 @@ impl Block {
         }
         for field in &mut self.fields {
             field.key = (field.key.0 - cut, field.key.1 - cut);
+            field.value = (field.value.0 - cut, field.value.1 - cut);
             field.start -= cut;
             field.end -= cut;
         }
@@ -112,7 +116,12 @@ enum State {
 
 /// Receives what the scanner decides. Offsets given to [`text`](Sink::text) are into the
 /// cleaned text; everything else is already in input offsets.
-pub(crate) trait Sink {
+pub(crate) trait Sink<'i> {
+    /// The whole input, when requests may borrow from it (the one-shot parser); `None`
+    /// makes them own their text (a streaming window goes away).
+    fn input(&self) -> Option<&'i str> {
+        None
+    }
     /// Prose `start..end` (cleaned offsets) is decided.
     fn text(&mut self, _src: &VisibleText<'_>, _start: usize, _end: usize) {}
     /// A block began at input offset `offset`.
@@ -124,7 +133,7 @@ pub(crate) trait Sink {
     /// A field is complete.
     fn field(&mut self, _key: &str, _value: &str, _closed: bool, _span: Span) {}
     /// A block yielded a request.
-    fn request(&mut self, request: ParsedToolRequest);
+    fn request(&mut self, request: RequestView<'i>);
     /// A block ended without a request.
     fn discarded(&mut self, _span: Span) {}
     /// A diagnostic.
@@ -204,7 +213,7 @@ impl Scanner {
     /// Reports new prose up to `len` that holds no `<` (see
     /// [`prose_read_to`](Self::prose_read_to)): what [`run`](Self::run) would do, without
     /// its searches.
-    pub(crate) fn take_prose(&mut self, src: &VisibleText<'_>, len: usize, sink: &mut impl Sink) {
+    pub(crate) fn take_prose<'i>(&mut self, src: &VisibleText<'_>, len: usize, sink: &mut impl Sink<'i>) {
         if let State::Prose { from, .. } = &mut self.state {
             sink.text(src, self.prose_from, len);
             *from = len;
@@ -252,12 +261,12 @@ impl Scanner {
 
     /// Reads as far as `src` decides. With `last`, `src` holds the whole text and
     /// everything is decided.
-    pub(crate) fn run(
+    pub(crate) fn run<'i>(
         &mut self,
         src: &VisibleText<'_>,
         fences: Option<&Fences>,
         last: bool,
-        sink: &mut impl Sink,
+        sink: &mut impl Sink<'i>,
     ) {
         loop {
             match &mut self.state {
@@ -323,14 +332,14 @@ impl Scanner {
 impl BlockReader {
     /// Advances an open block as far as the text decides; returns where prose resumes
     /// once the block has ended.
-    fn step(
+    fn step<'i>(
         &self,
         ids: &mut IdAssigner,
         b: &mut Block,
         src: &VisibleText<'_>,
         fences: Option<&Fences>,
         last: bool,
-        sink: &mut impl Sink,
+        sink: &mut impl Sink<'i>,
     ) -> Option<usize> {
         let text = src.text();
         let len = text.len();
@@ -418,12 +427,20 @@ impl BlockReader {
                             _ => {}
                         }
                     }
-                    let value = normalize_value(text.get(value_from..raw_end).unwrap_or(""), kind);
-                    let field = Field { key, start: field_start, end: field_end, value, kind, closed };
+                    let field = Field {
+                        key,
+                        start: field_start,
+                        end: field_end,
+                        value: (value_from, raw_end),
+                        kind,
+                        closed,
+                    };
                     if sink.wants_fields() {
                         let span = Span::new(src.original_start(field.start), src.original_end(field.end));
                         let key = text.get(key.0..key.1).unwrap_or("");
-                        sink.field(key, &field.value, closed, span);
+                        let value =
+                            normalize(Cow::Borrowed(text.get(value_from..raw_end).unwrap_or("")), kind);
+                        sink.field(key, &value, closed, span);
                     }
                     b.fields.push(field);
                     b.cur = field_end;
@@ -444,12 +461,12 @@ impl BlockReader {
     }
 
     /// Ends the block (its boundary is decided); returns where prose resumes.
-    fn end_block(
+    fn end_block<'i>(
         &self,
         ids: &mut IdAssigner,
         b: &mut Block,
         src: &VisibleText<'_>,
-        sink: &mut impl Sink,
+        sink: &mut impl Sink<'i>,
     ) -> usize {
         let len = src.text().len();
         let boundary = match b.boundary {
@@ -482,15 +499,19 @@ impl BlockReader {
     }
 }
 
-/// Collects what the one-shot parser returns.
-#[derive(Default)]
-struct Collect {
-    requests: Vec<ParsedToolRequest>,
+/// Collects what the one-shot parser returns, borrowing from the input.
+struct Collect<'i> {
+    input: &'i str,
+    requests: Vec<RequestView<'i>>,
     diagnostics: Vec<Diagnostic>,
 }
 
-impl Sink for Collect {
-    fn request(&mut self, request: ParsedToolRequest) {
+impl<'i> Sink<'i> for Collect<'i> {
+    fn input(&self) -> Option<&'i str> {
+        Some(self.input)
+    }
+
+    fn request(&mut self, request: RequestView<'i>) {
         self.requests.push(request);
     }
 
@@ -499,9 +520,9 @@ impl Sink for Collect {
     }
 }
 
-/// Parses `text` with `options` (see the module docs).
-pub(crate) fn parse(text: &str, options: &VcpOptions) -> ParseOutcome {
-    let mut sink = Collect::default();
+/// Parses `text` with `options` (see the module docs), borrowing from it.
+pub(crate) fn parse_view<'i>(text: &'i str, options: &VcpOptions) -> ParseView<'i> {
+    let mut sink = Collect { input: text, requests: Vec::new(), diagnostics: Vec::new() };
     let src = if options.keep_reasoning {
         VisibleText::unchanged(text)
     } else {
@@ -513,7 +534,7 @@ pub(crate) fn parse(text: &str, options: &VcpOptions) -> ParseOutcome {
     };
     let fences = options.skip_fenced.then(|| Fences::find(src.text()));
     Scanner::new(options).run(&src, fences.as_ref(), true, &mut sink);
-    let Collect { requests, mut diagnostics } = sink;
+    let Collect { requests, mut diagnostics, .. } = sink;
     crate::protocol::sort_diagnostics(&mut diagnostics);
-    ParseOutcome::new(requests, diagnostics)
+    ParseView { requests, diagnostics }
 }

@@ -32,7 +32,12 @@ impl<'a> VisibleText<'a> {
         if !pieces.contains(&Piece::Hidden) {
             return Self::unchanged(text);
         }
-        let mut src = Self::growing();
+        // The visible text is never longer than the input: one allocation.
+        let mut src = VisibleText {
+            text: Cow::Owned(String::with_capacity(text.len())),
+            segments: Vec::with_capacity(pieces.len()),
+            breaks: Vec::with_capacity(pieces.len()),
+        };
         for &piece in pieces {
             src.push_piece(piece, text, 0);
         }
@@ -108,6 +113,26 @@ impl<'a> VisibleText<'a> {
         for b in &mut self.breaks {
             *b -= cut;
         }
+    }
+
+    /// Cleaned `start..end` as a slice of `input` (the text this one was made from)
+    /// when it is one piece of it, else copied (the range crosses hidden text, or no
+    /// input is given: a streaming window).
+    pub(crate) fn piece<'i>(&self, input: Option<&'i str>, start: usize, end: usize) -> Cow<'i, str> {
+        if let Some(input) = input {
+            if !self.crosses_break(start, end) {
+                let from = self.original_start(start);
+                if let Some(piece) = input.get(from..from + end.saturating_sub(start)) {
+                    debug_assert_eq!(
+                        Some(piece),
+                        self.text.get(start..end),
+                        "a piece maps back to the input"
+                    );
+                    return Cow::Borrowed(piece);
+                }
+            }
+        }
+        Cow::Owned(self.text.get(start..end).unwrap_or("").to_owned())
     }
 
     /// The cleaned text.

@@ -1,0 +1,102 @@
+//! A borrowed view of a parse: requests whose names, keys and values point into the
+//! reply, in the style of a pull parser's events. The owned [`ParseOutcome`] is made
+//! from it ([`ParseView::into_owned`]), so both come from the one parser.
+
+use std::borrow::Cow;
+
+use crate::request::{Args, RequestIdSource};
+use crate::{Diagnostic, ParseOutcome, ParsedToolRequest, Span};
+
+/// Everything one parse found, borrowing from the reply: see
+/// [`VcpProtocol::parse_view`](super::VcpProtocol::parse_view).
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct ParseView<'a> {
+    /// The requests, in order of appearance, damaged ones included.
+    pub requests: Vec<RequestView<'a>>,
+    /// What the parser noticed and tolerated, in input order.
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+impl<'a> ParseView<'a> {
+    /// The owned outcome: what [`VcpProtocol::parse`](super::VcpProtocol::parse) returns.
+    pub fn into_owned(self) -> ParseOutcome {
+        ParseOutcome::new(self.requests.into_iter().map(RequestView::into_owned).collect(), self.diagnostics)
+    }
+}
+
+/// One request, borrowing from the reply where it can.
+///
+/// Text is borrowed ([`Cow::Borrowed`]) unless the parser had to change it: a value
+/// with `\r\n` line ends (folded to `\n`), an escaped value whose escaped markers were
+/// restored, text with hidden reasoning cut out of it, or an id the parser assigned.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct RequestView<'a> {
+    /// The model's `request_id`, or one the parser assigned (see
+    /// [`id_source`](Self::id_source)).
+    pub request_id: Cow<'a, str>,
+    /// Whether the model or the parser chose the id.
+    pub id_source: RequestIdSource,
+    /// The routing target as written (empty when the model gave none).
+    pub tool_name: Cow<'a, str>,
+    /// Every other field, in order of appearance; a key written twice appears once, at
+    /// the place of its last occurrence, with that occurrence's value.
+    pub args: Vec<FieldView<'a>>,
+    /// The whole block in the input.
+    pub span: Span,
+    /// `true` when the request has a tool name and nothing in it was cut off.
+    pub complete: bool,
+    /// Why the request is not complete, for the model to read; empty when it is.
+    pub problems: Vec<String>,
+    /// The model asked not to wait for this call (`archery`).
+    pub fire_and_forget: bool,
+}
+
+impl<'a> RequestView<'a> {
+    /// The value of argument `key`, if the request has it.
+    ///
+    /// ```
+    /// use tool_calling::VcpProtocol;
+    /// let reply = "<<<[TOOL_REQUEST]>>>\ntool_name:「始」calc_add「末」,\na:「始」2「末」\n<<<[END_TOOL_REQUEST]>>>";
+    /// let view = VcpProtocol::default().parse_view(reply);
+    /// assert_eq!(view.requests[0].arg("a"), Some("2"));
+    /// assert_eq!(view.requests[0].arg("b"), None);
+    /// ```
+    pub fn arg(&self, key: &str) -> Option<&str> {
+        self.args.iter().find(|f| f.key == key).map(|f| f.value.as_ref())
+    }
+
+    /// The owned request, as [`VcpProtocol::parse`](super::VcpProtocol::parse) gives
+    /// it (values as JSON strings).
+    pub fn into_owned(self) -> ParsedToolRequest {
+        let mut args = Args::with_capacity(self.args.len());
+        for field in self.args {
+            args.insert(field.key.into_owned(), serde_json::Value::String(field.value.into_owned()));
+        }
+        ParsedToolRequest {
+            request_id: self.request_id.into_owned(),
+            id_source: self.id_source,
+            tool_name: self.tool_name.into_owned(),
+            args,
+            span: self.span,
+            complete: self.complete,
+            problems: self.problems,
+            fire_and_forget: self.fire_and_forget,
+            text_args: indexmap::IndexMap::new(),
+        }
+    }
+}
+
+/// One argument of a [`RequestView`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct FieldView<'a> {
+    /// The key as written.
+    pub key: Cow<'a, str>,
+    /// The value, trimmed (see [`RequestView`] for when it is not borrowed).
+    pub value: Cow<'a, str>,
+    /// The field in the input, from its key to its value's closer (or to where the
+    /// value was cut off).
+    pub span: Span,
+}
