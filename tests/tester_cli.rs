@@ -935,7 +935,13 @@ fn serve_answers_what_the_command_line_prints() {
         let context = cycle["context"].as_str().unwrap().to_string();
         let lines: Vec<&str> = context
             .split('\n')
-            .map(|line| if line.starts_with("duration_ms:「始」") { "duration_ms:「始」0「末」," } else { line })
+            .map(|line| {
+                if line.starts_with("duration_ms:「始」") {
+                    "duration_ms:「始」0「末」,"
+                } else {
+                    line
+                }
+            })
             .collect();
         cycle["context"] = json!(lines.join("\n"));
         cycle
