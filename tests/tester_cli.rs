@@ -624,14 +624,15 @@ fn help_and_version_exit_zero() {
 fn bench_output(input: &str, iterations: &str) -> Value {
     let file = TempFile::new("bench.txt", input.as_bytes());
     let out = success_json(&run(&["bench", "--iterations", iterations, file.arg()]));
-    assert_eq!(keys(&out), ["bytes", "requests", "iterations", "median_ns", "mb_per_s"]);
+    assert_eq!(keys(&out), ["api", "bytes", "requests", "iterations", "median_ns", "mb_per_s"]);
     out
 }
 
 #[test]
-fn bench_prints_the_five_figures() {
+fn bench_prints_the_figures_and_the_api_it_timed() {
     let input = one_request_reply().repeat(5);
     let out = bench_output(&input, "7");
+    assert_eq!(out["api"], "parse_view", "VCP's fastest complete parse");
     assert_eq!(out["bytes"], input.len());
     assert_eq!(out["iterations"], 7);
     assert!(out["requests"].is_u64());
@@ -647,6 +648,8 @@ fn bench_counts_requests_and_defaults_to_20_iterations() {
     let out = success_json(&run(&["bench", file.arg()]));
     assert_eq!(out["iterations"], 20);
     assert_eq!(out["requests"], 3);
+    let owned = success_json(&run(&["bench", "--owned", "--iterations", "2", file.arg()]));
+    assert_eq!((owned["api"].as_str(), owned["requests"].as_u64()), (Some("parse"), Some(3)));
 }
 
 #[test]
@@ -823,7 +826,7 @@ fn prompt_and_cycle_speak_each_format() {
         &["bench", "--protocol", "glm45", "--iterations", "2", "-"],
         Some(reply.as_bytes()),
     ));
-    assert_eq!(bench["requests"], 1);
+    assert_eq!((bench["requests"].as_u64(), bench["api"].as_str()), (Some(1), Some("parse")));
 }
 
 /// `tester serve --port 0`, stopped when dropped.

@@ -29,6 +29,9 @@ use tool_calling::{DiagnosticKind, ParseOutcome, RequestIdStyle, Span, VcpOption
 #[path = "../benches/support/inputs.rs"]
 mod inputs;
 
+#[path = "../benches/support/hostile.rs"]
+mod hostile;
+
 const START: &str = "<<<[TOOL_REQUEST]>>>";
 const END: &str = "<<<[END_TOOL_REQUEST]>>>";
 
@@ -994,4 +997,21 @@ fn events_are_not_late_in_found_cases() {
     assert_ok(check_timely("<<<[TOOL_REQUEST]>>>\n<<<[END_TOOL_REQUEST]>>><think/>", 1));
     assert_ok(check_timely("<<<[TOOL_REQUEST]>>>\n参数:{始}{末},\n<<<[END_TOOL_REQUEST]>>>", 5));
     assert_ok(check_timely("<<<[TOOL_REQUEST]>>>\n参数:「始」值「末」\n<<<[END_TOOL_REQUEST]>>>", 0));
+}
+
+/// The hostile families of the `vcp_adversarial` bench, at 16 KiB: streamed in 1-, 7-
+/// and 64-byte chunks, each gives what `parse` gives, and the borrowed view agrees.
+#[test]
+fn hostile_families_stream_like_parse() {
+    for family in hostile::families() {
+        let protocol = VcpProtocol::new(family.options.request_ids(RequestIdStyle::Sequential));
+        let text = (family.make)(16 * 1024);
+        let expected = protocol.parse(&text);
+        assert_eq!(protocol.parse_view(&text).into_owned(), expected, "{}", family.name);
+        for size in [1, 7, 64] {
+            let run = stream_bounded(&protocol, fixed_chunks(&text, size), usize::MAX)
+                .unwrap_or_else(|e| panic!("{}, {size}-byte chunks: {e}", family.name));
+            assert_eq!(collect(&run.events).0, expected, "{}, {size}-byte chunks", family.name);
+        }
+    }
 }

@@ -57,51 +57,36 @@ struct Latest<'k> {
     few: [(&'k str, usize); Latest::FEW],
     len: usize,
     many: Option<HashMap<&'k str, usize>>,
+    /// How many keys the block has in all (the map's size when it is made).
+    capacity: usize,
 }
 
 impl<'k> Latest<'k> {
     const FEW: usize = 16;
 
-    fn new() -> Self {
-        Latest { few: [("", 0); Self::FEW], len: 0, many: None }
+    fn new(capacity: usize) -> Self {
+        Latest { few: [("", 0); Self::FEW], len: 0, many: None, capacity }
     }
 
-    fn few(&self) -> &[(&'k str, usize)] {
-        self.few.get(..self.len).unwrap_or_default()
-    }
-
-    /// Records `key` at `index`; whether it was there before.
-    fn insert(&mut self, key: &'k str, index: usize) -> bool {
+    /// Records `key` at `index`; the index of its previous occurrence, if any.
+    fn insert(&mut self, key: &'k str, index: usize) -> Option<usize> {
         if let Some(many) = &mut self.many {
-            return many.insert(key, index).is_some();
+            return many.insert(key, index);
         }
-        if let Some(entry) =
-            self.few.get_mut(..self.len).and_then(|few| few.iter_mut().find(|(k, _)| *k == key))
-        {
-            entry.1 = index;
-            return true;
+        let few = self.few.get_mut(..self.len).unwrap_or_default();
+        if let Some(entry) = few.iter_mut().find(|(k, _)| *k == key) {
+            return Some(std::mem::replace(&mut entry.1, index));
         }
         if let Some(slot) = self.few.get_mut(self.len) {
             *slot = (key, index);
             self.len += 1;
         } else {
-            let mut many: HashMap<&'k str, usize> = self.few().iter().copied().collect();
+            let mut many = HashMap::with_capacity(self.capacity);
+            many.extend(self.few.iter().copied());
             many.insert(key, index);
             self.many = Some(many);
         }
-        false
-    }
-
-    /// How many distinct keys were recorded.
-    fn distinct(&self) -> usize {
-        self.many.as_ref().map_or(self.len, HashMap::len)
-    }
-
-    fn get(&self, key: &str) -> Option<usize> {
-        match &self.many {
-            Some(many) => many.get(key).copied(),
-            None => self.few().iter().find(|(k, _)| *k == key).map(|&(_, i)| i),
-        }
+        None
     }
 }
 
@@ -151,7 +136,10 @@ pub(super) fn finish_block<'i>(
     let mut tool_name: Option<usize> = None;
     let mut request_id: Option<(usize, Cow<'i, str>)> = None;
     let mut archery: Option<usize> = None;
-    let mut latest = Latest::new();
+    let mut latest = Latest::new(fields.len());
+    // Fields a later one with the same key replaces (made at the first repeat).
+    let mut replaced: Vec<bool> = Vec::new();
+    let mut args_len = 0;
     let mut problems = Vec::new();
     for (index, field) in fields.iter().enumerate() {
         let key = text.get(field.key.0..field.key.1).unwrap_or("");
@@ -177,7 +165,21 @@ pub(super) fn finish_block<'i>(
             if key == "archery" {
                 archery = Some(index);
             }
-            latest.insert(key, index)
+            match latest.insert(key, index) {
+                Some(earlier) => {
+                    if replaced.is_empty() {
+                        replaced.resize(fields.len(), false);
+                    }
+                    if let Some(flag) = replaced.get_mut(earlier) {
+                        *flag = true;
+                    }
+                    true
+                }
+                None => {
+                    args_len += 1;
+                    false
+                }
+            }
         };
         if duplicate {
             diag(
@@ -196,11 +198,11 @@ pub(super) fn finish_block<'i>(
         let value = value.trim();
         value.eq_ignore_ascii_case("true") || value.eq_ignore_ascii_case("no_reply")
     });
-    let mut args = Vec::with_capacity(latest.distinct());
+    let mut args = Vec::with_capacity(args_len);
     for (index, field) in fields.iter().enumerate() {
         let key = text.get(field.key.0..field.key.1).unwrap_or("");
         let special = key.eq_ignore_ascii_case("tool_name") || key.eq_ignore_ascii_case("request_id");
-        if !special && latest.get(key) == Some(index) {
+        if !special && !replaced.get(index).copied().unwrap_or(false) {
             args.push(FieldView {
                 key: src.piece(input, field.key.0, field.key.1),
                 value: value_of(field),
