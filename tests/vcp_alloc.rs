@@ -130,3 +130,36 @@ fn reasoning_costs_one_copy_of_the_visible_text() {
     // The copy (1×), the requests (about 1×, as for the dense reply), the piece lists.
     assert!(count.bytes <= 2 * text.len() + text.len() / 4, "{count:?}");
 }
+
+/// Peak memory of the borrowed parse of a 64 MiB reply (dense requests; prose with
+/// requests; requests with reasoning between them), beyond the input itself. Slow in a
+/// debug build, so run on demand:
+/// `cargo test --release --test vcp_alloc -- --ignored --nocapture`.
+#[test]
+#[ignore = "64 MiB inputs: run with --release --ignored"]
+fn memory_of_a_64_mib_reply() {
+    let protocol = VcpProtocol::new(VcpOptions::default());
+    let size = 64 * 1024 * 1024;
+    let dense = inputs::requests_only(size);
+    let mut reasoning = String::with_capacity(size + size / 8);
+    for (i, block) in dense.split_inclusive("<<<[END_TOOL_REQUEST]>>>\n").enumerate() {
+        if i % 4 == 0 {
+            reasoning.push_str("<think>check the path first</think>\n");
+        }
+        reasoning.push_str(block);
+    }
+    for (name, text) in
+        [("dense", dense.as_str()), ("prose", &inputs::prose_with_requests(size)), ("reasoning", &reasoning)]
+    {
+        let (view, count) = counted(|| protocol.parse_view(text));
+        let ratio = count.peak as f64 / text.len() as f64;
+        println!(
+            "{name}: {} bytes, {} requests: peak {} bytes ({ratio:.2}× the input), {} allocations",
+            text.len(),
+            view.requests.len(),
+            count.peak,
+            count.calls
+        );
+        assert!(ratio < 2.0, "{name}: peak {ratio:.2}× the input");
+    }
+}

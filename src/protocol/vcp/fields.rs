@@ -7,7 +7,7 @@ use std::borrow::Cow;
 
 use memchr::memmem;
 use nom::branch::alt;
-use nom::bytes::complete::{tag, take_while, take_while1};
+use nom::bytes::complete::{tag, take_while};
 use nom::character::complete::{char, one_of};
 use nom::combinator::value;
 use nom::sequence::preceded;
@@ -41,12 +41,42 @@ fn is_key_char(c: char) -> bool {
     !(c.is_whitespace() || matches!(c, ':' | '：' | ',' | '「' | '」'))
 }
 
+/// White space as `char::is_whitespace` sees it, for an ASCII byte.
+fn ascii_white(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\n' | 0x0B | 0x0C | b'\r')
+}
+
+/// A key: one or more key characters. Keys are nearly always ASCII, which is read a
+/// byte at a time; the first non-ASCII byte hands over to a char-by-char reader.
 fn key(input: &str) -> IResult<&str, &str> {
-    take_while1(is_key_char).parse(input)
+    let ascii =
+        input.bytes().take_while(|&b| b.is_ascii() && !(ascii_white(b) || b == b':' || b == b',')).count();
+    match input.as_bytes().get(ascii) {
+        Some(&b) if !b.is_ascii() => {
+            let rest = input.get(ascii..).unwrap_or_default();
+            let more = rest.find(|c| !is_key_char(c)).unwrap_or(rest.len());
+            let len = ascii + more;
+            if len == 0 {
+                return Err(nom::Err::Error(nom::error::Error::new(
+                    input,
+                    nom::error::ErrorKind::TakeWhile1,
+                )));
+            }
+            Ok((input.get(len..).unwrap_or_default(), input.get(..len).unwrap_or_default()))
+        }
+        _ if ascii == 0 => {
+            Err(nom::Err::Error(nom::error::Error::new(input, nom::error::ErrorKind::TakeWhile1)))
+        }
+        _ => Ok((input.get(ascii..).unwrap_or_default(), input.get(..ascii).unwrap_or_default())),
+    }
 }
 
 /// Spaces or tabs, then `:` or `：`.
 fn separator(input: &str) -> IResult<&str, &str> {
+    // The usual `:` right after the key, without the combinators' set-up.
+    if let Some(rest) = input.strip_prefix(':') {
+        return Ok((rest, input.get(..1).unwrap_or_default()));
+    }
     preceded(take_while(|c| c == ' ' || c == '\t'), alt((tag(":"), tag("：")))).parse(input)
 }
 
@@ -65,6 +95,9 @@ fn escaped_opener(input: &str) -> IResult<&str, ()> {
 /// A value opener: escaped, documentation, or plain (with fuzzy bracket variants).
 fn opener(fuzzy: bool) -> impl Fn(&str) -> IResult<&str, ValueKind> {
     move |input: &str| {
+        if let Some(rest) = input.strip_prefix("「始」") {
+            return Ok((rest, ValueKind::Plain));
+        }
         // The three forms differ right after `「始`, so the order is only for speed.
         let exact = alt((
             value(ValueKind::Plain, tag("「始」")),
@@ -95,9 +128,23 @@ pub(super) fn normalize<'a>(raw: Cow<'a, str>, kind: ValueKind) -> Cow<'a, str> 
         return Cow::Owned(raw.replace("\r\n", "\n").trim().to_string());
     }
     match raw {
-        Cow::Borrowed(text) => Cow::Borrowed(text.trim()),
-        Cow::Owned(text) if text.trim().len() == text.len() => Cow::Owned(text),
-        Cow::Owned(text) => Cow::Owned(text.trim().to_string()),
+        Cow::Borrowed(text) => Cow::Borrowed(trim(text)),
+        Cow::Owned(text) if trim(&text).len() == text.len() => Cow::Owned(text),
+        Cow::Owned(text) => Cow::Owned(trim(&text).to_string()),
+    }
+}
+
+/// `str::trim`, with ASCII ends checked a byte at a time first.
+fn trim(text: &str) -> &str {
+    let bytes = text.as_bytes();
+    let start = bytes.iter().take_while(|&&b| ascii_white(b)).count();
+    let end = bytes.len() - bytes.iter().rev().take_while(|&&b| ascii_white(b)).count();
+    let inner = text.get(start..end.max(start)).unwrap_or_default();
+    let ends_ascii = |b: Option<&u8>| b.is_none_or(u8::is_ascii);
+    if ends_ascii(inner.as_bytes().first()) && ends_ascii(inner.as_bytes().last()) {
+        inner
+    } else {
+        inner.trim()
     }
 }
 
@@ -190,9 +237,14 @@ const LONGEST_OPENER: usize = "「始ESCAPE」".len();
 
 /// Skips white space (any) from `from` up to `limit`.
 pub(super) fn skip_ws(text: &str, from: usize, limit: usize) -> usize {
-    match text.get(from..limit) {
-        Some(rest) => limit - rest.trim_start().len(),
-        None => from.max(limit),
+    let Some(rest) = text.get(from..limit) else { return from.max(limit) };
+    // ASCII white space a byte at a time; other white space (U+3000, …) by char.
+    let ascii = rest.bytes().take_while(|&b| ascii_white(b)).count();
+    match rest.get(ascii..).and_then(|r| r.chars().next()) {
+        Some(c) if !c.is_ascii() && c.is_whitespace() => {
+            limit - rest.get(ascii..).unwrap_or_default().trim_start().len()
+        }
+        _ => from + ascii,
     }
 }
 

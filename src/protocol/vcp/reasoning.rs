@@ -27,6 +27,21 @@ fn ascii_word(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b == b'_'
 }
 
+/// Whether the bytes after a `<` rule out a tag: a head is white space, an optional
+/// `/` and white space, then `t`. `false` when they do not decide (too few bytes).
+fn not_a_tag(after: &[u8]) -> bool {
+    let mut slash = false;
+    for &b in after {
+        match b {
+            _ if ascii_space(b) => {}
+            b'/' if !slash => slash = true,
+            b't' | b'T' => return false,
+            _ => return true,
+        }
+    }
+    false
+}
+
 /// Where the head `<\s*/?\s*think(ing)?\b` of a candidate tag stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Head {
@@ -221,6 +236,12 @@ impl ReasoningFilter {
             match next_lt {
                 Some(i) => {
                     let lt = self.search_from.max(base) + i;
+                    // Most `<` are no tag (markers, comparisons, HTML): skip them without
+                    // the head automaton when the bytes after them say so.
+                    if not_a_tag(bytes.get(lt + 1 - base..).unwrap_or_default()) {
+                        self.search_from = lt + 1;
+                        continue;
+                    }
                     self.classify(lt, out);
                     self.pending = Some(Pending { lt, closing: false, head: Some(Head::Lead), at: lt + 1 });
                 }
