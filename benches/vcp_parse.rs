@@ -4,7 +4,8 @@
 //! - `vcp_parse/prose`: markdown-ish English prose with exactly three request blocks;
 //! - `vcp_parse/requests`: request blocks back to back;
 //!
-//! each at 16 KiB, 1 MiB and 16 MiB, reported as bytes per second; and
+//! each at 16 KiB, 1 MiB and 16 MiB, with `parse` (owned requests) and `parse_view`
+//! (borrowed), reported as bytes per second; and
 //! - `vcp_parse/options`: the 1 MiB prose input with default options vs `skip_fenced`.
 //!
 //! `cargo bench --bench vcp_parse` runs everything in a few minutes;
@@ -54,8 +55,11 @@ fn by_size(c: &mut Criterion, group_name: &str, generate: fn(usize) -> String) {
         group.warm_up_time(Duration::from_secs(1));
         group.measurement_time(Duration::from_secs(seconds));
         group.throughput(Throughput::Bytes(text.len() as u64));
-        group.bench_with_input(BenchmarkId::from_parameter(label), text.as_str(), |b, text| {
+        group.bench_with_input(BenchmarkId::new("parse", label), text.as_str(), |b, text| {
             b.iter(|| protocol.parse(black_box(text)));
+        });
+        group.bench_with_input(BenchmarkId::new("parse_view", label), text.as_str(), |b, text| {
+            b.iter(|| protocol.parse_view(black_box(text)));
         });
     }
     group.finish();

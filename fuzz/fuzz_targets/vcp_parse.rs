@@ -13,6 +13,8 @@
 
 mod common;
 
+use std::borrow::Cow;
+
 use libfuzzer_sys::fuzz_target;
 use tool_calling::protocol::vcp::{VcpOptions, VcpProtocol};
 use tool_calling::{ParseOutcome, Span};
@@ -30,6 +32,8 @@ fuzz_target!(|data: &[u8]| {
     let outcome = protocol.parse(text);
     check_invariants(text, &outcome, &options);
 
+    check_view(text, &protocol, &options);
+
     // Deterministic with sequential ids: a second parse gives exactly the same outcome.
     let again = protocol.parse(text);
     assert!(
@@ -38,6 +42,38 @@ fuzz_target!(|data: &[u8]| {
          input: {text:?}\nfirst:  {outcome:#?}\nsecond: {again:#?}"
     );
 });
+
+/// The borrowed view: every borrowed piece is a slice of the input inside its field's
+/// span (or the request's block), and each field's span starts with its key.
+fn check_view(text: &str, protocol: &VcpProtocol, options: &VcpOptions) {
+    let inside = |piece: &str, span: Span| {
+        let (start, end) = (text.as_ptr() as usize + span.start, text.as_ptr() as usize + span.end);
+        let at = piece.as_ptr() as usize;
+        at >= start && at + piece.len() <= end
+    };
+    let view = protocol.parse_view(text);
+    for request in &view.requests {
+        if let Cow::Borrowed(name) = &request.tool_name {
+            assert!(inside(name, request.span), "tool name outside its block ({options:?})\ninput: {text:?}");
+        }
+        for field in &request.args {
+            check_span(text, field.span, "field", options);
+            assert!(
+                request.span.start <= field.span.start && field.span.end <= request.span.end,
+                "field {:?} outside its block ({options:?})\ninput: {text:?}",
+                field.key
+            );
+            if let Cow::Borrowed(key) = &field.key {
+                assert!(
+                    inside(key, field.span) && field.span.slice(text).is_some_and(|f| f.starts_with(key))
+                );
+            }
+            if let Cow::Borrowed(value) = &field.value {
+                assert!(inside(value, field.span), "value outside its field ({options:?})\ninput: {text:?}");
+            }
+        }
+    }
+}
 
 fn check_span(text: &str, span: Span, what: &str, options: &VcpOptions) {
     assert!(

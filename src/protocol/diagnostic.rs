@@ -21,7 +21,8 @@ pub enum DiagnosticKind {
     /// Text between fields that does not form a field (comments, stray words, a
     /// `key:` with no value) was skipped.
     StrayText,
-    /// A key appeared more than once; the last occurrence wins.
+    /// A key appeared more than once; the last occurrence wins. (VCP reports the first
+    /// 16 repeats of a block one by one and the rest in one diagnostic over the block.)
     DuplicateKey,
     /// A block with no field at all: no request.
     EmptyBlock,

@@ -90,6 +90,11 @@ impl<'k> Latest<'k> {
     }
 }
 
+/// How many repeated keys of one block get a diagnostic each; the rest get one
+/// diagnostic together, so that a block repeating a key a million times does not make a
+/// million diagnostics.
+const REPEATS_REPORTED: usize = 16;
+
 /// Turns a block's fields into a request (or into a diagnostic, for empty and example
 /// blocks). A key written twice keeps its last value, at the place of its last
 /// occurrence; resolving that takes one pass over the fields.
@@ -140,6 +145,7 @@ pub(super) fn finish_block<'i>(
     // Fields a later one with the same key replaces (made at the first repeat).
     let mut replaced: Vec<bool> = Vec::new();
     let mut args_len = 0;
+    let mut repeats = 0usize;
     let mut problems = Vec::new();
     for (index, field) in fields.iter().enumerate() {
         let key = text.get(field.key.0..field.key.1).unwrap_or("");
@@ -182,15 +188,31 @@ pub(super) fn finish_block<'i>(
             }
         };
         if duplicate {
-            diag(
-                src,
-                sink,
-                DiagnosticKind::DuplicateKey,
-                format!("key `{key}` appears more than once; the last value is used"),
-                field.start,
-                field.end,
-            );
+            repeats += 1;
+            if repeats <= REPEATS_REPORTED {
+                diag(
+                    src,
+                    sink,
+                    DiagnosticKind::DuplicateKey,
+                    format!("key `{key}` appears more than once; the last value is used"),
+                    field.start,
+                    field.end,
+                );
+            }
         }
+    }
+    if repeats > REPEATS_REPORTED {
+        diag(
+            src,
+            sink,
+            DiagnosticKind::DuplicateKey,
+            format!(
+                "{} more repeated keys in this block are not reported one by one; the last value of each is used",
+                repeats - REPEATS_REPORTED
+            ),
+            start.start,
+            end,
+        );
     }
     // `archery: true` or `no_reply` asks not to be waited for (the last `archery` wins).
     let fire_and_forget = archery.and_then(|i| fields.get(i)).is_some_and(|field| {
