@@ -20,7 +20,11 @@ pub mod result;
 mod span;
 
 // The layers, in the order data flows through them.
+#[cfg(feature = "runtime")]
+#[cfg_attr(docsrs, doc(cfg(feature = "runtime")))]
 pub mod engine;
+#[cfg(feature = "runtime")]
+#[cfg_attr(docsrs, doc(cfg(feature = "runtime")))]
 pub mod exec;
 pub mod model;
 pub mod protocol;
@@ -31,6 +35,8 @@ pub use protocol::{Diagnostic, DiagnosticKind, ParseOutcome, ToolCallingProtocol
 pub use request::{Args, Invocation, ParsedToolRequest, RequestIdSource};
 pub use result::{ContentPart, ErrorKind, ExecutionStatus, ToolError, ToolExecutionResult};
 pub use span::Span;
+#[cfg(feature = "runtime")]
+#[cfg_attr(docsrs, doc(cfg(feature = "runtime")))]
 pub use tool_calling_macros::{tool, tool_fn};
 pub use tools::{MethodDefinition, MethodExample, ParameterInfo, ToolDefinition};
 
@@ -38,4 +44,5 @@ pub use tools::{MethodDefinition, MethodExample, ParameterInfo, ToolDefinition};
 /// functions, so that the macros only parse attributes and write calls. Not public API:
 /// may change at any time.
 #[doc(hidden)]
+#[cfg(feature = "runtime")]
 pub mod __private;

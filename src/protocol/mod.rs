@@ -28,6 +28,7 @@ pub use events::{IncrementalParser, StreamCollector, StreamEvent};
 pub use ids::RequestIdStyle;
 pub use registry::{ProtocolError, ProtocolRegistry};
 
+#[cfg(feature = "runtime")]
 pub(crate) use diagnostic::duplicate_id as duplicate_id_diagnostic;
 pub(crate) use events::sort_diagnostics;
 

@@ -4,6 +4,7 @@ use std::collections::{HashMap, HashSet};
 
 use serde_json::Value;
 
+#[cfg(feature = "runtime")]
 use super::ToolSpec;
 
 /// A read-only snapshot of the registered tools by name: ids, method names,
@@ -89,6 +90,7 @@ impl ToolCatalog {
 
     /// Adds `spec`'s tool. The registry has checked it: its id is new and its full
     /// names are free.
+    #[cfg(feature = "runtime")]
     pub(crate) fn add(&mut self, spec: &ToolSpec) {
         let tool = self.tools.len();
         self.by_id.insert(spec.tool_id.clone(), tool);

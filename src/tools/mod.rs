@@ -7,17 +7,26 @@
 //! [`ToolDefinition`]s to write prompts from, and a [`ToolCatalog`] of names to resolve
 //! requests against. Tools run through the [`Executor`](crate::exec::Executor).
 
+#[cfg(feature = "runtime")]
 mod arguments;
 mod catalog;
 mod definition;
+#[cfg(feature = "runtime")]
 mod discovery;
+#[cfg(feature = "runtime")]
 mod registry;
 mod spec;
 
+#[cfg(feature = "runtime")]
+#[cfg_attr(docsrs, doc(cfg(feature = "runtime")))]
 pub use arguments::{ArgumentError, ArgumentErrors, ArgumentValidator};
 pub use catalog::{CatalogMethod, CatalogTool, MAX_SUGGESTION_QUERY, ToolCatalog, closest};
 pub use definition::{MethodDefinition, MethodExample, ParameterInfo, ToolDefinition};
+#[cfg(feature = "runtime")]
+#[cfg_attr(docsrs, doc(cfg(feature = "runtime")))]
 pub use discovery::{DiscoveredMethod, DiscoveredTool, DiscoveryService, MethodFilter};
+#[cfg(feature = "runtime")]
+#[cfg_attr(docsrs, doc(cfg(feature = "runtime")))]
 pub use registry::{MethodRef, RegisteredTool, RegistryError, ToolRegistry};
 pub use spec::{
     ArgMap, ArgumentHook, BoxFuture, Instance, InstanceFactory, MethodHandler, MethodSpec, ToolMetadata,

@@ -337,6 +337,7 @@ impl ToolRegistration {
     }
 }
 
+#[cfg(feature = "runtime")]
 inventory::collect!(ToolRegistration);
 
 /// A type that describes itself as a tool. The `#[tool]` attribute implements it for
