@@ -40,6 +40,40 @@ pub use span::Span;
 pub use tool_calling_macros::{tool, tool_fn};
 pub use tools::{MethodDefinition, MethodExample, ParameterInfo, ToolDefinition};
 
+/// The names most programs use, in one import.
+///
+/// ```
+/// use tool_calling::prelude::*;
+///
+/// let outcome: ParseOutcome = VcpProtocol::default().parse("no requests here");
+/// assert!(outcome.requests.is_empty());
+/// ```
+///
+/// Without the `runtime` feature it holds the protocol and model types only.
+pub mod prelude {
+    pub use crate::config::ToolCallConfig;
+    pub use crate::model::{
+        AssistantTurn, ChatModel, ChatModelError, Conversation, Message, ModelRequest, Role,
+    };
+    pub use crate::protocol::vcp::{ParseView, RequestView, VcpOptions, VcpProtocol};
+    pub use crate::protocol::{
+        Diagnostic, DiagnosticKind, ParseOutcome, ToolCallingProtocol, ToolDeclarations,
+    };
+    pub use crate::{Args, ErrorKind, ParsedToolRequest, Span, ToolError, ToolExecutionResult};
+
+    #[cfg(feature = "runtime")]
+    pub use crate::engine::{Engine, EngineError, StreamChunk};
+    #[cfg(feature = "runtime")]
+    pub use crate::exec::ExecutionContext;
+    #[cfg(feature = "runtime")]
+    pub use crate::tools::ToolRegistry;
+    #[cfg(feature = "runtime")]
+    pub use crate::{tool, tool_fn};
+
+    #[cfg(feature = "http")]
+    pub use crate::model::clients::{HttpChatModel, Provider};
+}
+
 /// Support for the code the `#[tool]` and `#[tool_fn]` macros generate: ordinary generic
 /// functions, so that the macros only parse attributes and write calls. Not public API:
 /// may change at any time.

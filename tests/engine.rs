@@ -359,3 +359,22 @@ async fn the_engine_futures_can_be_spawned() {
     assert_eq!(turn.await.unwrap().unwrap().execution_results[0].result, "42.0");
     assert_eq!(conversation.await.unwrap().unwrap().final_text(), "It is 42.");
 }
+
+/// Outside a Tokio runtime the engine says so to the program, and runs nothing: the
+/// model is not told about a runtime it cannot fix.
+#[test]
+fn without_a_runtime_the_program_gets_an_error_and_nothing_runs() {
+    let engine = engine();
+    let reply = block(&[("tool_name", "calc_add"), ("a", "2"), ("b", "40")]);
+    let outcome = futures::executor::block_on(engine.process_tool_call_cycle(&reply, &context()));
+    assert_eq!(outcome.unwrap_err(), tool_calling::engine::EngineError::NoRuntime);
+    let mut conversation = Conversation::with_id("c");
+    conversation.push(Message::user("2 + 40?"));
+    let replies = [reply.as_str(), "42"];
+    let model = ScriptedModel::new(&replies);
+    let looped = futures::executor::block_on(engine.run_conversation(&model, &mut conversation, &context()));
+    assert!(matches!(looped, Err(tool_calling::engine::EngineError::NoRuntime)));
+    assert_eq!(conversation.messages().len(), 1, "the model was not even asked");
+    let message = tool_calling::engine::EngineError::NoRuntime.to_string();
+    assert!(message.contains("Tokio runtime") && message.contains("no tool was run"), "{message}");
+}

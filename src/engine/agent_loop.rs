@@ -90,6 +90,7 @@ impl Engine {
         conversation: &mut Conversation,
         ctx: &ExecutionContext,
     ) -> Result<LoopOutcome, EngineError> {
+        crate::engine::require_runtime()?;
         let protocol = self.protocol_for(&ctx.config)?;
         let mut state = LoopState { rounds: Vec::new(), previous: None, turn_number: 0, notes: Vec::new() };
         loop {
@@ -123,6 +124,7 @@ impl Engine {
         ctx: &ExecutionContext,
         mut on_chunk: F,
     ) -> Result<LoopOutcome, EngineError> {
+        crate::engine::require_runtime()?;
         let protocol = self.protocol_for(&ctx.config)?;
         let mut state = LoopState { rounds: Vec::new(), previous: None, turn_number: 0, notes: Vec::new() };
         loop {

@@ -72,6 +72,7 @@ impl Engine {
         turn: &AssistantTurn,
         ctx: &ExecutionContext,
     ) -> Result<ToolCallCycleResult, EngineError> {
+        crate::engine::require_runtime()?;
         let protocol = self.protocol_for(&ctx.config)?;
         let outcome = protocol.parse_turn(turn);
         Ok(self.run_cycle(&protocol, outcome, ctx).await)
@@ -84,6 +85,7 @@ impl Engine {
         text: &str,
         ctx: &ExecutionContext,
     ) -> Result<ToolCallCycleResult, EngineError> {
+        crate::engine::require_runtime()?;
         let protocol = self.protocol_for(&ctx.config)?;
         let outcome = protocol.parse_text(text);
         Ok(self.run_cycle(&protocol, outcome, ctx).await)

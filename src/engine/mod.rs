@@ -42,7 +42,7 @@ use crate::config::ToolCallConfig;
 use crate::exec::Executor;
 use crate::model::ChatModelError;
 use crate::protocol::{ProtocolError, ProtocolRegistry, ToolCallingProtocol, ToolDeclarations};
-use crate::tools::{DiscoveredTool, DiscoveryService, MethodFilter, ToolRegistry};
+use crate::tools::{DiscoveredTool, DiscoveryService, MethodFilter, RegistryError, ToolRegistry};
 use crate::{ParsedToolRequest, ToolExecutionResult};
 
 /// What the engine reports while it works.
@@ -90,6 +90,18 @@ pub enum EngineError {
     /// The chat model failed.
     #[error(transparent)]
     Model(#[from] ChatModelError),
+    /// The engine was called outside a Tokio runtime: tools run as Tokio tasks, under
+    /// Tokio timers. Nothing was run.
+    #[error(
+        "the engine needs a Tokio runtime: call it from within one (`#[tokio::main]`, or \
+         `Runtime::block_on`), with timers enabled; no tool was run"
+    )]
+    NoRuntime,
+}
+
+/// [`EngineError::NoRuntime`] unless the caller is inside a Tokio runtime.
+pub(crate) fn require_runtime() -> Result<(), EngineError> {
+    tokio::runtime::Handle::try_current().map(drop).map_err(|_| EngineError::NoRuntime)
 }
 
 type Listener = Arc<dyn Fn(&EngineEvent) + Send + Sync>;
@@ -134,6 +146,29 @@ impl Engine {
             listeners: Vec::new(),
             background_failures: Arc::default(),
         }
+    }
+
+    /// An engine over every tool registered with `#[tool]` or `#[tool_fn]` in the
+    /// program (the link-time registry), speaking VCP: the common start.
+    ///
+    /// ```standalone_crate
+    /// use tool_calling::prelude::*;
+    ///
+    /// /// Add two numbers.
+    /// #[tool_fn(id = "sum", method = "add")]
+    /// fn add(a: f64, b: f64) -> f64 {
+    ///     a + b
+    /// }
+    ///
+    /// fn main() -> Result<(), Box<dyn std::error::Error>> {
+    ///     let engine = Engine::from_inventory()?;
+    ///     let prompt = engine.declarations()?;
+    ///     assert!(prompt.as_prompt().is_some_and(|p| p.contains("tool_name:「始」sum「末」")));
+    ///     Ok(())
+    /// }
+    /// ```
+    pub fn from_inventory() -> Result<Self, RegistryError> {
+        Ok(Self::new(Arc::new(ToolRegistry::from_inventory()?)))
     }
 
     /// Speaks `protocol` by default: registers it (replacing a protocol of the same id)
@@ -250,6 +285,14 @@ impl Engine {
 
     fn cache(&self) -> std::sync::MutexGuard<'_, DeclarationMap> {
         self.declarations.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// What the model is shown for the default config (every agent-callable tool, the
+    /// default protocol): for VCP the prompt section ([`ToolDeclarations::as_prompt`]),
+    /// for a native protocol the `tools` value. Same as
+    /// [`tool_declarations`](Self::tool_declarations)`(&ToolCallConfig::default(), None)`.
+    pub fn declarations(&self) -> Result<Arc<ToolDeclarations>, EngineError> {
+        self.tool_declarations(&ToolCallConfig::default(), None)
     }
 
     /// Drops the cached declarations (call it when tools' metadata or templates change).

@@ -396,6 +396,7 @@ impl Engine {
         P: TurnPiece,
         F: FnMut(StreamChunk),
     {
+        crate::engine::require_runtime()?;
         let protocol = self.protocol_for(&ctx.config)?;
         let span = tracing::info_span!("tool_call_stream", protocol = protocol.id());
         let streamed = async {
