@@ -1,66 +1,140 @@
-//! Quickstart: read the tool requests out of a model reply, then answer them.
+//! Quickstart: two tools, the prompt a model is shown, a realistic reply, and the whole
+//! parse → execute → format cycle through the engine.
 //!
 //! ```text
 //! cargo run --example quickstart
 //! ```
 //!
-//! The reply (`examples/data/reply.txt`) holds prose, a `<think>` block with a request
-//! that must never run, two ordinary VCP requests (one with a multi-line value) and a
-//! third request cut off mid-value, as happens when a reply is truncated.
+//! The reply (`examples/data/reply.txt`) is what models really write: a `<think>` block
+//! that considers a destructive call and drops it, two ordinary requests (one naming a
+//! tool and a command, one a full method name, with a multi-line value), and a third
+//! request cut off mid-value, as happens when a reply is truncated. The output is the same
+//! on every run (ids are numbered, durations shown as 0).
 
-use tool_calling::{ErrorKind, ToolExecutionResult, VcpProtocol};
+use std::sync::Arc;
+
+use tool_calling::prelude::*;
+use tool_calling::protocol::vcp::HiddenKind;
+use tool_calling::{ExecutionStatus, RequestIdStyle};
+
+/// The project's files (a small fixed tree, so the output is always the same).
+#[derive(Default)]
+struct Files;
+
+/// Look at the project's files.
+#[tool(id = "files")]
+impl Files {
+    /// List the entries of a directory.
+    #[tool_method(param(path, description = "the directory, relative to the project root"))]
+    fn list(&self, path: String) -> Result<String, String> {
+        match path.trim_end_matches('/') {
+            "src" => Ok("lib.rs\nprotocol/\nrequest.rs".to_string()),
+            "src/protocol" => Ok("mod.rs\nvcp/".to_string()),
+            other => Err(format!("no directory `{other}`")),
+        }
+    }
+
+    /// Count the lines of a file.
+    #[tool_method(param(path, description = "the file, relative to the project root"))]
+    fn count_lines(&self, path: String) -> Result<u64, String> {
+        match path.as_str() {
+            "src/lib.rs" => Ok(120),
+            "src/protocol/vcp/parser.rs" => Ok(512),
+            other => Err(format!("no file `{other}`")),
+        }
+    }
+}
+
+/// Notes the user can find later.
+#[derive(Default)]
+struct Notes;
+
+/// Keep notes.
+#[tool(id = "notes")]
+impl Notes {
+    /// Save a note.
+    #[tool_method]
+    fn write(&self, title: String, body: String) -> String {
+        format!("Saved note \"{title}\" ({} lines).", body.lines().count())
+    }
+}
 
 /// The model's reply, exactly as it arrived.
 const REPLY: &str = include_str!("data/reply.txt");
 
-fn main() {
-    // Default options: exact markers, reasoning hidden, random request ids.
-    let protocol = VcpProtocol::default();
-    let outcome = protocol.parse(REPLY);
+fn indented(text: &str) -> String {
+    text.lines().map(|line| format!("    {line}\n")).collect()
+}
 
-    // 1. The requests, in order of appearance. Damaged ones are returned too.
-    println!("Found {} request(s):", outcome.requests.len());
-    for request in &outcome.requests {
-        println!("\n  {} -> {:?}", request.request_id, request.tool_name);
-        for (key, value) in &request.args {
-            // VCP values are always strings; printed as JSON so newlines show as `\n`.
-            println!("    {key} = {value}");
-        }
-        if request.complete {
-            println!("    complete");
-        } else {
-            println!("    INCOMPLETE: {}", request.problems.join(" "));
-        }
-        println!("    bytes {}..{} of the reply", request.span.start, request.span.end);
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    // VCP with numbered ids (`req_1`, …) instead of random ones, for a stable output.
+    let vcp = VcpProtocol::new(VcpOptions::default().request_ids(RequestIdStyle::Sequential));
+    // Every tool marked with #[tool] above, offered and run in VCP.
+    let engine = Engine::from_inventory()?.with_protocol(Arc::new(vcp.clone()));
+
+    // 1. What the model is shown: the tools, in VCP's prompt section.
+    if let Some(prompt) = engine.declarations()?.as_prompt() {
+        let lines: Vec<&str> = prompt.lines().collect();
+        println!("1. The prompt the model is shown (first 12 of {} lines):\n", lines.len());
+        print!("{}", indented(&lines[..12.min(lines.len())].join("\n")));
+        println!("    …\n");
     }
 
-    // 2. Everything the parser noticed and tolerated, with byte offsets.
-    println!("\nDiagnostics:");
+    // 2. What the model wrote back.
+    println!("2. The model's reply:\n");
+    print!("{}", indented(REPLY));
+
+    // 3. What the parser makes of it (the engine does this too; shown here step by step).
+    let outcome = vcp.parse(REPLY);
+    println!("\n3. The requests in it ({}):\n", outcome.requests.len());
+    for request in &outcome.requests {
+        println!(
+            "    {} → {:?} (bytes {}..{})",
+            request.request_id, request.tool_name, request.span.start, request.span.end
+        );
+        for (key, value) in &request.args {
+            println!("        {key} = {value}");
+        }
+        if !request.complete {
+            println!("        INCOMPLETE: {}", request.problems.join(" "));
+        }
+    }
+    for (span, kind) in vcp.hidden_spans(REPLY) {
+        if kind == HiddenKind::Reasoning {
+            let hidden = span.slice(REPLY).unwrap_or_default();
+            println!(
+                "\n    Hidden: bytes {}..{} are reasoning ({} lines). Requests inside reasoning are never read,\n    so the `shell_run` in it does not run.",
+                span.start,
+                span.end,
+                hidden.lines().count()
+            );
+        }
+    }
+    println!("\n    Diagnostics:");
     for diagnostic in &outcome.diagnostics {
         let span = diagnostic.span;
-        println!("  {}..{} {}: {}", span.start, span.end, diagnostic.kind, diagnostic.message);
+        println!("    {}..{} {}: {}", span.start, span.end, diagnostic.kind, diagnostic.message);
     }
 
-    // 3. Answer every request. These results are FAKE: a real program would run the
-    //    tools here. An incomplete request is never run; the model is told what to fix.
-    let results: Vec<ToolExecutionResult> = outcome
-        .requests
-        .iter()
-        .map(|request| {
-            let (id, tool) = (&request.request_id, &request.tool_name);
-            if !request.complete {
-                let why = format!("Not run: {} Please send the request again.", request.problems.join(" "));
-                return ToolExecutionResult::error(id, tool, ErrorKind::Validation, why);
-            }
-            let output = match tool.as_str() {
-                "directory-tree" => "lib.rs\nprotocol/\nrequest.rs",
-                "notes_write" => "Saved note \"Refactoring plan\".",
-                _ => "ok",
-            };
-            ToolExecutionResult::success(id, tool, output).with_duration_ms(3)
-        })
-        .collect();
+    // 4. The whole cycle through the engine: route, check, validate, run, format.
+    let cycle = engine.process_tool_call_cycle(REPLY, &ExecutionContext::default()).await?;
+    println!("\n4. The results (every request gets exactly one):\n");
+    for result in &cycle.execution_results {
+        let status = if result.status == ExecutionStatus::Success { "ok   " } else { "error" };
+        println!(
+            "    {} {status} {}: {}",
+            result.request_id,
+            result.tool_name,
+            result.result.replace('\n', ", ")
+        );
+    }
 
-    // 4. The text to send back to the model in its next turn.
-    println!("\nResults for the model:\n{}", protocol.format_results(&results));
+    // 5. What goes back to the model in its next turn. Durations are set to 0 so that
+    //    this output is the same on every run; a real program sends them as measured.
+    let results: Vec<ToolExecutionResult> =
+        cycle.execution_results.iter().map(|r| r.clone().with_duration_ms(0)).collect();
+    println!("\n5. The text fed back to the model:\n");
+    print!("{}", indented(&vcp.format_results(&results)));
+    Ok(())
 }

@@ -28,11 +28,20 @@ fn line_of(text: &str, needle: &str) -> usize {
 }
 
 #[test]
-fn quickstart_reads_the_bundled_reply() {
+fn quickstart_runs_the_whole_cycle_the_same_way_every_time() {
     let out = run("quickstart", &[]);
-    assert!(out.contains("Found 3 request(s)"), "{out}");
-    assert!(out.contains("INCOMPLETE"), "the cut-off request is reported: {out}");
-    assert!(out.contains("<<<[TOOL_RESULT]>>>"), "results for the model: {out}");
+    assert!(out.contains("3. The requests in it (3):"), "{out}");
+    assert!(out.contains("INCOMPLETE: the value of `path` is not closed"), "the cut-off request: {out}");
+    assert!(out.contains("Hidden: bytes 0..340 are reasoning"), "what was hidden: {out}");
+    assert!(
+        out.contains("req_1 ok    files_list: lib.rs, protocol/, request.rs"),
+        "run by the engine: {out}"
+    );
+    assert!(out.contains("req_2 ok    notes_write: Saved note \"Refactoring plan\" (3 lines)."), "{out}");
+    assert!(out.contains("req_3 error files_count_lines: Not run"), "{out}");
+    assert!(!out.contains("shell_run:") && !out.contains("rm -rf build\n    <<<[TOOL_RESULT"), "{out}");
+    assert!(out.contains("<<<[TOOL_RESULT]>>>\n    request_id:「始」req_1「末」"), "{out}");
+    assert_eq!(out, run("quickstart", &[]), "deterministic");
 }
 
 #[test]
