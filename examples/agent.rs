@@ -33,6 +33,9 @@ use tool_calling::model::clients::{HttpChatModel, Provider};
 use tool_calling::model::{Conversation, FallbackProtocol, Message, ModelProfiles};
 use tool_calling::tools::ToolRegistry;
 
+#[path = "support/logging.rs"]
+mod logging;
+
 #[path = "support/demo_tools.rs"]
 mod demo_tools;
 #[path = "support/recorded_server.rs"]
@@ -42,6 +45,7 @@ const DEFAULT_QUESTION: &str = "What is 2 + 40? Also say hello three times, usin
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    logging::init();
     let mut text_only = false;
     let mut question = None;
     for arg in std::env::args().skip(1) {

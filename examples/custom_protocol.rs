@@ -31,6 +31,9 @@ use tool_calling::protocol::{
 use tool_calling::tools::ToolRegistry;
 use tool_calling::{ParsedToolRequest, Span, ToolDefinition, ToolExecutionResult};
 
+#[path = "support/logging.rs"]
+mod logging;
+
 #[path = "support/demo_tools.rs"]
 mod demo_tools;
 
@@ -169,6 +172,7 @@ impl ChatModel for Scripted {
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    logging::init();
     // The demo tools (`support/demo_tools.rs`) registered themselves with `#[tool]`.
     let registry = Arc::new(ToolRegistry::from_inventory()?);
     let protocol: Arc<dyn ToolCallingProtocol> = Arc::new(TagCalls);

@@ -17,6 +17,9 @@ use tool_calling::prelude::*;
 use tool_calling::protocol::vcp::HiddenKind;
 use tool_calling::{ExecutionStatus, RequestIdStyle};
 
+#[path = "support/logging.rs"]
+mod logging;
+
 /// The project's files (a small fixed tree, so the output is always the same).
 #[derive(Default)]
 struct Files;
@@ -68,6 +71,7 @@ fn indented(text: &str) -> String {
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    logging::init();
     // VCP with numbered ids (`req_1`, …) instead of random ones, for a stable output.
     let vcp = VcpProtocol::new(VcpOptions::default().request_ids(RequestIdStyle::Sequential));
     // Every tool marked with #[tool] above, offered and run in VCP.

@@ -112,8 +112,11 @@
 //! # `cycle`
 //!
 //! ```text
-//! tester cycle [--protocol vcp|openai|openai_responses|anthropic|gemini|FORMAT|auto] [--serial] [--timeout-ms T] [--fuzzy] [--skip-fenced] [--keep-think] FILE|-
+//! tester cycle [--protocol vcp|openai|openai_responses|anthropic|gemini|FORMAT|auto] [--serial] [--timeout-ms T] [--raw] [--fuzzy] [--skip-fenced] [--keep-think] FILE|-
 //! ```
+//!
+//! `--raw` prints only `context`, as it is sent: the text itself for a text protocol (no
+//! JSON quoting), the JSON of the messages for a native one.
 //!
 //! Runs the engine's full parse → execute → format cycle on a model reply with the demo
 //! tools and prints `{"has_tool_requests", "parsed", "results", "context",
@@ -472,6 +475,10 @@ struct CycleArgs {
     /// Time limit of each call in milliseconds (default 30000).
     #[arg(long, value_name = "T")]
     timeout_ms: Option<u64>,
+    /// Print only what goes back to the model, as it is sent: the text for a text
+    /// protocol, the messages' JSON for a native one.
+    #[arg(long)]
+    raw: bool,
     #[command(flatten)]
     vcp: VcpFlags,
     /// The reply, or `-` for standard input.
@@ -873,7 +880,14 @@ fn cycle(args: &CycleArgs) -> Result<(), Failure> {
     let text = read_input(&args.input)?;
     let ctx = execution_context(args.timeout_ms, args.serial)?;
     let value = runtime()?.block_on(cycle_value(args.protocol, args.vcp.options(), &text, &ctx))?;
-    print_json(&value)
+    match (&value["context"], args.raw) {
+        (Value::String(context), true) => {
+            print!("{context}");
+            io::stdout().flush().map_err(|e| Failure::msg(format!("cannot write the output: {e}")))
+        }
+        (context, true) => print_json(context),
+        (_, false) => print_json(&value),
+    }
 }
 
 /// The full parse → execute → format cycle on a reply (a response body for a native

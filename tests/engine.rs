@@ -378,3 +378,49 @@ fn without_a_runtime_the_program_gets_an_error_and_nothing_runs() {
     let message = tool_calling::engine::EngineError::NoRuntime.to_string();
     assert!(message.contains("Tokio runtime") && message.contains("no tool was run"), "{message}");
 }
+
+/// A writer into a shared buffer, for reading what was logged.
+#[derive(Clone, Default)]
+struct Captured(Arc<Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Each call is logged: INFO with tool, status and duration; WARN for a failure, with
+/// its kind and text; the parser's findings at DEBUG.
+#[test]
+fn every_call_is_logged_info_or_warn_and_the_parse_at_debug() {
+    let captured = Captured::default();
+    let writer = captured.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::DEBUG)
+        .with_ansi(false)
+        .with_writer(move || writer.clone())
+        .finish();
+    let reply = [
+        block(&[("tool_name", "calc_add"), ("a", "2"), ("b", "40")]),
+        block(&[("tool_name", "text_repeat"), ("message", "hi"), ("times", "99")]),
+    ]
+    .concat();
+    tracing::subscriber::with_default(subscriber, || {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        runtime.block_on(engine().process_tool_call_cycle(&reply, &context())).unwrap();
+    });
+    let logs = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    let line = |needle: &str| {
+        logs.lines().find(|l| l.contains(needle)).unwrap_or_else(|| panic!("no {needle:?} in:\n{logs}"))
+    };
+    let ok = line("tool=calc_add");
+    assert!(ok.contains("INFO") && ok.contains("status=\"success\"") && ok.contains("duration_ms="), "{ok}");
+    let failed = line("tool=text_repeat");
+    assert!(failed.contains("WARN") && failed.contains("error_kind=\"validation\""), "{failed}");
+    assert!(failed.contains("error=") && failed.contains("times"), "the error's text: {failed}");
+    assert!(line("VCP reply parsed").contains("DEBUG"));
+}

@@ -964,3 +964,19 @@ fn serve_answers_what_the_command_line_prints() {
     assert_eq!(status, 400);
     assert!(error["error"].as_str().unwrap().contains("unknown protocol `nope`"), "{error}");
 }
+
+#[test]
+fn cycle_raw_prints_the_context_as_it_is_sent() {
+    let file = TempFile::new("raw.txt", one_request_reply().as_bytes());
+    let whole = success_json(&run(&["cycle", file.arg()]));
+    let raw = run(&["cycle", "--raw", file.arg()]);
+    assert_eq!(raw.status.code(), Some(0));
+    let text = String::from_utf8(raw.stdout).unwrap();
+    assert!(text.starts_with("<<<[TOOL_RESULT]>>>\nrequest_id:「始」req_1「末」"), "{text}");
+    // The same text as the JSON document's `context`, but for the call's duration.
+    let strip = |t: &str| t.lines().filter(|l| !l.starts_with("duration_ms:")).collect::<Vec<_>>().join("\n");
+    assert_eq!(strip(&text), strip(whole["context"].as_str().unwrap()));
+    let body = native_fixture("openai", "two_calls_reasoning.json");
+    let native = success_json(&run(&["cycle", "--raw", "--protocol", "openai", &body]));
+    assert_eq!(native[0]["role"], "tool", "the tool messages themselves: {native}");
+}

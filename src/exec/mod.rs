@@ -219,7 +219,9 @@ impl Executor {
         let started = Instant::now();
         let result = self.execute_inner(planned, ctx).await;
         let elapsed = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-        result.with_duration_ms(elapsed)
+        let result = result.with_duration_ms(elapsed);
+        log_result(&result);
+        result
     }
 
     async fn execute_inner(
@@ -465,5 +467,27 @@ fn combine(request: &ParsedToolRequest, outcomes: Vec<CallOutcome>) -> ToolExecu
     match first_error {
         None => ToolExecutionResult::success(id, &request.tool_name, text),
         Some(kind) => ToolExecutionResult::error(id, &request.tool_name, kind, text),
+    }
+}
+
+/// Every call's outcome, for the program's logs: INFO with the tool, status and
+/// duration; WARN for a failure, with its kind and text.
+fn log_result(result: &ToolExecutionResult) {
+    match result.error_kind {
+        None => tracing::info!(
+            request_id = %result.request_id,
+            tool = %result.tool_name,
+            status = result.status.as_str(),
+            duration_ms = result.duration_ms,
+            "tool call finished"
+        ),
+        Some(kind) => tracing::warn!(
+            request_id = %result.request_id,
+            tool = %result.tool_name,
+            error_kind = kind.as_str(),
+            duration_ms = result.duration_ms,
+            error = %result.result,
+            "tool call failed"
+        ),
     }
 }

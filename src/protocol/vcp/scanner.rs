@@ -536,5 +536,20 @@ pub(crate) fn parse_view<'i>(text: &'i str, options: &VcpOptions) -> ParseView<'
     Scanner::new(options).run(&src, fences.as_ref(), true, &mut sink);
     let Collect { requests, mut diagnostics, .. } = sink;
     crate::protocol::sort_diagnostics(&mut diagnostics);
+    tracing::debug!(
+        bytes = text.len(),
+        requests = requests.len(),
+        diagnostics = diagnostics.len(),
+        "VCP reply parsed"
+    );
+    for diagnostic in &diagnostics {
+        tracing::debug!(
+            kind = diagnostic.kind.as_str(),
+            start = diagnostic.span.start,
+            end = diagnostic.span.end,
+            "{}",
+            diagnostic.message
+        );
+    }
     ParseView { requests, diagnostics }
 }
