@@ -1,0 +1,95 @@
+//! What the engine logs. Alone in its test binary: `tracing` caches per call site
+//! whether anyone listens, and tests running beside this one without a subscriber
+//! would make that cache say no.
+
+use std::sync::{Arc, Mutex};
+
+use tool_calling::engine::Engine;
+use tool_calling::exec::ExecutionContext;
+use tool_calling::tool;
+use tool_calling::tools::ToolProvider;
+use tool_calling::tools::ToolRegistry;
+
+#[derive(Default)]
+struct Calc;
+
+/// Arithmetic.
+#[tool(id = "calc", register = false)]
+impl Calc {
+    /// Add two numbers.
+    #[tool_method]
+    fn add(&self, a: f64, b: f64) -> f64 {
+        a + b
+    }
+}
+
+#[derive(Default)]
+struct Text;
+
+/// Text utilities.
+#[tool(id = "text", register = false)]
+impl Text {
+    /// Repeat a message.
+    #[tool_method(param(times, minimum = 1, maximum = 10))]
+    async fn repeat(&self, message: String, times: u32) -> String {
+        vec![message; times as usize].join(" ")
+    }
+}
+
+fn engine() -> Engine {
+    let registry = ToolRegistry::new();
+    registry.register(Calc::tool_spec()).unwrap();
+    registry.register(Text::tool_spec()).unwrap();
+    Engine::new(Arc::new(registry))
+}
+
+fn block(fields: &[(&str, &str)]) -> String {
+    let fields: Vec<String> = fields.iter().map(|(k, v)| format!("{k}:「始」{v}「末」")).collect();
+    format!("<<<[TOOL_REQUEST]>>>\n{}\n<<<[END_TOOL_REQUEST]>>>\n", fields.join(",\n"))
+}
+
+/// A writer into a shared buffer, for reading what was logged.
+#[derive(Clone, Default)]
+struct Captured(Arc<Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Each call is logged: INFO with tool, status and duration; WARN for a failure, with
+/// its kind and text; the parser's findings at DEBUG.
+#[test]
+fn every_call_is_logged_info_or_warn_and_the_parse_at_debug() {
+    let captured = Captured::default();
+    let writer = captured.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::DEBUG)
+        .with_ansi(false)
+        .with_writer(move || writer.clone())
+        .finish();
+    let reply = [
+        block(&[("tool_name", "calc_add"), ("a", "2"), ("b", "40")]),
+        block(&[("tool_name", "text_repeat"), ("message", "hi"), ("times", "99")]),
+    ]
+    .concat();
+    tracing::subscriber::with_default(subscriber, || {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        runtime.block_on(engine().process_tool_call_cycle(&reply, &ExecutionContext::default())).unwrap();
+    });
+    let logs = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    let line = |needle: &str| {
+        logs.lines().find(|l| l.contains(needle)).unwrap_or_else(|| panic!("no {needle:?} in:\n{logs}"))
+    };
+    let ok = line("tool=calc_add");
+    assert!(ok.contains("INFO") && ok.contains("status=\"success\"") && ok.contains("duration_ms="), "{ok}");
+    let failed = line("tool=text_repeat");
+    assert!(failed.contains("WARN") && failed.contains("error_kind=\"validation\""), "{failed}");
+    assert!(failed.contains("error=") && failed.contains("times"), "the error's text: {failed}");
+    assert!(line("VCP reply parsed").contains("DEBUG"));
+}
