@@ -1,7 +1,8 @@
 //! VCP, the plain-text tool protocol (`<<<[TOOL_REQUEST]>>>` blocks of
 //! `key:「始」value「末」` fields).
 //!
-//! The dialect is summarised in the crate README. The parser is tolerant: unclosed values, missing END markers, truncated replies, stray
+//! The dialect is summarised in the crate README and described in full in `docs/vcp.md`
+//! in the repository. The parser is tolerant: unclosed values, missing END markers, truncated replies, stray
 //! prose between fields, full-width colons, CRLF and reasoning blocks are all read, and
 //! every irregularity is reported as a [`Diagnostic`](crate::Diagnostic) with byte
 //! offsets. It never panics, and its cost is linear in the input.
