@@ -12,6 +12,23 @@ use crate::protocol::{Diagnostic, ParseOutcome, ToolCallingProtocol};
 use crate::{Invocation, ParsedToolRequest, ToolError, ToolExecutionResult};
 
 /// Everything one parse → execute → format cycle produced.
+///
+/// ```
+/// use std::sync::Arc;
+/// use tool_calling::engine::Engine;
+/// use tool_calling::tools::ToolRegistry;
+///
+/// // No tool is registered: the request is still answered, with an error result.
+/// let engine = Engine::new(Arc::new(ToolRegistry::new()));
+/// let reply = "Sure.\n<<<[TOOL_REQUEST]>>>\ntool_name:「始」weather「末」\n<<<[END_TOOL_REQUEST]>>>";
+/// let runtime = tokio::runtime::Runtime::new()?;
+/// let cycle = runtime.block_on(engine.process_tool_call_cycle(reply, &Default::default()))?;
+/// assert!(cycle.has_tool_requests);
+/// assert_eq!(cycle.parsed_requests.len(), cycle.execution_results.len());
+/// assert_eq!(cycle.execution_results[0].error_kind, Some(tool_calling::ErrorKind::NotFound));
+/// assert_eq!(cycle.result_messages.len(), 1, "VCP answers in one message");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct ToolCallCycleResult {

@@ -112,6 +112,30 @@ type DeclarationMap = HashMap<(String, Option<String>, u64), (u64, Arc<ToolDecla
 
 /// Parses replies, runs their requests, formats the results, and drives conversations.
 /// `Send + Sync`: share one engine across tasks.
+///
+/// ```
+/// use std::sync::Arc;
+/// use tool_calling::tools::{ArgMap, BoxFuture, MethodSpec, ToolOutput, ToolRegistry, ToolSpec};
+/// use tool_calling::MethodDefinition;
+///
+/// // A tool registered at run time (the `#[tool]` attribute writes the same spec).
+/// let shout = |_, args: ArgMap| {
+///     let text = args.get("text").and_then(|v| v.as_str()).unwrap_or_default().to_uppercase();
+///     Box::pin(async move { Ok(ToolOutput::Text(text)) }) as BoxFuture<'static, _>
+/// };
+/// let method = MethodDefinition::new("shout", "Shout a text.")
+///     .with_parameters(serde_json::json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}));
+/// let registry = ToolRegistry::new();
+/// registry.register(ToolSpec::stateless("voice", "Voice").with_method(MethodSpec::new(method, shout)))?;
+///
+/// let engine = tool_calling::engine::Engine::new(Arc::new(registry));
+/// let reply = "<<<[TOOL_REQUEST]>>>\ntool_name:「始」voice_shout「末」,\ntext:「始」hi「末」\n<<<[END_TOOL_REQUEST]>>>";
+/// let runtime = tokio::runtime::Runtime::new()?;
+/// let cycle = runtime.block_on(engine.process_tool_call_cycle(reply, &Default::default()))?;
+/// assert_eq!(cycle.execution_results[0].result, "HI");
+/// assert!(cycle.result_text().starts_with("<<<[TOOL_RESULT]>>>"));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone)]
 pub struct Engine {
     protocols: ProtocolRegistry,

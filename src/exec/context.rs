@@ -40,6 +40,19 @@ impl RetryPolicy {
 }
 
 /// How the executor runs calls.
+///
+/// ```
+/// use std::sync::Arc;
+/// use std::time::Duration;
+/// use tool_calling::exec::{Executor, ExecutorOptions, RetryPolicy};
+/// use tool_calling::tools::ToolRegistry;
+///
+/// let mut options = ExecutorOptions::default();
+/// options.max_concurrency = 2; // at most two calls at once
+/// options.retry = RetryPolicy::new(3, Duration::from_millis(100)); // retryable kinds only
+/// let executor = Executor::new(Arc::new(ToolRegistry::new())).with_options(options);
+/// assert_eq!(executor.options().max_concurrency, 2);
+/// ```
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct ExecutorOptions {
@@ -59,6 +72,22 @@ impl Default for ExecutorOptions {
 
 /// Per-cycle inputs: the agent's config and identity, its argument presets, and the
 /// cancellation token of the cycle.
+///
+/// ```
+/// use tool_calling::config::ToolCallConfig;
+/// use tool_calling::exec::ExecutionContext;
+/// use tool_calling::Args;
+///
+/// let mut presets = Args::new();
+/// presets.insert("units".into(), "metric".into());
+/// let ctx = ExecutionContext::new(ToolCallConfig::default())
+///     .with_agent("planner")
+///     .with_conversation("thread-7")
+///     .with_preset("weather_today", presets);
+/// assert_eq!(ctx.agent_id.as_deref(), Some("planner"));
+/// ctx.cancel.cancel(); // stops every call of the cycle still running
+/// assert!(ctx.cancel.is_cancelled());
+/// ```
 #[derive(Debug, Clone, Default)]
 #[non_exhaustive]
 pub struct ExecutionContext {

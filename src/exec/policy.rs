@@ -35,7 +35,24 @@ pub struct PendingCall {
     pub agent_id: Option<String>,
 }
 
-/// Decides whether calls may run (allow / deny / require approval).
+/// Decides whether calls may run (allow / deny / require approval). A closure is a
+/// policy; the executor asks it after the arguments are validated, before any person is
+/// asked to confirm.
+///
+/// ```
+/// use std::sync::Arc;
+/// use tool_calling::exec::{Executor, PendingCall, PolicyDecision};
+/// use tool_calling::tools::ToolRegistry;
+///
+/// let executor = Executor::new(Arc::new(ToolRegistry::new())).with_policy(|call: &PendingCall| {
+///     if call.tool_id == "shell" {
+///         PolicyDecision::Deny("shell commands are not allowed here".into())
+///     } else {
+///         PolicyDecision::Allow
+///     }
+/// });
+/// # let _ = executor;
+/// ```
 pub trait SecurityPolicy: Send + Sync {
     /// The decision for `call`.
     fn decide(&self, call: &PendingCall) -> PolicyDecision;

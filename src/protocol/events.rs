@@ -103,6 +103,22 @@ pub trait IncrementalParser: Send {
 
 /// Assembles stream events into the [`ParseOutcome`] the one-shot parser returns, and
 /// the prose.
+///
+/// ```
+/// use tool_calling::protocol::StreamCollector;
+/// use tool_calling::VcpProtocol;
+///
+/// let vcp = VcpProtocol::default();
+/// let mut parser = vcp.stream_parser();
+/// let mut collector = StreamCollector::new();
+/// for chunk in ["Sure.\n<<<[TOOL_REQ", "UEST]>>>\ntool_name:「始」t「末」\n", "<<<[END_TOOL_REQUEST]>>>"] {
+///     collector.extend(parser.push_str(chunk));
+/// }
+/// collector.extend(parser.end());
+/// assert_eq!(collector.prose(), "Sure.\n");
+/// let outcome = collector.into_outcome();
+/// assert_eq!(outcome.requests[0].tool_name, "t");
+/// ```
 #[derive(Debug, Default, Clone)]
 pub struct StreamCollector {
     requests: Vec<ParsedToolRequest>,

@@ -188,7 +188,22 @@ pub struct ToolMetadata {
 /// Makes a tool's instance.
 pub type InstanceFactory = Arc<dyn Fn() -> Result<Instance, ToolError> + Send + Sync>;
 
-/// A tool: identity, metadata, instance factory and methods.
+/// A tool: identity, metadata, instance factory and methods. `#[tool]` writes one for
+/// an `impl` block; a tool whose methods are only known at run time (loaded from a
+/// configuration, say) is built by hand:
+///
+/// ```
+/// use tool_calling::tools::{ArgMap, BoxFuture, MethodSpec, ToolOutput, ToolRegistry, ToolSpec};
+/// use tool_calling::MethodDefinition;
+///
+/// let now = |_, _: ArgMap| Box::pin(async { Ok(ToolOutput::Text("12:00".into())) }) as BoxFuture<'static, _>;
+/// let spec = ToolSpec::stateless("clock", "Clock")
+///     .with_description("Tells the time.")
+///     .with_method(MethodSpec::new(MethodDefinition::new("now", "The current time."), now));
+/// assert_eq!(spec.definition().methods[0].full_name("clock"), "clock_now");
+/// ToolRegistry::new().register(spec)?;
+/// # Ok::<(), tool_calling::tools::RegistryError>(())
+/// ```
 #[derive(Clone)]
 #[non_exhaustive]
 pub struct ToolSpec {
@@ -343,6 +358,28 @@ inventory::collect!(ToolRegistration);
 /// A type that describes itself as a tool. The `#[tool]` attribute implements it for
 /// the type of the `impl` block it stands on, so a tool can also be registered by hand:
 /// `registry.register(MyTool::tool_spec())`.
+///
+/// ```
+/// use tool_calling::tools::{ToolProvider, ToolRegistry};
+///
+/// #[derive(Default)]
+/// struct Dice;
+///
+/// /// Dice.
+/// #[tool_calling::tool(id = "dice", register = false)] // not registered at link time
+/// impl Dice {
+///     /// Roll a die (always 4: chosen by a fair roll).
+///     #[tool_method]
+///     fn roll(&self) -> u32 {
+///         4
+///     }
+/// }
+///
+/// let registry = ToolRegistry::new();
+/// registry.register(Dice::tool_spec())?;
+/// assert!(registry.method("dice_roll").is_some());
+/// # Ok::<(), tool_calling::tools::RegistryError>(())
+/// ```
 pub trait ToolProvider {
     /// The tool's spec.
     fn tool_spec() -> ToolSpec;
