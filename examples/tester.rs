@@ -382,14 +382,20 @@ struct VcpFlags {
 }
 
 impl VcpFlags {
-    /// The parser options these flags select, with sequential ids (deterministic output).
+    /// The parser options these flags select.
     fn options(&self) -> VcpOptions {
-        VcpOptions::default()
-            .fuzzy_markers(self.fuzzy)
-            .skip_fenced(self.skip_fenced)
-            .keep_reasoning(self.keep_think)
-            .request_ids(RequestIdStyle::Sequential)
+        vcp_options(self.fuzzy, self.skip_fenced, self.keep_think)
     }
+}
+
+/// The parser options the tester's flags (and the web page's checkboxes) select, with
+/// sequential ids (deterministic output).
+fn vcp_options(fuzzy: bool, skip_fenced: bool, keep_think: bool) -> VcpOptions {
+    VcpOptions::default()
+        .fuzzy_markers(fuzzy)
+        .skip_fenced(skip_fenced)
+        .keep_reasoning(keep_think)
+        .request_ids(RequestIdStyle::Sequential)
 }
 
 #[derive(Debug, Args)]

@@ -23,7 +23,6 @@ use axum::routing::{get, post};
 use clap::ValueEnum;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use tool_calling::protocol::RequestIdStyle;
 use tool_calling::protocol::vcp::{HiddenKind, VcpOptions, VcpProtocol};
 
 use super::{Failure, Lang, ProtocolName};
@@ -157,11 +156,7 @@ struct ParseRequest {
 
 impl ParseRequest {
     fn options(&self) -> VcpOptions {
-        VcpOptions::default()
-            .fuzzy_markers(self.fuzzy)
-            .skip_fenced(self.skip_fenced)
-            .keep_reasoning(self.keep_think)
-            .request_ids(RequestIdStyle::Sequential)
+        super::vcp_options(self.fuzzy, self.skip_fenced, self.keep_think)
     }
 }
 
