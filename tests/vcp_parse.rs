@@ -235,3 +235,31 @@ fn hidden_spans_mark_what_the_parser_does_not_read() {
     assert_eq!(parse(&text).requests.len(), 2);
     assert_eq!(VcpProtocol::default().hidden_spans("plain"), vec![]);
 }
+
+/// A key left without a value is reported as such, after `:` or the full-width `：`;
+/// other stray text is reported as text that is not a field.
+#[test]
+fn stray_text_says_whether_it_is_a_key_without_a_value() {
+    let messages = |text: &str| -> Vec<String> {
+        parse(text)
+            .diagnostics
+            .into_iter()
+            .filter(|d| d.kind == DiagnosticKind::StrayText)
+            .map(|d| d.message)
+            .collect()
+    };
+    for separator in [":", "："] {
+        let text = format!(
+            "<<<[TOOL_REQUEST]>>>\ntool_name:「始」t「末」,\nmode{separator}\n<<<[END_TOOL_REQUEST]>>>"
+        );
+        let found = messages(&text);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(
+            found[0].starts_with(&format!("skipped `mode{separator}`: a key with no value")),
+            "{found:?}"
+        );
+    }
+    let found =
+        messages("<<<[TOOL_REQUEST]>>>\ntool_name:「始」t「末」,\n// a comment\n<<<[END_TOOL_REQUEST]>>>");
+    assert_eq!(found, ["skipped text between fields that is not a field: `// a comment`"]);
+}
