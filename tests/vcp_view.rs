@@ -130,3 +130,16 @@ fn special_keys_repeated() {
     let repeats = view.diagnostics.iter().filter(|d| d.kind == DiagnosticKind::DuplicateKey).count();
     assert_eq!(repeats, 2, "tool_name and archery; the empty id is not a repeat");
 }
+
+/// `archery` decides fire-and-forget wherever it stands among the fields, and only it.
+#[test]
+fn archery_anywhere_in_the_block() {
+    for fields in
+        ["archery:「始」true「末」,\nk:「始」1「末」", "k:「始」true「末」,\narchery:「始」no_reply「末」"]
+    {
+        let text = format!("{START}\ntool_name:「始」t「末」,\n{fields}\n{END}");
+        assert!(VcpProtocol::default().parse_view(&text).requests[0].fire_and_forget, "{fields}");
+    }
+    let text = format!("{START}\ntool_name:「始」t「末」,\nk:「始」true「末」\n{END}");
+    assert!(!VcpProtocol::default().parse_view(&text).requests[0].fire_and_forget, "a `true` elsewhere");
+}
