@@ -143,3 +143,22 @@ fn archery_anywhere_in_the_block() {
     let text = format!("{START}\ntool_name:「始」t「末」,\nk:「始」true「末」\n{END}");
     assert!(!VcpProtocol::default().parse_view(&text).requests[0].fire_and_forget, "a `true` elsewhere");
 }
+
+/// Exactly 16 repeats are all reported one by one, with no summary; the 17th brings one.
+#[test]
+fn sixteen_repeats_are_reported_one_by_one() {
+    for (repeats, expected) in [(16, 16), (17, 17)] {
+        let mut text = format!("{START}\ntool_name:「始」t「末」,\nk:「始」0「末」");
+        for i in 1..=repeats {
+            text.push_str(&format!(",\nk:「始」{i}「末」"));
+        }
+        text.push_str(&format!("\n{END}"));
+        let view = VcpProtocol::default().parse_view(&text);
+        let found: Vec<_> =
+            view.diagnostics.iter().filter(|d| d.kind == DiagnosticKind::DuplicateKey).collect();
+        assert_eq!(found.len(), expected, "{repeats} repeats");
+        let summaries = found.iter().filter(|d| d.message.contains("more repeated keys")).count();
+        assert_eq!(summaries, usize::from(repeats > 16), "{repeats} repeats");
+        assert_eq!(view.requests[0].arg("k"), Some(repeats.to_string().as_str()));
+    }
+}
