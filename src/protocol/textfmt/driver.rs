@@ -579,21 +579,16 @@ pub(crate) fn ceil_boundary(text: &str, mut at: usize) -> usize {
     at.min(text.len())
 }
 
-/// Searches for `token` in `region` on from `state.pos` (minus a token's length, so a
-/// token split across pushes is found), and remembers how far it looked.
-pub(crate) fn scan_for(
-    region: &str,
-    state: &mut ScanState,
-    from: usize,
-    token: &'static str,
-) -> Option<usize> {
+/// A region that ends with `token`: searches for it in `region` on from `state.pos`
+/// (minus a token's length, so a token split across pushes is found) and not before
+/// `from`, and remembers how far it looked. Closed just after the token, or still open.
+pub(crate) fn scan_for(region: &str, state: &mut ScanState, from: usize, token: &'static str) -> Scan {
     let start = state.pos.saturating_sub(token.len()).max(from);
-    let found = region.as_bytes().get(start..).and_then(|hay| find_in(hay, token));
-    match found {
-        Some(at) => Some(start + at),
+    match region.as_bytes().get(start..).and_then(|hay| find_in(hay, token)) {
+        Some(at) => Scan::Closed(start + at + token.len()),
         None => {
             state.pos = region.len().max(from);
-            None
+            Scan::Open
         }
     }
 }

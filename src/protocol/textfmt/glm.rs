@@ -56,10 +56,7 @@ impl Format for Glm {
         _at_end: bool,
         _search: &mut RegionSearch<'_>,
     ) -> Scan {
-        match scan_for(region, state, OPEN.len(), CLOSE) {
-            Some(at) => Scan::Closed(at + CLOSE.len()),
-            None => Scan::Open,
-        }
+        scan_for(region, state, OPEN.len(), CLOSE)
     }
 
     fn read(&self, region: &str, _state: &ScanState, closed: bool, calls: &mut Vec<RawCall>) {

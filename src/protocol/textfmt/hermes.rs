@@ -118,10 +118,7 @@ pub(crate) fn scan_json_block(
                 state.stage = FALLBACK;
             }
             _ => {
-                return match super::driver::scan_for(region, state, open_len, close) {
-                    Some(at) => Scan::Closed(at + close.len()),
-                    None => Scan::Open,
-                };
+                return super::driver::scan_for(region, state, open_len, close);
             }
         }
     }

@@ -46,10 +46,7 @@ impl Format for KimiK2 {
         _at_end: bool,
         _search: &mut RegionSearch<'_>,
     ) -> Scan {
-        match scan_for(region, state, CALL.len(), CALL_END) {
-            Some(at) => Scan::Closed(at + CALL_END.len()),
-            None => Scan::Open,
-        }
+        scan_for(region, state, CALL.len(), CALL_END)
     }
 
     fn read(&self, region: &str, _state: &ScanState, closed: bool, calls: &mut Vec<RawCall>) {

@@ -46,10 +46,7 @@ impl Format for Qwen3Coder {
         _search: &mut RegionSearch<'_>,
     ) -> Scan {
         let (open, close) = if region.starts_with(OPEN) { (OPEN, CLOSE) } else { (FUNCTION, FUNCTION_END) };
-        match scan_for(region, state, open.len(), close) {
-            Some(at) => Scan::Closed(at + close.len()),
-            None => Scan::Open,
-        }
+        scan_for(region, state, open.len(), close)
     }
 
     fn read(&self, region: &str, _state: &ScanState, _closed: bool, calls: &mut Vec<RawCall>) {
