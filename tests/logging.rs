@@ -6,46 +6,18 @@ use std::sync::{Arc, Mutex};
 
 use tool_calling::engine::Engine;
 use tool_calling::exec::ExecutionContext;
-use tool_calling::tool;
 use tool_calling::tools::ToolProvider;
 use tool_calling::tools::ToolRegistry;
 
-#[derive(Default)]
-struct Calc;
-
-/// Arithmetic.
-#[tool(id = "calc", register = false)]
-impl Calc {
-    /// Add two numbers.
-    #[tool_method]
-    fn add(&self, a: f64, b: f64) -> f64 {
-        a + b
-    }
-}
-
-#[derive(Default)]
-struct Text;
-
-/// Text utilities.
-#[tool(id = "text", register = false)]
-impl Text {
-    /// Repeat a message.
-    #[tool_method(param(times, minimum = 1, maximum = 10))]
-    async fn repeat(&self, message: String, times: u32) -> String {
-        vec![message; times as usize].join(" ")
-    }
-}
+#[path = "support/engine_tools.rs"]
+mod engine_tools;
+use engine_tools::{Calc, Text, block};
 
 fn engine() -> Engine {
     let registry = ToolRegistry::new();
     registry.register(Calc::tool_spec()).unwrap();
     registry.register(Text::tool_spec()).unwrap();
     Engine::new(Arc::new(registry))
-}
-
-fn block(fields: &[(&str, &str)]) -> String {
-    let fields: Vec<String> = fields.iter().map(|(k, v)| format!("{k}:「始」{v}「末」")).collect();
-    format!("<<<[TOOL_REQUEST]>>>\n{}\n<<<[END_TOOL_REQUEST]>>>\n", fields.join(",\n"))
 }
 
 /// A writer into a shared buffer, for reading what was logged.
