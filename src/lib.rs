@@ -15,6 +15,7 @@
 // The data that flows between the layers: what a protocol reads out of a reply
 // (requests), what running them gives (results), and where things stand in the text.
 pub mod config;
+mod language;
 pub mod request;
 pub mod result;
 mod span;
@@ -30,6 +31,7 @@ pub mod model;
 pub mod protocol;
 pub mod tools;
 
+pub use language::Language;
 pub use protocol::vcp::{RequestIdStyle, VcpOptions, VcpProtocol, VcpStreamParser};
 pub use protocol::{Diagnostic, DiagnosticKind, ParseOutcome, ToolCallingProtocol};
 pub use request::{Args, Invocation, ParsedToolRequest, RequestIdSource};

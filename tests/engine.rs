@@ -337,3 +337,64 @@ fn without_a_runtime_the_program_gets_an_error_and_nothing_runs() {
     let message = tool_calling::engine::EngineError::NoRuntime.to_string();
     assert!(message.contains("Tokio runtime") && message.contains("no tool was run"), "{message}");
 }
+
+/// One reply that earns every kind of note the engine writes itself: a name that
+/// matches nothing, a policy refusal, arguments out of range, a missing argument, a
+/// time limit, a block with no tool name, and a value cut off by the end of the reply.
+fn troubled_reply() -> String {
+    [
+        block(&[("tool_name", "calc_ad"), ("a", "1"), ("b", "2")]),
+        block(&[("tool_name", "admin_wipe")]),
+        block(&[("tool_name", "text_repeat"), ("message", "hi"), ("times", "20")]),
+        block(&[("tool_name", "text_repeat"), ("times", "2")]),
+        block(&[("tool_name", "text_hurry"), ("ms", "5000")]),
+        block(&[("a", "1")]),
+        "<<<[TOOL_REQUEST]>>>\ntool_name:「始」calc_add「末」,\na:「始」1".to_string(),
+    ]
+    .concat()
+}
+
+#[tokio::test(start_paused = true)]
+async fn every_note_to_the_model_follows_the_language() {
+    let zh = engine().with_language(tool_calling::Language::Zh);
+    let cycle = zh.process_tool_call_cycle(&troubled_reply(), &context()).await.unwrap();
+    let texts: Vec<&str> = cycle.execution_results.iter().map(|r| r.result.as_str()).collect();
+    assert_eq!(texts.len(), 7, "{texts:#?}");
+    let expected = [
+        "没有与 `calc_ad` 匹配的工具方法。你是想调用 `calc_add` 吗？",
+        "`admin_wipe` 被安全策略拒绝：destructive operations are not allowed",
+        "参数无效：参数 `times` 不符合规则 maximum：",
+        "参数无效：参数 `message` 是必填的，但没有给出",
+        "`text_hurry` 未能在 100 毫秒内完成",
+        "未执行：请求没有 tool_name：请加上 tool_name:「始」…「末」。请修正后重新发送该请求。",
+        "未执行：`a` 的值没有闭合：请用 「末」 结束它。请修正后重新发送该请求。",
+    ];
+    for (text, expected) in texts.iter().zip(expected) {
+        assert!(text.starts_with(expected), "{text:?} should start with {expected:?}");
+    }
+    // Apart from what the policy and the schema validator said (their own words), no
+    // English sentence of the executor or of VCP is left.
+    for text in [texts[0], texts[3], texts[4], texts[5], texts[6]] {
+        for english in ["not ", "the ", "did you mean", "Tool ", "Send", "within"] {
+            assert!(!text.contains(english), "{text:?} holds {english:?}");
+        }
+    }
+    let prompt = zh.declarations().unwrap();
+    assert!(prompt.as_prompt().is_some_and(|p| p.contains("可调用的工具")));
+
+    // The same reply in English (the default), for contrast.
+    let en = engine().process_tool_call_cycle(&troubled_reply(), &context()).await.unwrap();
+    let texts: Vec<&str> = en.execution_results.iter().map(|r| r.result.as_str()).collect();
+    let expected = [
+        "No tool method matches `calc_ad`. Did you mean `calc_add`?",
+        "`admin_wipe` was refused by the security policy: destructive operations are not allowed",
+        "invalid arguments: parameter `times` (maximum): ",
+        "invalid arguments: parameter `message` (required): is required but was not given",
+        "`text_hurry` did not finish within 100 ms",
+        "Not run: the request has no tool_name: add tool_name:「始」…「末」 Send the request again with this fixed.",
+        "Not run: the value of `a` is not closed: end it with 「末」 Send the request again with this fixed.",
+    ];
+    for (text, expected) in texts.iter().zip(expected) {
+        assert!(text.starts_with(expected), "{text:?} should start with {expected:?}");
+    }
+}

@@ -251,7 +251,7 @@ fn a_known_tool_id_with_an_unknown_method_lists_the_tools_methods() {
             if name == "file_ops_delete" && tool == "file_ops" && available == &["file_ops_read", "file_ops_write"]),
         "{err:?}"
     );
-    assert!(err.to_string().ends_with("has: `file_ops_read`, `file_ops_write`"), "{err}");
+    assert!(err.to_string().ends_with("has: `file_ops_read`, `file_ops_write`."), "{err}");
     // The longest known tool id wins, even when the method part holds `_`.
     let err = error(&registry, &request("directory-tree_generate_treee", &[]));
     assert!(
@@ -261,7 +261,7 @@ fn a_known_tool_id_with_an_unknown_method_lists_the_tools_methods() {
     );
     // A typo in an alias is matched against `toolId_alias` too.
     let err = error(&registry, &request("file_ops_WriteFil", &[]));
-    assert!(err.to_string().contains("did you mean `file_ops_WriteFile`"), "{err}");
+    assert!(err.to_string().contains("Did you mean `file_ops_WriteFile`"), "{err}");
 }
 
 #[test]
@@ -270,8 +270,8 @@ fn typo_names_the_closest_callable_names() {
     let err = error(&registry, &request("calc_ad", &[]));
     assert_eq!(
         err.to_string(),
-        "no tool method matches `calc_ad`; did you mean `calc_add` or `calc_sub`? \
-         Tool `calc` has: `calc_add`, `calc_sub`"
+        "No tool method matches `calc_ad`. Did you mean `calc_add` or `calc_sub`? \
+         Tool `calc` has: `calc_add`, `calc_sub`."
     );
     // A typo in the tool id: tool ids and full names are candidates.
     let err = error(&registry, &request("calk_add", &[]));
@@ -280,14 +280,14 @@ fn typo_names_the_closest_callable_names() {
         "{err:?}"
     );
     assert!(
-        err.to_string().starts_with("no tool method matches `calk_add`; did you mean `calc_add`"),
+        err.to_string().starts_with("No tool method matches `calk_add`. Did you mean `calc_add`"),
         "{err}"
     );
     let err = error(&registry, &request("DailyNot", &[]));
-    assert!(err.to_string().contains("did you mean `DailyNote`"), "{err}");
+    assert!(err.to_string().contains("Did you mean `DailyNote`"), "{err}");
     // Case is ignored when measuring.
     let err = error(&registry, &request("CALC_ADD", &[]));
-    assert!(err.to_string().contains("did you mean `calc_add`"), "{err}");
+    assert!(err.to_string().contains("Did you mean `calc_add`"), "{err}");
     // Internal methods are never suggested nor listed.
     let err = error(&registry, &request("admin_rese", &[]));
     assert!(
@@ -305,8 +305,8 @@ fn unknown_command_of_a_known_tool_lists_its_methods() {
     let err = error(&registry, &request("directory-tree", &[("command", "listFile")]));
     assert_eq!(
         err.to_string(),
-        "tool `directory-tree` has no method `listFile`; did you mean `listFiles`? \
-         Its methods are: `listFiles`, `generate_tree`"
+        "Tool `directory-tree` has no method `listFile`. Did you mean `listFiles`? \
+         Tool `directory-tree` has: `listFiles`, `generate_tree`."
     );
     let err = error(&registry, &request("calc", &[]));
     assert!(matches!(&err, RouteError::MissingCommand { tool, .. } if tool == "calc"), "{err:?}");
@@ -323,8 +323,11 @@ fn completely_unknown_name_gets_a_clear_message_without_suggestions() {
     let err = error(&registry, &request("weather_forecast_tomorrow", &[]));
     assert!(matches!(&err, RouteError::UnknownName { suggestions, .. } if suggestions.is_empty()), "{err:?}");
     let message = err.to_string();
-    assert!(message.contains("no tool method matches `weather_forecast_tomorrow`"), "{message}");
-    assert!(!message.contains("did you mean"), "{message}");
+    assert!(
+        message.starts_with("No tool method matches `weather_forecast_tomorrow`. No registered tool"),
+        "{message}"
+    );
+    assert!(!message.contains("Did you mean"), "{message}");
     // With a `command`, the model meant a tool id: only tool ids are suggested.
     let err = error(&registry, &request("DailyNotes", &[("command", "create")]));
     assert!(
@@ -339,7 +342,7 @@ fn empty_tool_name_is_an_error() {
     for name in ["", "  "] {
         let err = error(&registry, &request(name, &[("command", "read")]));
         assert_eq!(err, RouteError::EmptyToolName);
-        assert!(err.to_string().starts_with("the request has no tool_name"), "{err}");
+        assert!(err.to_string().starts_with("The request has no tool_name"), "{err}");
     }
 }
 
@@ -392,7 +395,7 @@ fn the_vcp_protocol_resolves_requests_to_invocations_by_exact_name() {
     let unknown = vcp.resolve(&request("calc_ad", &[]), &catalog);
     let err: &ToolError = unknown[0].as_ref().unwrap_err();
     assert_eq!(err.kind, ErrorKind::NotFound);
-    assert!(err.message.contains("did you mean `calc_add`"), "{}", err.message);
+    assert!(err.message.contains("Did you mean `calc_add`"), "{}", err.message);
 
     // Any other protocol names methods exactly and passes every argument on.
     struct Exact;

@@ -1015,3 +1015,33 @@ fn hostile_families_stream_like_parse() {
         }
     }
 }
+
+#[test]
+fn the_notes_to_the_model_follow_the_protocols_language_when_streamed_too() {
+    let protocol = VcpProtocol::default().with_language(tool_calling::Language::Zh);
+    let text = "<<<[TOOL_REQUEST]>>>\na:「始」1「末」\n<<<[END_TOOL_REQUEST]>>>\n\
+                <<<[TOOL_REQUEST]>>>\ntool_name:「始」calc「末」,\nb:「始ESCAPE」open";
+    let one_shot = protocol.parse(text);
+    let problems: Vec<&Vec<String>> = one_shot.requests.iter().map(|r| &r.problems).collect();
+    assert_eq!(
+        problems,
+        [
+            &vec!["请求没有 tool_name：请加上 tool_name:「始」…「末」".to_string()],
+            &vec!["`b` 的值没有闭合：请用 「末ESCAPE」 结束它".to_string()],
+        ]
+    );
+    let mut parser = protocol.stream_parser();
+    let mut events = Vec::new();
+    for piece in text.split_inclusive('\n') {
+        parser.push_text(piece, &mut events);
+    }
+    parser.finish(&mut events);
+    let streamed: Vec<Vec<String>> = events
+        .into_iter()
+        .filter_map(|e| match e {
+            StreamEvent::RequestCompleted(r) => Some(r.problems),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(streamed.iter().collect::<Vec<_>>(), problems);
+}

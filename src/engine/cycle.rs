@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use tracing::Instrument;
 
 use super::{Engine, EngineError, EngineEvent};
-use crate::exec::{ExecutionContext, PlannedRequest};
+use crate::exec::{ExecutionContext, ExecutorMessages, PlannedRequest};
 use crate::model::{AssistantTurn, Message};
 use crate::protocol::{Diagnostic, ParseOutcome, ToolCallingProtocol};
 use crate::{Invocation, ParsedToolRequest, ToolError, ToolExecutionResult};
@@ -70,12 +70,11 @@ impl ToolCallCycleResult {
 }
 
 /// The immediate result of a fire-and-forget request.
-pub(crate) fn started_in_background(request: &ParsedToolRequest) -> ToolExecutionResult {
-    ToolExecutionResult::success(
-        &request.request_id,
-        &request.tool_name,
-        "started in the background (no reply requested); only a failure will be reported",
-    )
+pub(crate) fn started_in_background(
+    request: &ParsedToolRequest,
+    words: &ExecutorMessages,
+) -> ToolExecutionResult {
+    ToolExecutionResult::success(&request.request_id, &request.tool_name, words.started_in_background.clone())
 }
 
 impl Engine {
@@ -137,7 +136,7 @@ impl Engine {
                 if request.fire_and_forget && request.complete {
                     self.spawn_background(request.clone(), calls, ctx.clone());
                     if let Some(slot) = results.get_mut(i) {
-                        *slot = Some(started_in_background(request));
+                        *slot = Some(started_in_background(request, &self.executor.options().messages));
                     }
                 } else {
                     planned.push(PlannedRequest::new(request, calls));
@@ -173,7 +172,7 @@ impl Engine {
         let executor = self.executor.clone();
         let failures = self.background_failures.clone();
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            let message = "not run: fire-and-forget calls need a Tokio runtime";
+            let message = executor.options().messages.background_no_runtime.clone();
             let result = ToolExecutionResult::error(
                 &request.request_id,
                 &request.tool_name,

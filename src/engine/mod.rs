@@ -220,6 +220,31 @@ impl Engine {
         self
     }
 
+    /// Writes what the model reads in `language`: the VCP prompt and VCP's notes on
+    /// requests it cannot run, and the executor's error results. The `vcp` protocol is
+    /// replaced by a default one in that language (to keep other VCP options, register
+    /// `VcpProtocol::new(options).with_language(language)` with
+    /// [`with_protocol`](Self::with_protocol) afterwards); the executor keeps its other
+    /// options.
+    ///
+    /// ```
+    /// use tool_calling::prelude::*;
+    /// use tool_calling::Language;
+    ///
+    /// let engine = Engine::new(ToolRegistry::new().into()).with_language(Language::Zh);
+    /// assert!(engine.executor().options().messages.switched_off.contains("已对当前智能体关闭"));
+    /// ```
+    #[must_use]
+    pub fn with_language(mut self, language: crate::Language) -> Self {
+        let mut options = self.executor.options().clone();
+        options.messages = crate::exec::ExecutorMessages::for_language(language);
+        self.executor = self.executor.with_options(options);
+        let vcp = crate::protocol::vcp::VcpProtocol::default().with_language(language);
+        let _ = self.protocols.replace(Arc::new(vcp));
+        self.declarations = Arc::default();
+        self
+    }
+
     /// Calls `listener` with every [`EngineEvent`].
     #[must_use]
     pub fn on_event(mut self, listener: impl Fn(&EngineEvent) + Send + Sync + 'static) -> Self {

@@ -649,7 +649,7 @@ impl<'e> CycleState<'e> {
                 tool_name: request.tool_name.clone(),
             });
             engine.spawn_background(request.clone(), calls, self.ctx.clone());
-            let result = started_in_background(request);
+            let result = started_in_background(request, &engine.executor().options().messages);
             engine.emit(|| EngineEvent::Finished { result: result.clone() });
             chunk.results.push(result.clone());
             self.results.push(Some(result));
@@ -676,7 +676,7 @@ impl<'e> CycleState<'e> {
                         &request.request_id,
                         &request.tool_name,
                         ErrorKind::Execution,
-                        "not run: the streamed cycle ended before this call finished",
+                        self.engine.executor().options().messages.stream_ended.clone(),
                     )
                 })
             })

@@ -62,11 +62,19 @@ pub struct ExecutorOptions {
     pub retry: RetryPolicy,
     /// Run incomplete requests anyway (off: they are answered with what to fix).
     pub run_incomplete: bool,
+    /// What the executor tells the model when a call does not run or fails for a
+    /// reason of its own (English by default).
+    pub messages: super::ExecutorMessages,
 }
 
 impl Default for ExecutorOptions {
     fn default() -> Self {
-        ExecutorOptions { max_concurrency: 8, retry: RetryPolicy::default(), run_incomplete: false }
+        ExecutorOptions {
+            max_concurrency: 8,
+            retry: RetryPolicy::default(),
+            run_incomplete: false,
+            messages: super::ExecutorMessages::default(),
+        }
     }
 }
 

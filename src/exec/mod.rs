@@ -31,6 +31,7 @@
 //! gets an error result saying so.
 
 mod context;
+mod messages;
 mod policy;
 
 use std::sync::Arc;
@@ -41,10 +42,11 @@ use serde_json::Value;
 use tokio::time::Instant;
 
 pub use context::{ExecutionContext, ExecutorOptions, RetryPolicy};
+pub use messages::ExecutorMessages;
 pub use policy::{ConfirmCall, PendingCall, PolicyDecision, SecurityPolicy};
 
 use crate::config::ToolCallMode;
-use crate::tools::{ArgMap, MethodRef, ToolOutput, ToolRegistry};
+use crate::tools::{ArgMap, MethodRef, ToolOutput, ToolRegistry, Unprepared};
 use crate::{ErrorKind, Invocation, ParsedToolRequest, ToolError, ToolExecutionResult};
 
 /// How many closest names a not-found error suggests.
@@ -132,16 +134,6 @@ fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
         .map(|s| (*s).to_string())
         .or_else(|| payload.downcast_ref::<String>().cloned())
         .unwrap_or_else(|| "no message".to_string())
-}
-
-/// `` `a` ``, `` `a` or `b` ``, `` `a`, `b` or `c` ``.
-fn or_list(names: &[String]) -> String {
-    let quoted: Vec<String> = names.iter().map(|n| format!("`{n}`")).collect();
-    match quoted.split_last() {
-        None => String::new(),
-        Some((last, [])) => last.clone(),
-        Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
-    }
 }
 
 /// What a call's outcome is reported under: the resolved full name (or the name as
@@ -234,16 +226,17 @@ impl Executor {
             ToolExecutionResult::error(&request.request_id, &request.tool_name, error.kind, error.message)
         };
         if ctx.cancel.is_cancelled() {
-            let message = format!("the cycle was cancelled before `{}` ran", request.tool_name);
+            let message = self
+                .options
+                .messages
+                .about(&self.options.messages.cancelled_before_start, &request.tool_name);
             return fail(ToolError::new(ErrorKind::Cancelled, message));
         }
         if !request.complete && !self.options.run_incomplete {
-            let message =
-                format!("Not run: {} Send the request again with this fixed.", request.problems.join("; "));
-            return fail(ToolError::validation(message));
+            return fail(ToolError::validation(self.options.messages.incomplete(&request.problems)));
         }
         if planned.calls.is_empty() {
-            return fail(ToolError::not_found("the request names nothing to run"));
+            return fail(ToolError::not_found(self.options.messages.nothing_to_run.clone()));
         }
         let mut outcomes = Vec::with_capacity(planned.calls.len());
         for call in planned.calls {
@@ -255,7 +248,7 @@ impl Executor {
                 Err(error) => (request.tool_name.clone(), Err(error)),
             });
         }
-        combine(request, outcomes)
+        combine(request, outcomes, &self.options.messages)
     }
 
     /// Runs one call of the method `call` names exactly, through every check (see the
@@ -268,26 +261,29 @@ impl Executor {
         ctx: &ExecutionContext,
     ) -> Result<ToolOutput, ToolError> {
         let full_name = call.method.as_str();
+        let words = &self.options.messages;
         // 1. The method exists.
         let Some(method) = self.registry.method(full_name) else {
             return Err(self.not_found(full_name));
         };
         let Some(spec) = method.spec() else {
-            return Err(ToolError::not_found("the method is no longer registered"));
+            return Err(ToolError::not_found(self.options.messages.no_longer_registered.clone()));
         };
         let tool_id = method.tool.spec().tool_id.as_str();
         // 2. It is agent-callable.
         if !spec.agent_callable {
-            return Err(ToolError::permission(format!("`{full_name}` may not be called by a model")));
+            return Err(ToolError::permission(words.about(&words.not_callable, full_name)));
         }
         // 3. It is switched on.
         if !ctx.config.enabled || !ctx.config.is_method_enabled(tool_id, &spec.definition.name) {
-            return Err(ToolError::permission(format!(
-                "`{full_name}` is switched off for this agent; do not call it again"
-            )));
+            return Err(ToolError::permission(words.about(&words.switched_off, full_name)));
         }
         // 4. The arguments: layered, coerced, hooked, validated.
-        let args = method.prepare_args(&call.args, ctx.presets.get(full_name))?;
+        let args = method.prepare(&call.args, ctx.presets.get(full_name)).map_err(|e| match e {
+            Unprepared::Unregistered => ToolError::not_found(words.no_longer_registered.clone()),
+            Unprepared::Arguments(errors) => ToolError::validation(words.arguments(&errors)),
+            Unprepared::Hook(error) => error,
+        })?;
         // 5. The policy, 6. the confirmation, both about the call as it would run.
         let mut needs_confirmation =
             ctx.config.require_confirmation || ctx.config.mode == ToolCallMode::Manual;
@@ -303,9 +299,11 @@ impl Executor {
             match policy.decide(&pending()) {
                 PolicyDecision::Allow => {}
                 PolicyDecision::Deny(reason) => {
-                    return Err(ToolError::permission(format!(
-                        "`{full_name}` was refused by the security policy: {reason}"
-                    )));
+                    let message = crate::language::fill(
+                        &words.refused_by_policy,
+                        &[("method", full_name), ("reason", &reason)],
+                    );
+                    return Err(ToolError::permission(message));
                 }
                 PolicyDecision::RequireApproval => needs_confirmation = true,
             }
@@ -316,9 +314,7 @@ impl Executor {
                 None => false,
             };
             if !approved {
-                return Err(ToolError::permission(format!(
-                    "not authorised: the call of `{full_name}` was not approved"
-                )));
+                return Err(ToolError::permission(words.about(&words.not_approved, full_name)));
             }
         }
         // 7. Run, with retries.
@@ -328,12 +324,7 @@ impl Executor {
     /// The error for a name no method has, with the closest registered names.
     fn not_found(&self, name: &str) -> ToolError {
         let suggestions = self.registry.catalog().suggest(name, SUGGESTIONS);
-        let message = if suggestions.is_empty() {
-            format!("no tool method is called `{name}`; use a tool name exactly as it is listed")
-        } else {
-            format!("no tool method is called `{name}`; did you mean {}?", or_list(&suggestions))
-        };
-        ToolError::not_found(message)
+        ToolError::not_found(self.options.messages.unknown(name, &suggestions))
     }
 
     /// Attempts the call, retrying retryable failures as the retry policy allows.
@@ -345,7 +336,7 @@ impl Executor {
         ctx: &ExecutionContext,
     ) -> Result<ToolOutput, ToolError> {
         let Some(spec) = method.spec() else {
-            return Err(ToolError::not_found("the method is no longer registered"));
+            return Err(ToolError::not_found(self.options.messages.no_longer_registered.clone()));
         };
         let timeout = spec.timeout.unwrap_or(Duration::from_millis(ctx.config.timeout_ms));
         let retry = self.options.retry;
@@ -369,7 +360,8 @@ impl Executor {
                     tokio::select! {
                         () = tokio::time::sleep(wait) => {}
                         () = ctx.cancel.cancelled() => {
-                            let message = format!("the cycle was cancelled before `{full_name}` finished");
+                            let words = &self.options.messages;
+                            let message = words.about(&words.cancelled_while_running, full_name);
                             return Err(ToolError::new(ErrorKind::Cancelled, message));
                         }
                     }
@@ -389,13 +381,12 @@ impl Executor {
         timeout: Duration,
         ctx: &ExecutionContext,
     ) -> Result<ToolOutput, ToolError> {
+        let words = &self.options.messages;
         let Some(spec) = method.spec() else {
-            return Err(ToolError::not_found("the method is no longer registered"));
+            return Err(ToolError::not_found(words.no_longer_registered.clone()));
         };
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            return Err(ToolError::execution(format!(
-                "`{full_name}` was not run: the executor needs a Tokio runtime (with timers enabled)"
-            )));
+            return Err(ToolError::execution(words.about(&words.no_runtime, full_name)));
         };
         let instance = method.tool.instance_for(ctx.conversation_id.as_deref())?;
         let future = spec.handler().call(instance, args);
@@ -410,25 +401,27 @@ impl Executor {
             joined = tokio::time::timeout(timeout, task) => joined,
             () = ctx.cancel.cancelled() => {
                 abort.abort();
-                let message = format!("the cycle was cancelled before `{full_name}` finished");
+                let message = words.about(&words.cancelled_while_running, full_name);
                 return Err(ToolError::new(ErrorKind::Cancelled, message));
             }
         };
         match outcome {
             Err(_elapsed) => {
                 abort.abort();
+                let ms = timeout.as_millis().to_string();
                 Err(ToolError::new(
                     ErrorKind::Timeout,
-                    format!("`{full_name}` did not finish within {} ms", timeout.as_millis()),
+                    crate::language::fill(&words.timed_out, &[("method", full_name), ("ms", &ms)]),
                 ))
             }
             Ok(Err(join_error)) => {
-                let why = if join_error.is_panic() {
-                    format!("it panicked: {}", panic_message(join_error.into_panic().as_ref()))
+                let message = if join_error.is_panic() {
+                    let panic = panic_message(join_error.into_panic().as_ref());
+                    crate::language::fill(&words.panicked, &[("method", full_name), ("message", &panic)])
                 } else {
-                    "it was stopped".to_string()
+                    words.about(&words.stopped, full_name)
                 };
-                Err(ToolError::execution(format!("`{full_name}` failed unexpectedly ({why})")))
+                Err(ToolError::execution(message))
             }
             Ok(Ok(result)) => result,
         }
@@ -436,7 +429,11 @@ impl Executor {
 }
 
 /// One result for a request from its calls' outcomes (one call, or several).
-fn combine(request: &ParsedToolRequest, outcomes: Vec<CallOutcome>) -> ToolExecutionResult {
+fn combine(
+    request: &ParsedToolRequest,
+    outcomes: Vec<CallOutcome>,
+    words: &ExecutorMessages,
+) -> ToolExecutionResult {
     let id = &request.request_id;
     if outcomes.len() == 1 {
         return match outcomes.into_iter().next() {
@@ -447,7 +444,12 @@ fn combine(request: &ParsedToolRequest, outcomes: Vec<CallOutcome>) -> ToolExecu
             }
             Some((name, Ok(output))) => ToolExecutionResult::success(id, name, output.into_text()),
             Some((name, Err(error))) => ToolExecutionResult::error(id, name, error.kind, error.message),
-            None => ToolExecutionResult::error(id, &request.tool_name, ErrorKind::NotFound, "nothing to run"),
+            None => ToolExecutionResult::error(
+                id,
+                &request.tool_name,
+                ErrorKind::NotFound,
+                words.nothing_to_run.clone(),
+            ),
         };
     }
     let first_error = outcomes.iter().find_map(|(_, o)| o.as_ref().err().map(|e| e.kind));

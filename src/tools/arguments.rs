@@ -13,8 +13,15 @@ pub struct ArgumentError {
     pub parameter: String,
     /// The JSON-Schema keyword that failed (`required`, `type`, `maximum`, …).
     pub rule: String,
-    /// What is wrong.
+    /// What is wrong, in English, with where inside the parameter it is.
     pub message: String,
+    /// Where inside the parameter the problem is, as a JSON-pointer path without its
+    /// leading `/` (`""` at the parameter itself).
+    pub path: String,
+    /// The validator's own words for the problem (without where it is).
+    pub detail: String,
+    /// For a `required` failure, the name that was not given.
+    pub missing: Option<String>,
 }
 
 impl std::fmt::Display for ArgumentError {
@@ -205,18 +212,20 @@ impl ArgumentValidator {
                     None => (unescape(path), String::new()),
                 };
                 let at = if inner.is_empty() { String::new() } else { format!("at `{inner}`: ") };
-                let (parameter, message) = match error.kind() {
+                let detail = error.to_string();
+                let (parameter, message, missing) = match error.kind() {
                     jsonschema::error::ValidationErrorKind::Required { property } => {
                         let missing = property.as_str().unwrap_or_default().to_string();
                         if first.is_empty() {
-                            (missing, "is required but was not given".to_string())
+                            (missing.clone(), "is required but was not given".to_string(), Some(missing))
                         } else {
-                            (first, format!("{at}`{missing}` is required but was not given"))
+                            let message = format!("{at}`{missing}` is required but was not given");
+                            (first, message, Some(missing))
                         }
                     }
-                    _ => (first, format!("{at}{error}")),
+                    _ => (first, format!("{at}{detail}"), None),
                 };
-                ArgumentError { parameter, rule, message }
+                ArgumentError { parameter, rule, message, path: inner, detail, missing }
             })
             .collect();
         if errors.is_empty() { Ok(()) } else { Err(ArgumentErrors(errors)) }

@@ -26,6 +26,8 @@ pub use definition::{MethodDefinition, MethodExample, ParameterInfo, ToolDefinit
 #[cfg_attr(docsrs, doc(cfg(feature = "runtime")))]
 pub use discovery::{DiscoveredMethod, DiscoveredTool, DiscoveryService, MethodFilter};
 #[cfg(feature = "runtime")]
+pub(crate) use registry::Unprepared;
+#[cfg(feature = "runtime")]
 #[cfg_attr(docsrs, doc(cfg(feature = "runtime")))]
 pub use registry::{MethodRef, RegisteredTool, RegistryError, ToolRegistry};
 pub use spec::{

@@ -249,8 +249,18 @@ impl MethodRef {
     /// through), then the argument hook, then JSON-Schema validation. The one place
     /// where a call's arguments are put together.
     pub fn prepare_args(&self, model: &Args, preset: Option<&Args>) -> Result<ArgMap, ToolError> {
+        self.prepare(model, preset).map_err(|e| match e {
+            Unprepared::Unregistered => ToolError::not_found("the method is no longer registered"),
+            Unprepared::Arguments(errors) => ToolError::validation(errors.to_string()),
+            Unprepared::Hook(error) => error,
+        })
+    }
+
+    /// [`prepare_args`](Self::prepare_args), with the failure kept apart, for the
+    /// executor to word.
+    pub(crate) fn prepare(&self, model: &Args, preset: Option<&Args>) -> Result<ArgMap, Unprepared> {
         let (Some(spec), Some(validator)) = (self.spec(), self.tool.validator(self.index)) else {
-            return Err(ToolError::not_found("the method is no longer registered"));
+            return Err(Unprepared::Unregistered);
         };
         let mut args = validator.defaults();
         if let Some(preset) = preset {
@@ -259,11 +269,22 @@ impl MethodRef {
         args.extend(validator.coerce(model));
         if let Some(hook) = &spec.argument_hook {
             // The hook may rename or add keys: coerce what it returns as well.
-            args = validator.coerce_map(&hook(args)?);
+            args = validator.coerce_map(&hook(args).map_err(Unprepared::Hook)?);
         }
-        validator.validate(&args).map_err(|e| ToolError::validation(e.to_string()))?;
+        validator.validate(&args).map_err(Unprepared::Arguments)?;
         Ok(args)
     }
+}
+
+/// Why a call's arguments could not be put together.
+#[derive(Debug)]
+pub(crate) enum Unprepared {
+    /// The method left the registry.
+    Unregistered,
+    /// The arguments failed validation.
+    Arguments(super::ArgumentErrors),
+    /// The method's argument hook refused them (its error is passed on).
+    Hook(ToolError),
 }
 
 #[derive(Default)]

@@ -5,11 +5,13 @@
 use std::borrow::Cow;
 use std::collections::HashMap;
 
+use super::VcpTemplates;
 use super::fields::{Field, ValueKind, normalize};
 use super::markers::Marker;
 use super::scanner::Sink;
 use super::view::{FieldView, RequestView};
 use super::visible::VisibleText;
+use crate::language::fill;
 use crate::protocol::ids::IdAssigner;
 use crate::request::RequestIdSource;
 use crate::{Diagnostic, DiagnosticKind, Span};
@@ -100,6 +102,7 @@ const REPEATS_REPORTED: usize = 16;
 /// occurrence; resolving that takes one pass over the fields.
 pub(super) fn finish_block<'i>(
     ids: &mut IdAssigner,
+    templates: &VcpTemplates,
     src: &VisibleText<'_>,
     sink: &mut impl Sink<'i>,
     start: Marker,
@@ -151,7 +154,7 @@ pub(super) fn finish_block<'i>(
         let key = text.get(field.key.0..field.key.1).unwrap_or("");
         if !field.closed {
             let closer = if field.kind == ValueKind::Escaped { "「末ESCAPE」" } else { "「末」" };
-            problems.push(format!("the value of `{key}` is not closed: end it with {closer}"));
+            problems.push(fill(&templates.unclosed_value, &[("key", key), ("closer", closer)]));
             diag(
                 src,
                 sink,
@@ -235,7 +238,7 @@ pub(super) fn finish_block<'i>(
     let tool_name = tool_name.and_then(|i| fields.get(i)).map(value_of).unwrap_or_default();
     fields.clear();
     if tool_name.is_empty() {
-        problems.insert(0, "the request has no tool_name: add tool_name:「始」…「末」".to_string());
+        problems.insert(0, templates.missing_tool_name.clone());
         diag(
             src,
             sink,

@@ -1,6 +1,7 @@
 //! The streaming VCP parser.
 
-use super::VcpOptions;
+use std::sync::Arc;
+
 use super::block::unclosed_reasoning;
 use super::fence::Fences;
 use super::markers::{Candidate, floor_boundary};
@@ -8,6 +9,7 @@ use super::reasoning::ReasoningFilter;
 use super::scanner::{Scanner, Sink};
 use super::view::RequestView;
 use super::visible::VisibleText;
+use super::{VcpOptions, VcpTemplates};
 use crate::model::TurnDelta;
 use crate::protocol::{IncrementalParser, StreamEvent};
 use crate::{Diagnostic, Span};
@@ -84,9 +86,14 @@ pub struct VcpStreamParser {
 impl VcpStreamParser {
     /// A streaming parser with `options`.
     pub fn new(options: VcpOptions) -> Self {
+        Self::with_templates(options, Arc::default())
+    }
+
+    /// A streaming parser whose notes to the model use `templates`.
+    pub(crate) fn with_templates(options: VcpOptions, templates: Arc<VcpTemplates>) -> Self {
         VcpStreamParser {
             options,
-            scanner: Scanner::new(&options),
+            scanner: Scanner::new(&options, templates),
             src: VisibleText::growing(),
             fences: options.skip_fenced.then(Fences::default),
             filter: ReasoningFilter::default(),

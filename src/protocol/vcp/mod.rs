@@ -39,6 +39,8 @@ pub use prompt::{Language, VcpTemplates};
 pub use routing::{CONTROL_KEYS, RouteError, RoutedCall, command_alias, command_alias_config, route};
 pub use view::{FieldView, ParseView, RequestView};
 
+use std::sync::Arc;
+
 use crate::Span;
 pub use crate::protocol::RequestIdStyle;
 
@@ -119,7 +121,7 @@ pub enum HiddenKind {
 pub struct VcpProtocol {
     id: std::borrow::Cow<'static, str>,
     options: VcpOptions,
-    templates: VcpTemplates,
+    templates: Arc<VcpTemplates>,
 }
 
 impl Default for VcpProtocol {
@@ -131,7 +133,7 @@ impl Default for VcpProtocol {
 impl VcpProtocol {
     /// A protocol with `options` and the English templates.
     pub fn new(options: VcpOptions) -> Self {
-        VcpProtocol { id: std::borrow::Cow::Borrowed("vcp"), options, templates: VcpTemplates::default() }
+        VcpProtocol { id: std::borrow::Cow::Borrowed("vcp"), options, templates: Arc::default() }
     }
 
     /// Registers under `id` instead of `"vcp"`: give protocols with different templates
@@ -145,14 +147,14 @@ impl VcpProtocol {
     /// Uses the built-in templates of `language`.
     #[must_use]
     pub fn with_language(mut self, language: Language) -> Self {
-        self.templates = VcpTemplates::for_language(language);
+        self.templates = Arc::new(VcpTemplates::for_language(language));
         self
     }
 
-    /// Uses `templates` for the definitions prompt.
+    /// Uses `templates` for the definitions prompt and the notes to the model.
     #[must_use]
     pub fn with_templates(mut self, templates: VcpTemplates) -> Self {
-        self.templates = templates;
+        self.templates = Arc::new(templates);
         self
     }
 
@@ -193,7 +195,7 @@ impl VcpProtocol {
     /// assert_eq!(owned.requests[0].args["b"], "40");
     /// ```
     pub fn parse_view<'a>(&self, text: &'a str) -> ParseView<'a> {
-        scanner::parse_view(text, &self.options)
+        scanner::parse_view(text, &self.options, Arc::clone(&self.templates))
     }
 
     /// The parts of `text` this parser does not read requests in: reasoning
@@ -238,7 +240,7 @@ impl VcpProtocol {
     /// A streaming parser with this protocol's options: feed it the reply chunk by
     /// chunk. See [`VcpStreamParser`].
     pub fn stream_parser(&self) -> VcpStreamParser {
-        VcpStreamParser::new(self.options)
+        VcpStreamParser::with_templates(self.options, Arc::clone(&self.templates))
     }
 
     /// Writes one request block that this parser reads back with the same fields.
@@ -314,7 +316,8 @@ impl ToolCallingProtocol for VcpProtocol {
         route(catalog, request)
             .into_iter()
             .map(|call| {
-                call.map(RoutedCall::into_invocation).map_err(|e| ToolError::not_found(e.to_string()))
+                call.map(RoutedCall::into_invocation)
+                    .map_err(|e| ToolError::not_found(e.message(&self.templates)))
             })
             .collect()
     }

@@ -5,19 +5,16 @@ use serde_json::Value;
 use super::format::{format_request, neutralize_markers, write_field};
 use crate::{MethodDefinition, ParameterInfo, ToolDefinition};
 
-/// The language of a built-in template set.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-#[non_exhaustive]
-pub enum Language {
-    /// English (the default).
-    #[default]
-    En,
-    /// Chinese.
-    Zh,
-}
+pub use crate::Language;
 
-/// The words of the definitions prompt. Replace any of them to change what the model
+/// Everything VCP writes for the model to read: the words of the definitions prompt,
+/// and the notes that tell the model why a request of its was not run (a damaged block,
+/// a tool name that matches nothing). Replace any of them to change what the model
 /// reads; the block syntax itself is fixed by the protocol.
+///
+/// The notes are templates with blanks in braces; each field says which blanks it may
+/// use. Names in `{suggestions}` and `{available}` come quoted in backticks and joined
+/// with [`list_separator`](Self::list_separator) and [`list_or`](Self::list_or).
 ///
 /// ```
 /// use tool_calling::protocol::vcp::{Language, VcpProtocol, VcpTemplates};
@@ -45,6 +42,39 @@ pub struct VcpTemplates {
     pub default: String,
     /// Introduces a parameter's allowed values.
     pub one_of: String,
+
+    /// A value that was never closed, so its request is not run. Blanks: `{key}`, and
+    /// `{closer}`, the marker that would have closed it.
+    pub unclosed_value: String,
+    /// A block with no `tool_name`, so it is not run.
+    pub missing_tool_name: String,
+    /// Routing: a blank `tool_name`.
+    pub route_no_tool_name: String,
+    /// Routing: `tool_name` matches nothing. Blank: `{name}`.
+    pub route_no_match: String,
+    /// Routing: follows `route_no_match` when nothing registered is close.
+    pub route_no_similar: String,
+    /// Routing: the closest names. Blank: `{suggestions}`.
+    pub route_did_you_mean: String,
+    /// Routing: a tool has no method by the `command` given. Blanks: `{tool}`,
+    /// `{command}`, and `{position}` (empty, or `route_batch_position` in a batch).
+    pub route_no_such_command: String,
+    /// Routing: which batch key named the command. Blank: `{key}` (`command2`, …).
+    pub route_batch_position: String,
+    /// Routing: lists a tool's methods. Blanks: `{tool}`, `{available}` (every name,
+    /// joined with `list_separator` only).
+    pub route_tool_methods: String,
+    /// Routing: a tool the model may call none of. Blank: `{tool}`.
+    pub route_no_callable: String,
+    /// Routing: a tool with several methods and no `command`. Blanks: `{tool}`,
+    /// `{available}`.
+    pub route_name_a_command: String,
+    /// Joins the sentences of one routing note.
+    pub sentence_separator: String,
+    /// Between the names of a list but the last two.
+    pub list_separator: String,
+    /// Between the last two names of a list.
+    pub list_or: String,
 }
 
 const EN_PREAMBLE: &str = "\
@@ -88,6 +118,23 @@ impl Default for VcpTemplates {
 }
 
 impl VcpTemplates {
+    /// The built-in English templates, made once.
+    pub(crate) fn english() -> &'static VcpTemplates {
+        static ENGLISH: std::sync::LazyLock<VcpTemplates> =
+            std::sync::LazyLock::new(|| VcpTemplates::for_language(Language::En));
+        &ENGLISH
+    }
+
+    /// `names` quoted and joined as alternatives (`a`, `b` or `c`).
+    pub(crate) fn list(&self, names: &[String]) -> String {
+        crate::language::quoted_list(names, &self.list_separator, &self.list_or)
+    }
+
+    /// `names` quoted and joined as an inventory (`a`, `b`, `c`).
+    pub(crate) fn list_all(&self, names: &[String]) -> String {
+        crate::language::quoted_list(names, &self.list_separator, &self.list_separator)
+    }
+
     /// The built-in templates of `language`.
     pub fn for_language(language: Language) -> Self {
         let words = |s: &str| s.to_string();
@@ -101,6 +148,27 @@ impl VcpTemplates {
                 optional: words("optional"),
                 default: words("default: "),
                 one_of: words("one of: "),
+                unclosed_value: words("the value of `{key}` is not closed: end it with {closer}"),
+                missing_tool_name: words("the request has no tool_name: add tool_name:「始」…「末」"),
+                route_no_tool_name: words(
+                    "The request has no tool_name: add a `tool_name` field naming the tool to call, \
+                     exactly as it is listed.",
+                ),
+                route_no_match: words("No tool method matches `{name}`."),
+                route_no_similar: words(
+                    "No registered tool has a similar name: use a tool name exactly as it is listed.",
+                ),
+                route_did_you_mean: words("Did you mean {suggestions}?"),
+                route_no_such_command: words("Tool `{tool}` has no method `{command}`{position}."),
+                route_batch_position: words(" (in `{key}`)"),
+                route_tool_methods: words("Tool `{tool}` has: {available}."),
+                route_no_callable: words("Tool `{tool}` has no methods a model may call."),
+                route_name_a_command: words(
+                    "Tool `{tool}` has several methods: add a `command` field naming one of {available}.",
+                ),
+                sentence_separator: words(" "),
+                list_separator: words(", "),
+                list_or: words(" or "),
             },
             Language::Zh => VcpTemplates {
                 preamble: words(ZH_PREAMBLE),
@@ -111,6 +179,24 @@ impl VcpTemplates {
                 optional: words("可选"),
                 default: words("默认："),
                 one_of: words("可选值："),
+                unclosed_value: words("`{key}` 的值没有闭合：请用 {closer} 结束它"),
+                missing_tool_name: words("请求没有 tool_name：请加上 tool_name:「始」…「末」"),
+                route_no_tool_name: words(
+                    "请求没有 tool_name：请加上 `tool_name` 字段，写出要调用的工具，与列表中完全一致。",
+                ),
+                route_no_match: words("没有与 `{name}` 匹配的工具方法。"),
+                route_no_similar: words("也没有名称相近的已注册工具：请使用与列表中完全一致的工具名。"),
+                route_did_you_mean: words("你是想调用 {suggestions} 吗？"),
+                route_no_such_command: words("工具 `{tool}` 没有方法 `{command}`{position}。"),
+                route_batch_position: words("（见 `{key}`）"),
+                route_tool_methods: words("工具 `{tool}` 的方法有：{available}。"),
+                route_no_callable: words("工具 `{tool}` 没有模型可以调用的方法。"),
+                route_name_a_command: words(
+                    "工具 `{tool}` 有多个方法：请加上 `command` 字段，写出其中之一：{available}。",
+                ),
+                sentence_separator: words(""),
+                list_separator: words("、"),
+                list_or: words(" 或 "),
             },
         }
     }

@@ -4,6 +4,8 @@ use std::collections::{BTreeMap, HashSet};
 
 use serde_json::Value;
 
+use super::VcpTemplates;
+use crate::language::fill;
 use crate::request::{Args, Invocation, ParsedToolRequest};
 use crate::tools::{CatalogMethod, CatalogTool, ToolCatalog, closest};
 
@@ -78,18 +80,15 @@ pub(crate) fn command_of<'m>(name: &'m str, protocol_config: &'m serde_json::Map
     command_alias(protocol_config).unwrap_or(name)
 }
 
-/// Why a request (or one call of a batch) could not be routed. Messages are written for
-/// the model, so that it can correct the name and retry.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+/// Why a request (or one call of a batch) could not be routed. Its message is written for
+/// the model, so that it can correct the name and retry: [`message`](Self::message) in
+/// the words of a template set, `Display` in the English one.
+#[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum RouteError {
     /// The request has an empty (or blank) `tool_name`.
-    #[error(
-        "the request has no tool_name; add a `tool_name` field naming the tool to call, exactly as it is listed"
-    )]
     EmptyToolName,
     /// `tool_name` matches no tool id, method name or alias.
-    #[error("{}", unknown_name_message(name, suggestions))]
     UnknownName {
         /// `tool_name` as written.
         name: String,
@@ -98,7 +97,6 @@ pub enum RouteError {
     },
     /// `tool_name` is `toolId_something` for a known tool id, but `something` names none
     /// of its methods.
-    #[error("{}", unknown_method_message(name, tool, suggestions, available))]
     UnknownMethod {
         /// `tool_name` as written.
         name: String,
@@ -112,7 +110,6 @@ pub enum RouteError {
     },
     /// `tool_name` is a tool id, but its `command` (or `commandN` in a batch) names none
     /// of its methods.
-    #[error("{}", unknown_command_message(tool, command, *batch_index, suggestions, available))]
     UnknownCommand {
         /// The tool id.
         tool: String,
@@ -127,7 +124,6 @@ pub enum RouteError {
     },
     /// `tool_name` is a tool id with several (or no) agent-callable methods, and the request
     /// says neither `command` nor `command1`, `command2`, ….
-    #[error("{}", missing_command_message(tool, available))]
     MissingCommand {
         /// The tool id.
         tool: String,
@@ -136,81 +132,84 @@ pub enum RouteError {
     },
 }
 
-/// `` `a` ``, `` `a` or `b` ``, `` `a`, `b` or `c` ``.
-fn or_list(names: &[String]) -> String {
-    let quoted: Vec<String> = names.iter().map(|n| format!("`{n}`")).collect();
-    match quoted.split_last() {
-        None => String::new(),
-        Some((last, [])) => last.clone(),
-        Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+impl RouteError {
+    /// What to tell the model, in the words of `templates`.
+    ///
+    /// ```
+    /// use tool_calling::Language;
+    /// use tool_calling::protocol::vcp::{RouteError, VcpTemplates};
+    ///
+    /// let error = RouteError::MissingCommand { tool: "calc".into(), available: vec!["add".into(), "sub".into()] };
+    /// assert_eq!(
+    ///     error.to_string(),
+    ///     "Tool `calc` has several methods: add a `command` field naming one of `add` or `sub`."
+    /// );
+    /// let zh = VcpTemplates::for_language(Language::Zh);
+    /// assert!(error.message(&zh).starts_with("工具 `calc` 有多个方法"));
+    /// ```
+    pub fn message(&self, t: &VcpTemplates) -> String {
+        let mut sentences = Vec::with_capacity(3);
+        let listing = |tool: &str, available: &[String], sentences: &mut Vec<String>| {
+            sentences.push(if available.is_empty() {
+                fill(&t.route_no_callable, &[("tool", tool)])
+            } else {
+                fill(&t.route_tool_methods, &[("tool", tool), ("available", &t.list_all(available))])
+            });
+        };
+        let did_you_mean =
+            |suggestions: &[String]| fill(&t.route_did_you_mean, &[("suggestions", &t.list(suggestions))]);
+        match self {
+            RouteError::EmptyToolName => sentences.push(t.route_no_tool_name.clone()),
+            RouteError::UnknownName { name, suggestions } => {
+                sentences.push(fill(&t.route_no_match, &[("name", name)]));
+                sentences.push(if suggestions.is_empty() {
+                    t.route_no_similar.clone()
+                } else {
+                    did_you_mean(suggestions)
+                });
+            }
+            RouteError::UnknownMethod { name, tool, suggestions, available } => {
+                sentences.push(fill(&t.route_no_match, &[("name", name)]));
+                if !suggestions.is_empty() {
+                    sentences.push(did_you_mean(suggestions));
+                }
+                listing(tool, available, &mut sentences);
+            }
+            RouteError::UnknownCommand { tool, command, batch_index, suggestions, available } => {
+                let position = batch_index
+                    .map(|n| fill(&t.route_batch_position, &[("key", &format!("{COMMAND}{n}"))]))
+                    .unwrap_or_default();
+                sentences.push(fill(
+                    &t.route_no_such_command,
+                    &[("tool", tool), ("command", command), ("position", &position)],
+                ));
+                if !suggestions.is_empty() {
+                    sentences.push(did_you_mean(suggestions));
+                }
+                listing(tool, available, &mut sentences);
+            }
+            RouteError::MissingCommand { tool, available } => {
+                if available.is_empty() {
+                    listing(tool, available, &mut sentences);
+                } else {
+                    sentences.push(fill(
+                        &t.route_name_a_command,
+                        &[("tool", tool), ("available", &t.list(available))],
+                    ));
+                }
+            }
+        }
+        sentences.join(&t.sentence_separator)
     }
 }
 
-fn and_list(names: &[String]) -> String {
-    names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
-}
-
-fn unknown_name_message(name: &str, suggestions: &[String]) -> String {
-    if suggestions.is_empty() {
-        format!(
-            "no tool method matches `{name}`, and no registered tool has a similar name; \
-             use a tool name exactly as it is listed"
-        )
-    } else {
-        format!("no tool method matches `{name}`; did you mean {}?", or_list(suggestions))
+impl std::fmt::Display for RouteError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message(VcpTemplates::english()))
     }
 }
 
-fn unknown_method_message(name: &str, tool: &str, suggestions: &[String], available: &[String]) -> String {
-    let mut message = format!("no tool method matches `{name}`");
-    if suggestions.is_empty() {
-        message.push_str(&format!("; tool `{tool}`"));
-    } else {
-        message.push_str(&format!("; did you mean {}? Tool `{tool}`", or_list(suggestions)));
-    }
-    if available.is_empty() {
-        message.push_str(" has no methods a model may call");
-    } else {
-        message.push_str(&format!(" has: {}", and_list(available)));
-    }
-    message
-}
-
-fn unknown_command_message(
-    tool: &str,
-    command: &str,
-    batch_index: Option<usize>,
-    suggestions: &[String],
-    available: &[String],
-) -> String {
-    let mut message = format!("tool `{tool}` has no method `{command}`");
-    if let Some(n) = batch_index {
-        message.push_str(&format!(" (in `{COMMAND}{n}`)"));
-    }
-    let (it, its) = if suggestions.is_empty() {
-        ("; it", "; its")
-    } else {
-        message.push_str(&format!("; did you mean {}?", or_list(suggestions)));
-        (" It", " Its")
-    };
-    if available.is_empty() {
-        message.push_str(&format!("{it} has no methods a model may call"));
-    } else {
-        message.push_str(&format!("{its} methods are: {}", and_list(available)));
-    }
-    message
-}
-
-fn missing_command_message(tool: &str, available: &[String]) -> String {
-    if available.is_empty() {
-        format!("tool `{tool}` has no methods a model may call")
-    } else {
-        format!(
-            "tool `{tool}` has several methods: add a `{COMMAND}` field naming one of {}",
-            or_list(available)
-        )
-    }
-}
+impl std::error::Error for RouteError {}
 
 /// Resolves `request` to the method call(s) it targets.
 ///
@@ -296,7 +295,7 @@ fn missing_command_message(tool: &str, available: &[String]) -> String {
 /// // A typo: the error names the closest method.
 /// let calls = route(&catalog, &ParsedToolRequest::new("2", "calc_ad"));
 /// let err = calls[0].as_ref().unwrap_err();
-/// assert!(err.to_string().contains("did you mean `calc_add`"), "{err}");
+/// assert!(err.to_string().contains("Did you mean `calc_add`"), "{err}");
 /// ```
 pub fn route(catalog: &ToolCatalog, request: &ParsedToolRequest) -> Vec<Result<RoutedCall, RouteError>> {
     let name = request.tool_name.as_str();

@@ -16,6 +16,7 @@ use std::borrow::Cow;
 use memchr::memmem;
 
 use super::VcpOptions;
+use super::VcpTemplates;
 use super::block::{diag, finish_block, stray, unclosed_reasoning};
 use super::fence::Fences;
 use super::fields::{
@@ -28,6 +29,7 @@ use super::view::{ParseView, RequestView};
 use super::visible::VisibleText;
 use crate::protocol::ids::IdAssigner;
 use crate::{Diagnostic, DiagnosticKind, Span};
+use std::sync::Arc;
 
 /// Where a block's field list ends.
 #[derive(Debug, Clone, Copy)]
@@ -147,6 +149,8 @@ struct BlockReader {
     finder: MarkerFinder,
     fuzzy: bool,
     doc_close: memmem::Finder<'static>,
+    /// The words of the problems written into requests.
+    templates: Arc<VcpTemplates>,
 }
 
 /// The VCP block scanner: a state machine over the cleaned text that can stop wherever
@@ -164,12 +168,13 @@ pub(crate) struct Scanner {
 }
 
 impl Scanner {
-    pub(crate) fn new(options: &VcpOptions) -> Self {
+    pub(crate) fn new(options: &VcpOptions, templates: Arc<VcpTemplates>) -> Self {
         Scanner {
             reader: BlockReader {
                 finder: MarkerFinder::new(options.fuzzy_markers, options.skip_fenced),
                 fuzzy: options.fuzzy_markers,
                 doc_close: memmem::Finder::new("「末exp」".as_bytes()).into_owned(),
+                templates,
             },
             ids: IdAssigner::new(options.request_ids),
             state: State::Prose { origin: 0, from: 0 },
@@ -494,7 +499,7 @@ impl BlockReader {
                 block_end,
             );
         }
-        finish_block(ids, src, sink, b.start, block_end, &mut b.fields);
+        finish_block(ids, &self.templates, src, sink, b.start, block_end, &mut b.fields);
         resume
     }
 }
@@ -521,7 +526,11 @@ impl<'i> Sink<'i> for Collect<'i> {
 }
 
 /// Parses `text` with `options` (see the module docs), borrowing from it.
-pub(crate) fn parse_view<'i>(text: &'i str, options: &VcpOptions) -> ParseView<'i> {
+pub(crate) fn parse_view<'i>(
+    text: &'i str,
+    options: &VcpOptions,
+    templates: Arc<VcpTemplates>,
+) -> ParseView<'i> {
     let mut sink = Collect { input: text, requests: Vec::new(), diagnostics: Vec::new() };
     let src = if options.keep_reasoning {
         VisibleText::unchanged(text)
@@ -533,7 +542,7 @@ pub(crate) fn parse_view<'i>(text: &'i str, options: &VcpOptions) -> ParseView<'
         VisibleText::from_pieces(text, &pieces)
     };
     let fences = options.skip_fenced.then(|| Fences::find(src.text()));
-    Scanner::new(options).run(&src, fences.as_ref(), true, &mut sink);
+    Scanner::new(options, templates).run(&src, fences.as_ref(), true, &mut sink);
     let Collect { requests, mut diagnostics, .. } = sink;
     crate::protocol::sort_diagnostics(&mut diagnostics);
     tracing::debug!(
