@@ -15,6 +15,8 @@
 // The data that flows between the layers: what a protocol reads out of a reply
 // (requests), what running them gives (results), and where things stand in the text.
 pub mod config;
+#[cfg(any(feature = "http", feature = "rest"))]
+mod http;
 mod language;
 pub mod request;
 pub mod result;

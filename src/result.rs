@@ -251,12 +251,15 @@ pub struct ToolError {
     pub kind: ErrorKind,
     /// What went wrong, for the model.
     pub message: String,
+    /// How long the remote side asked to wait before trying again (an HTTP
+    /// `Retry-After`); the executor's retries honour it.
+    pub retry_after: Option<std::time::Duration>,
 }
 
 impl ToolError {
     /// An error of `kind`.
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
-        ToolError { kind, message: message.into() }
+        ToolError { kind, message: message.into(), retry_after: None }
     }
 
     /// The tool itself failed.
@@ -282,5 +285,20 @@ impl ToolError {
     /// A toggle, a policy or a person refused the call.
     pub fn permission(message: impl Into<String>) -> Self {
         Self::new(ErrorKind::Permission, message)
+    }
+
+    /// Asks a retry to wait `wait` first (what a server's `Retry-After` said).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use tool_calling::ToolError;
+    ///
+    /// let busy = ToolError::network("HTTP 503").with_retry_after(Duration::from_secs(2));
+    /// assert_eq!(busy.retry_after, Some(Duration::from_secs(2)));
+    /// ```
+    #[must_use]
+    pub fn with_retry_after(mut self, wait: std::time::Duration) -> Self {
+        self.retry_after = Some(wait);
+        self
     }
 }

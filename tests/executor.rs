@@ -82,11 +82,15 @@ fn registry(counters: &Arc<Counters>) -> Arc<ToolRegistry> {
             )),
             move |_, args: tool_calling::tools::ArgMap| {
                 let attempt = c3.flaky.fetch_add(1, Ordering::SeqCst);
-                let network = args.get("kind").and_then(Value::as_str) == Some("network");
+                let kind = args.get("kind").and_then(Value::as_str).unwrap_or("").to_string();
                 Box::pin(async move {
-                    match (attempt, network) {
-                        (0 | 1, true) => Err(ToolError::network("connection reset")),
-                        (_, false) => Err(ToolError::execution("bad input")),
+                    let busy =
+                        |secs| ToolError::network("HTTP 503").with_retry_after(Duration::from_secs(secs));
+                    match (attempt, kind.as_str()) {
+                        (0 | 1, "network") => Err(ToolError::network("connection reset")),
+                        (0 | 1, "busy") => Err(busy(5)),
+                        (0 | 1, "very_busy") => Err(busy(120)),
+                        (_, "logic") => Err(ToolError::execution("bad input")),
                         _ => Ok(ToolOutput::Text(format!("ok after {} attempts", attempt + 1))),
                     }
                 }) as BoxFuture<'static, _>
@@ -255,6 +259,29 @@ async fn retries_apply_only_to_retryable_failures_and_are_off_by_default() {
     let result = on.execute(exact(&[request("f", "t_flaky", &[("kind", "logic")])]), &context(true)).await;
     assert_eq!(result[0].error_kind, Some(ErrorKind::Execution));
     assert_eq!(counters.flaky.load(Ordering::SeqCst), 1, "execution errors are not retried");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_retry_waits_as_long_as_the_failure_asks_within_a_bound() {
+    let mut options = ExecutorOptions::default();
+    options.retry = RetryPolicy::new(3, Duration::from_millis(100));
+    // `Retry-After: 5` twice: 5 s each instead of the 100 ms and 200 ms backoff.
+    let counters = Arc::new(Counters::default());
+    let executor = Executor::new(registry(&counters)).with_options(options.clone());
+    let start = Instant::now();
+    let result =
+        executor.execute(exact(&[request("f", "t_flaky", &[("kind", "busy")])]), &context(true)).await;
+    assert_eq!(result[0].result, "ok after 3 attempts");
+    assert_eq!(start.elapsed(), Duration::from_secs(10));
+    // Asking for longer than `max_retry_after` (60 s by default): returned at once.
+    let counters = Arc::new(Counters::default());
+    let executor = Executor::new(registry(&counters)).with_options(options);
+    let start = Instant::now();
+    let result =
+        executor.execute(exact(&[request("f", "t_flaky", &[("kind", "very_busy")])]), &context(true)).await;
+    assert_eq!(result[0].error_kind, Some(ErrorKind::Network));
+    assert_eq!(counters.flaky.load(Ordering::SeqCst), 1);
+    assert_eq!(start.elapsed(), Duration::ZERO);
 }
 
 fn run_count(executor: &Executor, ctx: &ExecutionContext) -> ToolExecutionResult {

@@ -19,18 +19,40 @@ pub struct RetryPolicy {
     pub initial_backoff: Duration,
     /// Factor applied to the wait after each retry.
     pub multiplier: f64,
+    /// The longest wait a failure may ask for ([`ToolError::retry_after`], from a
+    /// server's `Retry-After`): a failure asking for longer is returned at once instead
+    /// of retried.
+    ///
+    /// [`ToolError::retry_after`]: crate::ToolError::retry_after
+    pub max_retry_after: Duration,
 }
 
 impl Default for RetryPolicy {
     fn default() -> Self {
-        RetryPolicy { max_attempts: 1, initial_backoff: Duration::from_millis(200), multiplier: 2.0 }
+        RetryPolicy {
+            max_attempts: 1,
+            initial_backoff: Duration::from_millis(200),
+            multiplier: 2.0,
+            max_retry_after: Duration::from_secs(60),
+        }
     }
 }
 
 impl RetryPolicy {
     /// Up to `max_attempts` attempts with exponential backoff from `initial_backoff`.
     pub fn new(max_attempts: u32, initial_backoff: Duration) -> Self {
-        RetryPolicy { max_attempts: max_attempts.max(1), initial_backoff, multiplier: 2.0 }
+        RetryPolicy { max_attempts: max_attempts.max(1), initial_backoff, ..RetryPolicy::default() }
+    }
+
+    /// The wait before retry number `retry` (from 0) after `error`: what the error asks
+    /// for, else the exponential backoff; `None` when it asks for longer than
+    /// `max_retry_after`.
+    pub(crate) fn wait_after(&self, error: &crate::ToolError, retry: u32) -> Option<Duration> {
+        match error.retry_after {
+            Some(asked) if asked > self.max_retry_after => None,
+            Some(asked) => Some(asked),
+            None => Some(self.backoff(retry)),
+        }
     }
 
     pub(crate) fn backoff(&self, retry: u32) -> Duration {

@@ -353,9 +353,10 @@ impl Executor {
                 Err(e)
                     if e.kind.is_retryable()
                         && attempt < retry.max_attempts
-                        && !ctx.cancel.is_cancelled() =>
+                        && !ctx.cancel.is_cancelled()
+                        && retry.wait_after(&e, attempt - 1).is_some() =>
                 {
-                    let wait = retry.backoff(attempt - 1);
+                    let wait = retry.wait_after(&e, attempt - 1).unwrap_or_default();
                     attempt += 1;
                     tokio::select! {
                         () = tokio::time::sleep(wait) => {}

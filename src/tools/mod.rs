@@ -15,6 +15,9 @@ mod definition;
 mod discovery;
 #[cfg(feature = "runtime")]
 mod registry;
+#[cfg(feature = "rest")]
+#[cfg_attr(docsrs, doc(cfg(feature = "rest")))]
+pub mod rest;
 mod spec;
 
 #[cfg(feature = "runtime")]

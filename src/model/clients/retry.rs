@@ -1,7 +1,8 @@
 //! When to ask again: the retry policy, and reading how long a provider asks to wait
 //! (`retry-after-ms`, `Retry-After` in seconds or as an HTTP date, Gemini's `RetryInfo`).
 
-use std::time::{Duration, SystemTime};
+pub(crate) use crate::http::retry_after_from_headers;
+use std::time::Duration;
 
 use serde_json::Value;
 
@@ -103,30 +104,6 @@ impl RetryPolicy {
     }
 }
 
-/// How long the response headers ask to wait: `retry-after-ms` (OpenAI), else
-/// `Retry-After` as seconds or as an HTTP date (relative to `now`).
-pub(crate) fn retry_after_from_headers(
-    retry_after_ms: Option<&str>,
-    retry_after: Option<&str>,
-    now: SystemTime,
-) -> Option<Duration> {
-    if let Some(ms) = retry_after_ms.and_then(|v| v.trim().parse::<f64>().ok()) {
-        if ms.is_finite() && ms >= 0.0 {
-            return Duration::try_from_secs_f64(ms / 1000.0).ok();
-        }
-    }
-    let value = retry_after?.trim();
-    if let Ok(seconds) = value.parse::<f64>() {
-        return if seconds.is_finite() && seconds >= 0.0 {
-            Duration::try_from_secs_f64(seconds).ok()
-        } else {
-            None
-        };
-    }
-    let date = httpdate::parse_http_date(value).ok()?;
-    Some(date.duration_since(now).unwrap_or(Duration::ZERO))
-}
-
 /// Gemini's wait: the `retryDelay` (`"13s"`, `"1.5s"`) of a `google.rpc.RetryInfo` in
 /// `error.details`.
 pub(crate) fn retry_after_from_body(body: &Value) -> Option<Duration> {
@@ -177,6 +154,7 @@ fn truncate(text: &str) -> String {
 mod tests {
     use super::*;
     use serde_json::json;
+    use std::time::SystemTime;
 
     fn now() -> SystemTime {
         httpdate::parse_http_date("Sun, 22 Nov 2026 10:00:00 GMT").unwrap()
