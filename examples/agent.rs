@@ -3,10 +3,10 @@
 //! complete.
 //!
 //! ```text
-//! OPENAI_BASE_URL=http://127.0.0.1:11434/v1 OPENAI_MODEL=qwen3:8b cargo run --example agent
-//! OPENAI_API_KEY=sk-… OPENAI_MODEL=gpt-4o-mini cargo run --example agent -- "What is 17 / 4?"
-//! cargo run --example agent            # no endpoint: a local recorded conversation
-//! cargo run --example agent -- --text  # offer the tools as VCP text, whatever the model
+//! OPENAI_BASE_URL=http://127.0.0.1:11434/v1 OPENAI_MODEL=qwen3:8b cargo run --features http --example agent
+//! OPENAI_API_KEY=sk-… OPENAI_MODEL=gpt-4o-mini cargo run --features http --example agent -- "What is 17 / 4?"
+//! cargo run --features http --example agent            # no endpoint: a local recorded conversation
+//! cargo run --features http --example agent -- --text  # offer the tools as VCP text, whatever the model
 //! ```
 //!
 //! The endpoint comes from the environment: `OPENAI_MODEL` (required for a real

@@ -13,6 +13,7 @@ fn run(name: &str, args: &[&str]) -> String {
         .env_remove("OPENAI_MODEL")
         .env_remove("OPENAI_BASE_URL")
         .env_remove("OPENAI_API_KEY")
+        .env_remove("LIBRARY_TOKEN")
         .output()
         .expect("run the example");
     let stdout = String::from_utf8(output.stdout).expect("UTF-8 output");
@@ -81,4 +82,25 @@ fn custom_protocol_answers_every_call_and_runs_the_loop() {
     assert!(out.contains("diagnostic missing_end_marker"), "{out}");
     assert!(out.contains("{\"name\":\"calc_add\",\"status\":\"success\",\"content\":\"42.0\"}"), "{out}");
     assert!(out.contains("The conversation (2 rounds, stopped: Finished)"), "{out}");
+}
+
+#[test]
+fn rest_tools_calls_a_real_http_server_and_feeds_back_its_404() {
+    let out = run("rest_tools", &[]);
+    assert!(out.contains("LIBRARY_TOKEN is not set: using a demo token"), "{out}");
+    // The prompt describes the configured method with its schema.
+    assert!(out.contains("q:「始」(string, required) words of the title「末」"), "{out}");
+    assert!(
+        out.contains("limit:「始」(integer, optional, default: 5, minimum: 1, maximum: 20)「末」"),
+        "{out}"
+    );
+    // The search went out with its query, the book with its id in the path.
+    assert!(out.contains("library_search Success: {\"books\":[{\"id\":1,"), "{out}");
+    assert!(out.contains("library_book Success: {\"id\":2,\"title\":\"Rust for Rustaceans\""), "{out}");
+    // The POST reached the server (past its token check) and its 404 came back as a result.
+    assert!(
+        out.contains("library_reserve Error (not_found): POST /books/{id}/reservations answered HTTP 404 Not Found: no book 99"),
+        "{out}"
+    );
+    assert!(out.contains("error_kind:「始」not_found「末」"), "{out}");
 }
