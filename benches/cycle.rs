@@ -8,7 +8,7 @@
 //! `Engine::process_tool_call_cycle` call, driven by `block_on` on a current-thread tokio
 //! runtime, with calls run in parallel (the default) and, separately, serially.
 //!
-//! `cargo bench --bench cycle` runs both; `cargo bench --bench cycle -- --test` runs each
+//! `cargo bench -p tool-calling-benches --bench cycle` runs both; `cargo bench -p tool-calling-benches --bench cycle -- --test` runs each
 //! once, as a smoke test.
 
 use std::hint::black_box;

@@ -7,7 +7,7 @@
 //! the bytes to a `ResponseStream` in 4 KiB chunks (about what a socket read gives),
 //! finishes it, and accumulates the turn; the turn is checked once, before timing.
 //!
-//! `cargo bench --bench native_stream`; `-- --test` runs each once, as a smoke test.
+//! `cargo bench -p tool-calling-benches --bench native_stream`; `-- --test` runs each once, as a smoke test.
 
 use std::hint::black_box;
 

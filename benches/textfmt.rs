@@ -17,7 +17,7 @@
 //! whitespace that keeps `auto` undecided), one-shot and streamed in 16-byte chunks, at
 //! 64 KiB and 1 MiB. Linear cost shows as the same throughput at both sizes.
 //!
-//! `cargo bench --bench textfmt`; `-- --test` runs each once.
+//! `cargo bench -p tool-calling-benches --bench textfmt`; `-- --test` runs each once.
 
 use std::hint::black_box;
 

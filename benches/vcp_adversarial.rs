@@ -8,7 +8,7 @@
 //! 1 MiB ratio of each (the machine's noise affects both sizes alike). Then criterion's
 //! measurements of `parse`, group `vcp_parse/adversarial`.
 //!
-//! `cargo bench --bench vcp_adversarial`; `-- --test` runs each once (and skips the table).
+//! `cargo bench -p tool-calling-benches --bench vcp_adversarial`; `-- --test` runs each once (and skips the table).
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};

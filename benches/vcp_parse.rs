@@ -8,8 +8,8 @@
 //! (borrowed), reported as bytes per second; and
 //! - `vcp_parse/options`: the 1 MiB prose input with default options vs `skip_fenced`.
 //!
-//! `cargo bench --bench vcp_parse` runs everything in a few minutes;
-//! `cargo bench --bench vcp_parse -- --test` runs each benchmark once, as a smoke test.
+//! `cargo bench -p tool-calling-benches --bench vcp_parse` runs everything in a few minutes;
+//! `cargo bench -p tool-calling-benches --bench vcp_parse -- --test` runs each benchmark once, as a smoke test.
 
 use std::hint::black_box;
 use std::time::Duration;

@@ -22,8 +22,8 @@
 //! times, and the fastest of each is compared, e.g.
 //! `vcp_stream/requests: chunk_1 / one_shot = 2.81 (fastest of 15 alternating runs)`.
 //!
-//! `cargo bench --bench vcp_stream` runs everything in about a minute;
-//! `cargo bench --bench vcp_stream -- --test` runs each benchmark once, as a smoke test.
+//! `cargo bench -p tool-calling-benches --bench vcp_stream` runs everything in about a minute;
+//! `cargo bench -p tool-calling-benches --bench vcp_stream -- --test` runs each benchmark once, as a smoke test.
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};

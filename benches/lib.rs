@@ -1,0 +1,1 @@
+//! Nothing: this package holds the benchmarks (see `Cargo.toml`).
