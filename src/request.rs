@@ -10,9 +10,27 @@ use crate::Span;
 ///
 /// Text protocols such as VCP produce only [`serde_json::Value::String`] values; native
 /// JSON protocols keep the JSON values the model sent.
+///
+/// ```
+/// use tool_calling::{Args, VcpProtocol};
+/// let reply = "<<<[TOOL_REQUEST]>>>\ntool_name:「始」calc_add「末」,\nb:「始」2「末」,\na:「始」1「末」\n<<<[END_TOOL_REQUEST]>>>";
+/// let args: &Args = &VcpProtocol::default().parse(reply).requests[0].args;
+/// assert_eq!(args.keys().collect::<Vec<_>>(), ["b", "a"]);
+/// assert_eq!(args["a"], serde_json::Value::String("1".into()));
+/// ```
 pub type Args = IndexMap<String, serde_json::Value>;
 
 /// Where a request's id came from.
+///
+/// ```
+/// use tool_calling::{RequestIdSource, VcpProtocol};
+/// let reply = "<<<[TOOL_REQUEST]>>>\ntool_name:「始」a「末」\n<<<[END_TOOL_REQUEST]>>>\n\
+///              <<<[TOOL_REQUEST]>>>\ntool_name:「始」b「末」,\nrequest_id:「始」mine「末」\n<<<[END_TOOL_REQUEST]>>>";
+/// let outcome = VcpProtocol::default().parse(reply);
+/// assert_eq!(outcome.requests[0].id_source, RequestIdSource::Assigned);
+/// assert_eq!(outcome.requests[1].id_source, RequestIdSource::Model);
+/// assert_eq!(outcome.requests[1].request_id, "mine");
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
@@ -29,6 +47,16 @@ pub enum RequestIdSource {
 /// then [`complete`](Self::complete) is `false` and [`problems`](Self::problems) says
 /// why, in words meant for the model to read. Nothing the model wrote is dropped
 /// silently.
+///
+/// ```
+/// use tool_calling::{ParsedToolRequest, VcpProtocol};
+/// let reply = "<<<[TOOL_REQUEST]>>>\ntool_name:「始」calc「末」,\na:「始」1「末」,\nb:「始」cut off";
+/// let request: &ParsedToolRequest = &VcpProtocol::default().parse(reply).requests[0];
+/// assert_eq!(request.tool_name, "calc");
+/// assert_eq!(request.arg_str("a"), Some("1"));
+/// assert!(!request.complete);
+/// assert!(request.problems[0].contains("`b`"));
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct ParsedToolRequest {

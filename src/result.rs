@@ -7,6 +7,15 @@ use serde_json::Value;
 /// One part of a tool's output: text, JSON, or an image. Each
 /// protocol renders what it can: VCP writes text and a note for binary parts; native
 /// adapters map parts to their content blocks.
+///
+/// ```
+/// use serde_json::json;
+/// use tool_calling::{ContentPart, ToolExecutionResult};
+/// let parts = vec![ContentPart::text("sum:"), ContentPart::json(json!({"value": 3}))];
+/// assert!(matches!(&parts[1], ContentPart::Json { value } if value["value"] == 3));
+/// let result = ToolExecutionResult::success_parts("call_1", "calc_add", parts);
+/// assert_eq!(result.result, "sum:\n{\"value\":3}");
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 #[non_exhaustive]
@@ -72,6 +81,14 @@ impl ContentPart {
 }
 
 /// Whether a tool call succeeded.
+///
+/// ```
+/// use tool_calling::{ErrorKind, ExecutionStatus, ToolExecutionResult};
+/// let failed = ToolExecutionResult::error("call_1", "calc_div", ErrorKind::Execution, "division by zero");
+/// assert_eq!(failed.status, ExecutionStatus::Error);
+/// assert_eq!(failed.status.as_str(), "error");
+/// assert_eq!(ExecutionStatus::Success.as_str(), "success");
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ExecutionStatus {
@@ -92,6 +109,14 @@ impl ExecutionStatus {
 }
 
 /// Why a call failed. Every failed result carries one.
+///
+/// ```
+/// use tool_calling::{ErrorKind, ToolError};
+/// let error = ToolError::validation("`a` must be a number");
+/// assert_eq!(error.kind, ErrorKind::Validation);
+/// assert!(!error.kind.is_retryable() && ErrorKind::Timeout.is_retryable());
+/// assert_eq!(ErrorKind::NotFound.to_string(), "not_found");
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
@@ -139,6 +164,16 @@ impl std::fmt::Display for ErrorKind {
 }
 
 /// The outcome of running one [`ParsedToolRequest`](crate::ParsedToolRequest).
+///
+/// ```
+/// use tool_calling::{ErrorKind, ToolExecutionResult};
+/// let ok = ToolExecutionResult::success("call_1", "calc_add", "3");
+/// assert!(ok.is_success() && ok.error_kind.is_none());
+/// let late = ToolExecutionResult::error("call_2", "web_fetch", ErrorKind::Timeout, "timed out after 30 s");
+/// assert!(!late.is_success());
+/// assert_eq!(late.error_kind, Some(ErrorKind::Timeout));
+/// assert_eq!(late.result, "timed out after 30 s");
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct ToolExecutionResult {

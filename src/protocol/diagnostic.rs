@@ -8,6 +8,14 @@ use crate::{ParsedToolRequest, Span};
 ///
 /// None of these is fatal: a parser reports them and carries on. Kinds that make a
 /// request incomplete are also listed in that request's `problems`.
+///
+/// ```
+/// use tool_calling::{DiagnosticKind, VcpProtocol};
+/// let outcome = VcpProtocol::default().parse("<<<[TOOL_REQUEST]>>>\ntool_name:「始」calc「末」");
+/// let kind = outcome.diagnostics[0].kind;
+/// assert_eq!(kind, DiagnosticKind::MissingEndMarker);
+/// assert_eq!(kind.to_string(), "missing_end_marker");
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
@@ -65,6 +73,16 @@ impl std::fmt::Display for DiagnosticKind {
 }
 
 /// One thing a parser noticed, with where it stands in the input.
+///
+/// ```
+/// use tool_calling::{DiagnosticKind, VcpProtocol};
+/// let text = "<<<[TOOL_REQUEST]>>>\ntool_name:「始」calc「末」, // a note\n<<<[END_TOOL_REQUEST]>>>";
+/// let outcome = VcpProtocol::default().parse(text);
+/// let stray = &outcome.diagnostics[0];
+/// assert_eq!(stray.kind, DiagnosticKind::StrayText);
+/// assert_eq!(stray.span.slice(text), Some("// a note"));
+/// assert!(stray.message.contains("// a note"));
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct Diagnostic {
@@ -85,6 +103,17 @@ impl Diagnostic {
 }
 
 /// The result of parsing one model reply: the requests found, and the diagnostics.
+///
+/// ```
+/// use tool_calling::{ParseOutcome, VcpProtocol};
+/// let reply = "<<<[TOOL_REQUEST]>>>\ntool_name:「始」calc_add「末」\n<<<[END_TOOL_REQUEST]>>>\n\
+///              <<<[TOOL_REQUEST]>>>\ntool_name:「始」calc_sub「末」,\na:「始」cut off";
+/// let outcome: ParseOutcome = VcpProtocol::default().parse(reply);
+/// assert!(outcome.has_requests());
+/// assert_eq!(outcome.requests.len(), 2);
+/// let runnable: Vec<_> = outcome.complete_requests().map(|r| r.tool_name.as_str()).collect();
+/// assert_eq!(runnable, ["calc_add"]);
+/// ```
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct ParseOutcome {

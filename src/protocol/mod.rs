@@ -37,6 +37,15 @@ use crate::tools::ToolCatalog;
 use crate::{Invocation, ParsedToolRequest, ToolDefinition, ToolError, ToolExecutionResult};
 
 /// What a protocol adds to a [`ModelRequest`] to offer tools.
+///
+/// ```
+/// use tool_calling::protocol::ToolDeclarations;
+/// use tool_calling::{MethodDefinition, ToolCallingProtocol, ToolDefinition, VcpProtocol};
+/// let calc = ToolDefinition::new("calc", "Calculator").with_method(MethodDefinition::new("add", "Add."));
+/// let declarations = VcpProtocol::default().tool_declarations(&[calc]);
+/// assert!(matches!(&declarations, ToolDeclarations::Prompt(prompt) if prompt.contains("calc")));
+/// assert!(!declarations.is_empty() && declarations.as_native().is_none());
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub enum ToolDeclarations {

@@ -8,6 +8,15 @@ use super::markers::strip_prefix_ignore_ascii_case;
 use crate::ToolExecutionResult;
 
 /// Why a request could not be written as VCP.
+///
+/// ```
+/// use tool_calling::protocol::vcp::{FormatError, VcpProtocol};
+/// let vcp = VcpProtocol::default();
+/// assert_eq!(vcp.format_request("", [("a", "1")]), Err(FormatError::EmptyToolName));
+/// let err = vcp.format_request("calc", [("request_id", "x")]).unwrap_err();
+/// assert_eq!(err, FormatError::ReservedKey { key: "request_id".into() });
+/// assert!(err.to_string().contains("reserved"));
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum FormatError {

@@ -105,6 +105,14 @@ impl VcpOptions {
 }
 
 /// What kind of text a parser does not read requests in ([`VcpProtocol::hidden_spans`]).
+///
+/// ```
+/// use tool_calling::protocol::vcp::{HiddenKind, VcpOptions, VcpProtocol};
+/// let text = "<think>plan</think>Look:\n```\ncode\n```\n";
+/// let vcp = VcpProtocol::new(VcpOptions::default().skip_fenced(true));
+/// let kinds: Vec<HiddenKind> = vcp.hidden_spans(text).into_iter().map(|(_, kind)| kind).collect();
+/// assert_eq!(kinds, [HiddenKind::Reasoning, HiddenKind::Fenced]);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum HiddenKind {
@@ -117,6 +125,15 @@ pub enum HiddenKind {
 /// The VCP protocol: parser options plus prompt templates.
 ///
 /// Cheap to clone; `Send + Sync`, so one instance can serve many tasks.
+///
+/// ```
+/// use tool_calling::{ToolCallingProtocol, VcpOptions, VcpProtocol};
+/// let vcp = VcpProtocol::new(VcpOptions::default().fuzzy_markers(true)).with_id("vcp-fuzzy");
+/// assert_eq!(vcp.id(), "vcp-fuzzy");
+/// let outcome = vcp.parse("<<[tool_request]>>\ntool_name:{始}calc_add{末}\n<<[end_tool_request]>>");
+/// assert_eq!(outcome.requests[0].tool_name, "calc_add");
+/// assert!(outcome.requests[0].complete);
+/// ```
 #[derive(Debug, Clone)]
 pub struct VcpProtocol {
     id: std::borrow::Cow<'static, str>,

@@ -23,6 +23,26 @@ pub const CONTROL_KEYS: [&str; 4] = ["archery", "ink", "river", "vref"];
 const VCP: &str = "vcp";
 
 /// One call a request resolved to.
+///
+/// ```
+/// use tool_calling::protocol::vcp::route;
+/// use tool_calling::tools::{ArgMap, BoxFuture, MethodSpec, ToolOutput, ToolRegistry, ToolSpec};
+/// use tool_calling::{MethodDefinition, ParsedToolRequest};
+///
+/// let handler = |_, _: ArgMap| Box::pin(async { Ok(ToolOutput::Text("ok".into())) }) as BoxFuture<'static, _>;
+/// let add = MethodSpec::new(MethodDefinition::new("add", "Add."), handler);
+/// let registry = ToolRegistry::new();
+/// registry.register(ToolSpec::stateless("calc", "Calculator").with_method(add)).unwrap();
+/// // A batch request: one call per `commandN`, with its own `nameN` arguments.
+/// let request = ParsedToolRequest::new("1", "calc")
+///     .with_arg("command1", "add")
+///     .with_arg("command2", "add")
+///     .with_arg("a2", "5");
+/// let calls = route(&registry.catalog(), &request);
+/// let second = calls[1].as_ref().unwrap();
+/// assert_eq!((second.method.as_str(), second.batch_index), ("calc_add", Some(2)));
+/// assert_eq!(second.args["a"], "5");
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub struct RoutedCall {
@@ -83,6 +103,16 @@ pub(crate) fn command_of<'m>(name: &'m str, protocol_config: &'m serde_json::Map
 /// Why a request (or one call of a batch) could not be routed. Its message is written for
 /// the model, so that it can correct the name and retry: [`message`](Self::message) in
 /// the words of a template set, `Display` in the English one.
+///
+/// ```
+/// use tool_calling::ParsedToolRequest;
+/// use tool_calling::protocol::vcp::{RouteError, route};
+/// use tool_calling::tools::ToolCatalog;
+/// let catalog = ToolCatalog::new();
+/// let calls = route(&catalog, &ParsedToolRequest::new("1", "weather"));
+/// assert!(matches!(&calls[0], Err(RouteError::UnknownName { name, .. }) if name == "weather"));
+/// assert_eq!(route(&catalog, &ParsedToolRequest::new("2", " ")), [Err(RouteError::EmptyToolName)]);
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum RouteError {

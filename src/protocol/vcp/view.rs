@@ -9,6 +9,16 @@ use crate::{Diagnostic, ParseOutcome, ParsedToolRequest, Span};
 
 /// Everything one parse found, borrowing from the reply: see
 /// [`VcpProtocol::parse_view`](super::VcpProtocol::parse_view).
+///
+/// ```
+/// use tool_calling::prelude::*;
+/// let reply = "<<<[TOOL_REQUEST]>>>\ntool_name:「始」calc_add「末」,\na:「始」2「末」\n<<<[END_TOOL_REQUEST]>>>";
+/// let view: ParseView<'_> = VcpProtocol::default().parse_view(reply);
+/// assert_eq!(view.requests.len(), 1);
+/// assert!(view.diagnostics.is_empty());
+/// let owned = view.into_owned();
+/// assert_eq!(owned.requests[0].args["a"], "2");
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub struct ParseView<'a> {
@@ -30,6 +40,17 @@ impl<'a> ParseView<'a> {
 /// Text is borrowed ([`Cow::Borrowed`]) unless the parser had to change it: a value
 /// with `\r\n` line ends (folded to `\n`), an escaped value whose escaped markers were
 /// restored, text with hidden reasoning cut out of it, or an id the parser assigned.
+///
+/// ```
+/// use std::borrow::Cow;
+/// use tool_calling::{RequestIdSource, VcpProtocol};
+/// let reply = "<<<[TOOL_REQUEST]>>>\ntool_name:「始」calc_add「末」,\na:「始」2「末」\n<<<[END_TOOL_REQUEST]>>>";
+/// let view = VcpProtocol::default().parse_view(reply);
+/// let request = &view.requests[0];
+/// assert!(matches!(request.tool_name, Cow::Borrowed("calc_add")));
+/// assert_eq!(request.id_source, RequestIdSource::Assigned);
+/// assert!(request.complete && request.problems.is_empty());
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub struct RequestView<'a> {
@@ -89,6 +110,15 @@ impl<'a> RequestView<'a> {
 }
 
 /// One argument of a [`RequestView`].
+///
+/// ```
+/// use tool_calling::VcpProtocol;
+/// let reply = "<<<[TOOL_REQUEST]>>>\ntool_name:「始」calc_add「末」,\na:「始」 2 「末」\n<<<[END_TOOL_REQUEST]>>>";
+/// let view = VcpProtocol::default().parse_view(reply);
+/// let field = &view.requests[0].args[0];
+/// assert_eq!((field.key.as_ref(), field.value.as_ref()), ("a", "2"));
+/// assert_eq!(field.span.slice(reply), Some("a:「始」 2 「末」"));
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct FieldView<'a> {
