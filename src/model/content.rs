@@ -10,6 +10,14 @@ use crate::{ContentPart, ExecutionStatus, ToolExecutionResult};
 ///
 /// Serialised with a `type` tag: `{"type": "text", "text": "…"}`,
 /// `{"type": "reasoning", …}`, `{"type": "tool_call", …}`, `{"type": "tool_result", …}`.
+///
+/// ```
+/// use tool_calling::model::ContentBlock;
+/// let block = ContentBlock::text("Hello");
+/// assert_eq!(block.as_text(), Some("Hello"));
+/// let json = serde_json::to_value(&block).unwrap();
+/// assert_eq!(json, serde_json::json!({"type": "text", "text": "Hello"}));
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 #[non_exhaustive]
@@ -48,6 +56,15 @@ impl ContentBlock {
 /// signatures) require it back, unchanged, on the next turn; the signature is kept as
 /// an opaque string for that. Redacted reasoning (Anthropic `redacted_thinking`) has no
 /// readable text: its encrypted payload is kept in [`signature`](Self::signature).
+///
+/// ```
+/// use tool_calling::model::Reasoning;
+/// let signed = Reasoning::new("The user wants a sum.", Some("sig-1".to_owned()));
+/// assert!(!signed.redacted);
+/// let hidden = Reasoning::redacted("opaque-payload");
+/// assert!(hidden.redacted && hidden.text.is_empty());
+/// assert_eq!(hidden.signature.as_deref(), Some("opaque-payload"));
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct Reasoning {
@@ -148,6 +165,16 @@ impl ToolCall {
 }
 
 /// The result of one native tool call, as it goes back to the model.
+///
+/// ```
+/// use tool_calling::model::ToolResultBlock;
+/// use tool_calling::{ContentPart, ToolExecutionResult};
+/// let result = ToolExecutionResult::success("call_1", "calc_add", "3");
+/// let block = ToolResultBlock::from_result(&result);
+/// assert_eq!((block.call_id.as_str(), block.name.as_str()), ("call_1", "calc_add"));
+/// assert_eq!(block.content, [ContentPart::text("3")]);
+/// assert!(!block.is_error);
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct ToolResultBlock {

@@ -14,6 +14,19 @@ use super::{AssistantTurn, ContentBlock, FinishReason, Reasoning, ToolCall};
 ///
 /// Serialised with a `type` tag and the variant's contents under `value`:
 /// `{"type": "text", "value": "…"}`, `{"type": "tool_call_end", "value": {"index": 0}}`.
+///
+/// ```
+/// use tool_calling::model::{AssistantTurn, FinishReason, ToolCall, TurnDelta};
+/// let turn = AssistantTurn::from_text("Adding.")
+///     .with_tool_call(ToolCall::new("c1", "calc_add", r#"{"a": 1}"#))
+///     .with_finish_reason(FinishReason::ToolCalls);
+/// let deltas = turn.into_deltas();
+/// assert_eq!(deltas[0], TurnDelta::Text("Adding.".into()));
+/// assert!(matches!(&deltas[1], TurnDelta::ToolCallStart { index: 0, name, .. } if name == "calc_add"));
+/// assert_eq!(deltas.last(), Some(&TurnDelta::Finish(FinishReason::ToolCalls)));
+/// let json = serde_json::to_value(TurnDelta::ToolCallEnd { index: 0 }).unwrap();
+/// assert_eq!(json, serde_json::json!({"type": "tool_call_end", "value": {"index": 0}}));
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", content = "value", rename_all = "snake_case")]
 #[non_exhaustive]

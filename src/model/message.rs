@@ -14,6 +14,13 @@ use crate::{ParsedToolRequest, ToolExecutionResult};
 ///
 /// Ordered `System < User < Assistant < Tool`, the order used by
 /// [`Conversation::count_by_role`](super::Conversation::count_by_role).
+///
+/// ```
+/// use tool_calling::model::{Message, Role};
+/// assert_eq!(Message::user("Hi").role, Role::User);
+/// assert_eq!(Role::Tool.to_string(), "tool");
+/// assert!(Role::System < Role::Assistant);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
@@ -52,6 +59,13 @@ impl std::fmt::Display for Role {
 }
 
 /// A role name that [`Role::from_str`] does not know.
+///
+/// ```
+/// use tool_calling::model::{Role, UnknownRole};
+/// let err = "robot".parse::<Role>().unwrap_err();
+/// assert_eq!(err, UnknownRole("robot".to_owned()));
+/// assert!(err.to_string().contains("unknown message role `robot`"));
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("unknown message role `{0}` (expected system, user, assistant or tool)")]
 pub struct UnknownRole(pub String);
@@ -84,6 +98,16 @@ impl FromStr for Role {
 /// read out of an assistant message (VCP requests live in its text, native ones in its
 /// call blocks), and the results a tool message reports. Both records are omitted from
 /// JSON when empty.
+///
+/// ```
+/// use tool_calling::model::{ContentBlock, Message, Role, ToolCall};
+/// let reply = Message::assistant("Let me add that.")
+///     .with_block(ContentBlock::ToolCall(ToolCall::new("call_1", "calc_add", r#"{"a": 1}"#)));
+/// assert_eq!(reply.role, Role::Assistant);
+/// assert_eq!(reply.text(), "Let me add that.");
+/// assert_eq!(reply.tool_calls().count(), 1);
+/// assert!(!reply.has_tool_requests());
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct Message {

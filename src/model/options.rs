@@ -5,6 +5,13 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 /// How hard a model that reasons should think.
+///
+/// ```
+/// use tool_calling::model::Effort;
+/// assert_eq!(Effort::Medium.as_str(), "medium");
+/// assert_eq!(Effort::High.budget(), 24_576);
+/// assert_eq!(Effort::from_budget(Effort::Low.budget()), Effort::Low);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
@@ -52,6 +59,13 @@ impl Effort {
 }
 
 /// Whether a model reasons before it answers, and how much.
+///
+/// ```
+/// use tool_calling::model::{Effort, Thinking};
+/// assert!(Thinking::Budget(4_096).is_on());
+/// assert!(Thinking::Effort(Effort::Low).is_on());
+/// assert!(!Thinking::Off.is_on());
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
@@ -155,6 +169,13 @@ impl RequestOptions {
 /// Something a client changed in a request before sending it: an option the model does
 /// not support (dropped), or one the provider would refuse in this combination
 /// (adjusted). Also logged as a `tracing` warning.
+///
+/// ```
+/// use tool_calling::model::RequestNote;
+/// let note = RequestNote::new("temperature", "dropped: the model does not support it");
+/// assert_eq!(note.option, "temperature");
+/// assert_eq!(note.to_string(), "temperature: dropped: the model does not support it");
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct RequestNote {

@@ -9,6 +9,14 @@ use super::{Effort, RequestNote, RequestOptions, Thinking};
 use crate::protocol::textfmt::TextFormat;
 
 /// How a model takes a request to reason.
+///
+/// ```
+/// use tool_calling::model::{ModelProfiles, ThinkingStyle};
+/// let profiles = ModelProfiles::builtin();
+/// assert_eq!(profiles.lookup("gemini-2.5-flash").thinking, ThinkingStyle::GeminiBudget);
+/// assert_eq!(profiles.lookup("gpt-4o").thinking, ThinkingStyle::None);
+/// assert_eq!(ThinkingStyle::GeminiLevel.as_str(), "gemini_level");
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum ThinkingStyle {
@@ -56,6 +64,14 @@ impl ThinkingStyle {
 }
 
 /// The text protocol a model without native tools is spoken to in.
+///
+/// ```
+/// use tool_calling::model::{FallbackProtocol, ModelProfiles};
+/// use tool_calling::protocol::textfmt::TextFormat;
+/// assert_eq!(FallbackProtocol::default().id(), "vcp");
+/// let mistral = ModelProfiles::builtin().lookup("mistral-small-24b");
+/// assert_eq!(mistral.fallback, FallbackProtocol::Format(TextFormat::Mistral));
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 #[non_exhaustive]
 pub enum FallbackProtocol {
@@ -273,6 +289,15 @@ impl Patch {
 }
 
 /// Why a configuration file could not be used: the file, the entry, the field.
+///
+/// ```
+/// use tool_calling::model::ModelProfiles;
+/// let text = "[[model]]\nmatch = \"gpt-*\"\ncontext_tokens = \"many\"";
+/// let err = ModelProfiles::builtin().with_config_toml("models.toml", text).unwrap_err();
+/// assert_eq!(err.file, "models.toml");
+/// assert_eq!(err.entry.as_deref(), Some("1 (`gpt-*`)"));
+/// assert_eq!(err.field.as_deref(), Some("context_tokens"));
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{file}{}{}: {message}",
     entry.as_ref().map(|e| format!(": entry {e}")).unwrap_or_default(),

@@ -6,6 +6,15 @@ use serde_json::Value;
 use super::{Message, RequestOptions};
 
 /// Whether, and which, tools the model may call in its turn.
+///
+/// ```
+/// use tool_calling::model::{Message, ModelRequest, ToolChoice};
+/// let mut request = ModelRequest::new(vec![Message::user("What is 2 + 40?")]);
+/// assert_eq!(request.tool_choice, ToolChoice::Auto);
+/// request.tool_choice = ToolChoice::Tool("calc_add".to_owned());
+/// let json = serde_json::to_value(&request.tool_choice).unwrap();
+/// assert_eq!(json, serde_json::json!({"tool": "calc_add"}));
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]

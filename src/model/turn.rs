@@ -7,6 +7,13 @@ use serde::{Deserialize, Serialize};
 use super::{ContentBlock, Reasoning, ToolCall, TurnDelta};
 
 /// Why a model's turn (or a streamed cycle) ended.
+///
+/// ```
+/// use tool_calling::model::{AssistantTurn, FinishReason};
+/// let turn = AssistantTurn::from_text("Too long…").with_finish_reason(FinishReason::Length);
+/// assert_eq!(turn.finish_reason, Some(FinishReason::Length));
+/// assert_eq!(FinishReason::ToolCalls.to_string(), "tool_calls");
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]

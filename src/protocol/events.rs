@@ -6,6 +6,21 @@ use crate::model::TurnDelta;
 use crate::{ParsedToolRequest, Span};
 
 /// One thing an [`IncrementalParser`] decided.
+///
+/// ```
+/// use tool_calling::VcpProtocol;
+/// use tool_calling::protocol::{IncrementalParser, StreamEvent};
+/// let mut parser = VcpProtocol::default().stream_parser();
+/// let mut events = Vec::new();
+/// let reply = "Hi.\n<<<[TOOL_REQUEST]>>>\ntool_name:「始」clock「末」\n<<<[END_TOOL_REQUEST]>>>";
+/// parser.push_text(reply, &mut events);
+/// parser.finish(&mut events);
+/// assert!(matches!(&events[0], StreamEvent::Text { text, .. } if text == "Hi.\n"));
+/// assert!(events.iter().any(|e| matches!(e, StreamEvent::RequestStarted { offset: 4 })));
+/// assert!(events.iter().any(|e| matches!(e, StreamEvent::FieldCompleted { key, value, .. }
+///     if key == "tool_name" && value == "clock")));
+/// assert!(matches!(events.last(), Some(StreamEvent::RequestCompleted(request)) if request.complete));
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub enum StreamEvent {

@@ -4,6 +4,17 @@ use crate::ParsedToolRequest;
 use crate::request::RequestIdSource;
 
 /// How a parser names requests the model gave no id.
+///
+/// ```
+/// use tool_calling::protocol::RequestIdStyle;
+/// use tool_calling::protocol::textfmt::{TextFormat, TextFormatOptions, TextFormatProtocol};
+/// let reply = r#"<tool_call>{"name": "clock", "arguments": {}}</tool_call>"#;
+/// let hermes = TextFormatProtocol::new(TextFormat::Hermes);
+/// assert!(hermes.parse(reply).requests[0].request_id.starts_with("call_"));
+/// let options = TextFormatOptions::default().request_ids(RequestIdStyle::Sequential);
+/// let parsed = hermes.with_options(options).parse(reply);
+/// assert_eq!(parsed.requests[0].request_id, "req_1");
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 #[non_exhaustive]
 pub enum RequestIdStyle {

@@ -7,6 +7,18 @@ use std::sync::Arc;
 use super::ToolCallingProtocol;
 
 /// Why a protocol could not be registered or found.
+///
+/// ```
+/// use std::sync::Arc;
+/// use tool_calling::VcpProtocol;
+/// use tool_calling::protocol::{ProtocolError, ProtocolRegistry};
+/// let mut registry = ProtocolRegistry::with_defaults();
+/// let again = registry.register(Arc::new(VcpProtocol::default()));
+/// assert_eq!(again, Err(ProtocolError::Duplicate("vcp".to_owned())));
+/// let err = registry.get("smoke-signals").err().unwrap();
+/// assert!(matches!(&err, ProtocolError::Unknown { known, .. } if known == "vcp"));
+/// assert_eq!(err.to_string(), "no protocol with id `smoke-signals` is registered (known: vcp)");
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum ProtocolError {

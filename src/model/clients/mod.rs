@@ -63,6 +63,25 @@ use crate::protocol::vcp::VcpProtocol;
 /// and requested wait, a transport failure, a timeout, a provider error inside a stream,
 /// or a body that cannot be read. Retryable refusals (429, 5xx, dropped connections) are
 /// retried before anything was received, as the [`RetryPolicy`] says.
+///
+/// ```
+/// use tool_calling::model::clients::{HttpChatModel, Provider};
+/// let claude = HttpChatModel::builder(Provider::Anthropic)
+///     .env(|_| None)
+///     .api_key("k")
+///     .model("claude-sonnet-4-5")
+///     .build()
+///     .unwrap();
+/// assert_eq!(claude.base_url(), "https://api.anthropic.com");
+/// assert_eq!(claude.protocol().id(), "anthropic", "Claude has native tools");
+/// let qwen = HttpChatModel::builder(Provider::OpenAiChat)
+///     .base_url("http://127.0.0.1:8080/v1")
+///     .model("qwen3-8b")
+///     .build()
+///     .unwrap();
+/// assert!(!qwen.capabilities().native_tools);
+/// assert_eq!(qwen.protocol().id(), "hermes", "tools are offered in its text format");
+/// ```
 #[derive(Clone)]
 pub struct HttpChatModel {
     inner: Arc<Inner>,
@@ -402,6 +421,21 @@ impl HttpChatModel {
 }
 
 /// A request as a client will send it (see [`HttpChatModel::prepare`]).
+///
+/// ```
+/// use std::time::Duration;
+/// use tool_calling::model::clients::{HttpChatModel, Provider};
+/// use tool_calling::model::{Message, ModelRequest, RequestOptions};
+/// let claude =
+///     HttpChatModel::builder(Provider::Anthropic).api_key("k").model("claude-sonnet-4-5").build().unwrap();
+/// let mut request = ModelRequest::new(vec![Message::system("Be brief."), Message::user("hi")]);
+/// request.options = RequestOptions::default().stream(true).timeout(Duration::from_secs(30));
+/// let prepared = claude.prepare(&request);
+/// assert!(prepared.stream);
+/// assert_eq!(prepared.timeout, Some(Duration::from_secs(30)));
+/// assert_eq!(prepared.body["model"], "claude-sonnet-4-5");
+/// assert_eq!(prepared.body["system"], "Be brief.");
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub struct PreparedRequest {

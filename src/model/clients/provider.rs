@@ -18,6 +18,14 @@ use crate::protocol::native::{Anthropic, Gemini, NativeOptions, OpenAiChat, Open
 /// `OpenAiChat` also serves every server that speaks the Chat Completions API: vLLM,
 /// llama.cpp's server, Ollama, DeepSeek, Groq, … (set the base URL; a key is optional
 /// away from the default host).
+///
+/// ```
+/// use tool_calling::model::clients::Provider;
+/// assert_eq!(Provider::OpenAiChat.default_base_url(), "https://api.openai.com/v1");
+/// assert_eq!(Provider::Gemini.key_variables(), ["GEMINI_API_KEY", "GOOGLE_API_KEY"]);
+/// assert_eq!(Provider::Anthropic.model_variable(), "ANTHROPIC_MODEL");
+/// assert_eq!(Provider::OpenAiResponses.to_string(), "openai_responses");
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Provider {

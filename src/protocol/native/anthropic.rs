@@ -26,6 +26,23 @@ pub const DEFAULT_MAX_TOKENS: u32 = 4096;
 /// a `signature` (or `redacted_thinking` with opaque `data`), which are sent back
 /// unchanged on the next request; all the results of a turn go back in one user message
 /// of `tool_result` blocks, `is_error` set on failures.
+///
+/// ```
+/// use serde_json::json;
+/// use tool_calling::ToolCallingProtocol;
+/// use tool_calling::model::FinishReason;
+/// use tool_calling::protocol::native::{Anthropic, WireFormat};
+/// let anthropic = Anthropic::default();
+/// let body = json!({"type": "message", "role": "assistant", "stop_reason": "tool_use", "content": [
+///     {"type": "text", "text": "Adding."},
+///     {"type": "tool_use", "id": "toolu_1", "name": "calc_add", "input": {"a": 2, "b": 40}}
+/// ]});
+/// let turn = anthropic.parse_response(&body).unwrap();
+/// assert_eq!(turn.finish_reason, Some(FinishReason::ToolCalls));
+/// let parsed = anthropic.parse_turn(&turn);
+/// assert_eq!(parsed.requests[0].request_id, "toolu_1");
+/// assert_eq!(parsed.requests[0].args["b"], 40);
+/// ```
 #[derive(Debug, Clone, Default)]
 pub struct Anthropic {
     options: NativeOptions,

@@ -26,6 +26,16 @@ use crate::{ContentPart, Invocation, ParsedToolRequest, ToolDefinition, ToolErro
 /// their parts and sent back unchanged. All the results of a turn go back in one user
 /// turn of `functionResponse` parts (`{"output": …}`, or `{"error": …}` on failures),
 /// with the call's `id` when the call had one.
+///
+/// ```
+/// use tool_calling::model::{Message, ModelRequest};
+/// use tool_calling::protocol::native::{Gemini, WireFormat};
+/// let request = ModelRequest::new(vec![Message::system("Be brief."), Message::user("What is 2 + 40?")]);
+/// let body = Gemini::default().request_body(&request, "gemini-2.5-flash", false);
+/// assert_eq!(body["systemInstruction"]["parts"][0]["text"], "Be brief.");
+/// assert_eq!(body["contents"][0]["role"], "user");
+/// assert_eq!(body["contents"][0]["parts"][0]["text"], "What is 2 + 40?");
+/// ```
 #[derive(Debug, Clone, Default)]
 pub struct Gemini {
     options: NativeOptions,

@@ -52,6 +52,17 @@ use crate::model::{AssistantTurn, FinishReason, Message, ModelRequest, RequestNo
 use crate::protocol::RequestIdStyle;
 
 /// Why a provider's payload could not be read.
+///
+/// ```
+/// use serde_json::json;
+/// use tool_calling::protocol::native::{Gemini, WireError, WireFormat};
+/// let body = json!({"error": {"code": 429, "message": "Quota exceeded", "status": "RESOURCE_EXHAUSTED"}});
+/// let err = Gemini::default().parse_response(&body).unwrap_err();
+/// assert!(matches!(&err, WireError::Provider { kind: Some(kind), .. } if kind == "RESOURCE_EXHAUSTED"));
+/// assert_eq!(err.to_string(), "the provider reported an error (RESOURCE_EXHAUSTED): Quota exceeded");
+/// let not_a_response = Gemini::default().parse_response(&json!({}));
+/// assert!(matches!(not_a_response, Err(WireError::Shape { .. })));
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum WireError {
@@ -82,6 +93,21 @@ pub enum WireError {
 }
 
 /// Options shared by the native protocols.
+///
+/// ```
+/// use serde_json::json;
+/// use tool_calling::ToolCallingProtocol;
+/// use tool_calling::protocol::RequestIdStyle;
+/// use tool_calling::protocol::native::{Gemini, NativeOptions, WireFormat};
+/// let options = NativeOptions::default().request_ids(RequestIdStyle::Sequential).strict(true);
+/// assert!(options.strict);
+/// let gemini = Gemini::new(options);
+/// let body = json!({"candidates": [{"finishReason": "STOP", "content": {"role": "model", "parts": [
+///     {"functionCall": {"name": "calc_add", "args": {"a": 2}}}
+/// ]}}]});
+/// let parsed = gemini.parse_turn(&gemini.parse_response(&body).unwrap());
+/// assert_eq!(parsed.requests[0].request_id, "req_1", "the call had no id: one was assigned");
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub struct NativeOptions {
@@ -112,6 +138,21 @@ impl NativeOptions {
 ///
 /// The model clients speak HTTP and hand everything else to this trait, so a host with
 /// its own HTTP stack can use it directly.
+///
+/// ```
+/// use serde_json::json;
+/// use tool_calling::model::{Message, ModelRequest};
+/// use tool_calling::protocol::native::{Anthropic, WireFormat};
+/// let anthropic = Anthropic::default();
+/// let request = ModelRequest::new(vec![Message::user("hi")]);
+/// let body = anthropic.request_body(&request, "claude-sonnet-4-5", false);
+/// assert_eq!(body["messages"][0]["role"], "user");
+/// assert_eq!(body["max_tokens"], 4096, "the API requires one");
+/// // Post `body` with any HTTP client, then read the answer:
+/// let reply = json!({"type": "message", "stop_reason": "end_turn",
+///                     "content": [{"type": "text", "text": "Hello!"}]});
+/// assert_eq!(anthropic.parse_response(&reply).unwrap().text(), "Hello!");
+/// ```
 pub trait WireFormat: Send + Sync {
     /// The request body for `request` to `model` (`stream` asks for server-sent events).
     fn request_body(&self, request: &ModelRequest, model: &str, stream: bool) -> Value;
@@ -138,6 +179,24 @@ pub trait WireFormat: Send + Sync {
 }
 
 /// Turns a provider's server-sent events into [`TurnDelta`]s.
+///
+/// ```
+/// use tool_calling::model::{FinishReason, TurnDelta};
+/// use tool_calling::protocol::native::{Anthropic, SseParser, WireFormat};
+/// let sse = "event: content_block_delta\n\
+///            data: {\"index\": 0, \"delta\": {\"type\": \"text_delta\", \"text\": \"Hi\"}}\n\n\
+///            event: message_delta\n\
+///            data: {\"delta\": {\"stop_reason\": \"end_turn\"}}\n\n";
+/// let mut events = Vec::new();
+/// SseParser::new().push(sse.as_bytes(), &mut events);
+/// let mut decoder = Anthropic::default().stream_decoder();
+/// let mut deltas = Vec::new();
+/// for event in &events {
+///     decoder.event(event, &mut deltas).unwrap();
+/// }
+/// decoder.finish(&mut deltas);
+/// assert_eq!(deltas, [TurnDelta::Text("Hi".into()), TurnDelta::Finish(FinishReason::Stop)]);
+/// ```
 pub trait StreamDecoder: Send {
     /// Reads one event; appends the deltas it decides. A provider's error event is an
     /// error; event types the decoder does not know are skipped.

@@ -13,6 +13,14 @@ use std::borrow::Cow;
 use crate::tools::ToolCatalog;
 
 /// Which characters and length a provider allows in a tool's name.
+///
+/// ```
+/// use tool_calling::protocol::native::NameRule;
+/// assert!(NameRule::Strict.fits("calc_add"));
+/// assert!(!NameRule::Strict.fits("files.read"), "no dots for OpenAI or Anthropic");
+/// assert!(NameRule::Gemini.fits("files.read"));
+/// assert!(!NameRule::Gemini.fits("9lives"), "Gemini names start with a letter or `_`");
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum NameRule {

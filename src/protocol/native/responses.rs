@@ -29,6 +29,22 @@ use crate::{Invocation, ParsedToolRequest, ToolDefinition, ToolError, ToolExecut
 /// API requires for calls made after reasoning. A reasoning item's id and encrypted
 /// content are kept as its [`Reasoning::signature`] (a small JSON object), a call's item
 /// id (`fc_…`) as its [`ToolCall::signature`].
+///
+/// ```
+/// use serde_json::json;
+/// use tool_calling::ToolCallingProtocol;
+/// use tool_calling::protocol::native::{OpenAiResponses, WireFormat};
+/// let responses = OpenAiResponses::default();
+/// let body = json!({"status": "completed", "output": [
+///     {"type": "function_call", "id": "fc_1", "call_id": "call_1",
+///      "name": "calc_add", "arguments": "{\"a\": 2}"}
+/// ]});
+/// let turn = responses.parse_response(&body).unwrap();
+/// assert_eq!(turn.tool_calls().next().unwrap().signature.as_deref(), Some("fc_1"));
+/// let parsed = responses.parse_turn(&turn);
+/// assert_eq!(parsed.requests[0].request_id, "call_1");
+/// assert_eq!(parsed.requests[0].args["a"], 2);
+/// ```
 #[derive(Debug, Clone, Default)]
 pub struct OpenAiResponses {
     options: NativeOptions,

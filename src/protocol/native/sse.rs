@@ -8,6 +8,16 @@
 //! are joined with `\n`. Each byte is looked at once: the cost is linear in the input.
 
 /// One server-sent event.
+///
+/// ```
+/// use tool_calling::protocol::native::SseParser;
+/// let mut events = Vec::new();
+/// SseParser::new().push(b"id: 7\nevent: delta\ndata: line 1\ndata: line 2\n\n", &mut events);
+/// let event = &events[0];
+/// assert_eq!(event.id.as_deref(), Some("7"));
+/// assert_eq!(event.event.as_deref(), Some("delta"));
+/// assert_eq!(event.data, "line 1\nline 2");
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub struct SseEvent {

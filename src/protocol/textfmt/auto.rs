@@ -21,6 +21,16 @@ use crate::tools::ToolCatalog;
 use crate::{Span, ToolDefinition, ToolError, ToolExecutionResult};
 
 /// Which text protocol a reply was found to use.
+///
+/// ```
+/// use tool_calling::protocol::textfmt::{AutoProtocol, Detected, TextFormat};
+/// let vcp = "<<<[TOOL_REQUEST]>>>\ntool_name:「始」clock「末」\n<<<[END_TOOL_REQUEST]>>>";
+/// assert_eq!(AutoProtocol::detect(vcp), Some(Detected::Vcp));
+/// let detected = AutoProtocol::detect(r#"[get_weather(city="Paris")]"#).unwrap();
+/// assert_eq!(detected, Detected::Format(TextFormat::Pythonic));
+/// assert_eq!(detected.id(), "pythonic");
+/// assert_eq!(AutoProtocol::detect("Just prose."), None);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Detected {
@@ -477,6 +487,19 @@ enum Inner {
 
 /// Reads a reply with [`AutoProtocol`] as it streams in: normal text until the first
 /// markup, then the protocol that markup decides.
+///
+/// ```
+/// use tool_calling::protocol::textfmt::{AutoProtocol, Detected, TextFormat};
+/// use tool_calling::protocol::{IncrementalParser, StreamEvent};
+/// let mut parser = AutoProtocol::new().stream_parser();
+/// let mut events = Vec::new();
+/// parser.push_text("Checking. ", &mut events);
+/// assert_eq!(parser.detected(), None, "prose decides nothing");
+/// parser.push_text(r#"<tool_call>{"name": "clock", "arguments": {}}</tool_call>"#, &mut events);
+/// parser.finish(&mut events);
+/// assert_eq!(parser.detected(), Some(Detected::Format(TextFormat::Hermes)));
+/// assert!(events.iter().any(|e| matches!(e, StreamEvent::RequestCompleted(r) if r.tool_name == "clock")));
+/// ```
 #[derive(Debug)]
 pub struct AutoStreamParser {
     vcp: VcpProtocol,

@@ -89,6 +89,16 @@ use crate::{ParsedToolRequest, Span, ToolDefinition, ToolError, ToolExecutionRes
 use driver::{Core, Format, RawCall, Sink};
 
 /// One of the open-weight models' text formats.
+///
+/// ```
+/// use tool_calling::protocol::textfmt::{TextFormat, TextFormatProtocol};
+/// let format = TextFormat::for_model("Qwen/Qwen3-8B").unwrap();
+/// assert_eq!(format, TextFormat::Hermes);
+/// assert_eq!(format.to_string(), "hermes");
+/// let reply = r#"<tool_call>{"name": "clock", "arguments": {}}</tool_call>"#;
+/// let parsed = TextFormatProtocol::new(format).parse(reply);
+/// assert_eq!(parsed.requests[0].tool_name, "clock");
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum TextFormat {
@@ -247,6 +257,15 @@ impl std::fmt::Display for TextFormat {
 }
 
 /// Options of the text-format protocols.
+///
+/// ```
+/// use tool_calling::protocol::textfmt::{TextFormat, TextFormatOptions, TextFormatProtocol};
+/// let reply = r#"<think><tool_call>{"name": "clock", "arguments": {}}</tool_call></think>"#;
+/// let hermes = TextFormatProtocol::new(TextFormat::Hermes);
+/// assert!(hermes.parse(reply).requests.is_empty(), "a call drafted while reasoning is not a call");
+/// let eager = hermes.with_options(TextFormatOptions::default().skip_reasoning(false));
+/// assert_eq!(eager.parse(reply).requests.len(), 1);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct TextFormatOptions {
@@ -279,6 +298,17 @@ impl TextFormatOptions {
 }
 
 /// A reply read by a text format: the requests, what was noticed, and the normal text.
+///
+/// ```
+/// use tool_calling::protocol::textfmt::{TextFormat, TextFormatProtocol};
+/// let reply = r#"Two calls.<tool_call>{"name": "a", "arguments": {}}</tool_call><tool_call>{"name": "b""#;
+/// let parsed = TextFormatProtocol::new(TextFormat::Hermes).parse(reply);
+/// assert_eq!(parsed.normal_text, "Two calls.");
+/// assert!(parsed.requests[0].complete);
+/// assert!(!parsed.requests[1].complete, "the second call was never closed");
+/// assert!(!parsed.diagnostics.is_empty());
+/// assert_eq!(parsed.into_outcome().requests.len(), 2);
+/// ```
 #[derive(Debug, Clone, PartialEq, Default)]
 #[non_exhaustive]
 pub struct ParsedReply {
