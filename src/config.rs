@@ -5,6 +5,16 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 /// Whether the host runs tool calls by itself or asks first.
+///
+/// ```
+/// use tool_calling::config::{ToolCallConfig, ToolCallMode};
+///
+/// assert_eq!(ToolCallConfig::default().mode, ToolCallMode::Auto);
+/// // In a config file the mode is written in snake case.
+/// let config: ToolCallConfig = serde_json::from_str(r#"{"mode": "manual"}"#).unwrap();
+/// assert_eq!(config.mode, ToolCallMode::Manual);
+/// assert_eq!(serde_json::to_string(&ToolCallMode::Auto).unwrap(), r#""auto""#);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]

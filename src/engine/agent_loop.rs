@@ -13,6 +13,35 @@ use crate::model::{
 use crate::protocol::ToolCallingProtocol;
 
 /// Why a conversation loop stopped.
+///
+/// ```
+/// use std::sync::Arc;
+/// use futures::future::BoxFuture;
+/// use tool_calling::config::ToolCallConfig;
+/// use tool_calling::engine::{Engine, StopReason};
+/// use tool_calling::exec::ExecutionContext;
+/// use tool_calling::model::{AssistantTurn, ChatModel, ChatModelError, Conversation, Message, ModelRequest};
+/// use tool_calling::tools::ToolRegistry;
+///
+/// struct Hello;
+/// impl ChatModel for Hello {
+///     fn complete<'a>(&'a self, _: &'a ModelRequest) -> BoxFuture<'a, Result<AssistantTurn, ChatModelError>> {
+///         Box::pin(async { Ok(AssistantTurn::from_text("Hello!")) })
+///     }
+/// }
+///
+/// #[tokio::main]
+/// async fn main() {
+///     let engine = Engine::new(Arc::new(ToolRegistry::new()));
+///     let mut conversation = Conversation::new();
+///     conversation.push(Message::user("Hi"));
+///     // With tool calling switched off, the loop takes one plain turn.
+///     let ctx = ExecutionContext::new(ToolCallConfig::default().with_enabled(false));
+///     let outcome = engine.run_conversation(&Hello, &mut conversation, &ctx).await.unwrap();
+///     assert_eq!(outcome.stop, StopReason::ToolsDisabled);
+///     assert!(outcome.rounds.is_empty());
+/// }
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum StopReason {
@@ -27,6 +56,36 @@ pub enum StopReason {
 }
 
 /// One model turn of a conversation loop: the turn, and the cycle run on it.
+///
+/// ```
+/// use std::sync::Arc;
+/// use futures::future::BoxFuture;
+/// use tool_calling::engine::{Engine, StopReason};
+/// use tool_calling::model::{AssistantTurn, ChatModel, ChatModelError, Conversation, ModelRequest};
+/// use tool_calling::{ErrorKind, tools::ToolRegistry};
+///
+/// /// Asks for the same (unregistered) tool on every turn.
+/// struct Stubborn;
+/// impl ChatModel for Stubborn {
+///     fn complete<'a>(&'a self, _: &'a ModelRequest) -> BoxFuture<'a, Result<AssistantTurn, ChatModelError>> {
+///         let reply = "<<<[TOOL_REQUEST]>>>\ntool_name:「始」weather「末」\n<<<[END_TOOL_REQUEST]>>>";
+///         Box::pin(async move { Ok(AssistantTurn::from_text(reply)) })
+///     }
+/// }
+///
+/// #[tokio::main]
+/// async fn main() {
+///     let engine = Engine::new(Arc::new(ToolRegistry::new()));
+///     let outcome =
+///         engine.run_conversation(&Stubborn, &mut Conversation::new(), &Default::default()).await.unwrap();
+///     // The loop breaker stops the second identical turn; each turn is one round.
+///     assert_eq!(outcome.stop, StopReason::RepeatedCalls);
+///     assert_eq!(outcome.rounds.len(), 2);
+///     let round = &outcome.rounds[0];
+///     assert!(round.turn.text().contains("weather"));
+///     assert_eq!(round.cycle.execution_results[0].error_kind, Some(ErrorKind::NotFound));
+/// }
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub struct Round {
@@ -40,6 +99,33 @@ pub struct Round {
 }
 
 /// How a conversation loop ended.
+///
+/// ```
+/// use std::sync::Arc;
+/// use futures::future::BoxFuture;
+/// use tool_calling::engine::{Engine, StopReason};
+/// use tool_calling::model::{AssistantTurn, ChatModel, ChatModelError, Conversation, Message, ModelRequest};
+/// use tool_calling::tools::ToolRegistry;
+///
+/// struct Hello;
+/// impl ChatModel for Hello {
+///     fn complete<'a>(&'a self, _: &'a ModelRequest) -> BoxFuture<'a, Result<AssistantTurn, ChatModelError>> {
+///         Box::pin(async { Ok(AssistantTurn::from_text("Hello! No tools needed.")) })
+///     }
+/// }
+///
+/// #[tokio::main]
+/// async fn main() {
+///     let engine = Engine::new(Arc::new(ToolRegistry::new()));
+///     let mut conversation = Conversation::new();
+///     conversation.push(Message::user("Hi"));
+///     let outcome = engine.run_conversation(&Hello, &mut conversation, &Default::default()).await.unwrap();
+///     assert_eq!(outcome.stop, StopReason::Finished);
+///     assert_eq!(outcome.final_text(), "Hello! No tools needed.");
+///     assert_eq!(outcome.rounds.len(), 1);
+///     assert_eq!(conversation.len(), 2, "the user's message and the assistant's turn");
+/// }
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub struct LoopOutcome {

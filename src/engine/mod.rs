@@ -53,6 +53,24 @@ use crate::{ParsedToolRequest, ToolExecutionResult};
 /// complete, `Started` when its call actually starts (at once, or when a slot frees up),
 /// `Finished` as each result arrives (in completion order), and `Parsed` with all the
 /// requests once the reply has ended.
+///
+/// ```
+/// use std::sync::{Arc, Mutex};
+/// use tool_calling::engine::{Engine, EngineEvent};
+/// use tool_calling::tools::ToolRegistry;
+///
+/// let events = Arc::new(Mutex::new(Vec::new()));
+/// let log = Arc::clone(&events);
+/// let engine = Engine::new(Arc::new(ToolRegistry::new()))
+///     .on_event(move |event: &EngineEvent| log.lock().unwrap().push(event.clone()));
+/// let reply = "<<<[TOOL_REQUEST]>>>\ntool_name:「始」weather「末」\n<<<[END_TOOL_REQUEST]>>>";
+/// let runtime = tokio::runtime::Runtime::new().unwrap();
+/// runtime.block_on(engine.process_tool_call_cycle(reply, &Default::default())).unwrap();
+/// let events = events.lock().unwrap();
+/// assert!(matches!(&events[0], EngineEvent::Parsed { requests } if requests.len() == 1));
+/// assert!(matches!(&events[1], EngineEvent::Started { tool_name, .. } if tool_name == "weather"));
+/// assert!(matches!(&events[2], EngineEvent::Finished { result } if !result.is_success()));
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub enum EngineEvent {
@@ -81,6 +99,25 @@ pub enum EngineEvent {
 }
 
 /// Why the engine could not run a cycle or a conversation.
+///
+/// ```
+/// use std::sync::Arc;
+/// use tool_calling::config::ToolCallConfig;
+/// use tool_calling::engine::{Engine, EngineError};
+/// use tool_calling::exec::ExecutionContext;
+/// use tool_calling::tools::ToolRegistry;
+///
+/// let engine = Engine::new(Arc::new(ToolRegistry::new()));
+/// // Outside a Tokio runtime nothing runs.
+/// let ctx = ExecutionContext::default();
+/// let cycle = futures::executor::block_on(engine.process_tool_call_cycle("Hi.", &ctx));
+/// assert_eq!(cycle.unwrap_err(), EngineError::NoRuntime);
+/// // A config naming a protocol the engine does not speak.
+/// let ctx = ExecutionContext::new(ToolCallConfig::default().with_protocol("smoke-signals"));
+/// let runtime = tokio::runtime::Runtime::new().unwrap();
+/// let err = runtime.block_on(engine.process_tool_call_cycle("Hi.", &ctx)).unwrap_err();
+/// assert!(matches!(err, EngineError::Protocol(_)));
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum EngineError {

@@ -92,6 +92,27 @@ use crate::{Diagnostic, ErrorKind, Invocation, ParsedToolRequest, Span, ToolErro
 /// chunk with `done: true`, a finish reason, and nothing else. Reasoning a native API
 /// streams apart comes in [`reasoning`](Self::reasoning), never in the prose; reasoning
 /// written inline in a text reply (`<think>`) is removed from the prose by the protocol.
+///
+/// ```
+/// use std::sync::Arc;
+/// use futures::stream;
+/// use tool_calling::engine::{Engine, StreamChunk};
+/// use tool_calling::model::FinishReason;
+/// use tool_calling::tools::ToolRegistry;
+///
+/// assert!(StreamChunk::default().is_empty());
+/// let engine = Engine::new(Arc::new(ToolRegistry::new()));
+/// let mut chunks: Vec<StreamChunk> = Vec::new();
+/// let reply = stream::iter(["Just ", "prose, ", "no requests."]);
+/// let runtime = tokio::runtime::Runtime::new().unwrap();
+/// runtime
+///     .block_on(engine.process_tool_call_stream_with(reply, &Default::default(), |c| chunks.push(c)))
+///     .unwrap();
+/// let prose: String = chunks.iter().map(|c| c.content.as_str()).collect();
+/// assert_eq!(prose, "Just prose, no requests.");
+/// let last = chunks.last().unwrap();
+/// assert!(last.done && last.finish_reason == Some(FinishReason::Stop));
+/// ```
 #[derive(Debug, Clone, PartialEq, Default)]
 #[non_exhaustive]
 pub struct StreamChunk {
@@ -146,6 +167,28 @@ impl StreamChunk {
 }
 
 /// What a streamed cycle produced: the cycle result, and the turn it was run on.
+///
+/// ```
+/// use std::sync::Arc;
+/// use futures::stream;
+/// use tool_calling::engine::{Engine, ToolCallCycleResult};
+/// use tool_calling::model::FinishReason;
+/// use tool_calling::tools::ToolRegistry;
+///
+/// let engine = Engine::new(Arc::new(ToolRegistry::new()));
+/// let chunks = [
+///     "Let me check.\n<<<[TOOL_REQUEST]>>>\ntool_name:「始」weather「末」\n",
+///     "<<<[END_TOOL_REQUEST]>>>",
+/// ];
+/// let runtime = tokio::runtime::Runtime::new().unwrap();
+/// let streamed =
+///     runtime.block_on(engine.process_tool_call_stream(stream::iter(chunks), &Default::default())).unwrap();
+/// assert_eq!(streamed.turn.text(), chunks.concat());
+/// assert_eq!(streamed.prose.trim(), "Let me check.");
+/// assert_eq!(streamed.finish_reason, FinishReason::ToolCalls);
+/// let cycle: ToolCallCycleResult = streamed.into();
+/// assert_eq!(cycle.execution_results.len(), 1);
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub struct StreamedCycle {
@@ -173,6 +216,24 @@ impl From<StreamedCycle> for ToolCallCycleResult {
 
 /// Why a fallible streamed cycle ([`Engine::try_process_tool_call_stream`],
 /// [`Engine::process_delta_stream`]) did not end normally.
+///
+/// ```
+/// use std::sync::Arc;
+/// use futures::stream;
+/// use tool_calling::engine::{Engine, StreamCycleError};
+/// use tool_calling::model::FinishReason;
+/// use tool_calling::tools::ToolRegistry;
+///
+/// let engine = Engine::new(Arc::new(ToolRegistry::new()));
+/// // The connection drops after the first chunk.
+/// let reply = stream::iter([Ok("Let me look"), Err("connection reset")]);
+/// let runtime = tokio::runtime::Runtime::new().unwrap();
+/// let err = runtime.block_on(engine.try_process_tool_call_stream(reply, &Default::default())).unwrap_err();
+/// let StreamCycleError::Stream { error, partial } = err else { panic!("expected a stream error") };
+/// assert_eq!(error, "connection reset");
+/// assert_eq!(partial.turn.text(), "Let me look");
+/// assert_eq!(partial.finish_reason, FinishReason::Error);
+/// ```
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub enum StreamCycleError<E> {

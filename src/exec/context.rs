@@ -10,6 +10,18 @@ use crate::config::ToolCallConfig;
 use crate::request::Args;
 
 /// Retries of retryable failures (timeouts, network errors). Off by default.
+///
+/// ```
+/// use std::time::Duration;
+/// use tool_calling::exec::RetryPolicy;
+///
+/// assert_eq!(RetryPolicy::default().max_attempts, 1, "no retries by default");
+/// let retry = RetryPolicy::new(3, Duration::from_millis(100));
+/// assert_eq!((retry.max_attempts, retry.initial_backoff), (3, Duration::from_millis(100)));
+/// assert_eq!(retry.multiplier, 2.0);
+/// // At least one attempt is always made.
+/// assert_eq!(RetryPolicy::new(0, Duration::ZERO).max_attempts, 1);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq)]
 #[non_exhaustive]
 pub struct RetryPolicy {

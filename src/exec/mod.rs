@@ -54,6 +54,23 @@ const SUGGESTIONS: usize = 3;
 
 /// A request with the calls its protocol resolved it to: what the executor runs for one
 /// request, answered with one result.
+///
+/// ```
+/// use std::sync::Arc;
+/// use tool_calling::exec::{ExecutionContext, Executor, PlannedRequest};
+/// use tool_calling::tools::ToolRegistry;
+/// use tool_calling::{ErrorKind, ParsedToolRequest};
+///
+/// let request = ParsedToolRequest::new("call_1", "calc_add").with_arg("a", 2);
+/// let planned = PlannedRequest::exact(&request);
+/// assert_eq!(planned.calls[0].as_ref().unwrap().method, "calc_add");
+///
+/// let executor = Executor::new(Arc::new(ToolRegistry::new()));
+/// let runtime = tokio::runtime::Runtime::new().unwrap();
+/// let results = runtime.block_on(executor.execute(vec![planned], &ExecutionContext::default()));
+/// assert_eq!(results[0].request_id, "call_1");
+/// assert_eq!(results[0].error_kind, Some(ErrorKind::NotFound), "nothing is registered");
+/// ```
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct PlannedRequest<'r> {

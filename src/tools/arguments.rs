@@ -6,6 +6,19 @@ use super::spec::ArgMap;
 use crate::request::Args;
 
 /// One problem with one argument.
+///
+/// ```
+/// use serde_json::json;
+/// use tool_calling::tools::ArgumentValidator;
+///
+/// let schema = json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]});
+/// let validator = ArgumentValidator::new(&schema).unwrap();
+/// let errors = validator.validate(&Default::default()).unwrap_err();
+/// let error = &errors.0[0];
+/// assert_eq!((error.parameter.as_str(), error.rule.as_str()), ("city", "required"));
+/// assert_eq!(error.missing.as_deref(), Some("city"));
+/// assert_eq!(error.to_string(), "parameter `city` (required): is required but was not given");
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ArgumentError {
@@ -35,6 +48,22 @@ impl std::fmt::Display for ArgumentError {
 }
 
 /// Every problem found with a call's arguments.
+///
+/// ```
+/// use serde_json::json;
+/// use tool_calling::tools::{ArgMap, ArgumentValidator};
+///
+/// let schema = json!({
+///     "type": "object",
+///     "properties": {"a": {"type": "integer"}, "b": {"type": "integer", "maximum": 10}},
+///     "required": ["a"]
+/// });
+/// let validator = ArgumentValidator::new(&schema).unwrap();
+/// let args: ArgMap = serde_json::from_value(json!({"b": 99})).unwrap();
+/// let errors = validator.validate(&args).unwrap_err();
+/// assert_eq!(errors.0.len(), 2, "every problem, not just the first");
+/// assert!(errors.to_string().starts_with("invalid arguments: "));
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("invalid arguments: {}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
 pub struct ArgumentErrors(pub Vec<ArgumentError>);
@@ -47,6 +76,24 @@ pub struct ArgumentErrors(pub Vec<ArgumentError>);
 /// that are already JSON (native protocols) are left as they are. Then the arguments
 /// are validated with a validator compiled once per method. Errors name the parameter
 /// and the rule, in words meant for the model.
+///
+/// ```
+/// use serde_json::json;
+/// use tool_calling::Args;
+/// use tool_calling::tools::ArgumentValidator;
+///
+/// let schema = json!({
+///     "type": "object",
+///     "properties": {"count": {"type": "integer"}, "loud": {"type": "boolean", "default": false}},
+///     "required": ["count"]
+/// });
+/// let validator = ArgumentValidator::new(&schema).unwrap();
+/// assert_eq!(validator.defaults()["loud"], false);
+/// // What a text protocol sends: strings only.
+/// let args = validator.coerce(&Args::from([("count".to_string(), json!("3"))]));
+/// assert_eq!(args["count"], 3);
+/// assert!(validator.validate(&args).is_ok());
+/// ```
 pub struct ArgumentValidator {
     schema: Value,
     validator: jsonschema::Validator,

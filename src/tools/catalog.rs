@@ -39,6 +39,23 @@ pub struct ToolCatalog {
 }
 
 /// A tool as the catalog lists it.
+///
+/// ```
+/// use tool_calling::MethodDefinition;
+/// use tool_calling::tools::{ArgMap, BoxFuture, MethodSpec, ToolOutput, ToolRegistry, ToolSpec};
+///
+/// let run = |_, _: ArgMap| Box::pin(async { Ok(ToolOutput::Text("ok".into())) }) as BoxFuture<'static, _>;
+/// let spec = ToolSpec::stateless("calc", "Calculator")
+///     .with_method(MethodSpec::new(MethodDefinition::new("add", "Add."), run))
+///     .with_method(MethodSpec::new(MethodDefinition::new("reset", "Reset."), run).agent_callable(false));
+/// let registry = ToolRegistry::new();
+/// registry.register(spec).unwrap();
+/// let catalog = registry.catalog();
+/// let tool = catalog.tool("calc").unwrap();
+/// assert_eq!(tool.methods.len(), 2);
+/// let callable: Vec<String> = tool.callable_methods().map(|m| tool.full_name(m)).collect();
+/// assert_eq!(callable, ["calc_add"]);
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub struct CatalogTool {
@@ -49,6 +66,24 @@ pub struct CatalogTool {
 }
 
 /// A method as the catalog lists it.
+///
+/// ```
+/// use serde_json::json;
+/// use tool_calling::MethodDefinition;
+/// use tool_calling::tools::{ArgMap, BoxFuture, MethodSpec, ToolOutput, ToolRegistry, ToolSpec};
+///
+/// let run = |_, _: ArgMap| Box::pin(async { Ok(ToolOutput::Text("ok".into())) }) as BoxFuture<'static, _>;
+/// let write = MethodDefinition::new("write", "Write a file.")
+///     .with_protocol_config("vcp", json!({"command": "WriteFile"}));
+/// let registry = ToolRegistry::new();
+/// registry.register(ToolSpec::stateless("fs", "Files").with_method(MethodSpec::new(write, run))).unwrap();
+/// let catalog = registry.catalog();
+/// let (_, method) = catalog.method("fs_write").unwrap();
+/// assert_eq!(method.name, "write");
+/// assert!(method.agent_callable);
+/// assert_eq!(method.protocol_config_of("vcp").unwrap()["command"], "WriteFile");
+/// assert_eq!(method.parameters["type"], "object");
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub struct CatalogMethod {

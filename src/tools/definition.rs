@@ -63,6 +63,21 @@ impl ToolDefinition {
 }
 
 /// One callable method of a tool.
+///
+/// ```
+/// use serde_json::json;
+/// use tool_calling::MethodDefinition;
+///
+/// let search = MethodDefinition::new("search", "Search the web.").with_parameters(json!({
+///     "type": "object",
+///     "properties": {"query": {"type": "string"}, "limit": {"type": "integer", "default": 5}},
+///     "required": ["query"]
+/// }));
+/// assert_eq!(search.full_name("web"), "web_search");
+/// let names: Vec<&str> = search.parameter_list().iter().map(|p| p.name).collect();
+/// assert_eq!(names, ["query", "limit"]);
+/// assert!(search.examples.is_empty() && search.protocol_config.is_empty());
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct MethodDefinition {
@@ -172,6 +187,26 @@ fn resolve_local_ref<'a>(root: &'a Value, schema: &'a Value) -> &'a Value {
 }
 
 /// A parameter as read from a method's schema.
+///
+/// ```
+/// use serde_json::json;
+/// use tool_calling::MethodDefinition;
+///
+/// let method = MethodDefinition::new("list", "List files.").with_parameters(json!({
+///     "type": "object",
+///     "properties": {
+///         "dir": {"type": "string", "description": "Where to look."},
+///         "sort": {"enum": ["name", "size"], "default": "name"},
+///         "tags": {"type": ["array", "null"], "items": {"type": "string"}}
+///     },
+///     "required": ["dir"]
+/// }));
+/// let params = method.parameter_list();
+/// assert!(params[0].required && params[0].description() == Some("Where to look."));
+/// assert_eq!((params[1].type_name(), params[1].default()), ("enum".to_string(), Some(&json!("name"))));
+/// assert_eq!(params[1].allowed_values().unwrap().len(), 2);
+/// assert_eq!(params[2].type_name(), "array");
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq)]
 #[non_exhaustive]
 pub struct ParameterInfo<'a> {
@@ -244,6 +279,16 @@ impl ParameterInfo<'_> {
 }
 
 /// An example call of a method: the arguments, optionally the output, and what it shows.
+///
+/// ```
+/// use serde_json::json;
+/// use tool_calling::{MethodDefinition, MethodExample};
+///
+/// let example = MethodExample::new("Add two small numbers.", json!({"a": 1, "b": 2})).with_output(json!(3));
+/// let add = MethodDefinition::new("add", "Add two numbers.").with_example(example);
+/// assert_eq!(add.examples[0].input["b"], 2);
+/// assert_eq!(add.examples[0].output, Some(json!(3)));
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct MethodExample {

@@ -15,6 +15,24 @@ use crate::config::ToolCallConfig;
 use crate::{MethodDefinition, ToolDefinition};
 
 /// A method as discovery reports it.
+///
+/// ```
+/// use std::sync::Arc;
+/// use tool_calling::MethodDefinition;
+/// use tool_calling::tools::{ArgMap, BoxFuture, DiscoveryService, MethodSpec, ToolOutput, ToolRegistry, ToolSpec};
+///
+/// let run = |_, _: ArgMap| Box::pin(async { Ok(ToolOutput::Text("ok".into())) }) as BoxFuture<'static, _>;
+/// let spec = ToolSpec::stateless("db", "Database")
+///     .with_method(MethodSpec::new(MethodDefinition::new("query", "Run a query."), run))
+///     .with_method(MethodSpec::new(MethodDefinition::new("vacuum", "Compact."), run).agent_callable(false));
+/// let registry = ToolRegistry::new();
+/// registry.register(spec).unwrap();
+/// let discovery = DiscoveryService::new(Arc::new(registry));
+/// // Every method, agent-callable or not, with a filter that keeps all.
+/// let methods = &discovery.discovered_methods(Some(&|_, _| true))[0].methods;
+/// assert_eq!(methods[0].definition.name, "query");
+/// assert!(methods[0].agent_callable && !methods[1].agent_callable);
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[non_exhaustive]
 pub struct DiscoveredMethod {
@@ -26,6 +44,26 @@ pub struct DiscoveredMethod {
 }
 
 /// A tool as discovery reports it.
+///
+/// ```
+/// use std::sync::Arc;
+/// use tool_calling::MethodDefinition;
+/// use tool_calling::tools::{
+///     ArgMap, BoxFuture, DiscoveryService, MethodSpec, ToolMetadata, ToolOutput, ToolRegistry, ToolSpec,
+/// };
+///
+/// let run = |_, _: ArgMap| Box::pin(async { Ok(ToolOutput::Text("12:00".into())) }) as BoxFuture<'static, _>;
+/// let spec = ToolSpec::stateless("clock", "Clock")
+///     .with_description("Tells the time.")
+///     .with_metadata(ToolMetadata::default().with_category("time"))
+///     .with_method(MethodSpec::new(MethodDefinition::new("now", "The current time."), run));
+/// let registry = ToolRegistry::new();
+/// registry.register(spec).unwrap();
+/// let tools = DiscoveryService::new(Arc::new(registry)).discovered_methods(None);
+/// assert_eq!((tools[0].tool_id.as_str(), tools[0].tool_name.as_str()), ("clock", "Clock"));
+/// assert_eq!(tools[0].metadata.category.as_deref(), Some("time"));
+/// assert_eq!(tools[0].methods.len(), 1);
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[non_exhaustive]
 pub struct DiscoveredTool {
@@ -42,6 +80,25 @@ pub struct DiscoveredTool {
 }
 
 /// Selects methods for [`DiscoveryService::discovered_methods`].
+///
+/// ```
+/// use std::sync::Arc;
+/// use tool_calling::MethodDefinition;
+/// use tool_calling::tools::{
+///     ArgMap, BoxFuture, DiscoveryService, MethodFilter, MethodSpec, ToolOutput, ToolRegistry, ToolSpec,
+/// };
+///
+/// let run = |_, _: ArgMap| Box::pin(async { Ok(ToolOutput::Text("ok".into())) }) as BoxFuture<'static, _>;
+/// let spec = ToolSpec::stateless("fs", "Files")
+///     .with_method(MethodSpec::new(MethodDefinition::new("read", "Read a file."), run))
+///     .with_method(MethodSpec::new(MethodDefinition::new("delete", "Delete a file."), run));
+/// let registry = ToolRegistry::new();
+/// registry.register(spec).unwrap();
+/// let read_only: MethodFilter = &|_, method| method.name() != "delete";
+/// let tools = DiscoveryService::new(Arc::new(registry)).discovered_methods(Some(read_only));
+/// assert_eq!(tools[0].methods.len(), 1);
+/// assert_eq!(tools[0].methods[0].definition.name, "read");
+/// ```
 pub type MethodFilter<'a> = &'a dyn Fn(&ToolSpec, &MethodSpec) -> bool;
 
 /// Lists tools, and the definitions an agent may be offered. `Send + Sync`: share it.

@@ -12,6 +12,18 @@ use crate::request::Args;
 use crate::{ToolDefinition, ToolError};
 
 /// Why a tool could not be registered.
+///
+/// ```
+/// use tool_calling::tools::{RegistryError, ToolRegistry, ToolSpec};
+///
+/// let registry = ToolRegistry::new();
+/// registry.register(ToolSpec::stateless("clock", "Clock")).unwrap();
+/// let again = registry.register(ToolSpec::stateless("clock", "Another clock")).unwrap_err();
+/// assert_eq!(again, RegistryError::DuplicateTool { tool: "clock".into() });
+/// assert_eq!(again.to_string(), "tool `clock` is already registered");
+/// let nameless = registry.register(ToolSpec::stateless("", "Nameless")).unwrap_err();
+/// assert!(matches!(nameless, RegistryError::EmptyToolId { .. }));
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum RegistryError {
@@ -162,6 +174,26 @@ fn typed_problem(schema: &Value, at: &str) -> Option<(String, String)> {
 
 /// A registered tool: its spec, one compiled validator per method, and its shared
 /// instance (made on first use).
+///
+/// ```
+/// use std::sync::Arc;
+/// use tool_calling::MethodDefinition;
+/// use tool_calling::tools::{ArgMap, BoxFuture, Instance, MethodSpec, ToolOutput, ToolRegistry, ToolSpec};
+///
+/// let run = |_, _: ArgMap| Box::pin(async { Ok(ToolOutput::Text("ok".into())) }) as BoxFuture<'static, _>;
+/// // A stateful tool whose instance is a number.
+/// let spec = ToolSpec::new("notes", "Notes", || Ok(Arc::new(7_u32) as Instance))
+///     .stateful(true)
+///     .with_method(MethodSpec::new(MethodDefinition::new("list", "List notes."), run));
+/// let registry = ToolRegistry::new();
+/// registry.register(spec).unwrap();
+/// let tool = registry.tool("notes").unwrap();
+/// assert_eq!(tool.spec().tool_name, "Notes");
+/// assert!(tool.validator(0).is_some());
+/// assert_eq!(tool.instance_for(Some("thread-1")).unwrap().downcast_ref::<u32>(), Some(&7));
+/// assert_eq!(tool.live_conversations(), 1);
+/// assert!(tool.end_conversation("thread-1"));
+/// ```
 pub struct RegisteredTool {
     spec: ToolSpec,
     validators: Vec<ArgumentValidator>,
@@ -224,6 +256,26 @@ impl RegisteredTool {
 }
 
 /// A method found in the registry.
+///
+/// ```
+/// use serde_json::json;
+/// use tool_calling::{Args, MethodDefinition};
+/// use tool_calling::tools::{ArgMap, BoxFuture, MethodSpec, ToolOutput, ToolRegistry, ToolSpec};
+///
+/// let run = |_, _: ArgMap| Box::pin(async { Ok(ToolOutput::Text("ok".into())) }) as BoxFuture<'static, _>;
+/// let schema = json!({
+///     "type": "object",
+///     "properties": {"n": {"type": "integer"}, "unit": {"type": "string", "default": "s"}}
+/// });
+/// let wait = MethodDefinition::new("wait", "Wait a while.").with_parameters(schema);
+/// let registry = ToolRegistry::new();
+/// registry.register(ToolSpec::stateless("timer", "Timer").with_method(MethodSpec::new(wait, run))).unwrap();
+/// let method = registry.method("timer_wait").unwrap();
+/// assert_eq!((method.full_name(), method.index), ("timer_wait".to_string(), 0));
+/// // Defaults filled in, strings coerced by the schema.
+/// let args = method.prepare_args(&Args::from([("n".to_string(), json!("3"))]), None).unwrap();
+/// assert_eq!(serde_json::Value::Object(args), json!({"n": 3, "unit": "s"}));
+/// ```
 #[derive(Debug, Clone)]
 pub struct MethodRef {
     /// The tool holding it.

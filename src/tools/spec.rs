@@ -18,16 +18,58 @@ use serde_json::{Map, Value};
 use crate::{MethodDefinition, ToolDefinition, ToolError};
 
 /// A boxed future that can be sent across threads.
+///
+/// ```
+/// use tool_calling::tools::{BoxFuture, ToolOutput};
+///
+/// let answer: BoxFuture<'static, ToolOutput> = Box::pin(async { ToolOutput::Text("42".into()) });
+/// assert_eq!(futures::executor::block_on(answer).into_text(), "42");
+/// ```
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// A tool's instance, shared by its method calls (`Arc<YourType>` behind `dyn Any`).
+///
+/// ```
+/// use std::sync::Arc;
+/// use tool_calling::tools::{Instance, ToolSpec};
+///
+/// struct Counter {
+///     start: u32,
+/// }
+/// let spec = ToolSpec::new("counter", "Counter", || Ok(Arc::new(Counter { start: 10 }) as Instance));
+/// let instance: Instance = spec.create_instance().unwrap();
+/// // A method's handler gets the instance back with a downcast.
+/// assert_eq!(instance.downcast_ref::<Counter>().map(|c| c.start), Some(10));
+/// ```
 pub type Instance = Arc<dyn Any + Send + Sync>;
 
 /// The arguments a method receives: a JSON object, already coerced and validated
 /// against the method's schema.
+///
+/// ```
+/// use serde_json::json;
+/// use tool_calling::tools::{ArgMap, BoxFuture, ToolOutput};
+///
+/// let greet = |args: ArgMap| -> BoxFuture<'static, ToolOutput> {
+///     let name = args.get("name").and_then(|v| v.as_str()).unwrap_or("stranger").to_string();
+///     Box::pin(async move { ToolOutput::Text(format!("Hello, {name}!")) })
+/// };
+/// let args: ArgMap = serde_json::from_value(json!({"name": "Ada"})).unwrap();
+/// assert_eq!(futures::executor::block_on(greet(args)).into_text(), "Hello, Ada!");
+/// ```
 pub type ArgMap = Map<String, Value>;
 
 /// What a tool method returned.
+///
+/// ```
+/// use serde_json::json;
+/// use tool_calling::tools::ToolOutput;
+///
+/// assert_eq!(ToolOutput::from_serialize("done").unwrap(), ToolOutput::Text("done".into()));
+/// let json = ToolOutput::from_serialize(&[1, 2, 3]).unwrap();
+/// assert_eq!(json, ToolOutput::Json(json!([1, 2, 3])));
+/// assert_eq!(json.into_text(), "[1,2,3]");
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub enum ToolOutput {
@@ -67,6 +109,25 @@ impl ToolOutput {
 ///
 /// Implemented for closures `Fn(Instance, ArgMap) -> BoxFuture<…>`, which is what the
 /// macro writes.
+///
+/// ```
+/// use std::sync::Arc;
+/// use tool_calling::tools::{ArgMap, BoxFuture, Instance, MethodHandler, MethodSpec, ToolOutput};
+/// use tool_calling::{MethodDefinition, ToolError};
+///
+/// /// Returns its arguments as they came.
+/// struct Echo;
+/// impl MethodHandler for Echo {
+///     fn call(&self, _: Instance, args: ArgMap) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
+///         Box::pin(async move { Ok(ToolOutput::Json(args.into())) })
+///     }
+/// }
+///
+/// let spec = MethodSpec::new(MethodDefinition::new("echo", "Echo the arguments."), Echo);
+/// let args: ArgMap = serde_json::from_value(serde_json::json!({"x": 1})).unwrap();
+/// let output = futures::executor::block_on(spec.handler().call(Arc::new(()), args)).unwrap();
+/// assert_eq!(output.into_text(), r#"{"x":1}"#);
+/// ```
 pub trait MethodHandler: Send + Sync {
     /// Runs the method on `instance` with validated `args`.
     fn call(&self, instance: Instance, args: ArgMap) -> BoxFuture<'static, Result<ToolOutput, ToolError>>;
@@ -83,9 +144,46 @@ where
 
 /// A hook that checks or rewrites a method's arguments before schema validation. Return
 /// the (possibly changed) arguments, or an error for the model.
+///
+/// ```
+/// use std::sync::Arc;
+/// use serde_json::json;
+/// use tool_calling::ToolError;
+/// use tool_calling::tools::{ArgMap, ArgumentHook};
+///
+/// // Accept the old parameter name `q` for `query`; refuse empty queries.
+/// let hook: ArgumentHook = Arc::new(|mut args: ArgMap| {
+///     if let Some(q) = args.remove("q") {
+///         args.insert("query".into(), q);
+///     }
+///     match args.get("query") {
+///         Some(q) if q.as_str().is_some_and(|q| !q.is_empty()) => Ok(args),
+///         _ => Err(ToolError::validation("`query` must not be empty")),
+///     }
+/// });
+/// let renamed = hook(serde_json::from_value(json!({"q": "rust"})).unwrap()).unwrap();
+/// assert_eq!(renamed["query"], "rust");
+/// assert!(hook(ArgMap::new()).is_err());
+/// ```
 pub type ArgumentHook = Arc<dyn Fn(ArgMap) -> Result<ArgMap, ToolError> + Send + Sync>;
 
 /// One method of a tool.
+///
+/// ```
+/// use std::time::Duration;
+/// use tool_calling::MethodDefinition;
+/// use tool_calling::tools::{ArgMap, BoxFuture, MethodSpec, ToolOutput, ToolSpec};
+///
+/// let run = |_, _: ArgMap| Box::pin(async { Ok(ToolOutput::Text("ok".into())) }) as BoxFuture<'static, _>;
+/// let backup = MethodSpec::new(MethodDefinition::new("backup", "Back up the data."), run)
+///     .with_timeout(Duration::from_secs(60))
+///     .blocking(true)
+///     .agent_callable(false); // the host may call it; models are never offered it
+/// assert_eq!((backup.name(), backup.timeout), ("backup", Some(Duration::from_secs(60))));
+/// let tool = ToolSpec::stateless("store", "Store").with_method(backup);
+/// assert!(tool.method("backup").is_some());
+/// assert!(tool.definition().methods.is_empty());
+/// ```
 #[derive(Clone)]
 #[non_exhaustive]
 pub struct MethodSpec {
@@ -172,6 +270,19 @@ impl MethodSpec {
 }
 
 /// Descriptive metadata of a tool.
+///
+/// ```
+/// use tool_calling::tools::{ToolMetadata, ToolSpec};
+///
+/// let metadata = ToolMetadata::default()
+///     .with_category("files")
+///     .with_tag("local")
+///     .with_version("1.2.0")
+///     .with_documentation_url("https://example.com/docs/files");
+/// let spec = ToolSpec::stateless("fs", "Files").with_metadata(metadata);
+/// assert_eq!(spec.metadata.category.as_deref(), Some("files"));
+/// assert_eq!(spec.metadata.tags, ["local"]);
+/// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 #[non_exhaustive]
 pub struct ToolMetadata {
@@ -186,6 +297,17 @@ pub struct ToolMetadata {
 }
 
 /// Makes a tool's instance.
+///
+/// ```
+/// use std::sync::Arc;
+/// use tool_calling::tools::{Instance, InstanceFactory};
+///
+/// let factory: InstanceFactory = Arc::new(|| Ok(Arc::new(String::from("fresh state")) as Instance));
+/// let first = factory().unwrap();
+/// let second = factory().unwrap();
+/// assert!(!Arc::ptr_eq(&first, &second), "a new instance each time");
+/// assert_eq!(first.downcast_ref::<String>().map(String::as_str), Some("fresh state"));
+/// ```
 pub type InstanceFactory = Arc<dyn Fn() -> Result<Instance, ToolError> + Send + Sync>;
 
 /// A tool: identity, metadata, instance factory and methods. `#[tool]` writes one for
@@ -339,6 +461,19 @@ impl ToolMetadata {
 /// A link-time registration, collected with `inventory`. The `#[tool]` macro submits
 /// one per tool; [`ToolRegistry::from_inventory`](super::ToolRegistry::from_inventory)
 /// collects them all.
+///
+/// ```
+/// use tool_calling::tools::{ToolRegistration, ToolRegistry, ToolSpec};
+///
+/// fn clock() -> ToolSpec {
+///     ToolSpec::stateless("clock", "Clock")
+/// }
+/// // What `#[tool]` submits to `inventory` (here kept local instead of submitted).
+/// let registration = ToolRegistration::new(clock);
+/// let registry = ToolRegistry::new();
+/// registry.register((registration.build)()).unwrap();
+/// assert!(registry.tool("clock").is_some());
+/// ```
 #[non_exhaustive]
 pub struct ToolRegistration {
     /// Builds the tool's spec.
