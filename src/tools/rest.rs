@@ -80,6 +80,16 @@ use crate::{ErrorKind, MethodDefinition, ToolError};
 pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 1 << 20;
 
 /// A file of REST tool configurations: `tools`, a list of [`RestToolConfig`].
+///
+/// ```
+/// use tool_calling::tools::rest::RestTools;
+///
+/// let json = r#"{"tools": [{"id": "clock", "base_url": "http://127.0.0.1:9",
+///     "methods": [{"name": "now", "description": "The time", "path": "/now"}]}]}"#;
+/// let tools = RestTools::from_json_str(json).unwrap();
+/// assert_eq!(tools.tools[0].methods[0].http_method, "GET");
+/// assert_eq!(tools.tool_specs().unwrap()[0].methods.len(), 1);
+/// ```
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 #[non_exhaustive]
@@ -92,6 +102,20 @@ pub struct RestTools {
 }
 
 /// One REST tool: a base URL and its methods.
+///
+/// Loaded from a file and then adjusted in code, for example to point at another
+/// server:
+///
+/// ```
+/// use tool_calling::tools::rest::RestTools;
+///
+/// let toml = "[[tools]]\nid = \"status\"\nbase_url = \"https://status.example\"\nmethods = [{ name = \"get\" }]\n";
+/// let mut tools = RestTools::from_toml_str(toml).unwrap();
+/// tools.tools[0].base_url = "http://127.0.0.1:8080".into();
+/// tools.tools[0].timeout_ms = Some(500);
+/// let spec = tools.tools[0].tool_spec().unwrap();
+/// assert_eq!(spec.methods[0].timeout, Some(std::time::Duration::from_millis(500)));
+/// ```
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 #[non_exhaustive]
@@ -124,6 +148,27 @@ fn default_max_response_bytes() -> usize {
 }
 
 /// One method of a REST tool: one HTTP request.
+///
+/// ```
+/// use tool_calling::tools::rest::RestTools;
+///
+/// let toml = r#"
+/// [[tools]]
+/// id = "tickets"
+/// base_url = "https://tickets.example/api"
+/// [[tools.methods]]
+/// name = "comment"
+/// http_method = "POST"
+/// path = "/tickets/{id}/comments"
+/// header_params = { trace = "X-Trace-Id" }
+/// parameters = { type = "object", properties = { id = { type = "integer" }, text = { type = "string" }, trace = { type = "string" } } }
+/// "#;
+/// let tools = RestTools::from_toml_str(toml).unwrap();
+/// let method = &tools.tools[0].methods[0];
+/// assert_eq!(method.header_params["trace"], "X-Trace-Id");
+/// assert!(method.body.is_empty()); // `text` goes to the JSON body all the same (POST)
+/// assert!(tools.tool_specs().is_ok());
+/// ```
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 #[non_exhaustive]
@@ -166,6 +211,16 @@ fn empty_object_schema() -> Value {
 
 /// A configuration that cannot make a tool: which file, which tool, which field, and
 /// what is wrong. Never holds a secret's value.
+///
+/// ```
+/// use tool_calling::tools::rest::RestTools;
+///
+/// let toml = "[[tools]]\nid = \"x\"\nbase_url = \"http://h\"\n[[tools.methods]]\nname = \"a\"\npth = \"/a\"\n";
+/// let error = RestTools::from_toml_str(toml).unwrap_err();
+/// assert_eq!(error.tool.as_deref(), Some("x"));
+/// assert!(error.to_string().starts_with("REST tool configuration, tool `x`"), "{error}");
+/// assert!(error.message.contains("unknown field `pth`"), "{error}");
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{}", self.describe())]
 #[non_exhaustive]
