@@ -31,6 +31,8 @@
 //! gets an error result saying so.
 
 mod context;
+#[cfg(feature = "mcp")]
+mod mcp;
 mod messages;
 mod policy;
 
@@ -42,6 +44,9 @@ use serde_json::Value;
 use tokio::time::Instant;
 
 pub use context::{ExecutionContext, ExecutorOptions, RetryPolicy};
+#[cfg(feature = "mcp")]
+#[cfg_attr(docsrs, doc(cfg(feature = "mcp")))]
+pub use mcp::{McpServeError, McpToolServer};
 pub use messages::ExecutorMessages;
 pub use policy::{ConfirmCall, PendingCall, PolicyDecision, SecurityPolicy};
 

@@ -13,6 +13,9 @@ mod catalog;
 mod definition;
 #[cfg(feature = "runtime")]
 mod discovery;
+#[cfg(feature = "mcp")]
+#[cfg_attr(docsrs, doc(cfg(feature = "mcp")))]
+pub mod mcp;
 #[cfg(feature = "runtime")]
 mod registry;
 #[cfg(feature = "rest")]
