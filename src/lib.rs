@@ -1,9 +1,9 @@
 // The README is the crate's documentation, and its examples are doctests. They use every
 // feature, so they are compiled with every feature on (`cargo test --all-features`, and
 // docs.rs); with fewer, the crate documents itself in one paragraph instead.
-#![cfg_attr(all(feature = "http", feature = "rest"), doc = include_str!("../README.md"))]
+#![cfg_attr(all(feature = "http", feature = "rest", feature = "mcp"), doc = include_str!("../README.md"))]
 #![cfg_attr(
-    not(all(feature = "http", feature = "rest")),
+    not(all(feature = "http", feature = "rest", feature = "mcp")),
     doc = "Tool calling for LLM agents through text protocols. The full guide (the README) is \
            the crate documentation when every cargo feature is on: `cargo doc --all-features`."
 )]

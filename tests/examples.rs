@@ -104,3 +104,15 @@ fn rest_tools_calls_a_real_http_server_and_feeds_back_its_404() {
     );
     assert!(out.contains("error_kind:「始」not_found「末」"), "{out}");
 }
+
+#[test]
+fn mcp_client_calls_the_mcp_server_example_over_stdio() {
+    // The client starts the `mcp_server` example as a child process: a round trip through
+    // this crate's MCP client and server, over stdio.
+    let out = run("mcp_client", &[]);
+    assert!(out.contains("== Tools of the MCP server ==\ndemo_calc_add\ndemo_calc_divide\n"), "{out}");
+    assert!(!out.contains("demo_calc_secret_internal\n"), "an internal method is not listed: {out}");
+    assert!(out.contains("demo_calc_add Success: 42.0"), "{out}");
+    assert!(out.contains("demo_calc_divide Error (execution): division by zero"), "{out}");
+    assert!(out.contains("demo_calc_secret_internal Error (not_found): No tool method matches"), "{out}");
+}

@@ -86,13 +86,25 @@ async fn a_vcp_reply_calls_a_rest_tool_and_the_reference_mcp_server() {
     for spec in RestTools::from_toml_str(&rest).unwrap().tool_specs().unwrap() {
         registry.register(spec).unwrap();
     }
-    let engine = Engine::new(Arc::new(registry));
+    let mut engine = Engine::new(Arc::new(registry));
+    use tool_calling::protocol::native::{Anthropic, Gemini, OpenAiChat};
+    engine.register_protocol(Arc::new(OpenAiChat::default())).unwrap();
+    engine.register_protocol(Arc::new(Anthropic::default())).unwrap();
+    engine.register_protocol(Arc::new(Gemini::default())).unwrap();
     // The MCP tools are in the prompt, with their input schemas.
     let prompt = engine.declarations().unwrap();
     let prompt = prompt.as_prompt().unwrap();
     assert!(
         prompt.contains("tool_name:「始」everything「末」") && prompt.contains("command:「始」get-sum「末」")
     );
+    // ... and in the native tool lists, under each provider's naming rules.
+    for protocol in ["openai", "anthropic", "gemini"] {
+        let config = ToolCallConfig::default().with_protocol(protocol);
+        let declared = engine.tool_declarations(&config, None).unwrap();
+        let native = serde_json::to_string(declared.as_native().unwrap()).unwrap();
+        assert!(native.contains("get-sum") || native.contains("get_sum"), "{protocol}: {native}");
+        assert!(native.contains("\"greet"), "{protocol}: {native}");
+    }
 
     let reply = [
         block(&[("tool_name", "greeter_greet"), ("name", "Ana")]),
