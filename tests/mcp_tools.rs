@@ -79,7 +79,8 @@ async fn a_vcp_reply_calls_a_rest_tool_and_the_reference_mcp_server() {
     let rest = format!(
         "[[tools]]\nid = \"greeter\"\nbase_url = \"{base}\"\n[[tools.methods]]\nname = \"greet\"\n\
          description = \"Greet someone\"\npath = \"/greet/{{name}}\"\n\
-         parameters = {{ type = \"object\", properties = {{ name = {{ type = \"string\" }} }}, required = [\"name\"] }}\n"
+         parameters = {{ type = \"object\", properties = {{ name = {{ type = \"string\" }} }}, required = [\"name\"] }}\n\
+         [[tools.methods]]\nname = \"farewell\"\ndescription = \"Not served\"\npath = \"/farewell\"\n"
     );
     let registry = ToolRegistry::new();
     registry.register(mcp_spec).unwrap();
@@ -108,6 +109,8 @@ async fn a_vcp_reply_calls_a_rest_tool_and_the_reference_mcp_server() {
 
     let reply = [
         block(&[("tool_name", "greeter_greet"), ("name", "Ana")]),
+        // An HTTP error (the server has no such route), fed back as an error result.
+        block(&[("tool_name", "greeter_farewell")]),
         block(&[("tool_name", "everything_get-sum"), ("a", "2"), ("b", "40")]),
         block(&[("tool_name", "everything"), ("command", "echo"), ("message", "「quoted」 text")]),
         block(&[("tool_name", "everything_get-tiny-image")]),
@@ -123,9 +126,12 @@ async fn a_vcp_reply_calls_a_rest_tool_and_the_reference_mcp_server() {
     ]
     .concat();
     let cycle = engine.process_tool_call_cycle(&reply, &context(30_000)).await.unwrap();
-    let results = &cycle.execution_results;
-    assert_eq!(results.len(), 7);
+    let mut results = cycle.execution_results.clone();
+    assert_eq!(results.len(), 8);
     assert_eq!(results[0].result, "hello, Ana");
+    let http_error = results.remove(1);
+    assert_eq!(http_error.error_kind, Some(ErrorKind::NotFound), "{http_error:?}");
+    assert!(http_error.result.starts_with("GET /farewell answered HTTP 404"), "{http_error:?}");
     assert_eq!(results[1].result, "The sum of 2 and 40 is 42.");
     assert_eq!(results[2].result, "Echo: 「quoted」 text");
     let image = results[3].parts.iter().find(|p| matches!(p, ContentPart::Image { .. }));
@@ -140,9 +146,10 @@ async fn a_vcp_reply_calls_a_rest_tool_and_the_reference_mcp_server() {
     assert_eq!(results[5].error_kind, Some(ErrorKind::Execution));
     assert!(!results[5].result.is_empty());
     assert_eq!(results[6].error_kind, Some(ErrorKind::Validation), "{:?}", results[6]);
-    // The results go back to the model in the VCP text, the error among them.
+    // The results go back to the model in the VCP text, both errors among them.
     let fed_back = cycle.result_text();
-    assert!(fed_back.contains("The sum of 2 and 40 is 42.") && fed_back.contains("status:「始」error「末」"));
+    assert!(fed_back.contains("The sum of 2 and 40 is 42."), "{fed_back}");
+    assert!(fed_back.contains("answered HTTP 404") && fed_back.contains(&results[5].result), "{fed_back}");
 }
 
 /// A server written with rmcp: `slow` waits until it is cancelled (and records the
