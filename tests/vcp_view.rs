@@ -162,3 +162,30 @@ fn sixteen_repeats_are_reported_one_by_one() {
         assert_eq!(view.requests[0].arg("k"), Some(repeats.to_string().as_str()));
     }
 }
+
+/// Found by the `vcp_parse` fuzz target: a value left open right before hidden reasoning
+/// (`<think/>`, then the next request) is empty, and its borrowed slice must lie inside
+/// its field's span, not after the hidden text.
+#[test]
+fn an_empty_value_cut_at_hidden_text_is_borrowed_inside_its_field() {
+    let text =
+        "<<<[TOOL_REQUEST]>>>\r\ntoo>>>\r\nl4\r\n「末ESCAPE」,\r\nnote:「始」<think/><<<[TOOL_REQUEST]>>>";
+    let view = VcpProtocol::default().parse_view(text);
+    let mut checked = 0;
+    for request in &view.requests {
+        for field in &request.args {
+            let (start, end) =
+                (text.as_ptr() as usize + field.span.start, text.as_ptr() as usize + field.span.end);
+            let at = field.value.as_ptr() as usize;
+            assert!(
+                at >= start && at + field.value.len() <= end,
+                "{:?} ({:?}) lies outside its field {:?}",
+                field.value,
+                field.key,
+                field.span
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked > 0, "{view:#?}");
+}

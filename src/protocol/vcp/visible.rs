@@ -120,7 +120,14 @@ impl<'a> VisibleText<'a> {
     /// input is given: a streaming window).
     pub(crate) fn piece<'i>(&self, input: Option<&'i str>, start: usize, end: usize) -> Cow<'i, str> {
         if let Some(input) = input {
-            if !self.crosses_break(start, end) {
+            if start >= end {
+                // An empty piece where hidden text was cut out: borrow it from before the
+                // hidden text, where the range that holds it ends (see `original_end`).
+                let at = self.original_end(start);
+                if let Some(piece) = input.get(at..at) {
+                    return Cow::Borrowed(piece);
+                }
+            } else if !self.crosses_break(start, end) {
                 let from = self.original_start(start);
                 if let Some(piece) = input.get(from..from + end.saturating_sub(start)) {
                     debug_assert_eq!(
