@@ -472,3 +472,63 @@ fn no_one_is_asked_to_confirm_a_call_that_would_be_refused() {
         "coerced arguments"
     );
 }
+
+/// A tool that returns its `text` argument, as text or inside a JSON part.
+fn echo_registry() -> Arc<ToolRegistry> {
+    let registry = ToolRegistry::new();
+    let schema = schema(json!({"text": {"type": "string"}, "json": {"type": "boolean"}}), json!(["text"]));
+    registry
+        .register(ToolSpec::stateless("e", "Echo").with_method(MethodSpec::new(
+            MethodDefinition::new("echo", "echo").with_parameters(schema),
+            |_, args: tool_calling::tools::ArgMap| {
+                let text = args["text"].as_str().unwrap_or("").to_string();
+                let json = args.get("json").and_then(Value::as_bool).unwrap_or(false);
+                Box::pin(async move {
+                    Ok(if json {
+                        ToolOutput::Parts(vec![tool_calling::ContentPart::json(json!({ "t": text }))])
+                    } else {
+                        ToolOutput::Text(text)
+                    })
+                }) as BoxFuture<'static, _>
+            },
+        )))
+        .unwrap();
+    Arc::new(registry)
+}
+
+#[tokio::test(start_paused = true)]
+async fn results_longer_than_the_limit_are_cut_with_a_note() {
+    let mut options = ExecutorOptions::default();
+    assert_eq!(options.max_result_bytes, 1 << 20, "the documented default");
+    options.max_result_bytes = 10;
+    let executor = Executor::new(echo_registry()).with_options(options);
+    let run = |text: &str, json: bool| {
+        let mut request = request("r", "e_echo", &[("text", text)]);
+        if json {
+            request = request.with_arg("json", "true");
+        }
+        let executor = executor.clone();
+        async move { executor.execute(exact(&[request]), &context(false)).await.remove(0) }
+    };
+    // At the limit: whole.
+    assert_eq!(run("0123456789", false).await.result, "0123456789");
+    // One byte past it: cut, and the note says by how much.
+    assert_eq!(
+        run("0123456789X", false).await.result,
+        "0123456789\n[… the result was too long: 1 more bytes were cut]"
+    );
+    // Never inside a character: five two-byte letters, cut at 9 bytes, keep four.
+    let mut options = ExecutorOptions::default();
+    options.max_result_bytes = 9;
+    let narrow = Executor::new(echo_registry()).with_options(options);
+    let result =
+        narrow.execute(exact(&[request("r", "e_echo", &[("text", "ééééé")])]), &context(false)).await;
+    assert_eq!(result[0].result, "éééé\n[… the result was too long: 2 more bytes were cut]");
+    // A JSON part too long is cut as text, in the parts and in the rendering.
+    let result = run("abcdefghijklmnop", true).await;
+    assert!(result.result.starts_with("{\"t\":\"abcd") && result.result.ends_with("were cut]"), "{result:?}");
+    assert!(
+        matches!(&result.parts[0], tool_calling::ContentPart::Text { text } if text == &result.result),
+        "{result:?}"
+    );
+}

@@ -99,6 +99,11 @@ pub struct ExecutorOptions {
     /// What the executor tells the model when a call does not run or fails for a
     /// reason of its own (English by default).
     pub messages: super::ExecutorMessages,
+    /// The most bytes of one result's text fed back to the model (1 MiB by default):
+    /// longer text (a result, a text part, a JSON part's text) is cut at a character
+    /// boundary and ends with [`ExecutorMessages::result_cut`](super::ExecutorMessages::result_cut),
+    /// which says how much was cut. Image parts are passed on whole.
+    pub max_result_bytes: usize,
 }
 
 impl Default for ExecutorOptions {
@@ -108,6 +113,7 @@ impl Default for ExecutorOptions {
             retry: RetryPolicy::default(),
             run_incomplete: false,
             messages: super::ExecutorMessages::default(),
+            max_result_bytes: 1 << 20,
         }
     }
 }

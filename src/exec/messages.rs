@@ -80,6 +80,9 @@ pub struct ExecutorMessages {
     pub location: String,
     /// The arguments as a whole broke a schema rule. Blanks: `{rule}`, `{detail}`.
     pub invalid_whole: String,
+    /// Ends a result cut at `ExecutorOptions::max_result_bytes`. Blank: `{bytes}`, how
+    /// many bytes were cut.
+    pub result_cut: String,
     /// Between the names of a list but the last two.
     pub list_separator: String,
     /// Between the last two names of a list.
@@ -123,6 +126,7 @@ impl ExecutorMessages {
                 invalid_parameter: words("参数 `{parameter}` 不符合规则 {rule}：{location}{detail}"),
                 location: words("在 `{path}` 处，"),
                 invalid_whole: words("参数整体不符合规则 {rule}：{detail}"),
+                result_cut: words("\n[……结果过长，其余 {bytes} 字节已截去]"),
                 list_separator: words("、"),
                 list_or: words(" 或 "),
             },
@@ -162,6 +166,7 @@ impl ExecutorMessages {
                 invalid_parameter: words("parameter `{parameter}` ({rule}): {location}{detail}"),
                 location: words("at `{path}`: "),
                 invalid_whole: words("arguments ({rule}): {detail}"),
+                result_cut: words("\n[… the result was too long: {bytes} more bytes were cut]"),
                 list_separator: words(", "),
                 list_or: words(" or "),
             },
@@ -181,6 +186,21 @@ impl ExecutorMessages {
             let list = quoted_list(suggestions, &self.list_separator, &self.list_or);
             fill(&self.unknown_method_suggest, &[("name", name), ("suggestions", &list)])
         }
+    }
+
+    /// `text` cut to at most `max` bytes (at a character boundary) with the note saying
+    /// how much was cut; `None` when it fits.
+    pub(crate) fn cut(&self, text: &str, max: usize) -> Option<String> {
+        if text.len() <= max {
+            return None;
+        }
+        let mut end = max;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        let kept = text.get(..end).unwrap_or("");
+        let cut = (text.len() - end).to_string();
+        Some(format!("{kept}{}", fill(&self.result_cut, &[("bytes", &cut)])))
     }
 
     /// The note for a request the protocol found damaged.

@@ -233,7 +233,7 @@ impl Executor {
         let started = Instant::now();
         let result = self.execute_inner(planned, ctx).await;
         let elapsed = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-        let result = result.with_duration_ms(elapsed);
+        let result = self.cap(result.with_duration_ms(elapsed));
         log_result(&result);
         result
     }
@@ -271,6 +271,25 @@ impl Executor {
             });
         }
         combine(request, outcomes, &self.options.messages)
+    }
+
+    /// The result with its text cut to `max_result_bytes` (see [`ExecutorOptions`]).
+    fn cap(&self, mut result: ToolExecutionResult) -> ToolExecutionResult {
+        let (max, words) = (self.options.max_result_bytes, &self.options.messages);
+        if let Some(cut) = words.cut(&result.result, max) {
+            result.result = cut;
+        }
+        for part in &mut result.parts {
+            let text = match part {
+                crate::ContentPart::Text { text, .. } => words.cut(text, max),
+                crate::ContentPart::Json { value, .. } => words.cut(&value.to_string(), max),
+                _ => None,
+            };
+            if let Some(text) = text {
+                *part = crate::ContentPart::text(text);
+            }
+        }
+        result
     }
 
     /// Runs one call of the method `call` names exactly, through every check (see the
