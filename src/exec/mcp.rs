@@ -16,7 +16,7 @@ use rmcp::{ErrorData, ServerHandler, ServiceExt};
 use serde_json::Value;
 
 use super::{ExecutionContext, Executor};
-use crate::tools::ToolOutput;
+use crate::tools::{DiscoveryService, ToolOutput};
 use crate::{Args, ContentPart, Invocation};
 
 /// The tools of an [`Executor`]'s registry as an MCP server.
@@ -87,26 +87,20 @@ impl McpToolServer {
         self
     }
 
-    /// The tools it lists: every agent-callable method the config switches on.
+    /// The tools it lists: every agent-callable method the config switches on (what
+    /// [`DiscoveryService::enabled_definitions`] offers a model).
     pub fn tools(&self) -> Vec<Tool> {
-        let config = &self.ctx.config;
+        let discovery = DiscoveryService::new(self.executor.registry().clone());
         let mut tools = Vec::new();
-        if !config.enabled {
-            return tools;
-        }
-        for tool in self.executor.registry().tools() {
-            let spec = tool.spec();
-            for method in spec.methods.iter().filter(|m| m.agent_callable) {
-                if !config.is_method_enabled(&spec.tool_id, &method.definition.name) {
-                    continue;
-                }
-                let schema = match &method.definition.parameters {
+        for tool in discovery.enabled_definitions(&self.ctx.config) {
+            for method in &tool.methods {
+                let schema = match &method.parameters {
                     Value::Object(object) => object.clone(),
                     _ => serde_json::Map::new(),
                 };
                 tools.push(Tool::new(
-                    method.definition.full_name(&spec.tool_id),
-                    method.definition.description.clone(),
+                    method.full_name(&tool.tool_id),
+                    method.description.clone(),
                     Arc::new(schema),
                 ));
             }

@@ -394,10 +394,12 @@ impl Executor {
                 Err(e)
                     if e.kind.is_retryable()
                         && attempt < retry.max_attempts
-                        && !ctx.cancel.is_cancelled()
-                        && retry.wait_after(&e, attempt - 1).is_some() =>
+                        && !ctx.cancel.is_cancelled() =>
                 {
-                    let wait = retry.wait_after(&e, attempt - 1).unwrap_or_default();
+                    // `None`: the failure asks to wait longer than the policy allows.
+                    let Some(wait) = retry.wait_after(&e, attempt - 1) else {
+                        return Err(e);
+                    };
                     attempt += 1;
                     tokio::select! {
                         () = tokio::time::sleep(wait) => {}

@@ -675,7 +675,7 @@ impl RestMethod {
         if error.is_timeout() {
             ToolError::new(ErrorKind::Timeout, format!("{} did not answer in time", self.label))
         } else {
-            ToolError::network(format!("{} failed: {}", self.label, error_chain(&error)))
+            ToolError::network(format!("{} failed: {}", self.label, crate::http::error_chain(&error)))
         }
     }
 
@@ -705,18 +705,6 @@ impl RestMethod {
             _ => error,
         }
     }
-}
-
-/// The error and its sources, joined.
-fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut out = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        out.push_str(": ");
-        out.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    out
 }
 
 fn ensure_slash(path: &str) -> String {

@@ -451,15 +451,7 @@ pub struct PreparedRequest {
 
 /// A transport error at `stage`.
 fn transport(stage: &'static str, error: &reqwest::Error) -> ChatModelError {
-    // The source chain says what actually failed (connection refused, reset, …).
-    let mut message = error.to_string();
-    let mut source = std::error::Error::source(error);
-    while let Some(cause) = source {
-        message.push_str(": ");
-        message.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    ChatModelError::Transport { stage, message }
+    ChatModelError::Transport { stage, message: crate::http::error_chain(error) }
 }
 
 impl ChatModelError {

@@ -86,7 +86,7 @@ pub struct VcpStreamParser {
 impl VcpStreamParser {
     /// A streaming parser with `options`.
     pub fn new(options: VcpOptions) -> Self {
-        Self::with_templates(options, Arc::default())
+        Self::with_templates(options, Arc::clone(VcpTemplates::english()))
     }
 
     /// A streaming parser whose notes to the model use `templates`.

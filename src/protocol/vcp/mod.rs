@@ -150,7 +150,11 @@ impl Default for VcpProtocol {
 impl VcpProtocol {
     /// A protocol with `options` and the English templates.
     pub fn new(options: VcpOptions) -> Self {
-        VcpProtocol { id: std::borrow::Cow::Borrowed("vcp"), options, templates: Arc::default() }
+        VcpProtocol {
+            id: std::borrow::Cow::Borrowed("vcp"),
+            options,
+            templates: Arc::clone(VcpTemplates::english()),
+        }
     }
 
     /// Registers under `id` instead of `"vcp"`: give protocols with different templates

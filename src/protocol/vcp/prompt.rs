@@ -118,10 +118,11 @@ impl Default for VcpTemplates {
 }
 
 impl VcpTemplates {
-    /// The built-in English templates, made once.
-    pub(crate) fn english() -> &'static VcpTemplates {
-        static ENGLISH: std::sync::LazyLock<VcpTemplates> =
-            std::sync::LazyLock::new(|| VcpTemplates::for_language(Language::En));
+    /// The built-in English templates, made once and shared by every protocol and
+    /// parser that uses them.
+    pub(crate) fn english() -> &'static std::sync::Arc<VcpTemplates> {
+        static ENGLISH: std::sync::LazyLock<std::sync::Arc<VcpTemplates>> =
+            std::sync::LazyLock::new(|| std::sync::Arc::new(VcpTemplates::for_language(Language::En)));
         &ENGLISH
     }
 
