@@ -18,7 +18,10 @@ use tool_calling::{ErrorKind, tool};
 
 #[path = "support/engine_tools.rs"]
 mod engine_tools;
-use engine_tools::{Calc, Text, block};
+use engine_tools::{Calc, Text};
+#[path = "support/vcp_block.rs"]
+mod vcp_block;
+use vcp_block::block;
 
 static WIPES: AtomicUsize = AtomicUsize::new(0);
 

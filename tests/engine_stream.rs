@@ -23,6 +23,10 @@ use tool_calling::{
     ToolDefinition, ToolError, ToolExecutionResult, VcpOptions, VcpProtocol,
 };
 
+#[path = "support/vcp_block.rs"]
+mod vcp_block;
+use vcp_block::block;
+
 /// What happened, in order, each entry stamped with the paused clock's milliseconds.
 #[derive(Clone)]
 struct Log {
@@ -90,11 +94,6 @@ fn context() -> ExecutionContext {
     let mut config = ToolCallConfig::default();
     config.timeout_ms = 1_000;
     ExecutionContext::new(config)
-}
-
-fn block(fields: &[(&str, &str)]) -> String {
-    let body: Vec<String> = fields.iter().map(|(k, v)| format!("{k}:「始」{v}「末」")).collect();
-    format!("<<<[TOOL_REQUEST]>>>\n{}\n<<<[END_TOOL_REQUEST]>>>\n", body.join(",\n"))
 }
 
 fn sleep_block(ms: u64) -> String {

@@ -11,7 +11,10 @@ use tool_calling::tools::ToolRegistry;
 
 #[path = "support/engine_tools.rs"]
 mod engine_tools;
-use engine_tools::{Calc, Text, block};
+use engine_tools::{Calc, Text};
+#[path = "support/vcp_block.rs"]
+mod vcp_block;
+use vcp_block::block;
 
 fn engine() -> Engine {
     let registry = ToolRegistry::new();

@@ -29,6 +29,10 @@ use tool_calling::tools::mcp::{McpServer, McpTransport};
 use tool_calling::tools::rest::RestTools;
 use tool_calling::{ContentPart, ErrorKind, ExecutionStatus};
 
+#[path = "support/vcp_block.rs"]
+mod vcp_block;
+use vcp_block::block;
+
 /// The reference server's entry point, installed by `npm ci --prefix tests/mcp`.
 fn everything() -> McpTransport {
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -39,11 +43,6 @@ fn everything() -> McpTransport {
         script.display()
     );
     McpTransport::command("node", [script.to_string_lossy().into_owned(), "stdio".to_string()])
-}
-
-fn block(fields: &[(&str, &str)]) -> String {
-    let body: Vec<String> = fields.iter().map(|(k, v)| format!("{k}:「始」{v}「末」")).collect();
-    format!("<<<[TOOL_REQUEST]>>>\n{}\n<<<[END_TOOL_REQUEST]>>>\n", body.join(",\n"))
 }
 
 fn context(timeout_ms: u64) -> ExecutionContext {

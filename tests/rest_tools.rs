@@ -22,6 +22,10 @@ use tool_calling::tools::ToolRegistry;
 use tool_calling::tools::rest::{RestConfigError, RestTools};
 use tool_calling::{ErrorKind, ExecutionStatus};
 
+#[path = "support/vcp_block.rs"]
+mod vcp_block;
+use vcp_block::block;
+
 /// The variable the tests' bearer token is read from. Set once, before any tool is built.
 const TOKEN_VAR: &str = "TOOL_CALLING_REST_TEST_TOKEN";
 const TOKEN: &str = "s3cret-token-value";
@@ -193,11 +197,6 @@ async fn engine(base: &str, retry: RetryPolicy) -> Engine {
     options.retry = retry;
     let executor = Executor::new(Arc::new(registry)).with_options(options);
     Engine::new(executor.registry().clone()).with_executor(executor)
-}
-
-fn block(fields: &[(&str, &str)]) -> String {
-    let body: Vec<String> = fields.iter().map(|(k, v)| format!("{k}:「始」{v}「末」")).collect();
-    format!("<<<[TOOL_REQUEST]>>>\n{}\n<<<[END_TOOL_REQUEST]>>>\n", body.join(",\n"))
 }
 
 fn context() -> ExecutionContext {

@@ -1,4 +1,4 @@
-//! Tools and a request writer shared by the engine tests (`engine.rs`, `logging.rs`):
+//! Tools shared by the engine tests (`engine.rs`, `logging.rs`):
 //! registered by hand (`register = false`), so each test builds its own registry.
 
 use std::time::Duration;
@@ -43,10 +43,4 @@ impl Text {
         tokio::time::sleep(Duration::from_millis(ms)).await;
         format!("waited {ms} ms")
     }
-}
-
-/// A VCP request block with `fields`, in order.
-pub fn block(fields: &[(&str, &str)]) -> String {
-    let body: Vec<String> = fields.iter().map(|(k, v)| format!("{k}:「始」{v}「末」")).collect();
-    format!("<<<[TOOL_REQUEST]>>>\n{}\n<<<[END_TOOL_REQUEST]>>>\n", body.join(",\n"))
 }
