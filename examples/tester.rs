@@ -51,15 +51,16 @@
 //! # `bench`
 //!
 //! ```text
-//! tester bench [--protocol vcp|FORMAT|auto] [--iterations K] [--owned] FILE
+//! tester bench [--protocol vcp|FORMAT|auto] [--iterations K] [--api view_events|parse_view|parse] [--owned] FILE
 //! ```
 //!
 //! Parses FILE K times in-process (default 20) with the default parser options and prints
 //! `{"api", "bytes", "requests", "iterations", "median_ns", "mb_per_s"}`, where
 //! `mb_per_s` is bytes / median seconds / 10^6 and `api` names what was timed: for VCP
-//! the fastest complete parse, `parse_view` (every request with every field and value,
-//! borrowed from the input), or with `--owned` the owned `parse`; for the other formats
-//! `parse`.
+//! by default the fastest complete parse, the pull parser `view_events` (every request
+//! with every field and value, borrowed from the input, one at a time), or with `--api`
+//! the collected `parse_view` or the owned `parse` (`--owned` is `--api parse`); for the
+//! other formats `parse`.
 //!
 //! # `discover`
 //!
@@ -181,7 +182,9 @@ use tool_calling::protocol::native::{
 use tool_calling::protocol::textfmt::{
     AutoProtocol, ParsedReply, TextFormat, TextFormatOptions, TextFormatProtocol,
 };
-use tool_calling::protocol::vcp::{Language, RequestIdStyle, VcpOptions, VcpProtocol, command_alias};
+use tool_calling::protocol::vcp::{
+    Language, RequestIdStyle, VcpOptions, VcpProtocol, ViewEvent, command_alias,
+};
 use tool_calling::protocol::{IncrementalParser, StreamCollector};
 use tool_calling::tools::ToolRegistry;
 use tool_calling::tools::{DiscoveryService, MethodFilter};
@@ -438,6 +441,17 @@ struct PromptArgs {
     lang: Lang,
 }
 
+/// The VCP parsing APIs `bench` can time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum BenchApi {
+    #[value(name = "view_events")]
+    ViewEvents,
+    #[value(name = "parse_view")]
+    ParseView,
+    #[value(name = "parse")]
+    Parse,
+}
+
 #[derive(Debug, Args)]
 struct BenchArgs {
     /// Protocol the file is written in.
@@ -446,9 +460,14 @@ struct BenchArgs {
     /// How many timed parses to run.
     #[arg(long, value_name = "K", default_value_t = 20)]
     iterations: u32,
-    /// Time the owned parse (`parse`) instead of the fastest complete one.
+    /// Time the owned parse (`parse`) instead of the fastest complete one (same as
+    /// `--api parse`).
     #[arg(long)]
     owned: bool,
+    /// For VCP, which API to time: the pull parser `view_events` (the default, and the
+    /// fastest), the collected `parse_view`, or the owned `parse`.
+    #[arg(long, value_enum)]
+    api: Option<BenchApi>,
     /// The reply to parse, or `-` for standard input.
     #[arg(value_name = "FILE")]
     input: PathBuf,
@@ -998,17 +1017,26 @@ fn bench(args: &BenchArgs) -> Result<(), Failure> {
     let text_protocol = args.protocol.text_protocol(VcpOptions::default());
     let vcp = VcpProtocol::default();
     // The fastest API that still gives every request with every field and value: VCP's
-    // borrowed view, unless `--owned`; the open-model formats have the owned parse only.
-    let api = match (&text_protocol, args.owned) {
-        (None, false) => "parse_view",
+    // pull parser (each request borrowed from the input, one at a time), unless another
+    // is asked for; the open-model formats have the owned parse only.
+    let chosen = if args.owned { BenchApi::Parse } else { args.api.unwrap_or(BenchApi::ViewEvents) };
+    let api = match (&text_protocol, chosen) {
+        (None, BenchApi::ViewEvents) => "view_events",
+        (None, BenchApi::ParseView) => "parse_view",
         _ => "parse",
     };
     let parse_once = |text: &str| -> usize {
         match &text_protocol {
             Some(TextProtocol::Format(format)) => format.parse(text).requests.len(),
             Some(TextProtocol::Auto(auto)) => auto.parse(text).1.requests.len(),
-            None if args.owned => vcp.parse(text).requests.len(),
-            None => vcp.parse_view(text).requests.len(),
+            None => match chosen {
+                BenchApi::Parse => vcp.parse(text).requests.len(),
+                BenchApi::ParseView => vcp.parse_view(text).requests.len(),
+                // Every request is made, with all its fields and values, then dropped.
+                BenchApi::ViewEvents => {
+                    vcp.view_events(text).filter(|event| matches!(event, ViewEvent::Request(_))).count()
+                }
+            },
         }
     };
     // One untimed parse: warms caches and counts the requests.

@@ -5,7 +5,7 @@
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 
-use tool_calling::protocol::vcp::{VcpOptions, VcpProtocol};
+use tool_calling::protocol::vcp::{VcpOptions, VcpProtocol, ViewEvent};
 
 #[path = "../benches/support/inputs.rs"]
 mod inputs;
@@ -95,6 +95,35 @@ fn the_borrowed_parse_allocates_per_request_and_field_not_per_byte() {
         assert!(count.peak <= dense.len(), "{count:?}: held more than the input's size at once");
         drop(view);
     }
+}
+
+/// The pull parser holds one request at a time: reading every request of a 64 KiB and
+/// of a 1 MiB reply (each request's fields touched, then dropped) peaks at the same few
+/// KiB, and still allocates per request, not per byte.
+#[test]
+fn the_pull_parser_holds_one_request_at_a_time() {
+    let protocol = VcpProtocol::new(VcpOptions::default());
+    let mut peaks = Vec::new();
+    for size in [64 * 1024, 1024 * 1024] {
+        let dense = inputs::requests_only(size);
+        let ((requests, fields), count) = counted(|| {
+            let (mut requests, mut fields) = (0, 0);
+            for event in protocol.view_events(&dense) {
+                if let ViewEvent::Request(request) = event {
+                    requests += 1;
+                    fields += request.args.iter().filter(|f| !f.value.is_empty()).count() + 1;
+                }
+            }
+            (requests, fields)
+        });
+        println!("pull {size}: {requests} requests, {fields} fields, {count:?}");
+        assert_eq!(requests, inputs::count_blocks(&dense));
+        assert!(count.calls <= 4 * requests + 64, "{count:?} for {requests} requests");
+        assert!(count.peak <= 4 * 1024, "{count:?}: held more than one request's worth");
+        peaks.push(count.peak);
+    }
+    // Sixteen times the input, the same peak (give or take one larger request).
+    assert!(peaks[1] <= peaks[0] + 2048, "{peaks:?}");
 }
 
 #[test]

@@ -189,3 +189,53 @@ fn an_empty_value_cut_at_hidden_text_is_borrowed_inside_its_field() {
     }
     assert!(checked > 0, "{view:#?}");
 }
+
+proptest::proptest! {
+    /// Last-wins on any sequence of keys, on either side of the 16 arguments past which
+    /// repeats are found through a map: the arguments equal a naive model's (move each
+    /// repeated key to its latest place), in the view, the pull parser and the owned parse.
+    #[test]
+    fn last_wins_matches_a_naive_model(keys in proptest::collection::vec(0usize..30, 0..70)) {
+        let name = |k: usize| match k {
+            0 => "tool_name".to_string(),
+            1 => "REQUEST_ID".to_string(),
+            k => format!("k{}", k % 24),
+        };
+        let mut text = format!("{START}\n");
+        let mut model: Vec<(String, String)> = Vec::new();
+        for (i, &k) in keys.iter().enumerate() {
+            let (key, value) = (name(k), format!("v{i}"));
+            text.push_str(&format!("{key}:「始」{value}「末」,\n"));
+            if k > 1 {
+                model.retain(|(existing, _)| *existing != key);
+                model.push((key, value));
+            }
+        }
+        text.push_str(END);
+        let protocol = VcpProtocol::new(VcpOptions::default().request_ids(tool_calling::RequestIdStyle::Sequential));
+        let view = protocol.parse_view(&text);
+        if keys.is_empty() {
+            proptest::prop_assert!(view.requests.is_empty());
+            return Ok(());
+        }
+        let got: Vec<(String, String)> =
+            view.requests[0].args.iter().map(|f| (f.key.to_string(), f.value.to_string())).collect();
+        proptest::prop_assert_eq!(&got, &model);
+        let pulled: Vec<_> = protocol.view_events(&text).collect();
+        let pulled_requests: Vec<&RequestView<'_>> = pulled
+            .iter()
+            .filter_map(|e| match e {
+                tool_calling::protocol::vcp::ViewEvent::Request(r) => Some(r),
+                _ => None,
+            })
+            .collect();
+        proptest::prop_assert_eq!(pulled_requests, view.requests.iter().collect::<Vec<_>>());
+        let owned = protocol.parse(&text);
+        let owned_args: Vec<(String, String)> = owned.requests[0]
+            .args
+            .iter()
+            .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string()))
+            .collect();
+        proptest::prop_assert_eq!(owned_args, model);
+    }
+}

@@ -16,8 +16,8 @@ mod common;
 use std::borrow::Cow;
 
 use libfuzzer_sys::fuzz_target;
-use tool_calling::protocol::vcp::{VcpOptions, VcpProtocol};
-use tool_calling::{ParseOutcome, Span};
+use tool_calling::protocol::vcp::{VcpOptions, VcpProtocol, ViewEvent};
+use tool_calling::{Diagnostic, ParseOutcome, Span};
 
 fuzz_target!(|data: &[u8]| {
     let (flags, rest) = match data.split_first() {
@@ -52,6 +52,28 @@ fn check_view(text: &str, protocol: &VcpProtocol, options: &VcpOptions) {
         at >= start && at + piece.len() <= end
     };
     let view = protocol.parse_view(text);
+    // The pull parser finds the same requests, and the same diagnostics once sorted.
+    let mut pulled_requests = Vec::new();
+    let mut pulled_diagnostics = Vec::new();
+    for event in protocol.view_events(text) {
+        match event {
+            ViewEvent::Request(request) => pulled_requests.push(request),
+            ViewEvent::Diagnostic(diagnostic) => pulled_diagnostics.push(diagnostic),
+            _ => unreachable!("a new kind of view event"),
+        }
+    }
+    let in_order = |diagnostics: &[Diagnostic]| {
+        let mut keyed: Vec<_> = diagnostics
+            .iter()
+            .map(|d| (d.span.start, d.span.end, d.kind.as_str(), d.message.clone()))
+            .collect();
+        keyed.sort();
+        keyed
+    };
+    assert!(
+        pulled_requests == view.requests && in_order(&pulled_diagnostics) == in_order(&view.diagnostics),
+        "view_events differs from parse_view ({options:?})\ninput: {text:?}"
+    );
     for request in &view.requests {
         if let Cow::Borrowed(name) = &request.tool_name {
             assert!(inside(name, request.span), "tool name outside its block ({options:?})\ninput: {text:?}");

@@ -75,10 +75,11 @@ impl IdAssigner {
                 break;
             }
         }
-        let digits = std::str::from_utf8(digits.get(first..).unwrap_or_default()).unwrap_or_default();
+        let digits = digits.get(first..).unwrap_or_default();
         let mut id = String::with_capacity(prefix.len() + digits.len());
         id.push_str(prefix);
-        id.push_str(digits);
+        // ASCII digits: each byte is a char (no UTF-8 check needed).
+        id.extend(digits.iter().map(|&d| char::from(d)));
         Some(id)
     }
 }

@@ -52,43 +52,34 @@ pub(super) fn stray<'i>(src: &VisibleText<'_>, sink: &mut impl Sink<'i>, from: u
     diag(src, sink, DiagnosticKind::StrayText, message, from, end);
 }
 
-/// Key → index of its latest occurrence among a block's fields: a small array (no
-/// allocation) for the few keys a block usually has, a hash map past that, so that a
-/// block of many repeated keys still costs linear time.
+/// Key → position in the argument list of its latest occurrence, for the rare block
+/// with many keys: the usual few are found by a scan of the list itself. Keeps a block
+/// of many repeated keys linear.
 struct Latest<'k> {
-    few: [(&'k str, usize); Latest::FEW],
-    len: usize,
     many: Option<HashMap<&'k str, usize>>,
-    /// How many keys the block has in all (the map's size when it is made).
-    capacity: usize,
 }
 
 impl<'k> Latest<'k> {
+    /// Up to this many arguments, a repeated key is found by scanning them.
     const FEW: usize = 16;
 
-    fn new(capacity: usize) -> Self {
-        Latest { few: [("", 0); Self::FEW], len: 0, many: None, capacity }
-    }
-
-    /// Records `key` at `index`; the index of its previous occurrence, if any.
-    fn insert(&mut self, key: &'k str, index: usize) -> Option<usize> {
-        if let Some(many) = &mut self.many {
-            return many.insert(key, index);
+    /// The position of the latest argument keyed `key` among `args`, and records that
+    /// `key` is now at `position` (the next push).
+    fn replace(
+        &mut self,
+        args: &[FieldView<'_>],
+        key: &'k str,
+        keys: impl Fn(usize) -> &'k str,
+    ) -> Option<usize> {
+        let position = args.len();
+        if self.many.is_none() {
+            if position < Self::FEW {
+                return args.iter().rposition(|arg| arg.key == key);
+            }
+            // Past the few: every key so far, the later of two equal keys winning.
+            self.many = Some((0..position).map(|i| (keys(i), i)).collect());
         }
-        let few = self.few.get_mut(..self.len).unwrap_or_default();
-        if let Some(entry) = few.iter_mut().find(|(k, _)| *k == key) {
-            return Some(std::mem::replace(&mut entry.1, index));
-        }
-        if let Some(slot) = self.few.get_mut(self.len) {
-            *slot = (key, index);
-            self.len += 1;
-        } else {
-            let mut many = HashMap::with_capacity(self.capacity);
-            many.extend(self.few.iter().copied());
-            many.insert(key, index);
-            self.many = Some(many);
-        }
-        None
+        self.many.as_mut().and_then(|many| many.insert(key, position))
     }
 }
 
@@ -139,15 +130,20 @@ pub(super) fn finish_block<'i>(
         return;
     }
     let value_of = |field: &Field| normalize(src.piece(input, field.value.0, field.value.1), field.kind);
-    // One pass: diagnostics for unclosed values and repeated keys, and where each key
-    // (and the tool name, and a non-empty request id) was written last.
+    // One pass: the arguments in order, diagnostics for unclosed values and repeated
+    // keys, and where the tool name (and a non-empty request id, and `archery`) were
+    // written last. A repeated key marks its earlier argument replaced; those are
+    // removed at the end.
     let mut tool_name: Option<usize> = None;
     let mut request_id: Option<(usize, Cow<'i, str>)> = None;
     let mut archery: Option<usize> = None;
-    let mut latest = Latest::new(fields.len());
-    // Fields a later one with the same key replaces (made at the first repeat).
+    // Every field but the tool name, as a rule.
+    let mut args: Vec<FieldView<'i>> = Vec::with_capacity(fields.len().saturating_sub(1));
+    // The field each argument came from (kept only once there are many arguments).
+    let mut arg_fields: Vec<usize> = Vec::new();
+    let mut latest = Latest { many: None };
+    // Arguments a later one with the same key replaces (made at the first repeat).
     let mut replaced: Vec<bool> = Vec::new();
-    let mut args_len = 0;
     let mut repeats = 0usize;
     let mut problems = Vec::new();
     for (index, field) in fields.iter().enumerate() {
@@ -174,21 +170,37 @@ pub(super) fn finish_block<'i>(
             if key == "archery" {
                 archery = Some(index);
             }
-            match latest.insert(key, index) {
-                Some(earlier) => {
-                    if replaced.is_empty() {
-                        replaced.resize(fields.len(), false);
-                    }
-                    if let Some(flag) = replaced.get_mut(earlier) {
-                        *flag = true;
-                    }
-                    true
+            if args.len() + 1 >= Latest::FEW || !arg_fields.is_empty() {
+                if arg_fields.is_empty() {
+                    // Which field each argument so far came from: the arguments are the
+                    // fields that are neither the tool name nor the request id.
+                    arg_fields.extend(fields.iter().enumerate().take(index).filter_map(|(i, f)| {
+                        let k = text.get(f.key.0..f.key.1).unwrap_or("");
+                        (!(k.eq_ignore_ascii_case("tool_name") || k.eq_ignore_ascii_case("request_id")))
+                            .then_some(i)
+                    }));
                 }
-                None => {
-                    args_len += 1;
-                    false
+                arg_fields.push(index);
+            }
+            let key_of = |position: usize| {
+                let field = arg_fields.get(position).and_then(|&i| fields.get(i));
+                field.and_then(|f| text.get(f.key.0..f.key.1)).unwrap_or("")
+            };
+            let earlier = latest.replace(&args, key, key_of);
+            args.push(FieldView {
+                key: src.piece(input, field.key.0, field.key.1),
+                value: value_of(field),
+                span: Span::new(src.original_start(field.start), src.original_end(field.end)),
+            });
+            if let Some(earlier) = earlier {
+                if replaced.is_empty() {
+                    replaced.resize(fields.len(), false);
+                }
+                if let Some(flag) = replaced.get_mut(earlier) {
+                    *flag = true;
                 }
             }
+            earlier.is_some()
         };
         if duplicate {
             repeats += 1;
@@ -203,6 +215,13 @@ pub(super) fn finish_block<'i>(
                 );
             }
         }
+    }
+    if !replaced.is_empty() {
+        let mut position = 0;
+        args.retain(|_| {
+            position += 1;
+            !replaced.get(position - 1).copied().unwrap_or(false)
+        });
     }
     if repeats > REPEATS_REPORTED {
         diag(
@@ -223,18 +242,6 @@ pub(super) fn finish_block<'i>(
         let value = value.trim();
         value.eq_ignore_ascii_case("true") || value.eq_ignore_ascii_case("no_reply")
     });
-    let mut args = Vec::with_capacity(args_len);
-    for (index, field) in fields.iter().enumerate() {
-        let key = text.get(field.key.0..field.key.1).unwrap_or("");
-        let special = key.eq_ignore_ascii_case("tool_name") || key.eq_ignore_ascii_case("request_id");
-        if !special && !replaced.get(index).copied().unwrap_or(false) {
-            args.push(FieldView {
-                key: src.piece(input, field.key.0, field.key.1),
-                value: value_of(field),
-                span: Span::new(src.original_start(field.start), src.original_end(field.end)),
-            });
-        }
-    }
     let tool_name = tool_name.and_then(|i| fields.get(i)).map(value_of).unwrap_or_default();
     fields.clear();
     if tool_name.is_empty() {

@@ -124,7 +124,7 @@ pub(super) fn normalize<'a>(raw: Cow<'a, str>, kind: ValueKind) -> Cow<'a, str> 
     } else {
         raw
     };
-    if memchr::memchr(b'\r', raw.as_bytes()).is_some() && raw.contains("\r\n") {
+    if has_cr(raw.as_bytes()) && raw.contains("\r\n") {
         return Cow::Owned(raw.replace("\r\n", "\n").trim().to_string());
     }
     match raw {
@@ -134,9 +134,20 @@ pub(super) fn normalize<'a>(raw: Cow<'a, str>, kind: ValueKind) -> Cow<'a, str> 
     }
 }
 
+/// Whether `bytes` holds a `\r`: the standard library's search for the short values most fields have
+/// (a `memchr` call costs more to set up than it saves there).
+fn has_cr(bytes: &[u8]) -> bool {
+    if bytes.len() <= 32 { bytes.contains(&b'\r') } else { memchr::memchr(b'\r', bytes).is_some() }
+}
+
 /// `str::trim`, with ASCII ends checked a byte at a time first.
 fn trim(text: &str) -> &str {
     let bytes = text.as_bytes();
+    let plain_end = |b: Option<&u8>| b.is_some_and(|&b| b.is_ascii() && !ascii_white(b));
+    if plain_end(bytes.first()) && plain_end(bytes.last()) {
+        // The usual value: nothing to trim.
+        return text;
+    }
     let start = bytes.iter().take_while(|&&b| ascii_white(b)).count();
     let end = bytes.len() - bytes.iter().rev().take_while(|&&b| ascii_white(b)).count();
     let inner = text.get(start..end.max(start)).unwrap_or_default();
@@ -237,14 +248,33 @@ const LONGEST_OPENER: usize = "「始ESCAPE」".len();
 
 /// Skips white space (any) from `from` up to `limit`.
 pub(super) fn skip_ws(text: &str, from: usize, limit: usize) -> usize {
-    let Some(rest) = text.get(from..limit) else { return from.max(limit) };
-    // ASCII white space a byte at a time; other white space (U+3000, …) by char.
-    let ascii = rest.bytes().take_while(|&b| ascii_white(b)).count();
-    match rest.get(ascii..).and_then(|r| r.chars().next()) {
-        Some(c) if !c.is_ascii() && c.is_whitespace() => {
-            limit - rest.get(ascii..).unwrap_or_default().trim_start().len()
-        }
-        _ => from + ascii,
+    let Some(rest) = text.as_bytes().get(from..limit) else { return from.max(limit) };
+    let mut at = 0;
+    while let Some(&b) = rest.get(at) {
+        at += match b {
+            b' ' | b'\t' | b'\n' | 0x0B | 0x0C | b'\r' => 1,
+            b if b.is_ascii() => break,
+            _ => match wide_white(rest.get(at..).unwrap_or_default()) {
+                0 => break,
+                len => len,
+            },
+        };
+    }
+    from + at
+}
+
+/// The length of the non-ASCII white-space character `bytes` begins with (U+0085,
+/// U+00A0, U+1680, U+2000–U+200A, U+2028, U+2029, U+202F, U+205F, U+3000: all that
+/// `char::is_whitespace` accepts above ASCII), or 0, read from the bytes without
+/// decoding.
+fn wide_white(bytes: &[u8]) -> usize {
+    match bytes {
+        [0xC2, 0x85 | 0xA0, ..] => 2,
+        [0xE1, 0x9A, 0x80, ..]
+        | [0xE2, 0x80, 0x80..=0x8A | 0xA8 | 0xA9 | 0xAF, ..]
+        | [0xE2, 0x81, 0x9F, ..]
+        | [0xE3, 0x80, 0x80, ..] => 3,
+        _ => 0,
     }
 }
 
@@ -429,5 +459,44 @@ pub(super) fn doc_close(
     } else {
         let resume = floor_boundary(text, limit.saturating_sub("「末exp」".len() - 1));
         Close::Wait(resume.max(scan))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `skip_ws` skips exactly what `str::trim_start` does, for every white-space
+    /// character (it reads them from their bytes without decoding).
+    #[test]
+    fn skip_ws_agrees_with_trim_start() {
+        let white: Vec<char> =
+            (0..=0x10FFFFu32).filter_map(char::from_u32).filter(|c| c.is_whitespace()).collect();
+        assert_eq!(white.iter().filter(|c| !c.is_ascii()).count(), 19, "{white:?}");
+        for c in (0x80..=0x10FFFFu32).filter_map(char::from_u32) {
+            let mut buf = [0u8; 4];
+            let bytes = c.encode_utf8(&mut buf).as_bytes();
+            assert_eq!(wide_white(bytes) != 0, c.is_whitespace(), "{c:?}");
+        }
+        assert!(white.len() > 20, "{white:?}");
+        for &c in &white {
+            for tail in ["x", "「始」", "\u{3001}", "é", ""] {
+                let text = format!("k:{c} {c}{tail}");
+                let want = text.len() - text[2..].trim_start().len();
+                assert_eq!(skip_ws(&text, 2, text.len()), want, "{c:?} before {tail:?}");
+            }
+        }
+        // Non-white characters behind the same lead bytes stop it.
+        for c in ['\u{a9}', '\u{1681}', '\u{2010}', '\u{3001}', '「'] {
+            let text = format!(" {c}");
+            assert_eq!(skip_ws(&text, 0, text.len()), 1, "{c:?}");
+        }
+    }
+
+    #[test]
+    fn trim_agrees_with_str_trim() {
+        for text in ["a", " a", "a ", "\u{3000}a\u{3000}", "\r\nab\t", "", " ", "é", " é ", "a\u{85}"] {
+            assert_eq!(trim(text), text.trim(), "{text:?}");
+        }
     }
 }

@@ -37,7 +37,7 @@ pub use format::{FormatError, neutralize_markers};
 pub use incremental::VcpStreamParser;
 pub use prompt::{Language, VcpTemplates};
 pub use routing::{CONTROL_KEYS, RouteError, RoutedCall, command_alias, command_alias_config, route};
-pub use view::{FieldView, ParseView, RequestView};
+pub use view::{FieldView, ParseView, RequestView, ViewEvent, ViewEvents};
 
 use std::sync::Arc;
 
@@ -194,6 +194,24 @@ impl VcpProtocol {
     /// [`parse_view`](Self::parse_view).
     pub fn parse(&self, text: &str) -> ParseOutcome {
         self.parse_view(text).into_owned()
+    }
+
+    /// The pull parser: the requests and diagnostics of `text` one at a time, each
+    /// request borrowing from `text` like [`parse_view`](Self::parse_view)'s. It finds
+    /// exactly what `parse_view` finds, but holds only one request at a time: the
+    /// fastest way to read every request of a long reply, and a way to stop early.
+    ///
+    /// ```
+    /// use tool_calling::protocol::vcp::{ViewEvent, VcpProtocol};
+    /// let reply = "<<<[TOOL_REQUEST]>>>\ntool_name:「始」calc_add「末」,\na:「始」2「末」\n<<<[END_TOOL_REQUEST]>>>";
+    /// for event in VcpProtocol::default().view_events(reply) {
+    ///     if let ViewEvent::Request(request) = event {
+    ///         assert_eq!((request.tool_name.as_ref(), request.arg("a")), ("calc_add", Some("2")));
+    ///     }
+    /// }
+    /// ```
+    pub fn view_events<'a>(&self, text: &'a str) -> ViewEvents<'a> {
+        ViewEvents::new(text, &self.options, Arc::clone(&self.templates))
     }
 
     /// Parses every request block in `text` without copying it: names, keys and values

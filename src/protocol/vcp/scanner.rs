@@ -140,6 +140,11 @@ pub(crate) trait Sink<'i> {
     fn discarded(&mut self, _span: Span) {}
     /// A diagnostic.
     fn diagnostic(&mut self, diagnostic: Diagnostic);
+    /// Whether [`Scanner::run`] should return after the block that just ended (a pull
+    /// parser hands out one request at a time; the scanner resumes where it stopped).
+    fn paused(&self) -> bool {
+        false
+    }
 }
 
 /// Reads an open block: the marker searchers and the parser options its fields are read
@@ -328,6 +333,9 @@ impl Scanner {
                         self.spare = block.fields;
                     }
                     self.prose_from = resume;
+                    if sink.paused() {
+                        return;
+                    }
                 }
             }
         }
@@ -532,26 +540,35 @@ pub(crate) fn parse_view<'i>(
     templates: Arc<VcpTemplates>,
 ) -> ParseView<'i> {
     let mut sink = Collect { input: text, requests: Vec::new(), diagnostics: Vec::new() };
-    let src = if options.keep_reasoning {
-        VisibleText::unchanged(text)
-    } else {
-        let (pieces, unclosed) = reasoning::pieces(text);
-        if let Some((start, end)) = unclosed {
-            sink.diagnostics.push(unclosed_reasoning(start, end));
-        }
-        VisibleText::from_pieces(text, &pieces)
-    };
-    let fences = options.skip_fenced.then(|| Fences::find(src.text()));
+    let (src, fences, unclosed) = prepare(text, options);
+    sink.diagnostics.extend(unclosed);
     Scanner::new(options, templates).run(&src, fences.as_ref(), true, &mut sink);
     let Collect { requests, mut diagnostics, .. } = sink;
     crate::protocol::sort_diagnostics(&mut diagnostics);
-    tracing::debug!(
-        bytes = text.len(),
-        requests = requests.len(),
-        diagnostics = diagnostics.len(),
-        "VCP reply parsed"
-    );
-    for diagnostic in &diagnostics {
+    log_parsed(text.len(), requests.len(), &diagnostics);
+    ParseView { requests, diagnostics }
+}
+
+/// The text the scanner reads (reasoning cut out unless kept), its fences (with
+/// `skip_fenced`), and the diagnostic for reasoning that is never closed.
+pub(crate) fn prepare<'i>(
+    text: &'i str,
+    options: &VcpOptions,
+) -> (VisibleText<'i>, Option<Fences>, Option<Diagnostic>) {
+    let (src, unclosed) = if options.keep_reasoning {
+        (VisibleText::unchanged(text), None)
+    } else {
+        let (pieces, unclosed) = reasoning::pieces(text);
+        (VisibleText::from_pieces(text, &pieces), unclosed.map(|(start, end)| unclosed_reasoning(start, end)))
+    };
+    let fences = options.skip_fenced.then(|| Fences::find(src.text()));
+    (src, fences, unclosed)
+}
+
+/// Logs a finished one-shot parse (at `debug`).
+pub(crate) fn log_parsed(bytes: usize, requests: usize, diagnostics: &[Diagnostic]) {
+    tracing::debug!(bytes, requests, diagnostics = diagnostics.len(), "VCP reply parsed");
+    for diagnostic in diagnostics {
         tracing::debug!(
             kind = diagnostic.kind.as_str(),
             start = diagnostic.span.start,
@@ -560,5 +577,4 @@ pub(crate) fn parse_view<'i>(
             diagnostic.message
         );
     }
-    ParseView { requests, diagnostics }
 }

@@ -3,7 +3,13 @@
 //! from it ([`ParseView::into_owned`]), so both come from the one parser.
 
 use std::borrow::Cow;
+use std::collections::VecDeque;
+use std::sync::Arc;
 
+use super::fence::Fences;
+use super::scanner::{Scanner, Sink, prepare};
+use super::visible::VisibleText;
+use super::{VcpOptions, VcpTemplates};
 use crate::request::{Args, RequestIdSource};
 use crate::{Diagnostic, ParseOutcome, ParsedToolRequest, Span};
 
@@ -129,4 +135,121 @@ pub struct FieldView<'a> {
     /// The field in the input, from its key to its value's closer (or to where the
     /// value was cut off).
     pub span: Span,
+}
+
+/// One thing the pull parser ([`VcpProtocol::view_events`](super::VcpProtocol::view_events))
+/// found.
+///
+/// ```
+/// use tool_calling::protocol::vcp::{ViewEvent, VcpProtocol};
+/// let reply = "<<<[TOOL_REQUEST]>>>\ntool_name:「始」clock「末」\n";
+/// let events: Vec<ViewEvent<'_>> = VcpProtocol::default().view_events(reply).collect();
+/// assert!(matches!(&events[0], ViewEvent::Diagnostic(d) if d.kind.as_str() == "missing_end_marker"));
+/// assert!(matches!(&events[1], ViewEvent::Request(r) if r.tool_name == "clock"));
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum ViewEvent<'a> {
+    /// A request block ended: the request, borrowing from the reply.
+    Request(RequestView<'a>),
+    /// Something the parser noticed and tolerated. A block's diagnostics come before
+    /// its request.
+    Diagnostic(Diagnostic),
+}
+
+/// The pull parser: every request and diagnostic of a reply, one at a time, borrowing
+/// from the reply (see [`VcpProtocol::view_events`](super::VcpProtocol::view_events)).
+///
+/// It reads only as far as the next request, so memory stays bounded by one request
+/// however many the reply holds, and a caller can stop early. Collecting it gives what
+/// [`ParseView`] holds, with diagnostics in the order they were found (a `ParseView`
+/// sorts them by position).
+///
+/// ```
+/// use tool_calling::protocol::vcp::{ViewEvent, VcpProtocol};
+/// let block = |tool: &str| format!("<<<[TOOL_REQUEST]>>>\ntool_name:「始」{tool}「末」\n<<<[END_TOOL_REQUEST]>>>\n");
+/// let reply = format!("{}{}{}", block("a"), block("b"), block("c"));
+/// let mut events = VcpProtocol::default().view_events(&reply);
+/// // Stop after the first request: the other two blocks are never read.
+/// let first = events.find_map(|event| match event {
+///     ViewEvent::Request(request) => Some(request),
+///     _ => None,
+/// });
+/// assert_eq!(first.map(|r| r.tool_name), Some("a".into()));
+/// ```
+#[derive(Debug)]
+pub struct ViewEvents<'a> {
+    input: &'a str,
+    src: VisibleText<'a>,
+    fences: Option<Fences>,
+    scanner: Scanner,
+    queue: VecDeque<ViewEvent<'a>>,
+    done: bool,
+}
+
+impl<'a> ViewEvents<'a> {
+    pub(super) fn new(input: &'a str, options: &VcpOptions, templates: Arc<VcpTemplates>) -> Self {
+        let (src, fences, unclosed) = prepare(input, options);
+        ViewEvents {
+            input,
+            src,
+            fences,
+            scanner: Scanner::new(options, templates),
+            queue: unclosed.map(ViewEvent::Diagnostic).into_iter().collect(),
+            done: false,
+        }
+    }
+}
+
+impl<'a> Iterator for ViewEvents<'a> {
+    type Item = ViewEvent<'a>;
+
+    fn next(&mut self) -> Option<ViewEvent<'a>> {
+        loop {
+            if let Some(event) = self.queue.pop_front() {
+                return Some(event);
+            }
+            if self.done {
+                return None;
+            }
+            let mut sink = Queue { input: self.input, events: &mut self.queue, ended: false };
+            self.scanner.run(&self.src, self.fences.as_ref(), true, &mut sink);
+            // The scanner returns early only after a block ended; otherwise it read the
+            // whole text.
+            self.done = !sink.ended;
+        }
+    }
+}
+
+impl std::iter::FusedIterator for ViewEvents<'_> {}
+
+/// The sink of [`ViewEvents`]: queues what one run of the scanner found, and pauses it
+/// after each block.
+struct Queue<'q, 'i> {
+    input: &'i str,
+    events: &'q mut VecDeque<ViewEvent<'i>>,
+    ended: bool,
+}
+
+impl<'i> Sink<'i> for Queue<'_, 'i> {
+    fn input(&self) -> Option<&'i str> {
+        Some(self.input)
+    }
+
+    fn request(&mut self, request: RequestView<'i>) {
+        self.events.push_back(ViewEvent::Request(request));
+        self.ended = true;
+    }
+
+    fn discarded(&mut self, _span: Span) {
+        self.ended = true;
+    }
+
+    fn diagnostic(&mut self, diagnostic: Diagnostic) {
+        self.events.push_back(ViewEvent::Diagnostic(diagnostic));
+    }
+
+    fn paused(&self) -> bool {
+        self.ended
+    }
 }

@@ -118,9 +118,16 @@ impl<'a> VisibleText<'a> {
     /// Cleaned `start..end` as a slice of `input` (the text this one was made from)
     /// when it is one piece of it, else copied (the range crosses hidden text, or no
     /// input is given: a streaming window).
+    #[inline]
     pub(crate) fn piece<'i>(&self, input: Option<&'i str>, start: usize, end: usize) -> Cow<'i, str> {
         if let Some(input) = input {
-            if start >= end {
+            if self.segments.is_empty() {
+                // Nothing was hidden: the cleaned text is the input.
+                debug_assert_eq!(self.text.len(), input.len(), "an unchanged text is the input");
+                if let Some(piece) = input.get(start..end.max(start)) {
+                    return Cow::Borrowed(piece);
+                }
+            } else if start >= end {
                 // An empty piece where hidden text was cut out: borrow it from before the
                 // hidden text, where the range that holds it ends (see `original_end`).
                 let at = self.original_end(start);
