@@ -235,7 +235,12 @@ impl ReasoningFilter {
             };
             match next_lt {
                 Some(i) => {
-                    let lt = self.search_from.max(base) + i;
+                    let mut lt = self.search_from.max(base) + i;
+                    // In a run of `<` (every marker begins `<<<`) only the last can begin
+                    // a tag: each of the others is followed by `<`.
+                    while at(lt + 1) == Some(b'<') {
+                        lt += 1;
+                    }
                     // Most `<` are no tag (markers, comparisons, HTML): skip them without
                     // the head automaton when the bytes after them say so.
                     if not_a_tag(bytes.get(lt + 1 - base..).unwrap_or_default()) {
