@@ -4,8 +4,9 @@
 //! - `vcp_parse/prose`: markdown-ish English prose with exactly three request blocks;
 //! - `vcp_parse/requests`: request blocks back to back;
 //!
-//! each at 16 KiB, 1 MiB and 16 MiB, with `parse` (owned requests) and `parse_view`
-//! (borrowed), reported as bytes per second; and
+//! each at 16 KiB, 1 MiB and 16 MiB, with `parse` (owned requests), `parse_view`
+//! (borrowed) and `view_events` (borrowed, one request at a time), reported as bytes per
+//! second; and
 //! - `vcp_parse/options`: the 1 MiB prose input with default options vs `skip_fenced`.
 //!
 //! `cargo bench -p tool-calling-benches --bench vcp_parse` runs everything in a few minutes;
@@ -15,7 +16,7 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{BenchmarkId, Criterion, SamplingMode, Throughput, criterion_group, criterion_main};
-use tool_calling::protocol::vcp::{VcpOptions, VcpProtocol};
+use tool_calling::protocol::vcp::{VcpOptions, VcpProtocol, ViewEvent};
 
 #[path = "support/inputs.rs"]
 mod inputs;
@@ -60,6 +61,12 @@ fn by_size(c: &mut Criterion, group_name: &str, generate: fn(usize) -> String) {
         });
         group.bench_with_input(BenchmarkId::new("parse_view", label), text.as_str(), |b, text| {
             b.iter(|| protocol.parse_view(black_box(text)));
+        });
+        // The pull parser: every request made, with all its fields and values, then dropped.
+        group.bench_with_input(BenchmarkId::new("view_events", label), text.as_str(), |b, text| {
+            b.iter(|| {
+                protocol.view_events(black_box(text)).filter(|e| matches!(e, ViewEvent::Request(_))).count()
+            });
         });
     }
     group.finish();
