@@ -16,7 +16,7 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{BenchmarkId, Criterion, SamplingMode, Throughput, criterion_group, criterion_main};
-use tool_calling::protocol::vcp::{VcpOptions, VcpProtocol, ViewEvent};
+use tool_calling::protocol::vcp::{VcpLimits, VcpOptions, VcpProtocol, ViewEvent};
 
 #[path = "support/inputs.rs"]
 mod inputs;
@@ -39,7 +39,7 @@ fn check(name: &str, text: &str, protocol: &VcpProtocol) {
 }
 
 fn by_size(c: &mut Criterion, group_name: &str, generate: fn(usize) -> String) {
-    let protocol = VcpProtocol::new(VcpOptions::default());
+    let protocol = VcpProtocol::new(VcpOptions::default().limits(VcpLimits::none()));
     let mut group = c.benchmark_group(group_name);
     for (label, size) in SIZES {
         let text = generate(size);
@@ -82,8 +82,10 @@ fn requests(c: &mut Criterion) {
 
 fn options(c: &mut Criterion) {
     let text = inputs::prose_with_requests(MIB);
-    let variants =
-        [("default", VcpOptions::default()), ("skip_fenced", VcpOptions::default().skip_fenced(true))];
+    let variants = [
+        ("default", VcpOptions::default().limits(VcpLimits::none())),
+        ("skip_fenced", VcpOptions::default().limits(VcpLimits::none()).skip_fenced(true)),
+    ];
     let mut group = c.benchmark_group("vcp_parse/options");
     group.sample_size(20);
     group.sampling_mode(SamplingMode::Flat);

@@ -29,7 +29,7 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, SamplingMode, Throughput, criterion_group, criterion_main};
-use tool_calling::protocol::vcp::{RequestIdStyle, VcpOptions, VcpProtocol};
+use tool_calling::protocol::vcp::{RequestIdStyle, VcpLimits, VcpOptions, VcpProtocol};
 use tool_calling::protocol::{IncrementalParser, StreamCollector, StreamEvent};
 
 #[path = "support/inputs.rs"]
@@ -76,7 +76,9 @@ fn stream(protocol: &VcpProtocol, chunks: &[&str], events: &mut Vec<StreamEvent>
 /// Checks once, outside the measurement, that streaming yields the one-shot outcome with
 /// every generated block; prints the peak `buffered_len()`.
 fn check(name: &str, text: &str, chunks: &[&str]) {
-    let protocol = VcpProtocol::new(VcpOptions::default().request_ids(RequestIdStyle::Sequential));
+    let protocol = VcpProtocol::new(
+        VcpOptions::default().limits(VcpLimits::none()).request_ids(RequestIdStyle::Sequential),
+    );
     let expected = protocol.parse(text);
     let blocks = inputs::count_blocks(text);
     assert!(
@@ -125,7 +127,7 @@ fn side_by_side(name: &str, label: &str, protocol: &VcpProtocol, text: &str, chu
 }
 
 fn bench_input(c: &mut Criterion, input: &str, text: &str) {
-    let protocol = VcpProtocol::new(VcpOptions::default());
+    let protocol = VcpProtocol::new(VcpOptions::default().limits(VcpLimits::none()));
     let group_name = format!("vcp_stream/{input}");
     let mut group = c.benchmark_group(&group_name);
     group.sample_size(10);

@@ -422,3 +422,55 @@ fn results_go_back_in_each_providers_shape() {
         }
     }
 }
+
+/// Arguments nested to the depth limit are read; one level deeper, the request is
+/// incomplete (it never runs) with a problem and a diagnostic, one-shot and streamed, for
+/// every provider; a depth past serde_json's own limit is an error, not a crash.
+#[test]
+fn argument_depth_at_the_limit_and_one_past_it() {
+    // `levels` nested objects: {"a": {"a": … 1 …}}.
+    let nested = |levels: usize| format!("{}1{}", "{\"a\": ".repeat(levels), "}".repeat(levels));
+    for max in [1, 8, 64] {
+        let options = options().max_argument_depth(max);
+        let protocols: Vec<Box<dyn Native>> = vec![
+            Box::new(OpenAiChat::new(options)),
+            Box::new(OpenAiResponses::new(options)),
+            Box::new(Anthropic::new(options)),
+            Box::new(Gemini::new(options)),
+        ];
+        for protocol in &protocols {
+            for (levels, allowed) in [(max, true), (max + 1, false), (10_000, false)] {
+                let turn = AssistantTurn::new().with_tool_call(tool_calling::model::ToolCall::new(
+                    "c1",
+                    "deep",
+                    nested(levels),
+                ));
+                let outcome = protocol.parse_turn(&turn);
+                let request = &outcome.requests[0];
+                assert_eq!(request.complete, allowed, "{levels} levels, limit {max}: {:?}", request.problems);
+                if !allowed {
+                    assert!(outcome.diagnostics.iter().any(|d| d.kind == DiagnosticKind::InvalidPayload));
+                }
+                // Streamed: the same request.
+                let mut parser = NativeStreamParser::with_options(options);
+                let mut collector = StreamCollector::new();
+                let mut events = Vec::new();
+                parser.push(
+                    &TurnDelta::ToolCallStart { index: 0, id: "c1".into(), name: "deep".into() },
+                    &mut events,
+                );
+                parser
+                    .push(&TurnDelta::ToolCallArguments { index: 0, fragment: nested(levels) }, &mut events);
+                parser.push(&TurnDelta::ToolCallEnd { index: 0 }, &mut events);
+                parser.finish(&mut events);
+                collector.extend(events);
+                assert_eq!(
+                    collector.into_outcome().requests[0].complete,
+                    allowed,
+                    "streamed, {levels} levels"
+                );
+            }
+        }
+    }
+    assert_eq!(NativeOptions::default().max_argument_depth, 64);
+}

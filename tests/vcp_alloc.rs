@@ -167,7 +167,9 @@ fn reasoning_costs_one_copy_of_the_visible_text() {
 #[test]
 #[ignore = "64 MiB inputs: run with --release --ignored"]
 fn memory_of_a_64_mib_reply() {
-    let protocol = VcpProtocol::new(VcpOptions::default());
+    // No limits: the default ones would stop at 10,000 requests and 64 MiB.
+    let protocol =
+        VcpProtocol::new(VcpOptions::default().limits(tool_calling::protocol::vcp::VcpLimits::none()));
     let size = 64 * 1024 * 1024;
     let dense = inputs::requests_only(size);
     let mut reasoning = String::with_capacity(size + size / 8);

@@ -4,7 +4,7 @@
 
 #![allow(dead_code)]
 
-use tool_calling::protocol::vcp::VcpOptions;
+use tool_calling::protocol::vcp::{VcpLimits, VcpOptions};
 
 const START: &str = "<<<[TOOL_REQUEST]>>>";
 const END: &str = "<<<[END_TOOL_REQUEST]>>>";
@@ -27,8 +27,10 @@ pub struct Family {
     pub make: fn(usize) -> String,
 }
 
+/// The parser with no limits: these families measure the parser's own cost, so nothing
+/// may be cut short by a limit.
 fn plain() -> VcpOptions {
-    VcpOptions::default()
+    VcpOptions::default().limits(VcpLimits::none())
 }
 
 /// Every family.
@@ -60,7 +62,7 @@ pub fn families() -> Vec<Family> {
             out
         }),
         family("unclosed_starts", plain(), |n| repeat("", &format!("{START}\n"), "", n)),
-        family("unclosed_starts_fuzzy", VcpOptions::default().fuzzy_markers(true), |n| {
+        family("unclosed_starts_fuzzy", plain().fuzzy_markers(true), |n| {
             repeat("", "<<[TOOL_REQUEST]>\n", "", n)
         }),
         family("unclosed_values", plain(), |n| repeat("", &format!("{START}\nk:「始」value\n"), "", n)),
@@ -81,17 +83,17 @@ pub fn families() -> Vec<Family> {
         family("reasoning_in_values", plain(), |n| {
             repeat(&format!("{START}\nk:「始」"), "a<think>b</think>", "「末」", n)
         }),
-        family("fence_lines", VcpOptions::default().skip_fenced(true), |n| {
+        family("fence_lines", plain().skip_fenced(true), |n| {
             repeat("", &format!("```\n{START}\n```\n"), "", n)
         }),
-        family("open_fence", VcpOptions::default().skip_fenced(true), |n| {
+        family("open_fence", plain().skip_fenced(true), |n| {
             repeat("```rust\n", &format!("{START}\nk:「始」v「末」\n"), "", n)
         }),
-        family("lt_runs_fuzzy", VcpOptions::default().fuzzy_markers(true), |n| repeat("", "<", "", n)),
-        family("lt_runs_marker_fuzzy", VcpOptions::default().fuzzy_markers(true), |n| {
+        family("lt_runs_fuzzy", plain().fuzzy_markers(true), |n| repeat("", "<", "", n)),
+        family("lt_runs_marker_fuzzy", plain().fuzzy_markers(true), |n| {
             repeat("", &format!("{}[TOOL_REQUEST", "<".repeat(200)), "", n)
         }),
-        family("gt_runs_fuzzy", VcpOptions::default().fuzzy_markers(true), |n| {
+        family("gt_runs_fuzzy", plain().fuzzy_markers(true), |n| {
             repeat(&format!("{START}\nk:「始」v「末」\n<<[END_TOOL_REQUEST]"), ">", "", n)
         }),
         family("huge_key", plain(), |n| repeat(&format!("{START}\n"), "k", ":「始」v「末」", n)),

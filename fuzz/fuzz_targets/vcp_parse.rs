@@ -1,7 +1,7 @@
 //! Fuzz target: the VCP parser on arbitrary text, under every option combination.
 //!
-//! Input layout: the first byte's low three bits pick the options (bit 0 `fuzzy_markers`,
-//! bit 1 `skip_fenced`, bit 2 `keep_reasoning`); the rest is cut to its longest valid
+//! Input layout: the first byte's low four bits pick the options (bit 0 `fuzzy_markers`,
+//! bit 1 `skip_fenced`, bit 2 `keep_reasoning`, bit 3 small limits); the rest is cut to its longest valid
 //! UTF-8 prefix and parsed. Besides "never panics", the target checks the invariants the
 //! public types promise (see `Span`, `ParsedToolRequest`, `ParseOutcome`) and panics when
 //! one is violated, which is how libFuzzer reports a failure.

@@ -2,7 +2,8 @@
 //! cut into arbitrary chunks, under every option combination.
 //!
 //! Input layout: the first byte's low three bits pick the options (bit 0 `fuzzy_markers`,
-//! bit 1 `skip_fenced`, bit 2 `keep_reasoning`), its high five bits give K (0–31); the
+//! bit 1 `skip_fenced`, bit 2 `keep_reasoning`), its high five bits give K (0–31; an odd
+//! K also turns on small parser limits, see `common::options`); the
 //! next K bytes are the chunking seed; the rest is cut to its longest valid UTF-8 prefix
 //! and is the text. The text is pushed in chunks whose sizes are the seed bytes in turn
 //! (cycling; a 0 pushes an empty chunk), each cut moved back to a char boundary but every

@@ -45,6 +45,9 @@ pub enum DiagnosticKind {
     /// Two requests of one turn carry the same model-chosen id. Results stay matched to
     /// their requests by position; the id alone no longer tells them apart.
     DuplicateRequestId,
+    /// The reply went past one of the parser's limits (its bytes, its requests, a
+    /// block's fields, bytes or value length); what lies past it was not read.
+    LimitExceeded,
 }
 
 impl DiagnosticKind {
@@ -62,6 +65,7 @@ impl DiagnosticKind {
             DiagnosticKind::FencedMarker => "fenced_marker",
             DiagnosticKind::InvalidPayload => "invalid_payload",
             DiagnosticKind::DuplicateRequestId => "duplicate_request_id",
+            DiagnosticKind::LimitExceeded => "limit_exceeded",
         }
     }
 }

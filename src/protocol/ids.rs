@@ -43,6 +43,11 @@ impl IdAssigner {
     }
 
     /// Counts `request`, and names it when its id is not the model's.
+    /// How many requests have been numbered (given an id or not).
+    pub(crate) fn seen(&self) -> usize {
+        self.seen
+    }
+
     pub(crate) fn assign(&mut self, request: &mut ParsedToolRequest) {
         if let Some(id) = self.next_id(request.id_source == RequestIdSource::Assigned) {
             request.request_id = id;

@@ -11,6 +11,7 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
+use super::NativeOptions;
 use crate::model::{AssistantTurn, FinishReason, ToolCall, TurnAccumulator, TurnDelta};
 use crate::protocol::ids::IdAssigner;
 use crate::protocol::{
@@ -28,6 +29,7 @@ pub(crate) fn request_from_call(
     finish: Option<FinishReason>,
     ids: &mut IdAssigner,
     diagnostics: &mut Vec<Diagnostic>,
+    max_depth: usize,
 ) -> ParsedToolRequest {
     let mut request = ParsedToolRequest::new(call.id.clone(), call.name.clone());
     request.id_source = if call.id.is_empty() { RequestIdSource::Assigned } else { RequestIdSource::Model };
@@ -41,8 +43,15 @@ pub(crate) fn request_from_call(
             call.name
         )),
         Some(Ok(Value::Object(args))) => {
+            let depth = depth_of(&args);
             request.args = args.into_iter().collect();
-            None
+            (depth > max_depth).then(|| {
+                format!(
+                    "the arguments of `{}` nest {depth} levels deep, more than the limit of {max_depth}: \
+                     send flatter arguments",
+                    call.name
+                )
+            })
         }
         Some(Ok(other)) => Some(format!(
             "the arguments of `{}` are {}, not a JSON object: send them as an object of named values",
@@ -64,6 +73,22 @@ pub(crate) fn request_from_call(
     request
 }
 
+/// How deeply the values of `args` nest: 1 for an object of plain values, one more for
+/// each object or array inside. Counted without recursion, so any depth is safe.
+fn depth_of(args: &serde_json::Map<String, Value>) -> usize {
+    let mut deepest = 1;
+    let mut stack: Vec<(&Value, usize)> = args.values().map(|v| (v, 1)).collect();
+    while let Some((value, depth)) = stack.pop() {
+        match value {
+            Value::Object(map) => stack.extend(map.values().map(|v| (v, depth + 1))),
+            Value::Array(items) => stack.extend(items.iter().map(|v| (v, depth + 1))),
+            _ => continue,
+        }
+        deepest = deepest.max(depth + 1);
+    }
+    deepest
+}
+
 fn json_kind(value: &Value) -> &'static str {
     match value {
         Value::Null => "null",
@@ -76,12 +101,20 @@ fn json_kind(value: &Value) -> &'static str {
 }
 
 /// Every native call of `turn` as a request, in order.
-pub(crate) fn parse_calls(turn: &AssistantTurn, style: RequestIdStyle) -> ParseOutcome {
-    let mut ids = IdAssigner::new(style);
+pub(crate) fn parse_calls(turn: &AssistantTurn, options: &NativeOptions) -> ParseOutcome {
+    let mut ids = IdAssigner::new(options.request_ids);
     let mut diagnostics = Vec::new();
     let requests = turn
         .tool_calls()
-        .map(|call| request_from_call(call, turn.finish_reason, &mut ids, &mut diagnostics))
+        .map(|call| {
+            request_from_call(
+                call,
+                turn.finish_reason,
+                &mut ids,
+                &mut diagnostics,
+                options.max_argument_depth,
+            )
+        })
         .collect();
     ParseOutcome::new(requests, diagnostics)
 }
@@ -119,20 +152,27 @@ pub struct NativeStreamParser {
     /// Bytes of text reported so far.
     text_len: usize,
     finished: bool,
+    max_depth: usize,
 }
 
 impl NativeStreamParser {
     /// A parser naming id-less calls in `style`.
     pub fn new(style: RequestIdStyle) -> Self {
+        Self::with_options(NativeOptions::default().request_ids(style))
+    }
+
+    /// A parser with `options` (id style, argument depth limit).
+    pub fn with_options(options: NativeOptions) -> Self {
         NativeStreamParser {
             turn: TurnAccumulator::new(),
-            ids: IdAssigner::new(style),
+            ids: IdAssigner::new(options.request_ids),
             order: Vec::new(),
             position: HashMap::new(),
             ended: Vec::new(),
             reported: 0,
             text_len: 0,
             finished: false,
+            max_depth: options.max_argument_depth,
         }
     }
 
@@ -160,7 +200,7 @@ impl NativeStreamParser {
             let Some(call) = self.turn.call(index) else { continue };
             let mut diagnostics = Vec::new();
             let finish = self.turn.turn().finish_reason;
-            let request = request_from_call(call, finish, &mut self.ids, &mut diagnostics);
+            let request = request_from_call(call, finish, &mut self.ids, &mut diagnostics, self.max_depth);
             events.extend(diagnostics.into_iter().map(StreamEvent::Diagnostic));
             events.push(StreamEvent::RequestCompleted(request));
         }

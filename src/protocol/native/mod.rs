@@ -108,7 +108,7 @@ pub enum WireError {
 /// let parsed = gemini.parse_turn(&gemini.parse_response(&body).unwrap());
 /// assert_eq!(parsed.requests[0].request_id, "req_1", "the call had no id: one was assigned");
 /// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct NativeOptions {
     /// How requests are named when the provider gave a call no id.
@@ -116,9 +116,33 @@ pub struct NativeOptions {
     /// Ask for strict schema adherence where the provider offers it (OpenAI `strict`):
     /// schemas are rewritten as strict mode requires (see [`schema::openai_strict`]).
     pub strict: bool,
+    /// How deeply a call's arguments may nest (objects and arrays), 64 by default.
+    /// Deeper arguments make the request incomplete, so it never runs, with a problem
+    /// the model reads and an [`InvalidPayload`](crate::DiagnosticKind::InvalidPayload)
+    /// diagnostic. (A JSON text nested past 128 levels is not read at all.)
+    pub max_argument_depth: usize,
+}
+
+impl Default for NativeOptions {
+    fn default() -> Self {
+        NativeOptions { request_ids: RequestIdStyle::default(), strict: false, max_argument_depth: 64 }
+    }
 }
 
 impl NativeOptions {
+    /// Sets [`max_argument_depth`](Self::max_argument_depth).
+    ///
+    /// ```
+    /// use tool_calling::protocol::native::NativeOptions;
+    /// assert_eq!(NativeOptions::default().max_argument_depth, 64);
+    /// assert_eq!(NativeOptions::default().max_argument_depth(8).max_argument_depth, 8);
+    /// ```
+    #[must_use]
+    pub fn max_argument_depth(mut self, depth: usize) -> Self {
+        self.max_argument_depth = depth;
+        self
+    }
+
     /// Sets [`request_ids`](Self::request_ids).
     #[must_use]
     pub fn request_ids(mut self, style: RequestIdStyle) -> Self {

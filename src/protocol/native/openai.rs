@@ -123,11 +123,11 @@ impl ToolCallingProtocol for OpenAiChat {
     }
 
     fn parse_turn(&self, turn: &AssistantTurn) -> ParseOutcome {
-        parse_calls(turn, self.options.request_ids)
+        parse_calls(turn, &self.options)
     }
 
     fn incremental_parser(&self) -> Option<Box<dyn IncrementalParser>> {
-        Some(Box::new(NativeStreamParser::new(self.options.request_ids)))
+        Some(Box::new(NativeStreamParser::with_options(self.options)))
     }
 
     fn resolve(

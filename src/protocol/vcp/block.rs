@@ -5,12 +5,12 @@
 use std::borrow::Cow;
 use std::collections::HashMap;
 
-use super::VcpTemplates;
 use super::fields::{Field, ValueKind, normalize};
 use super::markers::Marker;
 use super::scanner::Sink;
 use super::view::{FieldView, RequestView};
 use super::visible::VisibleText;
+use super::{VcpLimits, VcpTemplates};
 use crate::language::fill;
 use crate::protocol::ids::IdAssigner;
 use crate::request::RequestIdSource;
@@ -83,6 +83,13 @@ impl<'k> Latest<'k> {
     }
 }
 
+/// The limits a block is finished under, and what its reading already dropped.
+pub(super) struct BlockLimits {
+    pub(super) limits: VcpLimits,
+    /// Fields read past [`VcpLimits::max_fields`] and not kept.
+    pub(super) dropped_fields: usize,
+}
+
 /// How many repeated keys of one block get a diagnostic each; the rest get one
 /// diagnostic together, so that a block repeating a key a million times does not make a
 /// million diagnostics.
@@ -91,9 +98,11 @@ const REPEATS_REPORTED: usize = 16;
 /// Turns a block's fields into a request (or into a diagnostic, for empty and example
 /// blocks). A key written twice keeps its last value, at the place of its last
 /// occurrence; resolving that takes one pass over the fields.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn finish_block<'i>(
     ids: &mut IdAssigner,
     templates: &VcpTemplates,
+    limits: &BlockLimits,
     src: &VisibleText<'_>,
     sink: &mut impl Sink<'i>,
     start: Marker,
@@ -129,7 +138,13 @@ pub(super) fn finish_block<'i>(
         sink.discarded(span);
         return;
     }
-    let value_of = |field: &Field| normalize(src.piece(input, field.value.0, field.value.1), field.kind);
+    let max_value = limits.limits.max_value_bytes;
+    let too_long = |field: &Field| field.value.1.saturating_sub(field.value.0) > max_value;
+    // A value past the length limit is emptied (an empty piece where it began).
+    let value_of = |field: &Field| {
+        let end = if too_long(field) { field.value.0 } else { field.value.1 };
+        normalize(src.piece(input, field.value.0, end), field.kind)
+    };
     // One pass: the arguments in order, diagnostics for unclosed values and repeated
     // keys, and where the tool name (and a non-empty request id, and `archery`) were
     // written last. A repeated key marks its earlier argument replaced; those are
@@ -146,8 +161,37 @@ pub(super) fn finish_block<'i>(
     let mut replaced: Vec<bool> = Vec::new();
     let mut repeats = 0usize;
     let mut problems = Vec::new();
+    if limits.dropped_fields > 0 {
+        let limit = limits.limits.max_fields.to_string();
+        problems.push(fill(&templates.too_many_fields, &[("limit", &limit)]));
+        diag(
+            src,
+            sink,
+            DiagnosticKind::LimitExceeded,
+            format!(
+                "request block has more than {limit} fields (the limit): the last {} were dropped",
+                limits.dropped_fields
+            ),
+            start.start,
+            end,
+        );
+    }
     for (index, field) in fields.iter().enumerate() {
         let key = text.get(field.key.0..field.key.1).unwrap_or("");
+        if too_long(field) {
+            let (bytes, limit) =
+                (field.value.1.saturating_sub(field.value.0).to_string(), max_value.to_string());
+            problems
+                .push(fill(&templates.value_too_long, &[("key", key), ("bytes", &bytes), ("limit", &limit)]));
+            diag(
+                src,
+                sink,
+                DiagnosticKind::LimitExceeded,
+                format!("value of `{key}` is {bytes} bytes, more than the limit of {limit}: it is left out"),
+                field.start,
+                field.end,
+            );
+        }
         if !field.closed {
             let closer = if field.kind == ValueKind::Escaped { "「末ESCAPE」" } else { "「末」" };
             problems.push(fill(&templates.unclosed_value, &[("key", key), ("closer", closer)]));

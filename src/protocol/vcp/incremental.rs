@@ -6,7 +6,7 @@ use super::block::unclosed_reasoning;
 use super::fence::Fences;
 use super::markers::{Candidate, floor_boundary};
 use super::reasoning::ReasoningFilter;
-use super::scanner::{Scanner, Sink};
+use super::scanner::{Scanner, Sink, floor_prefix, reply_too_long};
 use super::view::RequestView;
 use super::visible::VisibleText;
 use super::{VcpOptions, VcpTemplates};
@@ -81,6 +81,9 @@ pub struct VcpStreamParser {
     /// Whether that text ended with a break (hidden reasoning).
     scanned_break: bool,
     finished: bool,
+    /// Bytes pushed past [`VcpLimits::max_reply_bytes`](super::VcpLimits::max_reply_bytes),
+    /// not read; `Some` once the limit is reached.
+    unread: Option<usize>,
 }
 
 impl VcpStreamParser {
@@ -105,6 +108,7 @@ impl VcpStreamParser {
             scanned: 0,
             scanned_break: false,
             finished: false,
+            unread: None,
         }
     }
 
@@ -192,7 +196,10 @@ impl IncrementalParser for VcpStreamParser {
 
     #[inline]
     fn push_text(&mut self, chunk: &str, events: &mut Vec<StreamEvent>) {
-        if !self.defer_chunk(chunk) {
+        let room = self.options.limits.max_reply_bytes.saturating_sub(self.offset());
+        if chunk.len() > room || self.unread.is_some() {
+            self.push_past_limit(chunk, room, events);
+        } else if !self.defer_chunk(chunk) {
             self.run_with_deferred(chunk, events);
         }
     }
@@ -214,12 +221,31 @@ impl IncrementalParser for VcpStreamParser {
             }
         }
         self.scan(true, events);
+        if let Some(unread) = self.unread {
+            events.push(StreamEvent::Diagnostic(reply_too_long(
+                self.offset(),
+                self.offset() + unread,
+                self.options.limits.max_reply_bytes,
+            )));
+        }
         self.src = VisibleText::growing();
         self.raw = String::new();
     }
 }
 
 impl VcpStreamParser {
+    /// Reads what of `chunk` fits in the `room` left under the reply limit (cut at a
+    /// character boundary, as the one-shot parser cuts the whole reply) and counts the
+    /// rest as unread; after the first cut, nothing more is read.
+    #[cold]
+    fn push_past_limit(&mut self, chunk: &str, room: usize, events: &mut Vec<StreamEvent>) {
+        let read = if self.unread.is_some() { "" } else { floor_prefix(chunk, room) };
+        *self.unread.get_or_insert(0) += chunk.len() - read.len();
+        if !read.is_empty() && !self.defer_chunk(read) {
+            self.run_with_deferred(read, events);
+        }
+    }
+
     /// Keeps `chunk` back for later, without running the pipeline, when it cannot decide
     /// anything (see [`DeferRule`]); returns whether it did. Kept small so that it inlines
     /// into `push_text`, which is called once per token.

@@ -25,6 +25,7 @@ mod fence;
 mod fields;
 mod format;
 mod incremental;
+mod limits;
 mod markers;
 mod prompt;
 mod reasoning;
@@ -35,6 +36,7 @@ mod visible;
 
 pub use format::{FormatError, neutralize_markers};
 pub use incremental::VcpStreamParser;
+pub use limits::VcpLimits;
 pub use prompt::{Language, VcpTemplates};
 pub use routing::{CONTROL_KEYS, RouteError, RoutedCall, command_alias, command_alias_config, route};
 pub use view::{FieldView, ParseView, RequestView, ViewEvent, ViewEvents};
@@ -72,6 +74,8 @@ pub struct VcpOptions {
     pub keep_reasoning: bool,
     /// How ids are assigned to requests without `request_id`.
     pub request_ids: RequestIdStyle,
+    /// Bounds on what one reply can cost (see [`VcpLimits`] for the defaults).
+    pub limits: VcpLimits,
 }
 
 impl VcpOptions {
@@ -100,6 +104,13 @@ impl VcpOptions {
     #[must_use]
     pub fn request_ids(mut self, style: RequestIdStyle) -> Self {
         self.request_ids = style;
+        self
+    }
+
+    /// Sets [`limits`](Self::limits).
+    #[must_use]
+    pub fn limits(mut self, limits: VcpLimits) -> Self {
+        self.limits = limits;
         self
     }
 }

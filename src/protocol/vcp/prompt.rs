@@ -48,6 +48,12 @@ pub struct VcpTemplates {
     pub unclosed_value: String,
     /// A block with no `tool_name`, so it is not run.
     pub missing_tool_name: String,
+    /// A block with more fields than [`VcpLimits::max_fields`](super::VcpLimits::max_fields).
+    /// Blank: `{limit}`.
+    pub too_many_fields: String,
+    /// A value longer than [`VcpLimits::max_value_bytes`](super::VcpLimits::max_value_bytes).
+    /// Blanks: `{key}`, `{bytes}`, `{limit}`.
+    pub value_too_long: String,
     /// Routing: a blank `tool_name`.
     pub route_no_tool_name: String,
     /// Routing: `tool_name` matches nothing. Blank: `{name}`.
@@ -151,6 +157,12 @@ impl VcpTemplates {
                 one_of: words("one of: "),
                 unclosed_value: words("the value of `{key}` is not closed: end it with {closer}"),
                 missing_tool_name: words("the request has no tool_name: add tool_name:「始」…「末」"),
+                too_many_fields: words(
+                    "the request has more than {limit} fields: split it into smaller requests",
+                ),
+                value_too_long: words(
+                    "the value of `{key}` is {bytes} bytes, more than the limit of {limit}",
+                ),
                 route_no_tool_name: words(
                     "The request has no tool_name: add a `tool_name` field naming the tool to call, \
                      exactly as it is listed.",
@@ -182,6 +194,8 @@ impl VcpTemplates {
                 one_of: words("可选值："),
                 unclosed_value: words("`{key}` 的值没有闭合：请用 {closer} 结束它"),
                 missing_tool_name: words("请求没有 tool_name：请加上 tool_name:「始」…「末」"),
+                too_many_fields: words("请求的字段超过 {limit} 个：请拆成几个较小的请求"),
+                value_too_long: words("`{key}` 的值有 {bytes} 字节，超过了 {limit} 字节的上限"),
                 route_no_tool_name: words(
                     "请求没有 tool_name：请加上 `tool_name` 字段，写出要调用的工具，与列表中完全一致。",
                 ),

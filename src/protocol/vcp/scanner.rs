@@ -15,9 +15,7 @@ use std::borrow::Cow;
 
 use memchr::memmem;
 
-use super::VcpOptions;
-use super::VcpTemplates;
-use super::block::{diag, finish_block, stray, unclosed_reasoning};
+use super::block::{BlockLimits, diag, finish_block, stray, unclosed_reasoning};
 use super::fence::Fences;
 use super::fields::{
     Close, Field, HeadRead, SHORT_HEAD_REST, ValueKind, doc_close, escaped_close, normalize, plain_close,
@@ -27,6 +25,7 @@ use super::markers::{Candidate, Marker, MarkerFinder, MarkerKind, Search};
 use super::reasoning;
 use super::view::{ParseView, RequestView};
 use super::visible::VisibleText;
+use super::{VcpLimits, VcpOptions, VcpTemplates};
 use crate::protocol::ids::IdAssigner;
 use crate::{Diagnostic, DiagnosticKind, Span};
 use std::sync::Arc;
@@ -58,6 +57,8 @@ struct Block {
     cur: usize,
     boundary: Boundary,
     fields: Vec<Field>,
+    /// Fields past [`VcpLimits::max_fields`], read but not kept.
+    dropped_fields: usize,
     stray_from: Option<usize>,
     phase: Phase,
     /// Do not try a head again before the text is this long (keeps retries linear).
@@ -114,6 +115,8 @@ enum State {
         from: usize,
     },
     Block(Block),
+    /// The reply holds more requests than [`VcpLimits::max_requests`]: the rest is text.
+    Done,
 }
 
 /// Receives what the scanner decides. Offsets given to [`text`](Sink::text) are into the
@@ -156,6 +159,7 @@ struct BlockReader {
     doc_close: memmem::Finder<'static>,
     /// The words of the problems written into requests.
     templates: Arc<VcpTemplates>,
+    limits: VcpLimits,
 }
 
 /// The VCP block scanner: a state machine over the cleaned text that can stop wherever
@@ -180,6 +184,7 @@ impl Scanner {
                 fuzzy: options.fuzzy_markers,
                 doc_close: memmem::Finder::new("「末exp」".as_bytes()).into_owned(),
                 templates,
+                limits: options.limits,
             },
             ids: IdAssigner::new(options.request_ids),
             state: State::Prose { origin: 0, from: 0 },
@@ -196,6 +201,7 @@ impl Scanner {
             // kept before `from` is longer than any run that could be a marker.
             State::Prose { from, .. } => (*from).min(self.prose_from),
             State::Block(b) => b.start.start,
+            State::Done => self.prose_from,
         }
     }
 
@@ -208,6 +214,7 @@ impl Scanner {
                 *from -= cut;
             }
             State::Block(b) => b.rebase(cut),
+            State::Done => {}
         }
     }
 
@@ -253,6 +260,7 @@ impl Scanner {
     pub(crate) fn held_marker(&self, src: &VisibleText<'_>) -> Option<Candidate> {
         let (held, in_block) = match &self.state {
             State::Prose { from, .. } => (*from, false),
+            State::Done => return None,
             State::Block(b) => match (b.boundary, b.phase) {
                 (Boundary::Pending { from, .. }, Phase::Value { kind: ValueKind::Plain, scan, .. })
                     if scan >= from =>
@@ -295,6 +303,21 @@ impl Scanner {
                             *origin = m.end;
                             *from = m.end;
                         }
+                        Search::Found(m) if self.ids.seen() >= self.reader.limits.max_requests => {
+                            let limit = self.reader.limits.max_requests;
+                            diag(
+                                src,
+                                sink,
+                                DiagnosticKind::LimitExceeded,
+                                format!(
+                                    "the reply holds more than {limit} requests (the limit): this block \
+                                     and the rest of the reply are not read for requests"
+                                ),
+                                m.start,
+                                m.end,
+                            );
+                            self.state = State::Done;
+                        }
                         Search::Found(m) => {
                             if m.start > self.prose_from {
                                 sink.text(src, self.prose_from, m.start);
@@ -307,6 +330,7 @@ impl Scanner {
                                 cur: m.end,
                                 boundary: Boundary::Pending { origin: m.end, from: m.end },
                                 fields,
+                                dropped_fields: 0,
                                 stray_from: None,
                                 phase: Phase::Between,
                                 retry_at: 0,
@@ -322,6 +346,14 @@ impl Scanner {
                             return;
                         }
                     }
+                }
+                State::Done => {
+                    let len = src.text().len();
+                    if len > self.prose_from {
+                        sink.text(src, self.prose_from, len);
+                        self.prose_from = len;
+                    }
+                    return;
                 }
                 State::Block(block) => {
                     let Some(resume) = self.reader.step(&mut self.ids, block, src, fences, last, sink) else {
@@ -448,14 +480,24 @@ impl BlockReader {
                         kind,
                         closed,
                     };
-                    if sink.wants_fields() {
+                    let keep = b.fields.len() < self.limits.max_fields;
+                    if keep && sink.wants_fields() {
                         let span = Span::new(src.original_start(field.start), src.original_end(field.end));
                         let key = text.get(key.0..key.1).unwrap_or("");
-                        let value =
-                            normalize(Cow::Borrowed(text.get(value_from..raw_end).unwrap_or("")), kind);
+                        // A value past the length limit is emptied, as in the request.
+                        let raw = if raw_end.saturating_sub(value_from) > self.limits.max_value_bytes {
+                            ""
+                        } else {
+                            text.get(value_from..raw_end).unwrap_or("")
+                        };
+                        let value = normalize(Cow::Borrowed(raw), kind);
                         sink.field(key, &value, closed, span);
                     }
-                    b.fields.push(field);
+                    if keep {
+                        b.fields.push(field);
+                    } else {
+                        b.dropped_fields += 1;
+                    }
                     b.cur = field_end;
                     b.phase = if closed { Phase::AfterValue } else { Phase::Between };
                 }
@@ -507,7 +549,9 @@ impl BlockReader {
                 block_end,
             );
         }
-        finish_block(ids, &self.templates, src, sink, b.start, block_end, &mut b.fields);
+        let limits =
+            BlockLimits { limits: self.limits, dropped_fields: std::mem::take(&mut b.dropped_fields) };
+        finish_block(ids, &self.templates, &limits, src, sink, b.start, block_end, &mut b.fields);
         resume
     }
 }
@@ -540,8 +584,8 @@ pub(crate) fn parse_view<'i>(
     templates: Arc<VcpTemplates>,
 ) -> ParseView<'i> {
     let mut sink = Collect { input: text, requests: Vec::new(), diagnostics: Vec::new() };
-    let (src, fences, unclosed) = prepare(text, options);
-    sink.diagnostics.extend(unclosed);
+    let (src, fences, first) = prepare(text, options);
+    sink.diagnostics.extend(first);
     Scanner::new(options, templates).run(&src, fences.as_ref(), true, &mut sink);
     let Collect { requests, mut diagnostics, .. } = sink;
     crate::protocol::sort_diagnostics(&mut diagnostics);
@@ -549,20 +593,49 @@ pub(crate) fn parse_view<'i>(
     ParseView { requests, diagnostics }
 }
 
-/// The text the scanner reads (reasoning cut out unless kept), its fences (with
-/// `skip_fenced`), and the diagnostic for reasoning that is never closed.
+/// The text the scanner reads (the reply up to its length limit, reasoning cut out
+/// unless kept), its fences (with `skip_fenced`), and the diagnostics found on the way:
+/// a reply past the length limit, reasoning that is never closed.
 pub(crate) fn prepare<'i>(
     text: &'i str,
     options: &VcpOptions,
-) -> (VisibleText<'i>, Option<Fences>, Option<Diagnostic>) {
-    let (src, unclosed) = if options.keep_reasoning {
-        (VisibleText::unchanged(text), None)
+) -> (VisibleText<'i>, Option<Fences>, Vec<Diagnostic>) {
+    let mut diagnostics = Vec::new();
+    let max = options.limits.max_reply_bytes;
+    let read = floor_prefix(text, max);
+    if read.len() < text.len() {
+        diagnostics.push(reply_too_long(read.len(), text.len(), max));
+    }
+    let src = if options.keep_reasoning {
+        VisibleText::unchanged(read)
     } else {
-        let (pieces, unclosed) = reasoning::pieces(text);
-        (VisibleText::from_pieces(text, &pieces), unclosed.map(|(start, end)| unclosed_reasoning(start, end)))
+        let (pieces, unclosed) = reasoning::pieces(read);
+        diagnostics.extend(unclosed.map(|(start, end)| unclosed_reasoning(start, end)));
+        VisibleText::from_pieces(read, &pieces)
     };
     let fences = options.skip_fenced.then(|| Fences::find(src.text()));
-    (src, fences, unclosed)
+    (src, fences, diagnostics)
+}
+
+/// The longest prefix of `text` of at most `max` bytes that ends at a character boundary.
+pub(crate) fn floor_prefix(text: &str, max: usize) -> &str {
+    let mut cut = max.min(text.len());
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    text.get(..cut).unwrap_or_default()
+}
+
+/// The diagnostic for a reply longer than `max` bytes: `read..total` was not read.
+pub(crate) fn reply_too_long(read: usize, total: usize, max: usize) -> Diagnostic {
+    Diagnostic::new(
+        DiagnosticKind::LimitExceeded,
+        format!(
+            "the reply is {total} bytes, more than the limit of {max}: the last {} are not read",
+            total - read
+        ),
+        Span::new(read, total),
+    )
 }
 
 /// Logs a finished one-shot parse (at `debug`).

@@ -189,13 +189,13 @@ pub struct ViewEvents<'a> {
 
 impl<'a> ViewEvents<'a> {
     pub(super) fn new(input: &'a str, options: &VcpOptions, templates: Arc<VcpTemplates>) -> Self {
-        let (src, fences, unclosed) = prepare(input, options);
+        let (src, fences, first) = prepare(input, options);
         ViewEvents {
             input,
             src,
             fences,
             scanner: Scanner::new(options, templates),
-            queue: unclosed.map(ViewEvent::Diagnostic).into_iter().collect(),
+            queue: first.into_iter().map(ViewEvent::Diagnostic).collect(),
             done: false,
         }
     }

@@ -122,8 +122,13 @@ impl<'a> VisibleText<'a> {
     pub(crate) fn piece<'i>(&self, input: Option<&'i str>, start: usize, end: usize) -> Cow<'i, str> {
         if let Some(input) = input {
             if self.segments.is_empty() {
-                // Nothing was hidden: the cleaned text is the input.
-                debug_assert_eq!(self.text.len(), input.len(), "an unchanged text is the input");
+                // Nothing was hidden: the cleaned text is the input (or, past the reply
+                // length limit, the part of it that is read).
+                debug_assert_eq!(
+                    input.get(start..end),
+                    self.text.get(start..end),
+                    "an unchanged text is the input"
+                );
                 if let Some(piece) = input.get(start..end.max(start)) {
                     return Cow::Borrowed(piece);
                 }
