@@ -262,3 +262,41 @@ proptest! {
         prop_assert_eq!(collect(events), one_shot);
     }
 }
+
+/// `max_reply_bytes` for every format: at the reply's length nothing changes; below it the
+/// reply is cut at a character boundary with a `limit_exceeded` diagnostic, nothing past
+/// the limit is read, and streamed in chunks it gives exactly the one-shot parse.
+#[test]
+fn reply_length_limit_at_the_limit_and_past_it() {
+    for case in corpus() {
+        let limited = |max: usize| {
+            TextFormatProtocol::new(case.format).with_options(
+                TextFormatOptions::default().request_ids(RequestIdStyle::Sequential).max_reply_bytes(max),
+            )
+        };
+        let limit_diagnostics = |reply: &ParsedReply| {
+            reply.diagnostics.iter().filter(|d| d.kind == tool_calling::DiagnosticKind::LimitExceeded).count()
+        };
+        let len = case.text.len();
+        let at = limited(len).parse(&case.text);
+        assert_eq!(at, protocol(case.format).parse(&case.text), "{}/{} at the limit", case.format, case.name);
+        assert_eq!(limit_diagnostics(&at), 0);
+        // Cuts spread over the reply (every one for short replies).
+        let step = (len / 40).max(1);
+        for max in (0..len).step_by(step) {
+            let one_shot = limited(max).parse(&case.text);
+            assert_eq!(limit_diagnostics(&one_shot), 1, "{}/{} limit {max}", case.format, case.name);
+            assert!(
+                one_shot.requests.iter().all(|r| r.span.end <= max),
+                "{}/{} limit {max}",
+                case.format,
+                case.name
+            );
+            for size in [1, 7, 64] {
+                let reply = streamed(&mut limited(max).stream_parser(), &case.text, size);
+                assert_eq!(reply, one_shot, "{}/{} limit {max}, chunks of {size}", case.format, case.name);
+            }
+        }
+    }
+    assert_eq!(TextFormatOptions::default().max_reply_bytes, 64 << 20);
+}

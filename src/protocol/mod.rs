@@ -30,6 +30,7 @@ pub use registry::{ProtocolError, ProtocolRegistry};
 
 #[cfg(feature = "runtime")]
 pub(crate) use diagnostic::duplicate_id as duplicate_id_diagnostic;
+pub(crate) use diagnostic::{floor_prefix, reply_too_long};
 pub(crate) use events::sort_diagnostics;
 
 use crate::model::{AssistantTurn, Message, ModelRequest};

@@ -82,6 +82,7 @@ use super::{
     Diagnostic, DiagnosticKind, IncrementalParser, ParseOutcome, RequestIdStyle, StreamEvent,
     ToolCallingProtocol, ToolDeclarations,
 };
+use super::{floor_prefix, reply_too_long};
 use crate::model::{AssistantTurn, Message, TurnDelta};
 use crate::request::{Invocation, RequestIdSource};
 use crate::tools::ToolCatalog;
@@ -273,11 +274,19 @@ pub struct TextFormatOptions {
     pub request_ids: RequestIdStyle,
     /// `<think>…</think>` is normal text and hides the markup inside it (default on).
     pub skip_reasoning: bool,
+    /// Bytes of a reply that are read, 64 MiB by default (cut at a character boundary,
+    /// with a [`LimitExceeded`](crate::DiagnosticKind::LimitExceeded) diagnostic). It
+    /// also bounds what the streaming parser holds back.
+    pub max_reply_bytes: usize,
 }
 
 impl Default for TextFormatOptions {
     fn default() -> Self {
-        TextFormatOptions { request_ids: RequestIdStyle::default(), skip_reasoning: true }
+        TextFormatOptions {
+            request_ids: RequestIdStyle::default(),
+            skip_reasoning: true,
+            max_reply_bytes: 64 << 20,
+        }
     }
 }
 
@@ -293,6 +302,22 @@ impl TextFormatOptions {
     #[must_use]
     pub fn skip_reasoning(mut self, on: bool) -> Self {
         self.skip_reasoning = on;
+        self
+    }
+
+    /// Sets [`max_reply_bytes`](Self::max_reply_bytes).
+    ///
+    /// ```
+    /// use tool_calling::protocol::textfmt::{TextFormat, TextFormatOptions, TextFormatProtocol};
+    /// let reply = r#"<tool_call>{"name": "a", "arguments": {}}</tool_call><tool_call>{"name": "b", "arguments": {}}</tool_call>"#;
+    /// let options = TextFormatOptions::default().max_reply_bytes(reply.len() / 2);
+    /// let parsed = TextFormatProtocol::new(TextFormat::Hermes).with_options(options).parse(reply);
+    /// assert_eq!(parsed.requests.len(), 1);
+    /// assert!(parsed.diagnostics.iter().any(|d| d.kind.as_str() == "limit_exceeded"));
+    /// ```
+    #[must_use]
+    pub fn max_reply_bytes(mut self, bytes: usize) -> Self {
+        self.max_reply_bytes = bytes;
         self
     }
 }
@@ -366,8 +391,13 @@ impl TextFormatProtocol {
     /// Reads a whole reply.
     pub fn parse(&self, text: &str) -> ParsedReply {
         let mut sink = Collect::new(self.options.request_ids);
+        let max = self.options.max_reply_bytes;
+        let read = floor_prefix(text, max);
+        if read.len() < text.len() {
+            sink.reply.diagnostics.push(reply_too_long(read.len(), text.len(), max));
+        }
         let mut core = Core::new(self.options.skip_reasoning);
-        core.run(self.format.rules(), text, 0, 0, true, &mut sink);
+        core.run(self.format.rules(), read, 0, 0, true, &mut sink);
         sink.finish()
     }
 
@@ -535,6 +565,10 @@ pub struct TextFormatStreamParser {
     pos: usize,
     ids: IdAssigner,
     finished: bool,
+    /// [`TextFormatOptions::max_reply_bytes`].
+    max_reply_bytes: usize,
+    /// Bytes pushed past the limit; `Some` once it is reached.
+    unread: Option<usize>,
 }
 
 impl TextFormatStreamParser {
@@ -547,6 +581,8 @@ impl TextFormatStreamParser {
             pos: 0,
             ids: IdAssigner::new(options.request_ids),
             finished: false,
+            max_reply_bytes: options.max_reply_bytes,
+            unread: None,
         }
     }
 
@@ -584,7 +620,16 @@ impl IncrementalParser for TextFormatStreamParser {
         if self.finished || text.is_empty() {
             return;
         }
-        self.buffer.push_str(text);
+        // Past the reply limit nothing more is read: cut where the one-shot parse cuts.
+        let room = self.max_reply_bytes.saturating_sub(self.base + self.buffer.len());
+        let read = if self.unread.is_some() { "" } else { floor_prefix(text, room) };
+        if read.len() < text.len() {
+            *self.unread.get_or_insert(0) += text.len() - read.len();
+        }
+        if read.is_empty() {
+            return;
+        }
+        self.buffer.push_str(read);
         self.run(false, events);
     }
 
@@ -594,6 +639,10 @@ impl IncrementalParser for TextFormatStreamParser {
         }
         self.finished = true;
         self.run(true, events);
+        if let Some(unread) = self.unread {
+            let read = self.base + self.buffer.len();
+            events.push(StreamEvent::Diagnostic(reply_too_long(read, read + unread, self.max_reply_bytes)));
+        }
         self.buffer = String::new();
     }
 }

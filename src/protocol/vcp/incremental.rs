@@ -6,12 +6,13 @@ use super::block::unclosed_reasoning;
 use super::fence::Fences;
 use super::markers::{Candidate, floor_boundary};
 use super::reasoning::ReasoningFilter;
-use super::scanner::{Scanner, Sink, floor_prefix, reply_too_long};
+use super::scanner::{Scanner, Sink};
 use super::view::RequestView;
 use super::visible::VisibleText;
 use super::{VcpOptions, VcpTemplates};
 use crate::model::TurnDelta;
 use crate::protocol::{IncrementalParser, StreamEvent};
+use crate::protocol::{floor_prefix, reply_too_long};
 use crate::{Diagnostic, Span};
 
 /// Bytes kept before the oldest offset the scanner still needs: the look-behind of a

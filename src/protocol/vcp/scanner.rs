@@ -27,6 +27,7 @@ use super::view::{ParseView, RequestView};
 use super::visible::VisibleText;
 use super::{VcpLimits, VcpOptions, VcpTemplates};
 use crate::protocol::ids::IdAssigner;
+use crate::protocol::{floor_prefix, reply_too_long};
 use crate::{Diagnostic, DiagnosticKind, Span};
 use std::sync::Arc;
 
@@ -615,27 +616,6 @@ pub(crate) fn prepare<'i>(
     };
     let fences = options.skip_fenced.then(|| Fences::find(src.text()));
     (src, fences, diagnostics)
-}
-
-/// The longest prefix of `text` of at most `max` bytes that ends at a character boundary.
-pub(crate) fn floor_prefix(text: &str, max: usize) -> &str {
-    let mut cut = max.min(text.len());
-    while !text.is_char_boundary(cut) {
-        cut -= 1;
-    }
-    text.get(..cut).unwrap_or_default()
-}
-
-/// The diagnostic for a reply longer than `max` bytes: `read..total` was not read.
-pub(crate) fn reply_too_long(read: usize, total: usize, max: usize) -> Diagnostic {
-    Diagnostic::new(
-        DiagnosticKind::LimitExceeded,
-        format!(
-            "the reply is {total} bytes, more than the limit of {max}: the last {} are not read",
-            total - read
-        ),
-        Span::new(read, total),
-    )
 }
 
 /// Logs a finished one-shot parse (at `debug`).
