@@ -4,7 +4,8 @@
 //! 4 MiB. Linear cost shows as a time ratio near 4 between the two sizes.
 //!
 //! First a side-by-side table: for each family, the fastest of 5 runs at each size, for
-//! `parse`, `parse_view` and the streaming parser in 64-byte chunks, with the 4 MiB /
+//! `parse`, `parse_view`, the pull parser `view_events` and the streaming parser in
+//! 64-byte chunks, with the 4 MiB /
 //! 1 MiB ratio of each (the machine's noise affects both sizes alike). Then criterion's
 //! measurements of `parse`, group `vcp_parse/adversarial`.
 //!
@@ -55,8 +56,17 @@ fn stream(protocol: &VcpProtocol, text: &str, chunk: usize) -> usize {
 
 fn table() {
     println!(
-        "{:<28} {:>10} {:>10} {:>6}   {:>10} {:>6}   {:>10} {:>6}",
-        "family", "parse 1MiB", "4MiB", "ratio", "view 4MiB", "ratio", "stream 4MiB", "ratio"
+        "{:<28} {:>10} {:>10} {:>6}   {:>10} {:>6}   {:>10} {:>6}   {:>10} {:>6}",
+        "family",
+        "parse 1MiB",
+        "4MiB",
+        "ratio",
+        "view 4MiB",
+        "ratio",
+        "pull 4MiB",
+        "ratio",
+        "stream 4MiB",
+        "ratio"
     );
     for family in hostile::families() {
         let protocol = VcpProtocol::new(family.options);
@@ -66,21 +76,25 @@ fn table() {
             fastest(5, || match which {
                 0 => drop(black_box(protocol.parse(black_box(text)))),
                 1 => drop(black_box(protocol.parse_view(black_box(text)))),
+                2 => drop(black_box(protocol.view_events(black_box(text)).count())),
                 _ => drop(black_box(stream(&protocol, black_box(text), 64))),
             })
         };
         let ms = |d: Duration| d.as_secs_f64() * 1e3;
         let (p1, p4) = (time(&small, 0), time(&large, 0));
         let (v1, v4) = (time(&small, 1), time(&large, 1));
-        let (s1, s4) = (time(&small, 2), time(&large, 2));
+        let (e1, e4) = (time(&small, 2), time(&large, 2));
+        let (s1, s4) = (time(&small, 3), time(&large, 3));
         println!(
-            "{:<28} {:>8.2}ms {:>8.2}ms {:>6.2}   {:>8.2}ms {:>6.2}   {:>8.2}ms {:>6.2}",
+            "{:<28} {:>8.2}ms {:>8.2}ms {:>6.2}   {:>8.2}ms {:>6.2}   {:>8.2}ms {:>6.2}   {:>8.2}ms {:>6.2}",
             family.name,
             ms(p1),
             ms(p4),
             ms(p4) / ms(p1),
             ms(v4),
             ms(v4) / ms(v1),
+            ms(e4),
+            ms(e4) / ms(e1),
             ms(s4),
             ms(s4) / ms(s1)
         );
