@@ -5,6 +5,7 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 
 use super::deepseek::{CALL_BEGIN as DS_CALL, CALLS_BEGIN as DS_CALLS};
+use super::escape::neutralize_tokens;
 use super::hermes::OPEN as TOOL_CALL;
 use super::kimi_k2::SECTION as KIMI;
 use super::llama3::TAG as PYTHON_TAG;
@@ -472,7 +473,19 @@ impl ToolCallingProtocol for AutoProtocol {
     fn result_messages(&self, results: &[ToolExecutionResult]) -> Vec<Message> {
         let detected = results.first().map_or(Detected::Vcp, |r| self.detected_for(&r.request_id));
         match detected {
-            Detected::Vcp => self.vcp.result_messages(results),
+            // `auto` reads every format, so VCP result blocks must not hold any format's
+            // markup either; the results kept on the message stay as the tools gave them.
+            Detected::Vcp if !results.is_empty() => {
+                let safe: Vec<ToolExecutionResult> = results
+                    .iter()
+                    .map(|r| ToolExecutionResult {
+                        result: neutralize_tokens(&r.result).into_owned(),
+                        ..r.clone()
+                    })
+                    .collect();
+                vec![Message::tool(self.vcp.format_results(&safe)).with_tool_results(results.iter().cloned())]
+            }
+            Detected::Vcp => Vec::new(),
             Detected::Format(format) => TextFormatProtocol::new(format).result_messages(results),
         }
     }

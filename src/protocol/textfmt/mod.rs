@@ -57,6 +57,7 @@
 mod auto;
 mod deepseek;
 mod driver;
+mod escape;
 mod glm;
 mod hermes;
 mod json;
@@ -75,6 +76,7 @@ use std::ops::Range;
 use serde_json::Value;
 
 pub use auto::{AutoProtocol, Detected};
+pub use escape::neutralize_tokens;
 
 use super::events::sort_diagnostics;
 use super::ids::IdAssigner;

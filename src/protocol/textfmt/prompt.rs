@@ -4,6 +4,7 @@
 use serde_json::{Value, json};
 
 use super::TextFormat;
+use super::escape::neutralize_tokens;
 use crate::model::{Message, Role};
 use crate::{ToolDefinition, ToolExecutionResult};
 
@@ -181,9 +182,27 @@ pub(crate) fn prompt(format: TextFormat, tools: &[ToolDefinition]) -> String {
     }
 }
 
-/// A result's text as the model reads it: the output, or the error prefixed.
+/// A result's text as the model reads it: the output, or the error prefixed, with any
+/// markup in it neutralised.
 fn content(result: &ToolExecutionResult) -> String {
-    if result.is_success() { result.result.clone() } else { format!("Error: {}", result.result) }
+    let text = neutralize_tokens(&result.result);
+    if result.is_success() { text.into_owned() } else { format!("Error: {text}") }
+}
+
+/// `text` with every line that would read as a Kimi K2 result header (`## Return of …`)
+/// made plain, its first `#` written as `&#35;`: a result cannot start another one.
+fn kimi_headers(text: &str) -> String {
+    text.split_inclusive('\n')
+        .map(|line| {
+            let indent = line.len() - line.trim_start().len();
+            let rest = line.get(indent..).unwrap_or_default();
+            let header = rest.get(..12).is_some_and(|head| head.eq_ignore_ascii_case("## return of"));
+            match (header, line.get(..indent)) {
+                (true, Some(indent)) => format!("{indent}&#35;{}", rest.get(1..).unwrap_or_default()),
+                _ => line.to_string(),
+            }
+        })
+        .collect()
 }
 
 /// The messages that carry `results` back in `format`'s shape: one tool message whose
@@ -209,17 +228,18 @@ pub(crate) fn result_messages(format: TextFormat, results: &[ToolExecutionResult
             &|r| {
                 format!(
                     "[TOOL_RESULTS]{}[/TOOL_RESULTS]",
-                    json!({"name": r.tool_name, "content": content(r)})
+                    json!({"name": neutralize_tokens(&r.tool_name), "content": content(r)})
                 )
             },
             "",
         ),
         TextFormat::Llama3Json | TextFormat::Pythonic => each(
             &|r| {
+                let (name, text) = (neutralize_tokens(&r.tool_name), neutralize_tokens(&r.result));
                 if r.is_success() {
-                    json!({"name": r.tool_name, "output": r.result}).to_string()
+                    json!({"name": name, "output": text}).to_string()
                 } else {
-                    json!({"name": r.tool_name, "error": r.result}).to_string()
+                    json!({"name": name, "error": text}).to_string()
                 }
             },
             "\n",
@@ -228,7 +248,10 @@ pub(crate) fn result_messages(format: TextFormat, results: &[ToolExecutionResult
             "<｜tool▁outputs▁begin｜>{}<｜tool▁outputs▁end｜>",
             each(&|r| format!("<｜tool▁output▁begin｜>{}<｜tool▁output▁end｜>", content(r)), "")
         ),
-        TextFormat::KimiK2 => each(&|r| format!("## Return of {}\n{}", r.request_id, content(r)), "\n\n"),
+        TextFormat::KimiK2 => each(
+            &|r| format!("## Return of {}\n{}", neutralize_tokens(&r.request_id), kimi_headers(&content(r))),
+            "\n\n",
+        ),
         TextFormat::MinimaxM2 => each(&|r| format!("<response>{}</response>", content(r)), "\n"),
     };
     vec![Message::new(Role::Tool, text).with_tool_results(results.iter().cloned())]
