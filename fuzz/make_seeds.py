@@ -24,6 +24,11 @@ for auto), a byte K, K chunk sizes, then a reply; see fuzz_targets/textfmt_strea
 case of tests/corpus/textfmt/FORMAT/ is written for its format whole and in mixed chunks
 (1, 4, 9), and for auto in 3-byte chunks.
 
+result_roundtrip: a seed is a protocol byte (0-34, see fuzz_targets/result_roundtrip.rs),
+an error-bits byte, then result texts separated by U+001F. For every protocol, the calls
+of every text corpus become results (so every format's markup is in some result), as
+successes and as errors.
+
 Run from anywhere: python3 fuzz/make_seeds.py
 """
 import json
@@ -104,6 +109,18 @@ def main() -> None:
             data = txt.read_bytes()
             for pick, sizes, label in ((number, [], "whole"), (number, [1, 4, 9], "cmix"), (11, [3], "auto")):
                 (out / f"{fmt}__{txt.stem}_{label}.bin").write_bytes(bytes([pick, len(sizes), *sizes]) + data)
+    print(f"{len(list(out.glob('*.bin')))} seeds in {out.relative_to(ROOT)}")
+
+    out = fresh("result_roundtrip")
+    calls = [txt.read_bytes() for fmt in formats
+             for txt in sorted((ROOT / "tests" / "corpus" / "textfmt" / fmt).glob("*.txt"))[:2]]
+    calls += [txt.read_bytes() for _, txt, _ in list(cases())[:12]]
+    batches = [calls[i:i + 4] for i in range(0, len(calls), 4)]
+    for pick in range(35):
+        for number, batch in enumerate(batches[:6]):
+            errors = 0b0101 if number % 2 else 0
+            data = bytes([pick, errors]) + b"\x1f".join(batch)
+            (out / f"p{pick:02d}_{number}.bin").write_bytes(data)
     print(f"{len(list(out.glob('*.bin')))} seeds in {out.relative_to(ROOT)}")
 
 
