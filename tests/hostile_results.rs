@@ -330,7 +330,7 @@ proptest! {
             let parsed = auto.parse_text(call);
             prop_assert_eq!(parsed.requests.len(), 1, "{}: {:?}", format, call);
             let id = parsed.requests[0].request_id.clone();
-            let results = results(&[id], &[text.clone()], &[error]);
+            let results = results(&[id], std::slice::from_ref(&text), &[error]);
             let messages = auto.result_messages(&results);
             no_request_in_echo(&format!("auto answering {format}"), &auto, &messages)?;
         }

@@ -550,6 +550,50 @@ async fn a_whole_body_answer_to_a_stream_request_is_read_as_the_turn() {
     assert_eq!(turn.finish(), expected);
 }
 
+/// `max_response_bytes` bounds what is read of an answer, whole or streamed: at the
+/// limit it reads as usual; one byte more is a `Malformed` error that says so, and a cut
+/// stream ends its turn as an error.
+#[tokio::test]
+async fn response_length_at_the_limit_and_one_past_it() {
+    for provider in PROVIDERS {
+        let body = fixture(provider, "two_calls_reasoning.json");
+        for (limit, allowed) in [(body.len(), true), (body.len() - 1, false)] {
+            let server = Server::start(vec![json_reply(200, body.clone())]).await;
+            let model = server.client(provider).max_response_bytes(limit).build().unwrap();
+            let answer = model.complete(&ModelRequest::new(vec![Message::user("hi")])).await;
+            match (allowed, &answer) {
+                (true, Ok(turn)) => assert_eq!(turn.tool_calls().count(), 2, "{provider}"),
+                (false, Err(ChatModelError::Malformed(message))) => {
+                    assert!(message.contains("longer than the limit"), "{provider}: {message}")
+                }
+                _ => panic!("{provider}, limit {limit} of {}: {answer:?}", body.len()),
+            }
+        }
+
+        let sse = fixture(provider, "two_calls_reasoning.sse");
+        for (limit, allowed) in [(sse.len(), true), (sse.len() - 1, false)] {
+            let server = Server::start(vec![Reply::Sse(vec![Part::Bytes(sse.clone())])]).await;
+            let model = server.client(provider).max_response_bytes(limit).build().unwrap();
+            let items: Vec<_> = model.stream(&ModelRequest::new(vec![Message::user("hi")])).collect().await;
+            let errors: Vec<_> = items.iter().filter_map(|item| item.as_ref().err()).collect();
+            let mut turn = TurnAccumulator::new();
+            for delta in items.iter().filter_map(|item| item.as_ref().ok()) {
+                turn.push(delta);
+            }
+            let turn = turn.finish();
+            if allowed {
+                assert!(errors.is_empty(), "{provider}: {errors:?}");
+                assert_ne!(turn.finish_reason, Some(FinishReason::Error), "{provider}");
+            } else {
+                assert!(
+                    matches!(errors.as_slice(), [ChatModelError::Malformed(m)] if m.contains("longer than the limit")),
+                    "{provider}: {errors:?}"
+                );
+            }
+        }
+    }
+}
+
 // ---------------------------------------------------------------------------------------
 // Refusals, retries, timeouts
 

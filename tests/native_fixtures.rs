@@ -474,3 +474,82 @@ fn argument_depth_at_the_limit_and_one_past_it() {
     }
     assert_eq!(NativeOptions::default().max_argument_depth, 64);
 }
+
+/// A stream is read up to `ResponseStream::max_bytes`: a stream of exactly that many
+/// bytes reads as without a limit; one byte fewer allowed stops it with `TooLarge`, once,
+/// and the turn ends as an error with every call still open incomplete, so none runs.
+#[test]
+fn stream_length_at_the_limit_and_one_past_it() {
+    for (provider, protocol) in providers() {
+        for name in ["two_calls_reasoning.sse", "cut_mid_call.sse"] {
+            let bytes = fixture(provider, name);
+            let read = |limit: usize, chunk: usize| {
+                let mut stream = ResponseStream::new(protocol.as_ref()).max_bytes(limit);
+                let mut deltas = Vec::new();
+                let mut errors = Vec::new();
+                for piece in bytes.chunks(chunk) {
+                    if let Err(error) = stream.push(piece, &mut deltas) {
+                        errors.push(error);
+                    }
+                }
+                stream.finish(&mut deltas);
+                (deltas, errors)
+            };
+            let (unlimited, _) = read(usize::MAX, bytes.len());
+            for chunk in [1, 7, bytes.len()] {
+                let (at_limit, errors) = read(bytes.len(), chunk);
+                assert_eq!(at_limit, unlimited, "{provider}/{name}: at the limit, in {chunk}-byte chunks");
+                assert!(errors.iter().all(|e| !matches!(e, WireError::TooLarge { .. })), "{provider}/{name}");
+
+                let limit = bytes.len() - 1;
+                let (cut, errors) = read(limit, chunk);
+                assert_eq!(
+                    errors.iter().filter(|e| matches!(e, WireError::TooLarge { .. })).count(),
+                    1,
+                    "{provider}/{name}: one past the limit, in {chunk}-byte chunks: {errors:?}"
+                );
+                assert!(
+                    errors.contains(&WireError::TooLarge { what: "response stream", limit }),
+                    "{provider}/{name}: {errors:?}"
+                );
+                assert_eq!(
+                    cut.iter().rfind(|d| matches!(d, TurnDelta::Finish(_))),
+                    Some(&TurnDelta::Finish(FinishReason::Error)),
+                    "{provider}/{name}: the cut turn ends as an error"
+                );
+                // A request complete after the cut is one the whole stream has, whole.
+                let requests = |deltas: &[TurnDelta]| {
+                    let mut turn = TurnAccumulator::new();
+                    for delta in deltas {
+                        turn.push(delta);
+                    }
+                    protocol.parse_turn(&turn.finish()).requests
+                };
+                let whole = requests(&unlimited);
+                for request in requests(&cut).iter().filter(|r| r.complete) {
+                    assert!(
+                        whole.iter().any(|w| w.tool_name == request.tool_name && w.args == request.args),
+                        "{provider}/{name}: {request:?} was not in the whole stream"
+                    );
+                }
+                let cut_started = cut.iter().filter(|d| matches!(d, TurnDelta::ToolCallStart { .. })).count();
+                let cut_incomplete =
+                    cut.iter().filter(|d| matches!(d, TurnDelta::ToolCallIncomplete { .. })).count();
+                let cut_ends = cut.iter().filter(|d| matches!(d, TurnDelta::ToolCallEnd { .. })).count();
+                assert_eq!(cut_ends, cut_started, "{provider}/{name}: every started call ends once");
+                if name == "cut_mid_call.sse" && cut_started > 0 {
+                    assert!(cut_incomplete > 0, "{provider}/{name}: the open call is incomplete");
+                }
+            }
+        }
+    }
+    // A line that never ends holds no more than the limit.
+    let mut stream = ResponseStream::new(&OpenAiChat::default()).max_bytes(1 << 10);
+    let mut deltas = Vec::new();
+    let endless = vec![b'x'; 4096];
+    let mut errors = 0;
+    for _ in 0..1000 {
+        errors += usize::from(stream.push(&endless, &mut deltas).is_err());
+    }
+    assert_eq!(errors, 1, "reported once, then nothing more is read");
+}

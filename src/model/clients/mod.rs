@@ -47,7 +47,9 @@ use super::{
     ModelRequest, RequestNote, RequestOptions, TurnDelta,
 };
 use crate::protocol::ToolCallingProtocol;
-use crate::protocol::native::{NativeOptions, ResponseStream, WireError, WireFormat};
+use crate::protocol::native::{
+    DEFAULT_MAX_STREAM_BYTES, NativeOptions, ResponseStream, WireError, WireFormat,
+};
 use crate::protocol::textfmt::TextFormatProtocol;
 use crate::protocol::vcp::VcpProtocol;
 
@@ -97,6 +99,7 @@ struct Inner {
     headers: Vec<(String, String)>,
     request_timeout: Duration,
     idle_timeout: Duration,
+    max_response_bytes: usize,
     retry: RetryPolicy,
     capabilities: ModelCapabilities,
     /// The provider's protocol.
@@ -164,6 +167,7 @@ pub struct HttpChatModelBuilder {
     connect_timeout: Duration,
     request_timeout: Duration,
     idle_timeout: Duration,
+    max_response_bytes: usize,
     retry: RetryPolicy,
     http: Option<reqwest::Client>,
     env: EnvLookup,
@@ -195,6 +199,7 @@ impl HttpChatModel {
             connect_timeout: Duration::from_secs(10),
             request_timeout: Duration::from_secs(600),
             idle_timeout: Duration::from_secs(120),
+            max_response_bytes: DEFAULT_MAX_STREAM_BYTES,
             retry: RetryPolicy::default(),
             http: None,
             env: Arc::new(|name| std::env::var(name).ok().filter(|value| !value.is_empty())),
@@ -379,8 +384,9 @@ impl HttpChatModel {
             header("retry-after").as_deref(),
             SystemTime::now(),
         );
-        let text = match tokio::time::timeout(self.inner.request_timeout, response.text()).await {
-            Ok(Ok(text)) => text,
+        let limit = self.inner.max_response_bytes;
+        let text = match tokio::time::timeout(self.inner.request_timeout, read_body(response, limit)).await {
+            Ok(Ok(bytes)) => String::from_utf8_lossy(&bytes).into_owned(),
             _ => String::new(),
         };
         let parsed: Option<Value> = serde_json::from_str(&text).ok();
@@ -403,16 +409,19 @@ impl HttpChatModel {
     async fn complete_prepared(&self, prepared: &PreparedRequest) -> Result<AssistantTurn, ChatModelError> {
         let inner = &*self.inner;
         let response = self.send(prepared, false).await?;
-        let bytes = match tokio::time::timeout(inner.request_timeout, response.bytes()).await {
-            Err(_) => {
-                return Err(ChatModelError::Timeout {
-                    stage: "reading the response",
-                    after: inner.request_timeout,
-                });
-            }
-            Ok(Err(error)) => return Err(transport("reading the response", &error)),
-            Ok(Ok(bytes)) => bytes,
-        };
+        let bytes =
+            match tokio::time::timeout(inner.request_timeout, read_body(response, inner.max_response_bytes))
+                .await
+            {
+                Err(_) => {
+                    return Err(ChatModelError::Timeout {
+                        stage: "reading the response",
+                        after: inner.request_timeout,
+                    });
+                }
+                Ok(Err(error)) => return Err(error),
+                Ok(Ok(bytes)) => bytes,
+            };
         let body: Value = serde_json::from_slice(&bytes).map_err(|e| {
             ChatModelError::from_wire(WireError::NotJson { what: "response body", reason: e.to_string() })
         })?;
@@ -450,6 +459,19 @@ pub struct PreparedRequest {
 }
 
 /// A transport error at `stage`.
+/// Reads `response`'s whole body, failing past `limit` bytes (what came until then is
+/// dropped).
+async fn read_body(mut response: reqwest::Response, limit: usize) -> Result<Vec<u8>, ChatModelError> {
+    let mut body = Vec::new();
+    while let Some(chunk) = response.chunk().await.map_err(|e| transport("reading the response", &e))? {
+        if chunk.len() > limit.saturating_sub(body.len()) {
+            return Err(ChatModelError::from_wire(WireError::TooLarge { what: "response body", limit }));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
+}
+
 fn transport(stage: &'static str, error: &reqwest::Error) -> ChatModelError {
     ChatModelError::Transport { stage, message: crate::http::error_chain(error) }
 }
@@ -512,6 +534,15 @@ impl HttpChatModelBuilder {
     /// How long a stream may stay silent between two chunks (default 120 s).
     pub fn idle_timeout(mut self, timeout: Duration) -> Self {
         self.idle_timeout = timeout;
+        self
+    }
+
+    /// How many bytes of a response are read, streamed or not (default 64 MiB,
+    /// [`DEFAULT_MAX_STREAM_BYTES`]). A longer answer fails with
+    /// [`ChatModelError::Malformed`], saying so; a stream cut there ends its turn as an
+    /// error, with its unfinished calls incomplete.
+    pub fn max_response_bytes(mut self, bytes: usize) -> Self {
+        self.max_response_bytes = bytes;
         self
     }
 
@@ -617,6 +648,7 @@ impl HttpChatModelBuilder {
                 headers: self.headers,
                 request_timeout: self.request_timeout,
                 idle_timeout: self.idle_timeout,
+                max_response_bytes: self.max_response_bytes,
                 retry: self.retry,
                 capabilities,
                 native,
@@ -701,14 +733,16 @@ impl<'a> StreamState<'a> {
             .and_then(|v| v.to_str().ok())
             .is_none_or(|v| v.starts_with("text/event-stream"));
         if is_sse {
-            self.phase = Phase::Reading(response, Box::new(ResponseStream::new(inner.format.as_ref())));
+            let stream = ResponseStream::new(inner.format.as_ref()).max_bytes(inner.max_response_bytes);
+            self.phase = Phase::Reading(response, Box::new(stream));
             return;
         }
-        let turn = match tokio::time::timeout(inner.request_timeout, response.bytes()).await {
+        let read = read_body(response, inner.max_response_bytes);
+        let turn = match tokio::time::timeout(inner.request_timeout, read).await {
             Err(_) => {
                 Err(ChatModelError::Timeout { stage: "reading the response", after: inner.request_timeout })
             }
-            Ok(Err(error)) => Err(transport("reading the response", &error)),
+            Ok(Err(error)) => Err(error),
             Ok(Ok(bytes)) => serde_json::from_slice::<Value>(&bytes)
                 .map_err(|e| WireError::NotJson { what: "response body", reason: e.to_string() })
                 .and_then(|body| inner.format.parse_response(&body))

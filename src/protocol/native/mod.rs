@@ -82,6 +82,15 @@ pub enum WireError {
         /// What is wrong, and where.
         reason: String,
     },
+    /// The payload is longer than the limit set for it (see
+    /// [`ResponseStream::max_bytes`]); nothing past the limit was read.
+    #[error("the {what} is longer than the limit of {limit} bytes")]
+    TooLarge {
+        /// What was being read (`response stream`, `response body`).
+        what: &'static str,
+        /// The limit, in bytes.
+        limit: usize,
+    },
     /// The provider reported an error (an error body, or an error event in a stream).
     #[error("the provider reported an error{}: {message}", kind.as_deref().map(|k| format!(" ({k})")).unwrap_or_default())]
     Provider {
@@ -260,7 +269,16 @@ pub struct ResponseStream {
     /// Each call seen: the position of its first delta while it is open, `None` once it
     /// has ended.
     calls: std::collections::HashMap<usize, Option<usize>>,
+    /// The stream went past `max_bytes`: whatever the provider said, the turn was cut.
+    cut: bool,
+    /// Bytes taken in so far.
+    read: usize,
+    /// Bytes that may be taken in.
+    max_bytes: usize,
 }
+
+/// The default of [`ResponseStream::max_bytes`]: 64 MiB.
+pub const DEFAULT_MAX_STREAM_BYTES: usize = 64 << 20;
 
 impl std::fmt::Debug for ResponseStream {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -279,16 +297,56 @@ impl ResponseStream {
             finished: false,
             failed: false,
             calls: std::collections::HashMap::new(),
+            cut: false,
+            read: 0,
+            max_bytes: DEFAULT_MAX_STREAM_BYTES,
         }
+    }
+
+    /// Sets how many bytes of the stream are read ([`DEFAULT_MAX_STREAM_BYTES`] by
+    /// default). This bounds everything the stream holds: a line or event whose end never
+    /// comes, a call's arguments that never stop. Past the limit, [`push`](Self::push)
+    /// returns [`WireError::TooLarge`] once and reads nothing more; [`finish`](Self::finish)
+    /// then ends the turn with [`FinishReason::Error`] (whatever the provider said before
+    /// the cut) and marks the calls still open incomplete, so that none of them runs.
+    ///
+    /// ```
+    /// use tool_calling::model::TurnDelta;
+    /// use tool_calling::protocol::native::{OpenAiChat, ResponseStream, WireError};
+    /// let mut stream = ResponseStream::new(&OpenAiChat::default()).max_bytes(64);
+    /// let mut deltas = Vec::new();
+    /// let endless = format!("data: {}", "x".repeat(100));
+    /// let error = stream.push(endless.as_bytes(), &mut deltas).unwrap_err();
+    /// assert_eq!(error, WireError::TooLarge { what: "response stream", limit: 64 });
+    /// assert_eq!(stream.push(b"more", &mut deltas), Ok(()), "reported once, then ignored");
+    /// ```
+    #[must_use]
+    pub fn max_bytes(mut self, bytes: usize) -> Self {
+        self.max_bytes = bytes;
+        self
     }
 
     /// Takes in the next bytes; appends the deltas they decide. Events without data are
     /// skipped. The first error (a provider's error event, an event that is not JSON)
     /// is returned, and the stream decodes nothing after it.
     pub fn push(&mut self, bytes: &[u8], deltas: &mut Vec<TurnDelta>) -> Result<(), WireError> {
-        self.sse.push(bytes, &mut self.events);
+        if self.failed {
+            return Ok(());
+        }
+        let room = self.max_bytes.saturating_sub(self.read);
+        let (taken, over) = match bytes.get(..room) {
+            Some(head) if head.len() < bytes.len() => (head, true),
+            _ => (bytes, false),
+        };
+        self.read += taken.len();
+        self.sse.push(taken, &mut self.events);
         let result = self.decode();
         self.check(deltas);
+        if over && result.is_ok() {
+            self.failed = true;
+            self.cut = true;
+            return Err(WireError::TooLarge { what: "response stream", limit: self.max_bytes });
+        }
         result
     }
 
@@ -307,9 +365,13 @@ impl ResponseStream {
         // What the decoder decides at the end: a finish reason it held back, the calls
         // it closes.
         self.decoder.finish(&mut self.decoded);
+        if self.cut {
+            // A finish reason held back until the end is not the turn's: it was cut.
+            self.decoded.retain(|delta| !matches!(delta, TurnDelta::Finish(_)));
+        }
         let provider_finished =
             self.finished || self.decoded.iter().any(|delta| matches!(delta, TurnDelta::Finish(_)));
-        if !provider_finished {
+        if !provider_finished || self.cut {
             deltas.push(TurnDelta::Finish(FinishReason::Error));
             self.cut_open_calls(deltas);
         }
@@ -423,6 +485,9 @@ mod tests {
             finished: false,
             failed: false,
             calls: std::collections::HashMap::new(),
+            cut: false,
+            read: 0,
+            max_bytes: DEFAULT_MAX_STREAM_BYTES,
         }
     }
 
