@@ -173,18 +173,20 @@ impl ExecutorMessages {
         }
     }
 
-    /// A template whose one blank is `{method}`.
+    /// A template whose one blank is `{method}` (a name the model wrote is shown
+    /// [`shown`]).
     pub(crate) fn about(&self, template: &str, method: &str) -> String {
-        fill(template, &[("method", method)])
+        fill(template, &[("method", &shown(method))])
     }
 
     /// The note for a name no method has.
     pub(crate) fn unknown(&self, name: &str, suggestions: &[String]) -> String {
+        let name = shown(name);
         if suggestions.is_empty() {
-            fill(&self.unknown_method, &[("name", name)])
+            fill(&self.unknown_method, &[("name", &name)])
         } else {
             let list = quoted_list(suggestions, &self.list_separator, &self.list_or);
-            fill(&self.unknown_method_suggest, &[("name", name), ("suggestions", &list)])
+            fill(&self.unknown_method_suggest, &[("name", &name), ("suggestions", &list)])
         }
     }
 
@@ -239,4 +241,18 @@ impl ExecutorMessages {
             ),
         }
     }
+}
+
+/// The longest name, in bytes, a note repeats whole.
+const MAX_SHOWN_NAME: usize = 256;
+
+/// `name` as a note repeats it: whole up to [`MAX_SHOWN_NAME`] bytes; a longer one (a
+/// model can write a name of any length) as its first 64 characters, an ellipsis and
+/// its length, so a note never costs what the name did.
+fn shown(name: &str) -> std::borrow::Cow<'_, str> {
+    if name.len() <= MAX_SHOWN_NAME {
+        return std::borrow::Cow::Borrowed(name);
+    }
+    let head: String = name.chars().take(64).collect();
+    std::borrow::Cow::Owned(format!("{head}… ({} bytes)", name.len()))
 }
