@@ -105,10 +105,13 @@ fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread().enable_all().start_paused(true).build().unwrap()
 }
 
+/// A call: the method's name, its arguments, and the kind of its refusal.
+type Case = (String, Vec<(&'static str, &'static str)>, ErrorKind);
+
 /// Every call a model must not make, with the kind of its refusal.
-fn forbidden() -> Vec<(String, Vec<(&'static str, &'static str)>, ErrorKind)> {
+fn forbidden() -> Vec<Case> {
     let long = "fs_read".repeat(100 * 1024 / 7 + 1);
-    let mut cases: Vec<(String, Vec<(&str, &str)>, ErrorKind)> = vec![
+    let mut cases: Vec<Case> = vec![
         ("fs_secret".into(), vec![], ErrorKind::Permission),
         ("nothere_read".into(), vec![], ErrorKind::NotFound),
         ("fs_nothere".into(), vec![], ErrorKind::NotFound),
