@@ -532,3 +532,74 @@ async fn results_longer_than_the_limit_are_cut_with_a_note() {
         "{result:?}"
     );
 }
+
+fn limited(max_running_calls: usize) -> Executor {
+    let mut options = ExecutorOptions::default();
+    options.max_running_calls = max_running_calls;
+    Executor::new(registry(&Arc::default())).with_options(options)
+}
+
+fn hundreds(prefix: &str) -> Vec<ParsedToolRequest> {
+    (0..2).map(|i| request(&format!("{prefix}{i}"), "t_sleep", &[("ms", "100")])).collect()
+}
+
+#[tokio::test(start_paused = true)]
+async fn running_calls_are_bounded_across_cycles_at_the_limit_and_one_past_it() {
+    assert_eq!(ExecutorOptions::default().max_running_calls, 1024, "the documented default");
+    // Two cycles (two conversations) of two 100 ms calls each, sharing one executor.
+    for (limit, expected_ms) in [(4, 100), (3, 200), (2, 200), (1, 400)] {
+        let executor = limited(limit);
+        let (a, b) = (hundreds("a"), hundreds("b"));
+        let other = executor.clone();
+        let ctx = context(true);
+        let start = Instant::now();
+        let (ra, rb) = tokio::join!(executor.execute(exact(&a), &ctx), other.execute(exact(&b), &ctx));
+        assert_eq!(start.elapsed(), Duration::from_millis(expected_ms), "limit {limit}");
+        assert!(ra.iter().chain(&rb).all(|r| r.result == "slept 100"), "limit {limit}");
+        assert_eq!(executor.free_call_slots(), limit, "every slot is given back");
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_time_limit_counts_from_the_slot_and_a_timed_out_call_frees_it() {
+    let executor = limited(1);
+    let mut ctx = context(true);
+    ctx.config.timeout_ms = 150;
+    // The second call waits 100 ms for the slot, then has its own 150 ms.
+    let start = Instant::now();
+    let results = executor.execute(exact(&hundreds("w")), &ctx).await;
+    assert_eq!(start.elapsed(), Duration::from_millis(200));
+    assert!(results.iter().all(|r| r.result == "slept 100"), "{results:?}");
+    // A call cut at its time limit gives its slot back.
+    let slow = executor.execute(exact(&[request("s", "t_slow", &[])]), &ctx).await;
+    assert_eq!(slow[0].error_kind, Some(ErrorKind::Timeout));
+    // The aborted task is dropped (and its slot given back) when the runtime next runs.
+    tokio::task::yield_now().await;
+    assert_eq!(executor.free_call_slots(), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn waiting_for_a_slot_ends_when_the_cycle_is_cancelled() {
+    let executor = limited(1);
+    let holder = executor.clone();
+    let long = [request("long", "t_sleep", &[("ms", "1000")])];
+    let token = CancellationToken::new();
+    let waiting_ctx = context(true).with_cancel(token.clone());
+    let waiting = [request("w", "t_sleep", &[("ms", "10")])];
+    let start = Instant::now();
+    let canceller = async {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        token.cancel();
+    };
+    let waiter = async {
+        let results = executor.execute(exact(&waiting), &waiting_ctx).await;
+        (results, start.elapsed())
+    };
+    let holder_ctx = context(true);
+    let (held, (waited, waited_for), ()) =
+        tokio::join!(holder.execute(exact(&long), &holder_ctx), waiter, canceller);
+    assert_eq!(waited[0].error_kind, Some(ErrorKind::Cancelled), "{}", waited[0].result);
+    assert!(waited[0].result.contains("before"), "{}", waited[0].result);
+    assert_eq!(waited_for, Duration::from_millis(50), "the wait ended with the cancellation");
+    assert_eq!(held[0].result, "slept 1000", "the running call is not disturbed");
+}

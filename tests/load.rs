@@ -41,6 +41,11 @@ fn ten_thousand_streamed_conversations_lose_nothing() {
     assert_eq!(tally.tokens.lock().unwrap().len(), calls);
     assert_eq!(engine.take_background_failures(), vec![]);
     assert_eq!(engine.cached_declarations(), 1, "one prompt for every conversation, not one each");
+    // Thousands of calls wanted to run at once; the executor let its limit run.
+    let limit = engine.executor().options().max_running_calls;
+    assert_eq!(tally.peak_running.load(Ordering::Relaxed), limit, "the limit bound, and held");
+    assert_eq!(tally.running.load(Ordering::Relaxed), 0);
+    assert_eq!(engine.executor().free_call_slots(), limit);
 }
 
 #[test]

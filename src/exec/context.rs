@@ -82,7 +82,8 @@ impl RetryPolicy {
 /// use tool_calling::tools::ToolRegistry;
 ///
 /// let mut options = ExecutorOptions::default();
-/// options.max_concurrency = 2; // at most two calls at once
+/// options.max_concurrency = 2; // at most two calls of a cycle at once
+/// options.max_running_calls = 64; // at most 64 calls at once in all
 /// options.retry = RetryPolicy::new(3, Duration::from_millis(100)); // retryable kinds only
 /// let executor = Executor::new(Arc::new(ToolRegistry::new())).with_options(options);
 /// assert_eq!(executor.options().max_concurrency, 2);
@@ -90,8 +91,13 @@ impl RetryPolicy {
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct ExecutorOptions {
-    /// Most calls running at once in parallel mode.
+    /// Most calls of one cycle running at once in parallel mode.
     pub max_concurrency: usize,
+    /// Most tool calls running at once across every cycle and conversation this
+    /// executor serves (1,024 by default; clones of an executor share the count, and
+    /// fire-and-forget calls hold a slot too). A call waits for a slot before it starts;
+    /// its time limit counts from then, and cancelling the cycle ends the wait.
+    pub max_running_calls: usize,
     /// Retries of retryable failures.
     pub retry: RetryPolicy,
     /// Run incomplete requests anyway (off: they are answered with what to fix).
@@ -110,6 +116,7 @@ impl Default for ExecutorOptions {
     fn default() -> Self {
         ExecutorOptions {
             max_concurrency: 8,
+            max_running_calls: 1024,
             retry: RetryPolicy::default(),
             run_incomplete: false,
             messages: super::ExecutorMessages::default(),

@@ -12,9 +12,11 @@
 //! 5. the [`SecurityPolicy`] may allow, deny (`permission`), or require approval;
 //! 6. the confirmation callback ([`ConfirmCall`]: asked when one is set, and required by
 //!    `require_confirmation`, manual mode, or the policy) may refuse (`permission`);
-//! 7. the method runs in its own task, under a time limit (its own, else the config's),
-//!    on the blocking pool if it blocks a thread, with retries of retryable failures
-//!    when a [`RetryPolicy`] allows them, until the cycle is cancelled.
+//! 7. the method runs in its own task once one of the executor's
+//!    [`max_running_calls`](ExecutorOptions::max_running_calls) slots is free, under a
+//!    time limit (its own, else the config's), on the blocking pool if it blocks a
+//!    thread, with retries of retryable failures when a [`RetryPolicy`] allows them,
+//!    until the cycle is cancelled.
 //!
 //! So a person is only ever asked about a call that would run, with the arguments it
 //! would run with. Refused calls never run. A panic in a tool becomes an error result
@@ -138,6 +140,9 @@ pub struct Executor {
     options: ExecutorOptions,
     policy: Option<Arc<dyn SecurityPolicy>>,
     confirm: Option<Arc<dyn ConfirmCall>>,
+    /// One permit per running call, [`ExecutorOptions::max_running_calls`] in all;
+    /// shared by clones.
+    slots: Arc<tokio::sync::Semaphore>,
 }
 
 impl std::fmt::Debug for Executor {
@@ -148,6 +153,12 @@ impl std::fmt::Debug for Executor {
             .field("confirm", &self.confirm.is_some())
             .finish_non_exhaustive()
     }
+}
+
+/// The semaphore of running calls for `options` (at least one slot).
+fn slots(options: &ExecutorOptions) -> Arc<tokio::sync::Semaphore> {
+    let permits = options.max_running_calls.clamp(1, tokio::sync::Semaphore::MAX_PERMITS);
+    Arc::new(tokio::sync::Semaphore::new(permits))
 }
 
 fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
@@ -165,14 +176,35 @@ type CallOutcome = (String, Result<ToolOutput, ToolError>);
 impl Executor {
     /// An executor over `registry` with default options, no policy, no confirmation.
     pub fn new(registry: Arc<ToolRegistry>) -> Self {
-        Executor { registry, options: ExecutorOptions::default(), policy: None, confirm: None }
+        let options = ExecutorOptions::default();
+        let slots = slots(&options);
+        Executor { registry, options, policy: None, confirm: None, slots }
     }
 
-    /// Sets the options.
+    /// Sets the options (and with them a new count of running calls, shared by the
+    /// clones made from here on).
     #[must_use]
     pub fn with_options(mut self, options: ExecutorOptions) -> Self {
+        self.slots = slots(&options);
         self.options = options;
         self
+    }
+
+    /// How many more calls may start now before one has to wait for a slot
+    /// ([`ExecutorOptions::max_running_calls`]).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use tool_calling::exec::{Executor, ExecutorOptions};
+    /// use tool_calling::tools::ToolRegistry;
+    ///
+    /// let mut options = ExecutorOptions::default();
+    /// options.max_running_calls = 16;
+    /// let executor = Executor::new(Arc::new(ToolRegistry::new())).with_options(options);
+    /// assert_eq!(executor.free_call_slots(), 16, "nothing is running");
+    /// ```
+    pub fn free_call_slots(&self) -> usize {
+        self.slots.available_permits()
     }
 
     /// Sets the security policy.
@@ -433,7 +465,21 @@ impl Executor {
             return Err(ToolError::execution(words.about(&words.no_runtime, full_name)));
         };
         let instance = method.tool.instance_for(ctx.conversation_id.as_deref())?;
-        let future = spec.handler().call(instance, args);
+        // A slot among the executor's running calls; the time limit starts once held.
+        let permit = tokio::select! {
+            biased;
+            () = ctx.cancel.cancelled() => {
+                return Err(ToolError::new(ErrorKind::Cancelled, words.about(&words.cancelled_before_start, full_name)));
+            }
+            permit = self.slots.clone().acquire_owned() => permit.ok(),
+        };
+        let call = spec.handler().call(instance, args);
+        // The task holds the slot until it ends or is aborted (a blocking call keeps it
+        // while its thread is still busy).
+        let future = async move {
+            let _slot = permit;
+            call.await
+        };
         let task = if spec.blocking {
             let handle = runtime.clone();
             runtime.spawn_blocking(move || handle.block_on(future))

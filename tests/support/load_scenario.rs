@@ -55,12 +55,32 @@ pub fn fate(token: &str) -> Fate {
     }
 }
 
-/// Every invocation the tool saw.
+/// Every invocation the tool saw, and how many ran at once.
 #[derive(Default)]
 pub struct Tally {
     pub invocations: AtomicUsize,
     pub tokens: Mutex<HashSet<String>>,
     pub duplicates: AtomicUsize,
+    pub running: AtomicUsize,
+    pub peak_running: AtomicUsize,
+}
+
+/// Counts a running call for as long as it lives (a call cut at its time limit is
+/// dropped, and stops counting then).
+struct Running(Arc<Tally>);
+
+impl Running {
+    fn start(tally: Arc<Tally>) -> Self {
+        let now = tally.running.fetch_add(1, Ordering::Relaxed) + 1;
+        tally.peak_running.fetch_max(now, Ordering::Relaxed);
+        Running(tally)
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.0.running.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 /// The engine: one tool, `work_echo(token)`, living out [`fate`].
@@ -78,7 +98,9 @@ pub fn engine(tally: &Arc<Tally>) -> Engine {
             if !tally.tokens.lock().unwrap().insert(token.clone()) {
                 tally.duplicates.fetch_add(1, Ordering::Relaxed);
             }
+            let tally = tally.clone();
             Box::pin(async move {
+                let _running = Running::start(tally);
                 match fate(&token) {
                     Fate::Echo(ms) => {
                         tokio::time::sleep(Duration::from_millis(ms)).await;
