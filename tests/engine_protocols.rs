@@ -443,3 +443,103 @@ async fn a_call_cut_off_by_a_broken_stream_is_not_run() {
         "the callback heard its result"
     );
 }
+
+/// An engine over the `text` tool speaking OpenAI's native protocol, holding at most
+/// `max` bytes of a streamed turn.
+fn native_engine(max: usize) -> Engine {
+    let registry = ToolRegistry::new();
+    registry.register(Text::tool_spec()).unwrap();
+    Engine::new(Arc::new(registry))
+        .with_protocol(Arc::new(tool_calling::protocol::native::OpenAiChat::default()))
+        .with_max_turn_bytes(max)
+}
+
+#[test]
+fn the_turn_limit_defaults_to_64_mib() {
+    assert_eq!(tool_calling::engine::DEFAULT_MAX_TURN_BYTES, 64 << 20);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_call_whose_arguments_never_end_is_cut_at_the_turn_limit_and_never_runs() {
+    use futures::StreamExt;
+    // A model (or a custom client) streaming one call's arguments forever.
+    let start = TurnDelta::ToolCallStart { index: 0, id: "c1".into(), name: "text_echo".into() };
+    let opening = TurnDelta::ToolCallArguments { index: 0, fragment: "{\"message\": \"".into() };
+    let endless = stream::iter([start, opening])
+        .chain(stream::repeat(TurnDelta::ToolCallArguments { index: 0, fragment: "a".repeat(100) }))
+        .map(Ok::<_, ChatModelError>);
+    let engine = native_engine(64 << 10);
+    let streamed = engine.process_delta_stream(endless, &ExecutionContext::default(), |_| {}).await.unwrap();
+    assert_eq!(streamed.finish_reason, tool_calling::model::FinishReason::Length);
+    let call = streamed.turn.tool_calls().next().unwrap();
+    assert!(call.incomplete, "the cut call is marked incomplete");
+    // Read up to the limit and no further: the start (64 + 2 + 9) and the opening
+    // (64 + 13) cost 152, each 100-byte fragment 164.
+    assert_eq!(call.arguments.len(), 13 + 100 * (((64 << 10) - 152) / 164));
+    let result = &streamed.cycle.execution_results[0];
+    assert_eq!(result.error_kind, Some(ErrorKind::Validation), "{}", result.result);
+    assert!(streamed.cycle.diagnostics.iter().any(|d| d.kind == DiagnosticKind::LimitExceeded));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_native_turn_at_the_limit_is_whole_and_one_byte_past_it_is_cut() {
+    let deltas = || {
+        vec![
+            TurnDelta::Text("On it.".into()),
+            TurnDelta::ToolCallStart { index: 0, id: "c1".into(), name: "text_echo".into() },
+            TurnDelta::ToolCallArguments { index: 0, fragment: "{\"message\":".into() },
+            TurnDelta::ToolCallArguments { index: 0, fragment: " \"hi\"}".into() },
+            TurnDelta::ToolCallEnd { index: 0 },
+        ]
+    };
+    // 6 bytes of text; 64 + 2 + 9 for the start, 64 + 11 and 64 + 6 for the fragments,
+    // 64 for the end.
+    let cost = 6 + (64 + 2 + 9) + (64 + 11) + (64 + 6) + 64;
+    let run = |max: usize| async move {
+        let deltas = stream::iter(deltas().into_iter().map(Ok::<_, ChatModelError>));
+        native_engine(max).process_delta_stream(deltas, &ExecutionContext::default(), |_| {}).await.unwrap()
+    };
+    let whole = run(cost).await;
+    assert_eq!(whole.finish_reason, tool_calling::model::FinishReason::ToolCalls);
+    assert_eq!(whole.cycle.execution_results[0].result, "hi");
+    assert!(whole.cycle.diagnostics.is_empty(), "{:?}", whole.cycle.diagnostics);
+
+    // One byte less: the end is not read, so the call is cut and never runs.
+    let cut = run(cost - 1).await;
+    assert_eq!(cut.finish_reason, tool_calling::model::FinishReason::Length);
+    assert!(cut.turn.tool_calls().next().unwrap().incomplete);
+    assert_eq!(cut.cycle.execution_results[0].error_kind, Some(ErrorKind::Validation));
+    let limit = cut.cycle.diagnostics.iter().find(|d| d.kind == DiagnosticKind::LimitExceeded).unwrap();
+    assert!(limit.message.contains(&format!("at most {} bytes", cost - 1)), "{}", limit.message);
+}
+
+/// A model whose every turn is endless text.
+struct Chatterbox;
+
+impl ChatModel for Chatterbox {
+    fn complete<'a>(&'a self, _: &'a ModelRequest) -> BoxFuture<'a, Result<AssistantTurn, ChatModelError>> {
+        Box::pin(async { Err(ChatModelError::other("stream only")) })
+    }
+
+    fn stream<'a>(
+        &'a self,
+        _: &'a ModelRequest,
+    ) -> futures::stream::BoxStream<'a, Result<TurnDelta, ChatModelError>> {
+        use futures::StreamExt;
+        stream::repeat(TurnDelta::Text("blah ".into())).map(Ok).boxed()
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_endless_streamed_turn_ends_at_the_limit_with_tools_on_or_off() {
+    let engine = native_engine(1000);
+    for enabled in [true, false] {
+        let mut conversation = Conversation::new();
+        conversation.push(Message::user("Talk."));
+        let ctx = ExecutionContext::new(ToolCallConfig::default().with_enabled(enabled));
+        let outcome =
+            engine.run_conversation_streamed(&Chatterbox, &mut conversation, &ctx, |_| {}).await.unwrap();
+        assert_eq!(outcome.final_text().len(), 1000, "tools on: {enabled}");
+        assert_eq!(outcome.final_turn.finish_reason, Some(tool_calling::model::FinishReason::Length));
+    }
+}

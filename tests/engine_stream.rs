@@ -628,3 +628,64 @@ impl IncrementalParser for LineParser {
         self.decide(events);
     }
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_streamed_reply_at_the_turn_limit_is_whole_and_one_byte_past_it_is_cut() {
+    let log = Log::new();
+    let reply = format!("Sleeping.\n{}", sleep_block(10).trim_end());
+    let read = |max: usize| {
+        let engine = engine(&log).with_max_turn_bytes(max);
+        let pieces = chunks(&reply, 1);
+        async move { engine.process_tool_call_stream(stream::iter(pieces), &context()).await.unwrap() }
+    };
+    let whole = read(reply.len()).await;
+    assert_eq!(whole.turn.text(), reply);
+    assert_eq!(whole.finish_reason, FinishReason::ToolCalls);
+    assert_eq!(whole.cycle.execution_results[0].result, "slept 10");
+    assert!(whole.cycle.diagnostics.is_empty(), "{:?}", whole.cycle.diagnostics);
+
+    // One byte less: the last `>` of the end marker is not read; the request is cut and
+    // never runs.
+    let runs_before = log.lines().iter().filter(|l| l.ends_with("start sleep 10")).count();
+    let cut = read(reply.len() - 1).await;
+    assert_eq!(cut.turn.text(), reply[..reply.len() - 1]);
+    assert_eq!(cut.finish_reason, FinishReason::Length);
+    assert!(!cut.cycle.parsed_requests[0].complete);
+    assert_eq!(cut.cycle.execution_results[0].error_kind, Some(ErrorKind::Validation));
+    let runs_after = log.lines().iter().filter(|l| l.ends_with("start sleep 10")).count();
+    assert_eq!(runs_after, runs_before, "the cut request ran");
+    let limit = cut.cycle.diagnostics.iter().find(|d| d.kind.as_str() == "limit_exceeded").unwrap();
+    assert_eq!(limit.span, Span::new(reply.len() - 1, reply.len() - 1), "where the text stopped");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_request_still_open_when_the_stream_breaks_never_runs() {
+    // Every value of the block is closed, and VCP accepts a block with no end marker at
+    // the end of a whole reply; but this reply did not end, it broke.
+    let log = Log::new();
+    let engine = engine(&log);
+    let pieces: Vec<Result<String, &str>> = vec![
+        Ok(format!("Sleeping.\n{}", sleep_block(10))),
+        Ok("<<<[TOOL_REQUEST]>>>\ntool_name:「始」t_sleep「末」,\nms:「始」20「末」\n".to_string()),
+        Err("connection reset"),
+    ];
+    let Err(StreamCycleError::Stream { error, partial }) =
+        engine.try_process_tool_call_stream(stream::iter(pieces), &context()).await
+    else {
+        panic!("the stream's error is returned");
+    };
+    assert_eq!(error, "connection reset");
+    let results = &partial.cycle.execution_results;
+    assert_eq!(results[0].result, "slept 10", "the finished request ran");
+    assert_eq!(results[1].error_kind, Some(ErrorKind::Validation), "{}", results[1].result);
+    assert!(results[1].result.contains("cut off before this request ended"), "{}", results[1].result);
+    assert!(!log.lines().iter().any(|l| l.ends_with("start sleep 20")), "the open request ran");
+
+    // The same text as a whole reply: the unterminated block is accepted and runs.
+    let whole = format!(
+        "Sleeping.\n{}<<<[TOOL_REQUEST]>>>\ntool_name:「始」t_sleep「末」,\nms:「始」20「末」\n",
+        sleep_block(10)
+    );
+    let cycle = engine.process_tool_call_cycle(&whole, &context()).await.unwrap();
+    assert_eq!(cycle.execution_results[1].result, "slept 20");
+}

@@ -227,8 +227,15 @@ impl Engine {
             } else {
                 let mut turn = TurnAccumulator::new();
                 let mut deltas = deltas;
+                let mut held = 0usize;
                 while let Some(delta) = deltas.next().instrument(span.clone()).await {
-                    turn.push(&delta?);
+                    let delta = delta?;
+                    held = held.saturating_add(super::streamed::delta_cost(&delta));
+                    if held > self.max_turn_bytes {
+                        turn.push(&crate::model::TurnDelta::Finish(crate::model::FinishReason::Length));
+                        break;
+                    }
+                    turn.push(&delta);
                 }
                 (turn.finish(), None)
             };

@@ -183,7 +183,12 @@ pub struct Engine {
     listeners: Vec<Listener>,
     /// Failures of fire-and-forget calls, reported with the next results.
     background_failures: Arc<Mutex<Vec<ToolExecutionResult>>>,
+    /// The most a streamed turn may hold ([`Engine::with_max_turn_bytes`]).
+    max_turn_bytes: usize,
 }
+
+/// The default of [`Engine::with_max_turn_bytes`]: 64 MiB.
+pub const DEFAULT_MAX_TURN_BYTES: usize = 64 << 20;
 
 impl std::fmt::Debug for Engine {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -206,6 +211,7 @@ impl Engine {
             declarations: Arc::default(),
             listeners: Vec::new(),
             background_failures: Arc::default(),
+            max_turn_bytes: DEFAULT_MAX_TURN_BYTES,
         }
     }
 
@@ -246,6 +252,38 @@ impl Engine {
     /// Also knows `protocol`, for configs that name it; refuses an id already known.
     pub fn register_protocol(&mut self, protocol: Arc<dyn ToolCallingProtocol>) -> Result<(), ProtocolError> {
         self.protocols.register(protocol)
+    }
+
+    /// The most a turn read as a stream may hold ([`DEFAULT_MAX_TURN_BYTES`], 64 MiB,
+    /// unless set): the bytes of its text, reasoning, signatures, call ids, names and
+    /// argument fragments, each native call or reasoning delta counting at least 64
+    /// bytes (the cost of what it opens). A piece that would take the turn past it is
+    /// not read, nor anything after it: the turn ends with
+    /// [`FinishReason::Length`](crate::model::FinishReason::Length) and a
+    /// `limit_exceeded` diagnostic, and a request it cut is incomplete, so it never
+    /// runs and the model reads why. A text protocol's own reply limit (such as
+    /// `VcpLimits::max_reply_bytes`) still applies to what its parser reads.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use futures::stream;
+    /// use tool_calling::engine::Engine;
+    /// use tool_calling::model::FinishReason;
+    /// use tool_calling::tools::ToolRegistry;
+    ///
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let engine = Engine::new(Arc::new(ToolRegistry::new())).with_max_turn_bytes(8);
+    /// let endless = stream::repeat("la");
+    /// let streamed = engine.process_tool_call_stream(endless, &Default::default()).await.unwrap();
+    /// assert_eq!(streamed.turn.text(), "lalalala");
+    /// assert_eq!(streamed.finish_reason, FinishReason::Length);
+    /// assert_eq!(streamed.cycle.diagnostics[0].kind.as_str(), "limit_exceeded");
+    /// # });
+    /// ```
+    #[must_use]
+    pub fn with_max_turn_bytes(mut self, max_turn_bytes: usize) -> Self {
+        self.max_turn_bytes = max_turn_bytes;
+        self
     }
 
     /// Runs calls with `executor` (policies, confirmation, retries, limits).

@@ -18,6 +18,11 @@
 //! answered at once, as in a one-shot cycle. A protocol without an incremental parser
 //! still works: its turn is collected and parsed once, at the end.
 //!
+//! The engine holds at most [`Engine::with_max_turn_bytes`] of a turn (64 MiB by
+//! default) and stops reading there. A request still open when the reading stops
+//! before the reply's end (that limit, a broken stream, a cancellation) is incomplete:
+//! it is answered, never run.
+//!
 //! Hosts that prefer callbacks pass an `on_chunk` closure
 //! ([`process_tool_call_stream_with`](Engine::process_tool_call_stream_with)): it
 //! receives a [`StreamChunk`] for every step (prose decided, requests completed, results
@@ -81,7 +86,10 @@ use crate::exec::{ExecutionContext, Executor, PlannedRequest};
 use crate::model::{AssistantTurn, FinishReason, TurnAccumulator, TurnDelta};
 use crate::protocol::{IncrementalParser, ParseOutcome, StreamCollector, StreamEvent, ToolCallingProtocol};
 use crate::tools::ToolCatalog;
-use crate::{Diagnostic, ErrorKind, Invocation, ParsedToolRequest, Span, ToolError, ToolExecutionResult};
+use crate::{
+    Diagnostic, DiagnosticKind, ErrorKind, Invocation, ParsedToolRequest, Span, ToolError,
+    ToolExecutionResult,
+};
 
 /// One step of a streamed cycle, for hosts that take callbacks. Every field but
 /// [`done`](Self::done) and [`finish_reason`](Self::finish_reason) holds only what is
@@ -274,6 +282,10 @@ impl<E: std::error::Error + 'static> std::error::Error for StreamCycleError<E> {
 trait TurnPiece {
     fn feed(&self, parser: &mut dyn IncrementalParser, events: &mut Vec<StreamEvent>);
     fn record(&self, turn: &mut TurnAccumulator);
+    /// What holding this piece costs, against [`Engine::with_max_turn_bytes`].
+    fn cost(&self) -> usize;
+    /// The bytes of reply text it adds.
+    fn text_len(&self) -> usize;
     /// Reasoning text this piece carries (reported apart from the prose).
     fn reasoning(&self) -> Option<&str> {
         None
@@ -296,6 +308,34 @@ impl<S: AsRef<str>> TurnPiece for TextChunk<S> {
     fn record(&self, turn: &mut TurnAccumulator) {
         turn.push_text(self.0.as_ref());
     }
+
+    fn cost(&self) -> usize {
+        self.0.as_ref().len()
+    }
+
+    fn text_len(&self) -> usize {
+        self.0.as_ref().len()
+    }
+}
+
+/// The least a delta that opens or marks something (a call, a reasoning block) counts
+/// against the turn limit, whatever it carries.
+const STRUCTURE_COST: usize = 64;
+
+/// What holding `delta` costs against [`Engine::with_max_turn_bytes`].
+pub(crate) fn delta_cost(delta: &TurnDelta) -> usize {
+    match delta {
+        TurnDelta::Text(text) | TurnDelta::Reasoning(text) => text.len(),
+        TurnDelta::Finish(_) => 0,
+        TurnDelta::ReasoningSignature(text) => STRUCTURE_COST + text.len(),
+        TurnDelta::ReasoningBlock(reasoning) => {
+            STRUCTURE_COST + reasoning.text.len() + reasoning.signature.as_ref().map_or(0, String::len)
+        }
+        TurnDelta::ToolCallStart { id, name, .. } => STRUCTURE_COST + id.len() + name.len(),
+        TurnDelta::ToolCallArguments { fragment, .. } => STRUCTURE_COST + fragment.len(),
+        TurnDelta::ToolCallSignature { signature, .. } => STRUCTURE_COST + signature.len(),
+        _ => STRUCTURE_COST,
+    }
 }
 
 impl TurnPiece for TurnDelta {
@@ -305,6 +345,17 @@ impl TurnPiece for TurnDelta {
 
     fn record(&self, turn: &mut TurnAccumulator) {
         turn.push(self);
+    }
+
+    fn cost(&self) -> usize {
+        delta_cost(self)
+    }
+
+    fn text_len(&self) -> usize {
+        match self {
+            TurnDelta::Text(text) => text.len(),
+            _ => 0,
+        }
     }
 
     fn reasoning(&self) -> Option<&str> {
@@ -470,6 +521,7 @@ impl Engine {
             let mut reading = true;
             let mut failure = None;
             let mut cancelled = false;
+            let mut limited = false;
             loop {
                 while running.len() < limit {
                     let Some((index, request, calls)) = cycle.queue.pop_front() else { break };
@@ -498,11 +550,20 @@ impl Engine {
                         }
                         StreamChunk { results: vec![result], ..StreamChunk::default() }
                     }
-                    Step::Read(Some(Ok(piece))) => cycle.push(&piece),
+                    Step::Read(Some(Ok(piece))) if cycle.fits(&piece) => cycle.push(&piece),
+                    Step::Read(Some(Ok(_))) => {
+                        tracing::debug!(max = self.max_turn_bytes, "turn limit: the rest of the reply is not read");
+                        limited = true;
+                        reading = false;
+                        let mut chunk = cycle.cut_off(FinishReason::Length);
+                        chunk.absorb(cycle.limit_exceeded());
+                        chunk.absorb(cycle.finish());
+                        chunk
+                    }
                     Step::Read(Some(Err(error))) => {
                         failure = Some(error);
                         reading = false;
-                        let mut chunk = cycle.cut_off();
+                        let mut chunk = cycle.cut_off(FinishReason::Error);
                         chunk.absorb(cycle.finish());
                         chunk
                     }
@@ -514,7 +575,7 @@ impl Engine {
                         tracing::debug!("cancelled: the rest of the reply is not read");
                         cancelled = true;
                         reading = false;
-                        let mut chunk = cycle.cut_off();
+                        let mut chunk = cycle.cut_off(FinishReason::Error);
                         chunk.absorb(cycle.finish());
                         chunk
                     }
@@ -527,6 +588,8 @@ impl Engine {
                 FinishReason::Error
             } else if cancelled {
                 FinishReason::Cancelled
+            } else if limited {
+                FinishReason::Length
             } else if cycle.results.is_empty() {
                 FinishReason::Stop
             } else {
@@ -598,6 +661,12 @@ struct CycleState<'e> {
     queue: VecDeque<Queued>,
     /// Reused buffer of parser events.
     events: Vec<StreamEvent>,
+    /// What the turn holds so far, against [`Engine::with_max_turn_bytes`].
+    held: usize,
+    /// The bytes of reply text read so far.
+    text_len: usize,
+    /// Whether the reading was cut before the reply ended.
+    cut: bool,
 }
 
 impl<'e> CycleState<'e> {
@@ -614,7 +683,38 @@ impl<'e> CycleState<'e> {
             results: Vec::new(),
             queue: VecDeque::new(),
             events: Vec::new(),
+            held: 0,
+            text_len: 0,
+            cut: false,
         }
+    }
+
+    /// Whether `piece` fits in what is left of the turn limit; counts it if so.
+    fn fits(&mut self, piece: &impl TurnPiece) -> bool {
+        let total = self.held.saturating_add(piece.cost());
+        if total > self.engine.max_turn_bytes {
+            return false;
+        }
+        self.held = total;
+        self.text_len = self.text_len.saturating_add(piece.text_len());
+        true
+    }
+
+    /// The turn limit was reached: the diagnostic that says so, where the text stopped.
+    fn limit_exceeded(&mut self) -> StreamChunk {
+        let max = self.engine.max_turn_bytes;
+        let diagnostic = Diagnostic::new(
+            DiagnosticKind::LimitExceeded,
+            format!(
+                "the reply was not read past {} bytes: the engine holds at most {max} bytes of a turn \
+                 (Engine::with_max_turn_bytes)",
+                self.held
+            ),
+            Span::new(self.text_len, self.text_len),
+        );
+        self.collector.add(StreamEvent::Diagnostic(diagnostic.clone()));
+        self.turn.push(&TurnDelta::Finish(FinishReason::Length));
+        StreamChunk { diagnostics: vec![diagnostic], ..StreamChunk::default() }
     }
 
     /// Takes in the next piece of the turn.
@@ -636,12 +736,13 @@ impl<'e> CycleState<'e> {
     /// The reply will not be read further, before its end (a broken stream, a
     /// cancellation): native calls that started and did not end are marked incomplete,
     /// so they are reported and answered, never run with what arrived of them.
-    fn cut_off(&mut self) -> StreamChunk {
+    fn cut_off(&mut self, reason: FinishReason) -> StreamChunk {
+        self.cut = true;
         let open = self.turn.open_calls();
         if open.is_empty() {
             return StreamChunk::default();
         }
-        let mut cuts = vec![TurnDelta::Finish(FinishReason::Error)];
+        let mut cuts = vec![TurnDelta::Finish(reason)];
         for index in open {
             cuts.push(TurnDelta::ToolCallIncomplete { index });
             cuts.push(TurnDelta::ToolCallEnd { index });
@@ -676,7 +777,15 @@ impl<'e> CycleState<'e> {
     fn take_events(&mut self) -> StreamChunk {
         let mut chunk = StreamChunk::default();
         let mut events = std::mem::take(&mut self.events);
-        for event in events.drain(..) {
+        for mut event in events.drain(..) {
+            // A request still open when the reading was cut is incomplete, even if its
+            // protocol would accept it unterminated at the end of a whole reply.
+            if let (true, StreamEvent::RequestCompleted(request)) = (self.cut, &mut event) {
+                if request.complete {
+                    request.complete = false;
+                    request.problems.push(self.engine.executor().options().messages.reply_cut.clone());
+                }
+            }
             match &event {
                 StreamEvent::Text { text, .. } => chunk.content.push_str(text),
                 StreamEvent::Diagnostic(diagnostic) => chunk.diagnostics.push(diagnostic.clone()),

@@ -64,6 +64,9 @@ pub struct ExecutorMessages {
     pub background_no_runtime: String,
     /// A streamed cycle that ended before the call finished.
     pub stream_ended: String,
+    /// The problem of a request still open when the reading of a streamed reply was
+    /// cut (a broken stream, a cancellation, the turn limit): it is not run.
+    pub reply_cut: String,
     /// The arguments failed validation. Blank: `{errors}`, each error below, joined
     /// with `problem_separator`.
     pub invalid_arguments: String,
@@ -120,6 +123,7 @@ impl ExecutorMessages {
                 started_in_background: words("已在后台启动（不需要回复）；只有失败时才会报告"),
                 background_no_runtime: words("未执行：后台调用需要 Tokio 运行时"),
                 stream_ended: words("未执行：流式回合在该调用完成前结束"),
+                reply_cut: words("回复在此请求结束之前被截断；请完整地重写该请求"),
                 invalid_arguments: words("参数无效：{errors}"),
                 missing_parameter: words("参数 `{parameter}` 是必填的，但没有给出"),
                 missing_field: words("参数 `{parameter}` 缺少必填的字段：{location}`{field}`"),
@@ -158,6 +162,7 @@ impl ExecutorMessages {
                 ),
                 background_no_runtime: words("not run: fire-and-forget calls need a Tokio runtime"),
                 stream_ended: words("not run: the streamed cycle ended before this call finished"),
+                reply_cut: words("the reply was cut off before this request ended; write it again in full"),
                 invalid_arguments: words("invalid arguments: {errors}"),
                 missing_parameter: words("parameter `{parameter}` (required): is required but was not given"),
                 missing_field: words(
