@@ -603,3 +603,28 @@ async fn waiting_for_a_slot_ends_when_the_cycle_is_cancelled() {
     assert_eq!(waited_for, Duration::from_millis(50), "the wait ended with the cancellation");
     assert_eq!(held[0].result, "slept 1000", "the running call is not disturbed");
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_rule_on_the_arguments_as_a_whole_is_worded_for_the_whole() {
+    let registry = ToolRegistry::new();
+    let schema = json!({
+        "type": "object",
+        "properties": {"a": {"type": "string"}, "b": {"type": "string"}},
+        "minProperties": 2
+    });
+    registry
+        .register(ToolSpec::stateless("w", "Whole").with_method(MethodSpec::new(
+            MethodDefinition::new("both", "needs two arguments").with_parameters(schema),
+            |_, _| Box::pin(async { Ok(ToolOutput::Text("ran".into())) }) as BoxFuture<'static, _>,
+        )))
+        .unwrap();
+    let executor = Executor::new(Arc::new(registry));
+    let result = executor.execute(exact(&[request("w", "w_both", &[("a", "x")])]), &context(true)).await;
+    assert_eq!(result[0].error_kind, Some(ErrorKind::Validation));
+    assert!(
+        result[0].result.contains("invalid arguments: arguments (minProperties): "),
+        "{}",
+        result[0].result
+    );
+    assert!(!result[0].result.contains("parameter `"), "{}", result[0].result);
+}
