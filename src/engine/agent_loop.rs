@@ -227,11 +227,10 @@ impl Engine {
             } else {
                 let mut turn = TurnAccumulator::new();
                 let mut deltas = deltas;
-                let mut held = 0usize;
+                let mut budget = super::streamed::TurnBudget::new(self.max_turn_bytes);
                 while let Some(delta) = deltas.next().instrument(span.clone()).await {
                     let delta = delta?;
-                    held = held.saturating_add(super::streamed::delta_cost(&delta));
-                    if held > self.max_turn_bytes {
+                    if !budget.take(super::streamed::delta_cost(&delta)) {
                         turn.push(&crate::model::TurnDelta::Finish(crate::model::FinishReason::Length));
                         break;
                     }

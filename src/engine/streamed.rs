@@ -322,6 +322,30 @@ impl<S: AsRef<str>> TurnPiece for TextChunk<S> {
 /// against the turn limit, whatever it carries.
 const STRUCTURE_COST: usize = 64;
 
+/// What a turn holds so far against [`Engine::with_max_turn_bytes`]: the one rule for
+/// what fits, for the streamed cycle and for a streamed turn read with tools off.
+pub(crate) struct TurnBudget {
+    held: usize,
+    max: usize,
+}
+
+impl TurnBudget {
+    pub(crate) fn new(max: usize) -> Self {
+        TurnBudget { held: 0, max }
+    }
+
+    /// Counts `cost` if the turn can still hold it; `false`, counting nothing, when it
+    /// would take the turn past the limit.
+    pub(crate) fn take(&mut self, cost: usize) -> bool {
+        let total = self.held.saturating_add(cost);
+        if total > self.max {
+            return false;
+        }
+        self.held = total;
+        true
+    }
+}
+
 /// What holding `delta` costs against [`Engine::with_max_turn_bytes`].
 pub(crate) fn delta_cost(delta: &TurnDelta) -> usize {
     match delta {
@@ -662,7 +686,7 @@ struct CycleState<'e> {
     /// Reused buffer of parser events.
     events: Vec<StreamEvent>,
     /// What the turn holds so far, against [`Engine::with_max_turn_bytes`].
-    held: usize,
+    budget: TurnBudget,
     /// The bytes of reply text read so far.
     text_len: usize,
     /// Whether the reading was cut before the reply ended.
@@ -683,7 +707,7 @@ impl<'e> CycleState<'e> {
             results: Vec::new(),
             queue: VecDeque::new(),
             events: Vec::new(),
-            held: 0,
+            budget: TurnBudget::new(engine.max_turn_bytes),
             text_len: 0,
             cut: false,
         }
@@ -691,24 +715,21 @@ impl<'e> CycleState<'e> {
 
     /// Whether `piece` fits in what is left of the turn limit; counts it if so.
     fn fits(&mut self, piece: &impl TurnPiece) -> bool {
-        let total = self.held.saturating_add(piece.cost());
-        if total > self.engine.max_turn_bytes {
+        if !self.budget.take(piece.cost()) {
             return false;
         }
-        self.held = total;
         self.text_len = self.text_len.saturating_add(piece.text_len());
         true
     }
 
     /// The turn limit was reached: the diagnostic that says so, where the text stopped.
     fn limit_exceeded(&mut self) -> StreamChunk {
-        let max = self.engine.max_turn_bytes;
+        let TurnBudget { held, max } = self.budget;
         let diagnostic = Diagnostic::new(
             DiagnosticKind::LimitExceeded,
             format!(
-                "the reply was not read past {} bytes: the engine holds at most {max} bytes of a turn \
-                 (Engine::with_max_turn_bytes)",
-                self.held
+                "the reply was not read past {held} bytes: the engine holds at most {max} bytes of a turn \
+                 (Engine::with_max_turn_bytes)"
             ),
             Span::new(self.text_len, self.text_len),
         );
