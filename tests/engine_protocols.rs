@@ -385,31 +385,36 @@ async fn a_streamed_conversation_ends_as_the_one_shot_one_and_reports_every_step
     assert_eq!(results, 2, "both calls of the first turn reported as they finished");
 }
 
-/// A model whose stream breaks after the first delta.
-struct BrokenStream;
+/// A model that only streams: every turn is the stream its function makes.
+struct StreamOnly(fn() -> futures::stream::BoxStream<'static, Result<TurnDelta, ChatModelError>>);
 
-impl ChatModel for BrokenStream {
+impl ChatModel for StreamOnly {
     fn complete<'a>(&'a self, _: &'a ModelRequest) -> BoxFuture<'a, Result<AssistantTurn, ChatModelError>> {
-        Box::pin(async { Err(ChatModelError::other("not used")) })
+        Box::pin(async { Err(ChatModelError::other("stream only")) })
     }
 
     fn stream<'a>(
         &'a self,
         _: &'a ModelRequest,
     ) -> futures::stream::BoxStream<'a, Result<TurnDelta, ChatModelError>> {
-        Box::pin(stream::iter([
-            Ok(TurnDelta::Text("Hel".into())),
-            Err(ChatModelError::other("connection reset")),
-        ]))
+        (self.0)()
     }
 }
+
+/// A model whose stream breaks after the first delta.
+const BROKEN_STREAM: StreamOnly = StreamOnly(|| {
+    Box::pin(stream::iter([
+        Ok(TurnDelta::Text("Hel".into())),
+        Err(ChatModelError::other("connection reset")),
+    ]))
+});
 
 #[tokio::test(start_paused = true)]
 async fn a_broken_model_stream_ends_the_streamed_loop_with_the_models_error() {
     let mut conversation = Conversation::new();
     conversation.push(Message::user("hi"));
     let err = engine()
-        .run_conversation_streamed(&BrokenStream, &mut conversation, &ExecutionContext::default(), |_| {})
+        .run_conversation_streamed(&BROKEN_STREAM, &mut conversation, &ExecutionContext::default(), |_| {})
         .await
         .unwrap_err();
     assert_eq!(err, EngineError::Model(ChatModelError::other("connection reset")));
@@ -514,21 +519,10 @@ async fn a_native_turn_at_the_limit_is_whole_and_one_byte_past_it_is_cut() {
 }
 
 /// A model whose every turn is endless text.
-struct Chatterbox;
-
-impl ChatModel for Chatterbox {
-    fn complete<'a>(&'a self, _: &'a ModelRequest) -> BoxFuture<'a, Result<AssistantTurn, ChatModelError>> {
-        Box::pin(async { Err(ChatModelError::other("stream only")) })
-    }
-
-    fn stream<'a>(
-        &'a self,
-        _: &'a ModelRequest,
-    ) -> futures::stream::BoxStream<'a, Result<TurnDelta, ChatModelError>> {
-        use futures::StreamExt;
-        stream::repeat(TurnDelta::Text("blah ".into())).map(Ok).boxed()
-    }
-}
+const CHATTERBOX: StreamOnly = StreamOnly(|| {
+    use futures::StreamExt;
+    stream::repeat(TurnDelta::Text("blah ".into())).map(Ok).boxed()
+});
 
 #[tokio::test(start_paused = true)]
 async fn an_endless_streamed_turn_ends_at_the_limit_with_tools_on_or_off() {
@@ -538,7 +532,7 @@ async fn an_endless_streamed_turn_ends_at_the_limit_with_tools_on_or_off() {
         conversation.push(Message::user("Talk."));
         let ctx = ExecutionContext::new(ToolCallConfig::default().with_enabled(enabled));
         let outcome =
-            engine.run_conversation_streamed(&Chatterbox, &mut conversation, &ctx, |_| {}).await.unwrap();
+            engine.run_conversation_streamed(&CHATTERBOX, &mut conversation, &ctx, |_| {}).await.unwrap();
         assert_eq!(outcome.final_text().len(), 1000, "tools on: {enabled}");
         assert_eq!(outcome.final_turn.finish_reason, Some(tool_calling::model::FinishReason::Length));
     }
