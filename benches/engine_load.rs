@@ -28,7 +28,7 @@ use criterion::{BatchSize, Criterion, Throughput};
 
 #[path = "../tests/support/load_scenario.rs"]
 mod load_scenario;
-use load_scenario::{TOOL_TURNS, Tally, converse, engine};
+use load_scenario::{TOOL_TURNS, Tally, engine, paused_runtime, serve_all};
 
 /// The system allocator, counting live bytes and their peak.
 struct Counting;
@@ -69,23 +69,10 @@ unsafe impl GlobalAlloc for Counting {
 #[global_allocator]
 static ALLOCATOR: Counting = Counting;
 
-fn paused_runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread().enable_all().start_paused(true).build().expect("runtime")
-}
-
 /// Runs `conversations` conversations at once on one engine; returns how many finished.
 async fn serve(engine: Arc<tool_calling::engine::Engine>, conversations: usize) -> usize {
-    let tasks: Vec<_> = (0..conversations)
-        .map(|n| {
-            let engine = engine.clone();
-            tokio::spawn(async move { converse(&engine, n).await.1.rounds.len() })
-        })
-        .collect();
-    let mut finished = 0;
-    for task in tasks {
-        finished += usize::from(task.await.expect("conversation task") == TOOL_TURNS + 1);
-    }
-    finished
+    let finished = serve_all(&engine, conversations, |_, _, outcome| outcome.rounds.len() == TOOL_TURNS + 1);
+    finished.await.into_iter().filter(|&done| done).count()
 }
 
 /// Peak live heap bytes per open conversation, with `conversations` open at once.

@@ -8,32 +8,21 @@ use std::sync::atomic::Ordering;
 
 #[path = "support/load_scenario.rs"]
 mod load_scenario;
-use load_scenario::{CALLS_PER_TURN, Fate, TOOL_TURNS, Tally, check, converse, engine, fate, token};
+use load_scenario::{
+    CALLS_PER_TURN, Fate, TOOL_TURNS, Tally, check, engine, fate, paused_runtime, serve_all, token,
+};
 
 const CONVERSATIONS: usize = 10_000;
 
 #[test]
 fn ten_thousand_streamed_conversations_lose_nothing() {
-    let runtime =
-        tokio::runtime::Builder::new_current_thread().enable_all().start_paused(true).build().unwrap();
+    let runtime = paused_runtime();
     let tally = Arc::new(Tally::default());
     let engine = Arc::new(engine(&tally));
-    let checked: usize = runtime.block_on(async {
-        let tasks: Vec<_> = (0..CONVERSATIONS)
-            .map(|n| {
-                let engine = engine.clone();
-                tokio::spawn(async move {
-                    let (conversation, outcome) = converse(&engine, n).await;
-                    check(n, &conversation, &outcome)
-                })
-            })
-            .collect();
-        let mut checked = 0;
-        for task in tasks {
-            checked += task.await.unwrap().unwrap_or_else(|e| panic!("{e}"));
-        }
-        checked
-    });
+    let checks = runtime.block_on(serve_all(&engine, CONVERSATIONS, |n, conversation, outcome| {
+        check(n, &conversation, &outcome)
+    }));
+    let checked: usize = checks.into_iter().map(|c| c.unwrap_or_else(|e| panic!("{e}"))).sum();
     let calls = CONVERSATIONS * TOOL_TURNS * CALLS_PER_TURN;
     assert_eq!(checked, calls, "every call checked");
     assert_eq!(tally.invocations.load(Ordering::Relaxed), calls, "every call ran once");

@@ -211,6 +211,35 @@ pub async fn converse(engine: &Engine, n: usize) -> (Conversation, LoopOutcome) 
     (conversation, outcome)
 }
 
+/// A current-thread runtime on tokio's paused clock: the scenario's waits cost no time.
+pub fn paused_runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread().enable_all().start_paused(true).build().expect("runtime")
+}
+
+/// Serves conversations `0..conversations` at once on `engine`, each in a task of its
+/// own that hands its conversation and outcome to `finish`; returns what `finish` made
+/// of each, in order.
+pub async fn serve_all<T: Send + 'static>(
+    engine: &Arc<Engine>,
+    conversations: usize,
+    finish: fn(usize, Conversation, LoopOutcome) -> T,
+) -> Vec<T> {
+    let tasks: Vec<_> = (0..conversations)
+        .map(|n| {
+            let engine = engine.clone();
+            tokio::spawn(async move {
+                let (conversation, outcome) = converse(&engine, n).await;
+                finish(n, conversation, outcome)
+            })
+        })
+        .collect();
+    let mut done = Vec::with_capacity(conversations);
+    for task in tasks {
+        done.push(task.await.expect("conversation task"));
+    }
+    done
+}
+
 /// Checks that conversation `n` ended as it should and that every call got its own
 /// result, once, in order, in the cycle and in the text fed back. Returns the number of
 /// calls checked.
