@@ -64,9 +64,9 @@ fn cycle(c: &mut Criterion) {
     group.measurement_time(Duration::from_secs(5));
     for (label, parallel) in [("parallel_3_requests", true), ("serial_3_requests", false)] {
         let ctx = context(parallel);
-        check(label, &runtime.block_on(engine.process_tool_call_cycle(&text, &ctx)).expect("VCP is known"));
+        check(label, &runtime.block_on(engine.run_turn(&text, &ctx)).expect("VCP is known"));
         group.bench_function(label, |b| {
-            b.iter(|| runtime.block_on(engine.process_tool_call_cycle(black_box(&text), &ctx)));
+            b.iter(|| runtime.block_on(engine.run_turn(black_box(&text), &ctx)));
         });
     }
     group.finish();

@@ -120,7 +120,7 @@ fn hostile(size: usize) -> Vec<(&'static str, Option<TextFormat>, String)> {
 fn parse_with(format: Option<TextFormat>, input: &str) -> usize {
     match format {
         Some(format) => TextFormatProtocol::new(format).parse(input).requests.len(),
-        None => AutoProtocol::new().parse(input).1.requests.len(),
+        None => AutoProtocol::new().parse(input).requests.len(),
     }
 }
 

@@ -24,11 +24,11 @@
 //! same HTTP client, streaming and engine as a real run.
 
 use std::io::Write;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use tool_calling::engine::{Engine, StreamChunk};
-use tool_calling::exec::ExecutionContext;
+use tool_calling::engine::Engine;
+use tool_calling::exec::{CycleEvent, ExecutionContext};
 use tool_calling::model::clients::{HttpChatModel, Provider};
 use tool_calling::model::{Conversation, FallbackProtocol, Message, ModelProfiles};
 use tool_calling::tools::ToolRegistry;
@@ -94,13 +94,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     conversation.push(Message::user(question));
 
     let started = Instant::now();
-    let mut printer = Printer { started, mid_line: false };
-    let outcome = engine
-        .run_conversation_streamed(&model, &mut conversation, &ExecutionContext::default(), |chunk| {
-            printer.chunk(&chunk)
-        })
-        .await?;
-    printer.end_line();
+    let printer = Arc::new(Mutex::new(Printer { started, mid_line: false }));
+    let watch = printer.clone();
+    let ctx = ExecutionContext::default()
+        .on_event(move |event| watch.lock().unwrap_or_else(std::sync::PoisonError::into_inner).show(event));
+    let outcome = engine.run_conversation_streamed(&model, &mut conversation, &ctx).await?;
+    printer.lock().unwrap_or_else(std::sync::PoisonError::into_inner).end_line();
     println!(
         "\n{} model turn(s), {} tool call(s), stopped: {:?}, in {:.1} s",
         outcome.rounds.len(),
@@ -118,25 +117,27 @@ struct Printer {
 }
 
 impl Printer {
-    fn chunk(&mut self, chunk: &StreamChunk) {
-        if !chunk.content.is_empty() {
-            print!("{}", chunk.content);
-            self.mid_line = !chunk.content.ends_with('\n');
-            let _ = std::io::stdout().flush();
-        }
-        for request in &chunk.tool_calls {
-            let args = serde_json::to_string(&request.args).unwrap_or_default();
-            self.event(&format!("▶ {} {args} (started)", request.tool_name));
-        }
-        for result in &chunk.results {
-            self.event(&format!("◀ {} {:?}: {}", result.tool_name, result.status, result.result));
-        }
-        for diagnostic in &chunk.diagnostics {
-            self.event(&format!("! {}: {}", diagnostic.kind, diagnostic.message));
-        }
-        if chunk.done {
-            let reason = chunk.finish_reason.map(|r| format!("{r:?}")).unwrap_or_default();
-            self.event(&format!("end of the model's turn ({reason})"));
+    fn show(&mut self, event: &CycleEvent) {
+        match event {
+            CycleEvent::Text { text } => {
+                print!("{text}");
+                self.mid_line = !text.ends_with('\n');
+                let _ = std::io::stdout().flush();
+            }
+            CycleEvent::RequestParsed { request } => {
+                let args = serde_json::to_string(&request.args).unwrap_or_default();
+                self.event(&format!("▶ {} {args} (started)", request.tool_name));
+            }
+            CycleEvent::Finished { result } => {
+                self.event(&format!("◀ {} {:?}: {}", result.tool_name, result.status, result.result));
+            }
+            CycleEvent::Diagnostic { diagnostic } => {
+                self.event(&format!("! {}: {}", diagnostic.kind, diagnostic.message));
+            }
+            CycleEvent::CycleEnded { finish_reason } => {
+                self.event(&format!("end of the model's turn ({finish_reason:?})"));
+            }
+            _ => {}
         }
     }
 

@@ -26,7 +26,7 @@ use tool_calling::model::{
     AssistantTurn, ChatModel, ChatModelError, Conversation, Message, ModelRequest, Role,
 };
 use tool_calling::protocol::{
-    Diagnostic, DiagnosticKind, ParseOutcome, ToolCallingProtocol, ToolDeclarations,
+    Diagnostic, DiagnosticKind, ParseOutcome, ToolCallingProtocol, ToolDeclarations, TurnState,
 };
 use tool_calling::tools::ToolRegistry;
 use tool_calling::{ParsedToolRequest, Span, ToolDefinition, ToolExecutionResult};
@@ -68,19 +68,18 @@ impl ToolCallingProtocol for TagCalls {
         ToolDeclarations::Prompt(prompt)
     }
 
-    fn parse_turn(&self, turn: &AssistantTurn) -> ParseOutcome {
-        self.parse_text(&turn.text())
-    }
-
     /// Every `<tool_call>` tag becomes a request, broken ones included: a request the
     /// model got wrong is answered with what to fix, never dropped. Spans are byte offsets
-    /// into the text.
-    fn parse_text(&self, text: &str) -> ParseOutcome {
+    /// into the text; the text around the tags is the normal text.
+    fn parse_turn(&self, turn: &AssistantTurn) -> ParseOutcome {
+        let text = turn.text();
         let mut requests = Vec::new();
         let mut diagnostics = Vec::new();
+        let mut normal_text = String::new();
         let mut at = 0;
         while let Some(found) = text[at..].find(OPEN) {
             let start = at + found;
+            normal_text.push_str(&text[at..start]);
             let body_start = start + OPEN.len();
             let id = format!("call_{}", requests.len() + 1);
             let (body, end, closed) = match text[body_start..].find(CLOSE) {
@@ -131,11 +130,12 @@ impl ToolCallingProtocol for TagCalls {
             }
             at = end;
         }
-        ParseOutcome::new(requests, diagnostics)
+        normal_text.push_str(&text[at..]);
+        ParseOutcome::new(requests, diagnostics).with_normal_text(normal_text)
     }
 
     /// One message with a `<tool_response>` per result, in request order.
-    fn result_messages(&self, results: &[ToolExecutionResult]) -> Vec<Message> {
+    fn result_messages(&self, results: &[ToolExecutionResult], _turn: &TurnState) -> Vec<Message> {
         if results.is_empty() {
             return Vec::new();
         }
@@ -192,7 +192,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let reply = "<tool_call>{\"name\": \"calc_divide\", \"arguments\": {\"a\": 1, \"b\": 0}}</tool_call>\n\
                  <tool_call>{\"name\": calc_add}</tool_call>\n\
                  <tool_call>{\"name\": \"text_echo\", \"arguments\": {\"message\": \"cut";
-    let cycle = engine.process_tool_call_cycle(reply, &ExecutionContext::default()).await?;
+    let cycle = engine.run_turn(reply, &ExecutionContext::default()).await?;
     println!("A damaged reply gives {} requests, each answered:", cycle.parsed_requests.len());
     for (request, result) in cycle.parsed_requests.iter().zip(&cycle.execution_results) {
         let args = serde_json::to_string(&request.args)?;

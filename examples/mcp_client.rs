@@ -53,7 +53,7 @@ b:「始」0「末」
 tool_name:「始」demo_calc_secret_internal「末」
 <<<[END_TOOL_REQUEST]>>>";
     println!("== The reply ==\n{reply}\n");
-    let cycle = engine.process_tool_call_cycle(reply, &ExecutionContext::default()).await?;
+    let cycle = engine.run_turn(reply, &ExecutionContext::default()).await?;
     println!("== Results ==");
     for result in &cycle.execution_results {
         let kind = result.error_kind.map(|k| format!(" ({k})")).unwrap_or_default();

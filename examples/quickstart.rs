@@ -122,7 +122,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
 
     // 4. The whole cycle through the engine: route, check, validate, run, format.
-    let cycle = engine.process_tool_call_cycle(REPLY, &ExecutionContext::default()).await?;
+    let cycle = engine.run_turn(REPLY, &ExecutionContext::default()).await?;
     println!("\n4. The results (every request gets exactly one):\n");
     for result in &cycle.execution_results {
         let status = if result.status == ExecutionStatus::Success { "ok   " } else { "error" };
@@ -139,6 +139,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let results: Vec<ToolExecutionResult> =
         cycle.execution_results.iter().map(|r| r.clone().with_duration_ms(0)).collect();
     println!("\n5. The text fed back to the model:\n");
-    print!("{}", indented(&vcp.format_results(&results)));
+    let fed_back = vcp.result_messages(&results, &cycle.state);
+    print!("{}", indented(&fed_back[0].text()));
     Ok(())
 }

@@ -79,7 +79,7 @@ reader:「始」Ana「末」
     println!("== The reply ==\n{reply}\n");
 
     // 4. Run it: each call is an HTTP request to the catalogue.
-    let cycle = engine.process_tool_call_cycle(reply, &ExecutionContext::default()).await?;
+    let cycle = engine.run_turn(reply, &ExecutionContext::default()).await?;
     println!("== Results ==");
     for result in &cycle.execution_results {
         let kind = result.error_kind.map(|k| format!(" ({k})")).unwrap_or_default();

@@ -179,9 +179,7 @@ use tool_calling::model::{AssistantTurn, Message, TurnAccumulator};
 use tool_calling::protocol::native::{
     Anthropic, Gemini, NativeOptions, OpenAiChat, OpenAiResponses, ResponseStream, WireFormat,
 };
-use tool_calling::protocol::textfmt::{
-    AutoProtocol, ParsedReply, TextFormat, TextFormatOptions, TextFormatProtocol,
-};
+use tool_calling::protocol::textfmt::{AutoProtocol, TextFormat, TextFormatOptions, TextFormatProtocol};
 use tool_calling::protocol::vcp::{
     Language, RequestIdStyle, VcpOptions, VcpProtocol, ViewEvent, command_alias,
 };
@@ -342,10 +340,10 @@ impl TextProtocol {
     }
 
     /// The reply read one-shot, or streamed `size` bytes at a time.
-    fn parse(&self, text: &str, stream_chunk: Option<usize>) -> ParsedReply {
+    fn parse(&self, text: &str, stream_chunk: Option<usize>) -> ParseOutcome {
         let Some(size) = stream_chunk else {
             return match self {
-                TextProtocol::Auto(auto) => auto.parse(text).1,
+                TextProtocol::Auto(auto) => auto.parse(text),
                 TextProtocol::Format(format) => format.parse(text),
             };
         };
@@ -361,12 +359,7 @@ impl TextProtocol {
         }
         parser.finish(&mut events);
         collector.extend(events);
-        let mut reply = ParsedReply::default();
-        reply.normal_text = collector.prose().to_string();
-        let outcome = collector.into_outcome();
-        reply.requests = outcome.requests;
-        reply.diagnostics = outcome.diagnostics;
-        reply
+        collector.into_outcome()
     }
 }
 
@@ -718,7 +711,7 @@ fn parse_value(
     if let Some(text_protocol) = protocol.text_protocol(options) {
         let reply = text_protocol.parse(text, stream_chunk);
         let normal_text = reply.normal_text.clone();
-        let mut document = outcome_json(&reply.into_outcome());
+        let mut document = outcome_json(&reply);
         if let Some(map) = document.as_object_mut() {
             map.insert("normal_text".into(), Value::String(normal_text));
         }
@@ -783,7 +776,7 @@ fn invalid_payload(message: &str) -> ParseOutcome {
 /// event ends the stream with an `invalid_payload` diagnostic.
 fn parse_native_stream(native: &dyn Native, text: &str, size: usize) -> (AssistantTurn, ParseOutcome) {
     let mut stream = ResponseStream::new(native.as_wire());
-    let mut parser = native.incremental_parser().unwrap_or_else(|| unreachable_parser());
+    let mut parser = native.stream_parser();
     let mut turn = TurnAccumulator::new();
     let (mut deltas, mut events) = (Vec::new(), Vec::new());
     let mut collector = StreamCollector::new();
@@ -814,10 +807,6 @@ fn parse_native_stream(native: &dyn Native, text: &str, size: usize) -> (Assista
 }
 
 /// Native protocols always have an incremental parser; this is never called.
-fn unreachable_parser() -> Box<dyn IncrementalParser> {
-    Box::new(tool_calling::protocol::native::NativeStreamParser::new(RequestIdStyle::Sequential))
-}
-
 /// `text` in chunks of `size` bytes (`size` ≥ 1): a cut inside a character moves back to
 /// the character's start, but every chunk holds at least one character.
 fn chunks(text: &str, size: usize) -> impl Iterator<Item = &str> {
@@ -894,7 +883,7 @@ async fn exec_value(
     let calls = if command.is_none() && registry.method(&request.tool_name).is_some() {
         PlannedRequest::exact(&request).calls
     } else {
-        VcpProtocol::default().resolve(&request, &registry.catalog())
+        VcpProtocol::default().resolve(&request, &Default::default(), &registry.catalog())
     };
     let executor = Executor::new(registry);
     let result = executor.execute_request(PlannedRequest::new(&request, calls), &ctx).await;
@@ -931,10 +920,8 @@ async fn cycle_value(
         None => Arc::new(VcpProtocol::new(options)),
     };
     let engine = Engine::new(demo_registry()?).with_protocol(protocol);
-    let cycle = engine
-        .process_tool_call_cycle(text, ctx)
-        .await
-        .map_err(|e| Failure::msg(format!("cannot run the cycle: {e}")))?;
+    let cycle =
+        engine.run_turn(text, ctx).await.map_err(|e| Failure::msg(format!("cannot run the cycle: {e}")))?;
     let context = cycle.result_text();
     Ok(json!({
         "has_tool_requests": cycle.has_tool_requests,
@@ -952,10 +939,8 @@ async fn cycle_native(native: Arc<dyn Native>, text: &str, ctx: &ExecutionContex
     let (turn, _) = parse_native_body(native.as_ref(), text)?;
     let protocol = native.clone().into_protocol();
     let engine = Engine::new(demo_registry()?).with_protocol(protocol);
-    let cycle = engine
-        .process_turn(&turn, ctx)
-        .await
-        .map_err(|e| Failure::msg(format!("cannot run the cycle: {e}")))?;
+    let cycle =
+        engine.run_turn(&turn, ctx).await.map_err(|e| Failure::msg(format!("cannot run the cycle: {e}")))?;
     // The turn first, so that a provider that echoes call ids (Gemini) sees which calls
     // had one; then the results, which are the context.
     let mut history = vec![Message::from_turn(turn)];
@@ -1028,7 +1013,7 @@ fn bench(args: &BenchArgs) -> Result<(), Failure> {
     let parse_once = |text: &str| -> usize {
         match &text_protocol {
             Some(TextProtocol::Format(format)) => format.parse(text).requests.len(),
-            Some(TextProtocol::Auto(auto)) => auto.parse(text).1.requests.len(),
+            Some(TextProtocol::Auto(auto)) => auto.parse(text).requests.len(),
             None => match chosen {
                 BenchApi::Parse => vcp.parse(text).requests.len(),
                 BenchApi::ParseView => vcp.parse_view(text).requests.len(),

@@ -74,9 +74,9 @@ pub mod prelude {
     pub use crate::{Args, ErrorKind, ParsedToolRequest, Span, ToolError, ToolExecutionResult};
 
     #[cfg(feature = "runtime")]
-    pub use crate::engine::{Engine, EngineError, StreamChunk};
+    pub use crate::engine::{Engine, EngineError};
     #[cfg(feature = "runtime")]
-    pub use crate::exec::ExecutionContext;
+    pub use crate::exec::{CycleEvent, ExecutionContext};
     #[cfg(feature = "runtime")]
     pub use crate::tools::ToolRegistry;
     #[cfg(feature = "runtime")]

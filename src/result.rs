@@ -194,6 +194,14 @@ pub struct ToolExecutionResult {
     /// holds their text rendering. Empty for text.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub parts: Vec<ContentPart>,
+    /// For a request its protocol resolved to several calls (a VCP batch): each call's
+    /// own result, in order (named by the method it ran). The request's
+    /// [`status`](Self::status) is then an error when any call failed, its
+    /// [`error_kind`](Self::error_kind) the first failure's, and its
+    /// [`result`](Self::result) each call's text on a line of its own; a protocol may
+    /// write the calls its own way. Empty otherwise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub calls: Vec<ToolExecutionResult>,
 }
 
 impl ToolExecutionResult {
@@ -218,6 +226,7 @@ impl ToolExecutionResult {
             error_kind: None,
             duration_ms: 0,
             parts: Vec::new(),
+            calls: Vec::new(),
         }
     }
 
@@ -248,7 +257,43 @@ impl ToolExecutionResult {
             error_kind: Some(kind),
             duration_ms: 0,
             parts: Vec::new(),
+            calls: Vec::new(),
         }
+    }
+
+    /// One result for a request that ran as several `calls` (each with its own method
+    /// name, status and text): see [`calls`](Self::calls).
+    ///
+    /// ```
+    /// use tool_calling::{ErrorKind, ToolExecutionResult};
+    /// let batch = ToolExecutionResult::batch("req_1", "calc", vec![
+    ///     ToolExecutionResult::success("req_1", "calc_add", "3"),
+    ///     ToolExecutionResult::error("req_1", "calc_divide", ErrorKind::Execution, "division by zero"),
+    /// ]);
+    /// assert!(!batch.is_success());
+    /// assert_eq!(batch.error_kind, Some(ErrorKind::Execution));
+    /// assert_eq!(batch.result, "calc_add: 3\ncalc_divide (error): division by zero");
+    /// assert_eq!(batch.calls.len(), 2);
+    /// ```
+    pub fn batch(
+        request_id: impl Into<String>,
+        tool_name: impl Into<String>,
+        calls: Vec<ToolExecutionResult>,
+    ) -> Self {
+        let text = calls
+            .iter()
+            .map(|call| match call.status {
+                ExecutionStatus::Success => format!("{}: {}", call.tool_name, call.result),
+                ExecutionStatus::Error => format!("{} (error): {}", call.tool_name, call.result),
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
+        let mut result = match calls.iter().find_map(|call| call.error_kind) {
+            None => Self::success(request_id, tool_name, text),
+            Some(kind) => Self::error(request_id, tool_name, kind, text),
+        };
+        result.calls = calls;
+        result
     }
 
     /// Sets the measured duration.

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 use tool_calling::config::ToolCallConfig;
-use tool_calling::engine::{Engine, EngineEvent, StopReason};
-use tool_calling::exec::{ExecutionContext, Executor, PendingCall, PolicyDecision};
+use tool_calling::engine::{Engine, StopReason};
+use tool_calling::exec::{CycleEvent, ExecutionContext, Executor, PendingCall, PolicyDecision};
 use tool_calling::model::{
     AssistantTurn, ChatModel, ChatModelError, Conversation, Message, ModelRequest, Role,
 };
@@ -185,15 +185,18 @@ async fn max_iterations_bounds_the_loop() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn events_are_emitted_for_parse_start_and_finish() {
+async fn events_are_emitted_for_each_request_its_start_and_finish_and_the_end() {
     let events = Arc::new(Mutex::new(Vec::new()));
     let sink = events.clone();
-    let engine = engine().on_event(move |e| {
+    let engine = engine();
+    let ctx = context().on_event(move |e| {
         let name = match e {
-            EngineEvent::Parsed { requests } => format!("parsed {}", requests.len()),
-            EngineEvent::Started { tool_name, .. } => format!("started {tool_name}"),
-            EngineEvent::Finished { result } => format!("finished {}", result.tool_name),
-            _ => "other".to_string(),
+            CycleEvent::RequestParsed { request } => format!("request {}", request.tool_name),
+            CycleEvent::Parsed { requests } => format!("parsed {}", requests.len()),
+            CycleEvent::Started { tool_name, .. } => format!("started {tool_name}"),
+            CycleEvent::Finished { result } => format!("finished {}", result.tool_name),
+            CycleEvent::CycleEnded { finish_reason } => format!("ended {finish_reason}"),
+            _ => return,
         };
         sink.lock().unwrap().push(name);
     });
@@ -202,11 +205,26 @@ async fn events_are_emitted_for_parse_start_and_finish() {
         block(&[("tool_name", "calc_add"), ("a", "1"), ("b", "2")]),
         block(&[("tool_name", "text_wait"), ("ms", "1")])
     );
-    engine.process_tool_call_cycle(&reply, &context()).await.unwrap();
+    engine.run_turn(&reply, &ctx).await.unwrap();
+    // A whole reply is a stream of one piece: both requests are decided by it and start
+    // in request order; the reply's end (`parsed`) comes after both have started, and
+    // the cycle ends last.
+    let events = events.lock().unwrap().clone();
+    let without_end: Vec<&str> = events.iter().map(String::as_str).filter(|e| *e != "parsed 2").collect();
     assert_eq!(
-        *events.lock().unwrap(),
-        ["parsed 2", "started calc_add", "started text_wait", "finished calc_add", "finished text_wait"]
+        without_end,
+        [
+            "request calc_add",
+            "request text_wait",
+            "started calc_add",
+            "started text_wait",
+            "finished calc_add",
+            "finished text_wait",
+            "ended tool_calls"
+        ]
     );
+    let parsed = events.iter().position(|e| e == "parsed 2").unwrap();
+    assert!(parsed > 3 && parsed < events.len() - 1, "{events:?}");
 }
 
 #[tokio::test(start_paused = true)]
@@ -218,12 +236,14 @@ async fn fire_and_forget_calls_do_not_hold_the_cycle_and_only_failures_come_back
         block(&[("tool_name", "admin_fail"), ("archery", "true")])
     );
     let start = Instant::now();
-    let cycle = engine.process_tool_call_cycle(&reply, &context()).await.unwrap();
+    let ctx = context();
+    let cycle = engine.run_turn(&reply, &ctx).await.unwrap();
     assert_eq!(start.elapsed(), Duration::ZERO, "the cycle did not wait");
     assert_eq!(cycle.execution_results.len(), 2);
     assert!(cycle.execution_results.iter().all(|r| r.result.starts_with("started in the background")));
     tokio::time::sleep(Duration::from_millis(600)).await;
-    let failures = engine.take_background_failures();
+    assert!(context().take_background_failures().is_empty(), "another context has none of them");
+    let failures = ctx.take_background_failures();
     assert_eq!(failures.len(), 1, "only the failure is reported");
     assert_eq!(failures[0].tool_name, "admin_fail");
     assert_eq!(failures[0].result, "disk full");
@@ -233,14 +253,13 @@ async fn fire_and_forget_calls_do_not_hold_the_cycle_and_only_failures_come_back
 async fn the_facade_offers_one_entry_point() {
     let engine = engine();
     let config = ToolCallConfig::default().with_toggle("admin", false);
-    assert!(engine.has_tool_calling_enabled(&config));
     let declarations = engine.tool_declarations(&config, Some("agent")).unwrap();
     let prompt = declarations.as_prompt().unwrap();
     assert!(prompt.contains("command:「始」add「末」") && !prompt.contains("wipe"));
     assert_eq!(engine.discovered_methods(None).len(), 3);
     engine.invalidate_declarations();
     let cycle = engine
-        .process_tool_call_cycle(&block(&[("tool_name", "calc_add"), ("a", "1"), ("b", "2")]), &context())
+        .run_turn(&block(&[("tool_name", "calc_add"), ("a", "1"), ("b", "2")]), &context())
         .await
         .unwrap();
     assert!(cycle.result_text().contains("3.0"));
@@ -250,10 +269,8 @@ async fn the_facade_offers_one_entry_point() {
 #[tokio::test(start_paused = true)]
 async fn a_method_declares_its_own_time_limit() {
     let start = Instant::now();
-    let cycle = engine()
-        .process_tool_call_cycle(&block(&[("tool_name", "text_hurry"), ("ms", "5000")]), &context())
-        .await
-        .unwrap();
+    let cycle =
+        engine().run_turn(&block(&[("tool_name", "text_hurry"), ("ms", "5000")]), &context()).await.unwrap();
     assert_eq!(start.elapsed(), Duration::from_millis(100));
     assert_eq!(cycle.execution_results[0].error_kind, Some(ErrorKind::Timeout));
     assert!(cycle.execution_results[0].result.contains("within 100 ms"));
@@ -269,13 +286,15 @@ async fn the_streamed_loop_gives_the_same_conversation_under_vcp() {
         engine().run_conversation(&ScriptedModel::new(&replies), &mut whole, &context()).await.unwrap();
     let mut streamed = Conversation::with_id("conv-1");
     streamed.push(Message::user("2 + 40?"));
-    let mut prose = String::new();
-    let outcome = engine()
-        .run_conversation_streamed(&ScriptedModel::new(&replies), &mut streamed, &context(), |c| {
-            prose.push_str(&c.content)
-        })
-        .await
-        .unwrap();
+    let prose = Arc::new(Mutex::new(String::new()));
+    let sink = prose.clone();
+    let ctx = context().on_event(move |e| {
+        if let CycleEvent::Text { text } = e {
+            sink.lock().unwrap().push_str(text);
+        }
+    });
+    let outcome =
+        engine().run_conversation_streamed(&ScriptedModel::new(&replies), &mut streamed, &ctx).await.unwrap();
     assert_eq!(outcome.stop, expected.stop);
     assert_eq!(outcome.final_text(), "It is 42.");
     assert_eq!(outcome.rounds[0].cycle.execution_results[0].result, "42.0");
@@ -288,7 +307,11 @@ async fn the_streamed_loop_gives_the_same_conversation_under_vcp() {
         m.tool_requests.iter().map(|r| (r.tool_name.clone(), r.args.clone())).collect::<Vec<_>>()
     };
     assert_eq!(calls(a), calls(b), "its requests (ids are random)");
-    assert_eq!(prose, "Adding.\n\nIt is 42.", "prose (outside the block) reported as it streamed");
+    assert_eq!(
+        *prose.lock().unwrap(),
+        "Adding.\n\nIt is 42.",
+        "prose (outside the block) reported as it streamed"
+    );
 }
 
 /// The engine's futures are `Send`, so a server can spawn them on a multi-threaded
@@ -301,12 +324,12 @@ async fn the_engine_futures_can_be_spawned() {
     let cycle = {
         let engine = engine.clone();
         let reply = reply.clone();
-        tokio::spawn(async move { engine.process_tool_call_cycle(&reply, &context()).await })
+        tokio::spawn(async move { engine.run_turn(&reply, &context()).await })
     };
     let turn = {
         let engine = engine.clone();
         let reply = reply.clone();
-        tokio::spawn(async move { engine.process_turn(&AssistantTurn::from_text(reply), &context()).await })
+        tokio::spawn(async move { engine.run_turn(&AssistantTurn::from_text(reply), &context()).await })
     };
     let conversation = {
         let engine = engine.clone();
@@ -328,7 +351,7 @@ async fn the_engine_futures_can_be_spawned() {
 fn without_a_runtime_the_program_gets_an_error_and_nothing_runs() {
     let engine = engine();
     let reply = block(&[("tool_name", "calc_add"), ("a", "2"), ("b", "40")]);
-    let outcome = futures::executor::block_on(engine.process_tool_call_cycle(&reply, &context()));
+    let outcome = futures::executor::block_on(engine.run_turn(&reply, &context()));
     assert_eq!(outcome.unwrap_err(), tool_calling::engine::EngineError::NoRuntime);
     let mut conversation = Conversation::with_id("c");
     conversation.push(Message::user("2 + 40?"));
@@ -360,7 +383,7 @@ fn troubled_reply() -> String {
 #[tokio::test(start_paused = true)]
 async fn every_note_to_the_model_follows_the_language() {
     let zh = engine().with_language(tool_calling::Language::Zh);
-    let cycle = zh.process_tool_call_cycle(&troubled_reply(), &context()).await.unwrap();
+    let cycle = zh.run_turn(&troubled_reply(), &context()).await.unwrap();
     let texts: Vec<&str> = cycle.execution_results.iter().map(|r| r.result.as_str()).collect();
     assert_eq!(texts.len(), 7, "{texts:#?}");
     let expected = [
@@ -386,7 +409,7 @@ async fn every_note_to_the_model_follows_the_language() {
     assert!(prompt.as_prompt().is_some_and(|p| p.contains("可调用的工具")));
 
     // The same reply in English (the default), for contrast.
-    let en = engine().process_tool_call_cycle(&troubled_reply(), &context()).await.unwrap();
+    let en = engine().run_turn(&troubled_reply(), &context()).await.unwrap();
     let texts: Vec<&str> = en.execution_results.iter().map(|r| r.result.as_str()).collect();
     let expected = [
         "No tool method matches `calc_ad`. Did you mean `calc_add`?",
@@ -400,4 +423,39 @@ async fn every_note_to_the_model_follows_the_language() {
     for (text, expected) in texts.iter().zip(expected) {
         assert!(text.starts_with(expected), "{text:?} should start with {expected:?}");
     }
+}
+
+/// A VCP batch (one request, a call per `commandN`) is answered with one result holding
+/// each call's own; VCP writes them as its JSON list of calls.
+#[tokio::test(start_paused = true)]
+async fn a_vcp_batch_gets_one_result_listing_each_call() {
+    let reply = block(&[
+        ("tool_name", "text"),
+        ("command1", "repeat"),
+        ("message1", "hi"),
+        ("times1", "2"),
+        ("command2", "repeat"),
+        ("message2", "no"),
+        ("times2", "99"),
+    ]);
+    let cycle = engine().run_turn(&reply, &context()).await.unwrap();
+    let result = &cycle.execution_results[0];
+    assert_eq!(cycle.execution_results.len(), 1, "one request, one result");
+    assert_eq!(result.error_kind, Some(ErrorKind::Validation), "the first failure's kind");
+    let calls: Vec<(&str, Option<ErrorKind>)> =
+        result.calls.iter().map(|c| (c.tool_name.as_str(), c.error_kind)).collect();
+    assert_eq!(calls, [("text_repeat", None), ("text_repeat", Some(ErrorKind::Validation))]);
+    let refusal = &result.calls[1].result;
+    assert_eq!(result.result, format!("text_repeat: hi hi\ntext_repeat (error): {refusal}"));
+    let text = cycle.result_text();
+    let written =
+        text.split("result:「始ESCAPE」").nth(1).and_then(|r| r.split("「末ESCAPE」").next()).unwrap();
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(written).unwrap(),
+        serde_json::json!([
+            {"index": 1, "tool_name": "text_repeat", "status": "success", "result": "hi hi"},
+            {"index": 2, "tool_name": "text_repeat", "status": "error", "error_kind": "validation",
+             "result": refusal}
+        ])
+    );
 }

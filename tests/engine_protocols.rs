@@ -8,12 +8,12 @@ use futures::stream;
 use serde_json::{Value, json};
 use tool_calling::config::ToolCallConfig;
 use tool_calling::engine::{Engine, EngineError, StopReason};
-use tool_calling::exec::ExecutionContext;
+use tool_calling::exec::{CycleEvent, ExecutionContext};
 use tool_calling::model::{
     AssistantTurn, ChatModel, ChatModelError, ContentBlock, Conversation, Message, ModelRequest, Reasoning,
     Role, ToolCall, ToolResultBlock, TurnDelta,
 };
-use tool_calling::protocol::{ProtocolError, ToolDeclarations};
+use tool_calling::protocol::{ProtocolError, ToolDeclarations, TurnState};
 use tool_calling::tools::{BoxFuture, ToolProvider, ToolRegistry};
 use tool_calling::{
     Diagnostic, DiagnosticKind, ErrorKind, ParseOutcome, ParsedToolRequest, ToolCallingProtocol,
@@ -96,7 +96,7 @@ impl ToolCallingProtocol for JsonCalls {
         ParseOutcome::new(requests, diagnostics)
     }
 
-    fn result_messages(&self, results: &[ToolExecutionResult]) -> Vec<Message> {
+    fn result_messages(&self, results: &[ToolExecutionResult], _turn: &TurnState) -> Vec<Message> {
         results
             .iter()
             .map(|r| {
@@ -132,7 +132,7 @@ async fn one_round_with_vcp_and_one_with_a_json_protocol_share_registry_and_exec
 
     // VCP: the request is in the text; the result goes back as one text message.
     let reply = "<<<[TOOL_REQUEST]>>>\ntool_name:「始」text_echo「末」,\nmessage:「始」hi「末」\n<<<[END_TOOL_REQUEST]>>>";
-    let vcp = engine.process_tool_call_cycle(reply, &ExecutionContext::default()).await.unwrap();
+    let vcp = engine.run_turn(reply, &ExecutionContext::default()).await.unwrap();
     assert_eq!(vcp.execution_results[0].result, "hi");
     assert_eq!(vcp.result_messages.len(), 1);
     assert!(vcp.result_messages[0].text().starts_with("<<<[TOOL_RESULT]>>>"));
@@ -143,7 +143,7 @@ async fn one_round_with_vcp_and_one_with_a_json_protocol_share_registry_and_exec
         .with_text("Echoing twice.")
         .with_tool_call(call("call_a", "text_echo", json!({"message": "one"})))
         .with_tool_call(call("call_b", "text_echo", json!({"message": "two"})));
-    let native = engine.process_turn(&turn, &json_context()).await.unwrap();
+    let native = engine.run_turn(&turn, &json_context()).await.unwrap();
     let results: Vec<(&str, &str)> =
         native.execution_results.iter().map(|r| (r.request_id.as_str(), r.result.as_str())).collect();
     assert_eq!(results, [("call_a", "one"), ("call_b", "two")]);
@@ -158,7 +158,7 @@ async fn one_round_with_vcp_and_one_with_a_json_protocol_share_registry_and_exec
     assert_eq!(answered, [("call_a", false), ("call_b", false)]);
 
     // The same text under the JSON protocol holds no request: protocols read their own.
-    let none = engine.process_tool_call_cycle(reply, &json_context()).await.unwrap();
+    let none = engine.run_turn(reply, &json_context()).await.unwrap();
     assert!(!none.has_tool_requests);
 }
 
@@ -168,7 +168,7 @@ async fn vcp_control_keys_are_ordinary_arguments_under_any_other_protocol() {
     let turn = AssistantTurn::new()
         .with_tool_call(call("c1", "text_label", json!({"ink": "blue", "river": "Thames"})))
         .with_tool_call(call("c2", "text_aim", json!({"archery": "true"})));
-    let cycle = engine.process_turn(&turn, &json_context()).await.unwrap();
+    let cycle = engine.run_turn(&turn, &json_context()).await.unwrap();
     let results: Vec<&str> = cycle.execution_results.iter().map(|r| r.result.as_str()).collect();
     assert_eq!(results, ["Thames in blue", "aimed true"], "{:?}", cycle.execution_results);
     assert!(cycle.parsed_requests.iter().all(|r| !r.fire_and_forget));
@@ -176,13 +176,13 @@ async fn vcp_control_keys_are_ordinary_arguments_under_any_other_protocol() {
     // Under VCP the same names steer the host: they never reach the tool, so `label`
     // misses its required arguments, and `archery: true` asks not to be waited for.
     let reply = "<<<[TOOL_REQUEST]>>>\ntool_name:「始」text_label「末」,\nink:「始」blue「末」,\nriver:「始」Danube「末」\n<<<[END_TOOL_REQUEST]>>>";
-    let vcp = engine.process_tool_call_cycle(reply, &ExecutionContext::default()).await.unwrap();
+    let vcp = engine.run_turn(reply, &ExecutionContext::default()).await.unwrap();
     assert_eq!(vcp.execution_results[0].error_kind, Some(ErrorKind::Validation));
     assert!(vcp.execution_results[0].result.contains("parameter `ink` (required)"));
     assert_eq!(vcp.parsed_requests[0].arg_str("river"), Some("Danube"), "the host still sees them");
     assert!(!labelled("Danube"), "the tool did not run");
     let reply = "<<<[TOOL_REQUEST]>>>\ntool_name:「始」text_echo「末」,\nmessage:「始」m「末」,\narchery:「始」no_reply「末」\n<<<[END_TOOL_REQUEST]>>>";
-    let vcp = engine.process_tool_call_cycle(reply, &ExecutionContext::default()).await.unwrap();
+    let vcp = engine.run_turn(reply, &ExecutionContext::default()).await.unwrap();
     assert!(vcp.parsed_requests[0].fire_and_forget);
     assert!(vcp.execution_results[0].result.starts_with("started in the background"));
 }
@@ -193,7 +193,7 @@ async fn arguments_that_are_not_a_json_object_are_answered_and_never_run() {
     let turn = AssistantTurn::new()
         .with_tool_call(ToolCall::new("c1", "text_label", "{\"ink\": \"blue\", \"river\""))
         .with_tool_call(call("c2", "text_label", json!(["blue", "Rhine"])));
-    let cycle = engine.process_turn(&turn, &json_context()).await.unwrap();
+    let cycle = engine.run_turn(&turn, &json_context()).await.unwrap();
     assert_eq!(cycle.execution_results.len(), 2);
     for result in &cycle.execution_results {
         assert_eq!(result.error_kind, Some(ErrorKind::Validation));
@@ -210,7 +210,7 @@ async fn repeated_request_ids_get_a_diagnostic_and_results_stay_with_their_calls
         .with_tool_call(call("same", "text_echo", json!({"message": "first"})))
         .with_tool_call(call("same", "text_nope", json!({})))
         .with_tool_call(call("same", "text_echo", json!({"message": "third"})));
-    let cycle = engine.process_turn(&turn, &json_context()).await.unwrap();
+    let cycle = engine.run_turn(&turn, &json_context()).await.unwrap();
     let repeated = cycle.diagnostics.iter().filter(|d| d.kind == DiagnosticKind::DuplicateRequestId).count();
     assert_eq!(repeated, 2);
     let results: Vec<(Option<ErrorKind>, &str)> =
@@ -221,10 +221,9 @@ async fn repeated_request_ids_get_a_diagnostic_and_results_stay_with_their_calls
 
     // Streamed, the same: the diagnostics and each result with its own call.
     let deltas = turn.clone().into_deltas().into_iter().map(Ok::<_, ChatModelError>);
-    let streamed = engine.process_delta_stream(stream::iter(deltas), &json_context(), |_| {}).await.unwrap();
-    assert_eq!(streamed.cycle.diagnostics, cycle.diagnostics);
-    let streamed_results: Vec<&str> =
-        streamed.cycle.execution_results.iter().map(|r| r.result.as_str()).collect();
+    let streamed = engine.run_stream(stream::iter(deltas), &json_context()).await.unwrap();
+    assert_eq!(streamed.diagnostics, cycle.diagnostics);
+    let streamed_results: Vec<&str> = streamed.execution_results.iter().map(|r| r.result.as_str()).collect();
     let results: Vec<&str> = cycle.execution_results.iter().map(|r| r.result.as_str()).collect();
     assert_eq!(streamed_results, results);
 
@@ -235,13 +234,12 @@ async fn repeated_request_ids_get_a_diagnostic_and_results_stay_with_their_calls
         )
     };
     let reply = format!("{}{}", block("a"), block("b"));
-    let vcp = engine.process_tool_call_cycle(&reply, &ExecutionContext::default()).await.unwrap();
+    let vcp = engine.run_turn(&reply, &ExecutionContext::default()).await.unwrap();
     assert_eq!(vcp.diagnostics.iter().filter(|d| d.kind == DiagnosticKind::DuplicateRequestId).count(), 1);
     assert_eq!(vcp.execution_results.iter().map(|r| r.result.as_str()).collect::<Vec<_>>(), ["a", "b"]);
     let chunks: Vec<String> = reply.chars().map(String::from).collect();
-    let streamed =
-        engine.process_tool_call_stream(stream::iter(chunks), &ExecutionContext::default()).await.unwrap();
-    assert_eq!(streamed.cycle.diagnostics, vcp.diagnostics);
+    let streamed = engine.run_stream(stream::iter(chunks), &ExecutionContext::default()).await.unwrap();
+    assert_eq!(streamed.diagnostics, vcp.diagnostics);
 }
 
 #[tokio::test(start_paused = true)]
@@ -250,7 +248,7 @@ async fn the_config_selects_the_protocol_and_an_unknown_one_is_an_error() {
     assert_eq!(engine.protocol_for(&ToolCallConfig::default()).unwrap().id(), "vcp");
     assert_eq!(engine.protocol_for(&json_context().config).unwrap().id(), "json-calls");
     let ctx = ExecutionContext::new(ToolCallConfig::default().with_protocol("smoke-signals"));
-    let err = engine.process_tool_call_cycle("hello", &ctx).await.unwrap_err();
+    let err = engine.run_turn("hello", &ctx).await.unwrap_err();
     assert!(
         matches!(&err, EngineError::Protocol(ProtocolError::Unknown { id, known }) if id == "smoke-signals" && known == "json-calls, vcp"),
         "{err:?}"
@@ -332,7 +330,7 @@ async fn a_conversation_with_a_native_protocol_keeps_calls_ids_and_signatures() 
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_delta_stream_without_an_incremental_parser_gives_the_one_shot_cycle() {
+async fn a_delta_stream_read_whole_at_the_end_gives_the_one_shot_cycle() {
     let engine = engine();
     let deltas = vec![
         TurnDelta::Reasoning("Hmm.".into()),
@@ -343,16 +341,12 @@ async fn a_delta_stream_without_an_incremental_parser_gives_the_one_shot_cycle()
         TurnDelta::ToolCallEnd { index: 0 },
     ];
     let streamed = engine
-        .process_delta_stream(
-            stream::iter(deltas.into_iter().map(Ok::<_, ChatModelError>)),
-            &json_context(),
-            |_| {},
-        )
+        .run_stream(stream::iter(deltas.into_iter().map(Ok::<_, ChatModelError>)), &json_context())
         .await
         .unwrap();
-    let one_shot = engine.process_turn(&streamed.turn, &json_context()).await.unwrap();
-    assert_eq!(streamed.cycle.parsed_requests, one_shot.parsed_requests);
-    assert_eq!(streamed.cycle.execution_results[0].result, "streamed");
+    let one_shot = engine.run_turn(&streamed.turn, &json_context()).await.unwrap();
+    assert_eq!(streamed.parsed_requests, one_shot.parsed_requests);
+    assert_eq!(streamed.execution_results[0].result, "streamed");
     assert_eq!(streamed.turn.text(), "On it.");
     assert_eq!(streamed.turn.reasoning().next().map(|r| r.text.as_str()), Some("Hmm."));
 }
@@ -368,21 +362,26 @@ async fn a_streamed_conversation_ends_as_the_one_shot_one_and_reports_every_step
     let model = NativeModel { seen: Mutex::new(Vec::new()) };
     let mut conversation = Conversation::new();
     conversation.push(Message::user("Label the Nile in red."));
-    let mut chunks = Vec::new();
-    let outcome = engine
-        .run_conversation_streamed(&model, &mut conversation, &json_context(), |c| chunks.push(c))
-        .await
-        .unwrap();
+    let (ctx, events) = recorded(json_context());
+    let outcome = engine.run_conversation_streamed(&model, &mut conversation, &ctx).await.unwrap();
     assert_eq!(outcome.stop, expected.stop);
     assert_eq!(outcome.final_turn, expected.final_turn);
     assert_eq!(conversation.messages().len(), one_shot.messages().len());
     for (streamed, whole) in conversation.messages().iter().zip(one_shot.messages()) {
         assert_eq!((streamed.role, &streamed.content), (whole.role, &whole.content));
     }
-    let done = chunks.iter().filter(|c| c.done).count();
-    assert_eq!(done, 2, "one last chunk per turn");
-    let results: usize = chunks.iter().map(|c| c.results.len()).sum();
+    let events = events.lock().unwrap();
+    let ends = events.iter().filter(|e| matches!(e, CycleEvent::CycleEnded { .. })).count();
+    assert_eq!(ends, 2, "one end per turn");
+    let results = events.iter().filter(|e| matches!(e, CycleEvent::Finished { .. })).count();
     assert_eq!(results, 2, "both calls of the first turn reported as they finished");
+}
+
+/// A context whose observer records every event.
+fn recorded(ctx: ExecutionContext) -> (ExecutionContext, Arc<Mutex<Vec<CycleEvent>>>) {
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let sink = events.clone();
+    (ctx.on_event(move |e| sink.lock().unwrap().push(e.clone())), events)
 }
 
 /// A model that only streams: every turn is the stream its function makes.
@@ -414,7 +413,7 @@ async fn a_broken_model_stream_ends_the_streamed_loop_with_the_models_error() {
     let mut conversation = Conversation::new();
     conversation.push(Message::user("hi"));
     let err = engine()
-        .run_conversation_streamed(&BROKEN_STREAM, &mut conversation, &ExecutionContext::default(), |_| {})
+        .run_conversation_streamed(&BROKEN_STREAM, &mut conversation, &ExecutionContext::default())
         .await
         .unwrap_err();
     assert_eq!(err, EngineError::Model(ChatModelError::other("connection reset")));
@@ -434,18 +433,19 @@ async fn a_call_cut_off_by_a_broken_stream_is_not_run() {
         Ok(TurnDelta::ToolCallArguments { index: 0, fragment: r#"{"ink": "red", "river": "Volga"}"#.into() }),
         Err(ChatModelError::other("connection reset")),
     ];
-    let mut chunks = Vec::new();
-    let error = engine
-        .process_delta_stream(stream::iter(deltas), &ExecutionContext::default(), |chunk| chunks.push(chunk))
-        .await
-        .unwrap_err();
+    let (ctx, events) = recorded(ExecutionContext::default());
+    let error = engine.run_stream(stream::iter(deltas), &ctx).await.unwrap_err();
     let tool_calling::engine::StreamCycleError::Stream { partial, .. } = error else { panic!("{error:?}") };
-    let result = &partial.cycle.execution_results[0];
+    let result = &partial.execution_results[0];
     assert!(!result.is_success() && result.result.contains("incomplete"), "{result:?}");
     assert!(!labelled("Volga"), "the cut call did not run");
     assert!(
-        chunks.iter().any(|c| c.results.iter().any(|r| r.request_id == "c1")),
-        "the callback heard its result"
+        events
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|e| matches!(e, CycleEvent::Finished { result } if result.request_id == "c1")),
+        "the observer heard its result"
     );
 }
 
@@ -474,16 +474,16 @@ async fn a_call_whose_arguments_never_end_is_cut_at_the_turn_limit_and_never_run
         .chain(stream::repeat(TurnDelta::ToolCallArguments { index: 0, fragment: "a".repeat(100) }))
         .map(Ok::<_, ChatModelError>);
     let engine = native_engine(64 << 10);
-    let streamed = engine.process_delta_stream(endless, &ExecutionContext::default(), |_| {}).await.unwrap();
+    let streamed = engine.run_stream(endless, &ExecutionContext::default()).await.unwrap();
     assert_eq!(streamed.finish_reason, tool_calling::model::FinishReason::Length);
     let call = streamed.turn.tool_calls().next().unwrap();
     assert!(call.incomplete, "the cut call is marked incomplete");
     // Read up to the limit and no further: the start (64 + 2 + 9) and the opening
     // (64 + 13) cost 152, each 100-byte fragment 164.
     assert_eq!(call.arguments.len(), 13 + 100 * (((64 << 10) - 152) / 164));
-    let result = &streamed.cycle.execution_results[0];
+    let result = &streamed.execution_results[0];
     assert_eq!(result.error_kind, Some(ErrorKind::Validation), "{}", result.result);
-    assert!(streamed.cycle.diagnostics.iter().any(|d| d.kind == DiagnosticKind::LimitExceeded));
+    assert!(streamed.diagnostics.iter().any(|d| d.kind == DiagnosticKind::LimitExceeded));
 }
 
 #[tokio::test(start_paused = true)]
@@ -502,19 +502,19 @@ async fn a_native_turn_at_the_limit_is_whole_and_one_byte_past_it_is_cut() {
     let cost = 6 + (64 + 2 + 9) + (64 + 11) + (64 + 6) + 64;
     let run = |max: usize| async move {
         let deltas = stream::iter(deltas().into_iter().map(Ok::<_, ChatModelError>));
-        native_engine(max).process_delta_stream(deltas, &ExecutionContext::default(), |_| {}).await.unwrap()
+        native_engine(max).run_stream(deltas, &ExecutionContext::default()).await.unwrap()
     };
     let whole = run(cost).await;
     assert_eq!(whole.finish_reason, tool_calling::model::FinishReason::ToolCalls);
-    assert_eq!(whole.cycle.execution_results[0].result, "hi");
-    assert!(whole.cycle.diagnostics.is_empty(), "{:?}", whole.cycle.diagnostics);
+    assert_eq!(whole.execution_results[0].result, "hi");
+    assert!(whole.diagnostics.is_empty(), "{:?}", whole.diagnostics);
 
     // One byte less: the end is not read, so the call is cut and never runs.
     let cut = run(cost - 1).await;
     assert_eq!(cut.finish_reason, tool_calling::model::FinishReason::Length);
     assert!(cut.turn.tool_calls().next().unwrap().incomplete);
-    assert_eq!(cut.cycle.execution_results[0].error_kind, Some(ErrorKind::Validation));
-    let limit = cut.cycle.diagnostics.iter().find(|d| d.kind == DiagnosticKind::LimitExceeded).unwrap();
+    assert_eq!(cut.execution_results[0].error_kind, Some(ErrorKind::Validation));
+    let limit = cut.diagnostics.iter().find(|d| d.kind == DiagnosticKind::LimitExceeded).unwrap();
     assert!(limit.message.contains(&format!("at most {} bytes", cost - 1)), "{}", limit.message);
 }
 
@@ -531,8 +531,7 @@ async fn an_endless_streamed_turn_ends_at_the_limit_with_tools_on_or_off() {
         let mut conversation = Conversation::new();
         conversation.push(Message::user("Talk."));
         let ctx = ExecutionContext::new(ToolCallConfig::default().with_enabled(enabled));
-        let outcome =
-            engine.run_conversation_streamed(&CHATTERBOX, &mut conversation, &ctx, |_| {}).await.unwrap();
+        let outcome = engine.run_conversation_streamed(&CHATTERBOX, &mut conversation, &ctx).await.unwrap();
         assert_eq!(outcome.final_text().len(), 1000, "tools on: {enabled}");
         assert_eq!(outcome.final_turn.finish_reason, Some(tool_calling::model::FinishReason::Length));
     }

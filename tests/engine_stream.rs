@@ -10,12 +10,10 @@ use futures::{Stream, StreamExt, stream};
 use serde_json::{Value, json};
 use tokio::time::Instant;
 use tool_calling::config::ToolCallConfig;
-use tool_calling::engine::{
-    Engine, EngineEvent, StreamChunk, StreamCycleError, StreamedCycle, ToolCallCycleResult,
-};
-use tool_calling::exec::{ExecutionContext, Executor, ExecutorOptions};
+use tool_calling::engine::{Engine, StreamCycleError, ToolCallCycleResult};
+use tool_calling::exec::{CycleEvent, ExecutionContext, Executor, ExecutorOptions};
 use tool_calling::model::{AssistantTurn, FinishReason, Message, TurnDelta};
-use tool_calling::protocol::{IncrementalParser, StreamCollector, StreamEvent, ToolDeclarations};
+use tool_calling::protocol::{IncrementalParser, StreamCollector, StreamEvent, ToolDeclarations, TurnState};
 use tool_calling::tools::ToolRegistry;
 use tool_calling::tools::{ArgMap, BoxFuture, MethodSpec, ToolOutput, ToolSpec};
 use tool_calling::{
@@ -155,6 +153,54 @@ fn zero_durations(text: &str) -> String {
     out
 }
 
+/// Every event of the cycles run with the returned context, stamped with the paused
+/// clock's milliseconds.
+type Seen = Arc<Mutex<Vec<(u128, CycleEvent)>>>;
+
+fn observed(log: &Log, ctx: ExecutionContext) -> (ExecutionContext, Seen) {
+    let seen: Seen = Arc::default();
+    let (sink, log) = (seen.clone(), log.clone());
+    (ctx.on_event(move |event| sink.lock().unwrap().push((log.ms(), event.clone()))), seen)
+}
+
+/// The events of `seen`, without their times.
+fn events(seen: &Seen) -> Vec<CycleEvent> {
+    seen.lock().unwrap().iter().map(|(_, e)| e.clone()).collect()
+}
+
+/// The normal text the events reported.
+fn text_of(events: &[CycleEvent]) -> String {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            CycleEvent::Text { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The requests the events reported as parsed, in order.
+fn requests_of(events: &[CycleEvent]) -> Vec<ParsedToolRequest> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            CycleEvent::RequestParsed { request } => Some(request.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The results the events reported, in the order they came.
+fn results_of(events: &[CycleEvent]) -> Vec<ToolExecutionResult> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            CycleEvent::Finished { result } => Some(result.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
 fn ids(requests: &[ParsedToolRequest]) -> Vec<&str> {
     requests.iter().map(|r| r.request_id.as_str()).collect()
 }
@@ -167,11 +213,13 @@ fn result_ids(results: &[ToolExecutionResult]) -> Vec<&str> {
 async fn a_tool_starts_before_the_reply_has_finished_streaming() {
     let log = Log::new();
     let events = log.clone();
-    let engine = engine(&log).on_event(move |event| match event {
-        EngineEvent::RequestParsed { request } => events.note(format!("event parsed {}", request.tool_name)),
-        EngineEvent::Started { tool_name, .. } => events.note(format!("event started {tool_name}")),
-        EngineEvent::Finished { result } => events.note(format!("event finished {}", result.tool_name)),
-        EngineEvent::Parsed { requests } => events.note(format!("event reply parsed ({})", requests.len())),
+    let engine = engine(&log);
+    let ctx = context().on_event(move |event| match event {
+        CycleEvent::RequestParsed { request } => events.note(format!("event parsed {}", request.tool_name)),
+        CycleEvent::Started { tool_name, .. } => events.note(format!("event started {tool_name}")),
+        CycleEvent::Finished { result } => events.note(format!("event finished {}", result.tool_name)),
+        CycleEvent::Parsed { requests } => events.note(format!("event reply parsed ({})", requests.len())),
+        CycleEvent::CycleEnded { finish_reason } => events.note(format!("event ended ({finish_reason})")),
         _ => {}
     });
     let reply = scripted(
@@ -183,7 +231,7 @@ async fn a_tool_starts_before_the_reply_has_finished_streaming() {
         ],
     );
 
-    let streamed = engine.process_tool_call_stream(reply, &context()).await.unwrap();
+    let streamed = engine.run_stream(reply, &ctx).await.unwrap();
 
     assert_eq!(
         log.lines(),
@@ -197,6 +245,7 @@ async fn a_tool_starts_before_the_reply_has_finished_streaming() {
             "1000 model chunk 1",
             "2000 model chunk 2",
             "2000 event reply parsed (1)",
+            "2000 event ended (tool_calls)",
         ],
         "the tool started and finished while the model was still writing"
     );
@@ -206,7 +255,7 @@ async fn a_tool_starts_before_the_reply_has_finished_streaming() {
         streamed.turn.text(),
         format!("Let me sleep.\n{}Still writing while it sleeps.\nDone.", sleep_block(10))
     );
-    assert_eq!(streamed.cycle.execution_results[0].result, "slept 10");
+    assert_eq!(streamed.execution_results[0].result, "slept 10");
 }
 
 #[tokio::test(start_paused = true)]
@@ -214,20 +263,16 @@ async fn results_come_back_in_request_order_even_when_a_later_call_finishes_firs
     let log = Log::new();
     let engine = engine(&log);
     let reply = scripted(&log, vec![(0, sleep_block(500)), (20, sleep_block(10)), (0, "bye".into())]);
-    let mut finished = Vec::new();
+    let (ctx, seen) = observed(&log, context());
 
-    let streamed = engine
-        .process_tool_call_stream_with(reply, &context(), |chunk| {
-            finished.extend(chunk.results.into_iter().map(|r| r.result));
-        })
-        .await
-        .unwrap();
+    let streamed = engine.run_stream(reply, &ctx).await.unwrap();
 
-    assert_eq!(finished, ["slept 10", "slept 500"], "the callback sees results as they arrive");
-    let results: Vec<&str> = streamed.cycle.execution_results.iter().map(|r| r.result.as_str()).collect();
+    let finished: Vec<String> = results_of(&events(&seen)).into_iter().map(|r| r.result).collect();
+    assert_eq!(finished, ["slept 10", "slept 500"], "the observer sees results as they arrive");
+    let results: Vec<&str> = streamed.execution_results.iter().map(|r| r.result.as_str()).collect();
     assert_eq!(results, ["slept 500", "slept 10"], "the cycle has them in request order");
-    assert_eq!(ids(&streamed.cycle.parsed_requests), ["req_1", "req_2"]);
-    assert_eq!(result_ids(&streamed.cycle.execution_results), ["req_1", "req_2"]);
+    assert_eq!(ids(&streamed.parsed_requests), ["req_1", "req_2"]);
+    assert_eq!(result_ids(&streamed.execution_results), ["req_1", "req_2"]);
     assert_eq!(log.ms(), 500, "the calls overlapped each other and the stream");
 }
 
@@ -240,9 +285,9 @@ async fn every_request_gets_one_result_including_incomplete_ones() {
         sleep_block(5),
         block(&[("ms", "1")]),
     );
-    let streamed = engine.process_tool_call_stream(stream::iter(chunks(&text, 5)), &context()).await.unwrap();
+    let streamed = engine.run_stream(stream::iter(chunks(&text, 5)), &context()).await.unwrap();
 
-    let cycle = &streamed.cycle;
+    let cycle = &streamed;
     assert_eq!(cycle.parsed_requests.len(), 3);
     assert_eq!(result_ids(&cycle.execution_results), ids(&cycle.parsed_requests));
     let kinds: Vec<Option<ErrorKind>> = cycle.execution_results.iter().map(|r| r.error_kind).collect();
@@ -250,8 +295,8 @@ async fn every_request_gets_one_result_including_incomplete_ones() {
     assert!(!cycle.parsed_requests[2].complete);
     assert!(!log.lines().iter().any(|l| l.contains("start sleep 20")), "the cut-off call never ran");
 
-    let one_shot = engine.process_tool_call_cycle(&text, &context()).await.unwrap();
-    assert_eq!(normalised(streamed.cycle), normalised(one_shot));
+    let one_shot = engine.run_turn(&text, &context()).await.unwrap();
+    assert_eq!(normalised(streamed), normalised(one_shot));
 }
 
 #[tokio::test(start_paused = true)]
@@ -268,22 +313,23 @@ async fn the_streamed_cycle_equals_the_one_shot_cycle_whatever_the_chunking() {
     );
     let log = Log::new();
     let engine = engine(&log);
-    let one_shot = normalised(engine.process_tool_call_cycle(&text, &context()).await.unwrap());
+    let one_shot = normalised(engine.run_turn(&text, &context()).await.unwrap());
     assert_eq!(one_shot.parsed_requests.len(), 6);
     assert!(!one_shot.diagnostics.is_empty());
 
     for size in [1, 2, 3, 7, 16, 64, text.chars().count()] {
-        let mut seen_calls = Vec::new();
-        let streamed = engine
-            .process_tool_call_stream_with(stream::iter(chunks(&text, size)), &context(), |chunk| {
-                seen_calls.extend(chunk.tool_calls);
-            })
-            .await
-            .unwrap();
+        let (ctx, seen) = observed(&log, context());
+        let streamed = engine.run_stream(stream::iter(chunks(&text, size)), &ctx).await.unwrap();
         assert_eq!(streamed.turn.text(), text);
         assert_eq!(streamed.finish_reason, FinishReason::ToolCalls);
-        assert_eq!(seen_calls, one_shot.parsed_requests, "chunks of {size}: the callback saw every request");
-        assert_eq!(normalised(streamed.cycle), one_shot, "chunks of {size}");
+        let seen = events(&seen);
+        assert_eq!(
+            requests_of(&seen),
+            one_shot.parsed_requests,
+            "chunks of {size}: the observer saw every request"
+        );
+        assert_eq!(text_of(&seen), one_shot.normal_text, "chunks of {size}: the observer saw the text");
+        assert_eq!(normalised(streamed), one_shot, "chunks of {size}");
     }
 }
 
@@ -295,7 +341,7 @@ async fn serial_mode_runs_streamed_calls_one_after_another_in_order() {
     ctx.config.parallel_execution = false;
     let reply = scripted(&log, vec![(0, sleep_block(100)), (50, sleep_block(10))]);
 
-    let streamed = engine.process_tool_call_stream(reply, &ctx).await.unwrap();
+    let streamed = engine.run_stream(reply, &ctx).await.unwrap();
 
     assert_eq!(
         log.lines(),
@@ -308,7 +354,7 @@ async fn serial_mode_runs_streamed_calls_one_after_another_in_order() {
             "110 end sleep 10",
         ]
     );
-    assert_eq!(result_ids(&streamed.cycle.execution_results), ["req_1", "req_2"]);
+    assert_eq!(result_ids(&streamed.execution_results), ["req_1", "req_2"]);
 }
 
 #[tokio::test(start_paused = true)]
@@ -320,11 +366,11 @@ async fn parallel_mode_honours_max_concurrency() {
     let engine = Engine::new(executor.registry().clone()).with_executor(executor).with_protocol(vcp());
     let text = format!("{}{}{}", sleep_block(100), sleep_block(101), sleep_block(102));
 
-    let streamed = engine.process_tool_call_stream(stream::iter([text]), &context()).await.unwrap();
+    let streamed = engine.run_stream(stream::iter([text]), &context()).await.unwrap();
 
     assert_eq!(log.ms(), 202, "the third call waited for a free slot (100 ms + 102 ms)");
     assert!(log.lines().contains(&"100 start sleep 102".to_string()), "{:?}", log.lines());
-    assert_eq!(streamed.cycle.execution_results.len(), 3);
+    assert_eq!(streamed.execution_results.len(), 3);
 }
 
 #[tokio::test(start_paused = true)]
@@ -333,27 +379,27 @@ async fn fire_and_forget_calls_are_answered_at_once_and_not_waited_for() {
     let engine = engine(&log);
     let archery = block(&[("tool_name", "t_sleep"), ("ms", "300"), ("archery", "true")]);
     let reply = scripted(&log, vec![(0, archery), (100, "Carrying on.".into())]);
-    let mut answered_at = Vec::new();
+    let (ctx, seen) = observed(&log, context());
 
-    let streamed = engine
-        .process_tool_call_stream_with(reply, &context(), |chunk| {
-            if !chunk.results.is_empty() {
-                answered_at.push(log.ms());
-            }
-        })
-        .await
-        .unwrap();
+    let streamed = engine.run_stream(reply, &ctx).await.unwrap();
 
+    let answered_at: Vec<u128> = seen
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|(_, e)| matches!(e, CycleEvent::Finished { .. }))
+        .map(|(ms, _)| *ms)
+        .collect();
     assert_eq!(log.ms(), 100, "the cycle did not wait for the background call");
     assert_eq!(answered_at, [0]);
-    assert!(streamed.cycle.execution_results[0].result.starts_with("started in the background"));
+    assert!(streamed.execution_results[0].result.starts_with("started in the background"));
     assert!(log.lines().contains(&"0 start sleep 300".to_string()));
 }
 
 #[tokio::test(start_paused = true)]
-async fn the_callback_delivers_prose_requests_results_and_a_final_done_chunk() {
+async fn the_observer_hears_text_requests_results_and_the_end_as_they_happen() {
     let log = Log::new();
-    let engine = Engine::new(registry(&log)).with_protocol(Arc::new(LineProtocol { incremental: true }));
+    let engine = Engine::new(registry(&log)).with_protocol(Arc::new(LineProtocol));
     let reply = scripted(
         &log,
         vec![
@@ -362,108 +408,105 @@ async fn the_callback_delivers_prose_requests_results_and_a_final_done_chunk() {
             (10, "eep 5\nBye.".into()),
         ],
     );
-    let mut chunks: Vec<(u128, StreamChunk)> = Vec::new();
+    let (ctx, seen) = observed(&log, context());
 
-    let streamed = engine
-        .process_tool_call_stream_with(reply, &context(), |c| chunks.push((log.ms(), c)))
-        .await
-        .unwrap();
+    let streamed = engine.run_stream(reply, &ctx).await.unwrap();
 
-    let content: String = chunks.iter().map(|(_, c)| c.content.as_str()).collect();
-    assert_eq!(content, "I'll sleep.\nWhile that runs, more words.\nBye.");
-    assert_eq!(streamed.prose, content);
-    let calls: Vec<(u128, &str)> = chunks
+    let timed = seen.lock().unwrap().clone();
+    let all = events(&seen);
+    assert_eq!(text_of(&all), "I'll sleep.\nWhile that runs, more words.\nBye.");
+    assert_eq!(streamed.normal_text, text_of(&all));
+    let calls: Vec<(u128, String)> = timed
         .iter()
-        .flat_map(|(ms, c)| c.tool_calls.iter().map(move |r| (*ms, r.request_id.as_str())))
+        .filter_map(|(ms, e)| match e {
+            CycleEvent::RequestParsed { request } => Some((*ms, request.request_id.clone())),
+            _ => None,
+        })
         .collect();
-    assert_eq!(calls, [(0, "line_1"), (20, "line_2")]);
-    let results: Vec<(u128, &str)> =
-        chunks.iter().flat_map(|(ms, c)| c.results.iter().map(move |r| (*ms, r.result.as_str()))).collect();
-    assert_eq!(results, [(25, "slept 5"), (30, "slept 30")]);
-    assert!(chunks.iter().all(|(_, c)| !c.is_empty()), "no empty chunk is reported");
-    let (last_ms, last) = chunks.last().unwrap();
+    assert_eq!(calls, [(0, "line_1".to_string()), (20, "line_2".to_string())]);
+    let results: Vec<(u128, String)> = timed
+        .iter()
+        .filter_map(|(ms, e)| match e {
+            CycleEvent::Finished { result } => Some((*ms, result.result.clone())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(results, [(25, "slept 5".to_string()), (30, "slept 30".to_string())]);
+    assert!(all.iter().all(|e| !matches!(e, CycleEvent::Text { text } if text.is_empty())), "no empty text");
+    let (last_ms, last) = timed.last().unwrap();
     assert_eq!(*last_ms, 30);
-    assert!(last.done);
-    assert_eq!(last.finish_reason, Some(FinishReason::ToolCalls));
-    assert!(last.content.is_empty() && last.tool_calls.is_empty() && last.results.is_empty());
-    assert_eq!(chunks.iter().filter(|(_, c)| c.done || c.finish_reason.is_some()).count(), 1);
+    assert_eq!(*last, CycleEvent::CycleEnded { finish_reason: FinishReason::ToolCalls });
+    assert_eq!(all.iter().filter(|e| matches!(e, CycleEvent::CycleEnded { .. })).count(), 1);
 
-    let one_shot = engine.process_tool_call_cycle(&streamed.turn.text(), &context()).await.unwrap();
-    assert_eq!(normalised(streamed.cycle), normalised(one_shot));
+    let one_shot = engine.run_turn(streamed.turn.text().as_ref(), &context()).await.unwrap();
+    assert_eq!(normalised(streamed), normalised(one_shot));
 }
 
 #[tokio::test(start_paused = true)]
-async fn the_callback_reports_what_the_vcp_stream_parser_decides() {
+async fn the_observer_hears_what_the_vcp_stream_parser_decides() {
     let log = Log::new();
     let engine = engine(&log);
     let text = format!("Working.\n{}Between.\n{}The end.", sleep_block(40), sleep_block(20));
     let pieces = chunks(&text, 9);
-    let mut chunks_seen: Vec<StreamChunk> = Vec::new();
+    let (ctx, seen) = observed(&log, context());
 
-    let streamed = engine
-        .process_tool_call_stream_with(stream::iter(pieces.clone()), &context(), |c| chunks_seen.push(c))
-        .await
-        .unwrap();
+    let streamed = engine.run_stream(stream::iter(pieces.clone()), &ctx).await.unwrap();
 
     // What the protocol's own stream parser reports for the same chunks.
-    let mut parser = vcp().incremental_parser().unwrap();
-    let mut events = Vec::new();
+    let mut parser = vcp().stream_parser();
+    let mut parsed = Vec::new();
     for piece in &pieces {
-        parser.push_text(piece, &mut events);
+        parser.push_text(piece, &mut parsed);
     }
-    parser.finish(&mut events);
+    parser.finish(&mut parsed);
     let mut collector = StreamCollector::new();
-    collector.extend(events);
-    let content: String = chunks_seen.iter().map(|c| c.content.as_str()).collect();
-    assert_eq!(content, collector.prose());
-    assert_eq!(streamed.prose, collector.prose());
+    collector.extend(parsed);
+    let all = events(&seen);
+    assert_eq!(text_of(&all), collector.normal_text());
+    assert_eq!(streamed.normal_text, collector.normal_text());
 
-    let calls: Vec<ParsedToolRequest> = chunks_seen.iter().flat_map(|c| c.tool_calls.clone()).collect();
-    assert_eq!(calls, streamed.cycle.parsed_requests);
-    let mut results: Vec<ToolExecutionResult> = chunks_seen.iter().flat_map(|c| c.results.clone()).collect();
+    assert_eq!(requests_of(&all), streamed.parsed_requests);
+    let mut results = results_of(&all);
     assert_eq!(result_ids(&results), ["req_2", "req_1"], "completion order");
     results.sort_by(|a, b| a.request_id.cmp(&b.request_id));
-    assert_eq!(results, streamed.cycle.execution_results);
-    let last = chunks_seen.last().unwrap();
-    assert!(last.done);
-    assert_eq!(last.finish_reason, Some(FinishReason::ToolCalls));
+    assert_eq!(results, streamed.execution_results);
+    assert_eq!(all.last(), Some(&CycleEvent::CycleEnded { finish_reason: FinishReason::ToolCalls }));
 }
 
 #[tokio::test(start_paused = true)]
 async fn a_reply_without_requests_finishes_with_stop() {
     let log = Log::new();
-    let mut last = None;
-    let streamed = engine(&log)
-        .process_tool_call_stream_with(stream::iter(["Just ", "talking."]), &context(), |c| last = Some(c))
-        .await
-        .unwrap();
+    let (ctx, seen) = observed(&log, context());
+    let streamed = engine(&log).run_stream(stream::iter(["Just ", "talking."]), &ctx).await.unwrap();
     assert_eq!(streamed.finish_reason, FinishReason::Stop);
-    assert!(!streamed.cycle.has_tool_requests);
-    assert_eq!(last.unwrap().finish_reason, Some(FinishReason::Stop));
+    assert!(!streamed.has_tool_requests);
+    assert_eq!(events(&seen).last(), Some(&CycleEvent::CycleEnded { finish_reason: FinishReason::Stop }));
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_protocol_without_an_incremental_parser_is_parsed_once_at_the_end() {
+async fn a_protocol_without_a_stream_parser_of_its_own_is_read_once_at_the_end() {
     let log = Log::new();
-    let engine = Engine::new(registry(&log)).with_protocol(Arc::new(LineProtocol { incremental: false }));
+    let engine = Engine::new(registry(&log)).with_protocol(Arc::new(WholeLineProtocol));
     let reply = scripted(&log, vec![(0, "Sleeping.\nCALL t_sl".into()), (100, "eep 10\nBye.".into())]);
-    let mut chunks: Vec<StreamChunk> = Vec::new();
+    let (ctx, seen) = observed(&log, context());
 
-    let streamed = engine.process_tool_call_stream_with(reply, &context(), |c| chunks.push(c)).await.unwrap();
+    let streamed = engine.run_stream(reply, &ctx).await.unwrap();
 
     assert_eq!(
         log.lines(),
         ["0 model chunk 0", "100 model chunk 1", "100 start sleep 10", "110 end sleep 10"],
         "nothing can start before the reply has ended"
     );
-    assert_eq!(streamed.prose, "Sleeping.\nBye.", "the text outside the requests' spans");
-    assert_eq!(chunks.len(), 3, "the parse at the end, the result, done: {chunks:?}");
-    assert_eq!(chunks[0].content, "Sleeping.\nBye.");
-    assert_eq!(ids(&chunks[0].tool_calls), ["line_1"]);
-    assert_eq!(chunks[1].results[0].result, "slept 10");
-    assert!(chunks[2].done);
-    let one_shot = engine.process_tool_call_cycle(&streamed.turn.text(), &context()).await.unwrap();
-    assert_eq!(normalised(streamed.cycle), normalised(one_shot));
+    assert_eq!(streamed.normal_text, "Sleeping.\nBye.", "the text outside the requests' spans");
+    let timed = seen.lock().unwrap().clone();
+    assert!(timed.iter().all(|(ms, _)| *ms >= 100), "nothing is reported before the end: {timed:?}");
+    let all = events(&seen);
+    assert_eq!(text_of(&all), "Sleeping.\nBye.");
+    assert_eq!(ids(&requests_of(&all)), ["line_1"]);
+    assert_eq!(results_of(&all)[0].result, "slept 10");
+    assert_eq!(all.last(), Some(&CycleEvent::CycleEnded { finish_reason: FinishReason::ToolCalls }));
+    let one_shot = engine.run_turn(streamed.turn.text().as_ref(), &context()).await.unwrap();
+    assert_eq!(normalised(streamed), normalised(one_shot));
 }
 
 #[tokio::test(start_paused = true)]
@@ -477,31 +520,28 @@ async fn a_failing_stream_keeps_what_ran_and_reports_the_error() {
         Err(std::io::Error::other("connection reset")),
         Ok(sleep_block(1)),
     ]);
-    let mut last = None;
+    let (ctx, seen) = observed(&log, context());
 
-    let error =
-        engine.try_process_tool_call_stream_with(reply, &context(), |c| last = Some(c)).await.unwrap_err();
+    let error = engine.run_stream(reply, &ctx).await.unwrap_err();
 
     assert_eq!(error.to_string(), "the reply stream failed: connection reset");
     assert!(std::error::Error::source(&error).is_some());
     let StreamCycleError::Stream { partial, .. } = error else { panic!("not a stream error: {error}") };
-    let partial: StreamedCycle = *partial;
+    let partial: ToolCallCycleResult = *partial;
     assert_eq!(partial.finish_reason, FinishReason::Error);
     assert_eq!(partial.turn.text(), format!("{}{cut}", sleep_block(50)));
     let outcomes: Vec<(&str, Option<ErrorKind>)> =
-        partial.cycle.execution_results.iter().map(|r| (r.result.as_str(), r.error_kind)).collect();
+        partial.execution_results.iter().map(|r| (r.result.as_str(), r.error_kind)).collect();
     assert_eq!(outcomes[0], ("slept 50", None), "the call already started was waited for");
     assert_eq!(outcomes[1].1, Some(ErrorKind::Validation), "the cut-off block is answered as incomplete");
     assert_eq!(outcomes.len(), 2, "nothing after the error was read");
     assert_eq!(log.ms(), 50);
-    assert_eq!(last.unwrap().finish_reason, Some(FinishReason::Error));
+    assert_eq!(events(&seen).last(), Some(&CycleEvent::CycleEnded { finish_reason: FinishReason::Error }));
 
     // Without a failure, the fallible variant returns the cycle.
-    let ok = engine
-        .try_process_tool_call_stream(stream::iter([Ok::<_, std::io::Error>(sleep_block(1))]), &context())
-        .await
-        .unwrap();
-    assert_eq!(ok.cycle.execution_results[0].result, "slept 1");
+    let ok =
+        engine.run_stream(stream::iter([Ok::<_, std::io::Error>(sleep_block(1))]), &context()).await.unwrap();
+    assert_eq!(ok.execution_results[0].result, "slept 1");
 }
 
 #[tokio::test(start_paused = true)]
@@ -516,13 +556,13 @@ async fn cancelling_stops_reading_and_cancels_running_calls() {
     });
     let reply = scripted(&log, vec![(0, sleep_block(500)), (1_000, sleep_block(1))]);
 
-    let streamed = engine.process_tool_call_stream(reply, &ctx).await.unwrap();
+    let streamed = engine.run_stream(reply, &ctx).await.unwrap();
 
     assert_eq!(log.ms(), 50);
     assert_eq!(streamed.finish_reason, FinishReason::Cancelled);
     assert_eq!(streamed.turn.text(), sleep_block(500));
-    assert_eq!(streamed.cycle.execution_results.len(), 1);
-    assert_eq!(streamed.cycle.execution_results[0].error_kind, Some(ErrorKind::Cancelled));
+    assert_eq!(streamed.execution_results.len(), 1);
+    assert_eq!(streamed.execution_results[0].error_kind, Some(ErrorKind::Cancelled));
 }
 
 #[tokio::test(start_paused = true)]
@@ -530,17 +570,14 @@ async fn the_streamed_cycle_can_run_in_a_spawned_task() {
     let log = Log::new();
     let engine = engine(&log);
     let reply = scripted(&log, vec![(0, sleep_block(5)), (10, "done".into())]);
-    let handle =
-        tokio::spawn(async move { engine.process_tool_call_stream(reply, &context()).await.unwrap() });
+    let handle = tokio::spawn(async move { engine.run_stream(reply, &context()).await.unwrap() });
     let streamed = handle.await.unwrap();
-    assert_eq!(streamed.cycle.execution_results[0].result, "slept 5");
+    assert_eq!(streamed.execution_results[0].result, "slept 5");
 }
 
 /// One call per line, `CALL tool_name ms`; every other line is prose. Requests' spans
 /// cover their whole line.
-struct LineProtocol {
-    incremental: bool,
-}
+struct LineProtocol;
 
 fn parse_line(line: &str, offset: usize, number: usize) -> Option<ParsedToolRequest> {
     let call = line.trim_end_matches('\n').strip_prefix("CALL ")?;
@@ -575,13 +612,35 @@ impl ToolCallingProtocol for LineProtocol {
         ParseOutcome::new(requests, Vec::new())
     }
 
-    fn result_messages(&self, results: &[ToolExecutionResult]) -> Vec<Message> {
+    fn result_messages(&self, results: &[ToolExecutionResult], _turn: &TurnState) -> Vec<Message> {
         let text: String = results.iter().map(|r| format!("RESULT {}\n", r.result)).collect();
         vec![Message::tool(text).with_tool_results(results.iter().cloned())]
     }
 
-    fn incremental_parser(&self) -> Option<Box<dyn IncrementalParser>> {
-        self.incremental.then(|| Box::new(LineParser::default()) as Box<dyn IncrementalParser>)
+    fn stream_parser(&self) -> Box<dyn IncrementalParser + '_> {
+        Box::new(LineParser::default())
+    }
+}
+
+/// [`LineProtocol`] without a stream parser of its own: the trait's default reads the
+/// turn whole once it has ended.
+struct WholeLineProtocol;
+
+impl ToolCallingProtocol for WholeLineProtocol {
+    fn id(&self) -> &str {
+        "line"
+    }
+
+    fn tool_declarations(&self, tools: &[ToolDefinition]) -> ToolDeclarations {
+        LineProtocol.tool_declarations(tools)
+    }
+
+    fn parse_turn(&self, turn: &AssistantTurn) -> ParseOutcome {
+        LineProtocol.parse_turn(turn)
+    }
+
+    fn result_messages(&self, results: &[ToolExecutionResult], turn: &TurnState) -> Vec<Message> {
+        LineProtocol.result_messages(results, turn)
     }
 }
 
@@ -636,13 +695,13 @@ async fn a_streamed_reply_at_the_turn_limit_is_whole_and_one_byte_past_it_is_cut
     let read = |max: usize| {
         let engine = engine(&log).with_max_turn_bytes(max);
         let pieces = chunks(&reply, 1);
-        async move { engine.process_tool_call_stream(stream::iter(pieces), &context()).await.unwrap() }
+        async move { engine.run_stream(stream::iter(pieces), &context()).await.unwrap() }
     };
     let whole = read(reply.len()).await;
     assert_eq!(whole.turn.text(), reply);
     assert_eq!(whole.finish_reason, FinishReason::ToolCalls);
-    assert_eq!(whole.cycle.execution_results[0].result, "slept 10");
-    assert!(whole.cycle.diagnostics.is_empty(), "{:?}", whole.cycle.diagnostics);
+    assert_eq!(whole.execution_results[0].result, "slept 10");
+    assert!(whole.diagnostics.is_empty(), "{:?}", whole.diagnostics);
 
     // One byte less: the last `>` of the end marker is not read; the request is cut and
     // never runs.
@@ -650,11 +709,11 @@ async fn a_streamed_reply_at_the_turn_limit_is_whole_and_one_byte_past_it_is_cut
     let cut = read(reply.len() - 1).await;
     assert_eq!(cut.turn.text(), reply[..reply.len() - 1]);
     assert_eq!(cut.finish_reason, FinishReason::Length);
-    assert!(!cut.cycle.parsed_requests[0].complete);
-    assert_eq!(cut.cycle.execution_results[0].error_kind, Some(ErrorKind::Validation));
+    assert!(!cut.parsed_requests[0].complete);
+    assert_eq!(cut.execution_results[0].error_kind, Some(ErrorKind::Validation));
     let runs_after = log.lines().iter().filter(|l| l.ends_with("start sleep 10")).count();
     assert_eq!(runs_after, runs_before, "the cut request ran");
-    let limit = cut.cycle.diagnostics.iter().find(|d| d.kind.as_str() == "limit_exceeded").unwrap();
+    let limit = cut.diagnostics.iter().find(|d| d.kind.as_str() == "limit_exceeded").unwrap();
     assert_eq!(limit.span, Span::new(reply.len() - 1, reply.len() - 1), "where the text stopped");
 }
 
@@ -670,12 +729,12 @@ async fn a_request_still_open_when_the_stream_breaks_never_runs() {
         Err("connection reset"),
     ];
     let Err(StreamCycleError::Stream { error, partial }) =
-        engine.try_process_tool_call_stream(stream::iter(pieces), &context()).await
+        engine.run_stream(stream::iter(pieces), &context()).await
     else {
         panic!("the stream's error is returned");
     };
     assert_eq!(error, "connection reset");
-    let results = &partial.cycle.execution_results;
+    let results = &partial.execution_results;
     assert_eq!(results[0].result, "slept 10", "the finished request ran");
     assert_eq!(results[1].error_kind, Some(ErrorKind::Validation), "{}", results[1].result);
     assert!(results[1].result.contains("cut off before this request ended"), "{}", results[1].result);
@@ -686,6 +745,6 @@ async fn a_request_still_open_when_the_stream_breaks_never_runs() {
         "Sleeping.\n{}<<<[TOOL_REQUEST]>>>\ntool_name:「始」t_sleep「末」,\nms:「始」20「末」\n",
         sleep_block(10)
     );
-    let cycle = engine.process_tool_call_cycle(&whole, &context()).await.unwrap();
+    let cycle = engine.run_turn(&whole, &context()).await.unwrap();
     assert_eq!(cycle.execution_results[1].result, "slept 20");
 }

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
 use tool_calling::engine::{Engine, StopReason};
-use tool_calling::exec::ExecutionContext;
+use tool_calling::exec::{CycleEvent, ExecutionContext};
 use tool_calling::model::{
     AssistantTurn, ChatModel, ChatModelError, Conversation, Message, ModelRequest, Role,
 };
@@ -115,17 +115,22 @@ async fn hermes_round_streamed() {
     let model = Scripted::new(&[reply, "Done."]);
     let mut conversation = Conversation::new();
     conversation.push(Message::user("Write it."));
-    let mut prose = String::new();
-    let mut started = 0;
-    let outcome = engine
-        .run_conversation_streamed(&model, &mut conversation, &ExecutionContext::default(), |chunk| {
-            prose.push_str(&chunk.content);
-            started += chunk.tool_calls.len();
-        })
-        .await
-        .unwrap();
+    let events = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink = events.clone();
+    let ctx =
+        ExecutionContext::default().on_event(move |e: &CycleEvent| sink.lock().unwrap().push(e.clone()));
+    let outcome = engine.run_conversation_streamed(&model, &mut conversation, &ctx).await.unwrap();
     assert_eq!(output(&outcome), json!({"title": "groceries", "count": 1}));
+    let events = events.lock().unwrap();
+    let started = events.iter().filter(|e| matches!(e, CycleEvent::RequestParsed { .. })).count();
     assert_eq!(started, 1);
+    let prose: String = events
+        .iter()
+        .filter_map(|e| match e {
+            CycleEvent::Text { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
     assert_eq!(prose, "Writing.\nDone.");
     let seen = model.seen.lock().unwrap();
     assert!(seen[0][0].text().contains("<tool_call>\n{\"name\": <function-name>"));

@@ -11,7 +11,8 @@
 
 use proptest::prelude::*;
 use serde_json::Value;
-use tool_calling::model::Message;
+use tool_calling::model::{AssistantTurn, Message};
+use tool_calling::protocol::TurnState;
 use tool_calling::protocol::native::{Anthropic, Gemini, OpenAiChat, OpenAiResponses, WireFormat};
 use tool_calling::protocol::textfmt::{AutoProtocol, TextFormat, TextFormatProtocol};
 use tool_calling::protocol::vcp::{VcpOptions, VcpProtocol};
@@ -218,7 +219,7 @@ fn no_request_in_echo(
 ) -> Result<(), TestCaseError> {
     let echoed = echo(messages);
     for text in [echoed.clone(), format!("The tool said:\n{echoed}\nDone."), format!("{echoed}\n{echoed}")] {
-        let parsed = protocol.parse_text(&text);
+        let parsed = protocol.parse_turn(&AssistantTurn::from_text(text.as_str()));
         prop_assert!(
             parsed.requests.is_empty(),
             "{name}: echoing the results gave requests {:#?}\necho: {text:?}",
@@ -265,7 +266,7 @@ proptest! {
         let ids = ids(texts.len());
         let results = results(&ids, &texts, &errors);
         for (name, protocol) in vcp_protocols() {
-            let messages = protocol.result_messages(&results);
+            let messages = protocol.result_messages(&results, &TurnState::default());
             let text = echo(&messages);
             prop_assert_eq!(count(&text, "<<<[TOOL_RESULT]>>>"), results.len(), "{}: {:?}", name, text);
             prop_assert_eq!(count(&text, "<<<[END_TOOL_RESULT]>>>"), results.len(), "{}: {:?}", name, text);
@@ -285,7 +286,7 @@ proptest! {
         let results = results(&ids, &texts, &errors);
         for format in TextFormat::ALL {
             let protocol = TextFormatProtocol::new(format);
-            let messages = protocol.result_messages(&results);
+            let messages = protocol.result_messages(&results, &TurnState::default());
             let text = echo(&messages);
             match format {
                 TextFormat::Llama3Json | TextFormat::Pythonic => {
@@ -327,11 +328,11 @@ proptest! {
     ) {
         for (format, call) in CALLS {
             let auto = AutoProtocol::new();
-            let parsed = auto.parse_text(call);
+            let parsed = auto.parse(call);
             prop_assert_eq!(parsed.requests.len(), 1, "{}: {:?}", format, call);
             let id = parsed.requests[0].request_id.clone();
             let results = results(&[id], std::slice::from_ref(&text), &[error]);
-            let messages = auto.result_messages(&results);
+            let messages = auto.result_messages(&results, &parsed.state);
             no_request_in_echo(&format!("auto answering {format}"), &auto, &messages)?;
         }
     }
@@ -355,8 +356,8 @@ proptest! {
             ("gemini", &Gemini::default(), &Gemini::default()),
         ];
         for (name, protocol, wire) in natives {
-            let on_wire = wire.wire_messages(&protocol.result_messages(&hostile));
-            let expected = wire.wire_messages(&protocol.result_messages(&harmless));
+            let on_wire = wire.wire_messages(&protocol.result_messages(&hostile, &TurnState::default()));
+            let expected = wire.wire_messages(&protocol.result_messages(&harmless, &TurnState::default()));
             // Through the bytes and back, as a provider would read it.
             let bytes = serde_json::to_string(&on_wire).map_err(|e| TestCaseError::fail(e.to_string()))?;
             let read: Value = serde_json::from_str(&bytes).map_err(|e| TestCaseError::fail(e.to_string()))?;

@@ -350,7 +350,7 @@ async fn streamed_conversation(provider: Provider) {
     conversation.push(Message::user("What's the weather in Paris, and what is 2 + 40?"));
 
     let outcome = engine
-        .run_conversation_streamed(&model, &mut conversation, &ExecutionContext::default(), |_| {})
+        .run_conversation_streamed(&model, &mut conversation, &ExecutionContext::default())
         .await
         .unwrap_or_else(|e| panic!("{provider}: {e}"));
 
@@ -467,7 +467,7 @@ async fn a_stream_that_breaks_mid_call_is_a_transport_error() {
         let mut conversation = Conversation::new();
         conversation.push(Message::user("weather?"));
         let error = engine
-            .run_conversation_streamed(&model, &mut conversation, &ExecutionContext::default(), |_| {})
+            .run_conversation_streamed(&model, &mut conversation, &ExecutionContext::default())
             .await
             .unwrap_err();
         assert!(
@@ -494,16 +494,13 @@ async fn a_stream_that_ends_mid_call_gives_an_error_result() {
         let model = server.client(provider).build().unwrap();
         let engine = Engine::new(registry(&log, &server.state.tool_started)).with_protocol(model.protocol());
         let request = ModelRequest::new(vec![Message::user("weather?")]);
-        let streamed = engine
-            .process_delta_stream(model.stream(&request), &ExecutionContext::default(), |_| {})
-            .await
-            .unwrap();
+        let streamed = engine.run_stream(model.stream(&request), &ExecutionContext::default()).await.unwrap();
         assert_eq!(
             streamed.turn.finish_reason,
             Some(FinishReason::Error),
             "{provider}: the turn was cut off"
         );
-        let results = &streamed.cycle.execution_results;
+        let results = &streamed.execution_results;
         if provider == Provider::Gemini {
             // Gemini sends each call whole in one event; the cut event is dropped, so
             // no call arrived.

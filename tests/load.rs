@@ -28,7 +28,6 @@ fn ten_thousand_streamed_conversations_lose_nothing() {
     assert_eq!(tally.invocations.load(Ordering::Relaxed), calls, "every call ran once");
     assert_eq!(tally.duplicates.load(Ordering::Relaxed), 0, "no call ran twice");
     assert_eq!(tally.tokens.lock().unwrap().len(), calls);
-    assert_eq!(engine.take_background_failures(), vec![]);
     assert_eq!(engine.cached_declarations(), 1, "one prompt for every conversation, not one each");
     // Thousands of calls wanted to run at once; the executor let its limit run.
     let limit = engine.executor().options().max_running_calls;

@@ -55,7 +55,7 @@ fn every_call_is_logged_info_or_warn_and_the_parse_at_debug() {
     .concat();
     tracing::subscriber::with_default(subscriber, || {
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-        runtime.block_on(engine().process_tool_call_cycle(&reply, &ExecutionContext::default())).unwrap();
+        runtime.block_on(engine().run_turn(&reply, &ExecutionContext::default())).unwrap();
     });
     let logs = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
     let line = |needle: &str| {
@@ -66,5 +66,5 @@ fn every_call_is_logged_info_or_warn_and_the_parse_at_debug() {
     let failed = line("tool=text_repeat");
     assert!(failed.contains("WARN") && failed.contains("error_kind=\"validation\""), "{failed}");
     assert!(failed.contains("error=") && failed.contains("times"), "the error's text: {failed}");
-    assert!(line("VCP reply parsed").contains("DEBUG"));
+    assert!(line("reply parsed").contains("DEBUG"));
 }

@@ -124,7 +124,7 @@ async fn a_vcp_reply_calls_a_rest_tool_and_the_reference_mcp_server() {
         block(&[("tool_name", "everything_get-sum"), ("a", "two"), ("b", "40")]),
     ]
     .concat();
-    let cycle = engine.process_tool_call_cycle(&reply, &context(30_000)).await.unwrap();
+    let cycle = engine.run_turn(&reply, &context(30_000)).await.unwrap();
     let mut results = cycle.execution_results.clone();
     assert_eq!(results.len(), 8);
     assert_eq!(results[0].result, "hello, Ana");
@@ -246,7 +246,7 @@ async fn over_http_errors_come_back_and_a_timeout_is_sent_as_a_cancellation() {
     ]
     .concat();
     // 1 s for each call: `slow` runs out of it.
-    let cycle = engine.process_tool_call_cycle(&reply, &context(1_000)).await.unwrap();
+    let cycle = engine.run_turn(&reply, &context(1_000)).await.unwrap();
     let results = &cycle.execution_results;
     assert_eq!(results[0].result, "42");
     assert_eq!(
@@ -280,7 +280,7 @@ async fn a_server_that_dies_fails_the_calls_in_flight_and_can_be_reconnected() {
             ("duration", "30"),
             ("steps", "3"),
         ]);
-        async move { engine.process_tool_call_cycle(&reply, &context(60_000)).await }
+        async move { engine.run_turn(&reply, &context(60_000)).await }
     });
     tokio::time::sleep(Duration::from_millis(500)).await;
     let pid = std::fs::read_to_string(&pid_file).unwrap();
@@ -294,10 +294,7 @@ async fn a_server_that_dies_fails_the_calls_in_flight_and_can_be_reconnected() {
     // A new session (a new process); the registered tools use it.
     server.reconnect().await.unwrap();
     let cycle = engine
-        .process_tool_call_cycle(
-            &block(&[("tool_name", "everything_get-sum"), ("a", "1"), ("b", "2")]),
-            &context(30_000),
-        )
+        .run_turn(&block(&[("tool_name", "everything_get-sum"), ("a", "1"), ("b", "2")]), &context(30_000))
         .await
         .unwrap();
     assert_eq!(cycle.execution_results[0].result, "The sum of 1 and 2 is 3.");
@@ -398,10 +395,7 @@ async fn an_rmcp_client_lists_and_calls_this_crates_tools_over_http() {
     registry.register(remote.tool_spec().await.unwrap()).unwrap();
     let engine = Engine::new(Arc::new(registry));
     let cycle = engine
-        .process_tool_call_cycle(
-            &block(&[("tool_name", "remote_calc_add"), ("a", "1.5"), ("b", "2")]),
-            &context(5_000),
-        )
+        .run_turn(&block(&[("tool_name", "remote_calc_add"), ("a", "1.5"), ("b", "2")]), &context(5_000))
         .await
         .unwrap();
     assert_eq!(cycle.execution_results[0].result, "3.5");

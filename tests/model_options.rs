@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 use tool_calling::engine::{Engine, StopReason};
-use tool_calling::exec::ExecutionContext;
+use tool_calling::exec::{CycleEvent, ExecutionContext};
 use tool_calling::model::clients::{HttpChatModel, Provider};
 use tool_calling::model::{
     ChatModel, Conversation, Effort, Message, ModelProfiles, ModelRequest, RequestOptions, Thinking,
@@ -77,18 +77,28 @@ async fn agent(
     let engine = Engine::new(registry()).with_protocol(model.protocol());
     let mut conversation = Conversation::new();
     conversation.push(Message::user("What's the weather in Paris, and what is 2 + 40?"));
-    let mut reasoning = String::new();
-    let mut pieces = 0;
-    let mut finish = None;
+    let events = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink = events.clone();
+    let ctx =
+        ExecutionContext::default().on_event(move |e: &CycleEvent| sink.lock().unwrap().push(e.clone()));
     let outcome = engine
-        .run_conversation_streamed(&model, &mut conversation, &ExecutionContext::default(), |chunk| {
-            reasoning.push_str(&chunk.reasoning);
-            pieces += chunk.call_pieces.len();
-            finish = chunk.finish_reason.or(finish);
-        })
+        .run_conversation_streamed(&model, &mut conversation, &ctx)
         .await
         .unwrap_or_else(|e| panic!("{model_name}: {e}"));
-    assert!(finish.is_some(), "{model_name}: the last chunk says how the turn finished");
+    let events = events.lock().unwrap();
+    let reasoning: String = events
+        .iter()
+        .filter_map(|e| match e {
+            CycleEvent::Reasoning { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    let pieces = events.iter().filter(|e| matches!(e, CycleEvent::CallPiece { .. })).count();
+    let finish = events.iter().rev().find_map(|e| match e {
+        CycleEvent::CycleEnded { finish_reason } => Some(*finish_reason),
+        _ => None,
+    });
+    assert!(finish.is_some(), "{model_name}: the last event says how the turn finished");
     if !model.protocol().id().eq("vcp") {
         assert!(pieces > 0, "{model_name}: tool-call pieces were reported as they arrived");
     }
@@ -266,7 +276,7 @@ async fn an_option_the_model_does_not_support_is_dropped_and_noted() {
     conversation.push(Message::user("hi"));
     // The streamed loop, but the call's options say whole: one plain request.
     let outcome = engine
-        .run_conversation_streamed(&gpt4o, &mut conversation, &ExecutionContext::default(), |_| {})
+        .run_conversation_streamed(&gpt4o, &mut conversation, &ExecutionContext::default())
         .await
         .unwrap();
     let notes: Vec<&str> = outcome.rounds[0].request_notes.iter().map(|n| n.option.as_str()).collect();

@@ -9,7 +9,7 @@ use tool_calling::protocol::native::{
     Anthropic, Gemini, NativeOptions, NativeStreamParser, OpenAiChat, OpenAiResponses, ResponseStream,
     WireError, WireFormat,
 };
-use tool_calling::protocol::{IncrementalParser, RequestIdStyle, StreamCollector};
+use tool_calling::protocol::{IncrementalParser, RequestIdStyle, StreamCollector, TurnState};
 use tool_calling::{DiagnosticKind, ParseOutcome, ToolCallingProtocol};
 
 /// A protocol under test: its name (the fixture folder) and the protocol.
@@ -82,7 +82,7 @@ fn summary(turn: &AssistantTurn) -> Value {
 
 /// The requests a stream of deltas gives, read by the protocol's incremental parser.
 fn streamed_requests(protocol: &dyn Native, deltas: &[TurnDelta]) -> ParseOutcome {
-    let mut parser = protocol.incremental_parser().expect("native protocols stream");
+    let mut parser = protocol.stream_parser();
     let mut events = Vec::new();
     let mut collector = StreamCollector::new();
     for delta in deltas {
@@ -164,7 +164,7 @@ fn each_call_is_complete_as_soon_as_the_stream_shows_its_end() {
     for (name, protocol) in providers() {
         let sse = fixture(name, "two_calls_reasoning.sse");
         let mut stream = ResponseStream::new(protocol.as_ref());
-        let mut parser = protocol.incremental_parser().unwrap();
+        let mut parser = protocol.stream_parser();
         let mut deltas = Vec::new();
         let mut events = Vec::new();
         let mut first_request_at = None;
@@ -365,7 +365,7 @@ fn results_go_back_in_each_providers_shape() {
         let mut results = [chart.clone(), failure.clone()];
         results[0].request_id.clone_from(&ids[0]);
         results[1].request_id.clone_from(&ids[1]);
-        let mut messages = protocol.result_messages(&results);
+        let mut messages = protocol.result_messages(&results, &TurnState::default());
         if name == "gemini" {
             // An id goes back only for calls that had one: the wire needs the turn too.
             messages.insert(0, Message::from_turn(turn.clone()));

@@ -5,9 +5,10 @@ use std::sync::Arc;
 
 use serde_json::json;
 use tool_calling::exec::{ExecutionContext, Executor, PlannedRequest};
+use tool_calling::protocol::TurnState;
 use tool_calling::tools::ToolRegistry;
 use tool_calling::tools::{BoxFuture, MethodSpec, ToolOutput, ToolSpec};
-use tool_calling::{ContentPart, MethodDefinition, ParsedToolRequest, VcpProtocol};
+use tool_calling::{ContentPart, MethodDefinition, ParsedToolRequest, ToolCallingProtocol, VcpProtocol};
 
 #[tokio::test]
 async fn parts_are_kept_and_rendered_for_text_protocols() {
@@ -40,7 +41,10 @@ async fn parts_are_kept_and_rendered_for_text_protocols() {
         "Sales rose 12%.\n{\"q1\":100,\"q2\":112}\n[image/png image of about 16 bytes attached; \
          this protocol carries text only, so it is not shown]"
     );
-    let text = VcpProtocol::default().format_results(std::slice::from_ref(&result));
+    let text = VcpProtocol::default().result_messages(std::slice::from_ref(&result), &TurnState::default())
+        [0]
+    .text()
+    .into_owned();
     assert!(text.contains("Sales rose 12%."));
     assert!(text.contains("[image/png image of about 16 bytes attached"));
     // Parts survive serialisation for hosts that store results.

@@ -222,7 +222,7 @@ async fn a_vcp_reply_calls_rest_tools_through_the_engine() {
         block(&[("tool_name", "notes_get"), ("id", "7")]),
     ]
     .concat();
-    let cycle = engine.process_tool_call_cycle(&reply, &context()).await.unwrap();
+    let cycle = engine.run_turn(&reply, &context()).await.unwrap();
     let results = &cycle.execution_results;
     assert_eq!(results.len(), 4);
 
@@ -281,7 +281,7 @@ async fn the_secret_never_reaches_the_logs() {
         block(&[("tool_name", "notes_add"), ("text", "x"), ("author", "ana")]),
     ]
     .concat();
-    let cycle = engine.process_tool_call_cycle(&reply, &context()).await.unwrap();
+    let cycle = engine.run_turn(&reply, &context()).await.unwrap();
     assert_eq!(cycle.execution_results.len(), 2);
     assert!(seen.headers.lock().unwrap()[0].get("authorization").is_some_and(|v| v.ends_with(TOKEN)));
     let logs = String::from_utf8(logs.0.lock().unwrap().clone()).unwrap();
@@ -304,7 +304,7 @@ async fn each_failure_has_its_kind() {
         block(&[("tool_name", "notes_big")]),
     ]
     .concat();
-    let cycle = engine.process_tool_call_cycle(&reply, &context()).await.unwrap();
+    let cycle = engine.run_turn(&reply, &context()).await.unwrap();
     let kinds: Vec<Option<ErrorKind>> = cycle.execution_results.iter().map(|r| r.error_kind).collect();
     assert_eq!(
         kinds,
@@ -331,8 +331,7 @@ async fn each_failure_has_its_kind() {
 async fn a_retryable_failure_is_retried_and_then_succeeds() {
     let (base, seen) = server().await;
     let engine = engine(&base, RetryPolicy::new(2, Duration::from_millis(1))).await;
-    let cycle =
-        engine.process_tool_call_cycle(&block(&[("tool_name", "notes_flaky")]), &context()).await.unwrap();
+    let cycle = engine.run_turn(&block(&[("tool_name", "notes_flaky")]), &context()).await.unwrap();
     assert_eq!(cycle.execution_results[0].result, "fine now");
     assert_eq!(seen.flaky_hits.load(Ordering::SeqCst), 2);
 }
@@ -344,8 +343,7 @@ async fn a_server_that_is_gone_is_a_network_error() {
     let base = format!("http://{}/api", listener.local_addr().unwrap());
     drop(listener);
     let engine = engine(&base, RetryPolicy::default()).await;
-    let cycle =
-        engine.process_tool_call_cycle(&block(&[("tool_name", "notes_flaky")]), &context()).await.unwrap();
+    let cycle = engine.run_turn(&block(&[("tool_name", "notes_flaky")]), &context()).await.unwrap();
     let result = &cycle.execution_results[0];
     assert_eq!(result.error_kind, Some(ErrorKind::Network), "{result:?}");
     assert!(result.result.starts_with("GET /flaky failed: "), "{}", result.result);

@@ -8,9 +8,9 @@ use std::path::{Path, PathBuf};
 use proptest::prelude::*;
 use serde_json::Value;
 use tool_calling::protocol::textfmt::{
-    AutoProtocol, Detected, ParsedReply, TextFormat, TextFormatOptions, TextFormatProtocol,
+    AutoProtocol, Detected, TextFormat, TextFormatOptions, TextFormatProtocol,
 };
-use tool_calling::protocol::{IncrementalParser, RequestIdStyle, StreamCollector, StreamEvent};
+use tool_calling::protocol::{IncrementalParser, ParseOutcome, RequestIdStyle, StreamCollector, StreamEvent};
 
 struct Case {
     format: TextFormat,
@@ -51,7 +51,7 @@ fn protocol(format: TextFormat) -> TextFormatProtocol {
 }
 
 /// The complete requests as `{"name", "arguments"}`, in order.
-fn complete_calls(reply: &ParsedReply) -> Vec<Value> {
+fn complete_calls(reply: &ParseOutcome) -> Vec<Value> {
     reply
         .requests
         .iter()
@@ -60,7 +60,7 @@ fn complete_calls(reply: &ParsedReply) -> Vec<Value> {
         .collect()
 }
 
-fn check(case: &Case, reply: &ParsedReply, how: &str) {
+fn check(case: &Case, reply: &ParseOutcome, how: &str) {
     let context = format!("{}/{} ({how})", case.format, case.name);
     let expected: Vec<Value> = case.expected["calls"].as_array().unwrap().clone();
     assert_eq!(complete_calls(reply), expected, "{context}: {reply:#?}");
@@ -80,7 +80,7 @@ fn check(case: &Case, reply: &ParsedReply, how: &str) {
 }
 
 /// The reply streamed in chunks of `size` bytes (cuts moved back to char boundaries).
-fn streamed(parser: &mut dyn IncrementalParser, text: &str, size: usize) -> ParsedReply {
+fn streamed(parser: &mut dyn IncrementalParser, text: &str, size: usize) -> ParseOutcome {
     let mut events = Vec::new();
     let mut rest = text;
     while !rest.is_empty() {
@@ -96,16 +96,10 @@ fn streamed(parser: &mut dyn IncrementalParser, text: &str, size: usize) -> Pars
     collect(events)
 }
 
-fn collect(events: Vec<StreamEvent>) -> ParsedReply {
+fn collect(events: Vec<StreamEvent>) -> ParseOutcome {
     let mut collector = StreamCollector::new();
     collector.extend(events);
-    let normal = collector.prose().to_string();
-    let outcome = collector.into_outcome();
-    let mut reply = ParsedReply::default();
-    reply.requests = outcome.requests;
-    reply.diagnostics = outcome.diagnostics;
-    reply.normal_text = normal;
-    reply
+    collector.into_outcome()
 }
 
 #[test]
@@ -132,7 +126,8 @@ fn auto_detects_each_format_and_reads_the_same_calls() {
         .with_options(TextFormatOptions::default().request_ids(RequestIdStyle::Sequential));
     for case in corpus() {
         let expected = case.expected["calls"].as_array().unwrap();
-        let (detected, reply) = auto.parse(&case.text);
+        let reply = auto.parse(&case.text);
+        let detected = reply.state.dialect.as_deref().and_then(Detected::from_id);
         if expected.is_empty() && case.expected.get("incomplete").is_none() {
             // Prose only (or markup of no format): nothing to detect, no requests.
             assert!(reply.requests.is_empty(), "{}/{}: {reply:#?}", case.format, case.name);
@@ -157,8 +152,8 @@ fn auto_detects_each_format_and_reads_the_same_calls() {
 #[test]
 fn auto_reads_vcp_too() {
     let reply = "Listing.\n<<<[TOOL_REQUEST]>>>\ntool_name:「始」fs「末」,\npath:「始」src「末」\n<<<[END_TOOL_REQUEST]>>>";
-    let (detected, parsed) = AutoProtocol::new().parse(reply);
-    assert_eq!(detected, Some(Detected::Vcp));
+    let parsed = AutoProtocol::new().parse(reply);
+    assert_eq!(parsed.state.dialect.as_deref(), Some("vcp"));
     assert_eq!(parsed.requests[0].tool_name, "fs");
     assert_eq!(parsed.requests[0].args["path"], "src");
     assert_eq!(parsed.requests[0].span.slice(reply).unwrap().len(), reply.len() - "Listing.\n".len());
@@ -274,7 +269,7 @@ fn reply_length_limit_at_the_limit_and_past_it() {
                 TextFormatOptions::default().request_ids(RequestIdStyle::Sequential).max_reply_bytes(max),
             )
         };
-        let limit_diagnostics = |reply: &ParsedReply| {
+        let limit_diagnostics = |reply: &ParseOutcome| {
             reply.diagnostics.iter().filter(|d| d.kind == tool_calling::DiagnosticKind::LimitExceeded).count()
         };
         let len = case.text.len();

@@ -16,9 +16,7 @@ use tool_calling::exec::{
     ExecutionContext, Executor, ExecutorOptions, PendingCall, PlannedRequest, PolicyDecision, RetryPolicy,
 };
 use tool_calling::tools::{ArgMap, BoxFuture, MethodSpec, ToolOutput, ToolRegistry, ToolSpec};
-use tool_calling::{
-    ErrorKind, ExecutionStatus, MethodDefinition, ParsedToolRequest, ToolCallingProtocol, ToolError,
-};
+use tool_calling::{ErrorKind, ExecutionStatus, MethodDefinition, ParsedToolRequest, ToolError};
 
 #[path = "support/vcp_block.rs"]
 mod vcp_block;
@@ -232,7 +230,7 @@ fn a_vcp_reply_full_of_forbidden_calls_runs_only_the_allowed_one() {
     }
     reply.push_str(&block(&[("tool_name", "fs_read"), ("path", "notes.txt")]));
     let ctx = ExecutionContext::new(config());
-    let cycle = runtime().block_on(engine.process_tool_call_cycle(&reply, &ctx)).unwrap();
+    let cycle = runtime().block_on(engine.run_turn(&reply, &ctx)).unwrap();
     assert_eq!(cycle.parsed_requests.len(), cases.len() + 1);
     assert_eq!(cycle.execution_results.len(), cycle.parsed_requests.len(), "exactly one result each");
     for (request, result) in cycle.parsed_requests.iter().zip(&cycle.execution_results) {
@@ -248,7 +246,7 @@ fn a_vcp_reply_full_of_forbidden_calls_runs_only_the_allowed_one() {
     // Everything was answered in the text fed back, and nothing there reads as a request.
     let fed_back = cycle.result_text();
     assert!(fed_back.contains("ran fs_read"));
-    let echoed = tool_calling::VcpProtocol::default().parse_text(&fed_back);
+    let echoed = tool_calling::VcpProtocol::default().parse(&fed_back);
     assert!(echoed.requests.is_empty(), "{:?}", echoed.requests.len());
 }
 

@@ -3,8 +3,8 @@
 //! touches is incomplete (so it never runs), and the streaming parser, whatever the
 //! chunking, gives exactly what the one-shot parser gives.
 
-use tool_calling::protocol::StreamCollector;
 use tool_calling::protocol::vcp::{VcpLimits, VcpOptions, VcpProtocol, ViewEvent};
+use tool_calling::protocol::{IncrementalParser, StreamCollector};
 use tool_calling::{DiagnosticKind, ParseOutcome, RequestIdStyle};
 
 const START: &str = "<<<[TOOL_REQUEST]>>>";
@@ -43,10 +43,14 @@ fn parse_everywhere(protocol: &VcpProtocol, text: &str) -> ParseOutcome {
                 cut += 1;
             }
             let (chunk, tail) = rest.split_at(cut);
-            collector.extend(parser.push_str(chunk));
+            let mut events = Vec::new();
+            parser.push_text(chunk, &mut events);
+            collector.extend(events);
             rest = tail;
         }
-        collector.extend(parser.end());
+        let mut events = Vec::new();
+        parser.finish(&mut events);
+        collector.extend(events);
         assert_eq!(collector.into_outcome(), outcome, "{size}-byte chunks of {text:?}");
     }
     outcome
@@ -88,9 +92,11 @@ fn requests_at_the_limit_and_one_past_it() {
     assert!(parse_everywhere(&none, &reply).requests.is_empty());
     let mut parser = none.stream_parser();
     let mut collector = StreamCollector::new();
-    collector.extend(parser.push_str(&reply));
-    collector.extend(parser.end());
-    assert_eq!(collector.prose(), reply);
+    let mut events = Vec::new();
+    parser.push_text(&reply, &mut events);
+    parser.finish(&mut events);
+    collector.extend(events);
+    assert_eq!(collector.normal_text(), reply);
 }
 
 #[test]
@@ -134,7 +140,9 @@ fn value_length_at_the_limit_and_one_past_it() {
 
     // The streamed field event carries the emptied value too.
     let mut parser = protocol(VcpLimits::default().max_value_bytes(99)).stream_parser();
-    let events = [parser.push_str(&reply), parser.end()].concat();
+    let mut events = Vec::new();
+    parser.push_text(&reply, &mut events);
+    parser.finish(&mut events);
     let fields: Vec<(String, String)> = events
         .iter()
         .filter_map(|e| match e {

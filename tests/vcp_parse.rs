@@ -116,7 +116,9 @@ fn protocol_is_shareable_across_threads() {
             let vcp = vcp.clone();
             std::thread::spawn(move || {
                 let text = format!("<<<[TOOL_REQUEST]>>>tool_name:「始」t{i}「末」<<<[END_TOOL_REQUEST]>>>");
-                vcp.parse_text(&text).requests[0].tool_name.clone()
+                vcp.parse_turn(&tool_calling::model::AssistantTurn::from_text(text.as_str())).requests[0]
+                    .tool_name
+                    .clone()
             })
         })
         .collect();

@@ -2,6 +2,7 @@
 //! requests it teaches parse back into calls of the methods they show.
 
 use serde_json::json;
+use tool_calling::ToolCallingProtocol;
 use tool_calling::protocol::vcp::{Language, VcpProtocol, VcpTemplates};
 use tool_calling::{MethodDefinition, MethodExample, ToolDefinition};
 
@@ -41,16 +42,19 @@ fn tools() -> Vec<ToolDefinition> {
     ]
 }
 
+/// The prompt VCP offers `tools` with.
+fn prompt(vcp: &VcpProtocol, tools: &[ToolDefinition]) -> String {
+    vcp.tool_declarations(tools).as_prompt().unwrap_or_default().to_string()
+}
+
 #[test]
 fn english_prompt() {
-    insta::assert_snapshot!(VcpProtocol::default().generate_definitions(&tools()));
+    insta::assert_snapshot!(prompt(&VcpProtocol::default(), &tools()));
 }
 
 #[test]
 fn chinese_prompt() {
-    insta::assert_snapshot!(
-        VcpProtocol::default().with_language(Language::Zh).generate_definitions(&tools())
-    );
+    insta::assert_snapshot!(prompt(&VcpProtocol::default().with_language(Language::Zh), &tools()));
 }
 
 #[test]
@@ -58,20 +62,20 @@ fn templates_are_replaceable() {
     let mut templates = VcpTemplates::for_language(Language::En);
     templates.preamble = "CUSTOM PREAMBLE".to_string();
     templates.required = "must".to_string();
-    let prompt = VcpProtocol::default().with_templates(templates).generate_definitions(&tools());
+    let prompt = prompt(&VcpProtocol::default().with_templates(templates), &tools());
     assert!(prompt.starts_with("CUSTOM PREAMBLE\n"));
     assert!(prompt.contains("path:「始」(string, must) Directory to list「末」"));
 }
 
 #[test]
 fn no_tools_no_prompt() {
-    assert_eq!(VcpProtocol::default().generate_definitions(&[]), "");
+    assert_eq!(prompt(&VcpProtocol::default(), &[]), "");
 }
 
 #[test]
 fn examples_in_the_prompt_parse_back() {
     let vcp = VcpProtocol::default();
-    let prompt = vcp.generate_definitions(&tools());
+    let prompt = prompt(&vcp, &tools());
     // Definition blocks are not requests; only the example requests (and the syntax
     // sample in the preamble) are.
     let outcome = vcp.parse(&prompt);

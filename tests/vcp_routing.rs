@@ -1,7 +1,8 @@
 //! VCP's routing of a parsed request to registered methods, on tools built by hand.
 
 use serde_json::{Value, json};
-use tool_calling::protocol::vcp::{RouteError, RoutedCall, command_alias_config};
+use tool_calling::protocol::TurnState;
+use tool_calling::protocol::vcp::{RouteError, command_alias_config};
 use tool_calling::tools::ToolRegistry;
 use tool_calling::tools::{ArgMap, BoxFuture, Instance, MethodSpec, ToolOutput, ToolSpec};
 use tool_calling::{
@@ -9,7 +10,7 @@ use tool_calling::{
 };
 
 /// VCP's routing of `request` against what `registry` holds.
-fn route(registry: &ToolRegistry, request: &ParsedToolRequest) -> Vec<Result<RoutedCall, RouteError>> {
+fn route(registry: &ToolRegistry, request: &ParsedToolRequest) -> Vec<Result<Invocation, RouteError>> {
     tool_calling::protocol::vcp::route(&registry.catalog(), request)
 }
 
@@ -54,7 +55,7 @@ fn request(tool_name: &str, pairs: &[(&str, &str)]) -> ParsedToolRequest {
 }
 
 /// Routes a request that must yield exactly one successful call.
-fn one(registry: &ToolRegistry, request: &ParsedToolRequest) -> RoutedCall {
+fn one(registry: &ToolRegistry, request: &ParsedToolRequest) -> Invocation {
     let mut calls = route(registry, request);
     assert_eq!(calls.len(), 1, "{calls:?}");
     calls.remove(0).unwrap_or_else(|e| panic!("`{}` did not route: {e}", request.tool_name))
@@ -70,35 +71,34 @@ fn error(registry: &ToolRegistry, request: &ParsedToolRequest) -> RouteError {
     }
 }
 
-/// Asserts the call's method, exact arguments (with order) and batch index.
-fn assert_call(call: &RoutedCall, full_name: &str, expected: &[(&str, &str)], batch_index: Option<usize>) {
+/// Asserts the call's method and exact arguments (with order).
+fn assert_call(call: &Invocation, full_name: &str, expected: &[(&str, &str)]) {
     assert_eq!(call.method, full_name);
     let got: Vec<(&str, &Value)> = call.args.iter().map(|(k, v)| (k.as_str(), v)).collect();
     let want: Vec<(&str, Value)> = expected.iter().map(|(k, v)| (*k, Value::from(*v))).collect();
     let want: Vec<(&str, &Value)> = want.iter().map(|(k, v)| (*k, v)).collect();
     assert_eq!(got, want, "arguments of `{full_name}`");
-    assert_eq!(call.batch_index, batch_index);
 }
 
 #[test]
 fn rule1_exact_full_name_with_underscore_in_the_method_name() {
     let registry = registry();
     let call = one(&registry, &request("directory-tree_generate_tree", &[("path", "src"), ("depth", "2")]));
-    assert_call(&call, "directory-tree_generate_tree", &[("path", "src"), ("depth", "2")], None);
+    assert_call(&call, "directory-tree_generate_tree", &[("path", "src"), ("depth", "2")]);
     let call = one(&registry, &request("directory-tree_listFiles", &[]));
-    assert_call(&call, "directory-tree_listFiles", &[], None);
+    assert_call(&call, "directory-tree_listFiles", &[]);
     // Exact names keep everything as an argument, `command` included.
     let call = one(&registry, &request("file_ops_read", &[("command", "x"), ("filePath", "a.txt")]));
-    assert_call(&call, "file_ops_read", &[("command", "x"), ("filePath", "a.txt")], None);
+    assert_call(&call, "file_ops_read", &[("command", "x"), ("filePath", "a.txt")]);
 }
 
 #[test]
 fn rule1_tool_id_and_alias_and_bare_alias() {
     let registry = registry();
     let call = one(&registry, &request("file_ops_WriteFile", &[("filePath", "a.txt"), ("content", "hi")]));
-    assert_call(&call, "file_ops_write", &[("filePath", "a.txt"), ("content", "hi")], None);
+    assert_call(&call, "file_ops_write", &[("filePath", "a.txt"), ("content", "hi")]);
     let call = one(&registry, &request("WriteFile", &[("filePath", "a.txt")]));
-    assert_call(&call, "file_ops_write", &[("filePath", "a.txt")], None);
+    assert_call(&call, "file_ops_write", &[("filePath", "a.txt")]);
     // A bare method name (not an alias) is not accepted.
     assert!(matches!(error(&registry, &request("listFiles", &[])), RouteError::UnknownName { .. }));
 }
@@ -110,31 +110,26 @@ fn rule1_bare_alias_must_be_unique() {
     let err = error(&registry, &request("WriteFile", &[]));
     assert!(matches!(&err, RouteError::UnknownName { name, .. } if name == "WriteFile"), "{err:?}");
     // The qualified aliases still work.
-    assert_call(&one(&registry, &request("backup_WriteFile", &[])), "backup_save", &[], None);
-    assert_call(&one(&registry, &request("file_ops_WriteFile", &[])), "file_ops_write", &[], None);
+    assert_call(&one(&registry, &request("backup_WriteFile", &[])), "backup_save", &[]);
+    assert_call(&one(&registry, &request("file_ops_WriteFile", &[])), "file_ops_write", &[]);
 }
 
 #[test]
 fn rule2_tool_id_and_command_which_is_consumed() {
     let registry = registry();
     let req = request("directory-tree", &[("path", "src"), ("command", "generate_tree"), ("depth", "3")]);
-    assert_call(
-        &one(&registry, &req),
-        "directory-tree_generate_tree",
-        &[("path", "src"), ("depth", "3")],
-        None,
-    );
+    assert_call(&one(&registry, &req), "directory-tree_generate_tree", &[("path", "src"), ("depth", "3")]);
     // A tool id containing `_`, and a command given as the VCP alias.
     let req = request("file_ops", &[("command", "WriteFile"), ("filePath", "b.txt"), ("content", "x")]);
-    assert_call(&one(&registry, &req), "file_ops_write", &[("filePath", "b.txt"), ("content", "x")], None);
+    assert_call(&one(&registry, &req), "file_ops_write", &[("filePath", "b.txt"), ("content", "x")]);
     let req = request("file_ops", &[("command", "read"), ("filePath", "b.txt")]);
-    assert_call(&one(&registry, &req), "file_ops_read", &[("filePath", "b.txt")], None);
+    assert_call(&one(&registry, &req), "file_ops_read", &[("filePath", "b.txt")]);
     // A single-method tool whose command names its method: rule 2, command consumed.
     let req = request("DailyNote", &[("command", "create"), ("text", "hi")]);
-    assert_call(&one(&registry, &req), "DailyNote_create", &[("text", "hi")], None);
+    assert_call(&one(&registry, &req), "DailyNote_create", &[("text", "hi")]);
     // Routing does not check agent-callability: the executor refuses later.
     let call = one(&registry, &request("admin", &[("command", "reset")]));
-    assert_call(&call, "admin_reset", &[], None);
+    assert_call(&call, "admin_reset", &[]);
     assert!(registry.catalog().method("admin_reset").is_some_and(|(_, m)| !m.agent_callable));
 }
 
@@ -155,13 +150,12 @@ fn rule3_batch_splits_indexed_keys_and_shares_the_rest() {
     let calls = route(&registry, &req);
     assert_eq!(calls.len(), 2);
     let first = calls[0].as_ref().unwrap();
-    assert_call(first, "file_ops_read", &[("filePath", "a.txt"), ("encoding", "utf-8")], Some(1));
+    assert_call(first, "file_ops_read", &[("filePath", "a.txt"), ("encoding", "utf-8")]);
     let second = calls[1].as_ref().unwrap();
     assert_call(
         second,
         "file_ops_write",
         &[("encoding", "utf-8"), ("filePath", "b.txt"), ("content", "hello")],
-        Some(2),
     );
 }
 
@@ -180,20 +174,18 @@ fn rule3_batch_runs_in_ascending_index_order_and_own_keys_win() {
         ],
     );
     let calls = route(&registry, &req);
-    let indices: Vec<Option<usize>> = calls.iter().map(|c| c.as_ref().unwrap().batch_index).collect();
-    assert_eq!(indices, [Some(2), Some(10)]);
+    assert_eq!(calls.len(), 2);
+    // Call 2 first, then call 10 (its own `filePath10`).
     // `md5` and `path01` end in digits that are no batch index: shared by every call.
     assert_call(
         calls[0].as_ref().unwrap(),
         "file_ops_read",
         &[("filePath", "shared.txt"), ("md5", "kept"), ("path01", "kept too")],
-        Some(2),
     );
     assert_call(
         calls[1].as_ref().unwrap(),
         "file_ops_read",
         &[("filePath", "ten.txt"), ("md5", "kept"), ("path01", "kept too")],
-        Some(10),
     );
 }
 
@@ -206,7 +198,7 @@ fn rule3_batch_with_one_bad_command_fails_that_call_only() {
     );
     let calls = route(&registry, &req);
     assert_eq!(calls.len(), 2);
-    assert_call(calls[0].as_ref().unwrap(), "file_ops_read", &[("filePath", "a.txt")], Some(1));
+    assert_call(calls[0].as_ref().unwrap(), "file_ops_read", &[("filePath", "a.txt")]);
     let err = calls[1].as_ref().unwrap_err();
     assert!(
         matches!(err, RouteError::UnknownCommand { tool, command, batch_index: Some(2), available, .. }
@@ -222,19 +214,14 @@ fn rule3_batch_with_one_bad_command_fails_that_call_only() {
 fn rule4_single_callable_method_keeps_command_as_an_argument() {
     let registry = registry();
     let req = request("DailyNote", &[("command", "append"), ("text", "today")]);
-    assert_call(&one(&registry, &req), "DailyNote_create", &[("command", "append"), ("text", "today")], None);
+    assert_call(&one(&registry, &req), "DailyNote_create", &[("command", "append"), ("text", "today")]);
     let req = request("DailyNote", &[("text", "today")]);
-    assert_call(&one(&registry, &req), "DailyNote_create", &[("text", "today")], None);
+    assert_call(&one(&registry, &req), "DailyNote_create", &[("text", "today")]);
     // Only agent-callable methods count: `admin` has one (`status`) besides `reset`.
-    assert_call(&one(&registry, &request("admin", &[("x", "1")])), "admin_status", &[("x", "1")], None);
+    assert_call(&one(&registry, &request("admin", &[("x", "1")])), "admin_status", &[("x", "1")]);
     // `commandN` naming no method of a single-method tool are the plugin's own arguments.
     let req = request("DailyNote", &[("command1", "open"), ("command2", "close")]);
-    assert_call(
-        &one(&registry, &req),
-        "DailyNote_create",
-        &[("command1", "open"), ("command2", "close")],
-        None,
-    );
+    assert_call(&one(&registry, &req), "DailyNote_create", &[("command1", "open"), ("command2", "close")]);
 }
 
 #[test]
@@ -243,7 +230,7 @@ fn a_known_tool_id_with_an_unknown_method_lists_the_tools_methods() {
     // `toolId_alias` is an exact name (rule 1); splitting at the last `_` would find the
     // same method, so no rule of its own does.
     let call = one(&registry, &request("file_ops_WriteFile", &[("content", "x")]));
-    assert_call(&call, "file_ops_write", &[("content", "x")], None);
+    assert_call(&call, "file_ops_write", &[("content", "x")]);
     // A known tool id before the last `_`, but no such method: the tool's methods are listed.
     let err = error(&registry, &request("file_ops_delete", &[]));
     assert!(
@@ -372,7 +359,7 @@ fn control_keys_steer_the_host_and_never_reach_a_method() {
     for (req, expected) in cases {
         let call = one(&registry, &req);
         let method = call.method.clone();
-        assert_call(&call, &method, &expected, None);
+        assert_call(&call, &method, &expected);
         // The request itself keeps them, for the host to read.
         assert_eq!(req.arg_str("river"), Some("r"));
     }
@@ -388,11 +375,11 @@ fn the_vcp_protocol_resolves_requests_to_invocations_by_exact_name() {
     let vcp = VcpProtocol::default();
     let catalog = registry.catalog();
     let batch = request("file_ops", &[("command1", "read"), ("command2", "WriteFile"), ("river", "r")]);
-    let calls = vcp.resolve(&batch, &catalog);
+    let calls = vcp.resolve(&batch, &TurnState::default(), &catalog);
     let methods: Vec<String> = calls.iter().map(|c| c.as_ref().unwrap().method.clone()).collect();
     assert_eq!(methods, ["file_ops_read", "file_ops_write"]);
     assert!(calls.iter().all(|c| c.as_ref().unwrap().args.is_empty()));
-    let unknown = vcp.resolve(&request("calc_ad", &[]), &catalog);
+    let unknown = vcp.resolve(&request("calc_ad", &[]), &TurnState::default(), &catalog);
     let err: &ToolError = unknown[0].as_ref().unwrap_err();
     assert_eq!(err.kind, ErrorKind::NotFound);
     assert!(err.message.contains("Did you mean `calc_add`"), "{}", err.message);
@@ -415,10 +402,11 @@ fn the_vcp_protocol_resolves_requests_to_invocations_by_exact_name() {
         fn result_messages(
             &self,
             _: &[tool_calling::ToolExecutionResult],
+            _: &TurnState,
         ) -> Vec<tool_calling::model::Message> {
             Vec::new()
         }
     }
     let req = request("calc", &[("command", "add"), ("river", "r")]);
-    assert_eq!(Exact.resolve(&req, &catalog), [Ok(Invocation::exact(&req))]);
+    assert_eq!(Exact.resolve(&req, &TurnState::default(), &catalog), [Ok(Invocation::exact(&req))]);
 }

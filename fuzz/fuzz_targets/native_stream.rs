@@ -69,7 +69,7 @@ fuzz_target!(|data: &[u8]| {
             check_calls_closed(deltas, &format!("{name}; {context}"));
         }
         let expected = protocol.parse_turn(turn);
-        let Some(mut parser) = protocol.incremental_parser() else { continue };
+        let mut parser = protocol.stream_parser();
         let mut events = Vec::new();
         for delta in deltas {
             parser.push(delta, &mut events);

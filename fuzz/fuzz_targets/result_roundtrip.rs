@@ -26,7 +26,8 @@ mod common;
 
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
-use tool_calling::model::Message;
+use tool_calling::model::{AssistantTurn, Message};
+use tool_calling::protocol::TurnState;
 use tool_calling::protocol::native::{Anthropic, Gemini, OpenAiChat, OpenAiResponses, WireFormat};
 use tool_calling::protocol::textfmt::{AutoProtocol, TextFormat, TextFormatProtocol};
 use tool_calling::protocol::vcp::VcpProtocol;
@@ -73,7 +74,7 @@ fuzz_target!(|data: &[u8]| {
         0..=7 => {
             let protocol = VcpProtocol::new(common::options(pick));
             let results = results(&texts, &ids);
-            let messages = protocol.result_messages(&results);
+            let messages = protocol.result_messages(&results, &TurnState::default());
             let echoed = echo(&messages);
             for marker in ["<<<[TOOL_RESULT]>>>", "<<<[END_TOOL_RESULT]>>>", "「末ESCAPE」"] {
                 assert_eq!(echoed.matches(marker).count(), results.len(), "{marker} count; echo: {echoed:?}");
@@ -83,19 +84,19 @@ fuzz_target!(|data: &[u8]| {
         8..=18 => {
             let Some(&format) = TextFormat::ALL.get(usize::from(pick - 8)) else { return };
             let protocol = TextFormatProtocol::new(format);
-            let echoed = echo(&protocol.result_messages(&results(&texts, &ids)));
+            let echoed = echo(&protocol.result_messages(&results(&texts, &ids), &TurnState::default()));
             no_request(&protocol, &echoed);
             no_request(&AutoProtocol::new(), &echoed);
         }
         19..=30 => {
             let auto = AutoProtocol::new();
             let Some(call) = CALLS.get(usize::from(pick - 19)) else { return };
-            let parsed = auto.parse_text(call);
+            let parsed = auto.parse(call);
             let Some(request) = parsed.requests.first() else {
                 panic!("auto read no call in {call:?}");
             };
             let id = vec![request.request_id.clone()];
-            let echoed = echo(&auto.result_messages(&results(&texts[..1], &id)));
+            let echoed = echo(&auto.result_messages(&results(&texts[..1], &id), &parsed.state));
             no_request(&auto, &echoed);
         }
         _ => {
@@ -106,8 +107,8 @@ fuzz_target!(|data: &[u8]| {
                 _ => (&Gemini::default(), &Gemini::default()),
             };
             let harmless: Vec<&str> = texts.iter().map(|_| "fine").collect();
-            let on_wire = wire.wire_messages(&protocol.result_messages(&results(&texts, &ids)));
-            let expected = wire.wire_messages(&protocol.result_messages(&results(&harmless, &ids)));
+            let on_wire = wire.wire_messages(&protocol.result_messages(&results(&texts, &ids), &TurnState::default()));
+            let expected = wire.wire_messages(&protocol.result_messages(&results(&harmless, &ids), &TurnState::default()));
             let bytes = serde_json::to_string(&on_wire).unwrap_or_default();
             let read: Value = match serde_json::from_str(&bytes) {
                 Ok(read) => read,
@@ -132,7 +133,7 @@ fn no_request(protocol: &dyn ToolCallingProtocol, echoed: &str) {
     for text in
         [echoed.to_string(), format!("The tool said:\n{echoed}\nDone."), format!("{echoed}\n{echoed}")]
     {
-        let parsed = protocol.parse_text(&text);
+        let parsed = protocol.parse_turn(&AssistantTurn::from_text(text.as_str()));
         assert!(
             parsed.requests.is_empty(),
             "{}: the echo of results was read as requests {:#?}\necho: {text:?}",

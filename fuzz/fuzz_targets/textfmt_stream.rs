@@ -19,10 +19,10 @@
 
 use libfuzzer_sys::fuzz_target;
 use tool_calling::protocol::textfmt::{
-    AutoProtocol, ParsedReply, TextFormat, TextFormatOptions, TextFormatProtocol,
+    AutoProtocol, TextFormat, TextFormatOptions, TextFormatProtocol,
 };
 use tool_calling::protocol::vcp::{VcpOptions, VcpProtocol};
-use tool_calling::protocol::{IncrementalParser, RequestIdStyle, StreamCollector};
+use tool_calling::protocol::{IncrementalParser, ParseOutcome, RequestIdStyle, StreamCollector};
 
 fuzz_target!(|data: &[u8]| {
     let pick = data.first().copied().unwrap_or(0) as usize % 12;
@@ -38,9 +38,9 @@ fuzz_target!(|data: &[u8]| {
     let format = TextFormat::ALL.get(pick).copied();
     let one_shot = match format {
         Some(format) => TextFormatProtocol::new(format).with_options(options).parse(text),
-        None => auto(options).parse(text).1,
+        None => auto(options).parse(text),
     };
-    let stream = |chunks: &[&str]| -> ParsedReply {
+    let stream = |chunks: &[&str]| -> ParseOutcome {
         let mut parser: Box<dyn IncrementalParser> = match format {
             Some(format) => Box::new(TextFormatProtocol::new(format).with_options(options).stream_parser()),
             None => Box::new(auto(options).stream_parser()),
@@ -52,12 +52,7 @@ fuzz_target!(|data: &[u8]| {
         parser.finish(&mut events);
         let mut collector = StreamCollector::new();
         collector.extend(events);
-        let mut reply = ParsedReply::default();
-        reply.normal_text = collector.prose().to_string();
-        let outcome = collector.into_outcome();
-        reply.requests = outcome.requests;
-        reply.diagnostics = outcome.diagnostics;
-        reply
+        collector.into_outcome()
     };
     let chunks = chunks(text, sizes);
     let context =

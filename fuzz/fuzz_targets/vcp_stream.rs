@@ -113,7 +113,7 @@ fn run(protocol: &VcpProtocol, chunks: &[&str]) -> Vec<StreamEvent> {
 fn collect(events: &[StreamEvent]) -> (ParseOutcome, String) {
     let mut collector = StreamCollector::new();
     collector.extend(events.iter().cloned());
-    let prose = collector.prose().to_string();
+    let prose = collector.normal_text().to_string();
     (collector.into_outcome(), prose)
 }
 

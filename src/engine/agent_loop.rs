@@ -4,11 +4,13 @@
 use futures::StreamExt;
 use tracing::Instrument;
 
-use super::{Engine, EngineError, StreamChunk, StreamCycleError, ToolCallCycleResult};
+use super::cycle::{TurnBudget, TurnStreamItem, delta_cost};
+use super::{Engine, EngineError, ToolCallCycleResult};
 use crate::ParsedToolRequest;
 use crate::exec::ExecutionContext;
 use crate::model::{
-    AssistantTurn, ChatModel, Conversation, Message, ModelRequest, RequestNote, TurnAccumulator,
+    AssistantTurn, ChatModel, ChatModelError, Conversation, FinishReason, Message, ModelRequest, RequestNote,
+    TurnAccumulator, TurnDelta,
 };
 use crate::protocol::ToolCallingProtocol;
 
@@ -55,7 +57,7 @@ pub enum StopReason {
     ToolsDisabled,
 }
 
-/// One model turn of a conversation loop: the turn, and the cycle run on it.
+/// One model turn of a conversation loop: the cycle run on it (which holds the turn).
 ///
 /// ```
 /// use std::sync::Arc;
@@ -82,16 +84,15 @@ pub enum StopReason {
 ///     assert_eq!(outcome.stop, StopReason::RepeatedCalls);
 ///     assert_eq!(outcome.rounds.len(), 2);
 ///     let round = &outcome.rounds[0];
-///     assert!(round.turn.text().contains("weather"));
+///     assert!(round.cycle.turn.text().contains("weather"));
 ///     assert_eq!(round.cycle.execution_results[0].error_kind, Some(ErrorKind::NotFound));
 /// }
 /// ```
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub struct Round {
-    /// The assistant's turn.
-    pub turn: AssistantTurn,
-    /// The cycle run on it.
+    /// The cycle run on the assistant's turn; [`turn`](ToolCallCycleResult::turn) is the
+    /// turn.
     pub cycle: ToolCallCycleResult,
     /// What the model client changed in the request for this turn (options the model
     /// does not support, combinations the provider refuses).
@@ -157,8 +158,6 @@ struct LoopState {
     rounds: Vec<Round>,
     previous: Option<Vec<(String, String)>>,
     turn_number: u32,
-    /// The client's notes on the request of the turn being taken.
-    notes: Vec<RequestNote>,
 }
 
 impl Engine {
@@ -166,7 +165,9 @@ impl Engine {
     /// section for VCP, a `tools` value for a native protocol), runs the cycle on its
     /// turn, appends the turn and the protocol's result messages to `conversation`, and
     /// repeats until a turn has no requests, `max_iterations` turns were taken, or the
-    /// model repeats its previous turn's calls exactly (the loop breaker).
+    /// model repeats its previous turn's calls exactly (the loop breaker). Each turn is
+    /// asked for whole ([`ChatModel::complete`]); every step is reported to the
+    /// context's observer ([`ExecutionContext::on_event`]).
     ///
     /// Failures of earlier fire-and-forget calls are reported with the next turn's
     /// results.
@@ -176,78 +177,96 @@ impl Engine {
         conversation: &mut Conversation,
         ctx: &ExecutionContext,
     ) -> Result<LoopOutcome, EngineError> {
-        crate::engine::require_runtime()?;
-        let protocol = self.protocol_for(&ctx.config)?;
-        let mut state = LoopState { rounds: Vec::new(), previous: None, turn_number: 0, notes: Vec::new() };
-        loop {
-            let request = self.next_request(protocol.as_ref(), conversation, ctx, &mut state);
-            state.notes = model.request_notes(&request);
-            let span = tracing::info_span!("model_turn", turn = state.turn_number);
-            let turn = model.complete(&request).instrument(span).await?;
-            let cycle = if ctx.config.enabled {
-                Some(self.run_cycle(&protocol, protocol.parse_turn(&turn), ctx).await)
-            } else {
-                None
-            };
-            if let Some(outcome) =
-                self.close_turn(protocol.as_ref(), conversation, ctx, &mut state, turn, cycle)
-            {
-                return Ok(outcome);
-            }
-        }
+        self.converse(model, conversation, ctx, false).await
     }
 
     /// [`run_conversation`](Self::run_conversation) over the model's streamed turns
     /// ([`ChatModel::stream`]): each turn is read as it arrives and its requests start
-    /// as soon as they are complete ([`process_delta_stream`](Self::process_delta_stream)),
-    /// and `on_chunk` hears every step of every turn. A turn whose stream fails ends the
-    /// loop with the model's error (calls already started were waited for); that turn
-    /// is not added to `conversation`.
-    pub async fn run_conversation_streamed<F: FnMut(StreamChunk)>(
+    /// as soon as they are complete, and the context's observer hears every step as it
+    /// happens. A turn whose stream fails ends the loop with the model's error (calls
+    /// already started were waited for); that turn is not added to `conversation`.
+    ///
+    /// A model that only implements [`complete`](ChatModel::complete) streams too: its
+    /// turn comes as one piece.
+    pub async fn run_conversation_streamed(
         &self,
         model: &dyn ChatModel,
         conversation: &mut Conversation,
         ctx: &ExecutionContext,
-        mut on_chunk: F,
+    ) -> Result<LoopOutcome, EngineError> {
+        self.converse(model, conversation, ctx, true).await
+    }
+
+    /// The conversation loop, over whole or streamed turns.
+    async fn converse(
+        &self,
+        model: &dyn ChatModel,
+        conversation: &mut Conversation,
+        ctx: &ExecutionContext,
+        streamed: bool,
     ) -> Result<LoopOutcome, EngineError> {
         crate::engine::require_runtime()?;
         let protocol = self.protocol_for(&ctx.config)?;
-        let mut state = LoopState { rounds: Vec::new(), previous: None, turn_number: 0, notes: Vec::new() };
+        let mut state = LoopState { rounds: Vec::new(), previous: None, turn_number: 0 };
         loop {
             let request = self.next_request(protocol.as_ref(), conversation, ctx, &mut state);
-            state.notes = model.request_notes(&request);
+            let notes = model.request_notes(&request);
             let span = tracing::info_span!("model_turn", turn = state.turn_number);
-            let deltas = model.stream(&request);
-            let (turn, cycle) = if ctx.config.enabled {
-                match self.process_delta_stream(deltas, ctx, &mut on_chunk).instrument(span).await {
-                    Ok(streamed) => (streamed.turn, Some(streamed.cycle)),
-                    Err(StreamCycleError::Engine(error)) => return Err(error),
-                    Err(StreamCycleError::Stream { error, .. }) => return Err(EngineError::Model(error)),
+            if !ctx.config.enabled {
+                let turn = self.plain_turn(model, &request, streamed).instrument(span).await?;
+                conversation.push(Message::from_turn(turn.clone()));
+                return Ok(LoopOutcome {
+                    final_turn: turn,
+                    rounds: state.rounds,
+                    stop: StopReason::ToolsDisabled,
+                });
+            }
+            let cycle = if streamed {
+                let deltas = model.stream(&request).map(TurnStreamItem::into_piece);
+                match self.drive(&protocol, deltas, ctx).instrument(span).await {
+                    (_, Some(error)) => return Err(EngineError::Model(error)),
+                    (cycle, None) => cycle,
                 }
             } else {
-                let mut turn = TurnAccumulator::new();
-                let mut deltas = deltas;
-                let mut budget = super::streamed::TurnBudget::new(self.max_turn_bytes);
-                while let Some(delta) = deltas.next().instrument(span.clone()).await {
-                    let delta = delta?;
-                    if !budget.take(super::streamed::delta_cost(&delta)) {
-                        turn.push(&crate::model::TurnDelta::Finish(crate::model::FinishReason::Length));
-                        break;
-                    }
-                    turn.push(&delta);
-                }
-                (turn.finish(), None)
+                let turn = model.complete(&request).instrument(span.clone()).await?;
+                let deltas = futures::stream::iter(turn.into_deltas()).map(TurnStreamItem::into_piece);
+                self.drive(&protocol, deltas, ctx).instrument(span).await.0
             };
             if let Some(outcome) =
-                self.close_turn(protocol.as_ref(), conversation, ctx, &mut state, turn, cycle)
+                self.close_turn(protocol.as_ref(), conversation, ctx, &mut state, cycle, notes)
             {
                 return Ok(outcome);
             }
         }
     }
 
+    /// A turn read with tool calling off: no cycle, nothing run; a streamed turn is held
+    /// up to the turn limit.
+    async fn plain_turn(
+        &self,
+        model: &dyn ChatModel,
+        request: &ModelRequest,
+        streamed: bool,
+    ) -> Result<AssistantTurn, ChatModelError> {
+        if !streamed {
+            return model.complete(request).await;
+        }
+        let mut turn = TurnAccumulator::new();
+        let mut deltas = model.stream(request);
+        let mut budget = TurnBudget::new(self.max_turn_bytes);
+        while let Some(delta) = deltas.next().await {
+            let delta = delta?;
+            if !budget.take(delta_cost(&delta)) {
+                turn.push(&TurnDelta::Finish(FinishReason::Length));
+                break;
+            }
+            turn.push(&delta);
+        }
+        Ok(turn.finish())
+    }
+
     /// The request for the next turn: the conversation so far, and the protocol's
-    /// declarations when tool calling is on.
+    /// declarations.
     fn next_request(
         &self,
         protocol: &dyn ToolCallingProtocol,
@@ -263,46 +282,38 @@ impl Engine {
         request
     }
 
-    /// Records a turn and its cycle (`None` when tool calling is off) in the conversation
-    /// and the rounds; returns the outcome when the loop stops here.
+    /// Records a turn's cycle in the conversation and the rounds; returns the outcome
+    /// when the loop stops here.
     fn close_turn(
         &self,
         protocol: &dyn ToolCallingProtocol,
         conversation: &mut Conversation,
         ctx: &ExecutionContext,
         state: &mut LoopState,
-        turn: AssistantTurn,
-        cycle: Option<ToolCallCycleResult>,
+        cycle: ToolCallCycleResult,
+        request_notes: Vec<RequestNote>,
     ) -> Option<LoopOutcome> {
-        let rounds = &mut state.rounds;
-        let Some(cycle) = cycle else {
-            conversation.push(Message::from_turn(turn.clone()));
-            return Some(LoopOutcome {
-                final_turn: turn,
-                rounds: std::mem::take(rounds),
-                stop: StopReason::ToolsDisabled,
-            });
-        };
+        let turn = cycle.turn.clone();
         conversation.push(Message::from_turn(turn.clone()).with_tool_requests(cycle.parsed_requests.clone()));
         let signature = call_signature(&cycle.parsed_requests);
         if !cycle.has_tool_requests {
-            rounds.push(Round { turn: turn.clone(), cycle, request_notes: std::mem::take(&mut state.notes) });
+            state.rounds.push(Round { cycle, request_notes });
             return Some(LoopOutcome {
                 final_turn: turn,
-                rounds: std::mem::take(rounds),
+                rounds: std::mem::take(&mut state.rounds),
                 stop: StopReason::Finished,
             });
         }
-        let background = self.take_background_failures();
+        let background = ctx.take_background_failures();
         let messages = if background.is_empty() {
             cycle.result_messages.clone()
         } else {
             let mut results = background;
             results.extend(cycle.execution_results.iter().cloned());
-            protocol.result_messages(&results)
+            protocol.result_messages(&results, &cycle.state)
         };
         conversation.extend(messages);
-        rounds.push(Round { turn: turn.clone(), cycle, request_notes: std::mem::take(&mut state.notes) });
+        state.rounds.push(Round { cycle, request_notes });
         let stop = if state.previous.as_ref() == Some(&signature) {
             Some(StopReason::RepeatedCalls)
         } else if state.turn_number >= ctx.config.max_iterations.max(1) {

@@ -15,7 +15,7 @@
 //! # tokio::runtime::Runtime::new().unwrap().block_on(async {
 //! let engine = Engine::new(Arc::new(ToolRegistry::new()));
 //! let reply = "<<<[TOOL_REQUEST]>>>\ntool_name:「始」calc_add「末」\n<<<[END_TOOL_REQUEST]>>>";
-//! let cycle = engine.process_tool_call_cycle(reply, &ExecutionContext::default()).await.unwrap();
+//! let cycle = engine.run_turn(reply, &ExecutionContext::default()).await.unwrap();
 //! assert!(cycle.has_tool_requests);
 //! // No such tool here: the model is told so, with the closest names if any.
 //! assert_eq!(cycle.execution_results[0].error_kind, Some(tool_calling::ErrorKind::NotFound));
@@ -24,79 +24,30 @@
 //! # });
 //! ```
 //!
-//! To run requests while the model is still writing its reply, feed the reply's chunks
-//! to [`Engine::process_tool_call_stream`] (see [`streamed`]).
+//! Four entry points run everything, all through one cycle driver (see [`cycle`]):
+//!
+//! | the model's turn | one cycle | a conversation |
+//! | --- | --- | --- |
+//! | arrives whole | [`Engine::run_turn`] | [`Engine::run_conversation`] |
+//! | streams in | [`Engine::run_stream`] | [`Engine::run_conversation_streamed`] |
+//!
+//! Every step of a cycle is reported to the observer of its context
+//! ([`ExecutionContext::on_event`](crate::exec::ExecutionContext::on_event)).
 
 mod agent_loop;
-mod cycle;
-pub mod streamed;
+pub mod cycle;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 pub use agent_loop::{LoopOutcome, Round, StopReason};
-pub use cycle::ToolCallCycleResult;
-pub use streamed::{StreamChunk, StreamCycleError, StreamedCycle};
+pub use cycle::{StreamCycleError, ToolCallCycleResult, TurnStreamItem};
 
 use crate::config::ToolCallConfig;
 use crate::exec::Executor;
 use crate::model::ChatModelError;
 use crate::protocol::{ProtocolError, ProtocolRegistry, ToolCallingProtocol, ToolDeclarations};
 use crate::tools::{DiscoveredTool, DiscoveryService, MethodFilter, RegistryError, ToolRegistry};
-use crate::{ParsedToolRequest, ToolExecutionResult};
-
-/// What the engine reports while it works.
-///
-/// A one-shot cycle ([`Engine::process_turn`]) reports `Parsed`, then `Started` for every
-/// request, then `Finished` for every request in request order. A streamed cycle
-/// ([`Engine::process_tool_call_stream`]) reports `RequestParsed` as each request is
-/// complete, `Started` when its call actually starts (at once, or when a slot frees up),
-/// `Finished` as each result arrives (in completion order), and `Parsed` with all the
-/// requests once the reply has ended.
-///
-/// ```
-/// use std::sync::{Arc, Mutex};
-/// use tool_calling::engine::{Engine, EngineEvent};
-/// use tool_calling::tools::ToolRegistry;
-///
-/// let events = Arc::new(Mutex::new(Vec::new()));
-/// let log = Arc::clone(&events);
-/// let engine = Engine::new(Arc::new(ToolRegistry::new()))
-///     .on_event(move |event: &EngineEvent| log.lock().unwrap().push(event.clone()));
-/// let reply = "<<<[TOOL_REQUEST]>>>\ntool_name:「始」weather「末」\n<<<[END_TOOL_REQUEST]>>>";
-/// let runtime = tokio::runtime::Runtime::new().unwrap();
-/// runtime.block_on(engine.process_tool_call_cycle(reply, &Default::default())).unwrap();
-/// let events = events.lock().unwrap();
-/// assert!(matches!(&events[0], EngineEvent::Parsed { requests } if requests.len() == 1));
-/// assert!(matches!(&events[1], EngineEvent::Started { tool_name, .. } if tool_name == "weather"));
-/// assert!(matches!(&events[2], EngineEvent::Finished { result } if !result.is_success()));
-/// ```
-#[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
-pub enum EngineEvent {
-    /// A reply was parsed (for a streamed reply: it has ended and all of it is parsed).
-    Parsed {
-        /// The requests found.
-        requests: Vec<ParsedToolRequest>,
-    },
-    /// A streamed reply's request is complete while the reply is still arriving.
-    RequestParsed {
-        /// The request.
-        request: ParsedToolRequest,
-    },
-    /// A request is about to run.
-    Started {
-        /// Its id.
-        request_id: String,
-        /// Its tool name as written.
-        tool_name: String,
-    },
-    /// A request has its result.
-    Finished {
-        /// The result.
-        result: ToolExecutionResult,
-    },
-}
 
 /// Why the engine could not run a cycle or a conversation.
 ///
@@ -110,12 +61,12 @@ pub enum EngineEvent {
 /// let engine = Engine::new(Arc::new(ToolRegistry::new()));
 /// // Outside a Tokio runtime nothing runs.
 /// let ctx = ExecutionContext::default();
-/// let cycle = futures::executor::block_on(engine.process_tool_call_cycle("Hi.", &ctx));
+/// let cycle = futures::executor::block_on(engine.run_turn("Hi.", &ctx));
 /// assert_eq!(cycle.unwrap_err(), EngineError::NoRuntime);
 /// // A config naming a protocol the engine does not speak.
 /// let ctx = ExecutionContext::new(ToolCallConfig::default().with_protocol("smoke-signals"));
 /// let runtime = tokio::runtime::Runtime::new().unwrap();
-/// let err = runtime.block_on(engine.process_tool_call_cycle("Hi.", &ctx)).unwrap_err();
+/// let err = runtime.block_on(engine.run_turn("Hi.", &ctx)).unwrap_err();
 /// assert!(matches!(err, EngineError::Protocol(_)));
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -140,8 +91,6 @@ pub enum EngineError {
 pub(crate) fn require_runtime() -> Result<(), EngineError> {
     tokio::runtime::Handle::try_current().map(drop).map_err(|_| EngineError::NoRuntime)
 }
-
-type Listener = Arc<dyn Fn(&EngineEvent) + Send + Sync>;
 
 /// Declarations cached by protocol id, agent id and config hash, each with the registry
 /// generation it was made from.
@@ -168,7 +117,7 @@ type DeclarationMap = HashMap<(String, Option<String>, u64), (u64, Arc<ToolDecla
 /// let engine = tool_calling::engine::Engine::new(Arc::new(registry));
 /// let reply = "<<<[TOOL_REQUEST]>>>\ntool_name:「始」voice_shout「末」,\ntext:「始」hi「末」\n<<<[END_TOOL_REQUEST]>>>";
 /// let runtime = tokio::runtime::Runtime::new()?;
-/// let cycle = runtime.block_on(engine.process_tool_call_cycle(reply, &Default::default()))?;
+/// let cycle = runtime.block_on(engine.run_turn(reply, &Default::default()))?;
 /// assert_eq!(cycle.execution_results[0].result, "HI");
 /// assert!(cycle.result_text().starts_with("<<<[TOOL_RESULT]>>>"));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -180,10 +129,7 @@ pub struct Engine {
     executor: Executor,
     discovery: DiscoveryService,
     declarations: Arc<Mutex<DeclarationMap>>,
-    listeners: Vec<Listener>,
-    /// Failures of fire-and-forget calls, reported with the next results.
-    background_failures: Arc<Mutex<Vec<ToolExecutionResult>>>,
-    /// The most a streamed turn may hold ([`Engine::with_max_turn_bytes`]).
+    /// The most a turn may hold ([`Engine::with_max_turn_bytes`]).
     max_turn_bytes: usize,
 }
 
@@ -209,8 +155,6 @@ impl Engine {
             discovery: DiscoveryService::new(registry.clone()),
             executor: Executor::new(registry),
             declarations: Arc::default(),
-            listeners: Vec::new(),
-            background_failures: Arc::default(),
             max_turn_bytes: DEFAULT_MAX_TURN_BYTES,
         }
     }
@@ -254,8 +198,7 @@ impl Engine {
         self.protocols.register(protocol)
     }
 
-    /// The most a turn read as a stream may hold ([`DEFAULT_MAX_TURN_BYTES`], 64 MiB,
-    /// unless set): the bytes of its text, reasoning, signatures, call ids, names and
+    /// The most a turn may hold ([`DEFAULT_MAX_TURN_BYTES`], 64 MiB, unless set): the bytes of its text, reasoning, signatures, call ids, names and
     /// argument fragments, each native call or reasoning delta counting at least 64
     /// bytes (the cost of what it opens). A piece that would take the turn past it is
     /// not read, nor anything after it: the turn ends with
@@ -274,10 +217,10 @@ impl Engine {
     /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
     /// let engine = Engine::new(Arc::new(ToolRegistry::new())).with_max_turn_bytes(8);
     /// let endless = stream::repeat("la");
-    /// let streamed = engine.process_tool_call_stream(endless, &Default::default()).await.unwrap();
-    /// assert_eq!(streamed.turn.text(), "lalalala");
-    /// assert_eq!(streamed.finish_reason, FinishReason::Length);
-    /// assert_eq!(streamed.cycle.diagnostics[0].kind.as_str(), "limit_exceeded");
+    /// let cycle = engine.run_stream(endless, &Default::default()).await.unwrap();
+    /// assert_eq!(cycle.turn.text(), "lalalala");
+    /// assert_eq!(cycle.finish_reason, FinishReason::Length);
+    /// assert_eq!(cycle.diagnostics[0].kind.as_str(), "limit_exceeded");
     /// # });
     /// ```
     #[must_use]
@@ -318,23 +261,6 @@ impl Engine {
         let _ = self.protocols.replace(Arc::new(vcp));
         self.declarations = Arc::default();
         self
-    }
-
-    /// Calls `listener` with every [`EngineEvent`].
-    #[must_use]
-    pub fn on_event(mut self, listener: impl Fn(&EngineEvent) + Send + Sync + 'static) -> Self {
-        self.listeners.push(Arc::new(listener));
-        self
-    }
-
-    pub(crate) fn emit(&self, event: impl FnOnce() -> EngineEvent) {
-        if self.listeners.is_empty() {
-            return;
-        }
-        let event = event();
-        for listener in &self.listeners {
-            listener(&event);
-        }
     }
 
     /// The protocols the engine knows.
@@ -432,17 +358,5 @@ impl Engine {
     /// The callable methods (or those `filter` selects).
     pub fn discovered_methods(&self, filter: Option<MethodFilter<'_>>) -> Vec<DiscoveredTool> {
         self.discovery.discovered_methods(filter)
-    }
-
-    /// Whether `config` switches tool calling on.
-    pub fn has_tool_calling_enabled(&self, config: &ToolCallConfig) -> bool {
-        config.enabled
-    }
-
-    /// Failures of fire-and-forget calls not yet reported; taking them clears them.
-    pub fn take_background_failures(&self) -> Vec<ToolExecutionResult> {
-        std::mem::take(
-            &mut *self.background_failures.lock().unwrap_or_else(std::sync::PoisonError::into_inner),
-        )
     }
 }

@@ -2,10 +2,13 @@
 //! the executor's own options (concurrency, retries).
 
 use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
+use super::events::{CycleEvent, Observer};
+use crate::ToolExecutionResult;
 use crate::config::ToolCallConfig;
 use crate::request::Args;
 
@@ -125,8 +128,10 @@ impl Default for ExecutorOptions {
     }
 }
 
-/// Per-cycle inputs: the agent's config and identity, its argument presets, and the
-/// cancellation token of the cycle.
+/// What a cycle runs with: the agent's config and identity, its argument presets, the
+/// cancellation token, the observer of the cycle's events, and the failures of
+/// fire-and-forget calls still to report. Use one context per conversation (clones
+/// share the observer, the token and the failures).
 ///
 /// ```
 /// use tool_calling::config::ToolCallConfig;
@@ -158,6 +163,10 @@ pub struct ExecutionContext {
     /// The conversation (thread) the calls belong to: stateful tools keep one instance
     /// per conversation.
     pub conversation_id: Option<String>,
+    /// Hears every step of the cycles run with this context.
+    observer: Option<Observer>,
+    /// Failures of fire-and-forget calls, reported with a later turn's results.
+    background: Arc<Mutex<Vec<ToolExecutionResult>>>,
 }
 
 impl ExecutionContext {
@@ -192,5 +201,45 @@ impl ExecutionContext {
     pub fn with_cancel(mut self, token: CancellationToken) -> Self {
         self.cancel = token;
         self
+    }
+
+    /// Calls `observer` with every [`CycleEvent`] of the cycles run with this context,
+    /// as it happens: the one way to watch a cycle or a conversation (text as it is
+    /// decided, requests, each call's start and result, the end of each turn). It runs
+    /// on the engine's task: keep it quick.
+    ///
+    /// ```
+    /// use tool_calling::exec::{CycleEvent, ExecutionContext};
+    /// let ctx = ExecutionContext::default().on_event(|event: &CycleEvent| {
+    ///     if let CycleEvent::Text { text } = event {
+    ///         print!("{text}");
+    ///     }
+    /// });
+    /// # let _ = ctx;
+    /// ```
+    #[must_use]
+    pub fn on_event(mut self, observer: impl Fn(&CycleEvent) + Send + Sync + 'static) -> Self {
+        self.observer = Some(Observer(Arc::new(observer)));
+        self
+    }
+
+    /// Reports the event `event` makes to the observer, if there is one (the event is
+    /// only made when someone listens).
+    pub(crate) fn emit(&self, event: impl FnOnce() -> CycleEvent) {
+        if let Some(Observer(observer)) = &self.observer {
+            observer(&event());
+        }
+    }
+
+    /// Keeps the failure of a fire-and-forget call for a later turn.
+    pub(crate) fn report_background_failure(&self, result: ToolExecutionResult) {
+        self.background.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(result);
+    }
+
+    /// Failures of fire-and-forget calls run with this context (or a clone of it) not
+    /// yet reported; taking them clears them. A conversation loop reports them with the
+    /// next turn's results.
+    pub fn take_background_failures(&self) -> Vec<ToolExecutionResult> {
+        std::mem::take(&mut *self.background.lock().unwrap_or_else(std::sync::PoisonError::into_inner))
     }
 }

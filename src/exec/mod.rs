@@ -33,6 +33,7 @@
 //! gets an error result saying so.
 
 mod context;
+mod events;
 #[cfg(feature = "mcp")]
 mod mcp;
 mod messages;
@@ -42,10 +43,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
-use serde_json::Value;
 use tokio::time::Instant;
 
 pub use context::{ExecutionContext, ExecutorOptions, RetryPolicy};
+pub use events::CycleEvent;
 #[cfg(feature = "mcp")]
 #[cfg_attr(docsrs, doc(cfg(feature = "mcp")))]
 pub use mcp::{McpServeError, McpToolServer};
@@ -305,8 +306,10 @@ impl Executor {
         combine(request, outcomes, &self.options.messages)
     }
 
-    /// The result with its text cut to `max_result_bytes` (see [`ExecutorOptions`]).
+    /// The result with its text cut to `max_result_bytes` (see [`ExecutorOptions`]), and
+    /// the text of each of its calls.
     fn cap(&self, mut result: ToolExecutionResult) -> ToolExecutionResult {
+        result.calls = std::mem::take(&mut result.calls).into_iter().map(|call| self.cap(call)).collect();
         let (max, words) = (self.options.max_result_bytes, &self.options.messages);
         if let Some(cut) = words.cut(&result.result, max) {
             result.result = cut;
@@ -542,24 +545,14 @@ fn combine(
             ),
         };
     }
-    let first_error = outcomes.iter().find_map(|(_, o)| o.as_ref().err().map(|e| e.kind));
-    let parts: Vec<Value> = outcomes
+    let calls = outcomes
         .into_iter()
-        .enumerate()
-        .map(|(i, (name, outcome))| match outcome {
-            Ok(output) => serde_json::json!({
-                "index": i + 1, "tool_name": name, "status": "success", "result": output.into_text()
-            }),
-            Err(e) => serde_json::json!({
-                "index": i + 1, "tool_name": name, "status": "error", "error_kind": e.kind.as_str(), "result": e.message
-            }),
+        .map(|(name, outcome)| match outcome {
+            Ok(output) => ToolExecutionResult::success(id, name, output.into_text()),
+            Err(e) => ToolExecutionResult::error(id, name, e.kind, e.message),
         })
         .collect();
-    let text = Value::Array(parts).to_string();
-    match first_error {
-        None => ToolExecutionResult::success(id, &request.tool_name, text),
-        Some(kind) => ToolExecutionResult::error(id, &request.tool_name, kind, text),
-    }
+    ToolExecutionResult::batch(id, &request.tool_name, calls)
 }
 
 /// Every call's outcome, for the program's logs: INFO with the tool, status and

@@ -76,6 +76,40 @@ pub struct AssistantTurn {
     pub finish_reason: Option<FinishReason>,
 }
 
+/// A turn of text only: a text protocol's reply.
+///
+/// ```
+/// use tool_calling::model::AssistantTurn;
+/// let turn: AssistantTurn = "Hello".into();
+/// assert_eq!(turn, AssistantTurn::from_text("Hello"));
+/// ```
+impl From<&str> for AssistantTurn {
+    fn from(text: &str) -> Self {
+        AssistantTurn::from_text(text)
+    }
+}
+
+/// A turn of text only: a text protocol's reply.
+impl From<String> for AssistantTurn {
+    fn from(text: String) -> Self {
+        AssistantTurn::from_text(text)
+    }
+}
+
+/// A turn of text only: a text protocol's reply.
+impl From<&String> for AssistantTurn {
+    fn from(text: &String) -> Self {
+        AssistantTurn::from_text(text.as_str())
+    }
+}
+
+/// A copy of the turn.
+impl From<&AssistantTurn> for AssistantTurn {
+    fn from(turn: &AssistantTurn) -> Self {
+        turn.clone()
+    }
+}
+
 impl AssistantTurn {
     /// An empty turn.
     pub fn new() -> Self {

@@ -1,8 +1,8 @@
 //! Streaming parse events: what a protocol reports while a model's turn is still
 //! arriving.
 
-use super::{Diagnostic, DiagnosticKind, ParseOutcome};
-use crate::model::TurnDelta;
+use super::{Diagnostic, DiagnosticKind, ParseOutcome, ToolCallingProtocol, TurnState};
+use crate::model::{TurnAccumulator, TurnDelta};
 use crate::{ParsedToolRequest, Span};
 
 /// One thing an [`IncrementalParser`] decided.
@@ -61,6 +61,10 @@ pub enum StreamEvent {
     },
     /// Something the parser noticed and tolerated.
     Diagnostic(Diagnostic),
+    /// The parser learnt something about the turn that resolving its requests and
+    /// writing their results need (for `auto`: the dialect the reply is written in). It
+    /// comes before the first request it concerns; a later one replaces it.
+    TurnState(TurnState),
 }
 
 /// A parser that reads a turn as it streams in.
@@ -94,7 +98,7 @@ pub enum StreamEvent {
 ///
 /// let mut collector = StreamCollector::new();
 /// collector.extend(events);
-/// assert_eq!(collector.prose(), "Let me check.\n\nDone.");
+/// assert_eq!(collector.normal_text(), "Let me check.\n\nDone.");
 /// let outcome = collector.into_outcome();
 /// assert_eq!(outcome.requests.len(), 1);
 /// ```
@@ -120,17 +124,20 @@ pub trait IncrementalParser: Send {
 /// the prose.
 ///
 /// ```
-/// use tool_calling::protocol::StreamCollector;
+/// use tool_calling::protocol::{IncrementalParser, StreamCollector};
 /// use tool_calling::VcpProtocol;
 ///
 /// let vcp = VcpProtocol::default();
 /// let mut parser = vcp.stream_parser();
 /// let mut collector = StreamCollector::new();
+/// let mut events = Vec::new();
 /// for chunk in ["Sure.\n<<<[TOOL_REQ", "UEST]>>>\ntool_name:「始」t「末」\n", "<<<[END_TOOL_REQUEST]>>>"] {
-///     collector.extend(parser.push_str(chunk));
+///     parser.push_text(chunk, &mut events);
+///     collector.extend(events.drain(..));
 /// }
-/// collector.extend(parser.end());
-/// assert_eq!(collector.prose(), "Sure.\n");
+/// parser.finish(&mut events);
+/// collector.extend(events);
+/// assert_eq!(collector.normal_text(), "Sure.\n");
 /// let outcome = collector.into_outcome();
 /// assert_eq!(outcome.requests[0].tool_name, "t");
 /// ```
@@ -138,7 +145,8 @@ pub trait IncrementalParser: Send {
 pub struct StreamCollector {
     requests: Vec<ParsedToolRequest>,
     diagnostics: Vec<Diagnostic>,
-    prose: String,
+    normal_text: String,
+    state: TurnState,
 }
 
 impl StreamCollector {
@@ -150,18 +158,24 @@ impl StreamCollector {
     /// Takes one event into account.
     pub fn add(&mut self, event: StreamEvent) {
         match event {
-            StreamEvent::Text { text, .. } => self.prose.push_str(&text),
+            StreamEvent::Text { text, .. } => self.normal_text.push_str(&text),
             StreamEvent::RequestCompleted(request) => self.requests.push(request),
             StreamEvent::Diagnostic(diagnostic) => self.diagnostics.push(diagnostic),
+            StreamEvent::TurnState(state) => self.state = state,
             StreamEvent::RequestStarted { .. }
             | StreamEvent::FieldCompleted { .. }
             | StreamEvent::BlockDiscarded { .. } => {}
         }
     }
 
-    /// The prose seen so far.
-    pub fn prose(&self) -> &str {
-        &self.prose
+    /// The normal text seen so far (prose outside requests, reasoning removed).
+    pub fn normal_text(&self) -> &str {
+        &self.normal_text
+    }
+
+    /// What the parser has said about the turn so far.
+    pub fn state(&self) -> &TurnState {
+        &self.state
     }
 
     /// The requests seen so far.
@@ -170,11 +184,14 @@ impl StreamCollector {
     }
 
     /// The outcome: requests in order, diagnostics sorted as the one-shot parser sorts
-    /// them (by start offset; an unclosed-reasoning diagnostic first among equals).
+    /// them (by start offset; an unclosed-reasoning diagnostic first among equals), the
+    /// normal text and the turn's state.
     pub fn into_outcome(self) -> ParseOutcome {
         let mut diagnostics = self.diagnostics;
         sort_diagnostics(&mut diagnostics);
         ParseOutcome::new(self.requests, diagnostics)
+            .with_normal_text(self.normal_text)
+            .with_state(self.state)
     }
 }
 
@@ -190,4 +207,76 @@ impl Extend<StreamEvent> for StreamCollector {
 /// (found before anything else in one pass) first among equals, otherwise as found.
 pub(crate) fn sort_diagnostics(diagnostics: &mut [Diagnostic]) {
     diagnostics.sort_by_key(|d| (d.span.start, d.kind != DiagnosticKind::UnclosedReasoning));
+}
+
+/// The stream parser of a protocol that reads turns whole: it keeps the turn as it
+/// arrives and reads it with [`parse_turn`](ToolCallingProtocol::parse_turn) when it
+/// ends, reporting then the normal text around the requests' spans, the requests, the
+/// diagnostics and the turn's state. The default of
+/// [`ToolCallingProtocol::stream_parser`].
+pub(crate) struct WholeTurn<'p, P: ?Sized> {
+    protocol: &'p P,
+    turn: TurnAccumulator,
+    finished: bool,
+}
+
+impl<'p, P: ToolCallingProtocol + ?Sized> WholeTurn<'p, P> {
+    pub(crate) fn new(protocol: &'p P) -> Self {
+        WholeTurn { protocol, turn: TurnAccumulator::new(), finished: false }
+    }
+}
+
+impl<P: ToolCallingProtocol + ?Sized> IncrementalParser for WholeTurn<'_, P> {
+    fn push(&mut self, delta: &TurnDelta, _events: &mut Vec<StreamEvent>) {
+        if !self.finished {
+            self.turn.push(delta);
+        }
+    }
+
+    fn push_text(&mut self, text: &str, _events: &mut Vec<StreamEvent>) {
+        if !self.finished {
+            self.turn.push_text(text);
+        }
+    }
+
+    fn finish(&mut self, events: &mut Vec<StreamEvent>) {
+        if std::mem::replace(&mut self.finished, true) {
+            return;
+        }
+        let turn = std::mem::take(&mut self.turn).finish();
+        let outcome = self.protocol.parse_turn(&turn);
+        outcome_events(&turn.text(), outcome, events);
+    }
+}
+
+/// The events a whole-turn parse amounts to: the turn's state, then, in order, the
+/// normal text between the requests' spans and the requests, then the diagnostics. The
+/// outcome's own normal text, when it has one, is reported whole instead, first.
+fn outcome_events(text: &str, outcome: ParseOutcome, events: &mut Vec<StreamEvent>) {
+    if !outcome.state.is_empty() {
+        events.push(StreamEvent::TurnState(outcome.state));
+    }
+    if !outcome.normal_text.is_empty() {
+        let span = Span::new(0, text.len());
+        events.push(StreamEvent::Text { text: outcome.normal_text, span });
+        events.extend(outcome.requests.into_iter().map(StreamEvent::RequestCompleted));
+        events.extend(outcome.diagnostics.into_iter().map(StreamEvent::Diagnostic));
+        return;
+    }
+    let mut cursor = 0;
+    let prose = |from: usize, to: usize, events: &mut Vec<StreamEvent>| {
+        if let Some(piece) = text.get(from..to).filter(|p| !p.is_empty()) {
+            events.push(StreamEvent::Text { text: piece.to_string(), span: Span::new(from, to) });
+        }
+    };
+    for request in outcome.requests {
+        let span = request.span;
+        if span.start >= cursor && !span.is_empty() && span.slice(text).is_some() {
+            prose(cursor, span.start, events);
+            cursor = span.end;
+        }
+        events.push(StreamEvent::RequestCompleted(request));
+    }
+    prose(cursor, text.len(), events);
+    events.extend(outcome.diagnostics.into_iter().map(StreamEvent::Diagnostic));
 }

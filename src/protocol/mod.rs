@@ -17,15 +17,17 @@ mod diagnostic;
 mod events;
 pub(crate) mod ids;
 pub mod native;
+mod outcome;
 mod registry;
 pub mod textfmt;
 pub mod vcp;
 
 use serde_json::Value;
 
-pub use diagnostic::{Diagnostic, DiagnosticKind, ParseOutcome};
+pub use diagnostic::{Diagnostic, DiagnosticKind};
 pub use events::{IncrementalParser, StreamCollector, StreamEvent};
 pub use ids::RequestIdStyle;
+pub use outcome::{ParseOutcome, TurnState};
 pub use registry::{ProtocolError, ProtocolRegistry};
 
 #[cfg(feature = "runtime")]
@@ -111,13 +113,18 @@ impl ToolDeclarations {
 /// each request names the methods to run, and how results go back.
 ///
 /// The trait is object-safe and requires `Send + Sync`, so an engine can hold
-/// `Arc<dyn ToolCallingProtocol>` and share it across tasks. A protocol of your own
-/// needs four methods; the others have defaults (requests name methods exactly; no
-/// streaming parser). A small JSON protocol that reads native-style calls:
+/// `Arc<dyn ToolCallingProtocol>` and share it across tasks and conversations. A protocol
+/// keeps no state between turns: what it learns while reading a turn goes into the
+/// turn's [`TurnState`] ([`ParseOutcome::state`]), which it is handed back when it
+/// resolves the turn's requests and writes their results.
+///
+/// A protocol of your own needs four methods; the others have defaults (requests name
+/// methods exactly; the turn is read whole once it has ended). A small JSON protocol
+/// that reads native-style calls:
 ///
 /// ```
 /// use tool_calling::model::{AssistantTurn, Message, ToolCall};
-/// use tool_calling::protocol::{ParseOutcome, ToolCallingProtocol, ToolDeclarations};
+/// use tool_calling::protocol::{ParseOutcome, ToolCallingProtocol, ToolDeclarations, TurnState};
 /// use tool_calling::{ParsedToolRequest, ToolDefinition, ToolExecutionResult};
 ///
 /// /// Reads a turn's tool calls; answers with one text message per result.
@@ -145,9 +152,9 @@ impl ToolDeclarations {
 ///                 }
 ///             })
 ///             .collect();
-///         ParseOutcome::new(requests, Vec::new())
+///         ParseOutcome::new(requests, Vec::new()).with_normal_text(turn.text())
 ///     }
-///     fn result_messages(&self, results: &[ToolExecutionResult]) -> Vec<Message> {
+///     fn result_messages(&self, results: &[ToolExecutionResult], _turn: &TurnState) -> Vec<Message> {
 ///         results.iter().map(|r| Message::tool(r.result.clone()).with_tool_result(r.clone())).collect()
 ///     }
 /// }
@@ -157,6 +164,18 @@ impl ToolDeclarations {
 /// let parsed = protocol.parse_turn(&turn);
 /// assert_eq!(parsed.requests[0].tool_name, "calc_add");
 /// assert_eq!(parsed.requests[0].args["a"], 2);
+///
+/// // The default stream parser reads the turn whole once it has ended.
+/// let mut parser = protocol.stream_parser();
+/// let mut events = Vec::new();
+/// for delta in turn.into_deltas() {
+///     parser.push(&delta, &mut events);
+/// }
+/// assert!(events.is_empty(), "nothing is decided before the end");
+/// parser.finish(&mut events);
+/// let mut collector = tool_calling::protocol::StreamCollector::new();
+/// collector.extend(events);
+/// assert_eq!(collector.into_outcome(), parsed);
 /// ```
 pub trait ToolCallingProtocol: Send + Sync {
     /// The protocol's id (`"vcp"`, `"openai"`, …), used to look it up and to key caches.
@@ -166,27 +185,25 @@ pub trait ToolCallingProtocol: Send + Sync {
     /// the provider's `tools` value for a native one.
     fn tool_declarations(&self, tools: &[ToolDefinition]) -> ToolDeclarations;
 
-    /// Reads every tool request out of an assistant turn. Never fails and never panics:
-    /// damaged input yields incomplete requests and diagnostics.
+    /// Reads every tool request out of an assistant turn: a text protocol reads the
+    /// turn's text, a native one its tool calls. Never fails and never panics: damaged
+    /// input yields incomplete requests and diagnostics.
     fn parse_turn(&self, turn: &AssistantTurn) -> ParseOutcome;
 
-    /// Reads every tool request out of a turn made only of `text`. The default wraps the
-    /// text in a turn; text protocols read it directly.
-    fn parse_text(&self, text: &str) -> ParseOutcome {
-        self.parse_turn(&AssistantTurn::from_text(text))
-    }
-
-    /// A parser that reads a turn while it streams in, if the protocol has one. Its
-    /// requests and diagnostics must equal what [`parse_turn`](Self::parse_turn) returns
-    /// for the whole turn. The default is `None`: an engine then collects the stream
-    /// and parses it once at the end.
-    fn incremental_parser(&self) -> Option<Box<dyn IncrementalParser>> {
-        None
+    /// A parser that reads a turn while it streams in. Whatever the chunking, the
+    /// requests, diagnostics, normal text and state it reports must equal what
+    /// [`parse_turn`](Self::parse_turn) returns for the whole turn. The default keeps
+    /// the turn as it arrives and reads it with `parse_turn` when it ends; a protocol
+    /// that can decide requests earlier (so that an engine starts them while the model
+    /// is still writing) returns a parser of its own.
+    fn stream_parser(&self) -> Box<dyn IncrementalParser + '_> {
+        Box::new(events::WholeTurn::new(self))
     }
 
     /// The calls `request` asks for, each a method's exact full name with its arguments,
-    /// or the error the model gets for a call that names nothing runnable. `catalog`
-    /// says what is registered.
+    /// or the error the model gets for a call that names nothing runnable. `turn` is
+    /// what the protocol learnt while reading the request's turn; `catalog` says what is
+    /// registered.
     ///
     /// The default names the method exactly: `tool_name` as written, arguments as they
     /// are. VCP overrides it with its routing rules (tool id + `command`, batches) and
@@ -194,14 +211,16 @@ pub trait ToolCallingProtocol: Send + Sync {
     fn resolve(
         &self,
         request: &ParsedToolRequest,
+        turn: &TurnState,
         catalog: &ToolCatalog,
     ) -> Vec<Result<Invocation, ToolError>> {
-        let _ = catalog;
+        let _ = (turn, catalog);
         vec![Ok(Invocation::exact(request))]
     }
 
     /// The messages that carry `results` back to the model, one result per request in
-    /// request order: for VCP one text message of result blocks, for a native protocol
-    /// the provider's result messages matched to each call by id.
-    fn result_messages(&self, results: &[ToolExecutionResult]) -> Vec<Message>;
+    /// request order, written for the turn they answer (`turn`): for VCP one text
+    /// message of result blocks, for a native protocol the provider's result messages
+    /// matched to each call by id.
+    fn result_messages(&self, results: &[ToolExecutionResult], turn: &TurnState) -> Vec<Message>;
 }

@@ -27,7 +27,7 @@
 //!     registry.register(server.tool_spec().await?)?;
 //!     let engine = Engine::new(Arc::new(registry));
 //!     let reply = "<<<[TOOL_REQUEST]>>>\ntool_name:「始」everything_get-sum「末」,\na:「始」2「末」,\nb:「始」40「末」\n<<<[END_TOOL_REQUEST]>>>";
-//!     let cycle = engine.process_tool_call_cycle(reply, &ExecutionContext::default()).await?;
+//!     let cycle = engine.run_turn(reply, &ExecutionContext::default()).await?;
 //!     assert_eq!(cycle.execution_results[0].result, "The sum of 2 and 40 is 42.");
 //!     Ok(())
 //! }

@@ -205,7 +205,7 @@ pub async fn converse(engine: &Engine, n: usize) -> (Conversation, LoopOutcome) 
     let mut conversation = Conversation::with_id(format!("c{n}"));
     conversation.push(Message::user(format!("conversation {n}")));
     let outcome = engine
-        .run_conversation_streamed(&StreamingModel, &mut conversation, &context(n), |_| {})
+        .run_conversation_streamed(&StreamingModel, &mut conversation, &context(n))
         .await
         .unwrap_or_else(|e| panic!("conversation {n}: {e}"));
     (conversation, outcome)

@@ -22,7 +22,7 @@
 //! let engine = Engine::new(Arc::new(ToolRegistry::from_inventory()?)).with_protocol(claude.protocol());
 //! let mut conversation = Conversation::new();
 //! conversation.push(Message::user("What is 2 + 40?"));
-//! let outcome = engine.run_conversation_streamed(&claude, &mut conversation, &ExecutionContext::default(), |_| {}).await?;
+//! let outcome = engine.run_conversation_streamed(&claude, &mut conversation, &ExecutionContext::default()).await?;
 //! println!("{}", outcome.final_text());
 //! # Ok(()) }
 //! ```

@@ -12,7 +12,7 @@ use crate::model::{
     AssistantTurn, ContentBlock, FinishReason, Message, ModelRequest, Reasoning, RequestNote, Role, Thinking,
     ToolCall, ToolChoice, ToolResultBlock, TurnDelta,
 };
-use crate::protocol::{IncrementalParser, ParseOutcome, ToolCallingProtocol, ToolDeclarations};
+use crate::protocol::{IncrementalParser, ParseOutcome, ToolCallingProtocol, ToolDeclarations, TurnState};
 use crate::tools::ToolCatalog;
 use crate::{ContentPart, Invocation, ParsedToolRequest, ToolDefinition, ToolError, ToolExecutionResult};
 
@@ -155,13 +155,14 @@ impl ToolCallingProtocol for Anthropic {
         parse_calls(turn, &self.options)
     }
 
-    fn incremental_parser(&self) -> Option<Box<dyn IncrementalParser>> {
-        Some(Box::new(NativeStreamParser::with_options(self.options)))
+    fn stream_parser(&self) -> Box<dyn IncrementalParser + '_> {
+        Box::new(NativeStreamParser::with_options(self.options))
     }
 
     fn resolve(
         &self,
         request: &ParsedToolRequest,
+        _turn: &TurnState,
         catalog: &ToolCatalog,
     ) -> Vec<Result<Invocation, ToolError>> {
         let method = resolve_wire_name(&request.tool_name, catalog, NameRule::Strict)
@@ -170,7 +171,7 @@ impl ToolCallingProtocol for Anthropic {
     }
 
     /// One message holding a result block per call, in call order.
-    fn result_messages(&self, results: &[ToolExecutionResult]) -> Vec<Message> {
+    fn result_messages(&self, results: &[ToolExecutionResult], _turn: &TurnState) -> Vec<Message> {
         if results.is_empty() {
             return Vec::new();
         }

@@ -116,7 +116,7 @@ pub(crate) fn parse_calls(turn: &AssistantTurn, options: &NativeOptions) -> Pars
             )
         })
         .collect();
-    ParseOutcome::new(requests, diagnostics)
+    ParseOutcome::new(requests, diagnostics).with_normal_text(turn.text())
 }
 
 /// Reads a native turn as its deltas arrive: text is reported at once, and each call as

@@ -13,7 +13,7 @@ use crate::model::{
     AssistantTurn, ContentBlock, Effort, FinishReason, Message, ModelRequest, Reasoning, Role, Thinking,
     ToolCall, ToolChoice, ToolResultBlock, TurnDelta,
 };
-use crate::protocol::{IncrementalParser, ParseOutcome, ToolCallingProtocol, ToolDeclarations};
+use crate::protocol::{IncrementalParser, ParseOutcome, ToolCallingProtocol, ToolDeclarations, TurnState};
 use crate::tools::ToolCatalog;
 use crate::{ContentPart, Invocation, ParsedToolRequest, ToolDefinition, ToolError, ToolExecutionResult};
 
@@ -149,13 +149,14 @@ impl ToolCallingProtocol for Gemini {
         parse_calls(turn, &self.options)
     }
 
-    fn incremental_parser(&self) -> Option<Box<dyn IncrementalParser>> {
-        Some(Box::new(NativeStreamParser::with_options(self.options)))
+    fn stream_parser(&self) -> Box<dyn IncrementalParser + '_> {
+        Box::new(NativeStreamParser::with_options(self.options))
     }
 
     fn resolve(
         &self,
         request: &ParsedToolRequest,
+        _turn: &TurnState,
         catalog: &ToolCatalog,
     ) -> Vec<Result<Invocation, ToolError>> {
         let method = resolve_wire_name(&request.tool_name, catalog, NameRule::Gemini)
@@ -164,7 +165,7 @@ impl ToolCallingProtocol for Gemini {
     }
 
     /// One user turn of `functionResponse` parts, one per call.
-    fn result_messages(&self, results: &[ToolExecutionResult]) -> Vec<Message> {
+    fn result_messages(&self, results: &[ToolExecutionResult], _turn: &TurnState) -> Vec<Message> {
         if results.is_empty() {
             return Vec::new();
         }

@@ -14,7 +14,7 @@ use crate::model::{
     AssistantTurn, ContentBlock, Effort, FinishReason, Message, ModelRequest, RequestNote, Role, Thinking,
     ToolCall, ToolChoice, ToolResultBlock, TurnDelta,
 };
-use crate::protocol::{IncrementalParser, ParseOutcome, ToolCallingProtocol, ToolDeclarations};
+use crate::protocol::{IncrementalParser, ParseOutcome, ToolCallingProtocol, ToolDeclarations, TurnState};
 use crate::tools::ToolCatalog;
 use crate::{ContentPart, Invocation, ParsedToolRequest, ToolDefinition, ToolError, ToolExecutionResult};
 
@@ -126,13 +126,14 @@ impl ToolCallingProtocol for OpenAiChat {
         parse_calls(turn, &self.options)
     }
 
-    fn incremental_parser(&self) -> Option<Box<dyn IncrementalParser>> {
-        Some(Box::new(NativeStreamParser::with_options(self.options)))
+    fn stream_parser(&self) -> Box<dyn IncrementalParser + '_> {
+        Box::new(NativeStreamParser::with_options(self.options))
     }
 
     fn resolve(
         &self,
         request: &ParsedToolRequest,
+        _turn: &TurnState,
         catalog: &ToolCatalog,
     ) -> Vec<Result<Invocation, ToolError>> {
         let method = resolve_wire_name(&request.tool_name, catalog, NameRule::Strict)
@@ -141,7 +142,7 @@ impl ToolCallingProtocol for OpenAiChat {
     }
 
     /// One `tool` message per result, each with one result block for its call.
-    fn result_messages(&self, results: &[ToolExecutionResult]) -> Vec<Message> {
+    fn result_messages(&self, results: &[ToolExecutionResult], _turn: &TurnState) -> Vec<Message> {
         results
             .iter()
             .map(|result| {

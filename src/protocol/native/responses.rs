@@ -14,7 +14,7 @@ use crate::model::{
     AssistantTurn, ContentBlock, FinishReason, Message, ModelRequest, Reasoning, RequestNote, Role, Thinking,
     ToolCall, ToolChoice, ToolResultBlock, TurnDelta,
 };
-use crate::protocol::{IncrementalParser, ParseOutcome, ToolCallingProtocol, ToolDeclarations};
+use crate::protocol::{IncrementalParser, ParseOutcome, ToolCallingProtocol, ToolDeclarations, TurnState};
 use crate::tools::ToolCatalog;
 use crate::{Invocation, ParsedToolRequest, ToolDefinition, ToolError, ToolExecutionResult};
 
@@ -134,13 +134,14 @@ impl ToolCallingProtocol for OpenAiResponses {
         parse_calls(turn, &self.options)
     }
 
-    fn incremental_parser(&self) -> Option<Box<dyn IncrementalParser>> {
-        Some(Box::new(NativeStreamParser::with_options(self.options)))
+    fn stream_parser(&self) -> Box<dyn IncrementalParser + '_> {
+        Box::new(NativeStreamParser::with_options(self.options))
     }
 
     fn resolve(
         &self,
         request: &ParsedToolRequest,
+        _turn: &TurnState,
         catalog: &ToolCatalog,
     ) -> Vec<Result<Invocation, ToolError>> {
         let method = resolve_wire_name(&request.tool_name, catalog, NameRule::Strict)
@@ -149,7 +150,7 @@ impl ToolCallingProtocol for OpenAiResponses {
     }
 
     /// One message per result (each a `function_call_output` item on the wire).
-    fn result_messages(&self, results: &[ToolExecutionResult]) -> Vec<Message> {
+    fn result_messages(&self, results: &[ToolExecutionResult], _turn: &TurnState) -> Vec<Message> {
         results
             .iter()
             .map(|result| {

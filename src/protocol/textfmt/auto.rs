@@ -1,9 +1,6 @@
 //! `auto`: recognises which text protocol a reply uses (VCP or one of the open-model
 //! formats) from the reply itself, and reads it with that protocol.
 
-use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, Mutex};
-
 use super::deepseek::{CALL_BEGIN as DS_CALL, CALLS_BEGIN as DS_CALLS};
 use super::escape::neutralize_tokens;
 use super::hermes::OPEN as TOOL_CALL;
@@ -11,11 +8,12 @@ use super::kimi_k2::SECTION as KIMI;
 use super::llama3::TAG as PYTHON_TAG;
 use super::mistral::TOKEN as MISTRAL;
 use super::pythonic::{START as PYTHON_START, list_starts};
-use super::{ParsedReply, TextFormat, TextFormatOptions, TextFormatProtocol, TextFormatStreamParser};
+use super::{TextFormat, TextFormatOptions, TextFormatProtocol};
 use crate::model::{AssistantTurn, Message, TurnDelta};
-use crate::protocol::vcp::{VcpProtocol, VcpStreamParser};
+use crate::protocol::vcp::VcpProtocol;
 use crate::protocol::{
     IncrementalParser, ParseOutcome, StreamCollector, StreamEvent, ToolCallingProtocol, ToolDeclarations,
+    TurnState,
 };
 use crate::request::Invocation;
 use crate::tools::ToolCatalog;
@@ -48,6 +46,29 @@ impl Detected {
             Detected::Vcp => "vcp",
             Detected::Format(format) => format.id(),
         }
+    }
+
+    /// The protocol of id `id` (`vcp`, or a format's id), if `auto` reads it.
+    ///
+    /// ```
+    /// use tool_calling::protocol::textfmt::{Detected, TextFormat};
+    /// assert_eq!(Detected::from_id("mistral"), Some(Detected::Format(TextFormat::Mistral)));
+    /// assert_eq!(Detected::from_id("vcp"), Some(Detected::Vcp));
+    /// assert_eq!(Detected::from_id("smoke-signals"), None);
+    /// ```
+    pub fn from_id(id: &str) -> Option<Detected> {
+        if id == "vcp" { Some(Detected::Vcp) } else { TextFormat::from_id(id).map(Detected::Format) }
+    }
+
+    /// What a turn written in this protocol tells the resolving and writing steps.
+    fn state(self) -> TurnState {
+        TurnState::dialect(self.id())
+    }
+
+    /// The protocol a turn was read in, from its state: VCP when it says nothing (a reply
+    /// without markup has no requests to answer).
+    fn of(state: &TurnState) -> Detected {
+        state.dialect.as_deref().and_then(Detected::from_id).unwrap_or(Detected::Vcp)
     }
 }
 
@@ -291,31 +312,11 @@ fn deepseek_version(text: &str, at: usize, at_end: bool) -> Option<Detected> {
     }
 }
 
-/// Which format each recent request was read in, so results go back in it. Bounded.
-#[derive(Debug, Default)]
-struct Memory {
-    by_id: HashMap<String, Detected>,
-    order: VecDeque<String>,
-}
-
-const MEMORY: usize = 4096;
-
-impl Memory {
-    fn note(&mut self, id: &str, detected: Detected) {
-        if self.by_id.insert(id.to_string(), detected).is_none() {
-            self.order.push_back(id.to_string());
-            while self.order.len() > MEMORY {
-                if let Some(old) = self.order.pop_front() {
-                    self.by_id.remove(&old);
-                }
-            }
-        }
-    }
-}
-
 /// The `auto` protocol: reads a reply in whichever text protocol it uses, VCP or one of
 /// the [`TextFormat`]s, deciding as soon as the text decides it (streaming included),
-/// and answers each request's results in the protocol it was read in.
+/// and answers each turn's results in the protocol it was read in. It keeps no memory
+/// between turns: the protocol a turn was read in travels with the turn, as its
+/// [`TurnState`], so one `AutoProtocol` serves any number of conversations at once.
 ///
 /// Text before the first markup is normal text in every protocol, so it is reported
 /// before the decision; a `<think>` block decides nothing. Markers that several formats
@@ -332,8 +333,8 @@ impl Memory {
 /// let auto = AutoProtocol::new();
 /// let reply = "Sure.\n[TOOL_CALLS][{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}]";
 /// assert_eq!(AutoProtocol::detect(reply), Some(Detected::Format(TextFormat::Mistral)));
-/// let (detected, parsed) = auto.parse(reply);
-/// assert_eq!(detected, Some(Detected::Format(TextFormat::Mistral)));
+/// let parsed = auto.parse(reply);
+/// assert_eq!(parsed.state.dialect.as_deref(), Some("mistral"));
 /// assert_eq!(parsed.requests[0].tool_name, "get_weather");
 /// assert_eq!(parsed.normal_text, "Sure.\n");
 /// ```
@@ -342,7 +343,6 @@ pub struct AutoProtocol {
     vcp: VcpProtocol,
     options: TextFormatOptions,
     prompt: Detected,
-    memory: Arc<Mutex<Memory>>,
 }
 
 impl Default for AutoProtocol {
@@ -358,7 +358,6 @@ impl AutoProtocol {
             vcp: VcpProtocol::default(),
             options: TextFormatOptions::default(),
             prompt: Detected::Vcp,
-            memory: Arc::default(),
         }
     }
 
@@ -399,20 +398,17 @@ impl AutoProtocol {
         }
     }
 
-    /// Reads a whole reply: the protocol found (if any), the requests and normal text.
-    pub fn parse(&self, text: &str) -> (Option<Detected>, ParsedReply) {
+    /// Reads a whole reply: the requests, diagnostics and normal text, and in its
+    /// [`state`](ParseOutcome::state) the protocol found (none when the reply holds no
+    /// markup).
+    pub fn parse(&self, text: &str) -> ParseOutcome {
         let mut parser = self.stream_parser();
         let mut events = Vec::new();
         parser.push_text(text, &mut events);
         parser.finish(&mut events);
         let mut collector = StreamCollector::new();
         collector.extend(events);
-        let normal_text = collector.prose().to_string();
-        let outcome = collector.into_outcome();
-        (
-            parser.detected(),
-            ParsedReply { requests: outcome.requests, diagnostics: outcome.diagnostics, normal_text },
-        )
+        collector.into_outcome()
     }
 
     /// A parser for a reply that streams in.
@@ -420,7 +416,6 @@ impl AutoProtocol {
         AutoStreamParser {
             vcp: self.vcp.clone(),
             options: self.options,
-            memory: self.memory.clone(),
             detector: Detector::new(),
             buffer: String::new(),
             base: 0,
@@ -428,10 +423,6 @@ impl AutoProtocol {
             inner: None,
             finished: false,
         }
-    }
-
-    fn detected_for(&self, request_id: &str) -> Detected {
-        self.memory.lock().ok().and_then(|m| m.by_id.get(request_id).copied()).unwrap_or(Detected::Vcp)
     }
 }
 
@@ -448,54 +439,62 @@ impl ToolCallingProtocol for AutoProtocol {
     }
 
     fn parse_turn(&self, turn: &AssistantTurn) -> ParseOutcome {
-        self.parse(&turn.text()).1.into_outcome()
+        self.parse(&turn.text())
     }
 
-    fn parse_text(&self, text: &str) -> ParseOutcome {
-        self.parse(text).1.into_outcome()
+    fn stream_parser(&self) -> Box<dyn IncrementalParser + '_> {
+        Box::new(AutoProtocol::stream_parser(self))
     }
 
-    fn incremental_parser(&self) -> Option<Box<dyn IncrementalParser>> {
-        Some(Box::new(self.stream_parser()))
-    }
-
+    /// Resolves with the rules of the protocol the turn was read in.
     fn resolve(
         &self,
         request: &crate::ParsedToolRequest,
+        turn: &TurnState,
         catalog: &ToolCatalog,
     ) -> Vec<Result<Invocation, ToolError>> {
-        match self.detected_for(&request.request_id) {
-            Detected::Vcp => self.vcp.resolve(request, catalog),
+        match Detected::of(turn) {
+            Detected::Vcp => self.vcp.resolve(request, turn, catalog),
             Detected::Format(_) => vec![Ok(super::typed_invocation(request, catalog))],
         }
     }
 
-    fn result_messages(&self, results: &[ToolExecutionResult]) -> Vec<Message> {
-        let detected = results.first().map_or(Detected::Vcp, |r| self.detected_for(&r.request_id));
-        match detected {
+    /// Writes the results in the protocol the turn was read in.
+    fn result_messages(&self, results: &[ToolExecutionResult], turn: &TurnState) -> Vec<Message> {
+        match Detected::of(turn) {
             // `auto` reads every format, so VCP result blocks must not hold any format's
             // markup either; the results kept on the message stay as the tools gave them.
             Detected::Vcp if !results.is_empty() => {
-                let safe: Vec<ToolExecutionResult> = results
-                    .iter()
-                    .map(|r| ToolExecutionResult {
-                        result: neutralize_tokens(&r.result).into_owned(),
-                        ..r.clone()
-                    })
-                    .collect();
-                vec![Message::tool(self.vcp.format_results(&safe)).with_tool_results(results.iter().cloned())]
+                let safe: Vec<ToolExecutionResult> = results.iter().map(neutralized).collect();
+                let text = crate::protocol::vcp::format_results(&safe);
+                vec![Message::tool(text).with_tool_results(results.iter().cloned())]
             }
             Detected::Vcp => Vec::new(),
-            Detected::Format(format) => TextFormatProtocol::new(format).result_messages(results),
+            Detected::Format(format) => TextFormatProtocol::new(format).result_messages(results, turn),
         }
     }
 }
 
-/// The parser a decision hands the rest of the reply to.
-#[derive(Debug)]
-enum Inner {
-    Vcp(Box<VcpStreamParser>, Detected),
-    Format(Box<TextFormatStreamParser>, Detected),
+/// `result` with no format's markup in its text, nor in its calls' (the parts a protocol
+/// writes from).
+fn neutralized(result: &ToolExecutionResult) -> ToolExecutionResult {
+    ToolExecutionResult {
+        result: neutralize_tokens(&result.result).into_owned(),
+        calls: result.calls.iter().map(neutralized).collect(),
+        ..result.clone()
+    }
+}
+
+/// The parser a decision hands the rest of the reply to, and the protocol it reads.
+struct Inner {
+    parser: Box<dyn IncrementalParser>,
+    detected: Detected,
+}
+
+impl std::fmt::Debug for Inner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Inner").field("detected", &self.detected).finish_non_exhaustive()
+    }
 }
 
 /// Reads a reply with [`AutoProtocol`] as it streams in: normal text until the first
@@ -517,7 +516,6 @@ enum Inner {
 pub struct AutoStreamParser {
     vcp: VcpProtocol,
     options: TextFormatOptions,
-    memory: Arc<Mutex<Memory>>,
     detector: Detector,
     /// The reply until a decision (from offset `base` on).
     buffer: String,
@@ -533,9 +531,7 @@ pub struct AutoStreamParser {
 impl AutoStreamParser {
     /// The protocol decided so far.
     pub fn detected(&self) -> Option<Detected> {
-        self.inner.as_ref().map(|(inner, _)| match inner {
-            Inner::Vcp(_, d) | Inner::Format(_, d) => *d,
-        })
+        self.inner.as_ref().map(|(inner, _)| inner.detected)
     }
 
     fn decide(&mut self, at_end: bool, events: &mut Vec<StreamEvent>) {
@@ -553,13 +549,14 @@ impl AutoStreamParser {
             }
             Step::Decided(detected, at) => {
                 self.prose(at, events);
-                let inner = match detected {
-                    Detected::Vcp => Inner::Vcp(Box::new(self.vcp.stream_parser()), detected),
-                    Detected::Format(format) => Inner::Format(
-                        Box::new(TextFormatProtocol::new(format).with_options(self.options).stream_parser()),
-                        detected,
-                    ),
+                events.push(StreamEvent::TurnState(detected.state()));
+                let parser: Box<dyn IncrementalParser> = match detected {
+                    Detected::Vcp => Box::new(self.vcp.stream_parser()),
+                    Detected::Format(format) => {
+                        Box::new(TextFormatProtocol::new(format).with_options(self.options).stream_parser())
+                    }
                 };
+                let inner = Inner { parser, detected };
                 self.inner = Some((inner, self.base + at));
                 let rest = self.buffer.get(at..).unwrap_or_default().to_string();
                 self.buffer = String::new();
@@ -578,55 +575,38 @@ impl AutoStreamParser {
         }
     }
 
-    /// Feeds the chosen parser; shifts its offsets into the reply's; remembers ids.
+    /// Feeds the chosen parser; shifts its offsets into the reply's.
     fn forward(&mut self, text: &str, events: &mut Vec<StreamEvent>) {
         let Some((inner, base)) = self.inner.as_mut() else { return };
         let base = *base;
         let mut inner_events = Vec::new();
-        let detected = match inner {
-            Inner::Vcp(parser, d) => {
-                parser.push_text(text, &mut inner_events);
-                *d
-            }
-            Inner::Format(parser, d) => {
-                parser.push_text(text, &mut inner_events);
-                *d
-            }
-        };
-        self.relay(inner_events, base, detected, events);
+        inner.parser.push_text(text, &mut inner_events);
+        relay(inner_events, base, events);
     }
+}
 
-    fn relay(
-        &self,
-        inner_events: Vec<StreamEvent>,
-        base: usize,
-        detected: Detected,
-        events: &mut Vec<StreamEvent>,
-    ) {
-        let shift = |span: Span| Span::new(span.start + base, span.end + base);
-        for event in inner_events {
-            events.push(match event {
-                StreamEvent::Text { text, span } => StreamEvent::Text { text, span: shift(span) },
-                StreamEvent::RequestStarted { offset } => {
-                    StreamEvent::RequestStarted { offset: offset + base }
-                }
-                StreamEvent::FieldCompleted { key, value, closed, span } => {
-                    StreamEvent::FieldCompleted { key, value, closed, span: shift(span) }
-                }
-                StreamEvent::RequestCompleted(mut request) => {
-                    request.span = shift(request.span);
-                    if let Ok(mut memory) = self.memory.lock() {
-                        memory.note(&request.request_id, detected);
-                    }
-                    StreamEvent::RequestCompleted(request)
-                }
-                StreamEvent::BlockDiscarded { span } => StreamEvent::BlockDiscarded { span: shift(span) },
-                StreamEvent::Diagnostic(mut diagnostic) => {
-                    diagnostic.span = shift(diagnostic.span);
-                    StreamEvent::Diagnostic(diagnostic)
-                }
-            });
-        }
+/// Passes the chosen parser's events on, their offsets shifted by `base` (where its text
+/// begins in the reply).
+fn relay(inner_events: Vec<StreamEvent>, base: usize, events: &mut Vec<StreamEvent>) {
+    let shift = |span: Span| Span::new(span.start + base, span.end + base);
+    for event in inner_events {
+        events.push(match event {
+            StreamEvent::Text { text, span } => StreamEvent::Text { text, span: shift(span) },
+            StreamEvent::RequestStarted { offset } => StreamEvent::RequestStarted { offset: offset + base },
+            StreamEvent::FieldCompleted { key, value, closed, span } => {
+                StreamEvent::FieldCompleted { key, value, closed, span: shift(span) }
+            }
+            StreamEvent::RequestCompleted(mut request) => {
+                request.span = shift(request.span);
+                StreamEvent::RequestCompleted(request)
+            }
+            StreamEvent::BlockDiscarded { span } => StreamEvent::BlockDiscarded { span: shift(span) },
+            StreamEvent::Diagnostic(mut diagnostic) => {
+                diagnostic.span = shift(diagnostic.span);
+                StreamEvent::Diagnostic(diagnostic)
+            }
+            StreamEvent::TurnState(state) => StreamEvent::TurnState(state),
+        });
     }
 }
 
@@ -660,16 +640,7 @@ impl IncrementalParser for AutoStreamParser {
         let Some((inner, base)) = self.inner.as_mut() else { return };
         let base = *base;
         let mut inner_events = Vec::new();
-        let detected = match inner {
-            Inner::Vcp(parser, d) => {
-                parser.finish(&mut inner_events);
-                *d
-            }
-            Inner::Format(parser, d) => {
-                parser.finish(&mut inner_events);
-                *d
-            }
-        };
-        self.relay(inner_events, base, detected, events);
+        inner.parser.finish(&mut inner_events);
+        relay(inner_events, base, events);
     }
 }

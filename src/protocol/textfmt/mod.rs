@@ -82,7 +82,7 @@ use super::events::sort_diagnostics;
 use super::ids::IdAssigner;
 use super::{
     Diagnostic, DiagnosticKind, IncrementalParser, ParseOutcome, RequestIdStyle, StreamEvent,
-    ToolCallingProtocol, ToolDeclarations,
+    ToolCallingProtocol, ToolDeclarations, TurnState,
 };
 use super::{floor_prefix, reply_too_long};
 use crate::model::{AssistantTurn, Message, TurnDelta};
@@ -324,36 +324,6 @@ impl TextFormatOptions {
     }
 }
 
-/// A reply read by a text format: the requests, what was noticed, and the normal text.
-///
-/// ```
-/// use tool_calling::protocol::textfmt::{TextFormat, TextFormatProtocol};
-/// let reply = r#"Two calls.<tool_call>{"name": "a", "arguments": {}}</tool_call><tool_call>{"name": "b""#;
-/// let parsed = TextFormatProtocol::new(TextFormat::Hermes).parse(reply);
-/// assert_eq!(parsed.normal_text, "Two calls.");
-/// assert!(parsed.requests[0].complete);
-/// assert!(!parsed.requests[1].complete, "the second call was never closed");
-/// assert!(!parsed.diagnostics.is_empty());
-/// assert_eq!(parsed.into_outcome().requests.len(), 2);
-/// ```
-#[derive(Debug, Clone, PartialEq, Default)]
-#[non_exhaustive]
-pub struct ParsedReply {
-    /// The calls, in order, complete or not.
-    pub requests: Vec<ParsedToolRequest>,
-    /// What the parser noticed (damaged or unclosed calls), by offset.
-    pub diagnostics: Vec<Diagnostic>,
-    /// Everything that is not call markup, in order.
-    pub normal_text: String,
-}
-
-impl ParsedReply {
-    /// The requests and diagnostics as a [`ParseOutcome`].
-    pub fn into_outcome(self) -> ParseOutcome {
-        ParseOutcome::new(self.requests, self.diagnostics)
-    }
-}
-
 /// One of the [`TextFormat`]s as a [`ToolCallingProtocol`].
 ///
 /// ```
@@ -390,8 +360,19 @@ impl TextFormatProtocol {
         self.format
     }
 
-    /// Reads a whole reply.
-    pub fn parse(&self, text: &str) -> ParsedReply {
+    /// Reads a whole reply: the requests, what was noticed (damaged or unclosed calls)
+    /// and the normal text (everything that is not call markup).
+    ///
+    /// ```
+    /// use tool_calling::protocol::textfmt::{TextFormat, TextFormatProtocol};
+    /// let reply = r#"Two calls.<tool_call>{"name": "a", "arguments": {}}</tool_call><tool_call>{"name": "b""#;
+    /// let parsed = TextFormatProtocol::new(TextFormat::Hermes).parse(reply);
+    /// assert_eq!(parsed.normal_text, "Two calls.");
+    /// assert!(parsed.requests[0].complete);
+    /// assert!(!parsed.requests[1].complete, "the second call was never closed");
+    /// assert!(!parsed.diagnostics.is_empty());
+    /// ```
+    pub fn parse(&self, text: &str) -> ParseOutcome {
         let mut sink = Collect::new(self.options.request_ids);
         let max = self.options.max_reply_bytes;
         let read = floor_prefix(text, max);
@@ -422,26 +403,24 @@ impl ToolCallingProtocol for TextFormatProtocol {
     }
 
     fn parse_turn(&self, turn: &AssistantTurn) -> ParseOutcome {
-        self.parse(&turn.text()).into_outcome()
+        self.parse(&turn.text())
     }
 
-    fn parse_text(&self, text: &str) -> ParseOutcome {
-        self.parse(text).into_outcome()
+    fn stream_parser(&self) -> Box<dyn IncrementalParser + '_> {
+        Box::new(TextFormatProtocol::stream_parser(self))
     }
 
-    fn incremental_parser(&self) -> Option<Box<dyn IncrementalParser>> {
-        Some(Box::new(self.stream_parser()))
-    }
-
+    /// The call the request names, its text arguments typed by the method's schema.
     fn resolve(
         &self,
         request: &ParsedToolRequest,
+        _turn: &TurnState,
         catalog: &ToolCatalog,
     ) -> Vec<Result<Invocation, ToolError>> {
         vec![Ok(typed_invocation(request, catalog))]
     }
 
-    fn result_messages(&self, results: &[ToolExecutionResult]) -> Vec<Message> {
+    fn result_messages(&self, results: &[ToolExecutionResult], _turn: &TurnState) -> Vec<Message> {
         prompt::result_messages(self.format, results)
     }
 }
@@ -502,15 +481,15 @@ fn to_request(
 /// The one-shot sink: requests, diagnostics and normal text.
 struct Collect {
     ids: IdAssigner,
-    reply: ParsedReply,
+    reply: ParseOutcome,
 }
 
 impl Collect {
     fn new(style: RequestIdStyle) -> Self {
-        Collect { ids: IdAssigner::new(style), reply: ParsedReply::default() }
+        Collect { ids: IdAssigner::new(style), reply: ParseOutcome::default() }
     }
 
-    fn finish(mut self) -> ParsedReply {
+    fn finish(mut self) -> ParseOutcome {
         sort_diagnostics(&mut self.reply.diagnostics);
         self.reply
     }

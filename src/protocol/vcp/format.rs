@@ -208,6 +208,26 @@ where
     Ok(out)
 }
 
+/// The result of a batch request (several calls): a JSON array with each call's
+/// position from 1, method, status, error kind on failure, and text.
+fn batch_text(result: &ToolExecutionResult) -> Cow<'static, str> {
+    let calls: Vec<serde_json::Value> = result
+        .calls
+        .iter()
+        .enumerate()
+        .map(|(i, call)| match call.error_kind {
+            None => serde_json::json!({
+                "index": i + 1, "tool_name": call.tool_name, "status": "success", "result": call.result
+            }),
+            Some(kind) => serde_json::json!({
+                "index": i + 1, "tool_name": call.tool_name, "status": "error", "error_kind": kind.as_str(),
+                "result": call.result
+            }),
+        })
+        .collect();
+    Cow::Owned(serde_json::Value::Array(calls).to_string())
+}
+
 pub(crate) fn format_results(results: &[ToolExecutionResult]) -> String {
     let mut out = String::new();
     for (i, result) in results.iter().enumerate() {
@@ -222,7 +242,9 @@ pub(crate) fn format_results(results: &[ToolExecutionResult]) -> String {
             write_field(&mut out, "error_kind", kind.as_str(), false);
         }
         write_field(&mut out, "duration_ms", &result.duration_ms.to_string(), false);
-        let _ = writeln!(out, "result:「始ESCAPE」{}「末ESCAPE」", neutralize_markers(&result.result));
+        let text =
+            if result.calls.is_empty() { Cow::Borrowed(result.result.as_str()) } else { batch_text(result) };
+        let _ = writeln!(out, "result:「始ESCAPE」{}「末ESCAPE」", neutralize_markers(&text));
         out.push_str("<<<[END_TOOL_RESULT]>>>\n");
     }
     out

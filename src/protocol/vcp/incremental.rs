@@ -129,22 +129,6 @@ impl VcpStreamParser {
         self.src.text().len() + self.raw.len() + self.deferred.len()
     }
 
-    /// Feeds the next chunk and returns the events it decides. Same as
-    /// [`IncrementalParser::push_text`], with a new vector.
-    pub fn push_str(&mut self, chunk: &str) -> Vec<StreamEvent> {
-        let mut events = Vec::new();
-        self.push_text(chunk, &mut events);
-        events
-    }
-
-    /// Ends the text and returns the remaining events. Same as
-    /// [`IncrementalParser::finish`], with a new vector.
-    pub fn end(&mut self) -> Vec<StreamEvent> {
-        let mut events = Vec::new();
-        self.finish(&mut events);
-        events
-    }
-
     /// Passes newly decided input text on to the cleaned text.
     fn filter(&mut self, last: bool) {
         let VcpStreamParser { src, filter, raw, raw_base, .. } = self;

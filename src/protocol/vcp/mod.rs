@@ -34,11 +34,12 @@ mod scanner;
 mod view;
 mod visible;
 
+pub(crate) use format::format_results;
 pub use format::{FormatError, neutralize_markers};
 pub use incremental::VcpStreamParser;
 pub use limits::VcpLimits;
 pub use prompt::{Language, VcpTemplates};
-pub use routing::{CONTROL_KEYS, RouteError, RoutedCall, command_alias, command_alias_config, route};
+pub use routing::{CONTROL_KEYS, RouteError, command_alias, command_alias_config, route};
 pub use view::{FieldView, ParseView, RequestView, ViewEvent, ViewEvents};
 
 use std::sync::Arc;
@@ -47,7 +48,7 @@ use crate::Span;
 pub use crate::protocol::RequestIdStyle;
 
 use crate::model::{AssistantTurn, Message};
-use crate::protocol::{IncrementalParser, ToolDeclarations};
+use crate::protocol::{IncrementalParser, ToolDeclarations, TurnState};
 use crate::tools::ToolCatalog;
 use crate::{
     Invocation, ParseOutcome, ParsedToolRequest, ToolCallingProtocol, ToolDefinition, ToolError,
@@ -200,11 +201,12 @@ impl VcpProtocol {
         &self.templates
     }
 
-    /// Parses every request block in `text`. Same as
-    /// [`parse_text`](ToolCallingProtocol::parse_text); the owned form of
-    /// [`parse_view`](Self::parse_view).
+    /// Parses every request block in `text`, with the normal text around them: the
+    /// owned form of [`parse_view`](Self::parse_view), and what
+    /// [`parse_turn`](ToolCallingProtocol::parse_turn) returns for a turn of this text.
     pub fn parse(&self, text: &str) -> ParseOutcome {
-        self.parse_view(text).into_owned()
+        let (view, normal_text) = scanner::parse_view(text, &self.options, Arc::clone(&self.templates), true);
+        view.into_owned().with_normal_text(normal_text)
     }
 
     /// The pull parser: the requests and diagnostics of `text` one at a time, each
@@ -245,7 +247,7 @@ impl VcpProtocol {
     /// assert_eq!(owned.requests[0].args["b"], "40");
     /// ```
     pub fn parse_view<'a>(&self, text: &'a str) -> ParseView<'a> {
-        scanner::parse_view(text, &self.options, Arc::clone(&self.templates))
+        scanner::parse_view(text, &self.options, Arc::clone(&self.templates), false).0
     }
 
     /// The parts of `text` this parser does not read requests in: reasoning
@@ -315,19 +317,6 @@ impl VcpProtocol {
     {
         format::format_request(tool_name, args)
     }
-
-    /// Writes result blocks; tool output is neutralised so that it can never close its
-    /// block or forge a request. Same as
-    /// the text of [`result_messages`](ToolCallingProtocol::result_messages).
-    pub fn format_results(&self, results: &[ToolExecutionResult]) -> String {
-        format::format_results(results)
-    }
-
-    /// Writes the definitions prompt. Same as
-    /// the prompt of [`tool_declarations`](ToolCallingProtocol::tool_declarations).
-    pub fn generate_definitions(&self, tools: &[ToolDefinition]) -> String {
-        prompt::generate(tools, &self.templates)
-    }
 }
 
 impl ToolCallingProtocol for VcpProtocol {
@@ -335,11 +324,13 @@ impl ToolCallingProtocol for VcpProtocol {
         &self.id
     }
 
+    /// The definitions prompt: a preamble that teaches the request syntax, then one
+    /// definition block per method (nothing when no tool is offered).
     fn tool_declarations(&self, tools: &[ToolDefinition]) -> ToolDeclarations {
         if tools.is_empty() {
             return ToolDeclarations::Prompt(String::new());
         }
-        ToolDeclarations::Prompt(self.generate_definitions(tools))
+        ToolDeclarations::Prompt(prompt::generate(tools, &self.templates))
     }
 
     /// Reads the turn's text (its text blocks joined); native tool calls in the turn are
@@ -348,12 +339,8 @@ impl ToolCallingProtocol for VcpProtocol {
         self.parse(&turn.text())
     }
 
-    fn parse_text(&self, text: &str) -> ParseOutcome {
-        self.parse(text)
-    }
-
-    fn incremental_parser(&self) -> Option<Box<dyn IncrementalParser>> {
-        Some(Box::new(self.stream_parser()))
+    fn stream_parser(&self) -> Box<dyn IncrementalParser + '_> {
+        Box::new(VcpProtocol::stream_parser(self))
     }
 
     /// VCP's routing rules (see [`route`]), with the control keys taken out of the
@@ -361,22 +348,21 @@ impl ToolCallingProtocol for VcpProtocol {
     fn resolve(
         &self,
         request: &ParsedToolRequest,
+        _turn: &TurnState,
         catalog: &ToolCatalog,
     ) -> Vec<Result<Invocation, ToolError>> {
         route(catalog, request)
             .into_iter()
-            .map(|call| {
-                call.map(RoutedCall::into_invocation)
-                    .map_err(|e| ToolError::not_found(e.message(&self.templates)))
-            })
+            .map(|call| call.map_err(|e| ToolError::not_found(e.message(&self.templates))))
             .collect()
     }
 
-    /// One tool message holding every result block, in request order.
-    fn result_messages(&self, results: &[ToolExecutionResult]) -> Vec<Message> {
+    /// One tool message holding every result block, in request order. Tool output is
+    /// neutralised so that it can never close its block or forge a request.
+    fn result_messages(&self, results: &[ToolExecutionResult], _turn: &TurnState) -> Vec<Message> {
         if results.is_empty() {
             return Vec::new();
         }
-        vec![Message::tool(self.format_results(results)).with_tool_results(results.iter().cloned())]
+        vec![Message::tool(format::format_results(results)).with_tool_results(results.iter().cloned())]
     }
 }

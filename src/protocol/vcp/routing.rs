@@ -22,53 +22,11 @@ pub const CONTROL_KEYS: [&str; 4] = ["archery", "ink", "river", "vref"];
 /// The protocol id under which a method's VCP settings are kept.
 const VCP: &str = "vcp";
 
-/// One call a request resolved to.
-///
-/// ```
-/// use tool_calling::protocol::vcp::route;
-/// use tool_calling::tools::{ArgMap, BoxFuture, MethodSpec, ToolOutput, ToolRegistry, ToolSpec};
-/// use tool_calling::{MethodDefinition, ParsedToolRequest};
-///
-/// let handler = |_, _: ArgMap| Box::pin(async { Ok(ToolOutput::Text("ok".into())) }) as BoxFuture<'static, _>;
-/// let add = MethodSpec::new(MethodDefinition::new("add", "Add."), handler);
-/// let registry = ToolRegistry::new();
-/// registry.register(ToolSpec::stateless("calc", "Calculator").with_method(add)).unwrap();
-/// // A batch request: one call per `commandN`, with its own `nameN` arguments.
-/// let request = ParsedToolRequest::new("1", "calc")
-///     .with_arg("command1", "add")
-///     .with_arg("command2", "add")
-///     .with_arg("a2", "5");
-/// let calls = route(&registry.catalog(), &request);
-/// let second = calls[1].as_ref().unwrap();
-/// assert_eq!((second.method.as_str(), second.batch_index), ("calc_add", Some(2)));
-/// assert_eq!(second.args["a"], "5");
-/// ```
-#[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
-pub struct RoutedCall {
-    /// The method's full name, `toolId_methodName` (not yet checked for
-    /// agent-callability).
-    pub method: String,
-    /// The arguments for this call, in the order the model wrote them (routing keys such
-    /// as a consumed `command` or `commandN` removed, batch keys `nameN` renamed `name`,
-    /// control keys removed).
-    pub args: Args,
-    /// The batch index N (from `commandN`) for calls of a batch request; `None` otherwise.
-    pub batch_index: Option<usize>,
-}
-
-impl RoutedCall {
-    /// A call of `method` with `args`, control keys taken out.
-    fn new(method: String, args: &Args, batch_index: Option<usize>) -> Self {
-        let mut args = args.clone();
-        args.retain(|key, _| !CONTROL_KEYS.contains(&key.as_str()));
-        RoutedCall { method, args, batch_index }
-    }
-
-    /// The call as the executor takes it.
-    pub fn into_invocation(self) -> Invocation {
-        Invocation::new(self.method, self.args)
-    }
+/// A call of `method` with `args`, control keys taken out: what the executor runs.
+fn call_of(method: String, args: &Args) -> Invocation {
+    let mut args = args.clone();
+    args.retain(|key, _| !CONTROL_KEYS.contains(&key.as_str()));
+    Invocation::new(method, args)
 }
 
 /// The VCP command alias a method declares (`protocol_config` `"vcp": {"command": …}`).
@@ -327,7 +285,29 @@ impl std::error::Error for RouteError {}
 /// let err = calls[0].as_ref().unwrap_err();
 /// assert!(err.to_string().contains("Did you mean `calc_add`"), "{err}");
 /// ```
-pub fn route(catalog: &ToolCatalog, request: &ParsedToolRequest) -> Vec<Result<RoutedCall, RouteError>> {
+///
+/// A batch request: one call per `commandN`, in ascending order of N, each with its own
+/// `nameN` arguments (renamed `name`) and the shared ones:
+///
+/// ```
+/// use tool_calling::protocol::vcp::route;
+/// use tool_calling::tools::{ArgMap, BoxFuture, MethodSpec, ToolOutput, ToolRegistry, ToolSpec};
+/// use tool_calling::{MethodDefinition, ParsedToolRequest};
+///
+/// let handler = |_, _: ArgMap| Box::pin(async { Ok(ToolOutput::Text("ok".into())) }) as BoxFuture<'static, _>;
+/// let add = MethodSpec::new(MethodDefinition::new("add", "Add."), handler);
+/// let registry = ToolRegistry::new();
+/// registry.register(ToolSpec::stateless("calc", "Calculator").with_method(add)).unwrap();
+/// let request = ParsedToolRequest::new("1", "calc")
+///     .with_arg("command1", "add")
+///     .with_arg("command2", "add")
+///     .with_arg("a2", "5");
+/// let calls = route(&registry.catalog(), &request);
+/// let second = calls[1].as_ref().unwrap();
+/// assert_eq!(second.method, "calc_add");
+/// assert_eq!(second.args["a"], "5");
+/// ```
+pub fn route(catalog: &ToolCatalog, request: &ParsedToolRequest) -> Vec<Result<Invocation, RouteError>> {
     let name = request.tool_name.as_str();
     let args = &request.args;
     if name.trim().is_empty() {
@@ -335,10 +315,10 @@ pub fn route(catalog: &ToolCatalog, request: &ParsedToolRequest) -> Vec<Result<R
     }
     // Rule 1: exact full name, or `toolId_alias`.
     if catalog.method(name).is_some() {
-        return vec![Ok(RoutedCall::new(name.to_string(), args, None))];
+        return vec![Ok(call_of(name.to_string(), args))];
     }
     if let Some(full_name) = qualified_alias(catalog, name) {
-        return vec![Ok(RoutedCall::new(full_name, args, None))];
+        return vec![Ok(call_of(full_name, args))];
     }
     // Rules 2–4: a tool id.
     if let Some(tool) = catalog.tool(name) {
@@ -346,32 +326,30 @@ pub fn route(catalog: &ToolCatalog, request: &ParsedToolRequest) -> Vec<Result<R
     }
     // Rule 1 (tolerance): a bare VCP command alias, unique across the registry.
     if let Some(full_name) = unique_alias(catalog, name) {
-        return vec![Ok(RoutedCall::new(full_name, args, None))];
+        return vec![Ok(call_of(full_name, args))];
     }
     vec![Err(no_match(catalog, name, args))]
 }
 
 /// Rules 2–4 for a request whose `tool_name` is the id of `tool`.
-fn route_tool(tool: &CatalogTool, args: &Args) -> Vec<Result<RoutedCall, RouteError>> {
+fn route_tool(tool: &CatalogTool, args: &Args) -> Vec<Result<Invocation, RouteError>> {
     let mut callable = tool.methods.iter().filter(|m| m.agent_callable);
     let single = match (callable.next(), callable.next()) {
         (Some(only), None) => Some(only),
         _ => None,
     };
-    let call = |method: &CatalogMethod, args: &Args, batch_index: Option<usize>| {
-        RoutedCall::new(tool.full_name(method), args, batch_index)
-    };
+    let call = |method: &CatalogMethod, args: &Args| call_of(tool.full_name(method), args);
 
     if let Some(command) = args.get(COMMAND) {
         // Rule 2.
         if let Some(method) = command.as_str().and_then(|c| find_method(tool, c)) {
             let mut args = args.clone();
             args.shift_remove(COMMAND);
-            return vec![Ok(call(method, &args, None))];
+            return vec![Ok(call(method, &args))];
         }
         // Rule 4: `command` is an ordinary argument of the only method.
         if let Some(method) = single {
-            return vec![Ok(call(method, args, None))];
+            return vec![Ok(call(method, args))];
         }
         return vec![Err(unknown_command(tool, &value_text(command), None))];
     }
@@ -385,14 +363,14 @@ fn route_tool(tool: &CatalogTool, args: &Args) -> Vec<Result<RoutedCall, RouteEr
         return batch
             .iter()
             .map(|(&n, command)| match command.as_str().and_then(|c| find_method(tool, c)) {
-                Some(method) => Ok(call(method, &batch_args(args, &batch, n), Some(n))),
+                Some(method) => Ok(call(method, &batch_args(args, &batch, n))),
                 None => Err(unknown_command(tool, &value_text(command), Some(n))),
             })
             .collect();
     }
     // Rule 4.
     if let Some(method) = single {
-        return vec![Ok(call(method, args, None))];
+        return vec![Ok(call(method, args))];
     }
     vec![Err(RouteError::MissingCommand { tool: tool.tool_id.clone(), available: commands(tool) })]
 }

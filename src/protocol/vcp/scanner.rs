@@ -557,16 +557,24 @@ impl BlockReader {
     }
 }
 
-/// Collects what the one-shot parser returns, borrowing from the input.
+/// Collects what the one-shot parser returns, borrowing from the input, and the normal
+/// text when asked for it.
 struct Collect<'i> {
     input: &'i str,
     requests: Vec<RequestView<'i>>,
     diagnostics: Vec<Diagnostic>,
+    normal_text: Option<String>,
 }
 
 impl<'i> Sink<'i> for Collect<'i> {
     fn input(&self) -> Option<&'i str> {
         Some(self.input)
+    }
+
+    fn text(&mut self, src: &VisibleText<'_>, start: usize, end: usize) {
+        if let (Some(normal), Some(piece)) = (self.normal_text.as_mut(), src.text().get(start..end)) {
+            normal.push_str(piece);
+        }
     }
 
     fn request(&mut self, request: RequestView<'i>) {
@@ -578,20 +586,23 @@ impl<'i> Sink<'i> for Collect<'i> {
     }
 }
 
-/// Parses `text` with `options` (see the module docs), borrowing from it.
+/// Parses `text` with `options` (see the module docs), borrowing from it; with
+/// `normal_text`, also gathers the prose around the blocks (reasoning cut out).
 pub(crate) fn parse_view<'i>(
     text: &'i str,
     options: &VcpOptions,
     templates: Arc<VcpTemplates>,
-) -> ParseView<'i> {
-    let mut sink = Collect { input: text, requests: Vec::new(), diagnostics: Vec::new() };
+    normal_text: bool,
+) -> (ParseView<'i>, String) {
+    let normal_text = normal_text.then(String::new);
+    let mut sink = Collect { input: text, requests: Vec::new(), diagnostics: Vec::new(), normal_text };
     let (src, fences, first) = prepare(text, options);
     sink.diagnostics.extend(first);
     Scanner::new(options, templates).run(&src, fences.as_ref(), true, &mut sink);
-    let Collect { requests, mut diagnostics, .. } = sink;
+    let Collect { requests, mut diagnostics, normal_text, .. } = sink;
     crate::protocol::sort_diagnostics(&mut diagnostics);
     log_parsed(text.len(), requests.len(), &diagnostics);
-    ParseView { requests, diagnostics }
+    (ParseView { requests, diagnostics }, normal_text.unwrap_or_default())
 }
 
 /// The text the scanner reads (the reply up to its length limit, reasoning cut out

@@ -35,7 +35,19 @@ pub struct ParseView<'a> {
 }
 
 impl<'a> ParseView<'a> {
-    /// The owned outcome: what [`VcpProtocol::parse`](super::VcpProtocol::parse) returns.
+    /// The requests and diagnostics, owned. The view does not gather the normal text
+    /// (its cost is a copy of the prose): [`VcpProtocol::parse`](super::VcpProtocol::parse)
+    /// returns the same requests and diagnostics with it.
+    ///
+    /// ```
+    /// use tool_calling::{RequestIdStyle, VcpOptions, VcpProtocol};
+    /// let reply = "Adding.\n<<<[TOOL_REQUEST]>>>\ntool_name:「始」calc_add「末」\n<<<[END_TOOL_REQUEST]>>>";
+    /// let vcp = VcpProtocol::new(VcpOptions::default().request_ids(RequestIdStyle::Sequential));
+    /// let (owned, parsed) = (vcp.parse_view(reply).into_owned(), vcp.parse(reply));
+    /// assert_eq!(owned.requests, parsed.requests);
+    /// assert_eq!(owned.diagnostics, parsed.diagnostics);
+    /// assert_eq!((owned.normal_text.as_str(), parsed.normal_text.as_str()), ("", "Adding.\n"));
+    /// ```
     pub fn into_owned(self) -> ParseOutcome {
         ParseOutcome::new(self.requests.into_iter().map(RequestView::into_owned).collect(), self.diagnostics)
     }
