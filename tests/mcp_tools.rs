@@ -86,11 +86,8 @@ async fn a_vcp_reply_calls_a_rest_tool_and_the_reference_mcp_server() {
     for spec in RestTools::from_toml_str(&rest).unwrap().tool_specs().unwrap() {
         registry.register(spec).unwrap();
     }
-    let mut engine = Engine::new(Arc::new(registry));
-    use tool_calling::protocol::native::{Anthropic, Gemini, OpenAiChat};
-    engine.register_protocol(Arc::new(OpenAiChat::default())).unwrap();
-    engine.register_protocol(Arc::new(Anthropic::default())).unwrap();
-    engine.register_protocol(Arc::new(Gemini::default())).unwrap();
+    // The engine knows every built-in protocol, the native ones included.
+    let engine = Engine::new(Arc::new(registry));
     // The MCP tools are in the prompt, with their input schemas.
     let prompt = engine.declarations().unwrap();
     let prompt = prompt.as_prompt().unwrap();

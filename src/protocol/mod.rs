@@ -26,7 +26,7 @@ use serde_json::Value;
 pub use diagnostic::{Diagnostic, DiagnosticKind, ParseOutcome};
 pub use events::{IncrementalParser, StreamCollector, StreamEvent};
 pub use ids::RequestIdStyle;
-pub use registry::{ProtocolError, ProtocolRegistry};
+pub use registry::{BuiltinOptions, BuiltinProtocol, ProtocolError, ProtocolRegistry};
 
 #[cfg(feature = "runtime")]
 pub(crate) use diagnostic::duplicate_id as duplicate_id_diagnostic;
