@@ -1,4 +1,4 @@
-//! This crate's tools as an MCP server: the demo tools (`examples/support/demo_tools.rs`,
+//! This crate's tools as an MCP server: the demo tools (`cli/src/demo_tools.rs`,
 //! defined with `#[tool]`) for any MCP client, in any language.
 //!
 //! ```text
@@ -16,7 +16,7 @@ use std::sync::Arc;
 use tool_calling::exec::{Executor, McpToolServer};
 use tool_calling::tools::ToolRegistry;
 
-#[path = "support/demo_tools.rs"]
+#[path = "../cli/src/demo_tools.rs"]
 mod demo_tools;
 
 #[tokio::main]

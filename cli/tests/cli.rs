@@ -1,25 +1,21 @@
-//! Runs the built `tester` example (`examples/tester.rs`) and checks its command-line
-//! contract: JSON shape, byte offsets, exit codes, one-line errors.
-//!
-//! `cargo test` builds the examples before it runs integration tests, but
-//! `cargo test --test tester_cli` alone does not: build the example first with
-//! `cargo build --example tester`. The tests refuse a missing or stale binary.
+//! Runs the built `tool-calling` binary and checks its command-line contract: JSON
+//! shape, byte offsets, exit codes, one-line errors.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::sync::OnceLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde_json::{Value, json};
 
-#[path = "support/example_bin.rs"]
-mod example_bin;
-
-/// The built tester, checked once.
+/// The binary under test (cargo builds it before the tests).
 fn tester_path() -> &'static Path {
-    static PATH: OnceLock<PathBuf> = OnceLock::new();
-    PATH.get_or_init(|| example_bin::example_path("tester"))
+    Path::new(env!("CARGO_BIN_EXE_tool-calling"))
+}
+
+/// A file of the library's tests (`tests/…` at the workspace root).
+fn library_test_file(path: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests").join(path)
 }
 
 /// A file under the temp dir with a unique name, removed when dropped.
@@ -29,7 +25,7 @@ impl TempFile {
     fn new(name: &str, contents: &[u8]) -> Self {
         static COUNTER: AtomicUsize = AtomicUsize::new(0);
         let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-        let path = std::env::temp_dir().join(format!("tester_cli_{}_{n}_{name}", std::process::id()));
+        let path = std::env::temp_dir().join(format!("tool_calling_cli_{}_{n}_{name}", std::process::id()));
         std::fs::write(&path, contents).expect("write temp file");
         TempFile(path)
     }
@@ -56,18 +52,18 @@ fn run_with_stdin(args: &[&str], stdin: Option<&[u8]>) -> Output {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .expect("spawn tester");
+        .expect("spawn tool-calling");
     if let Some(bytes) = stdin {
         let mut pipe = child.stdin.take().expect("stdin pipe");
         pipe.write_all(bytes).expect("write stdin");
     }
-    child.wait_with_output().expect("wait for tester")
+    child.wait_with_output().expect("wait for tool-calling")
 }
 
 /// Asserts exit 0 and returns stdout parsed as JSON.
 fn success_json(output: &Output) -> Value {
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(0), "tester failed; stderr: {stderr}");
+    assert_eq!(output.status.code(), Some(0), "tool-calling failed; stderr: {stderr}");
     let stdout = std::str::from_utf8(&output.stdout).expect("stdout is UTF-8");
     assert!(stdout.ends_with('\n'), "stdout must end with a newline: {stdout:?}");
     serde_json::from_str(stdout).unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {stdout}"))
@@ -265,9 +261,10 @@ fn missing_arguments_and_subcommands_are_one_line_errors() {
 
 #[test]
 fn missing_file_is_a_one_line_error() {
-    let missing = std::env::temp_dir().join(format!("tester_cli_{}_does_not_exist.txt", std::process::id()));
+    let missing =
+        std::env::temp_dir().join(format!("tool_calling_cli_{}_does_not_exist.txt", std::process::id()));
     let line = usage_error(&run(&["parse", missing.to_str().unwrap()]));
-    assert!(line.starts_with("tester: "), "{line}");
+    assert!(line.starts_with("tool-calling: "), "{line}");
     assert!(line.contains("does_not_exist.txt"), "the message names the file: {line}");
     usage_error(&run(&["bench", missing.to_str().unwrap()]));
 }
@@ -280,7 +277,7 @@ fn invalid_utf8_names_the_byte_offset() {
     bytes.extend_from_slice(&[0x80, b'x']);
     let file = TempFile::new("bad.txt", &bytes);
     let line = usage_error(&run(&["parse", file.arg()]));
-    assert_eq!(line, format!("tester: input is not valid UTF-8 at byte offset {offset}"));
+    assert_eq!(line, format!("tool-calling: input is not valid UTF-8 at byte offset {offset}"));
 
     let from_stdin = usage_error(&run_with_stdin(&["parse", "-"], Some(&bytes)));
     assert_eq!(from_stdin, line);
@@ -289,7 +286,7 @@ fn invalid_utf8_names_the_byte_offset() {
 
 /// A native fixture's path.
 fn native_fixture(provider: &str, name: &str) -> String {
-    format!("{}/tests/fixtures/native/{provider}/{name}", env!("CARGO_MANIFEST_DIR"))
+    library_test_file(&format!("fixtures/native/{provider}/{name}")).to_string_lossy().into_owned()
 }
 
 const NATIVE: [&str; 4] = ["openai", "openai_responses", "anthropic", "gemini"];
@@ -664,7 +661,7 @@ fn bench_rejects_zero_iterations() {
     assert!(line.contains("--iterations"), "{line}");
 }
 
-/// The flags a corpus case's JSON names (`{"flags": ["--fuzzy", …]}`), as tester arguments.
+/// The flags a corpus case's JSON names (`{"flags": ["--fuzzy", …]}`), as arguments.
 fn case_flags(case_json: &Path) -> Vec<String> {
     let text = std::fs::read_to_string(case_json).unwrap_or_else(|e| panic!("{}: {e}", case_json.display()));
     let case: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", case_json.display()));
@@ -678,9 +675,10 @@ fn case_flags(case_json: &Path) -> Vec<String> {
     flags
 }
 
-/// Every corpus reply (`tests/corpus/vcp/` and `tests/corpus/vcp-extra/`), with its flags.
+/// Every corpus reply (the library's `tests/corpus/vcp/` and `tests/corpus/vcp-extra/`),
+/// with its flags.
 fn corpus_cases() -> Vec<(PathBuf, Vec<String>)> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus");
+    let root = library_test_file("corpus");
     let mut cases = Vec::new();
     for dir in ["vcp", "vcp-extra"] {
         let dir = root.join(dir);
@@ -792,7 +790,7 @@ fn parse_stream_chunk_zero_is_a_usage_error() {
     // Invalid UTF-8 is reported the same way when streaming.
     let file = TempFile::new("stream_bad.txt", b"ok \xff");
     let line = usage_error(&run(&["parse", "--stream-chunk", "2", file.arg()]));
-    assert_eq!(line, "tester: input is not valid UTF-8 at byte offset 3");
+    assert_eq!(line, "tool-calling: input is not valid UTF-8 at byte offset 3");
 }
 
 #[test]
@@ -834,7 +832,7 @@ fn prompt_and_cycle_speak_each_format() {
     assert_eq!((bench["requests"].as_u64(), bench["api"].as_str()), (Some(1), Some("parse")));
 }
 
-/// `tester serve --port 0`, stopped when dropped.
+/// `tool-calling serve --port 0`, stopped when dropped.
 struct Server {
     child: std::process::Child,
     address: String,
@@ -849,7 +847,7 @@ impl Server {
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
-            .expect("spawn tester serve");
+            .expect("spawn tool-calling serve");
         let stderr = child.stderr.take().expect("stderr pipe");
         let mut line = String::new();
         std::io::BufReader::new(stderr).read_line(&mut line).expect("read the address line");
