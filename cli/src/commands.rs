@@ -22,7 +22,8 @@ use tool_calling::protocol::{
 };
 use tool_calling::tools::{DiscoveryService, MethodFilter, MethodSpec, ToolMetadata, ToolRegistry, ToolSpec};
 use tool_calling::{
-    Diagnostic, DiagnosticKind, MethodExample, ParseOutcome, ParsedToolRequest, Span, ToolExecutionResult,
+    Diagnostic, DiagnosticKind, ErrorKind, MethodExample, ParseOutcome, ParsedToolRequest, Span,
+    ToolExecutionResult,
 };
 
 use super::{BenchApi, CycleArgs, ExecArgs, Failure, Lang};
@@ -409,7 +410,7 @@ pub(crate) fn exec(args: &ExecArgs) -> Result<(), Failure> {
 
 /// Runs one demo-tool call through the executor: `tool_name` with `args` (a JSON
 /// object), routed as VCP routes a request when `command` is given or the name is not a
-/// full method name.
+/// full method name. A call that names no method is a usage error.
 pub(crate) async fn exec_value(
     tool_name: &str,
     command: Option<&str>,
@@ -438,6 +439,11 @@ pub(crate) async fn exec_value(
     } else {
         VcpProtocol::default().resolve(&request, &registry.catalog())
     };
+    if let Some(unknown) =
+        calls.iter().find_map(|call| call.as_ref().err().filter(|e| e.kind == ErrorKind::NotFound))
+    {
+        return Err(Failure::msg(unknown.message.clone()));
+    }
     let executor = Executor::new(registry);
     let result = executor.execute_request(PlannedRequest::new(&request, calls), &ctx).await;
     with_keys(&result, &RESULT_KEYS)

@@ -6,7 +6,7 @@
 //!
 //! Every subcommand prints one JSON document (pretty-printed) on stdout and exits 0 on
 //! success. Bad usage, an unreadable file, input that is not UTF-8 (the line names the
-//! byte offset) exits 2 with exactly one line on stderr.
+//! byte offset) or a method that does not exist exits 2 with exactly one line on stderr.
 //! `FILE` may be `-` to read standard input.
 //!
 //! # `parse`
@@ -98,9 +98,8 @@
 //! argument defaults, coercion and validation, the time limit) and prints its result:
 //! `{"request_id", "tool_name", "status", "result", "error_kind", "duration_ms"}`.
 //! `status` is `"success"` or `"error"`; `error_kind` is `null` on success, else
-//! `"validation"`, `"not_found"`, `"permission"`, `"timeout"`, `"execution"`, …;
-//! `tool_name` is the resolved full method name (or the name as given when routing
-//! failed); the request id is always `req_1`.
+//! `"validation"`, `"permission"`, `"timeout"`, `"execution"`, …; `tool_name` is the
+//! resolved full method name; the request id is always `req_1`.
 //!
 //! `--args` must be a JSON object; its values are passed to the executor as they are
 //! (JSON numbers stay numbers, strings are coerced by the method's schema, as for a VCP
@@ -109,10 +108,11 @@
 //! routed as a VCP request naming the tool id and the command (`exec calc --command add
 //! --args '{"a":1,"b":2}'`), VCP's rules included (its control keys `archery`, `ink`,
 //! `river`, `vref` do not reach the method); so is a name that is not a full method name.
-//! Giving both `--command` and a `command` key is a usage error. `--timeout-ms T` (at
-//! least 1) replaces the default time limit of 30 000 ms for methods without their own.
-//! A call that fails (a tool error, a validation error, an unknown name, a timeout) is a
-//! result: it is printed and the exit code is 0.
+//! A name that routes to no method is a usage error (exit 2, the closest name suggested),
+//! as is giving both `--command` and a `command` key. `--timeout-ms T` (at least 1)
+//! replaces the default time limit of 30 000 ms for methods without their own. A call
+//! that fails (a tool error, a validation error, a refusal, a timeout) is a result: it is
+//! printed and the exit code is 0.
 //!
 //! # `cycle`
 //!
@@ -121,7 +121,7 @@
 //! ```
 //!
 //! Runs the engine's full parse → execute → format cycle on a model reply with the demo
-//! tools and prints `{"has_tool_requests", "parsed",
+//! tools (`samples/demo_reply.txt` is one) and prints `{"has_tool_requests", "parsed",
 //! "results", "context", "diagnostics"}`: `parsed` holds the requests exactly as `parse`
 //! prints them (sequential ids), `results` one `exec`-shaped result per request in the
 //! same order, `context` the text that would be fed back to the model (empty when there

@@ -34,7 +34,7 @@ const STYLE: &str = include_str!("../web/style.css");
 
 /// The bundled samples: name, protocol, text.
 const SAMPLES: [(&str, &str, &str); 5] = [
-    ("VCP: reasoning, three calls, one cut off", "vcp", include_str!("../../examples/data/reply.txt")),
+    ("VCP: reasoning, three calls, one cut off", "vcp", include_str!("../samples/demo_reply.txt")),
     ("VCP: calls to the demo tools", "vcp", include_str!("../samples/vcp_demo.txt")),
     ("Hermes (Qwen): two calls", "hermes", include_str!("../samples/hermes.txt")),
     ("Mistral: a call list", "mistral", include_str!("../samples/mistral.txt")),

@@ -465,13 +465,18 @@ fn exec_internal_method_is_refused() {
     assert_eq!(out["error_kind"], "permission");
 }
 
+/// A method that does not exist is bad usage, not a result: exit 2, one line, the
+/// closest name suggested.
 #[test]
-fn exec_unknown_name_suggests_the_closest() {
-    let out = exec(&["calc_ad", "--args", "{}"]);
-    assert_eq!(out["status"], "error");
-    assert_eq!(out["error_kind"], "not_found");
-    let message = out["result"].as_str().unwrap();
+fn exec_unknown_name_is_a_usage_error_that_suggests_the_closest() {
+    let message = usage_error(&run(&["exec", "calc_ad", "--args", "{}"]));
+    assert!(message.starts_with("tool-calling: "), "{message}");
     assert!(message.contains("calc_add"), "{message}");
+    // Routed as VCP (a tool id and a command), an unknown command is the same.
+    let message = usage_error(&run(&["exec", "calc", "--command", "multiply", "--args", "{}"]));
+    assert!(message.contains("multiply"), "{message}");
+    let message = usage_error(&run(&["exec", "nosuchtool", "--args", "{}"]));
+    assert!(message.contains("nosuchtool"), "{message}");
 }
 
 #[test]
@@ -982,4 +987,29 @@ fn cycle_raw_prints_the_context_as_it_is_sent() {
     let body = native_fixture("openai", "two_calls_reasoning.json");
     let native = success_json(&run(&["cycle", "--raw", "--protocol", "openai", &body]));
     assert_eq!(native[0]["role"], "tool", "the tool messages themselves: {native}");
+}
+
+/// The bundled reply for the demo tools (`samples/demo_reply.txt`, which the README's
+/// examples use): every call reaches a demo tool, hidden reasoning included.
+#[test]
+fn the_demo_reply_runs_against_the_demo_tools() {
+    let sample = Path::new(env!("CARGO_MANIFEST_DIR")).join("samples/demo_reply.txt");
+    let sample = sample.to_str().unwrap();
+    let parsed = success_json(&run(&["parse", sample]));
+    let names: Vec<&str> =
+        parsed["requests"].as_array().unwrap().iter().map(|r| r["tool_name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["calc", "text_repeat", "calc_divide"], "the call in the reasoning stays hidden");
+    assert_eq!(parsed["requests"][2]["complete"], false, "the last call is cut off");
+
+    let out = success_json(&run(&["cycle", sample]));
+    let results = out["results"].as_array().unwrap();
+    assert_eq!(results.len(), 3, "{out:#}");
+    assert_eq!(
+        (results[0]["tool_name"].as_str(), results[0]["result"].as_str()),
+        (Some("calc_add"), Some("42.0"))
+    );
+    assert_eq!(results[1]["result"], "hello hello hello");
+    assert_eq!(results[2]["status"], "error", "an incomplete call is not run");
+    assert_eq!(results[2]["error_kind"], "validation");
+    assert!(results.iter().all(|r| r["error_kind"] != "not_found"), "every call names a demo tool: {out:#}");
 }
