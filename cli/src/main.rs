@@ -53,17 +53,18 @@
 //! # `bench`
 //!
 //! ```text
-//! tool-calling bench [--protocol vcp|FORMAT|auto] [--iterations K] [--api view_events|parse_view|parse] [--owned] FILE
+//! tool-calling bench [--protocol vcp|FORMAT|auto] [--iterations K] [--api pull|view|owned] [--owned] FILE
 //! ```
 //!
 //! Parses FILE K times in-process (default 20) with the default parser options and prints
 //! `{"api", "bytes", "requests", "iterations", "median_ns", "mb_per_s"}`, where
 //! `mb_per_s` is bytes / median seconds / 10^6 and `api` names what was timed. For VCP,
-//! `--api` picks the API: `view_events` (the default: the pull parser, each request with
-//! every field and value borrowed from the input, one at a time, the fastest),
-//! `parse_view` (the whole parse borrowing the text) or `parse` (the whole parse into
-//! owned values; `--owned` is the same). The open-model formats have the owned `parse`
-//! only.
+//! `--api` picks the API by shape: `pull` (the default: `VcpProtocol::view_events`, each
+//! request with every field and value borrowed from the input, one at a time, the
+//! fastest), `view` (`parse_view`, the whole parse borrowing the text) or `owned`
+//! (`parse`, the whole parse into owned values; `--owned` is the same). The names
+//! `view_events`, `parse_view` and `parse` are accepted for them. The open-model formats
+//! have the owned parse only.
 //!
 //! # `discover`
 //!
@@ -286,26 +287,26 @@ struct PromptArgs {
     lang: Lang,
 }
 
-/// The VCP parsing APIs `bench` can time.
+/// The VCP parsing APIs `bench` can time, by shape.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum BenchApi {
-    /// The pull parser: requests taken one at a time, borrowing the text.
-    #[value(name = "view_events")]
+    /// Requests taken one at a time, borrowing the text (`view_events`).
+    #[value(alias = "view_events")]
     Pull,
-    /// The whole parse, borrowing the text.
-    #[value(name = "parse_view")]
+    /// The whole parse, borrowing the text (`parse_view`).
+    #[value(alias = "parse_view")]
     View,
-    /// The whole parse into owned values.
-    #[value(name = "parse")]
+    /// The whole parse into owned values (`parse`).
+    #[value(alias = "parse")]
     Owned,
 }
 
 impl BenchApi {
     fn as_str(self) -> &'static str {
         match self {
-            BenchApi::Pull => "view_events",
-            BenchApi::View => "parse_view",
-            BenchApi::Owned => "parse",
+            BenchApi::Pull => "pull",
+            BenchApi::View => "view",
+            BenchApi::Owned => "owned",
         }
     }
 }
@@ -318,11 +319,11 @@ struct BenchArgs {
     /// How many timed parses to run.
     #[arg(long, value_name = "K", default_value_t = 20)]
     iterations: u32,
-    /// Time the owned parse instead of the fastest complete one (same as `--api parse`).
+    /// Time the owned parse instead of the fastest complete one (same as `--api owned`).
     #[arg(long)]
     owned: bool,
-    /// For VCP, which API to time: the pull parser `view_events` (the default, and the
-    /// fastest), the collected `parse_view`, or the owned `parse`.
+    /// For VCP, which API to time: `pull` (the default, and the fastest), `view` or
+    /// `owned`.
     #[arg(long, value_enum)]
     api: Option<BenchApi>,
     /// The reply to parse, or `-` for standard input.

@@ -634,7 +634,7 @@ fn bench_output(input: &str, iterations: &str) -> Value {
 fn bench_prints_the_figures_and_the_api_it_timed() {
     let input = one_request_reply().repeat(5);
     let out = bench_output(&input, "7");
-    assert_eq!(out["api"], "view_events", "VCP's fastest complete parse");
+    assert_eq!(out["api"], "pull", "VCP's fastest complete parse");
     assert_eq!(out["bytes"], input.len());
     assert_eq!(out["iterations"], 7);
     assert!(out["requests"].is_u64());
@@ -651,12 +651,15 @@ fn bench_counts_requests_and_defaults_to_20_iterations() {
     assert_eq!(out["iterations"], 20);
     assert_eq!(out["requests"], 3);
     let owned = success_json(&run(&["bench", "--owned", "--iterations", "2", file.arg()]));
-    assert_eq!((owned["api"].as_str(), owned["requests"].as_u64()), (Some("parse"), Some(3)));
-    // Each API counts the same requests.
-    for api in ["view_events", "parse_view", "parse"] {
-        let out = success_json(&run(&["bench", "--api", api, "--iterations", "2", file.arg()]));
-        assert_eq!((out["api"].as_str(), out["requests"].as_u64()), (Some(api), Some(3)));
+    assert_eq!((owned["api"].as_str(), owned["requests"].as_u64()), (Some("owned"), Some(3)));
+    // Each API counts the same requests; the APIs' method names are accepted for them.
+    for (api, alias) in [("pull", "view_events"), ("view", "parse_view"), ("owned", "parse")] {
+        for name in [api, alias] {
+            let out = success_json(&run(&["bench", "--api", name, "--iterations", "2", file.arg()]));
+            assert_eq!((out["api"].as_str(), out["requests"].as_u64()), (Some(api), Some(3)), "--api {name}");
+        }
     }
+    usage_error(&run(&["bench", "--api", "fastest", file.arg()]));
 }
 
 #[test]
@@ -834,7 +837,7 @@ fn prompt_and_cycle_speak_each_format() {
         &["bench", "--protocol", "glm45", "--iterations", "2", "-"],
         Some(reply.as_bytes()),
     ));
-    assert_eq!((bench["requests"].as_u64(), bench["api"].as_str()), (Some(1), Some("parse")));
+    assert_eq!((bench["requests"].as_u64(), bench["api"].as_str()), (Some(1), Some("owned")));
 }
 
 /// `tool-calling serve --port 0`, stopped when dropped.
