@@ -36,7 +36,7 @@ use tool_calling::tools::ToolRegistry;
 #[path = "support/logging.rs"]
 mod logging;
 
-#[path = "support/demo_tools.rs"]
+#[path = "../cli/src/demo_tools.rs"]
 mod demo_tools;
 #[path = "support/recorded_server.rs"]
 mod recorded_server;

@@ -34,7 +34,7 @@ use tool_calling::{ParsedToolRequest, Span, ToolDefinition, ToolExecutionResult}
 #[path = "support/logging.rs"]
 mod logging;
 
-#[path = "support/demo_tools.rs"]
+#[path = "../cli/src/demo_tools.rs"]
 mod demo_tools;
 
 const OPEN: &str = "<tool_call>";
@@ -173,7 +173,7 @@ impl ChatModel for Scripted {
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     logging::init();
-    // The demo tools (`support/demo_tools.rs`) registered themselves with `#[tool]`.
+    // The demo tools (`cli/src/demo_tools.rs`) registered themselves with `#[tool]`.
     let registry = Arc::new(ToolRegistry::from_inventory()?);
     let protocol: Arc<dyn ToolCallingProtocol> = Arc::new(TagCalls);
 

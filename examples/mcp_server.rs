@@ -1,4 +1,4 @@
-//! This crate's tools as an MCP server: the demo tools (`examples/support/demo_tools.rs`,
+//! This crate's tools as an MCP server: the demo tools (`cli/src/demo_tools.rs`,
 //! defined with `#[tool]`) for any MCP client, in any language.
 //!
 //! ```text
@@ -16,7 +16,7 @@ use std::sync::Arc;
 use tool_calling::exec::{Executor, McpToolServer};
 use tool_calling::tools::ToolRegistry;
 
-#[path = "support/demo_tools.rs"]
+#[path = "../cli/src/demo_tools.rs"]
 mod demo_tools;
 
 #[tokio::main]
@@ -30,8 +30,15 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             let listener = tokio::net::TcpListener::bind(address.as_str()).await?;
             // Standard error: standard output is the protocol's, over stdio.
             eprintln!("MCP server at http://{}/mcp", listener.local_addr()?);
-            let app = axum::Router::new().nest_service("/mcp", server.http_service());
-            axum::serve(listener, app).await?;
+            // `http_service()` is a tower service: any HTTP server runs it. Here hyper runs
+            // it (through hyper-util's adapter), one task per connection.
+            let service = hyper_util::service::TowerToHyperService::new(server.http_service());
+            loop {
+                let (stream, _) = listener.accept().await?;
+                let connection = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(hyper_util::rt::TokioIo::new(stream), service.clone());
+                tokio::spawn(connection);
+            }
         }
         _ => return Err("usage: mcp_server [--http ADDRESS]".into()),
     }

@@ -11,20 +11,18 @@
 //! reply through the engine: a search, a book by id, and a reservation of a book that does
 //! not exist, whose HTTP 404 goes back to the model as an error result.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
-use axum::Json;
-use axum::extract::{Path, Query};
-use axum::http::{HeaderMap, StatusCode};
-use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
 use serde_json::{Value, json};
 use tool_calling::prelude::*;
 use tool_calling::tools::rest::RestTools;
 
+#[path = "support/http_server.rs"]
+mod http_server;
 #[path = "support/logging.rs"]
 mod logging;
+
+use http_server::{Request, Response};
 
 const CONFIG: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/data/rest_tools.toml");
 const DEMO_TOKEN: &str = "demo-token";
@@ -91,13 +89,7 @@ reader:「始」Ana「末」
 
 /// The catalogue: three books, reservations for the ones that exist, a bearer token.
 async fn start_catalogue() -> std::io::Result<String> {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    let address = listener.local_addr()?;
-    let app = axum::Router::new()
-        .route("/api/books", get(search))
-        .route("/api/books/{id}", get(book))
-        .route("/api/books/{id}/reservations", post(reserve));
-    tokio::spawn(async move { axum::serve(listener, app).await });
+    let address = http_server::spawn(|request: Request| async move { catalogue(&request) }).await?;
     Ok(format!("http://{address}/api"))
 }
 
@@ -111,37 +103,56 @@ fn book_json(id: u64, title: &str, author: &str) -> Value {
     json!({ "id": id, "title": title, "author": author })
 }
 
-async fn search(Query(query): Query<HashMap<String, String>>) -> Json<Value> {
-    let words = query.get("q").map(|q| q.to_lowercase()).unwrap_or_default();
-    let limit = query.get("limit").and_then(|l| l.parse().ok()).unwrap_or(5);
+/// The catalogue's routes: `GET /api/books?q=&limit=`, `GET /api/books/{id}`,
+/// `POST /api/books/{id}/reservations`.
+fn catalogue(request: &Request) -> Response {
+    let segments = request.segments();
+    let segments: Vec<&str> = segments.iter().map(String::as_str).collect();
+    match (request.method.as_str(), segments.as_slice()) {
+        ("GET", ["api", "books"]) => search(request),
+        ("GET", ["api", "books", id]) => with_id(id, book),
+        ("POST", ["api", "books", id, "reservations"]) => with_id(id, |id| reserve(request, id)),
+        _ => Response::text(404, "no such route"),
+    }
+}
+
+fn with_id(id: &str, answer: impl FnOnce(u64) -> Response) -> Response {
+    match id.parse() {
+        Ok(id) => answer(id),
+        Err(_) => Response::text(400, format!("not a book id: {id}")),
+    }
+}
+
+fn search(request: &Request) -> Response {
+    let words = request.query("q").map(str::to_lowercase).unwrap_or_default();
+    let limit = request.query("limit").and_then(|l| l.parse().ok()).unwrap_or(5);
     let found: Vec<Value> = BOOKS
         .iter()
         .filter(|(_, title, _)| title.to_lowercase().contains(&words))
         .take(limit)
         .map(|(id, title, author)| book_json(*id, title, author))
         .collect();
-    Json(json!({ "books": found }))
+    Response::json(200, &json!({ "books": found }))
 }
 
-async fn book(Path(id): Path<u64>) -> Response {
+fn book(id: u64) -> Response {
     match BOOKS.iter().find(|(i, _, _)| *i == id) {
-        Some((id, title, author)) => Json(book_json(*id, title, author)).into_response(),
-        None => (StatusCode::NOT_FOUND, format!("no book {id}")).into_response(),
+        Some((id, title, author)) => Response::json(200, &book_json(*id, title, author)),
+        None => Response::text(404, format!("no book {id}")),
     }
 }
 
-async fn reserve(headers: HeaderMap, Path(id): Path<u64>, Json(body): Json<Value>) -> Response {
+fn reserve(request: &Request, id: u64) -> Response {
     let token = std::env::var("LIBRARY_TOKEN").unwrap_or_default();
-    let authorised =
-        headers.get("authorization").and_then(|v| v.to_str().ok()) == Some(&format!("Bearer {token}"));
-    if !authorised {
-        return (StatusCode::UNAUTHORIZED, "a library card (bearer token) is needed").into_response();
+    if request.header("authorization") != Some(&format!("Bearer {token}")) {
+        return Response::text(401, "a library card (bearer token) is needed");
     }
     match BOOKS.iter().find(|(i, _, _)| *i == id) {
         Some((_, title, _)) => {
+            let body = request.json().unwrap_or_default();
             let reader = body.get("reader").and_then(Value::as_str).unwrap_or("someone");
-            (StatusCode::CREATED, format!("reserved {title:?} for {reader}")).into_response()
+            Response::text(201, format!("reserved {title:?} for {reader}"))
         }
-        None => (StatusCode::NOT_FOUND, format!("no book {id}")).into_response(),
+        None => Response::text(404, format!("no book {id}")),
     }
 }

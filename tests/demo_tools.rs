@@ -1,9 +1,9 @@
-//! The tester's demo tools end to end: defined in `examples/support/demo_tools.rs` with
+//! The tester's demo tools end to end: defined in `cli/src/demo_tools.rs` with
 //! one attribute each (exactly as a downstream crate would), they are discovered,
 //! offered in the VCP prompt, callable by full name, reject wrong arguments naming the
 //! field, and the internal method cannot be reached.
 
-#[path = "../examples/support/demo_tools.rs"]
+#[path = "../cli/src/demo_tools.rs"]
 mod demo_tools;
 
 use std::sync::Arc;

@@ -315,7 +315,7 @@ async fn the_streamed_loop_gives_the_same_conversation_under_vcp() {
 }
 
 /// The engine's futures are `Send`, so a server can spawn them on a multi-threaded
-/// runtime (an axum handler, `tokio::spawn`). The call is what is tested: it does not
+/// runtime (a web server's handler, `tokio::spawn`). The call is what is tested: it does not
 /// compile when a future is not `Send` for every lifetime.
 #[tokio::test]
 async fn the_engine_futures_can_be_spawned() {

@@ -1,5 +1,5 @@
 //! The runnable examples, run as a user runs them: their output says what they did.
-//! (`tester` has its own suite, `tester_cli`.)
+//! (The tester, `tool-calling`, is a package of its own with its own suite, `cli/tests/`.)
 
 use std::process::{Command, Output};
 

@@ -1,4 +1,4 @@
-//! The HTTP model clients against a real server on 127.0.0.1 (axum), serving the
+//! The HTTP model clients against a real server on 127.0.0.1, serving the
 //! recorded-shape payloads of `tests/fixtures/native/`: multi-round streamed
 //! conversations through the engine for each provider, a stream that breaks mid-call, a
 //! stream that ends mid-call, rate limits, server errors and timeouts.

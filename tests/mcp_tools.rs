@@ -33,6 +33,10 @@ use tool_calling::{ContentPart, ErrorKind, ExecutionStatus};
 mod vcp_block;
 use vcp_block::block;
 
+#[path = "../examples/support/http_server.rs"]
+mod http_server;
+use http_server::{Request, Response};
+
 /// The reference server's entry point, installed by `npm ci --prefix tests/mcp`.
 fn everything() -> McpTransport {
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -54,15 +58,16 @@ fn context(timeout_ms: u64) -> ExecutionContext {
 
 /// A REST endpoint for the mixed reply: `GET /api/greet/{name}`.
 async fn rest_server() -> String {
-    let app = axum::Router::new().route(
-        "/api/greet/{name}",
-        axum::routing::get(|axum::extract::Path(name): axum::extract::Path<String>| async move {
-            format!("hello, {name}")
-        }),
-    );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let address = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let address = http_server::spawn(|request: Request| async move {
+        match request.segments().as_slice() {
+            [api, greet, name] if api == "api" && greet == "greet" => {
+                Response::text(200, format!("hello, {name}"))
+            }
+            _ => Response::new(404),
+        }
+    })
+    .await
+    .unwrap();
     format!("http://{address}/api")
 }
 
@@ -86,11 +91,8 @@ async fn a_vcp_reply_calls_a_rest_tool_and_the_reference_mcp_server() {
     for spec in RestTools::from_toml_str(&rest).unwrap().tool_specs().unwrap() {
         registry.register(spec).unwrap();
     }
-    let mut engine = Engine::new(Arc::new(registry));
-    use tool_calling::protocol::native::{Anthropic, Gemini, OpenAiChat};
-    engine.register_protocol(Arc::new(OpenAiChat::default())).unwrap();
-    engine.register_protocol(Arc::new(Anthropic::default())).unwrap();
-    engine.register_protocol(Arc::new(Gemini::default())).unwrap();
+    // The engine knows every built-in protocol, the native ones included.
+    let engine = Engine::new(Arc::new(registry));
     // The MCP tools are in the prompt, with their input schemas.
     let prompt = engine.declarations().unwrap();
     let prompt = prompt.as_prompt().unwrap();
@@ -223,10 +225,11 @@ async fn serve_http(handler: TestServer) -> (String, tokio::task::JoinHandle<()>
         Arc::new(LocalSessionManager::default()),
         StreamableHttpServerConfig::default(),
     );
-    let app = axum::Router::new().nest_service("/mcp", service);
+    // A tower service, run by hyper (it answers at every path).
+    let service = hyper_util::service::TowerToHyperService::new(service);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();
-    let task = tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let task = tokio::spawn(async move { http_server::serve_hyper(listener, service).await.unwrap() });
     (format!("http://{address}/mcp"), task)
 }
 
@@ -351,10 +354,10 @@ async fn an_rmcp_client_lists_and_calls_this_crates_tools_over_http() {
     let wipes = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let server =
         tool_calling::exec::McpToolServer::new(served_registry(wipes.clone())).with_name("calc-server");
-    let app = axum::Router::new().nest_service("/mcp", server.http_service());
+    let service = hyper_util::service::TowerToHyperService::new(server.http_service());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/mcp", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    tokio::spawn(async move { http_server::serve_hyper(listener, service).await.unwrap() });
 
     // rmcp's own client.
     let client =

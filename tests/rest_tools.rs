@@ -1,4 +1,4 @@
-//! REST tools against a real HTTP server on 127.0.0.1 (axum, started by each test):
+//! REST tools against a real HTTP server on 127.0.0.1 (started by each test):
 //! arguments placed in path, query, headers and body; secrets from the environment;
 //! every failure mapped to its error kind; `Retry-After` honoured; configuration errors
 //! that name the file, the tool and the field; and a VCP reply run through the engine.
@@ -9,11 +9,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use axum::Json;
-use axum::extract::{Path, Query, State};
-use axum::http::{HeaderMap, StatusCode};
-use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
 use serde_json::{Value, json};
 use tool_calling::config::ToolCallConfig;
 use tool_calling::engine::Engine;
@@ -25,6 +20,10 @@ use tool_calling::{ErrorKind, ExecutionStatus};
 #[path = "support/vcp_block.rs"]
 mod vcp_block;
 use vcp_block::block;
+
+#[path = "../examples/support/http_server.rs"]
+mod http_server;
+use http_server::{Request, Response};
 
 /// The variable the tests' bearer token is read from. Set once, before any tool is built.
 const TOKEN_VAR: &str = "TOOL_CALLING_REST_TEST_TOKEN";
@@ -44,80 +43,72 @@ struct Seen {
     headers: Mutex<Vec<HashMap<String, String>>>,
 }
 
-fn authorised(headers: &HeaderMap) -> bool {
-    headers.get("authorization").and_then(|v| v.to_str().ok()) == Some(&format!("Bearer {TOKEN}"))
+fn authorised(request: &Request) -> bool {
+    request.header("authorization") == Some(&format!("Bearer {TOKEN}"))
 }
 
-async fn weather(
-    State(seen): State<Arc<Seen>>,
-    headers: HeaderMap,
-    Path(city): Path<String>,
-    Query(query): Query<HashMap<String, String>>,
-) -> Response {
-    seen.headers
-        .lock()
-        .unwrap()
-        .push(headers.iter().map(|(k, v)| (k.to_string(), v.to_str().unwrap_or("").to_string())).collect());
-    if !authorised(&headers) {
-        return (StatusCode::UNAUTHORIZED, "missing or wrong bearer token").into_response();
+fn weather(seen: &Seen, request: &Request, city: &str) -> Response {
+    seen.headers.lock().unwrap().push(request.headers.iter().cloned().collect());
+    if !authorised(request) {
+        return Response::text(401, "missing or wrong bearer token");
     }
-    let units = query.get("units").cloned().unwrap_or_else(|| "metric".into());
-    Json(json!({ "city": city, "units": units, "temperature": 21 })).into_response()
+    let units = request.query("units").unwrap_or("metric");
+    Response::json(200, &json!({ "city": city, "units": units, "temperature": 21 }))
 }
 
-async fn add_note(State(seen): State<Arc<Seen>>, headers: HeaderMap, Json(body): Json<Value>) -> Response {
-    let author = headers.get("x-author").and_then(|v| v.to_str().ok()).unwrap_or("nobody").to_string();
+fn add_note(seen: &Seen, request: &Request) -> Response {
+    let author = request.header("x-author").unwrap_or("nobody").to_string();
+    let Some(body) = request.json() else {
+        return Response::text(400, "the body is not JSON");
+    };
     let Some(text) = body.get("text").and_then(Value::as_str).filter(|t| !t.trim().is_empty()) else {
-        return (StatusCode::UNPROCESSABLE_ENTITY, "a note needs `text`").into_response();
+        return Response::text(422, "a note needs `text`");
     };
     seen.notes.lock().unwrap().push((text.to_string(), author.clone()));
-    (StatusCode::CREATED, format!("saved note {} by {author}", seen.notes.lock().unwrap().len()))
-        .into_response()
+    Response::text(201, format!("saved note {} by {author}", seen.notes.lock().unwrap().len()))
 }
 
-async fn get_note(State(seen): State<Arc<Seen>>, Path(id): Path<usize>) -> Response {
+fn get_note(seen: &Seen, id: &str) -> Response {
+    let Ok(id) = id.parse::<usize>() else {
+        return Response::text(400, format!("not a note id: {id}"));
+    };
     match seen.notes.lock().unwrap().get(id.wrapping_sub(1)) {
-        Some((text, _)) => text.clone().into_response(),
-        None => (StatusCode::NOT_FOUND, format!("no note {id}")).into_response(),
+        Some((text, _)) => Response::text(200, text.clone()),
+        None => Response::text(404, format!("no note {id}")),
     }
 }
 
-async fn flaky(State(seen): State<Arc<Seen>>) -> Response {
+fn flaky(seen: &Seen) -> Response {
     if seen.flaky_hits.fetch_add(1, Ordering::SeqCst) == 0 {
-        (StatusCode::SERVICE_UNAVAILABLE, [("retry-after", "0")], "busy, come back").into_response()
+        Response::text(503, "busy, come back").header("retry-after", "0")
     } else {
-        "fine now".into_response()
+        Response::text(200, "fine now")
     }
 }
 
-async fn slow() -> &'static str {
-    tokio::time::sleep(Duration::from_secs(5)).await;
-    "too late"
-}
-
-async fn big() -> String {
-    "x".repeat(3000)
-}
-
-async fn forbidden() -> Response {
-    (StatusCode::FORBIDDEN, "not for you").into_response()
+async fn route(seen: Arc<Seen>, request: Request) -> Response {
+    let segments = request.segments();
+    let segments: Vec<&str> = segments.iter().map(String::as_str).collect();
+    match (request.method.as_str(), segments.as_slice()) {
+        ("GET", ["api", "weather", city]) => weather(&seen, &request, city),
+        ("POST", ["api", "notes"]) => add_note(&seen, &request),
+        ("GET", ["api", "notes", id]) => get_note(&seen, id),
+        ("GET", ["api", "flaky"]) => flaky(&seen),
+        ("GET", ["api", "slow"]) => {
+            tokio::time::sleep(Duration::from_secs(5)).await;
+            Response::text(200, "too late")
+        }
+        ("GET", ["api", "big"]) => Response::text(200, "x".repeat(3000)),
+        ("GET", ["api", "admin"]) => Response::text(403, "not for you"),
+        _ => Response::new(404),
+    }
 }
 
 /// Starts the server; returns its base URL and what it saw.
 async fn server() -> (String, Arc<Seen>) {
     let seen = Arc::new(Seen::default());
-    let app = axum::Router::new()
-        .route("/api/weather/{city}", get(weather))
-        .route("/api/notes", post(add_note))
-        .route("/api/notes/{id}", get(get_note))
-        .route("/api/flaky", get(flaky))
-        .route("/api/slow", get(slow))
-        .route("/api/big", get(big))
-        .route("/api/admin", get(forbidden))
-        .with_state(seen.clone());
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let address = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let served = seen.clone();
+    let address = http_server::spawn(move |request| route(served.clone(), request)).await.unwrap();
     (format!("http://{address}/api"), seen)
 }
 

@@ -11,29 +11,29 @@
 //! Replies stream as server-sent events with pauses between them, as a real server's do,
 //! so that the example shows tools starting before the reply has ended.
 
-use std::convert::Infallible;
 use std::time::Duration;
 
-use axum::Json;
-use axum::body::{Body, Bytes};
-use axum::http::header;
-use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
+use hyper::body::Bytes;
 use serde_json::{Value, json};
+
+#[path = "http_server.rs"]
+mod http_server;
+use http_server::{Request, Response};
 
 /// The pause between the recorded reply's pieces.
 const PAUSE: Duration = Duration::from_millis(400);
 
 /// Starts the server on a free loopback port and returns its base URL (`…/v1`).
 pub async fn start() -> std::io::Result<String> {
-    let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0)).await?;
-    let address = listener.local_addr()?;
-    let app = axum::Router::new().route("/v1/chat/completions", axum::routing::post(complete));
-    tokio::spawn(async move {
-        if let Err(error) = axum::serve(listener, app).await {
-            eprintln!("recorded server stopped: {error}");
+    let address = http_server::spawn(|request: Request| async move {
+        match (request.method.as_str(), request.path.as_str(), request.json()) {
+            ("POST", "/v1/chat/completions", Some(body)) => complete(body),
+            ("POST", "/v1/chat/completions", None) => Response::text(400, "the body is not JSON"),
+            _ => Response::text(404, "this server answers POST /v1/chat/completions only"),
         }
-    });
+    })
+    .await?;
     Ok(format!("http://{address}/v1"))
 }
 
@@ -51,7 +51,7 @@ fn piece(wait: Duration, delta: Value) -> Piece {
 const VCP_ADD: &str = "<<<[TOOL_REQUEST]>>>\ntool_name:「始」calc_add「末」,\na:「始」2「末」,\nb:「始」40「末」\n<<<[END_TOOL_REQUEST]>>>\n";
 const VCP_REPEAT: &str = "<<<[TOOL_REQUEST]>>>\ntool_name:「始」text_repeat「末」,\nmessage:「始」hello「末」,\ntimes:「始」3「末」\n<<<[END_TOOL_REQUEST]>>>";
 
-async fn complete(Json(request): Json<Value>) -> Response {
+fn complete(request: Value) -> Response {
     let messages = request.get("messages").and_then(Value::as_array).cloned().unwrap_or_default();
     let answered = messages.iter().any(|m| m.get("role").and_then(Value::as_str) == Some("assistant"));
     let native = request.get("tools").is_some_and(|tools| !tools.is_null());
@@ -114,10 +114,10 @@ fn stream(pieces: Vec<Piece>) -> Response {
     let events = futures::stream::iter(pieces)
         .then(|p| async move {
             tokio::time::sleep(p.wait).await;
-            Ok::<_, Infallible>(Bytes::from(format!("data: {}\n\n", chunk(&p.delta, p.finish))))
+            Ok::<_, std::io::Error>(Bytes::from(format!("data: {}\n\n", chunk(&p.delta, p.finish))))
         })
         .chain(futures::stream::once(async { Ok(Bytes::from_static(b"data: [DONE]\n\n")) }));
-    ([(header::CONTENT_TYPE, "text/event-stream")], Body::from_stream(events)).into_response()
+    Response::stream(200, "text/event-stream", events)
 }
 
 /// The pieces merged into one `chat.completion` body.
@@ -149,7 +149,9 @@ fn whole(pieces: Vec<Piece>) -> Response {
     if !calls.is_empty() {
         message["tool_calls"] = Value::Array(calls);
     }
-    Json(json!({"id": "chatcmpl-recorded", "object": "chat.completion", "model": "recorded-demo",
-                "choices": [{"index": 0, "message": message, "finish_reason": finish}]}))
-    .into_response()
+    Response::json(
+        200,
+        &json!({"id": "chatcmpl-recorded", "object": "chat.completion", "model": "recorded-demo",
+                "choices": [{"index": 0, "message": message, "finish_reason": finish}]}),
+    )
 }

@@ -28,7 +28,7 @@ pub use diagnostic::{Diagnostic, DiagnosticKind};
 pub use events::{IncrementalParser, StreamCollector, StreamEvent};
 pub use ids::RequestIdStyle;
 pub use outcome::{ParseOutcome, TurnState};
-pub use registry::{ProtocolError, ProtocolRegistry};
+pub use registry::{BuiltinOptions, BuiltinProtocol, ProtocolError, ProtocolRegistry};
 
 #[cfg(feature = "runtime")]
 pub(crate) use diagnostic::duplicate_id as duplicate_id_diagnostic;

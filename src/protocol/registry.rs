@@ -1,10 +1,14 @@
 //! Protocols by id: how an engine (or a host) picks the protocol an agent's config
-//! names.
+//! names, and the one table of the built-in protocols ([`ProtocolRegistry::builtin`]).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use super::RequestIdStyle;
 use super::ToolCallingProtocol;
+use super::native::{Anthropic, Gemini, NativeOptions, OpenAiChat, OpenAiResponses, WireFormat};
+use super::textfmt::{AutoProtocol, TextFormat, TextFormatOptions, TextFormatProtocol};
+use super::vcp::{VcpOptions, VcpProtocol};
 
 /// Why a protocol could not be registered or found.
 ///
@@ -12,7 +16,8 @@ use super::ToolCallingProtocol;
 /// use std::sync::Arc;
 /// use tool_calling::VcpProtocol;
 /// use tool_calling::protocol::{ProtocolError, ProtocolRegistry};
-/// let mut registry = ProtocolRegistry::with_defaults();
+/// let mut registry = ProtocolRegistry::new();
+/// registry.register(Arc::new(VcpProtocol::default())).unwrap();
 /// let again = registry.register(Arc::new(VcpProtocol::default()));
 /// assert_eq!(again, Err(ProtocolError::Duplicate("vcp".to_owned())));
 /// let err = registry.get("smoke-signals").err().unwrap();
@@ -44,6 +49,7 @@ pub enum ProtocolError {
 /// use tool_calling::protocol::ProtocolRegistry;
 /// let registry = ProtocolRegistry::with_defaults();
 /// assert_eq!(registry.get("vcp").unwrap().id(), "vcp");
+/// assert_eq!(registry.get("hermes").unwrap().id(), "hermes");
 /// assert!(registry.get("smoke-signals").is_err());
 /// ```
 #[derive(Clone, Default)]
@@ -63,11 +69,91 @@ impl ProtocolRegistry {
         Self::default()
     }
 
-    /// A registry holding the built-in protocols (VCP with default options).
+    /// A registry holding every built-in protocol ([`builtin_ids`](Self::builtin_ids))
+    /// with default options.
     pub fn with_defaults() -> Self {
+        Self::with_builtins(&BuiltinOptions::default())
+    }
+
+    /// A registry holding every built-in protocol, built with `options`.
+    ///
+    /// ```
+    /// use tool_calling::protocol::{BuiltinOptions, ProtocolRegistry};
+    /// let registry = ProtocolRegistry::with_builtins(&BuiltinOptions::default());
+    /// assert_eq!(registry.ids().len(), ProtocolRegistry::builtin_ids().len());
+    /// ```
+    pub fn with_builtins(options: &BuiltinOptions) -> Self {
         let mut registry = Self::new();
-        registry.protocols.insert("vcp".to_string(), Arc::new(super::vcp::VcpProtocol::default()));
+        for id in Self::builtin_ids() {
+            if let Ok(protocol) = Self::builtin(id, options) {
+                registry.protocols.insert(id.to_string(), protocol.into_protocol());
+            }
+        }
         registry
+    }
+
+    /// The ids of the built-in protocols: `vcp`, the native APIs (`openai`,
+    /// `openai_responses`, `anthropic`, `gemini`), the open-model text formats
+    /// ([`TextFormat::ALL`], `hermes` …) and `auto`, in that order.
+    ///
+    /// ```
+    /// use tool_calling::protocol::ProtocolRegistry;
+    /// let ids = ProtocolRegistry::builtin_ids();
+    /// assert_eq!(ids.first(), Some(&"vcp"));
+    /// assert!(ids.contains(&"openai_responses") && ids.contains(&"kimi_k2"));
+    /// assert_eq!(ids.last(), Some(&"auto"));
+    /// ```
+    pub fn builtin_ids() -> Vec<&'static str> {
+        let mut ids = vec![VCP];
+        ids.extend(NATIVE);
+        ids.extend(TextFormat::ALL.map(TextFormat::id));
+        ids.push(AUTO);
+        ids
+    }
+
+    /// The built-in protocol `id` ([`builtin_ids`](Self::builtin_ids)), built with
+    /// `options`, as its own type: a host that needs more than the trait (VCP's borrowed
+    /// views, a native protocol's [`WireFormat`]) gets it from here too.
+    ///
+    /// ```
+    /// use tool_calling::ToolCallingProtocol;
+    /// use tool_calling::protocol::{BuiltinOptions, BuiltinProtocol, ProtocolRegistry, RequestIdStyle};
+    ///
+    /// let options = BuiltinOptions::default().request_ids(RequestIdStyle::Sequential);
+    /// let hermes = ProtocolRegistry::builtin("hermes", &options).unwrap();
+    /// assert!(matches!(hermes, BuiltinProtocol::TextFormat(_)));
+    /// let parsed = hermes.as_protocol().parse_text(r#"<tool_call>{"name": "clock", "arguments": {}}</tool_call>"#);
+    /// assert_eq!(parsed.requests[0].request_id, "req_1");
+    ///
+    /// let gemini = ProtocolRegistry::builtin("gemini", &options).unwrap();
+    /// assert!(gemini.wire_format().is_some() && hermes.wire_format().is_none());
+    ///
+    /// let err = ProtocolRegistry::builtin("smoke-signals", &options).unwrap_err();
+    /// assert!(err.to_string().starts_with("no protocol with id `smoke-signals` is registered (known: vcp, openai, "));
+    /// ```
+    pub fn builtin(id: &str, options: &BuiltinOptions) -> Result<BuiltinProtocol, ProtocolError> {
+        let vcp = || VcpProtocol::new(options.vcp);
+        Ok(match id {
+            VCP => BuiltinProtocol::Vcp(vcp()),
+            AUTO => {
+                BuiltinProtocol::Auto(AutoProtocol::new().with_options(options.text_formats).with_vcp(vcp()))
+            }
+            "openai" => BuiltinProtocol::OpenAiChat(OpenAiChat::new(options.native)),
+            "openai_responses" => BuiltinProtocol::OpenAiResponses(OpenAiResponses::new(options.native)),
+            "anthropic" => BuiltinProtocol::Anthropic(Anthropic::new(options.native)),
+            "gemini" => BuiltinProtocol::Gemini(Gemini::new(options.native)),
+            other => match TextFormat::from_id(other) {
+                Some(format) => BuiltinProtocol::TextFormat(
+                    TextFormatProtocol::new(format).with_options(options.text_formats),
+                ),
+                None => {
+                    return Err(ProtocolError::Unknown {
+                        id: id.to_string(),
+                        known: Self::builtin_ids().join(", "),
+                    });
+                }
+            },
+        })
     }
 
     /// Registers `protocol` under its own id; refuses a second protocol with the same id.
@@ -104,5 +190,181 @@ impl ProtocolRegistry {
     /// The registered ids, sorted.
     pub fn ids(&self) -> Vec<&str> {
         self.protocols.keys().map(String::as_str).collect()
+    }
+}
+
+const VCP: &str = "vcp";
+const AUTO: &str = "auto";
+/// The native protocols' ids, in the order [`ProtocolRegistry::builtin_ids`] lists them.
+const NATIVE: [&str; 4] = ["openai", "openai_responses", "anthropic", "gemini"];
+
+/// The options [`ProtocolRegistry::builtin`] builds a protocol with: one set per family
+/// of protocols, each the family's own default unless set.
+///
+/// ```
+/// use tool_calling::protocol::{BuiltinOptions, RequestIdStyle};
+/// use tool_calling::protocol::vcp::VcpOptions;
+/// let options = BuiltinOptions::default()
+///     .vcp(VcpOptions::default().fuzzy_markers(true))
+///     .request_ids(RequestIdStyle::Sequential);
+/// assert!(options.vcp.fuzzy_markers);
+/// assert_eq!(options.vcp.request_ids, RequestIdStyle::Sequential);
+/// assert_eq!(options.native.request_ids, RequestIdStyle::Sequential);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct BuiltinOptions {
+    /// For `vcp` (and the VCP side of `auto`).
+    pub vcp: VcpOptions,
+    /// For the open-model text formats (and their side of `auto`).
+    pub text_formats: TextFormatOptions,
+    /// For the native APIs.
+    pub native: NativeOptions,
+}
+
+impl BuiltinOptions {
+    /// Sets [`vcp`](Self::vcp).
+    #[must_use]
+    pub fn vcp(mut self, options: VcpOptions) -> Self {
+        self.vcp = options;
+        self
+    }
+
+    /// Sets [`text_formats`](Self::text_formats).
+    #[must_use]
+    pub fn text_formats(mut self, options: TextFormatOptions) -> Self {
+        self.text_formats = options;
+        self
+    }
+
+    /// Sets [`native`](Self::native).
+    #[must_use]
+    pub fn native(mut self, options: NativeOptions) -> Self {
+        self.native = options;
+        self
+    }
+
+    /// Sets how every family names requests the model gave no id.
+    #[must_use]
+    pub fn request_ids(mut self, style: RequestIdStyle) -> Self {
+        self.vcp = self.vcp.request_ids(style);
+        self.text_formats = self.text_formats.request_ids(style);
+        self.native = self.native.request_ids(style);
+        self
+    }
+}
+
+/// A built-in protocol ([`ProtocolRegistry::builtin`]), as its own type.
+///
+/// ```
+/// use tool_calling::protocol::{BuiltinOptions, BuiltinProtocol, ProtocolRegistry};
+/// let vcp = ProtocolRegistry::builtin("vcp", &BuiltinOptions::default()).unwrap();
+/// let BuiltinProtocol::Vcp(protocol) = &vcp else { unreachable!() };
+/// assert_eq!(protocol.parse_view("no requests").requests.len(), 0);
+/// assert_eq!(vcp.id(), "vcp");
+/// ```
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum BuiltinProtocol {
+    /// `vcp`.
+    Vcp(VcpProtocol),
+    /// One of the open-model text formats.
+    TextFormat(TextFormatProtocol),
+    /// `auto`: VCP or any text format, detected.
+    Auto(AutoProtocol),
+    /// `openai`: OpenAI Chat Completions.
+    OpenAiChat(OpenAiChat),
+    /// `openai_responses`: the OpenAI Responses API.
+    OpenAiResponses(OpenAiResponses),
+    /// `anthropic`: Anthropic Messages.
+    Anthropic(Anthropic),
+    /// `gemini`: Gemini.
+    Gemini(Gemini),
+}
+
+impl BuiltinProtocol {
+    /// The protocol's id.
+    pub fn id(&self) -> &str {
+        self.as_protocol().id()
+    }
+
+    /// The protocol, as the trait.
+    pub fn as_protocol(&self) -> &dyn ToolCallingProtocol {
+        match self {
+            BuiltinProtocol::Vcp(p) => p,
+            BuiltinProtocol::TextFormat(p) => p,
+            BuiltinProtocol::Auto(p) => p,
+            BuiltinProtocol::OpenAiChat(p) => p,
+            BuiltinProtocol::OpenAiResponses(p) => p,
+            BuiltinProtocol::Anthropic(p) => p,
+            BuiltinProtocol::Gemini(p) => p,
+        }
+    }
+
+    /// The protocol, shared (what an engine holds).
+    pub fn into_protocol(self) -> Arc<dyn ToolCallingProtocol> {
+        match self {
+            BuiltinProtocol::Vcp(p) => Arc::new(p),
+            BuiltinProtocol::TextFormat(p) => Arc::new(p),
+            BuiltinProtocol::Auto(p) => Arc::new(p),
+            BuiltinProtocol::OpenAiChat(p) => Arc::new(p),
+            BuiltinProtocol::OpenAiResponses(p) => Arc::new(p),
+            BuiltinProtocol::Anthropic(p) => Arc::new(p),
+            BuiltinProtocol::Gemini(p) => Arc::new(p),
+        }
+    }
+
+    /// A native protocol's wire format (request and response bodies, streamed events);
+    /// `None` for a text protocol.
+    pub fn wire_format(&self) -> Option<&dyn WireFormat> {
+        match self {
+            BuiltinProtocol::OpenAiChat(p) => Some(p),
+            BuiltinProtocol::OpenAiResponses(p) => Some(p),
+            BuiltinProtocol::Anthropic(p) => Some(p),
+            BuiltinProtocol::Gemini(p) => Some(p),
+            BuiltinProtocol::Vcp(_) | BuiltinProtocol::TextFormat(_) | BuiltinProtocol::Auto(_) => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_builtin_id_builds_the_protocol_of_that_id() {
+        let options = BuiltinOptions::default();
+        let ids = ProtocolRegistry::builtin_ids();
+        assert_eq!(ids.len(), 2 + NATIVE.len() + TextFormat::ALL.len());
+        for id in &ids {
+            let protocol = ProtocolRegistry::builtin(id, &options).unwrap();
+            assert_eq!(protocol.id(), *id);
+            assert_eq!(protocol.clone().into_protocol().id(), *id);
+            assert_eq!(protocol.wire_format().is_some(), NATIVE.contains(id), "{id}");
+        }
+        let registry = ProtocolRegistry::with_defaults();
+        let mut sorted = ids.clone();
+        sorted.sort_unstable();
+        assert_eq!(registry.ids(), sorted);
+    }
+
+    #[test]
+    fn options_reach_the_protocols() {
+        let options = BuiltinOptions::default().request_ids(RequestIdStyle::Sequential);
+        let reply = "<<<[TOOL_REQUEST]>>>\ntool_name:「始」clock「末」\n<<<[END_TOOL_REQUEST]>>>";
+        for id in ["vcp", "auto"] {
+            let protocol = ProtocolRegistry::builtin(id, &options).unwrap();
+            assert_eq!(
+                protocol.as_protocol().parse_turn(&crate::model::AssistantTurn::from_text(reply)).requests[0]
+                    .request_id,
+                "req_1",
+                "{id}"
+            );
+        }
+        let mistral = ProtocolRegistry::builtin("mistral", &options).unwrap();
+        let parsed = mistral.as_protocol().parse_turn(&crate::model::AssistantTurn::from_text(
+            r#"[TOOL_CALLS][{"name": "clock", "arguments": {}}]"#,
+        ));
+        assert_eq!(parsed.requests[0].request_id, "req_1");
     }
 }

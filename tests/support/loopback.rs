@@ -8,13 +8,14 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use axum::body::{Body, Bytes};
-use axum::extract::State;
-use axum::http::{HeaderMap, Uri};
-use axum::response::Response;
+use hyper::body::Bytes;
 use serde_json::Value;
 use tokio::sync::Notify;
 use tool_calling::model::clients::{HttpChatModel, HttpChatModelBuilder, Provider, RetryPolicy};
+
+#[path = "../../examples/support/http_server.rs"]
+mod http_server;
+use http_server::{Request, Response};
 
 /// A piece of a scripted event stream.
 #[derive(Clone)]
@@ -78,11 +79,9 @@ impl Server {
             log: Log::default(),
             tool_started: Arc::new(Notify::new()),
         });
-        let app = axum::Router::new().fallback(handle).with_state(state.clone());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let url = format!("http://{}", listener.local_addr().unwrap());
-        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-        Server { url, state }
+        let served = state.clone();
+        let address = http_server::spawn(move |request| handle(served.clone(), request)).await.unwrap();
+        Server { url: format!("http://{address}"), state }
     }
 
     /// The base URL a provider's client is given: where its API's paths start.
@@ -108,30 +107,22 @@ impl Server {
     }
 }
 
-async fn handle(
-    State(state): State<Arc<ServerState>>,
-    uri: Uri,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response {
+async fn handle(state: Arc<ServerState>, request: Request) -> Response {
     state.requests.lock().unwrap().push(Recorded {
-        path: uri.path_and_query().map(ToString::to_string).unwrap_or_default(),
-        headers: headers
-            .iter()
-            .map(|(k, v)| (k.as_str().to_owned(), v.to_str().unwrap_or_default().to_owned()))
-            .collect(),
-        body: serde_json::from_slice(&body).unwrap_or(Value::Null),
+        path: request.target.clone(),
+        headers: request.headers.iter().cloned().collect(),
+        body: request.json().unwrap_or(Value::Null),
     });
     let reply = state.replies.lock().unwrap().pop_front();
     let reply =
         reply.unwrap_or(Reply::Json { status: 500, headers: vec![], body: "no reply scripted".into() });
     match reply {
         Reply::Json { status, headers, body } => {
-            let mut response = Response::builder().status(status).header("content-type", "application/json");
+            let mut response = Response::new(status).header("content-type", "application/json").body(body);
             for (name, value) in headers {
                 response = response.header(name, value);
             }
-            response.body(Body::from(body)).unwrap()
+            response
         }
         Reply::Sse(parts) => {
             let stream =
@@ -159,11 +150,7 @@ async fn handle(
                         }
                     }
                 });
-            Response::builder()
-                .status(200)
-                .header("content-type", "text/event-stream")
-                .body(Body::from_stream(stream))
-                .unwrap()
+            Response::stream(200, "text/event-stream", stream)
         }
         Reply::Hang => std::future::pending().await,
     }

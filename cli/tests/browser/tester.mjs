@@ -1,10 +1,10 @@
-// The web tester in a real headless Chromium: starts `tester serve`, loads the page and
-// checks the three panes through what a person sees and clicks.
+// The web tester in a real headless Chromium: starts `tool-calling serve`, loads the page
+// and checks the three panes through what a person sees and clicks.
 //
-//   node tests/browser/tester.mjs [TESTER_BINARY] [SCREENSHOT_DIR]
+//   node cli/tests/browser/tester.mjs [TESTER_BINARY] [SCREENSHOT_DIR]
 //
-// TESTER_BINARY defaults to target/debug/examples/tester (build it with
-// `cargo build --example tester`). Screenshots of the three panes (discovery.png,
+// TESTER_BINARY defaults to target/debug/tool-calling (build it with
+// `cargo build -p tool-calling-cli`). Screenshots of the three panes (discovery.png,
 // executor.png, parser.png) go to SCREENSHOT_DIR, by default target/browser.
 // CHROMIUM names the browser binary (default /usr/bin/chromium, Debian's package).
 // Exits non-zero, naming the failed check, on the first failure.
@@ -15,7 +15,7 @@ import { join } from "node:path";
 import assert from "node:assert/strict";
 import { chromium } from "playwright-core";
 
-const binary = process.argv[2] ?? "target/debug/examples/tester";
+const binary = process.argv[2] ?? "target/debug/tool-calling";
 const shots = process.argv[3] ?? "target/browser";
 const executablePath = process.env.CHROMIUM ?? "/usr/bin/chromium";
 

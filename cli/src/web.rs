@@ -1,4 +1,4 @@
-//! `tester serve`: the tester in a browser. One page (plain HTML, CSS and JavaScript,
+//! `tool-calling serve`: the tester in a browser. One page (plain HTML, CSS and JavaScript,
 //! built into the binary) with three panes over the demo tools, and a small JSON API
 //! that calls the same functions as the command line (nothing of the library's logic is
 //! copied into JavaScript):
@@ -20,35 +20,36 @@ use axum::extract::Query;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use clap::ValueEnum;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use tool_calling::protocol::vcp::{HiddenKind, VcpOptions, VcpProtocol};
+use tool_calling::protocol::vcp::{HiddenKind, VcpOptions};
+use tool_calling::protocol::{BuiltinProtocol, ProtocolRegistry};
 
-use super::{Failure, Lang, ProtocolName};
+use super::commands;
+use super::{Failure, Lang, PROGRAM};
 
-const INDEX: &str = include_str!("index.html");
-const SCRIPT: &str = include_str!("app.js");
-const STYLE: &str = include_str!("style.css");
+const INDEX: &str = include_str!("../web/index.html");
+const SCRIPT: &str = include_str!("../web/app.js");
+const STYLE: &str = include_str!("../web/style.css");
 
 /// The bundled samples: name, protocol, text.
 const SAMPLES: [(&str, &str, &str); 5] = [
-    ("VCP: reasoning, three calls, one cut off", "vcp", include_str!("../data/reply.txt")),
-    ("VCP: calls to the demo tools", "vcp", include_str!("samples/vcp_demo.txt")),
-    ("Hermes (Qwen): two calls", "hermes", include_str!("samples/hermes.txt")),
-    ("Mistral: a call list", "mistral", include_str!("samples/mistral.txt")),
-    ("OpenAI response body", "openai", include_str!("samples/openai.json")),
+    ("VCP: reasoning, three calls, one cut off", "vcp", include_str!("../samples/demo_reply.txt")),
+    ("VCP: calls to the demo tools", "vcp", include_str!("../samples/vcp_demo.txt")),
+    ("Hermes (Qwen): two calls", "hermes", include_str!("../samples/hermes.txt")),
+    ("Mistral: a call list", "mistral", include_str!("../samples/mistral.txt")),
+    ("OpenAI response body", "openai", include_str!("../samples/openai.json")),
 ];
 
 /// Serves the tester on `127.0.0.1:port` until the process is stopped.
 pub(super) fn serve(port: u16) -> Result<(), Failure> {
-    let runtime = super::runtime()?;
+    let runtime = commands::runtime()?;
     runtime.block_on(async move {
         let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
             .await
             .map_err(|e| Failure::msg(format!("cannot listen on 127.0.0.1:{port}: {e}")))?;
         let address = listener.local_addr().map_err(|e| Failure::msg(e.to_string()))?;
-        eprintln!("tester: serving on http://{address}/ (Ctrl-C stops it)");
+        eprintln!("{PROGRAM}: serving on http://{address}/ (Ctrl-C stops it)");
         axum::serve(listener, router()).await.map_err(|e| Failure::msg(format!("the server stopped: {e}")))
     })
 }
@@ -81,12 +82,8 @@ fn answer(result: Result<Value, Failure>) -> Response {
     }
 }
 
-fn protocol_named(name: &str) -> Result<ProtocolName, Failure> {
-    ProtocolName::from_str(name, false).map_err(|_| Failure::msg(format!("unknown protocol `{name}`")))
-}
-
 async fn tools() -> Response {
-    answer(super::discover_value(true))
+    answer(commands::discover_value(true))
 }
 
 #[derive(Deserialize)]
@@ -98,9 +95,8 @@ struct PromptQuery {
 async fn prompt(Query(query): Query<PromptQuery>) -> Response {
     let result = (|| {
         let name = query.protocol.unwrap_or_else(|| "vcp".into());
-        let protocol = protocol_named(&name)?;
         let lang = if query.lang.as_deref() == Some("zh") { Lang::Zh } else { Lang::En };
-        Ok(match super::prompt_value(protocol, lang)? {
+        Ok(match commands::prompt_value(&name, lang)? {
             Value::String(text) => json!({"protocol": name, "text": text}),
             tools => json!({"protocol": name, "json": tools}),
         })
@@ -116,12 +112,14 @@ async fn samples() -> Response {
     Json(Value::Array(samples)).into_response()
 }
 
+/// The built-in protocols, as `--protocol` takes them.
 async fn protocols() -> Response {
-    let names: Vec<Value> = ProtocolName::value_variants()
-        .iter()
-        .filter_map(|p| {
-            let name = p.to_possible_value()?.get_name().to_owned();
-            Some(json!({"name": name, "native": p.native().is_some()}))
+    let names: Vec<Value> = ProtocolRegistry::builtin_ids()
+        .into_iter()
+        .map(|id| {
+            let native =
+                commands::protocol(id, VcpOptions::default()).is_ok_and(|p| p.wire_format().is_some());
+            json!({"name": id, "native": native})
         })
         .collect();
     Json(Value::Array(names)).into_response()
@@ -138,7 +136,9 @@ struct ExecRequest {
 
 async fn exec(Json(request): Json<ExecRequest>) -> Response {
     let args = if request.args.is_null() { json!({}) } else { request.args };
-    answer(super::exec_value(&request.tool_name, request.command.as_deref(), args, request.timeout_ms).await)
+    answer(
+        commands::exec_value(&request.tool_name, request.command.as_deref(), args, request.timeout_ms).await,
+    )
 }
 
 #[derive(Deserialize)]
@@ -162,11 +162,11 @@ impl ParseRequest {
 
 async fn parse(Json(request): Json<ParseRequest>) -> Response {
     let result = (|| {
-        let protocol = protocol_named(&request.protocol)?;
+        let options = request.options();
         let mut document =
-            super::parse_value(protocol, request.options(), &request.text, request.stream_chunk)?;
-        if protocol == ProtocolName::Vcp {
-            let hidden: Vec<Value> = VcpProtocol::new(request.options())
+            commands::parse_value(&request.protocol, options, &request.text, request.stream_chunk)?;
+        if let BuiltinProtocol::Vcp(vcp) = commands::protocol(&request.protocol, options)? {
+            let hidden: Vec<Value> = vcp
                 .hidden_spans(&request.text)
                 .into_iter()
                 .map(|(span, kind)| {
@@ -182,16 +182,15 @@ async fn parse(Json(request): Json<ParseRequest>) -> Response {
                 map.insert("hidden".into(), Value::Array(hidden));
             }
         }
-        Ok(document)
+        Ok::<_, Failure>(document)
     })();
     answer(result)
 }
 
 async fn cycle(Json(request): Json<ParseRequest>) -> Response {
     let result = async {
-        let protocol = protocol_named(&request.protocol)?;
-        let ctx = super::execution_context(None, false)?;
-        super::cycle_value(protocol, request.options(), &request.text, &ctx).await
+        let ctx = commands::execution_context(None, false)?;
+        commands::cycle_value(&request.protocol, request.options(), &request.text, &ctx).await
     }
     .await;
     answer(result)

@@ -1,6 +1,9 @@
 //! The tester's demo tools, defined with the `#[tool]` attribute exactly as a user of the
 //! library would: adding the attribute is all it takes for the tools to be discovered
 //! (link-time registration), no list to maintain.
+//!
+//! The one copy of them: the library's examples and tests include this file by its path
+//! (`#[path = "../cli/src/demo_tools.rs"]`); the library itself ships no tools.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 

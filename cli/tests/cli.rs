@@ -1,25 +1,21 @@
-//! Runs the built `tester` example (`examples/tester.rs`) and checks its command-line
-//! contract: JSON shape, byte offsets, exit codes, one-line errors.
-//!
-//! `cargo test` builds the examples before it runs integration tests, but
-//! `cargo test --test tester_cli` alone does not: build the example first with
-//! `cargo build --example tester`. The tests refuse a missing or stale binary.
+//! Runs the built `tool-calling` binary and checks its command-line contract: JSON
+//! shape, byte offsets, exit codes, one-line errors.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::sync::OnceLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde_json::{Value, json};
 
-#[path = "support/example_bin.rs"]
-mod example_bin;
-
-/// The built tester, checked once.
+/// The binary under test (cargo builds it before the tests).
 fn tester_path() -> &'static Path {
-    static PATH: OnceLock<PathBuf> = OnceLock::new();
-    PATH.get_or_init(|| example_bin::example_path("tester"))
+    Path::new(env!("CARGO_BIN_EXE_tool-calling"))
+}
+
+/// A file of the library's tests (`tests/…` at the workspace root).
+fn library_test_file(path: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests").join(path)
 }
 
 /// A file under the temp dir with a unique name, removed when dropped.
@@ -29,7 +25,7 @@ impl TempFile {
     fn new(name: &str, contents: &[u8]) -> Self {
         static COUNTER: AtomicUsize = AtomicUsize::new(0);
         let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-        let path = std::env::temp_dir().join(format!("tester_cli_{}_{n}_{name}", std::process::id()));
+        let path = std::env::temp_dir().join(format!("tool_calling_cli_{}_{n}_{name}", std::process::id()));
         std::fs::write(&path, contents).expect("write temp file");
         TempFile(path)
     }
@@ -56,18 +52,18 @@ fn run_with_stdin(args: &[&str], stdin: Option<&[u8]>) -> Output {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .expect("spawn tester");
+        .expect("spawn tool-calling");
     if let Some(bytes) = stdin {
         let mut pipe = child.stdin.take().expect("stdin pipe");
         pipe.write_all(bytes).expect("write stdin");
     }
-    child.wait_with_output().expect("wait for tester")
+    child.wait_with_output().expect("wait for tool-calling")
 }
 
 /// Asserts exit 0 and returns stdout parsed as JSON.
 fn success_json(output: &Output) -> Value {
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(0), "tester failed; stderr: {stderr}");
+    assert_eq!(output.status.code(), Some(0), "tool-calling failed; stderr: {stderr}");
     let stdout = std::str::from_utf8(&output.stdout).expect("stdout is UTF-8");
     assert!(stdout.ends_with('\n'), "stdout must end with a newline: {stdout:?}");
     serde_json::from_str(stdout).unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {stdout}"))
@@ -265,9 +261,10 @@ fn missing_arguments_and_subcommands_are_one_line_errors() {
 
 #[test]
 fn missing_file_is_a_one_line_error() {
-    let missing = std::env::temp_dir().join(format!("tester_cli_{}_does_not_exist.txt", std::process::id()));
+    let missing =
+        std::env::temp_dir().join(format!("tool_calling_cli_{}_does_not_exist.txt", std::process::id()));
     let line = usage_error(&run(&["parse", missing.to_str().unwrap()]));
-    assert!(line.starts_with("tester: "), "{line}");
+    assert!(line.starts_with("tool-calling: "), "{line}");
     assert!(line.contains("does_not_exist.txt"), "the message names the file: {line}");
     usage_error(&run(&["bench", missing.to_str().unwrap()]));
 }
@@ -280,7 +277,7 @@ fn invalid_utf8_names_the_byte_offset() {
     bytes.extend_from_slice(&[0x80, b'x']);
     let file = TempFile::new("bad.txt", &bytes);
     let line = usage_error(&run(&["parse", file.arg()]));
-    assert_eq!(line, format!("tester: input is not valid UTF-8 at byte offset {offset}"));
+    assert_eq!(line, format!("tool-calling: input is not valid UTF-8 at byte offset {offset}"));
 
     let from_stdin = usage_error(&run_with_stdin(&["parse", "-"], Some(&bytes)));
     assert_eq!(from_stdin, line);
@@ -289,7 +286,7 @@ fn invalid_utf8_names_the_byte_offset() {
 
 /// A native fixture's path.
 fn native_fixture(provider: &str, name: &str) -> String {
-    format!("{}/tests/fixtures/native/{provider}/{name}", env!("CARGO_MANIFEST_DIR"))
+    library_test_file(&format!("fixtures/native/{provider}/{name}")).to_string_lossy().into_owned()
 }
 
 const NATIVE: [&str; 4] = ["openai", "openai_responses", "anthropic", "gemini"];
@@ -468,13 +465,18 @@ fn exec_internal_method_is_refused() {
     assert_eq!(out["error_kind"], "permission");
 }
 
+/// A method that does not exist is bad usage, not a result: exit 2, one line, the
+/// closest name suggested.
 #[test]
-fn exec_unknown_name_suggests_the_closest() {
-    let out = exec(&["calc_ad", "--args", "{}"]);
-    assert_eq!(out["status"], "error");
-    assert_eq!(out["error_kind"], "not_found");
-    let message = out["result"].as_str().unwrap();
+fn exec_unknown_name_is_a_usage_error_that_suggests_the_closest() {
+    let message = usage_error(&run(&["exec", "calc_ad", "--args", "{}"]));
+    assert!(message.starts_with("tool-calling: "), "{message}");
     assert!(message.contains("calc_add"), "{message}");
+    // Routed as VCP (a tool id and a command), an unknown command is the same.
+    let message = usage_error(&run(&["exec", "calc", "--command", "multiply", "--args", "{}"]));
+    assert!(message.contains("multiply"), "{message}");
+    let message = usage_error(&run(&["exec", "nosuchtool", "--args", "{}"]));
+    assert!(message.contains("nosuchtool"), "{message}");
 }
 
 #[test]
@@ -632,7 +634,7 @@ fn bench_output(input: &str, iterations: &str) -> Value {
 fn bench_prints_the_figures_and_the_api_it_timed() {
     let input = one_request_reply().repeat(5);
     let out = bench_output(&input, "7");
-    assert_eq!(out["api"], "view_events", "VCP's fastest complete parse");
+    assert_eq!(out["api"], "pull", "VCP's fastest complete parse");
     assert_eq!(out["bytes"], input.len());
     assert_eq!(out["iterations"], 7);
     assert!(out["requests"].is_u64());
@@ -649,12 +651,15 @@ fn bench_counts_requests_and_defaults_to_20_iterations() {
     assert_eq!(out["iterations"], 20);
     assert_eq!(out["requests"], 3);
     let owned = success_json(&run(&["bench", "--owned", "--iterations", "2", file.arg()]));
-    assert_eq!((owned["api"].as_str(), owned["requests"].as_u64()), (Some("parse"), Some(3)));
-    // Each API counts the same requests.
-    for api in ["view_events", "parse_view", "parse"] {
-        let out = success_json(&run(&["bench", "--api", api, "--iterations", "2", file.arg()]));
-        assert_eq!((out["api"].as_str(), out["requests"].as_u64()), (Some(api), Some(3)));
+    assert_eq!((owned["api"].as_str(), owned["requests"].as_u64()), (Some("owned"), Some(3)));
+    // Each API counts the same requests; the APIs' method names are accepted for them.
+    for (api, alias) in [("pull", "view_events"), ("view", "parse_view"), ("owned", "parse")] {
+        for name in [api, alias] {
+            let out = success_json(&run(&["bench", "--api", name, "--iterations", "2", file.arg()]));
+            assert_eq!((out["api"].as_str(), out["requests"].as_u64()), (Some(api), Some(3)), "--api {name}");
+        }
     }
+    usage_error(&run(&["bench", "--api", "fastest", file.arg()]));
 }
 
 #[test]
@@ -664,7 +669,7 @@ fn bench_rejects_zero_iterations() {
     assert!(line.contains("--iterations"), "{line}");
 }
 
-/// The flags a corpus case's JSON names (`{"flags": ["--fuzzy", …]}`), as tester arguments.
+/// The flags a corpus case's JSON names (`{"flags": ["--fuzzy", …]}`), as arguments.
 fn case_flags(case_json: &Path) -> Vec<String> {
     let text = std::fs::read_to_string(case_json).unwrap_or_else(|e| panic!("{}: {e}", case_json.display()));
     let case: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", case_json.display()));
@@ -678,9 +683,10 @@ fn case_flags(case_json: &Path) -> Vec<String> {
     flags
 }
 
-/// Every corpus reply (`tests/corpus/vcp/` and `tests/corpus/vcp-extra/`), with its flags.
+/// Every corpus reply (the library's `tests/corpus/vcp/` and `tests/corpus/vcp-extra/`),
+/// with its flags.
 fn corpus_cases() -> Vec<(PathBuf, Vec<String>)> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus");
+    let root = library_test_file("corpus");
     let mut cases = Vec::new();
     for dir in ["vcp", "vcp-extra"] {
         let dir = root.join(dir);
@@ -792,7 +798,7 @@ fn parse_stream_chunk_zero_is_a_usage_error() {
     // Invalid UTF-8 is reported the same way when streaming.
     let file = TempFile::new("stream_bad.txt", b"ok \xff");
     let line = usage_error(&run(&["parse", "--stream-chunk", "2", file.arg()]));
-    assert_eq!(line, "tester: input is not valid UTF-8 at byte offset 3");
+    assert_eq!(line, "tool-calling: input is not valid UTF-8 at byte offset 3");
 }
 
 #[test]
@@ -831,10 +837,10 @@ fn prompt_and_cycle_speak_each_format() {
         &["bench", "--protocol", "glm45", "--iterations", "2", "-"],
         Some(reply.as_bytes()),
     ));
-    assert_eq!((bench["requests"].as_u64(), bench["api"].as_str()), (Some(1), Some("parse")));
+    assert_eq!((bench["requests"].as_u64(), bench["api"].as_str()), (Some(1), Some("owned")));
 }
 
-/// `tester serve --port 0`, stopped when dropped.
+/// `tool-calling serve --port 0`, stopped when dropped.
 struct Server {
     child: std::process::Child,
     address: String,
@@ -849,7 +855,7 @@ impl Server {
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
-            .expect("spawn tester serve");
+            .expect("spawn tool-calling serve");
         let stderr = child.stderr.take().expect("stderr pipe");
         let mut line = String::new();
         std::io::BufReader::new(stderr).read_line(&mut line).expect("read the address line");
@@ -984,4 +990,29 @@ fn cycle_raw_prints_the_context_as_it_is_sent() {
     let body = native_fixture("openai", "two_calls_reasoning.json");
     let native = success_json(&run(&["cycle", "--raw", "--protocol", "openai", &body]));
     assert_eq!(native[0]["role"], "tool", "the tool messages themselves: {native}");
+}
+
+/// The bundled reply for the demo tools (`samples/demo_reply.txt`, which the README's
+/// examples use): every call reaches a demo tool, hidden reasoning included.
+#[test]
+fn the_demo_reply_runs_against_the_demo_tools() {
+    let sample = Path::new(env!("CARGO_MANIFEST_DIR")).join("samples/demo_reply.txt");
+    let sample = sample.to_str().unwrap();
+    let parsed = success_json(&run(&["parse", sample]));
+    let names: Vec<&str> =
+        parsed["requests"].as_array().unwrap().iter().map(|r| r["tool_name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["calc", "text_repeat", "calc_divide"], "the call in the reasoning stays hidden");
+    assert_eq!(parsed["requests"][2]["complete"], false, "the last call is cut off");
+
+    let out = success_json(&run(&["cycle", sample]));
+    let results = out["results"].as_array().unwrap();
+    assert_eq!(results.len(), 3, "{out:#}");
+    assert_eq!(
+        (results[0]["tool_name"].as_str(), results[0]["result"].as_str()),
+        (Some("calc_add"), Some("42.0"))
+    );
+    assert_eq!(results[1]["result"], "hello hello hello");
+    assert_eq!(results[2]["status"], "error", "an incomplete call is not run");
+    assert_eq!(results[2]["error_kind"], "validation");
+    assert!(results.iter().all(|r| r["error_kind"] != "not_found"), "every call names a demo tool: {out:#}");
 }
