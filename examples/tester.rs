@@ -176,9 +176,7 @@ use tool_calling::config::ToolCallConfig;
 use tool_calling::engine::Engine;
 use tool_calling::exec::{ExecutionContext, Executor, PlannedRequest};
 use tool_calling::model::{AssistantTurn, Message, TurnAccumulator};
-use tool_calling::protocol::native::{
-    Anthropic, Gemini, NativeOptions, OpenAiChat, OpenAiResponses, ResponseStream, WireFormat,
-};
+use tool_calling::protocol::native::{Anthropic, Gemini, NativeOptions, OpenAiChat, OpenAiResponses};
 use tool_calling::protocol::textfmt::{
     AutoProtocol, ParsedReply, TextFormat, TextFormatOptions, TextFormatProtocol,
 };
@@ -186,6 +184,7 @@ use tool_calling::protocol::vcp::{
     Language, RequestIdStyle, VcpOptions, VcpProtocol, ViewEvent, command_alias,
 };
 use tool_calling::protocol::{IncrementalParser, StreamCollector};
+use tool_calling::providers::{Provider, ResponseStream, WireFormat};
 use tool_calling::tools::ToolRegistry;
 use tool_calling::tools::{DiscoveryService, MethodFilter};
 use tool_calling::tools::{MethodSpec, ToolSpec};
@@ -254,20 +253,11 @@ enum ProtocolName {
     Auto,
 }
 
-/// A native protocol: its tool-calling side and its wire format.
-trait Native: ToolCallingProtocol + WireFormat {
-    fn as_wire(&self) -> &dyn WireFormat;
-    fn into_protocol(self: Arc<Self>) -> Arc<dyn ToolCallingProtocol>;
-}
-
-impl<T: ToolCallingProtocol + WireFormat + 'static> Native for T {
-    fn as_wire(&self) -> &dyn WireFormat {
-        self
-    }
-
-    fn into_protocol(self: Arc<Self>) -> Arc<dyn ToolCallingProtocol> {
-        self
-    }
+/// A native protocol (its tool-calling side) and its provider's wire format.
+#[derive(Clone)]
+struct Native {
+    protocol: Arc<dyn ToolCallingProtocol>,
+    wire: Provider,
 }
 
 impl ProtocolName {
@@ -284,16 +274,19 @@ impl ProtocolName {
     }
 
     /// The native protocol (sequential ids, for reproducible output), or `None` for VCP.
-    fn native(self) -> Option<Arc<dyn Native>> {
+    fn native(self) -> Option<Native> {
         let options = NativeOptions::default().request_ids(RequestIdStyle::Sequential);
-        Some(match self {
+        let (protocol, wire): (Arc<dyn ToolCallingProtocol>, Provider) = match self {
             ProtocolName::Vcp => return None,
-            ProtocolName::Openai => Arc::new(OpenAiChat::new(options)),
-            ProtocolName::OpenaiResponses => Arc::new(OpenAiResponses::new(options)),
-            ProtocolName::Anthropic => Arc::new(Anthropic::new(options)),
-            ProtocolName::Gemini => Arc::new(Gemini::new(options)),
+            ProtocolName::Openai => (Arc::new(OpenAiChat::new(options)), Provider::OpenAiChat),
+            ProtocolName::OpenaiResponses => {
+                (Arc::new(OpenAiResponses::new(options)), Provider::OpenAiResponses)
+            }
+            ProtocolName::Anthropic => (Arc::new(Anthropic::new(options)), Provider::Anthropic),
+            ProtocolName::Gemini => (Arc::new(Gemini::new(options)), Provider::Gemini),
             _ => return None,
-        })
+        };
+        Some(Native { protocol, wire })
     }
 
     /// The open-model text format, if this names one.
@@ -689,7 +682,12 @@ fn prompt_value(protocol: ProtocolName, lang: Lang) -> Result<Value, Failure> {
         return Ok(Value::String(declarations.as_prompt().unwrap_or_default().to_string()));
     }
     if let Some(native) = protocol.native() {
-        return Ok(native.tool_declarations(&definitions).as_native().cloned().unwrap_or(Value::Null));
+        return Ok(native
+            .protocol
+            .tool_declarations(&definitions)
+            .as_native()
+            .cloned()
+            .unwrap_or(Value::Null));
     }
     let language = match lang {
         Lang::En => Language::En,
@@ -726,8 +724,8 @@ fn parse_value(
     }
     if let Some(native) = protocol.native() {
         let outcome = match stream_chunk {
-            None => parse_native_body(native.as_ref(), text)?.1,
-            Some(size) => parse_native_stream(native.as_ref(), text, size).1,
+            None => parse_native_body(&native, text)?.1,
+            Some(size) => parse_native_stream(&native, text, size).1,
         };
         return Ok(outcome_json(&outcome));
     }
@@ -757,12 +755,12 @@ fn parse_streaming(protocol: &VcpProtocol, text: &str, size: usize) -> ParseOutc
 /// A response body's turn and what the protocol reads in it. A body the provider's
 /// format cannot read (an error body, another shape) gives no turn and an
 /// `invalid_payload` diagnostic; text that is not JSON at all is a usage error.
-fn parse_native_body(native: &dyn Native, text: &str) -> Result<(AssistantTurn, ParseOutcome), Failure> {
+fn parse_native_body(native: &Native, text: &str) -> Result<(AssistantTurn, ParseOutcome), Failure> {
     let body: Value = serde_json::from_str(text)
         .map_err(|e| Failure::msg(format!("the input is not a JSON response body: {e}")))?;
-    Ok(match native.parse_response(&body) {
+    Ok(match native.wire.parse_response(&body) {
         Ok(turn) => {
-            let outcome = native.parse_turn(&turn);
+            let outcome = native.protocol.parse_turn(&turn);
             (turn, outcome)
         }
         Err(error) => (AssistantTurn::new(), invalid_payload(&error.to_string())),
@@ -781,9 +779,9 @@ fn invalid_payload(message: &str) -> ParseOutcome {
 /// characters, as a network does) through the provider's decoder and the protocol's
 /// incremental parser: the turn, and the outcome the collected events give. An error
 /// event ends the stream with an `invalid_payload` diagnostic.
-fn parse_native_stream(native: &dyn Native, text: &str, size: usize) -> (AssistantTurn, ParseOutcome) {
-    let mut stream = ResponseStream::new(native.as_wire());
-    let mut parser = native.incremental_parser().unwrap_or_else(|| unreachable_parser());
+fn parse_native_stream(native: &Native, text: &str, size: usize) -> (AssistantTurn, ParseOutcome) {
+    let mut stream = ResponseStream::new(&native.wire);
+    let mut parser = native.protocol.incremental_parser().unwrap_or_else(|| unreachable_parser());
     let mut turn = TurnAccumulator::new();
     let (mut deltas, mut events) = (Vec::new(), Vec::new());
     let mut collector = StreamCollector::new();
@@ -948,9 +946,9 @@ async fn cycle_value(
 /// The cycle on a native response body; `context` is what goes back to the provider, in
 /// its own shape: the result messages as its API takes them (for Anthropic and Gemini
 /// the one message or content they make).
-async fn cycle_native(native: Arc<dyn Native>, text: &str, ctx: &ExecutionContext) -> Result<Value, Failure> {
-    let (turn, _) = parse_native_body(native.as_ref(), text)?;
-    let protocol = native.clone().into_protocol();
+async fn cycle_native(native: Native, text: &str, ctx: &ExecutionContext) -> Result<Value, Failure> {
+    let (turn, _) = parse_native_body(&native, text)?;
+    let protocol = native.protocol.clone();
     let engine = Engine::new(demo_registry()?).with_protocol(protocol);
     let cycle = engine
         .process_turn(&turn, ctx)
@@ -960,10 +958,10 @@ async fn cycle_native(native: Arc<dyn Native>, text: &str, ctx: &ExecutionContex
     // had one; then the results, which are the context.
     let mut history = vec![Message::from_turn(turn)];
     history.extend(cycle.result_messages.iter().cloned());
-    let turn_items = native.wire_messages(&history[..1]).as_array().map_or(0, Vec::len);
-    let mut results: Vec<Value> = native.wire_messages(&history).as_array().cloned().unwrap_or_default();
+    let turn_items = native.wire.wire_messages(&history[..1]).as_array().map_or(0, Vec::len);
+    let mut results: Vec<Value> = native.wire.wire_messages(&history).as_array().cloned().unwrap_or_default();
     let results = results.split_off(turn_items.min(results.len()));
-    let context = match args_shape(native.id()) {
+    let context = match args_shape(native.protocol.id()) {
         Shape::List => Value::Array(results),
         Shape::One => results.into_iter().next().unwrap_or(Value::Null),
     };

@@ -26,13 +26,9 @@ use std::collections::HashMap;
 use libfuzzer_sys::fuzz_target;
 use tool_calling::ToolCallingProtocol;
 use tool_calling::model::{AssistantTurn, TurnAccumulator, TurnDelta};
-use tool_calling::protocol::native::{
-    Anthropic, Gemini, NativeOptions, OpenAiChat, OpenAiResponses, ResponseStream, WireError, WireFormat,
-};
+use tool_calling::protocol::native::{Anthropic, Gemini, NativeOptions, OpenAiChat, OpenAiResponses};
 use tool_calling::protocol::{RequestIdStyle, StreamCollector};
-
-trait Native: ToolCallingProtocol + WireFormat {}
-impl<T: ToolCallingProtocol + WireFormat> Native for T {}
+use tool_calling::providers::{Provider, ResponseStream, WireError, WireFormat};
 
 fuzz_target!(|data: &[u8]| {
     let (head, rest) = match data.split_first() {
@@ -42,16 +38,16 @@ fuzz_target!(|data: &[u8]| {
     let k = usize::from(head >> 2).min(rest.len());
     let (seed, body) = rest.split_at(k);
     let options = NativeOptions::default().request_ids(RequestIdStyle::Sequential);
-    let protocol: Box<dyn Native> = match head & 0b11 {
-        0 => Box::new(OpenAiChat::new(options)),
-        1 => Box::new(OpenAiResponses::new(options)),
-        2 => Box::new(Anthropic::new(options)),
-        _ => Box::new(Gemini::new(options)),
+    let (protocol, wire): (Box<dyn ToolCallingProtocol>, Provider) = match head & 0b11 {
+        0 => (Box::new(OpenAiChat::new(options)), Provider::OpenAiChat),
+        1 => (Box::new(OpenAiResponses::new(options)), Provider::OpenAiResponses),
+        2 => (Box::new(Anthropic::new(options)), Provider::Anthropic),
+        _ => (Box::new(Gemini::new(options)), Provider::Gemini),
     };
 
     let chunks = chunks(body, seed);
-    let (whole_deltas, whole_error) = read(protocol.as_ref(), &[body]);
-    let (deltas, error) = read(protocol.as_ref(), &chunks);
+    let (whole_deltas, whole_error) = read(&wire, &[body]);
+    let (deltas, error) = read(&wire, &chunks);
     let context = format!(
         "protocol {}\nbody: {:?}\nchunk sizes: {:?}",
         protocol.id(),
@@ -109,7 +105,7 @@ fn chunks<'a>(body: &'a [u8], seed: &[u8]) -> Vec<&'a [u8]> {
 
 /// The deltas of pushing `chunks` (stopping at the first error) and, without an error,
 /// finishing; and the error.
-fn read(format: &dyn Native, chunks: &[&[u8]]) -> (Vec<TurnDelta>, Option<WireError>) {
+fn read(format: &dyn WireFormat, chunks: &[&[u8]]) -> (Vec<TurnDelta>, Option<WireError>) {
     let mut stream = ResponseStream::new(format);
     let mut deltas = Vec::new();
     for chunk in chunks {

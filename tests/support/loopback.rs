@@ -14,7 +14,7 @@ use axum::http::{HeaderMap, Uri};
 use axum::response::Response;
 use serde_json::Value;
 use tokio::sync::Notify;
-use tool_calling::model::clients::{HttpChatModel, HttpChatModelBuilder, Provider, RetryPolicy};
+use tool_calling::providers::{HttpChatModel, HttpChatModelBuilder, Provider, RetryPolicy};
 
 /// A piece of a scripted event stream.
 #[derive(Clone)]

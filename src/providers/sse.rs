@@ -10,7 +10,7 @@
 /// One server-sent event.
 ///
 /// ```
-/// use tool_calling::protocol::native::SseParser;
+/// use tool_calling::providers::SseParser;
 /// let mut events = Vec::new();
 /// SseParser::new().push(b"id: 7\nevent: delta\ndata: line 1\ndata: line 2\n\n", &mut events);
 /// let event = &events[0];
@@ -32,7 +32,7 @@ pub struct SseEvent {
 /// Reads server-sent events from bytes fed in chunks.
 ///
 /// ```
-/// use tool_calling::protocol::native::SseParser;
+/// use tool_calling::providers::SseParser;
 /// let mut parser = SseParser::new();
 /// let mut events = Vec::new();
 /// parser.push(b"event: ping\r\ndata: {\"a\"", &mut events);

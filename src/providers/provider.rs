@@ -1,12 +1,16 @@
-//! The four provider APIs: where requests go, how they authenticate, which environment
-//! variables configure them.
+//! The four provider APIs: their wire formats, where requests go, how they
+//! authenticate, which environment variables configure them.
 
+#[cfg(feature = "http")]
 use std::sync::Arc;
 
+#[cfg(feature = "http")]
 use crate::protocol::ToolCallingProtocol;
-use crate::protocol::native::{Anthropic, Gemini, NativeOptions, OpenAiChat, OpenAiResponses, WireFormat};
+#[cfg(feature = "http")]
+use crate::protocol::native::{Anthropic, Gemini, NativeOptions, OpenAiChat, OpenAiResponses};
 
-/// The API an [`HttpChatModel`](super::HttpChatModel) speaks.
+/// A provider's API: its wire format (a `Provider` is a [`WireFormat`](super::WireFormat)),
+/// and the API an `HttpChatModel` speaks (cargo feature `http`).
 ///
 /// | provider | endpoint (after the base URL) | key header | environment |
 /// |---|---|---|---|
@@ -20,7 +24,7 @@ use crate::protocol::native::{Anthropic, Gemini, NativeOptions, OpenAiChat, Open
 /// away from the default host).
 ///
 /// ```
-/// use tool_calling::model::clients::Provider;
+/// use tool_calling::providers::Provider;
 /// assert_eq!(Provider::OpenAiChat.default_base_url(), "https://api.openai.com/v1");
 /// assert_eq!(Provider::Gemini.key_variables(), ["GEMINI_API_KEY", "GOOGLE_API_KEY"]);
 /// assert_eq!(Provider::Anthropic.model_variable(), "ANTHROPIC_MODEL");
@@ -91,6 +95,7 @@ impl Provider {
     }
 
     /// The URL a request for `model` is posted to.
+    #[cfg(feature = "http")]
     pub(crate) fn url(self, base: &str, model: &str, stream: bool) -> String {
         let base = base.trim_end_matches('/');
         match self {
@@ -110,6 +115,7 @@ impl Provider {
     }
 
     /// The headers that carry `key`, and any the provider always wants.
+    #[cfg(feature = "http")]
     pub(crate) fn auth_headers(self, key: Option<&str>) -> Vec<(&'static str, String)> {
         let mut headers = Vec::new();
         match self {
@@ -133,22 +139,14 @@ impl Provider {
         headers
     }
 
-    /// The provider's protocol with `options`, as both of the traits it implements.
-    pub(crate) fn protocol(
-        self,
-        options: NativeOptions,
-    ) -> (Arc<dyn ToolCallingProtocol>, Arc<dyn WireFormat>) {
-        fn both<P: ToolCallingProtocol + WireFormat + 'static>(
-            protocol: P,
-        ) -> (Arc<dyn ToolCallingProtocol>, Arc<dyn WireFormat>) {
-            let protocol = Arc::new(protocol);
-            (protocol.clone(), protocol)
-        }
+    /// The provider's native tool-calling protocol with `options`.
+    #[cfg(feature = "http")]
+    pub(crate) fn native_protocol(self, options: NativeOptions) -> Arc<dyn ToolCallingProtocol> {
         match self {
-            Provider::OpenAiChat => both(OpenAiChat::new(options)),
-            Provider::OpenAiResponses => both(OpenAiResponses::new(options)),
-            Provider::Anthropic => both(Anthropic::new(options)),
-            Provider::Gemini => both(Gemini::new(options)),
+            Provider::OpenAiChat => Arc::new(OpenAiChat::new(options)),
+            Provider::OpenAiResponses => Arc::new(OpenAiResponses::new(options)),
+            Provider::Anthropic => Arc::new(Anthropic::new(options)),
+            Provider::Gemini => Arc::new(Gemini::new(options)),
         }
     }
 }
@@ -159,7 +157,7 @@ impl std::fmt::Display for Provider {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "http"))]
 mod tests {
     use super::*;
 
@@ -202,7 +200,7 @@ mod tests {
         for provider in
             [Provider::OpenAiChat, Provider::OpenAiResponses, Provider::Anthropic, Provider::Gemini]
         {
-            let (protocol, _) = provider.protocol(NativeOptions::default());
+            let protocol = provider.native_protocol(NativeOptions::default());
             assert_eq!(protocol.id(), provider.protocol_id());
             assert_eq!(provider.to_string(), provider.protocol_id());
         }
