@@ -35,6 +35,7 @@ mod anthropic;
 #[cfg(feature = "http")]
 mod client;
 mod gemini;
+mod lenient;
 mod openai_chat;
 mod openai_responses;
 mod provider;
@@ -234,6 +235,65 @@ impl WireFormat for Provider {
     }
 }
 
+/// The declared tools of `request`, when there are any.
+pub(crate) fn declared_tools(request: &ModelRequest) -> Option<&Value> {
+    request.tools.as_ref().filter(|t| t.as_array().is_some_and(|a| !a.is_empty()))
+}
+
+/// A typed body as the JSON value a [`WireFormat`] gives.
+pub(crate) fn to_value(body: &impl serde::Serialize) -> Value {
+    // The bodies hold strings, numbers, booleans and JSON values, under string keys:
+    // serialising them cannot fail.
+    serde_json::to_value(body).unwrap_or(Value::Null)
+}
+
+/// An event's payload, read as `T` (see [`lenient`]).
+pub(crate) fn parse_event<'a, T: serde::Deserialize<'a> + Default>(
+    event: &'a SseEvent,
+) -> Result<T, WireError> {
+    lenient::from_str(&event.data).map_err(|e| json_error("stream event", &e))
+}
+
+/// An event's payload as any JSON value: a payload whose fields are not read need only
+/// be JSON.
+pub(crate) fn parse_event_any<'a, T: serde::Deserialize<'a>>(event: &'a SseEvent) -> Result<T, WireError> {
+    serde_json::from_str(&event.data).map_err(|e| json_error("stream event", &e))
+}
+
+/// A response body, read as `T` (see [`lenient`]).
+pub(crate) fn parse_body<'a, T: serde::Deserialize<'a> + Default>(body: &'a Value) -> Result<T, WireError> {
+    lenient::from_value(body).map_err(|e| json_error("response body", &e))
+}
+
+/// A JSON error as a [`WireError`]: text that is not JSON, or JSON the typed payload
+/// cannot take (a key given twice).
+fn json_error(what: &'static str, error: &serde_json::Error) -> WireError {
+    match error.classify() {
+        serde_json::error::Category::Data => WireError::Shape { what, reason: error.to_string() },
+        serde_json::error::Category::Io
+        | serde_json::error::Category::Syntax
+        | serde_json::error::Category::Eof => WireError::NotJson { what, reason: error.to_string() },
+    }
+}
+
+/// An error object as the OpenAI APIs (and most compatible servers) send it,
+/// `{"message", "type", "code", "status"}`, or a bare string, as a [`WireError`]. Kept as
+/// a value: compatible servers put anything there, and an error without a message is
+/// reported whole.
+pub(crate) fn provider_error(error: &Value) -> WireError {
+    let message = match error {
+        Value::String(text) => text.clone(),
+        other => {
+            other.get("message").and_then(Value::as_str).map_or_else(|| other.to_string(), str::to_string)
+        }
+    };
+    let kind = ["type", "code", "status"].iter().find_map(|k| {
+        error
+            .get(k)
+            .and_then(|v| v.as_str().map(str::to_string).or_else(|| v.as_i64().map(|n| n.to_string())))
+    });
+    WireError::Provider { kind, message }
+}
 /// Parses the JSON of a stream event.
 pub(crate) fn event_json(event: &SseEvent) -> Result<Value, WireError> {
     serde_json::from_str(&event.data)
@@ -245,12 +305,31 @@ pub(crate) fn str_of<'v>(value: &'v Value, key: &str) -> &'v str {
     value.get(key).and_then(Value::as_str).unwrap_or_default()
 }
 
-/// Call arguments as JSON text: a string as it is (OpenAI sends a string), any other
-/// value serialised (providers that send an object).
-pub(crate) fn arguments_text(value: Option<&Value>) -> String {
-    match value {
-        None | Some(Value::Null) => String::new(),
-        Some(Value::String(text)) => text.clone(),
-        Some(other) => other.to_string(),
+/// What the providers' tests share.
+#[cfg(test)]
+pub(crate) mod testing {
+    use super::{Provider, SseParser, WireError, WireFormat};
+    use crate::model::TurnDelta;
+
+    /// The deltas `provider`'s decoder gives for the events of `sse` (each `data:`
+    /// line ended with a blank line), up to the first error, and the decoder's end.
+    pub(crate) fn decode(provider: Provider, sse: &str) -> (Vec<TurnDelta>, Option<WireError>) {
+        let mut events = Vec::new();
+        let mut parser = SseParser::new();
+        parser.push(sse.as_bytes(), &mut events);
+        let mut decoder = provider.stream_decoder();
+        let mut deltas = Vec::new();
+        for event in &events {
+            if let Err(error) = decoder.event(event, &mut deltas) {
+                return (deltas, Some(error));
+            }
+        }
+        decoder.finish(&mut deltas);
+        (deltas, None)
+    }
+
+    /// `data:` events of `payloads`, one each.
+    pub(crate) fn events(payloads: &[&str]) -> String {
+        payloads.iter().map(|p| format!("data: {p}\n\n")).collect()
     }
 }
