@@ -126,6 +126,23 @@ pub(crate) fn int<'de, D: Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Err
     read::<Int, D>(d)
 }
 
+/// `true` only for JSON `true`.
+pub(crate) fn flag<'de, D: Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
+    struct Flag;
+    impl Lenient<'_> for Flag {
+        type Value = bool;
+        fn boolean(value: bool) -> Self::Value {
+            value
+        }
+    }
+    read::<Flag, D>(d)
+}
+
+/// Whether the field is there, whatever its value (`null` included).
+pub(crate) fn seen<'de, D: Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
+    IgnoredAny::deserialize(d).map(|_| true)
+}
+
 /// A string naming one of `T`'s variants (an unknown name is `T`'s `#[serde(other)]`
 /// variant); anything else reads as absent.
 pub(crate) fn tag<'de, D: Deserializer<'de>, T: DeserializeOwned>(d: D) -> Result<Option<T>, D::Error> {
@@ -156,6 +173,36 @@ where
     T: Deserialize<'de> + Default,
 {
     object(d).map(Some)
+}
+
+/// A field that is there and not `null`, as [`object`] reads it (an error object: a
+/// string there is an error without a message).
+pub(crate) fn non_null<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de> + Default,
+{
+    struct NonNull<T>(PhantomData<T>);
+    impl<'de, T: Deserialize<'de> + Default> Lenient<'de> for NonNull<T> {
+        type Value = Option<T>;
+        fn string(_text: Cow<'de, str>) -> Self::Value {
+            Some(T::default())
+        }
+        fn integer(_number: Option<i64>) -> Self::Value {
+            Some(T::default())
+        }
+        fn boolean(_value: bool) -> Self::Value {
+            Some(T::default())
+        }
+        fn map<A: MapAccess<'de>>(map: A) -> Result<Self::Value, A::Error> {
+            T::deserialize(MapAccessDeserializer::new(map)).map(Some)
+        }
+        fn seq<A: SeqAccess<'de>>(mut seq: A) -> Result<Self::Value, A::Error> {
+            while seq.next_element::<IgnoredAny>()?.is_some() {}
+            Ok(Some(T::default()))
+        }
+    }
+    read::<NonNull<T>, D>(d)
 }
 
 /// An array, each element read as [`object`] reads it (an element that is not an object
@@ -329,6 +376,8 @@ mod tests {
         text: Option<Cow<'a, str>>,
         #[serde(deserialize_with = "int")]
         index: Option<i64>,
+        #[serde(deserialize_with = "flag")]
+        thought: bool,
         #[serde(rename = "type", deserialize_with = "tag")]
         kind: Option<Kind>,
         #[serde(borrow, deserialize_with = "object")]
@@ -339,36 +388,42 @@ mod tests {
         arguments: Option<Cow<'a, str>>,
         #[serde(deserialize_with = "json")]
         input: Option<Value>,
+        #[serde(deserialize_with = "seen")]
+        feedback: bool,
     }
 
     #[test]
     fn fields_of_the_expected_type_are_read_and_strings_borrowed() {
-        let text = r#"{"text": "hi", "index": 3, "type": "text_delta",
+        let text = r#"{"text": "hi", "index": 3, "thought": true, "type": "text_delta",
             "inner": {"name": "n"}, "items": [{"name": "a"}, 5, {"name": "b"}],
-            "arguments": "{\"a\": 1}", "input": null, "unknown": [1, {"x": 2}]}"#;
+            "arguments": "{\"a\": 1}", "input": null, "feedback": null, "unknown": [1, {"x": 2}]}"#;
         let payload: Payload<'_> = from_str(text).unwrap();
         assert!(matches!(payload.text, Some(Cow::Borrowed("hi"))));
         assert_eq!(payload.index, Some(3));
+        assert!(payload.thought);
         assert_eq!(payload.kind, Some(Kind::TextDelta));
         assert_eq!(payload.inner.name.as_deref(), Some("n"));
         let names: Vec<Option<&str>> = payload.items.iter().map(|i| i.name.as_deref()).collect();
         assert_eq!(names, [Some("a"), None, Some("b")], "an element that is not an object keeps its place");
         assert_eq!(payload.arguments.as_deref(), Some("{\"a\": 1}"));
         assert_eq!(payload.input, Some(Value::Null), "null is there");
+        assert!(payload.feedback);
     }
 
     #[test]
     fn fields_of_another_type_read_as_absent() {
-        let text = r#"{"text": ["x"], "index": "0", "type": 7, "inner": "s",
+        let text = r#"{"text": ["x"], "index": "0", "thought": "yes", "type": 7, "inner": "s",
             "items": {"name": "a"}, "arguments": {"b": [1, 2.5]}}"#;
         let payload: Payload<'_> = from_str(text).unwrap();
         assert_eq!(payload.text, None);
         assert_eq!(payload.index, None);
+        assert!(!payload.thought);
         assert_eq!(payload.kind, None);
         assert_eq!(payload.inner, Inner::default());
         assert!(payload.items.is_empty());
         assert_eq!(payload.arguments.as_deref(), Some(r#"{"b":[1,2.5]}"#), "an object is serialised");
         assert_eq!(payload.input, None, "left out");
+        assert!(!payload.feedback);
         let unknown: Payload<'_> = from_str(r#"{"type": "new_kind", "index": 1.5}"#).unwrap();
         assert_eq!((unknown.kind, unknown.index), (Some(Kind::Other), None));
     }

@@ -294,17 +294,6 @@ pub(crate) fn provider_error(error: &Value) -> WireError {
     });
     WireError::Provider { kind, message }
 }
-/// Parses the JSON of a stream event.
-pub(crate) fn event_json(event: &SseEvent) -> Result<Value, WireError> {
-    serde_json::from_str(&event.data)
-        .map_err(|e| WireError::NotJson { what: "stream event", reason: e.to_string() })
-}
-
-/// A string field, or "".
-pub(crate) fn str_of<'v>(value: &'v Value, key: &str) -> &'v str {
-    value.get(key).and_then(Value::as_str).unwrap_or_default()
-}
-
 /// What the providers' tests share.
 #[cfg(test)]
 pub(crate) mod testing {
