@@ -111,7 +111,7 @@ fn read(format: &dyn WireFormat, bytes: &[u8]) -> AssistantTurn {
         stream.push(chunk, &mut deltas).expect("the generated stream is well formed");
         deltas.drain(..).for_each(|delta| turn.push(&delta));
     }
-    stream.finish(&mut deltas);
+    stream.finish(&mut deltas).expect("the generated stream ends after its last event");
     deltas.drain(..).for_each(|delta| turn.push(&delta));
     turn.finish()
 }

@@ -778,7 +778,8 @@ fn invalid_payload(message: &str) -> ParseOutcome {
 /// A server-sent-events transcript fed `size` bytes at a time (cuts may split lines and
 /// characters, as a network does) through the provider's decoder and the protocol's
 /// incremental parser: the turn, and the outcome the collected events give. An error
-/// event ends the stream with an `invalid_payload` diagnostic.
+/// event ends the stream with an `invalid_payload` diagnostic; so does a transcript that
+/// ends inside an event (the event is dropped).
 fn parse_native_stream(native: &Native, text: &str, size: usize) -> (AssistantTurn, ParseOutcome) {
     let mut stream = ResponseStream::new(&native.wire);
     let mut parser = native.protocol.incremental_parser().unwrap_or_else(|| unreachable_parser());
@@ -797,7 +798,9 @@ fn parse_native_stream(native: &Native, text: &str, size: usize) -> (AssistantTu
         }
         collector.extend(events.drain(..));
     }
-    stream.finish(&mut deltas);
+    if let Err(cut) = stream.finish(&mut deltas) {
+        error.get_or_insert(cut);
+    }
     for delta in deltas.drain(..) {
         turn.push(&delta);
         parser.push(&delta, &mut events);

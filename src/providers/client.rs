@@ -58,7 +58,11 @@ use crate::protocol::vcp::VcpProtocol;
 /// Failures are typed ([`ChatModelError`]): an error status with the provider's message
 /// and requested wait, a transport failure, a timeout, a provider error inside a stream,
 /// or a body that cannot be read. Retryable refusals (429, 5xx, dropped connections) are
-/// retried before anything was received, as the [`RetryPolicy`] says.
+/// retried before anything was received, as the [`RetryPolicy`] says. A stream the
+/// server ends cleanly but early is not an error: its turn ends with
+/// [`FinishReason::Error`](crate::model::FinishReason::Error) and its unfinished calls
+/// are incomplete (see [`ResponseStream::finish`]); one that ended inside an event is
+/// also logged as a warning.
 ///
 /// ```
 /// use tool_calling::providers::{HttpChatModel, Provider};
@@ -759,7 +763,12 @@ impl<'a> StreamState<'a> {
             }
             Ok(Err(error)) => Err(transport("reading the stream", &error)),
             Ok(Ok(None)) => {
-                decoder.finish(&mut deltas);
+                // A stream that ended inside an event is noted here; its turn, if the
+                // provider had not finished it, ends as an error with its open calls
+                // incomplete (reported to the model, never run).
+                if let Err(error) = decoder.finish(&mut deltas) {
+                    tracing::warn!(model = %self.model.inner.model, %error, "the response stream was cut off");
+                }
                 Ok(false)
             }
             Ok(Ok(Some(bytes))) => {

@@ -98,6 +98,14 @@ pub enum WireError {
         /// The limit, in bytes.
         limit: usize,
     },
+    /// The stream ended inside an event (its bytes stopped before the blank line that
+    /// ends an event): the part of the event that arrived was dropped (see
+    /// [`ResponseStream::finish`]).
+    #[error("the {what} ended inside an event: the part of it that arrived was dropped")]
+    Truncated {
+        /// What was being read (`response stream`).
+        what: &'static str,
+    },
     /// The provider reported an error (an error body, or an error event in a stream).
     #[error("the provider reported an error{}: {message}", kind.as_deref().map(|k| format!(" ({k})")).unwrap_or_default())]
     Provider {

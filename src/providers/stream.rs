@@ -18,7 +18,7 @@ use crate::model::{FinishReason, TurnDelta};
 /// let mut stream = ResponseStream::new(&Provider::OpenAiChat);
 /// let mut deltas = Vec::new();
 /// stream.push(sse.as_bytes(), &mut deltas).unwrap();
-/// stream.finish(&mut deltas);
+/// stream.finish(&mut deltas).unwrap();
 /// let mut turn = TurnAccumulator::new();
 /// deltas.iter().for_each(|d| turn.push(d));
 /// assert_eq!(turn.finish().text(), "Hi");
@@ -117,16 +117,36 @@ impl ResponseStream {
         result
     }
 
-    /// The stream has ended; appends the last deltas. An event cut off before its end is
-    /// dropped.
+    /// The stream has ended; appends the last deltas.
     ///
     /// Every call that started is ended. A stream that ended before the provider said
     /// how the turn finished was cut off: the turn finishes with
     /// [`FinishReason::Error`], and each call still open is marked
     /// [`ToolCallIncomplete`](TurnDelta::ToolCallIncomplete) before its end, so that it
     /// is reported, not run.
-    pub fn finish(&mut self, deltas: &mut Vec<TurnDelta>) {
-        let _ = self.sse.finish(&mut self.events);
+    ///
+    /// A stream that ended inside an event had that event dropped, as the format says
+    /// (half an event is not read), and that is reported: the deltas are appended all the
+    /// same (the turn as far as it was read, finishing as above), then
+    /// [`WireError::Truncated`] is returned. Whether that fails the turn is the caller's
+    /// choice: a turn the provider had already finished lost only what came after its
+    /// end (a usage chunk, a `[DONE]` whose blank line never came); one it had not
+    /// finished ends with [`FinishReason::Error`] anyway. Nothing is returned for a
+    /// stream that [`push`](Self::push) already reported an error for.
+    ///
+    /// ```
+    /// use tool_calling::model::{FinishReason, TurnDelta};
+    /// use tool_calling::providers::{Provider, ResponseStream, WireError};
+    /// let mut stream = ResponseStream::new(&Provider::OpenAiChat);
+    /// let mut deltas = Vec::new();
+    /// let cut = "data: {\"choices\":[{\"delta\":{\"content\":\"Hi\"}}]}\n\ndata: {\"choices\":[{\"del";
+    /// stream.push(cut.as_bytes(), &mut deltas).unwrap();
+    /// let report = stream.finish(&mut deltas);
+    /// assert_eq!(report, Err(WireError::Truncated { what: "response stream" }));
+    /// assert_eq!(deltas, [TurnDelta::Text("Hi".into()), TurnDelta::Finish(FinishReason::Error)]);
+    /// ```
+    pub fn finish(&mut self, deltas: &mut Vec<TurnDelta>) -> Result<(), WireError> {
+        let dropped = self.sse.finish(&mut self.events);
         let _ = self.decode();
         self.check(deltas);
         // What the decoder decides at the end: a finish reason it held back, the calls
@@ -146,6 +166,10 @@ impl ResponseStream {
         // A call whose end never came was cut off, whatever the provider said.
         self.cut_open_calls(deltas);
         self.finished = true;
+        if dropped && !self.failed {
+            return Err(WireError::Truncated { what: "response stream" });
+        }
+        Ok(())
     }
 
     /// Marks the calls still open incomplete and ends them, in the order they began.
@@ -257,7 +281,7 @@ mod tests {
         let body = event(&[start(0), args(0, "{}"), end.clone(), args(0, "x"), end.clone(), start(0)])
             + &event(&[TurnDelta::Finish(FinishReason::ToolCalls)]);
         stream.push(body.as_bytes(), &mut deltas).unwrap();
-        stream.finish(&mut deltas);
+        stream.finish(&mut deltas).unwrap();
         assert_eq!(deltas, vec![start(0), args(0, "{}"), end, TurnDelta::Finish(FinishReason::ToolCalls)]);
     }
 
@@ -273,7 +297,7 @@ mod tests {
             args(1, "{\"a\""),
         ]);
         stream.push(body.as_bytes(), &mut deltas).unwrap();
-        stream.finish(&mut deltas);
+        stream.finish(&mut deltas).unwrap();
         assert_eq!(
             deltas.get(5..).unwrap(),
             [
@@ -287,7 +311,7 @@ mod tests {
         let mut deltas = Vec::new();
         let body = event(&[start(3), TurnDelta::Finish(FinishReason::Length)]);
         stream.push(body.as_bytes(), &mut deltas).unwrap();
-        stream.finish(&mut deltas);
+        stream.finish(&mut deltas).unwrap();
         assert_eq!(
             deltas.get(1..).unwrap(),
             [
@@ -308,6 +332,58 @@ mod tests {
         assert!(matches!(stream.push(body.as_bytes(), &mut deltas), Err(WireError::NotJson { .. })));
         assert!(stream.push(event(&[TurnDelta::Text("c".into())]).as_bytes(), &mut deltas).is_ok());
         assert_eq!(deltas, vec![TurnDelta::Text("a".into())]);
+    }
+
+    #[test]
+    fn a_stream_cut_inside_an_event_is_reported() {
+        let end = TurnDelta::ToolCallEnd { index: 0 };
+        // Cut before the provider finished: the turn ends as an error, and that is why.
+        let mut stream = scripted();
+        let mut deltas = Vec::new();
+        let body = event(&[start(0)]) + "data: [{\"Text\": \"lost\"";
+        stream.push(body.as_bytes(), &mut deltas).unwrap();
+        assert_eq!(stream.finish(&mut deltas), Err(WireError::Truncated { what: "response stream" }));
+        assert_eq!(
+            deltas,
+            [
+                start(0),
+                TurnDelta::Finish(FinishReason::Error),
+                TurnDelta::ToolCallIncomplete { index: 0 },
+                end.clone()
+            ]
+        );
+        assert_eq!(
+            WireError::Truncated { what: "response stream" }.to_string(),
+            "the response stream ended inside an event: the part of it that arrived was dropped"
+        );
+        // Cut after the provider finished: the turn is whole, the cut still reported.
+        let mut stream = scripted();
+        let mut deltas = Vec::new();
+        let body = event(&[start(0), end.clone(), TurnDelta::Finish(FinishReason::ToolCalls)]) + "data: [DON";
+        stream.push(body.as_bytes(), &mut deltas).unwrap();
+        assert!(matches!(stream.finish(&mut deltas), Err(WireError::Truncated { .. })));
+        assert_eq!(deltas, [start(0), end.clone(), TurnDelta::Finish(FinishReason::ToolCalls)]);
+        // A last comment cut off is no event.
+        let mut stream = scripted();
+        let mut deltas = Vec::new();
+        let body = event(&[TurnDelta::Finish(FinishReason::Stop)]) + ": keep-al";
+        stream.push(body.as_bytes(), &mut deltas).unwrap();
+        assert_eq!(stream.finish(&mut deltas), Ok(()));
+    }
+
+    #[test]
+    fn a_cut_already_reported_is_not_reported_again() {
+        // Past the byte limit.
+        let mut stream = scripted().max_bytes(10);
+        let mut deltas = Vec::new();
+        let error = stream.push(b"data: [1, 2, 3]\n\n", &mut deltas).unwrap_err();
+        assert!(matches!(error, WireError::TooLarge { .. }));
+        assert_eq!(stream.finish(&mut deltas), Ok(()));
+        // After an error event.
+        let mut stream = scripted();
+        let mut deltas = Vec::new();
+        assert!(stream.push(b"data: not json\n\ndata: [", &mut deltas).is_err());
+        assert_eq!(stream.finish(&mut deltas), Ok(()));
     }
 
     #[test]
