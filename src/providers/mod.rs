@@ -10,7 +10,7 @@
 //! ([`protocol::native`](crate::protocol::native)); a provider only moves turns and
 //! messages on and off the wire.
 //!
-//! The HTTP clients ([`HttpChatModel`], cargo feature `http`) are thin: they post the
+//! The HTTP clients (`HttpChatModel`, cargo feature `http`) are thin: they post the
 //! body and hand the response to these. A host with its own HTTP stack uses the
 //! [`WireFormat`] directly.
 //!
