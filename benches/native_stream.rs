@@ -13,7 +13,7 @@ use std::hint::black_box;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use tool_calling::model::{AssistantTurn, TurnAccumulator};
-use tool_calling::protocol::native::{Anthropic, OpenAiChat, ResponseStream, WireFormat};
+use tool_calling::providers::{Provider, ResponseStream, WireFormat};
 
 const TOKEN: &str = "lorem ";
 
@@ -111,16 +111,14 @@ fn read(format: &dyn WireFormat, bytes: &[u8]) -> AssistantTurn {
         stream.push(chunk, &mut deltas).expect("the generated stream is well formed");
         deltas.drain(..).for_each(|delta| turn.push(&delta));
     }
-    stream.finish(&mut deltas);
+    stream.finish(&mut deltas).expect("the generated stream ends after its last event");
     deltas.drain(..).for_each(|delta| turn.push(&delta));
     turn.finish()
 }
 
 fn bench(c: &mut Criterion) {
-    let openai_format = OpenAiChat::default();
-    let anthropic_format = Anthropic::default();
     let providers: [(&str, &dyn WireFormat, Generator); 2] =
-        [("openai", &openai_format, openai), ("anthropic", &anthropic_format, anthropic)];
+        [("openai", &Provider::OpenAiChat, openai), ("anthropic", &Provider::Anthropic, anthropic)];
     for (name, format, generate) in providers {
         let mut group = c.benchmark_group(format!("native_stream/{name}"));
         for (label, size) in [("256KiB", 256 << 10), ("1MiB", 1 << 20), ("4MiB", 4 << 20)] {

@@ -39,6 +39,7 @@ pub mod engine;
 pub mod exec;
 pub mod model;
 pub mod protocol;
+pub mod providers;
 pub mod tools;
 
 pub use language::Language;
@@ -83,7 +84,7 @@ pub mod prelude {
     pub use crate::{tool, tool_fn};
 
     #[cfg(feature = "http")]
-    pub use crate::model::clients::{HttpChatModel, Provider};
+    pub use crate::providers::{HttpChatModel, Provider};
 }
 
 /// Support for the code the `#[tool]` and `#[tool_fn]` macros generate: ordinary generic

@@ -432,7 +432,7 @@ async fn a_broken_model_stream_ends_the_streamed_loop_with_the_models_error() {
 async fn a_call_cut_off_by_a_broken_stream_is_not_run() {
     let registry = ToolRegistry::new();
     registry.register(Text::tool_spec()).unwrap();
-    let openai = Arc::new(tool_calling::protocol::native::OpenAiChat::default());
+    let openai = Arc::new(tool_calling::protocol::native::NativeProtocol::openai_chat());
     let engine = Engine::new(Arc::new(registry)).with_protocol(openai);
     let deltas = vec![
         Ok(TurnDelta::ToolCallStart { index: 0, id: "c1".into(), name: "text_label".into() }),
@@ -461,7 +461,7 @@ fn native_engine(max: usize) -> Engine {
     let registry = ToolRegistry::new();
     registry.register(Text::tool_spec()).unwrap();
     Engine::new(Arc::new(registry))
-        .with_protocol(Arc::new(tool_calling::protocol::native::OpenAiChat::default()))
+        .with_protocol(Arc::new(tool_calling::protocol::native::NativeProtocol::openai_chat()))
         .with_max_turn_bytes(max)
 }
 

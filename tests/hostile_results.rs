@@ -13,9 +13,10 @@ use proptest::prelude::*;
 use serde_json::Value;
 use tool_calling::model::{AssistantTurn, Message};
 use tool_calling::protocol::TurnState;
-use tool_calling::protocol::native::{Anthropic, Gemini, OpenAiChat, OpenAiResponses, WireFormat};
+use tool_calling::protocol::native::NativeProtocol;
 use tool_calling::protocol::textfmt::{AutoProtocol, TextFormat, TextFormatProtocol};
 use tool_calling::protocol::vcp::{VcpOptions, VcpProtocol};
+use tool_calling::providers::{Provider, WireFormat};
 use tool_calling::{ErrorKind, ToolCallingProtocol, ToolExecutionResult};
 
 /// A complete, valid call in each text format (and VCP), each naming `calc_add`.
@@ -350,10 +351,10 @@ proptest! {
         let harmless_texts: Vec<String> = texts.iter().map(|_| "fine".to_string()).collect();
         let harmless = results(&ids, &harmless_texts, &errors);
         let natives: [(&str, &dyn ToolCallingProtocol, &dyn WireFormat); 4] = [
-            ("openai", &OpenAiChat::default(), &OpenAiChat::default()),
-            ("openai_responses", &OpenAiResponses::default(), &OpenAiResponses::default()),
-            ("anthropic", &Anthropic::default(), &Anthropic::default()),
-            ("gemini", &Gemini::default(), &Gemini::default()),
+            ("openai", &NativeProtocol::openai_chat(), &Provider::OpenAiChat),
+            ("openai_responses", &NativeProtocol::openai_responses(), &Provider::OpenAiResponses),
+            ("anthropic", &NativeProtocol::anthropic(), &Provider::Anthropic),
+            ("gemini", &NativeProtocol::gemini(), &Provider::Gemini),
         ];
         for (name, protocol, wire) in natives {
             let on_wire = wire.wire_messages(&protocol.result_messages(&hostile, &TurnState::default()));

@@ -19,10 +19,10 @@ use serde_json::{Value, json};
 use tokio::sync::Notify;
 use tool_calling::engine::{Engine, EngineError, StopReason};
 use tool_calling::exec::ExecutionContext;
-use tool_calling::model::clients::{HttpChatModel, Provider, RetryPolicy};
 use tool_calling::model::{
     ChatModel, ChatModelError, Conversation, FinishReason, Message, ModelRequest, TurnAccumulator,
 };
+use tool_calling::providers::{HttpChatModel, Provider, RetryPolicy};
 use tool_calling::tools::{ArgMap, BoxFuture, Instance, MethodSpec, ToolOutput, ToolRegistry, ToolSpec};
 use tool_calling::{MethodDefinition, ToolError};
 

@@ -11,11 +11,11 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use tool_calling::engine::{Engine, StopReason};
 use tool_calling::exec::{CycleEvent, ExecutionContext};
-use tool_calling::model::clients::{HttpChatModel, Provider};
 use tool_calling::model::{
     ChatModel, Conversation, Effort, Message, ModelProfiles, ModelRequest, RequestOptions, Thinking,
     ToolChoice,
 };
+use tool_calling::providers::{HttpChatModel, Provider};
 use tool_calling::tools::{ArgMap, BoxFuture, Instance, MethodSpec, ToolOutput, ToolRegistry, ToolSpec};
 use tool_calling::{MethodDefinition, ToolError};
 
@@ -198,7 +198,7 @@ fn request(options: RequestOptions) -> ModelRequest {
     request
 }
 
-fn notes(prepared: &tool_calling::model::clients::PreparedRequest) -> Vec<&str> {
+fn notes(prepared: &tool_calling::providers::PreparedRequest) -> Vec<&str> {
     prepared.notes.iter().map(|n| n.option.as_str()).collect()
 }
 

@@ -13,7 +13,6 @@ use tool_calling::config::ToolCallConfig;
 use tool_calling::engine::Engine;
 use tool_calling::exec::{ExecutionContext, Executor, PlannedRequest};
 use tool_calling::model::{AssistantTurn, Message, TurnDelta};
-use tool_calling::protocol::native::{ResponseStream, WireFormat};
 use tool_calling::protocol::vcp::{
     Language, RequestIdStyle, VcpOptions, VcpProtocol, ViewEvent, command_alias,
 };
@@ -21,6 +20,7 @@ use tool_calling::protocol::{
     BuiltinOptions, BuiltinProtocol, ProtocolError, ProtocolRegistry, StreamCollector, ToolCallingProtocol,
     TurnState,
 };
+use tool_calling::providers::{Provider, ResponseStream, WireFormat};
 use tool_calling::tools::{DiscoveryService, MethodFilter, MethodSpec, ToolMetadata, ToolRegistry, ToolSpec};
 use tool_calling::{
     Diagnostic, DiagnosticKind, ErrorKind, MethodExample, ParseOutcome, ParsedToolRequest, Span,
@@ -39,6 +39,12 @@ const RESULT_KEYS: [&str; 6] = ["request_id", "tool_name", "status", "result", "
 /// flags, and sequential ids for reproducible output.
 pub(crate) fn protocol(id: &str, vcp: VcpOptions) -> Result<BuiltinProtocol, Failure> {
     builtin(id, &BuiltinOptions::default().vcp(vcp).request_ids(RequestIdStyle::Sequential))
+}
+
+/// Where a native protocol's replies come from and its results go: its provider's wire
+/// format. `None` for a text protocol.
+pub(crate) fn wire_of(protocol: &BuiltinProtocol) -> Option<Provider> {
+    Provider::from_protocol_id(protocol.id())
 }
 
 /// The built-in protocol `id` with `options`.
@@ -141,10 +147,10 @@ pub(crate) fn parse_value(
         return Err(Failure::msg("--stream-chunk must be at least 1"));
     }
     let protocol = protocol(protocol_id, options)?;
-    let outcome = match (protocol.wire_format(), stream_chunk) {
-        (Some(wire), None) => parse_native_body(&protocol, wire, text)?.1,
+    let outcome = match (wire_of(&protocol), stream_chunk) {
+        (Some(wire), None) => parse_native_body(&protocol, &wire, text)?.1,
         (Some(wire), Some(size)) => {
-            let (deltas, error) = native_deltas(wire, text, size);
+            let (deltas, error) = native_deltas(&wire, text, size);
             let mut outcome = collect_stream(protocol.as_protocol(), deltas).into_outcome();
             if let Some(error) = error {
                 outcome.diagnostics.extend(invalid_payload(&error.to_string()).diagnostics);
@@ -202,7 +208,7 @@ fn native_deltas(
     wire: &dyn WireFormat,
     text: &str,
     size: usize,
-) -> (Vec<TurnDelta>, Option<tool_calling::protocol::native::WireError>) {
+) -> (Vec<TurnDelta>, Option<tool_calling::providers::WireError>) {
     let mut stream = ResponseStream::new(wire);
     let mut deltas = Vec::new();
     let mut error = None;
@@ -212,7 +218,10 @@ fn native_deltas(
             break;
         }
     }
-    stream.finish(&mut deltas);
+    // A stream cut inside an event is an error like any other.
+    if let (Err(cut), None) = (stream.finish(&mut deltas), &error) {
+        error = Some(cut);
+    }
     (deltas, error)
 }
 
@@ -467,7 +476,7 @@ pub(crate) async fn cycle_value(
 ) -> Result<Value, Failure> {
     let protocol = protocol(protocol_id, options)?;
     let registry = demo_registry()?;
-    let Some(wire) = protocol.wire_format() else {
+    let Some(wire) = wire_of(&protocol) else {
         let engine = Engine::new(registry).with_protocol(protocol.clone().into_protocol());
         let cycle = engine
             .run_turn(text, ctx)
@@ -484,7 +493,7 @@ pub(crate) async fn cycle_value(
     };
     // A native protocol: the body's turn through the engine; `context` is what goes back
     // to the provider, in its own shape.
-    let (turn, _) = parse_native_body(&protocol, wire, text)?;
+    let (turn, _) = parse_native_body(&protocol, &wire, text)?;
     let engine = Engine::new(registry).with_protocol(protocol.clone().into_protocol());
     let cycle =
         engine.run_turn(&turn, ctx).await.map_err(|e| Failure::msg(format!("cannot run the cycle: {e}")))?;
@@ -497,10 +506,8 @@ pub(crate) async fn cycle_value(
     let results = results.split_off(turn_items.min(results.len()));
     // Anthropic and Gemini carry every result in one message (content); the others one
     // message (item) per result.
-    let context = match &protocol {
-        BuiltinProtocol::Anthropic(_) | BuiltinProtocol::Gemini(_) => {
-            results.into_iter().next().unwrap_or(Value::Null)
-        }
+    let context = match wire {
+        Provider::Anthropic | Provider::Gemini => results.into_iter().next().unwrap_or(Value::Null),
         _ => Value::Array(results),
     };
     cycle_json(
@@ -534,7 +541,7 @@ fn cycle_json(
 pub(crate) fn bench(protocol_id: &str, api: BenchApi, iterations: u32, input: &Path) -> Result<(), Failure> {
     // The parser a library user gets by default.
     let protocol = builtin(protocol_id, &BuiltinOptions::default())?;
-    if protocol.wire_format().is_some() {
+    if wire_of(&protocol).is_some() {
         return Err(Failure::msg(format!(
             "bench measures text protocols; --protocol {protocol_id} is a native API"
         )));

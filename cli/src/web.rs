@@ -118,7 +118,7 @@ async fn protocols() -> Response {
         .into_iter()
         .map(|id| {
             let native =
-                commands::protocol(id, VcpOptions::default()).is_ok_and(|p| p.wire_format().is_some());
+                commands::protocol(id, VcpOptions::default()).is_ok_and(|p| commands::wire_of(&p).is_some());
             json!({"name": id, "native": native})
         })
         .collect();

@@ -28,9 +28,10 @@ use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
 use tool_calling::model::{AssistantTurn, Message};
 use tool_calling::protocol::TurnState;
-use tool_calling::protocol::native::{Anthropic, Gemini, OpenAiChat, OpenAiResponses, WireFormat};
+use tool_calling::protocol::native::{Anthropic, Gemini, OpenAiChat, OpenAiResponses};
 use tool_calling::protocol::textfmt::{AutoProtocol, TextFormat, TextFormatProtocol};
 use tool_calling::protocol::vcp::VcpProtocol;
+use tool_calling::providers::{Provider, WireFormat};
 use tool_calling::{ErrorKind, ToolCallingProtocol, ToolExecutionResult};
 
 /// A call `auto` reads, in VCP and then in each format of `TextFormat::ALL`, in order.
@@ -101,10 +102,10 @@ fuzz_target!(|data: &[u8]| {
         }
         _ => {
             let (protocol, wire): (&dyn ToolCallingProtocol, &dyn WireFormat) = match pick {
-                31 => (&OpenAiChat::default(), &OpenAiChat::default()),
-                32 => (&OpenAiResponses::default(), &OpenAiResponses::default()),
-                33 => (&Anthropic::default(), &Anthropic::default()),
-                _ => (&Gemini::default(), &Gemini::default()),
+                31 => (&NativeProtocol::openai_chat(), &Provider::OpenAiChat),
+                32 => (&NativeProtocol::openai_responses(), &Provider::OpenAiResponses),
+                33 => (&NativeProtocol::anthropic(), &Provider::Anthropic),
+                _ => (&NativeProtocol::gemini(), &Provider::Gemini),
             };
             let harmless: Vec<&str> = texts.iter().map(|_| "fine").collect();
             let on_wire = wire.wire_messages(&protocol.result_messages(&results(&texts, &ids), &TurnState::default()));

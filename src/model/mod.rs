@@ -25,9 +25,6 @@
 //! ```
 
 mod chat;
-#[cfg(feature = "http")]
-#[cfg_attr(docsrs, doc(cfg(feature = "http")))]
-pub mod clients;
 mod content;
 mod conversation;
 mod delta;

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use super::RequestIdStyle;
 use super::ToolCallingProtocol;
-use super::native::{Anthropic, Gemini, NativeOptions, OpenAiChat, OpenAiResponses, WireFormat};
+use super::native::{NativeOptions, NativeProtocol};
 use super::textfmt::{AutoProtocol, TextFormat, TextFormatOptions, TextFormatProtocol};
 use super::vcp::{VcpOptions, VcpProtocol};
 
@@ -113,7 +113,7 @@ impl ProtocolRegistry {
 
     /// The built-in protocol `id` ([`builtin_ids`](Self::builtin_ids)), built with
     /// `options`, as its own type: a host that needs more than the trait (VCP's borrowed
-    /// views, a native protocol's [`WireFormat`]) gets it from here too.
+    /// views, for one) gets it from here too.
     ///
     /// ```
     /// use tool_calling::ToolCallingProtocol;
@@ -126,7 +126,7 @@ impl ProtocolRegistry {
     /// assert_eq!(parsed.requests[0].request_id, "req_1");
     ///
     /// let gemini = ProtocolRegistry::builtin("gemini", &options).unwrap();
-    /// assert!(gemini.wire_format().is_some() && hermes.wire_format().is_none());
+    /// assert!(matches!(gemini, BuiltinProtocol::Native(_)));
     ///
     /// let err = ProtocolRegistry::builtin("smoke-signals", &options).unwrap_err();
     /// assert!(err.to_string().starts_with("no protocol with id `smoke-signals` is registered (known: vcp, openai, "));
@@ -138,15 +138,12 @@ impl ProtocolRegistry {
             AUTO => {
                 BuiltinProtocol::Auto(AutoProtocol::new().with_options(options.text_formats).with_vcp(vcp()))
             }
-            "openai" => BuiltinProtocol::OpenAiChat(OpenAiChat::new(options.native)),
-            "openai_responses" => BuiltinProtocol::OpenAiResponses(OpenAiResponses::new(options.native)),
-            "anthropic" => BuiltinProtocol::Anthropic(Anthropic::new(options.native)),
-            "gemini" => BuiltinProtocol::Gemini(Gemini::new(options.native)),
-            other => match TextFormat::from_id(other) {
-                Some(format) => BuiltinProtocol::TextFormat(
+            other => match (NativeProtocol::from_id(other), TextFormat::from_id(other)) {
+                (Some(native), _) => BuiltinProtocol::Native(native.with_options(options.native)),
+                (None, Some(format)) => BuiltinProtocol::TextFormat(
                     TextFormatProtocol::new(format).with_options(options.text_formats),
                 ),
-                None => {
+                (None, None) => {
                     return Err(ProtocolError::Unknown {
                         id: id.to_string(),
                         known: Self::builtin_ids().join(", "),
@@ -272,14 +269,8 @@ pub enum BuiltinProtocol {
     TextFormat(TextFormatProtocol),
     /// `auto`: VCP or any text format, detected.
     Auto(AutoProtocol),
-    /// `openai`: OpenAI Chat Completions.
-    OpenAiChat(OpenAiChat),
-    /// `openai_responses`: the OpenAI Responses API.
-    OpenAiResponses(OpenAiResponses),
-    /// `anthropic`: Anthropic Messages.
-    Anthropic(Anthropic),
-    /// `gemini`: Gemini.
-    Gemini(Gemini),
+    /// `openai`, `openai_responses`, `anthropic` or `gemini`: a provider's native API.
+    Native(NativeProtocol),
 }
 
 impl BuiltinProtocol {
@@ -294,10 +285,7 @@ impl BuiltinProtocol {
             BuiltinProtocol::Vcp(p) => p,
             BuiltinProtocol::TextFormat(p) => p,
             BuiltinProtocol::Auto(p) => p,
-            BuiltinProtocol::OpenAiChat(p) => p,
-            BuiltinProtocol::OpenAiResponses(p) => p,
-            BuiltinProtocol::Anthropic(p) => p,
-            BuiltinProtocol::Gemini(p) => p,
+            BuiltinProtocol::Native(p) => p,
         }
     }
 
@@ -307,22 +295,7 @@ impl BuiltinProtocol {
             BuiltinProtocol::Vcp(p) => Arc::new(p),
             BuiltinProtocol::TextFormat(p) => Arc::new(p),
             BuiltinProtocol::Auto(p) => Arc::new(p),
-            BuiltinProtocol::OpenAiChat(p) => Arc::new(p),
-            BuiltinProtocol::OpenAiResponses(p) => Arc::new(p),
-            BuiltinProtocol::Anthropic(p) => Arc::new(p),
-            BuiltinProtocol::Gemini(p) => Arc::new(p),
-        }
-    }
-
-    /// A native protocol's wire format (request and response bodies, streamed events);
-    /// `None` for a text protocol.
-    pub fn wire_format(&self) -> Option<&dyn WireFormat> {
-        match self {
-            BuiltinProtocol::OpenAiChat(p) => Some(p),
-            BuiltinProtocol::OpenAiResponses(p) => Some(p),
-            BuiltinProtocol::Anthropic(p) => Some(p),
-            BuiltinProtocol::Gemini(p) => Some(p),
-            BuiltinProtocol::Vcp(_) | BuiltinProtocol::TextFormat(_) | BuiltinProtocol::Auto(_) => None,
+            BuiltinProtocol::Native(p) => Arc::new(p),
         }
     }
 }
@@ -340,7 +313,7 @@ mod tests {
             let protocol = ProtocolRegistry::builtin(id, &options).unwrap();
             assert_eq!(protocol.id(), *id);
             assert_eq!(protocol.clone().into_protocol().id(), *id);
-            assert_eq!(protocol.wire_format().is_some(), NATIVE.contains(id), "{id}");
+            assert_eq!(matches!(protocol, BuiltinProtocol::Native(_)), NATIVE.contains(id), "{id}");
         }
         let registry = ProtocolRegistry::with_defaults();
         let mut sorted = ids.clone();

@@ -11,7 +11,7 @@ use std::time::Duration;
 use hyper::body::Bytes;
 use serde_json::Value;
 use tokio::sync::Notify;
-use tool_calling::model::clients::{HttpChatModel, HttpChatModelBuilder, Provider, RetryPolicy};
+use tool_calling::providers::{HttpChatModel, HttpChatModelBuilder, Provider, RetryPolicy};
 
 #[path = "../../examples/support/http_server.rs"]
 mod http_server;

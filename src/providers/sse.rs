@@ -10,7 +10,7 @@
 /// One server-sent event.
 ///
 /// ```
-/// use tool_calling::protocol::native::SseParser;
+/// use tool_calling::providers::SseParser;
 /// let mut events = Vec::new();
 /// SseParser::new().push(b"id: 7\nevent: delta\ndata: line 1\ndata: line 2\n\n", &mut events);
 /// let event = &events[0];
@@ -32,7 +32,7 @@ pub struct SseEvent {
 /// Reads server-sent events from bytes fed in chunks.
 ///
 /// ```
-/// use tool_calling::protocol::native::SseParser;
+/// use tool_calling::providers::SseParser;
 /// let mut parser = SseParser::new();
 /// let mut events = Vec::new();
 /// parser.push(b"event: ping\r\ndata: {\"a\"", &mut events);
@@ -101,15 +101,46 @@ impl SseParser {
 
     /// The stream has ended. An event whose blank line never came is dropped, as the
     /// format says: a stream cut off inside an event gives no half event. Returns whether
-    /// one was dropped.
+    /// one was dropped: whether data had arrived for it (a `data` line, or a last line
+    /// cut off that is, or may have been, one). A last comment, or an event with no data
+    /// (never given anyway), drops nothing.
+    ///
+    /// ```
+    /// use tool_calling::providers::SseParser;
+    /// let mut events = Vec::new();
+    /// let mut parser = SseParser::new();
+    /// parser.push(b"data: {\"a\": 1}\n\ndata: {\"b\"", &mut events);
+    /// assert_eq!(events.len(), 1);
+    /// assert!(parser.finish(&mut events), "the second event was cut off");
+    /// let mut parser = SseParser::new();
+    /// parser.push(b"data: [DONE]\n\n: keep-alive", &mut events);
+    /// assert!(!parser.finish(&mut events), "a comment cut off drops nothing");
+    /// ```
     pub fn finish(&mut self, _events: &mut Vec<SseEvent>) -> bool {
-        let dropped = self.has_data || !self.line.is_empty();
+        let dropped = self.has_data || self.last_line_may_be_data();
         self.line.clear();
         self.event = None;
         self.id = None;
         self.data.clear();
         self.has_data = false;
         dropped
+    }
+
+    /// Whether the line cut off by the end of the stream is a `data` line, or the start
+    /// of one (`da`, `data`).
+    fn last_line_may_be_data(&self) -> bool {
+        const BOM: &[u8] = "\u{feff}".as_bytes();
+        let line = if self.started {
+            self.line.as_slice()
+        } else if BOM.starts_with(&self.line) {
+            return false;
+        } else {
+            self.line.strip_prefix(BOM).unwrap_or(&self.line)
+        };
+        match memchr::memchr(b':', line) {
+            Some(colon) => line.get(..colon) == Some(b"data".as_slice()),
+            None => !line.is_empty() && b"data".starts_with(line),
+        }
     }
 
     /// One complete line (without its ending).
@@ -217,6 +248,37 @@ mod tests {
         assert!(events.is_empty(), "{events:?}");
         parser.push(b"\n", &mut events);
         assert_eq!(events.len(), 1);
+    }
+
+    #[test]
+    fn finish_says_whether_an_event_was_cut_off() {
+        let cases: [(&str, bool); 11] = [
+            ("data: a\n\n", false),
+            ("data: a\n\ndata: b", true),
+            ("data: a\n\ndata: b\n", true),
+            ("data: a\ndata: b\r", true),
+            ("data: a\n\nda", true),
+            ("data: a\n\ndata", true),
+            ("data: a\n\nevent: ping", false),
+            ("data: a\n\nevent: ping\nid: 1\n", false),
+            ("data: a\n\n: keep-alive", false),
+            ("\u{feff}data: x", true),
+            ("", false),
+        ];
+        for (text, dropped) in cases {
+            for size in 1..=text.len().max(1) {
+                let mut parser = SseParser::new();
+                let mut events = Vec::new();
+                for piece in text.as_bytes().chunks(size) {
+                    parser.push(piece, &mut events);
+                }
+                assert_eq!(parser.finish(&mut events), dropped, "{text:?} in chunks of {size}");
+            }
+        }
+        // A byte-order mark cut off is not an event.
+        let mut parser = SseParser::new();
+        parser.push(&"\u{feff}".as_bytes()[..2], &mut Vec::new());
+        assert!(!parser.finish(&mut Vec::new()));
     }
 
     #[test]

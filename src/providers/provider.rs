@@ -1,12 +1,10 @@
-//! The four provider APIs: where requests go, how they authenticate, which environment
-//! variables configure them.
+//! The four provider APIs: their wire formats, where requests go, how they
+//! authenticate, which environment variables configure them.
 
-use std::sync::Arc;
+use crate::protocol::native::NativeProtocol;
 
-use crate::protocol::ToolCallingProtocol;
-use crate::protocol::native::{Anthropic, Gemini, NativeOptions, OpenAiChat, OpenAiResponses, WireFormat};
-
-/// The API an [`HttpChatModel`](super::HttpChatModel) speaks.
+/// A provider's API: its wire format (a `Provider` is a [`WireFormat`](super::WireFormat)),
+/// and the API an `HttpChatModel` speaks (cargo feature `http`).
 ///
 /// | provider | endpoint (after the base URL) | key header | environment |
 /// |---|---|---|---|
@@ -20,7 +18,7 @@ use crate::protocol::native::{Anthropic, Gemini, NativeOptions, OpenAiChat, Open
 /// away from the default host).
 ///
 /// ```
-/// use tool_calling::model::clients::Provider;
+/// use tool_calling::providers::Provider;
 /// assert_eq!(Provider::OpenAiChat.default_base_url(), "https://api.openai.com/v1");
 /// assert_eq!(Provider::Gemini.key_variables(), ["GEMINI_API_KEY", "GOOGLE_API_KEY"]);
 /// assert_eq!(Provider::Anthropic.model_variable(), "ANTHROPIC_MODEL");
@@ -43,6 +41,10 @@ pub enum Provider {
 pub const ANTHROPIC_VERSION: &str = "2023-06-01";
 
 impl Provider {
+    /// Every provider, in the order of the table above.
+    pub const ALL: [Provider; 4] =
+        [Provider::OpenAiChat, Provider::OpenAiResponses, Provider::Anthropic, Provider::Gemini];
+
     /// The id of the matching protocol (`openai`, `openai_responses`, `anthropic`,
     /// `gemini`).
     pub fn protocol_id(self) -> &'static str {
@@ -91,6 +93,7 @@ impl Provider {
     }
 
     /// The URL a request for `model` is posted to.
+    #[cfg(feature = "http")]
     pub(crate) fn url(self, base: &str, model: &str, stream: bool) -> String {
         let base = base.trim_end_matches('/');
         match self {
@@ -110,6 +113,7 @@ impl Provider {
     }
 
     /// The headers that carry `key`, and any the provider always wants.
+    #[cfg(feature = "http")]
     pub(crate) fn auth_headers(self, key: Option<&str>) -> Vec<(&'static str, String)> {
         let mut headers = Vec::new();
         match self {
@@ -133,23 +137,34 @@ impl Provider {
         headers
     }
 
-    /// The provider's protocol with `options`, as both of the traits it implements.
-    pub(crate) fn protocol(
-        self,
-        options: NativeOptions,
-    ) -> (Arc<dyn ToolCallingProtocol>, Arc<dyn WireFormat>) {
-        fn both<P: ToolCallingProtocol + WireFormat + 'static>(
-            protocol: P,
-        ) -> (Arc<dyn ToolCallingProtocol>, Arc<dyn WireFormat>) {
-            let protocol = Arc::new(protocol);
-            (protocol.clone(), protocol)
-        }
+    /// The provider's native tool-calling protocol (give it options with
+    /// [`NativeProtocol::with_options`]).
+    ///
+    /// ```
+    /// use tool_calling::ToolCallingProtocol;
+    /// use tool_calling::providers::Provider;
+    /// assert_eq!(Provider::Anthropic.protocol().id(), "anthropic");
+    /// ```
+    pub fn protocol(self) -> NativeProtocol {
         match self {
-            Provider::OpenAiChat => both(OpenAiChat::new(options)),
-            Provider::OpenAiResponses => both(OpenAiResponses::new(options)),
-            Provider::Anthropic => both(Anthropic::new(options)),
-            Provider::Gemini => both(Gemini::new(options)),
+            Provider::OpenAiChat => NativeProtocol::openai_chat(),
+            Provider::OpenAiResponses => NativeProtocol::openai_responses(),
+            Provider::Anthropic => NativeProtocol::anthropic(),
+            Provider::Gemini => NativeProtocol::gemini(),
         }
+    }
+
+    /// The provider whose native protocol has the id `id` (`openai`,
+    /// `openai_responses`, `anthropic`, `gemini`), or `None`: where the replies of a
+    /// protocol picked by id come from, and where its results go.
+    ///
+    /// ```
+    /// use tool_calling::providers::Provider;
+    /// assert_eq!(Provider::from_protocol_id("gemini"), Some(Provider::Gemini));
+    /// assert_eq!(Provider::from_protocol_id("vcp"), None);
+    /// ```
+    pub fn from_protocol_id(id: &str) -> Option<Provider> {
+        Provider::ALL.into_iter().find(|provider| provider.protocol_id() == id)
     }
 }
 
@@ -159,7 +174,7 @@ impl std::fmt::Display for Provider {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "http"))]
 mod tests {
     use super::*;
 
@@ -199,12 +214,11 @@ mod tests {
 
     #[test]
     fn protocol_ids_match_the_protocols() {
-        for provider in
-            [Provider::OpenAiChat, Provider::OpenAiResponses, Provider::Anthropic, Provider::Gemini]
-        {
-            let (protocol, _) = provider.protocol(NativeOptions::default());
-            assert_eq!(protocol.id(), provider.protocol_id());
+        use crate::protocol::ToolCallingProtocol;
+        for provider in Provider::ALL {
+            assert_eq!(provider.protocol().id(), provider.protocol_id());
             assert_eq!(provider.to_string(), provider.protocol_id());
+            assert_eq!(Provider::from_protocol_id(provider.protocol_id()), Some(provider));
         }
     }
 }

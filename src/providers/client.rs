@@ -1,10 +1,10 @@
 //! HTTP model clients (cargo feature `http`): [`ChatModel`]s for OpenAI-compatible Chat
 //! Completions servers, the OpenAI Responses API, Anthropic Messages and Gemini.
 //!
-//! A client is thin: it posts the body its provider's protocol writes
-//! ([`WireFormat::request_body`]) and hands the answer back to that protocol, whole
+//! A client is thin: it posts the body its provider's wire format writes
+//! ([`WireFormat::request_body`]) and hands the answer back to it, whole
 //! ([`WireFormat::parse_response`]) or as server-sent events read as they arrive
-//! ([`ResponseStream`]). Use the same provider's protocol in the engine
+//! ([`ResponseStream`]). Use the protocol the client names in the engine
 //! ([`HttpChatModel::protocol`]) so the tools are offered, and the results returned, in
 //! the shape the provider expects.
 //!
@@ -12,7 +12,7 @@
 //! use std::sync::Arc;
 //! use tool_calling::engine::Engine;
 //! use tool_calling::exec::ExecutionContext;
-//! use tool_calling::model::clients::{HttpChatModel, Provider};
+//! use tool_calling::providers::{HttpChatModel, Provider};
 //! use tool_calling::model::{Conversation, Message};
 //! use tool_calling::tools::ToolRegistry;
 //!
@@ -27,9 +27,6 @@
 //! # Ok(()) }
 //! ```
 
-mod provider;
-mod retry;
-
 use std::collections::VecDeque;
 use std::fmt;
 use std::sync::Arc;
@@ -39,17 +36,14 @@ use futures::future::BoxFuture;
 use futures::stream::{self, BoxStream, StreamExt};
 use serde_json::Value;
 
-pub use provider::{ANTHROPIC_VERSION, Provider};
-pub use retry::RetryPolicy;
-
-use super::{
+use super::retry::{self, RetryPolicy};
+use super::{DEFAULT_MAX_STREAM_BYTES, Provider, ResponseStream, WireError, WireFormat};
+use crate::model::{
     AssistantTurn, ChatModel, ChatModelError, FallbackProtocol, ModelCapabilities, ModelProfiles,
     ModelRequest, RequestNote, RequestOptions, TurnDelta,
 };
 use crate::protocol::ToolCallingProtocol;
-use crate::protocol::native::{
-    DEFAULT_MAX_STREAM_BYTES, NativeOptions, ResponseStream, WireError, WireFormat,
-};
+use crate::protocol::native::NativeOptions;
 use crate::protocol::textfmt::TextFormatProtocol;
 use crate::protocol::vcp::VcpProtocol;
 
@@ -64,10 +58,14 @@ use crate::protocol::vcp::VcpProtocol;
 /// Failures are typed ([`ChatModelError`]): an error status with the provider's message
 /// and requested wait, a transport failure, a timeout, a provider error inside a stream,
 /// or a body that cannot be read. Retryable refusals (429, 5xx, dropped connections) are
-/// retried before anything was received, as the [`RetryPolicy`] says.
+/// retried before anything was received, as the [`RetryPolicy`] says. A stream the
+/// server ends cleanly but early is not an error: its turn ends with
+/// [`FinishReason::Error`](crate::model::FinishReason::Error) and its unfinished calls
+/// are incomplete (see [`ResponseStream::finish`]); one that ended inside an event is
+/// also logged as a warning.
 ///
 /// ```
-/// use tool_calling::model::clients::{HttpChatModel, Provider};
+/// use tool_calling::providers::{HttpChatModel, Provider};
 /// let claude = HttpChatModel::builder(Provider::Anthropic)
 ///     .env(|_| None)
 ///     .api_key("k")
@@ -136,7 +134,7 @@ type EnvLookup = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
 ///
 /// ```
 /// use std::time::Duration;
-/// use tool_calling::model::clients::{HttpChatModel, Provider, RetryPolicy};
+/// use tool_calling::providers::{HttpChatModel, Provider, RetryPolicy};
 ///
 /// // A llama.cpp or vLLM server on this machine: no key needed.
 /// let local = HttpChatModel::builder(Provider::OpenAiChat)
@@ -258,7 +256,7 @@ impl HttpChatModel {
     /// The same client, its calls made with `options` (under each request's own).
     ///
     /// ```
-    /// use tool_calling::model::clients::{HttpChatModel, Provider};
+    /// use tool_calling::providers::{HttpChatModel, Provider};
     /// use tool_calling::model::{RequestOptions, Thinking};
     /// let claude = HttpChatModel::builder(Provider::Anthropic).api_key("k").model("claude-sonnet-4-5").build().unwrap();
     /// let quick = claude.with_options(RequestOptions::default().thinking(Thinking::Off).max_tokens(512));
@@ -280,7 +278,7 @@ impl HttpChatModel {
     /// would refuse adjusted, each change noted; then the body.
     ///
     /// ```
-    /// use tool_calling::model::clients::{HttpChatModel, Provider};
+    /// use tool_calling::providers::{HttpChatModel, Provider};
     /// use tool_calling::model::{Message, ModelRequest, RequestOptions, Thinking};
     /// let gpt4o = HttpChatModel::builder(Provider::OpenAiChat).api_key("k").model("gpt-4o").build().unwrap();
     /// let mut request = ModelRequest::new(vec![Message::user("hi")]);
@@ -433,7 +431,7 @@ impl HttpChatModel {
 ///
 /// ```
 /// use std::time::Duration;
-/// use tool_calling::model::clients::{HttpChatModel, Provider};
+/// use tool_calling::providers::{HttpChatModel, Provider};
 /// use tool_calling::model::{Message, ModelRequest, RequestOptions};
 /// let claude =
 ///     HttpChatModel::builder(Provider::Anthropic).api_key("k").model("claude-sonnet-4-5").build().unwrap();
@@ -623,7 +621,8 @@ impl HttpChatModelBuilder {
                 .build()
                 .map_err(|e| ChatModelError::Config(format!("the HTTP client could not be built: {e}")))?,
         };
-        let (native, format) = provider.protocol(self.options);
+        let native: Arc<dyn ToolCallingProtocol> = Arc::new(provider.protocol().with_options(self.options));
+        let format: Arc<dyn WireFormat> = Arc::new(provider);
         let capabilities =
             self.capabilities.unwrap_or_else(|| self.profiles.unwrap_or_default().lookup(&model));
         let protocol: Arc<dyn ToolCallingProtocol> = match (capabilities.native_tools, capabilities.fallback)
@@ -764,7 +763,12 @@ impl<'a> StreamState<'a> {
             }
             Ok(Err(error)) => Err(transport("reading the stream", &error)),
             Ok(Ok(None)) => {
-                decoder.finish(&mut deltas);
+                // A stream that ended inside an event is noted here; its turn, if the
+                // provider had not finished it, ends as an error with its open calls
+                // incomplete (reported to the model, never run).
+                if let Err(error) = decoder.finish(&mut deltas) {
+                    tracing::warn!(model = %self.model.inner.model, %error, "the response stream was cut off");
+                }
                 Ok(false)
             }
             Ok(Ok(Some(bytes))) => {

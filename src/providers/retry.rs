@@ -19,7 +19,7 @@ use crate::model::ChatModelError;
 ///
 /// ```
 /// use std::time::Duration;
-/// use tool_calling::model::clients::RetryPolicy;
+/// use tool_calling::providers::RetryPolicy;
 ///
 /// let policy = RetryPolicy::default().max_retries(4).initial_backoff(Duration::from_millis(250));
 /// assert_eq!(policy.backoff(0), Duration::from_millis(250));

@@ -1,0 +1,651 @@
+//! Google Gemini (`POST /v1beta/models/{model}:generateContent`, and
+//! `:streamGenerateContent?alt=sse` for streaming).
+//!
+//! The request, the response and the stream's chunks (each a response holding the next
+//! parts) are typed below, as the API reference describes them, reduced to the fields
+//! this crate writes or reads. A part's thought signature is kept on the block the part
+//! becomes and sent back on the same part.
+
+use std::borrow::Cow;
+use std::collections::HashSet;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::{SseEvent, StreamDecoder, WireError, declared_tools, lenient, parse_body, parse_event, to_value};
+use crate::ContentPart;
+use crate::model::{
+    AssistantTurn, ContentBlock, Effort, FinishReason, Message, ModelRequest, Reasoning, Role, Thinking,
+    ToolCall, ToolChoice, ToolResultBlock, TurnDelta,
+};
+use crate::protocol::native::{NameRule, wire_name};
+
+// ---------------------------------------------------------------------------------------
+// The request
+
+/// A request body.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct GenerateContentRequest<'a> {
+    contents: Vec<Content<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    system_instruction: Option<SystemInstruction>,
+    /// The protocol's declarations, as they are.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tools: Option<&'a Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_config: Option<ToolConfig<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    generation_config: Option<GenerationConfig>,
+}
+
+#[derive(Debug, Serialize)]
+struct SystemInstruction {
+    parts: [TextPart; 1],
+}
+
+#[derive(Debug, Serialize)]
+struct TextPart {
+    text: String,
+}
+
+/// A turn of the conversation: `user` or `model`.
+#[derive(Debug, Serialize)]
+struct Content<'a> {
+    role: &'static str,
+    parts: Vec<PartParam<'a>>,
+}
+
+/// A part: its data (text, a function call, a function response), and whether it is a
+/// thought, with its signature.
+#[derive(Debug, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct PartParam<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    text: Option<Cow<'a, str>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    thought: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    function_call: Option<FunctionCallParam<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    function_response: Option<FunctionResponse<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    thought_signature: Option<&'a str>,
+}
+
+#[derive(Debug, Serialize)]
+struct FunctionCallParam<'a> {
+    /// The call's id, when the API gave it one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    id: Option<&'a str>,
+    name: &'a str,
+    /// The arguments, an object.
+    args: Value,
+}
+
+#[derive(Debug, Serialize)]
+struct FunctionResponse<'a> {
+    /// The call's id, when the call had one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    id: Option<&'a str>,
+    name: &'a str,
+    response: FunctionResult,
+}
+
+/// `{"output": …}`, or `{"error": …}` for a failure.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "snake_case")]
+enum FunctionResult {
+    Output(Value),
+    Error(Value),
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ToolConfig<'a> {
+    function_calling_config: FunctionCallingConfig<'a>,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct FunctionCallingConfig<'a> {
+    mode: FunctionCallingMode,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    allowed_function_names: Option<[Cow<'a, str>; 1]>,
+}
+
+#[derive(Debug, Clone, Copy, Serialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+enum FunctionCallingMode {
+    Auto,
+    None,
+    Any,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct GenerationConfig {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_output_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    temperature: Option<f32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    thinking_config: Option<ThinkingConfig>,
+}
+
+/// A budget (Gemini 2.5) or a level (Gemini 3); whether the thoughts are returned.
+#[derive(Debug, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ThinkingConfig {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    thinking_budget: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    thinking_level: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    include_thoughts: Option<bool>,
+}
+
+// ---------------------------------------------------------------------------------------
+// The response, and the stream's chunks
+
+/// A response body, or one chunk of a stream.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+struct GenerateContentResponse<'a> {
+    /// An error instead of a response.
+    #[serde(deserialize_with = "lenient::non_null")]
+    error: Option<ApiError>,
+    #[serde(borrow, deserialize_with = "lenient::list")]
+    candidates: Vec<Candidate<'a>>,
+    /// Why the prompt was blocked, when it was (then there is no candidate).
+    #[serde(deserialize_with = "lenient::seen")]
+    prompt_feedback: bool,
+}
+
+/// `{"code", "message", "status"}`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct ApiError {
+    #[serde(deserialize_with = "lenient::int")]
+    code: Option<i64>,
+    #[serde(deserialize_with = "lenient::string")]
+    message: Option<String>,
+    #[serde(deserialize_with = "lenient::string")]
+    status: Option<String>,
+}
+
+impl ApiError {
+    fn into_error(self) -> WireError {
+        let kind = self.status.or_else(|| self.code.map(|code| code.to_string()));
+        WireError::Provider { kind, message: self.message.unwrap_or_default() }
+    }
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+struct Candidate<'a> {
+    #[serde(borrow, deserialize_with = "lenient::object")]
+    content: CandidateContent<'a>,
+    #[serde(deserialize_with = "lenient::tag")]
+    finish_reason: Option<GeminiFinishReason>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct CandidateContent<'a> {
+    #[serde(borrow, deserialize_with = "lenient::list")]
+    parts: Vec<Part<'a>>,
+}
+
+/// A part of the response: text (a thought, when `thought` is set) or a function call,
+/// with the thought signature the API attached to it.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+struct Part<'a> {
+    #[serde(borrow, deserialize_with = "lenient::text")]
+    text: Option<Cow<'a, str>>,
+    #[serde(deserialize_with = "lenient::flag")]
+    thought: bool,
+    #[serde(borrow, deserialize_with = "lenient::text")]
+    thought_signature: Option<Cow<'a, str>>,
+    #[serde(borrow, deserialize_with = "lenient::present")]
+    function_call: Option<FunctionCallPart<'a>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct FunctionCallPart<'a> {
+    #[serde(borrow, deserialize_with = "lenient::text")]
+    id: Option<Cow<'a, str>>,
+    #[serde(borrow, deserialize_with = "lenient::text")]
+    name: Option<Cow<'a, str>>,
+    /// The arguments, an object (anything else is kept as its JSON text, and refused
+    /// when the call is read).
+    #[serde(deserialize_with = "lenient::json")]
+    args: Option<Value>,
+}
+
+/// `finishReason`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+enum GeminiFinishReason {
+    Stop,
+    MaxTokens,
+    Safety,
+    Recitation,
+    Blocklist,
+    ProhibitedContent,
+    Spii,
+    ImageSafety,
+    Language,
+    MalformedFunctionCall,
+    UnexpectedToolCall,
+    TooManyToolCalls,
+    /// The API's own `OTHER`.
+    #[serde(rename = "OTHER")]
+    OtherReason,
+    /// A reason this version does not know.
+    #[serde(other)]
+    Unknown,
+}
+
+impl GeminiFinishReason {
+    /// The finish reason (`STOP` with calls is a tool-calls finish: Gemini has no
+    /// reason of its own for it).
+    fn reason(self, has_calls: bool) -> Option<FinishReason> {
+        match self {
+            GeminiFinishReason::Stop if has_calls => Some(FinishReason::ToolCalls),
+            GeminiFinishReason::Stop => Some(FinishReason::Stop),
+            GeminiFinishReason::MaxTokens => Some(FinishReason::Length),
+            GeminiFinishReason::Safety
+            | GeminiFinishReason::Recitation
+            | GeminiFinishReason::Blocklist
+            | GeminiFinishReason::ProhibitedContent
+            | GeminiFinishReason::Spii
+            | GeminiFinishReason::ImageSafety
+            | GeminiFinishReason::Language => Some(FinishReason::ContentFilter),
+            GeminiFinishReason::MalformedFunctionCall
+            | GeminiFinishReason::UnexpectedToolCall
+            | GeminiFinishReason::TooManyToolCalls
+            | GeminiFinishReason::OtherReason => Some(FinishReason::Error),
+            GeminiFinishReason::Unknown => None,
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// The codec
+
+fn tool_config(choice: &ToolChoice) -> ToolConfig<'_> {
+    let (mode, allowed) = match choice {
+        ToolChoice::Auto => (FunctionCallingMode::Auto, None),
+        ToolChoice::None => (FunctionCallingMode::None, None),
+        ToolChoice::Required => (FunctionCallingMode::Any, None),
+        ToolChoice::Tool(name) => (FunctionCallingMode::Any, Some([wire_name(name, NameRule::Gemini)])),
+        #[allow(unreachable_patterns)]
+        _ => (FunctionCallingMode::Auto, None),
+    };
+    ToolConfig { function_calling_config: FunctionCallingConfig { mode, allowed_function_names: allowed } }
+}
+
+/// A part's content read into `turn`. Text parts with `thought: true` are reasoning.
+fn read_part(part: Part<'_>, turn: &mut AssistantTurn) {
+    let signature = part.thought_signature.map(Cow::into_owned);
+    if let Some(call) = part.function_call {
+        let arguments = call.args.map_or_else(String::new, |args| args.to_string());
+        let mut tool_call =
+            ToolCall::new(call.id.unwrap_or_default(), call.name.unwrap_or_default(), arguments);
+        tool_call.signature = signature;
+        turn.content.push(ContentBlock::ToolCall(tool_call));
+        return;
+    }
+    let Some(text) = part.text else { return };
+    if part.thought {
+        turn.content.push(ContentBlock::Reasoning(Reasoning::new(text, signature)));
+    } else {
+        turn.push_text(&text);
+        if let Some(signature) = signature {
+            // A signature on a text part: kept as an empty reasoning block after it.
+            turn.content.push(ContentBlock::Reasoning(Reasoning::new("", Some(signature))));
+        }
+    }
+}
+
+/// The `response` of a `functionResponse`: the output (JSON when the tool gave JSON) or
+/// the error.
+fn response_of(block: &ToolResultBlock) -> FunctionResult {
+    let value = match block.content.as_slice() {
+        [ContentPart::Json { value }] => value.clone(),
+        parts => Value::String(parts.iter().map(ContentPart::render_text).collect::<Vec<_>>().join("\n")),
+    };
+    if block.is_error { FunctionResult::Error(value) } else { FunctionResult::Output(value) }
+}
+
+pub(crate) fn request_body(request: &ModelRequest) -> Value {
+    let mut system: Vec<Cow<'_, str>> = Vec::new();
+    if let Some(prompt) = request.tool_prompt.as_deref().filter(|p| !p.is_empty()) {
+        system.push(Cow::Borrowed(prompt));
+    }
+    system.extend(request.messages.iter().filter(|m| m.role == Role::System).map(Message::text));
+    let tools = declared_tools(request);
+    let options = &request.options;
+    let thinking_config = options.thinking.map(|thinking| match thinking {
+        Thinking::Off => ThinkingConfig { thinking_budget: Some(0), ..ThinkingConfig::default() },
+        Thinking::On => ThinkingConfig { include_thoughts: Some(true), ..ThinkingConfig::default() },
+        Thinking::Budget(budget) => ThinkingConfig {
+            thinking_budget: Some(budget),
+            include_thoughts: Some(true),
+            ..ThinkingConfig::default()
+        },
+        Thinking::Effort(effort) => ThinkingConfig {
+            thinking_level: Some(match effort {
+                Effort::Minimal | Effort::Low => "low",
+                Effort::Medium | Effort::High => "high",
+            }),
+            include_thoughts: Some(true),
+            ..ThinkingConfig::default()
+        },
+    });
+    let generation_config =
+        (options.max_tokens.is_some() || options.temperature.is_some() || thinking_config.is_some())
+            .then_some(GenerationConfig {
+                max_output_tokens: options.max_tokens,
+                temperature: options.temperature,
+                thinking_config,
+            });
+    let body = GenerateContentRequest {
+        contents: contents(&request.messages),
+        system_instruction: (!system.is_empty())
+            .then(|| SystemInstruction { parts: [TextPart { text: system.join("\n\n") }] }),
+        tools,
+        tool_config: tools.map(|_| tool_config(&request.tool_choice)),
+        generation_config,
+    };
+    to_value(&body)
+}
+
+pub(crate) fn parse_response(body: &Value) -> Result<AssistantTurn, WireError> {
+    let response: GenerateContentResponse<'_> = parse_body(body)?;
+    if let Some(error) = response.error {
+        return Err(error.into_error());
+    }
+    let mut turn = AssistantTurn::new();
+    let Some(candidate) = response.candidates.into_iter().next() else {
+        // No candidate: the prompt was blocked, or the body is not a response.
+        if response.prompt_feedback {
+            turn.finish_reason = Some(FinishReason::ContentFilter);
+            return Ok(turn);
+        }
+        return Err(WireError::Shape { what: "response body", reason: "no `candidates[0]`".into() });
+    };
+    for part in candidate.content.parts {
+        read_part(part, &mut turn);
+    }
+    let has_calls = turn.tool_calls().next().is_some();
+    turn.finish_reason = candidate.finish_reason.and_then(|reason| reason.reason(has_calls));
+    Ok(turn)
+}
+
+pub(crate) fn wire_messages(messages: &[Message]) -> Value {
+    to_value(&contents(messages))
+}
+
+/// The contents of the request.
+fn contents(messages: &[Message]) -> Vec<Content<'_>> {
+    // Calls that came with an id get it back on their responses.
+    let with_ids: HashSet<&str> = messages
+        .iter()
+        .flat_map(|m| m.tool_calls())
+        .map(|c| c.id.as_str())
+        .filter(|id| !id.is_empty())
+        .collect();
+    let text = |text| PartParam { text: Some(text), ..PartParam::default() };
+    let mut contents = Vec::with_capacity(messages.len());
+    for message in messages {
+        let (role, parts) = match message.role {
+            Role::System => continue,
+            Role::User => ("user", vec![text(message.text())]),
+            Role::Assistant => ("model", model_parts(message)),
+            Role::Tool => {
+                let responses: Vec<PartParam<'_>> = message
+                    .content
+                    .iter()
+                    .filter_map(|block| match block {
+                        ContentBlock::ToolResult(result) => Some(PartParam {
+                            function_response: Some(FunctionResponse {
+                                id: with_ids
+                                    .contains(result.call_id.as_str())
+                                    .then_some(result.call_id.as_str()),
+                                name: &result.name,
+                                response: response_of(result),
+                            }),
+                            ..PartParam::default()
+                        }),
+                        _ => None,
+                    })
+                    .collect();
+                if responses.is_empty() { ("user", vec![text(message.text())]) } else { ("user", responses) }
+            }
+        };
+        if !parts.is_empty() {
+            contents.push(Content { role, parts });
+        }
+    }
+    contents
+}
+
+/// A model turn's parts as Gemini takes them back: thought parts and signatures unchanged.
+fn model_parts(message: &Message) -> Vec<PartParam<'_>> {
+    message
+        .content
+        .iter()
+        .filter_map(|block| match block {
+            ContentBlock::Text { text } => {
+                Some(PartParam { text: Some(Cow::Borrowed(text)), ..PartParam::default() })
+            }
+            ContentBlock::Reasoning(r) if r.text.is_empty() => {
+                r.signature.as_deref().map(|signature| PartParam {
+                    text: Some(Cow::Borrowed("")),
+                    thought_signature: Some(signature),
+                    ..PartParam::default()
+                })
+            }
+            ContentBlock::Reasoning(r) => Some(PartParam {
+                text: Some(Cow::Borrowed(&r.text)),
+                thought: Some(true),
+                thought_signature: r.signature.as_deref(),
+                ..PartParam::default()
+            }),
+            ContentBlock::ToolCall(call) => Some(PartParam {
+                function_call: Some(FunctionCallParam {
+                    id: (!call.id.is_empty()).then_some(call.id.as_str()),
+                    name: &call.name,
+                    args: match call.arguments_json() {
+                        Ok(Value::Object(args)) => Value::Object(args),
+                        _ => Value::Object(serde_json::Map::new()),
+                    },
+                }),
+                thought_signature: call.signature.as_deref(),
+                ..PartParam::default()
+            }),
+            ContentBlock::ToolResult(_) => None,
+        })
+        .collect()
+}
+
+/// Decodes `streamGenerateContent?alt=sse` chunks: each a response holding the next
+/// parts. A call arrives whole in one part, so it starts and ends at once.
+#[derive(Debug, Default)]
+pub(crate) struct ChunkDecoder {
+    calls: usize,
+    /// The last finish reason seen waits for the end (a chunk may still follow).
+    finish: Option<GeminiFinishReason>,
+}
+
+impl StreamDecoder for ChunkDecoder {
+    fn event(&mut self, event: &SseEvent, deltas: &mut Vec<TurnDelta>) -> Result<(), WireError> {
+        let chunk: GenerateContentResponse<'_> = parse_event(event)?;
+        if let Some(error) = chunk.error {
+            return Err(error.into_error());
+        }
+        let Some(candidate) = chunk.candidates.into_iter().next() else {
+            return Ok(());
+        };
+        for part in candidate.content.parts {
+            let mut turn = AssistantTurn::new();
+            read_part(part, &mut turn);
+            for block in turn.content {
+                match block {
+                    ContentBlock::Text { text } => deltas.push(TurnDelta::Text(text)),
+                    // A signature on a text part stands apart from any reasoning.
+                    ContentBlock::Reasoning(reasoning) if reasoning.text.is_empty() => {
+                        deltas.push(TurnDelta::ReasoningBlock(reasoning));
+                    }
+                    ContentBlock::Reasoning(reasoning) => {
+                        deltas.push(TurnDelta::Reasoning(reasoning.text));
+                        if let Some(signature) = reasoning.signature {
+                            deltas.push(TurnDelta::ReasoningSignature(signature));
+                        }
+                    }
+                    ContentBlock::ToolCall(call) => {
+                        let index = self.calls;
+                        self.calls += 1;
+                        deltas.push(TurnDelta::ToolCallStart { index, id: call.id, name: call.name });
+                        if let Some(signature) = call.signature {
+                            deltas.push(TurnDelta::ToolCallSignature { index, signature });
+                        }
+                        deltas.push(TurnDelta::ToolCallArguments { index, fragment: call.arguments });
+                        deltas.push(TurnDelta::ToolCallEnd { index });
+                    }
+                    ContentBlock::ToolResult(_) => {}
+                }
+            }
+        }
+        if let Some(reason) = candidate.finish_reason {
+            self.finish = Some(reason);
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self, deltas: &mut Vec<TurnDelta>) {
+        if let Some(reason) = self.finish.take().and_then(|r| r.reason(self.calls > 0)) {
+            deltas.push(TurnDelta::Finish(reason));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::providers::testing::{decode, events};
+    use crate::providers::{Provider, WireFormat};
+
+    #[test]
+    fn parts_signatures_and_calls_without_ids() {
+        let body = json!({"candidates": [{"finishReason": "STOP", "content": {"role": "model", "parts": [
+            {"text": "think", "thought": true, "thoughtSignature": "s1"},
+            {"text": "Hi", "thoughtSignature": "s2"},
+            {"functionCall": {"name": "f", "args": {"a": 1}}, "thoughtSignature": "s3"},
+            {"functionCall": {"id": "c2", "name": "g"}},
+            {"functionCall": {"name": "h", "args": null}},
+            {"thoughtSignature": "alone"},
+            "not a part",
+        ]}}]});
+        let turn = Provider::Gemini.parse_response(&body).unwrap();
+        assert_eq!(
+            turn.content,
+            [
+                ContentBlock::Reasoning(Reasoning::new("think", Some("s1".into()))),
+                ContentBlock::text("Hi"),
+                ContentBlock::Reasoning(Reasoning::new("", Some("s2".into()))),
+                ContentBlock::ToolCall(ToolCall::new("", "f", r#"{"a":1}"#).with_signature("s3")),
+                ContentBlock::ToolCall(ToolCall::new("c2", "g", "")),
+                ContentBlock::ToolCall(ToolCall::new("", "h", "null")),
+            ]
+        );
+        assert_eq!(turn.finish_reason, Some(FinishReason::ToolCalls), "STOP with calls");
+        // The parts go back as they came, ids only where the call had one.
+        let contents = Provider::Gemini.wire_messages(&[Message::from_turn(turn)]);
+        assert_eq!(
+            contents[0]["parts"],
+            json!([
+                {"text": "think", "thought": true, "thoughtSignature": "s1"},
+                {"text": "Hi"},
+                {"text": "", "thoughtSignature": "s2"},
+                {"functionCall": {"name": "f", "args": {"a": 1}}, "thoughtSignature": "s3"},
+                {"functionCall": {"id": "c2", "name": "g", "args": {}}},
+                {"functionCall": {"name": "h", "args": {}}},
+            ])
+        );
+    }
+
+    #[test]
+    fn blocked_prompts_errors_and_other_bodies() {
+        let blocked = json!({"promptFeedback": {"blockReason": "SAFETY"}});
+        assert_eq!(
+            Provider::Gemini.parse_response(&blocked).unwrap().finish_reason,
+            Some(FinishReason::ContentFilter)
+        );
+        let error = json!({"error": {"code": 503, "message": "Unavailable"}});
+        assert_eq!(
+            Provider::Gemini.parse_response(&error),
+            Err(WireError::Provider { kind: Some("503".into()), message: "Unavailable".into() })
+        );
+        let other =
+            json!({"candidates": [{"finishReason": "SOMETHING_NEW", "content": {"parts": [{"text": "x"}]}}]});
+        assert_eq!(Provider::Gemini.parse_response(&other).unwrap().finish_reason, None);
+        let other = json!({"candidates": [{"finishReason": "OTHER"}]});
+        assert_eq!(Provider::Gemini.parse_response(&other).unwrap().finish_reason, Some(FinishReason::Error));
+    }
+
+    #[test]
+    fn a_stream_finishes_at_its_end() {
+        let sse = events(&[
+            r#"{"candidates":[{"content":{"parts":[{"text":"a"}]},"finishReason":"STOP"}]}"#,
+            r#"{"candidates":[{"content":{"parts":[{"functionCall":{"name":"f","args":{}}}]}}]}"#,
+            r#"{"usageMetadata":{"totalTokenCount":3}}"#,
+        ]);
+        let (deltas, error) = decode(Provider::Gemini, &sse);
+        assert_eq!(error, None);
+        assert_eq!(
+            deltas,
+            [
+                TurnDelta::Text("a".into()),
+                TurnDelta::ToolCallStart { index: 0, id: String::new(), name: "f".into() },
+                TurnDelta::ToolCallArguments { index: 0, fragment: "{}".into() },
+                TurnDelta::ToolCallEnd { index: 0 },
+                TurnDelta::Finish(FinishReason::ToolCalls),
+            ]
+        );
+        let (_, error) =
+            decode(Provider::Gemini, &events(&[r#"{"error":{"status":"INTERNAL","message":"m"}}"#]));
+        assert_eq!(error, Some(WireError::Provider { kind: Some("INTERNAL".into()), message: "m".into() }));
+    }
+
+    #[test]
+    fn request_bodies() {
+        let mut request = ModelRequest::new(vec![Message::user("hi")]);
+        request.tool_prompt = Some("Tools.".into());
+        request.tools = Some(json!([{"functionDeclarations": [{"name": "files.read"}]}]));
+        request.tool_choice = ToolChoice::Tool("files.read".into());
+        request.options = crate::model::RequestOptions::default().thinking(Thinking::Effort(Effort::Low));
+        assert_eq!(
+            Provider::Gemini.request_body(&request, "gemini", true),
+            json!({
+                "contents": [{"role": "user", "parts": [{"text": "hi"}]}],
+                "systemInstruction": {"parts": [{"text": "Tools."}]},
+                "tools": [{"functionDeclarations": [{"name": "files.read"}]}],
+                "toolConfig": {"functionCallingConfig": {"mode": "ANY", "allowedFunctionNames": ["files.read"]}},
+                "generationConfig": {"thinkingConfig": {"thinkingLevel": "low", "includeThoughts": true}},
+            })
+        );
+        request.options = crate::model::RequestOptions::default().thinking(Thinking::Off);
+        let body = Provider::Gemini.request_body(&request, "gemini", false);
+        assert_eq!(body["generationConfig"], json!({"thinkingConfig": {"thinkingBudget": 0}}));
+        let plain =
+            Provider::Gemini.request_body(&ModelRequest::new(vec![Message::user("hi")]), "gemini", false);
+        assert_eq!(plain, json!({"contents": [{"role": "user", "parts": [{"text": "hi"}]}]}));
+    }
+}

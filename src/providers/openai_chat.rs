@@ -1,0 +1,626 @@
+//! OpenAI Chat Completions (`POST /v1/chat/completions`), and every server that speaks
+//! it: vLLM, llama.cpp's server, Ollama, DeepSeek, Groq, ….
+//!
+//! The request, the response and the `chat.completion.chunk` events are typed below, as
+//! the API reference describes them, reduced to the fields this crate writes or reads.
+//! What compatible servers do differently is read too: reasoning as `reasoning_content`
+//! (DeepSeek, most) or `reasoning` (recent vLLM), arguments as a string or an object, a
+//! call fragment without `index`, a call's id or name sent apart from its first
+//! fragment, usage-only chunks with empty `choices`.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::{
+    SseEvent, StreamDecoder, WireError, declared_tools, lenient, parse_body, parse_event, provider_error,
+    to_value,
+};
+use crate::ContentPart;
+use crate::model::{
+    AssistantTurn, ContentBlock, Effort, FinishReason, Message, ModelRequest, RequestNote, Role, Thinking,
+    ToolCall, ToolChoice, ToolResultBlock, TurnDelta,
+};
+use crate::protocol::native::{NameRule, wire_name};
+
+// ---------------------------------------------------------------------------------------
+// The request
+
+/// A request body.
+#[derive(Debug, Serialize)]
+struct ChatRequest<'a> {
+    model: &'a str,
+    messages: Vec<ChatMessage<'a>>,
+    /// The protocol's declarations, as they are.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tools: Option<&'a Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_choice: Option<ChatToolChoice<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    parallel_tool_calls: Option<bool>,
+    /// What reasoning models take instead of `max_tokens`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_completion_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    temperature: Option<f32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reasoning_effort: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stream: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stream_options: Option<StreamOptions>,
+}
+
+#[derive(Debug, Serialize)]
+struct StreamOptions {
+    /// A last chunk with the usage (and empty `choices`).
+    include_usage: bool,
+}
+
+/// A message of the request, by `role`.
+#[derive(Debug, Serialize)]
+#[serde(tag = "role", rename_all = "lowercase")]
+enum ChatMessage<'a> {
+    System {
+        content: Cow<'a, str>,
+    },
+    User {
+        content: Cow<'a, str>,
+    },
+    Assistant {
+        /// `null` when the turn has no text (only calls).
+        content: Option<Cow<'a, str>>,
+        /// Reasoning, for the servers that sent it (DeepSeek's thinking mode requires
+        /// it back with tool calls).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        reasoning_content: Option<String>,
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        tool_calls: Vec<ChatToolCall<'a>>,
+    },
+    Tool {
+        tool_call_id: &'a str,
+        content: String,
+    },
+}
+
+/// A call of an assistant message.
+#[derive(Debug, Serialize)]
+struct ChatToolCall<'a> {
+    id: &'a str,
+    #[serde(rename = "type")]
+    kind: FunctionType,
+    function: ChatFunction<'a>,
+}
+
+/// The one kind of tool call and tool choice: `"function"`.
+#[derive(Debug, Clone, Copy, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub(super) enum FunctionType {
+    Function,
+}
+
+#[derive(Debug, Serialize)]
+struct ChatFunction<'a> {
+    name: &'a str,
+    arguments: &'a str,
+}
+
+/// `"auto"`, `"none"`, `"required"`, or one named function.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+enum ChatToolChoice<'a> {
+    Mode(&'static str),
+    Function {
+        #[serde(rename = "type")]
+        kind: FunctionType,
+        function: FunctionName<'a>,
+    },
+}
+
+#[derive(Debug, Serialize)]
+struct FunctionName<'a> {
+    name: Cow<'a, str>,
+}
+
+// ---------------------------------------------------------------------------------------
+// The response, and the stream's chunks
+
+/// A response body (`chat.completion`) or a stream chunk (`chat.completion.chunk`): the
+/// same envelope, `message` in the one and `delta` in the other.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct ChatResponse<'a> {
+    /// An error instead of a response (a body, or a chunk in the stream).
+    error: Option<Value>,
+    #[serde(borrow, deserialize_with = "lenient::list")]
+    choices: Vec<ChatChoice<'a>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct ChatChoice<'a> {
+    /// The whole message (a response body).
+    #[serde(borrow, deserialize_with = "lenient::present")]
+    message: Option<ChatContent<'a>>,
+    /// The next piece of the message (a stream chunk).
+    #[serde(borrow, deserialize_with = "lenient::object")]
+    delta: ChatContent<'a>,
+    #[serde(deserialize_with = "lenient::tag")]
+    finish_reason: Option<ChatFinishReason>,
+}
+
+/// An assistant message, whole or in part.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct ChatContent<'a> {
+    #[serde(borrow, deserialize_with = "lenient::text")]
+    content: Option<Cow<'a, str>>,
+    #[serde(borrow, deserialize_with = "lenient::text")]
+    reasoning_content: Option<Cow<'a, str>>,
+    #[serde(borrow, deserialize_with = "lenient::text")]
+    reasoning: Option<Cow<'a, str>>,
+    #[serde(borrow, deserialize_with = "lenient::list")]
+    tool_calls: Vec<ChatCallPart<'a>>,
+}
+
+impl ChatContent<'_> {
+    /// Reasoning as compatible servers send it: `reasoning_content` (DeepSeek, most), or
+    /// `reasoning` (recent vLLM).
+    fn reasoning(&self) -> &str {
+        match self.reasoning_content.as_deref() {
+            Some(content) if !content.is_empty() => content,
+            _ => self.reasoning.as_deref().unwrap_or_default(),
+        }
+    }
+}
+
+/// A tool call, whole (a response body) or a fragment of one (a stream chunk).
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct ChatCallPart<'a> {
+    /// The call's place among the turn's calls (fragments of one call share it).
+    #[serde(deserialize_with = "lenient::int")]
+    index: Option<i64>,
+    #[serde(borrow, deserialize_with = "lenient::text")]
+    id: Option<Cow<'a, str>>,
+    #[serde(borrow, deserialize_with = "lenient::object")]
+    function: ChatFunctionPart<'a>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct ChatFunctionPart<'a> {
+    #[serde(borrow, deserialize_with = "lenient::text")]
+    name: Option<Cow<'a, str>>,
+    /// JSON text (a server that sends an object has it serialised).
+    #[serde(borrow, deserialize_with = "lenient::arguments")]
+    arguments: Option<Cow<'a, str>>,
+}
+
+/// `finish_reason`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum ChatFinishReason {
+    Stop,
+    Length,
+    ToolCalls,
+    /// The legacy name of `tool_calls`.
+    FunctionCall,
+    ContentFilter,
+    #[serde(other)]
+    Other,
+}
+
+impl ChatFinishReason {
+    fn reason(self) -> Option<FinishReason> {
+        match self {
+            ChatFinishReason::Stop => Some(FinishReason::Stop),
+            ChatFinishReason::Length => Some(FinishReason::Length),
+            ChatFinishReason::ToolCalls | ChatFinishReason::FunctionCall => Some(FinishReason::ToolCalls),
+            ChatFinishReason::ContentFilter => Some(FinishReason::ContentFilter),
+            ChatFinishReason::Other => None,
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// The codec
+
+/// The text a result carries on a text-only channel.
+pub(crate) fn result_text(block: &ToolResultBlock) -> String {
+    block.content.iter().map(ContentPart::render_text).collect::<Vec<_>>().join("\n")
+}
+
+/// The `tool_choice` value.
+fn tool_choice(choice: &ToolChoice) -> ChatToolChoice<'_> {
+    match choice {
+        ToolChoice::Auto => ChatToolChoice::Mode("auto"),
+        ToolChoice::None => ChatToolChoice::Mode("none"),
+        ToolChoice::Required => ChatToolChoice::Mode("required"),
+        ToolChoice::Tool(name) => ChatToolChoice::Function {
+            kind: FunctionType::Function,
+            function: FunctionName { name: wire_name(name, NameRule::Strict) },
+        },
+        // A future choice this version does not know: let the model decide.
+        #[allow(unreachable_patterns)]
+        _ => ChatToolChoice::Mode("auto"),
+    }
+}
+
+pub(crate) fn request_body(request: &ModelRequest, model: &str, stream: bool) -> Value {
+    let prompt = request.tool_prompt.as_deref().filter(|p| !p.is_empty()).map(Message::system);
+    let messages = messages(prompt.iter().chain(&request.messages));
+    let tools = declared_tools(request);
+    let options = &request.options;
+    // Reasoning models take only `max_completion_tokens`; other servers `max_tokens`.
+    let (max_completion_tokens, max_tokens) =
+        if options.thinking.is_some() { (options.max_tokens, None) } else { (None, options.max_tokens) };
+    let body = ChatRequest {
+        model,
+        messages,
+        tools,
+        tool_choice: tools.map(|_| tool_choice(&request.tool_choice)),
+        parallel_tool_calls: tools.and(request.parallel_tool_calls),
+        max_completion_tokens,
+        max_tokens,
+        temperature: options.temperature,
+        reasoning_effort: match options.thinking {
+            Some(Thinking::Effort(effort)) => Some(effort.as_str()),
+            _ => None,
+        },
+        stream: stream.then_some(true),
+        stream_options: stream.then_some(StreamOptions { include_usage: true }),
+    };
+    to_value(&body)
+}
+
+pub(crate) fn parse_response(body: &Value) -> Result<AssistantTurn, WireError> {
+    let response: ChatResponse<'_> = parse_body(body)?;
+    if let Some(error) = &response.error {
+        return Err(provider_error(error));
+    }
+    let choice = response
+        .choices
+        .into_iter()
+        .next()
+        .ok_or_else(|| WireError::Shape { what: "response body", reason: "no `choices[0]`".into() })?;
+    let message = choice.message.ok_or_else(|| WireError::Shape {
+        what: "response body",
+        reason: "no `choices[0].message`".into(),
+    })?;
+    let mut turn = AssistantTurn::new();
+    let reasoning = message.reasoning();
+    if !reasoning.is_empty() {
+        turn = turn.with_reasoning(reasoning, None);
+    }
+    let content = message.content.as_deref().unwrap_or_default();
+    if !content.is_empty() {
+        turn = turn.with_text(content);
+    }
+    for call in message.tool_calls {
+        turn = turn.with_tool_call(ToolCall::new(
+            call.id.unwrap_or_default(),
+            call.function.name.unwrap_or_default(),
+            call.function.arguments.unwrap_or_default(),
+        ));
+    }
+    turn.finish_reason = choice.finish_reason.and_then(ChatFinishReason::reason);
+    Ok(turn)
+}
+
+pub(crate) fn wire_messages(messages: &[Message]) -> Value {
+    to_value(&self::messages(messages))
+}
+
+/// The messages of the request.
+fn messages<'a>(messages: impl IntoIterator<Item = &'a Message>) -> Vec<ChatMessage<'a>> {
+    let mut out = Vec::new();
+    for message in messages {
+        match message.role {
+            Role::System => out.push(ChatMessage::System { content: message.text() }),
+            Role::User => out.push(ChatMessage::User { content: message.text() }),
+            Role::Assistant => {
+                let tool_calls = message
+                    .tool_calls()
+                    .map(|call| ChatToolCall {
+                        id: &call.id,
+                        kind: FunctionType::Function,
+                        function: ChatFunction { name: &call.name, arguments: &call.arguments },
+                    })
+                    .collect();
+                let text = message.text();
+                // Only servers that sent reasoning get it back (OpenAI itself sends none).
+                let reasoning: String = message
+                    .content
+                    .iter()
+                    .filter_map(|b| match b {
+                        ContentBlock::Reasoning(r) if !r.redacted => Some(r.text.as_str()),
+                        _ => None,
+                    })
+                    .collect();
+                out.push(ChatMessage::Assistant {
+                    content: (!text.is_empty()).then_some(text),
+                    reasoning_content: (!reasoning.is_empty()).then_some(reasoning),
+                    tool_calls,
+                });
+            }
+            Role::Tool => {
+                let before = out.len();
+                out.extend(message.content.iter().filter_map(|block| match block {
+                    ContentBlock::ToolResult(result) => Some(ChatMessage::Tool {
+                        tool_call_id: &result.call_id,
+                        content: result_text(result),
+                    }),
+                    _ => None,
+                }));
+                // Results written as text (a text protocol over this API) go as a user
+                // message: a `tool` message needs a call id.
+                if out.len() == before {
+                    out.push(ChatMessage::User { content: message.text() });
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Decodes `chat.completion.chunk` events.
+///
+/// Calls arrive as `delta.tool_calls[]` fragments keyed by `index`: the id and name come
+/// with the first fragment, the arguments in pieces (or a whole call in one fragment).
+/// Calls stream one after another, so a call is complete when a fragment of another
+/// call arrives, or the choice finishes.
+#[derive(Debug, Default)]
+pub(crate) struct ChunkDecoder {
+    /// Provider call index → our call number (numbers count up as calls start).
+    calls: HashMap<i64, usize>,
+    /// The call being written (our number).
+    open: Option<usize>,
+    done: bool,
+}
+
+impl ChunkDecoder {
+    fn close_open(&mut self, deltas: &mut Vec<TurnDelta>) {
+        if let Some(index) = self.open.take() {
+            deltas.push(TurnDelta::ToolCallEnd { index });
+        }
+    }
+
+    fn number_of(&mut self, provider_index: i64) -> (usize, bool) {
+        let next = self.calls.len();
+        let number = *self.calls.entry(provider_index).or_insert(next);
+        (number, number == next)
+    }
+}
+
+impl StreamDecoder for ChunkDecoder {
+    fn event(&mut self, event: &SseEvent, deltas: &mut Vec<TurnDelta>) -> Result<(), WireError> {
+        if self.done {
+            return Ok(());
+        }
+        if event.data.trim() == "[DONE]" {
+            self.finish(deltas);
+            return Ok(());
+        }
+        let chunk: ChatResponse<'_> = parse_event(event)?;
+        if let Some(error) = &chunk.error {
+            return Err(provider_error(error));
+        }
+        // The usage chunk has empty `choices`; only the first choice is read.
+        let Some(choice) = chunk.choices.into_iter().next() else {
+            return Ok(());
+        };
+        let delta = choice.delta;
+        let reasoning = delta.reasoning();
+        if !reasoning.is_empty() {
+            deltas.push(TurnDelta::Reasoning(reasoning.to_owned()));
+        }
+        if let Some(content) = delta.content.filter(|c| !c.is_empty()) {
+            deltas.push(TurnDelta::Text(content.into_owned()));
+        }
+        for (position, fragment) in delta.tool_calls.into_iter().enumerate() {
+            // Some servers leave `index` out: the fragment's place in the array then.
+            let provider_index = fragment.index.unwrap_or(position as i64);
+            let (number, new) = self.number_of(provider_index);
+            if self.open != Some(number) {
+                self.close_open(deltas);
+                self.open = Some(number);
+            }
+            let id = fragment.id.unwrap_or_default();
+            let name = fragment.function.name.unwrap_or_default();
+            // A server that sends the name or id again (or late): the accumulator keeps
+            // the first.
+            if new || !name.is_empty() || !id.is_empty() {
+                deltas.push(TurnDelta::ToolCallStart {
+                    index: number,
+                    id: id.into_owned(),
+                    name: name.into_owned(),
+                });
+            }
+            if let Some(arguments) = fragment.function.arguments.filter(|a| !a.is_empty()) {
+                deltas.push(TurnDelta::ToolCallArguments { index: number, fragment: arguments.into_owned() });
+            }
+        }
+        if let Some(reason) = choice.finish_reason {
+            self.close_open(deltas);
+            if let Some(reason) = reason.reason() {
+                deltas.push(TurnDelta::Finish(reason));
+            }
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self, deltas: &mut Vec<TurnDelta>) {
+        if !self.done {
+            self.done = true;
+            self.close_open(deltas);
+        }
+    }
+}
+
+/// OpenAI's rules for reasoning models: no temperature; reasoning cannot be turned off
+/// (the least effort is sent).
+pub(crate) fn adjust(request: &mut ModelRequest, notes: &mut Vec<RequestNote>) {
+    let options = &mut request.options;
+    if options.thinking == Some(Thinking::Off) {
+        notes.push(RequestNote::new(
+            "thinking",
+            "OpenAI reasoning models cannot stop reasoning: `minimal` effort sent",
+        ));
+        options.thinking = Some(Thinking::Effort(Effort::Minimal));
+    }
+    if options.thinking.is_some() && options.temperature.take().is_some() {
+        notes.push(RequestNote::new("temperature", "OpenAI reasoning models take no temperature: not sent"));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::providers::testing::{decode, events};
+    use crate::providers::{Provider, WireFormat};
+
+    fn start(index: usize, id: &str, name: &str) -> TurnDelta {
+        TurnDelta::ToolCallStart { index, id: id.into(), name: name.into() }
+    }
+
+    fn args(index: usize, fragment: &str) -> TurnDelta {
+        TurnDelta::ToolCallArguments { index, fragment: fragment.into() }
+    }
+
+    #[test]
+    fn fragments_without_index_ids_sent_apart_and_usage_chunks() {
+        let sse = events(&[
+            // No `index`: the fragment's place; the id comes after the name.
+            r#"{"choices":[{"delta":{"tool_calls":[{"function":{"name":"a","arguments":""}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"id":"call_1","function":{"arguments":"{\"x\":"}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"function":{"arguments":"1}"}}]}}]}"#,
+            // A whole second call, its arguments an object.
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":1,"id":"call_2","function":{"name":"b","arguments":{"y":2}}}]}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}],"usage":null}"#,
+            r#"{"choices":[],"usage":{"prompt_tokens":1,"completion_tokens":2}}"#,
+            "[DONE]",
+        ]);
+        let (deltas, error) = decode(Provider::OpenAiChat, &sse);
+        assert_eq!(error, None);
+        assert_eq!(
+            deltas,
+            [
+                start(0, "", "a"),
+                start(0, "call_1", ""),
+                args(0, "{\"x\":"),
+                args(0, "1}"),
+                TurnDelta::ToolCallEnd { index: 0 },
+                start(1, "call_2", "b"),
+                args(1, r#"{"y":2}"#),
+                TurnDelta::ToolCallEnd { index: 1 },
+                TurnDelta::Finish(FinishReason::ToolCalls),
+            ]
+        );
+    }
+
+    #[test]
+    fn reasoning_under_either_name_and_fields_of_another_type() {
+        let sse = events(&[
+            r#"{"choices":[{"delta":{"reasoning_content":"think","content":null}}]}"#,
+            r#"{"choices":[{"delta":{"reasoning_content":"","reasoning":" more"}}]}"#,
+            // Fields of an unexpected type read as absent, not as an error.
+            r#"{"choices":[{"delta":{"content":[{"type":"text","text":"x"}],"tool_calls":{"0":1}}}]}"#,
+            r#"{"choices":[{"delta":"nothing","finish_reason":7}]}"#,
+            r#"[1, 2]"#,
+            r#"{"choices":[{"delta":{"content":"Hi"},"finish_reason":"stop"}]}"#,
+        ]);
+        let (deltas, error) = decode(Provider::OpenAiChat, &sse);
+        assert_eq!(error, None);
+        assert_eq!(
+            deltas,
+            [
+                TurnDelta::Reasoning("think".into()),
+                TurnDelta::Reasoning(" more".into()),
+                TurnDelta::Text("Hi".into()),
+                TurnDelta::Finish(FinishReason::Stop),
+            ]
+        );
+    }
+
+    #[test]
+    fn an_unknown_finish_reason_ends_the_call_without_a_finish() {
+        let sse = events(&[
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"id":"c","function":{"name":"f","arguments":"{}"}}]}}]}"#,
+            r#"{"choices":[{"delta":{},"finish_reason":"something_new"}]}"#,
+        ]);
+        let (deltas, _) = decode(Provider::OpenAiChat, &sse);
+        assert_eq!(deltas, [start(0, "c", "f"), args(0, "{}"), TurnDelta::ToolCallEnd { index: 0 }]);
+    }
+
+    #[test]
+    fn errors_in_the_stream() {
+        let sse = events(&[r#"{"error":{"message":"overloaded","type":"server_error"}}"#]);
+        let (_, error) = decode(Provider::OpenAiChat, &sse);
+        assert_eq!(
+            error,
+            Some(WireError::Provider { kind: Some("server_error".into()), message: "overloaded".into() })
+        );
+        let (_, error) = decode(Provider::OpenAiChat, &events(&["{\"choices\": ["]));
+        assert!(matches!(error, Some(WireError::NotJson { what: "stream event", .. })), "{error:?}");
+        let (_, error) = decode(Provider::OpenAiChat, &events(&[r#"{"choices":[],"choices":[]}"#]));
+        assert!(matches!(error, Some(WireError::Shape { what: "stream event", .. })), "{error:?}");
+    }
+
+    #[test]
+    fn bodies() {
+        let body = json!({"error": null, "choices": [{"finish_reason": "length", "message": {
+            "reasoning": "r", "content": "text",
+            "tool_calls": [{"index": 0, "id": "c1", "type": "function",
+                            "function": {"name": "f", "arguments": {"a": 1}}}]}}]});
+        let turn = Provider::OpenAiChat.parse_response(&body).unwrap();
+        assert_eq!(turn.reasoning().next().map(|r| r.text.as_str()), Some("r"));
+        assert_eq!(turn.text(), "text");
+        let call = turn.tool_calls().next().unwrap();
+        assert_eq!((call.id.as_str(), call.arguments.as_str()), ("c1", r#"{"a":1}"#));
+        assert_eq!(turn.finish_reason, Some(FinishReason::Length));
+        // A message of another type is an empty turn; no message at all is an error.
+        let empty = Provider::OpenAiChat.parse_response(&json!({"choices": [{"message": null}]})).unwrap();
+        assert!(empty.content.is_empty() && empty.finish_reason.is_none());
+        let error = Provider::OpenAiChat.parse_response(&json!({"choices": [{}]})).unwrap_err();
+        assert_eq!(error.to_string(), "unexpected response body: no `choices[0].message`");
+        let error = Provider::OpenAiChat.parse_response(&json!({"error": "bad key"})).unwrap_err();
+        assert_eq!(error, WireError::Provider { kind: None, message: "bad key".into() });
+    }
+
+    #[test]
+    fn request_bodies() {
+        let mut request = ModelRequest::new(vec![Message::user("hi")]);
+        request.tool_prompt = Some("Use tools.".into());
+        request.tools = Some(json!([{"type": "function", "function": {"name": "f"}}]));
+        request.tool_choice = ToolChoice::Tool("files.read".into());
+        request.parallel_tool_calls = Some(false);
+        request.options =
+            crate::model::RequestOptions::default().max_tokens(100).thinking(Thinking::Effort(Effort::High));
+        let body = Provider::OpenAiChat.request_body(&request, "m", true);
+        let wire_name = wire_name("files.read", NameRule::Strict);
+        assert_eq!(
+            body,
+            json!({
+                "model": "m",
+                "messages": [{"role": "system", "content": "Use tools."}, {"role": "user", "content": "hi"}],
+                "tools": [{"type": "function", "function": {"name": "f"}}],
+                "tool_choice": {"type": "function", "function": {"name": wire_name}},
+                "parallel_tool_calls": false,
+                "max_completion_tokens": 100,
+                "reasoning_effort": "high",
+                "stream": true,
+                "stream_options": {"include_usage": true},
+            })
+        );
+        let plain =
+            Provider::OpenAiChat.request_body(&ModelRequest::new(vec![Message::user("hi")]), "m", false);
+        assert_eq!(plain, json!({"model": "m", "messages": [{"role": "user", "content": "hi"}]}));
+    }
+}
