@@ -26,7 +26,7 @@ use std::collections::HashMap;
 use libfuzzer_sys::fuzz_target;
 use tool_calling::ToolCallingProtocol;
 use tool_calling::model::{AssistantTurn, TurnAccumulator, TurnDelta};
-use tool_calling::protocol::native::{Anthropic, Gemini, NativeOptions, OpenAiChat, OpenAiResponses};
+use tool_calling::protocol::native::{NativeOptions, NativeProtocol};
 use tool_calling::protocol::{RequestIdStyle, StreamCollector};
 use tool_calling::providers::{Provider, ResponseStream, WireError, WireFormat};
 

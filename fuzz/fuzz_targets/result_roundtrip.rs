@@ -28,7 +28,7 @@ use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
 use tool_calling::model::{AssistantTurn, Message};
 use tool_calling::protocol::TurnState;
-use tool_calling::protocol::native::{Anthropic, Gemini, OpenAiChat, OpenAiResponses};
+use tool_calling::protocol::native::NativeProtocol;
 use tool_calling::protocol::textfmt::{AutoProtocol, TextFormat, TextFormatProtocol};
 use tool_calling::protocol::vcp::VcpProtocol;
 use tool_calling::providers::{Provider, WireFormat};
