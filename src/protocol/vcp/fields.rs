@@ -386,10 +386,13 @@ fn bracketed(
     Bracket::Match(start, end)
 }
 
-/// The first `「末」` (with fuzzy variants) of a value that began at `from`, searched
-/// from `scan` up to `limit`.
-pub(super) fn plain_close(
+/// The first bracketed closer, `[「{]末WORD[」}]` (WORD in any ASCII case; `{`/`}` only
+/// with `fuzzy`), of a value that began at `from`, searched from `scan` up to `limit`.
+/// A plain value's closer has no WORD; an escaped value's is `「末ESCAPE」` (any bracket),
+/// and markers do not end the value, so its search runs to the end of the text.
+pub(super) fn bracket_close(
     src: &VisibleText<'_>,
+    word: &str,
     from: usize,
     scan: usize,
     limit: usize,
@@ -397,27 +400,13 @@ pub(super) fn plain_close(
     fuzzy: bool,
 ) -> Close {
     for mid in closer_chars(src.text(), scan, limit) {
-        match bracketed(src, mid, "", from, fuzzy, limit, settled) {
+        match bracketed(src, mid, word, from, fuzzy, limit, settled) {
             Bracket::Match(start, end) => return Close::At(start, end),
             Bracket::Undecided => return Close::Wait(mid),
             Bracket::No => {}
         }
     }
     if settled { Close::Absent } else { Close::Wait(limit.max(scan)) }
-}
-
-/// The first escaped closer (`「末ESCAPE」`, any case and bracket) of a value that
-/// began at `from`, searched from `scan`: markers do not end it.
-pub(super) fn escaped_close(src: &VisibleText<'_>, from: usize, scan: usize, last: bool) -> Close {
-    let len = src.text().len();
-    for mid in closer_chars(src.text(), scan, len) {
-        match bracketed(src, mid, "ESCAPE", from, true, len, last) {
-            Bracket::Match(start, end) => return Close::At(start, end),
-            Bracket::Undecided => return Close::Wait(mid),
-            Bracket::No => {}
-        }
-    }
-    if last { Close::Absent } else { Close::Wait(len.max(scan)) }
 }
 
 /// The first `「末exp」` from `scan` up to `limit`.

@@ -18,8 +18,8 @@ use memchr::memmem;
 use super::block::{BlockLimits, diag, finish_block, stray, unclosed_reasoning};
 use super::fence::Fences;
 use super::fields::{
-    Close, Field, HeadRead, SHORT_HEAD_REST, ValueKind, doc_close, escaped_close, normalize, plain_close,
-    read_head, skip_ws,
+    Close, Field, HeadRead, SHORT_HEAD_REST, ValueKind, bracket_close, doc_close, normalize, read_head,
+    skip_ws,
 };
 use super::markers::{Candidate, Marker, MarkerFinder, MarkerKind, Search};
 use super::reasoning;
@@ -444,9 +444,11 @@ impl BlockReader {
                 }
                 Phase::Value { key, field_start, value_from, kind, scan } => {
                     let close = match kind {
-                        ValueKind::Plain => plain_close(src, value_from, scan, limit, settled, self.fuzzy),
+                        ValueKind::Plain => {
+                            bracket_close(src, "", value_from, scan, limit, settled, self.fuzzy)
+                        }
                         ValueKind::Doc => doc_close(&self.doc_close, src, scan, limit, settled),
-                        ValueKind::Escaped => escaped_close(src, value_from, scan, last),
+                        ValueKind::Escaped => bracket_close(src, "ESCAPE", value_from, scan, len, last, true),
                     };
                     let (raw_end, closed, field_end) = match close {
                         Close::At(close, end) => (close, true, end),
