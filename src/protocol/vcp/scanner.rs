@@ -21,7 +21,7 @@ use super::fields::{
     Close, Field, HeadRead, SHORT_HEAD_REST, ValueKind, bracket_close, doc_close, normalize, read_head,
     skip_ws,
 };
-use super::markers::{Candidate, Marker, MarkerFinder, MarkerKind, Search};
+use super::markers::{Candidate, Marker, MarkerFinder, MarkerKind, Search, Wanted};
 use super::reasoning;
 use super::view::{ParseView, RequestView};
 use super::visible::VisibleText;
@@ -290,7 +290,7 @@ impl Scanner {
         loop {
             match &mut self.state {
                 State::Prose { origin, from } => {
-                    match self.reader.finder.next_start(src, fences, *origin, *from, last) {
+                    match self.reader.finder.find(Wanted::Start, src, fences, *origin, *from, last) {
                         Search::Found(m) if m.fenced => {
                             diag(
                                 src,
@@ -392,7 +392,7 @@ impl BlockReader {
         loop {
             let in_escaped = matches!(b.phase, Phase::Value { kind: ValueKind::Escaped, .. });
             if let (false, Boundary::Pending { origin, from }) = (in_escaped, b.boundary) {
-                b.boundary = match self.finder.next_boundary(src, fences, origin, from, last) {
+                b.boundary = match self.finder.find(Wanted::Boundary, src, fences, origin, from, last) {
                     Search::Found(m) => Boundary::Known(Some(m)),
                     Search::NotBefore(_) if last => Boundary::Known(None),
                     Search::Undecided(to) | Search::NotBefore(to) => Boundary::Pending { origin, from: to },
