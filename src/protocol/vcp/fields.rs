@@ -70,10 +70,11 @@ fn separator_len(input: &str) -> Result<usize, usize> {
     }
 }
 
-/// The length of `[「{]始WORD[」}]` at the start of `input` (WORD in any ASCII case).
-fn bracketed_opener(input: &str, word: &str) -> Option<usize> {
+/// The length of `[「{]` MARK WORD `[」}]` at the start of `input` (WORD in any ASCII
+/// case): an escaped opener or closer (`始` or `末`, then `ESCAPE`), or a fuzzy opener.
+pub(super) fn bracketed_word(input: &str, mark: char, word: &str) -> Option<usize> {
     let rest = input.strip_prefix('「').or_else(|| input.strip_prefix('{'))?;
-    let rest = strip_prefix_ignore_ascii_case(rest.strip_prefix('始')?, word)?;
+    let rest = strip_prefix_ignore_ascii_case(rest.strip_prefix(mark)?, word)?;
     let rest = rest.strip_prefix('」').or_else(|| rest.strip_prefix('}'))?;
     Some(input.len() - rest.len())
 }
@@ -81,7 +82,7 @@ fn bracketed_opener(input: &str, word: &str) -> Option<usize> {
 /// The length of an escaped value opener, `[「{]始ESCAPE[」}]` (ESCAPE in any case), at
 /// the start of `input`.
 fn escaped_opener(input: &str) -> Option<usize> {
-    bracketed_opener(input, "ESCAPE")
+    bracketed_word(input, '始', "ESCAPE")
 }
 
 /// The value opener `input` begins with: `「始」`, escaped, documentation, or (with
@@ -96,7 +97,7 @@ fn opener(input: &str, fuzzy: bool) -> Option<(ValueKind, usize)> {
     } else if input.starts_with(DOC) {
         Some((ValueKind::Doc, DOC.len()))
     } else if fuzzy {
-        bracketed_opener(input, "").map(|len| (ValueKind::Plain, len))
+        bracketed_word(input, '始', "").map(|len| (ValueKind::Plain, len))
     } else {
         None
     }
