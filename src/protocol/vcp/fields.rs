@@ -1,17 +1,11 @@
 //! A field: `KEY SEP VALUE-OPEN value VALUE-CLOSE`. Its head (key, separator, value
-//! opener) is read with small nom parsers; its value's closer is found with `memchr`
-//! searches; its value is normalised. Each reader says when the text so far does not
-//! decide yet, so that the scanner can stop and resume.
+//! opener) is read a byte at a time; its value's closer is found with `memchr` searches;
+//! its value is normalised. Each reader says when the text so far does not decide yet,
+//! so that the scanner can stop and resume.
 
 use std::borrow::Cow;
 
 use memchr::memmem;
-use nom::branch::alt;
-use nom::bytes::complete::{tag, take_while};
-use nom::character::complete::{char, one_of};
-use nom::combinator::value;
-use nom::sequence::preceded;
-use nom::{IResult, Parser};
 
 use super::markers::{could_become, floor_boundary, strip_prefix_ignore_ascii_case};
 use super::visible::VisibleText;
@@ -46,71 +40,66 @@ fn ascii_white(b: u8) -> bool {
     matches!(b, b' ' | b'\t' | b'\n' | 0x0B | 0x0C | b'\r')
 }
 
-/// A key: one or more key characters. Keys are nearly always ASCII, which is read a
-/// byte at a time; the first non-ASCII byte hands over to a char-by-char reader.
-fn key(input: &str) -> IResult<&str, &str> {
+/// The length of the key `input` begins with: its key characters (0: none). Keys are
+/// nearly always ASCII, which is read a byte at a time; the first non-ASCII byte hands
+/// over to a char-by-char reader.
+fn key_len(input: &str) -> usize {
     let ascii =
         input.bytes().take_while(|&b| b.is_ascii() && !(ascii_white(b) || b == b':' || b == b',')).count();
     match input.as_bytes().get(ascii) {
-        Some(&b) if !b.is_ascii() => {
+        Some(b) if !b.is_ascii() => {
             let rest = input.get(ascii..).unwrap_or_default();
-            let more = rest.find(|c| !is_key_char(c)).unwrap_or(rest.len());
-            let len = ascii + more;
-            if len == 0 {
-                return Err(nom::Err::Error(nom::error::Error::new(
-                    input,
-                    nom::error::ErrorKind::TakeWhile1,
-                )));
-            }
-            Ok((input.get(len..).unwrap_or_default(), input.get(..len).unwrap_or_default()))
+            ascii + rest.find(|c| !is_key_char(c)).unwrap_or(rest.len())
         }
-        _ if ascii == 0 => {
-            Err(nom::Err::Error(nom::error::Error::new(input, nom::error::ErrorKind::TakeWhile1)))
-        }
-        _ => Ok((input.get(ascii..).unwrap_or_default(), input.get(..ascii).unwrap_or_default())),
+        _ => ascii,
     }
 }
 
-/// Spaces or tabs, then `:` or `：`.
-fn separator(input: &str) -> IResult<&str, &str> {
-    // The usual `:` right after the key, without the combinators' set-up.
-    if let Some(rest) = input.strip_prefix(':') {
-        return Ok((rest, input.get(..1).unwrap_or_default()));
-    }
-    preceded(take_while(|c| c == ' ' || c == '\t'), alt((tag(":"), tag("：")))).parse(input)
-}
-
-fn ascii_no_case<'i>(word: &'static str) -> impl Fn(&'i str) -> IResult<&'i str, &'i str> {
-    move |input: &'i str| match strip_prefix_ignore_ascii_case(input, word) {
-        Some(rest) => Ok((rest, input.get(..word.len()).unwrap_or(""))),
-        None => Err(nom::Err::Error(nom::error::Error::new(input, nom::error::ErrorKind::Tag))),
-    }
-}
-
-/// `[「{]始ESCAPE[」}]`, ESCAPE in any case.
-fn escaped_opener(input: &str) -> IResult<&str, ()> {
-    value((), (one_of("「{"), char('始'), ascii_no_case("ESCAPE"), one_of("」}"))).parse(input)
-}
-
-/// A value opener: escaped, documentation, or plain (with fuzzy bracket variants).
-fn opener(fuzzy: bool) -> impl Fn(&str) -> IResult<&str, ValueKind> {
-    move |input: &str| {
-        if let Some(rest) = input.strip_prefix("「始」") {
-            return Ok((rest, ValueKind::Plain));
+/// The separator `input` begins with, spaces or tabs then `:` or `：`: its length, or
+/// (`Err`) how many spaces and tabs lead to something else.
+fn separator_len(input: &str) -> Result<usize, usize> {
+    let bytes = input.as_bytes();
+    let mut at = 0;
+    loop {
+        match bytes.get(at..) {
+            Some([b':', ..]) => return Ok(at + 1),
+            Some([0xEF, 0xBC, 0x9A, ..]) => return Ok(at + '：'.len_utf8()),
+            Some([b' ' | b'\t', ..]) => at += 1,
+            _ => return Err(at),
         }
-        // The three forms differ right after `「始`, so the order is only for speed.
-        let exact = alt((
-            value(ValueKind::Plain, tag("「始」")),
-            value(ValueKind::Escaped, escaped_opener),
-            value(ValueKind::Doc, tag("「始exp」")),
-        ))
-        .parse(input);
-        match exact {
-            Err(nom::Err::Error(_)) if fuzzy => {
-                value(ValueKind::Plain, (one_of("「{"), char('始'), one_of("」}"))).parse(input)
-            }
-            other => other,
-        }
+    }
+}
+
+/// The length of `[「{]` MARK WORD `[」}]` at the start of `input` (WORD in any ASCII
+/// case): an escaped opener or closer (`始` or `末`, then `ESCAPE`), or a fuzzy opener.
+pub(super) fn bracketed_word(input: &str, mark: char, word: &str) -> Option<usize> {
+    let rest = input.strip_prefix('「').or_else(|| input.strip_prefix('{'))?;
+    let rest = strip_prefix_ignore_ascii_case(rest.strip_prefix(mark)?, word)?;
+    let rest = rest.strip_prefix('」').or_else(|| rest.strip_prefix('}'))?;
+    Some(input.len() - rest.len())
+}
+
+/// The length of an escaped value opener, `[「{]始ESCAPE[」}]` (ESCAPE in any case), at
+/// the start of `input`.
+fn escaped_opener(input: &str) -> Option<usize> {
+    bracketed_word(input, '始', "ESCAPE")
+}
+
+/// The value opener `input` begins with: `「始」`, escaped, documentation, or (with
+/// `fuzzy`) a plain one with `{`/`}` for either bracket; its kind and length.
+fn opener(input: &str, fuzzy: bool) -> Option<(ValueKind, usize)> {
+    const PLAIN: &str = "「始」";
+    const DOC: &str = "「始exp」";
+    if input.starts_with(PLAIN) {
+        Some((ValueKind::Plain, PLAIN.len()))
+    } else if let Some(len) = escaped_opener(input) {
+        Some((ValueKind::Escaped, len))
+    } else if input.starts_with(DOC) {
+        Some((ValueKind::Doc, DOC.len()))
+    } else if fuzzy {
+        bracketed_word(input, '始', "").map(|len| (ValueKind::Plain, len))
+    } else {
+        None
     }
 }
 
@@ -179,9 +168,9 @@ fn restore_escaped(raw: &str) -> String {
                     continue 'scan;
                 }
             }
-        } else if let Ok((after, ())) = escaped_opener(at) {
+        } else if let Some(len) = escaped_opener(at) {
             out.push_str("「始」");
-            rest = after;
+            rest = at.get(len..).unwrap_or("");
             continue 'scan;
         }
         out.push(c);
@@ -314,40 +303,37 @@ pub(super) fn read_head(
         let more = text.get(known_key..key_limit).unwrap_or("");
         known_key + more.find(|c| !is_key_char(c)).unwrap_or(more.len())
     } else {
-        let key_text = text.get(at..key_limit).unwrap_or("");
-        let Ok((_, key)) = key(key_text) else {
-            let skip = text.get(at..).and_then(|r| r.chars().next()).map_or(1, char::len_utf8);
-            return HeadRead::Resume(at + skip);
-        };
-        at + key.len()
+        match key_len(text.get(at..key_limit).unwrap_or("")) {
+            0 => {
+                let skip = text.get(at..).and_then(|r| r.chars().next()).map_or(1, char::len_utf8);
+                return HeadRead::Resume(at + skip);
+            }
+            len => at + len,
+        }
     };
     if key_end == limit && !settled {
         return HeadRead::NeedMore { key_end };
     }
     // Every suffix of this key fails the same way, so resume after what was read.
-    let sep_text = text.get(key_end..limit).unwrap_or("");
-    let Ok((after_sep, _)) = separator(sep_text) else {
-        let blanks = sep_text.bytes().take_while(|&b| b == b' ' || b == b'\t').count();
-        if key_end + blanks == limit && !settled {
-            return HeadRead::NeedMore { key_end };
-        }
-        return HeadRead::Resume(key_end);
+    let sep_end = match separator_len(text.get(key_end..limit).unwrap_or("")) {
+        Ok(len) => key_end + len,
+        Err(blanks) if key_end + blanks == limit && !settled => return HeadRead::NeedMore { key_end },
+        Err(_) => return HeadRead::Resume(key_end),
     };
-    let sep_end = limit - after_sep.len();
     let opener_at = skip_ws(text, sep_end, limit);
     if opener_at == limit && !settled {
         return HeadRead::NeedMore { key_end };
     }
-    match opener(fuzzy)(text.get(opener_at..limit).unwrap_or("")) {
-        Ok((after_opener, kind)) => {
-            let opener_end = limit - after_opener.len();
+    match opener(text.get(opener_at..limit).unwrap_or(""), fuzzy) {
+        Some((kind, len)) => {
+            let opener_end = opener_at + len;
             if src.crosses_break(opener_at, opener_end) {
                 return HeadRead::Resume(sep_end);
             }
             HeadRead::Field(Head { key: (at, key_end), kind, opener_end })
         }
-        Err(_) if !settled && limit - opener_at < LONGEST_OPENER => HeadRead::NeedMore { key_end },
-        Err(_) => HeadRead::Resume(sep_end),
+        None if !settled && limit - opener_at < LONGEST_OPENER => HeadRead::NeedMore { key_end },
+        None => HeadRead::Resume(sep_end),
     }
 }
 
@@ -401,10 +387,13 @@ fn bracketed(
     Bracket::Match(start, end)
 }
 
-/// The first `「末」` (with fuzzy variants) of a value that began at `from`, searched
-/// from `scan` up to `limit`.
-pub(super) fn plain_close(
+/// The first bracketed closer, `[「{]末WORD[」}]` (WORD in any ASCII case; `{`/`}` only
+/// with `fuzzy`), of a value that began at `from`, searched from `scan` up to `limit`.
+/// A plain value's closer has no WORD; an escaped value's is `「末ESCAPE」` (any bracket),
+/// and markers do not end the value, so its search runs to the end of the text.
+pub(super) fn bracket_close(
     src: &VisibleText<'_>,
+    word: &str,
     from: usize,
     scan: usize,
     limit: usize,
@@ -412,27 +401,13 @@ pub(super) fn plain_close(
     fuzzy: bool,
 ) -> Close {
     for mid in closer_chars(src.text(), scan, limit) {
-        match bracketed(src, mid, "", from, fuzzy, limit, settled) {
+        match bracketed(src, mid, word, from, fuzzy, limit, settled) {
             Bracket::Match(start, end) => return Close::At(start, end),
             Bracket::Undecided => return Close::Wait(mid),
             Bracket::No => {}
         }
     }
     if settled { Close::Absent } else { Close::Wait(limit.max(scan)) }
-}
-
-/// The first escaped closer (`「末ESCAPE」`, any case and bracket) of a value that
-/// began at `from`, searched from `scan`: markers do not end it.
-pub(super) fn escaped_close(src: &VisibleText<'_>, from: usize, scan: usize, last: bool) -> Close {
-    let len = src.text().len();
-    for mid in closer_chars(src.text(), scan, len) {
-        match bracketed(src, mid, "ESCAPE", from, true, len, last) {
-            Bracket::Match(start, end) => return Close::At(start, end),
-            Bracket::Undecided => return Close::Wait(mid),
-            Bracket::No => {}
-        }
-    }
-    if last { Close::Absent } else { Close::Wait(len.max(scan)) }
 }
 
 /// The first `「末exp」` from `scan` up to `limit`.
@@ -490,6 +465,80 @@ mod tests {
         for c in ['\u{a9}', '\u{1681}', '\u{2010}', '\u{3001}', '「'] {
             let text = format!(" {c}");
             assert_eq!(skip_ws(&text, 0, text.len()), 1, "{c:?}");
+        }
+    }
+
+    /// The value openers, exactly: `「始」`, `「始exp」`, `[「{]始ESCAPE[」}]` with ESCAPE in
+    /// any ASCII case, and with fuzzy markers also `[「{]始[」}]`.
+    #[test]
+    fn openers_are_the_dialects_and_no_more() {
+        use ValueKind::{Doc, Escaped, Plain};
+        // (text, without fuzzy markers, with them)
+        let cases = [
+            ("「始」x", Some(Plain), Some(Plain)),
+            ("{始}x", None, Some(Plain)),
+            ("{始」x", None, Some(Plain)),
+            ("「始}x", None, Some(Plain)),
+            ("「始exp」x", Some(Doc), Some(Doc)),
+            ("{始exp}x", None, None),
+            ("「始exp}x", None, None),
+            ("「始ESCAPE」x", Some(Escaped), Some(Escaped)),
+            ("{始escape}x", Some(Escaped), Some(Escaped)),
+            ("「始Escape}x", Some(Escaped), Some(Escaped)),
+            ("「始ESCAP」x", None, None),
+            ("「始 」x", None, None),
+            ("「末」x", None, None),
+            ("(始)x", None, None),
+            ("「始", None, None),
+            ("", None, None),
+        ];
+        for (text, exact, fuzzy) in cases {
+            assert_eq!(opener(text, false).map(|(kind, _)| kind), exact, "{text:?}");
+            assert_eq!(opener(text, true).map(|(kind, _)| kind), fuzzy, "{text:?} with fuzzy markers");
+            if let Some((_, len)) = opener(text, true) {
+                assert_eq!(&text[len..], "x", "{text:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn separators_are_blanks_then_a_colon() {
+        let cases = [
+            (":「", Ok(1)),
+            ("：「", Ok(3)),
+            (" \t:", Ok(3)),
+            ("  ：x", Ok(5)),
+            ("", Err(0)),
+            ("  ", Err(2)),
+            (" \n:", Err(1)),
+            ("\u{3000}:", Err(0)),
+            ("x:", Err(0)),
+            (",", Err(0)),
+        ];
+        for (text, want) in cases {
+            assert_eq!(separator_len(text), want, "{text:?}");
+        }
+    }
+
+    #[test]
+    fn keys_end_at_what_cannot_be_in_them() {
+        let cases = [
+            ("path:", "path"),
+            ("a b", "a"),
+            ("a,b", "a"),
+            ("名前：「始」", "名前"),
+            ("é,x", "é"),
+            ("k「始」", "k"),
+            ("aé」", "aé"),
+            ("a\u{3000}b", "a"),
+            ("ключ", "ключ"),
+            ("IMAGE-SIZE:", "IMAGE-SIZE"),
+            (":x", ""),
+            ("\u{3000}", ""),
+            ("", ""),
+        ];
+        for (text, want) in cases {
+            assert_eq!(&text[..key_len(text)], want, "{text:?}");
         }
     }
 

@@ -4,6 +4,7 @@
 use std::borrow::Cow;
 use std::fmt::Write as _;
 
+use super::fields::bracketed_word;
 use super::markers::strip_prefix_ignore_ascii_case;
 use crate::ToolExecutionResult;
 
@@ -67,11 +68,7 @@ const NEUTRALISED_NAMES: [&str; 6] = [
 /// The escaped closer starting at `text` (`[「{]末ESCAPE[」}]`, any case), if any:
 /// its length in bytes.
 fn escaped_closer_len(text: &str) -> Option<usize> {
-    let rest = text.strip_prefix('「').or_else(|| text.strip_prefix('{'))?;
-    let rest = rest.strip_prefix('末')?;
-    let rest = strip_prefix_ignore_ascii_case(rest, "ESCAPE")?;
-    let rest = rest.strip_prefix('」').or_else(|| rest.strip_prefix('}'))?;
-    Some(text.len() - rest.len())
+    bracketed_word(text, '末', "ESCAPE")
 }
 
 /// Makes untrusted text safe to embed in a VCP block: every protocol marker

@@ -26,6 +26,17 @@ pub(crate) enum MarkerKind {
     End,
 }
 
+/// Which markers a search is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Wanted {
+    /// START markers, in prose (END markers there are prose). Fenced STARTs are returned
+    /// with `fenced` set, so the caller can report them.
+    Start,
+    /// The START or END marker that ends a block's field list. Fenced STARTs are
+    /// skipped: inside a block they are content.
+    Boundary,
+}
+
 /// A marker found in the cleaned text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Marker {
@@ -167,70 +178,55 @@ impl MarkerFinder {
         (candidate.start || candidate.end).then_some(candidate)
     }
 
-    /// The next START marker at or after `from` (END markers outside blocks are prose).
-    /// Fenced STARTs are returned with `fenced` set, so the caller can report them.
-    /// `origin` is where this search began (a fuzzy marker's `<` run may not begin
-    /// before it).
-    pub(crate) fn next_start(
+    /// The next marker `wanted` at or after `from`. `origin` is where this search began
+    /// (a fuzzy marker's `<` run may not begin before it).
+    pub(crate) fn find(
         &self,
+        wanted: Wanted,
         src: &VisibleText<'_>,
         fences: Option<&Fences>,
         origin: usize,
         from: usize,
         last: bool,
     ) -> Search {
-        if self.fuzzy {
-            return self.next_fuzzy(src, fences, origin, from, false, last);
+        match (self.fuzzy, wanted) {
+            (true, _) => self.next_fuzzy(src, fences, origin, from, wanted == Wanted::Boundary, last),
+            // One search, compiled for each use: the checks of the other stay out of it.
+            (false, Wanted::Start) => self.next_exact::<false>(src, fences, from, last),
+            (false, Wanted::Boundary) => self.next_exact::<true>(src, fences, from, last),
         }
-        let text = src.text();
-        let bytes = text.as_bytes();
-        let mut at = from;
-        while let Some(i) = bytes.get(at..).and_then(|b| self.exact_start.find(b)) {
-            let start = at + i;
-            let end = start + START.len();
-            at = start + 1;
-            if Self::is_mention(src, start) || src.crosses_break(start, end) {
-                continue;
-            }
-            return match self.fenced(fences, MarkerKind::Start, start) {
-                Some(fenced) => Search::Found(Marker { kind: MarkerKind::Start, start, end, fenced }),
-                None => Search::Undecided(start),
-            };
-        }
-        Self::resume(text, at.max(from), last, START.len() - 1, &[START])
     }
 
-    /// The next START or END marker at or after `from` that ends a block's field list.
-    /// Fenced STARTs are skipped: inside a block they are content.
-    pub(crate) fn next_boundary(
+    /// Exact markers: START, and END too when `WANT_END` (the search for a block's
+    /// boundary).
+    fn next_exact<const WANT_END: bool>(
         &self,
         src: &VisibleText<'_>,
         fences: Option<&Fences>,
-        origin: usize,
         from: usize,
         last: bool,
     ) -> Search {
-        if self.fuzzy {
-            return self.next_fuzzy(src, fences, origin, from, true, last);
-        }
         let text = src.text();
         let bytes = text.as_bytes();
-        if bytes.get(from..).is_none_or(|rest| memchr::memchr(b'<', rest).is_none()) {
+        if WANT_END && bytes.get(from..).is_none_or(|rest| memchr::memchr(b'<', rest).is_none()) {
             // Nothing that could begin a marker (the common case for a short stretch of
-            // new text): skip the substring searcher's set-up.
+            // new text in a block): skip the substring searcher's set-up.
             return Search::NotBefore(text.len());
         }
+        // In prose only START matters, and its searcher finds nothing else.
+        let searcher = if WANT_END { &self.any_exact } else { &self.exact_start };
         let mut at = from;
-        while let Some(i) = bytes.get(at..).and_then(|b| self.any_exact.find(b)) {
+        while let Some(i) = bytes.get(at..).and_then(|b| searcher.find(b)) {
             let start = at + i;
             at = start + 1;
             let rest = text.get(start..).unwrap_or("");
-            let (kind, len) = if rest.starts_with(START) {
+            // (Without END, the searcher finds whole STARTs only.)
+            let (kind, len) = if !WANT_END || rest.starts_with(START) {
                 (MarkerKind::Start, START.len())
-            } else if rest.starts_with(END) {
+            } else if WANT_END && rest.starts_with(END) {
                 (MarkerKind::End, END.len())
             } else {
-                if !last && (could_become(rest, START, false) || could_become(rest, END, false)) {
+                if !last && (could_become(rest, START, false) || WANT_END && could_become(rest, END, false)) {
                     return Search::Undecided(start);
                 }
                 continue;
@@ -240,12 +236,16 @@ impl MarkerFinder {
                 continue;
             }
             match self.fenced(fences, kind, start) {
-                Some(true) => continue,
-                Some(false) => return Search::Found(Marker { kind, start, end, fenced: false }),
+                // Inside a block a fenced START is content.
+                Some(true) if WANT_END => continue,
+                Some(fenced) => return Search::Found(Marker { kind, start, end, fenced }),
                 None => return Search::Undecided(start),
             }
         }
-        Self::resume(text, at.max(from), last, END.len() - 1, &[START, END])
+        // A `<` that could still become one of the words is among the last bytes, fewer
+        // than END (the longer marker) has.
+        let words: &[&str] = if WANT_END { &[START, END] } else { &[START] };
+        Self::resume(text, at.max(from), last, END.len() - 1, words)
     }
 
     /// Fuzzy markers: `<{2,4}\[(END_)?TOOL_REQUEST\]>{2,4}`, any case, starting at the

@@ -5,7 +5,8 @@
 //! in the repository. The parser is tolerant: unclosed values, missing END markers, truncated replies, stray
 //! prose between fields, full-width colons, CRLF and reasoning blocks are all read, and
 //! every irregularity is reported as a [`Diagnostic`](crate::Diagnostic) with byte
-//! offsets. It never panics, and its cost is linear in the input.
+//! offsets. It never panics, and its cost is linear in the input. It is hand-written over
+//! `memchr` searches, with no parser library (`docs/architecture.md` says why).
 //!
 //! ```
 //! use tool_calling::protocol::vcp::VcpProtocol;

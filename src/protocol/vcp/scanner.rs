@@ -10,6 +10,14 @@
 //! arrives, keeping its search positions. The one-shot parser runs it once over the whole
 //! text; the streaming parser runs it after every chunk. Both therefore read every
 //! input the same way, and the cost stays linear in the input either way.
+//!
+//! Every reader is hand-written, with no parser library: `memchr` searches find where a
+//! marker, a reasoning tag or a value closer can begin, and byte comparisons read it
+//! (field heads in `fields`). The grammar is a handful of fixed tokens, and each reader
+//! must say where to resume when the text so far does not decide. Read with `nom`
+//! combinators instead, the field heads alone cost 14% more instructions over a whole
+//! parse of request-dense replies; `docs/architecture.md` ("How the VCP parser reads
+//! text") has the measurements and the commands.
 
 use std::borrow::Cow;
 
@@ -18,10 +26,10 @@ use memchr::memmem;
 use super::block::{BlockLimits, diag, finish_block, stray, unclosed_reasoning};
 use super::fence::Fences;
 use super::fields::{
-    Close, Field, HeadRead, SHORT_HEAD_REST, ValueKind, doc_close, escaped_close, normalize, plain_close,
-    read_head, skip_ws,
+    Close, Field, HeadRead, SHORT_HEAD_REST, ValueKind, bracket_close, doc_close, normalize, read_head,
+    skip_ws,
 };
-use super::markers::{Candidate, Marker, MarkerFinder, MarkerKind, Search};
+use super::markers::{Candidate, Marker, MarkerFinder, MarkerKind, Search, Wanted};
 use super::reasoning;
 use super::view::{ParseView, RequestView};
 use super::visible::VisibleText;
@@ -290,7 +298,7 @@ impl Scanner {
         loop {
             match &mut self.state {
                 State::Prose { origin, from } => {
-                    match self.reader.finder.next_start(src, fences, *origin, *from, last) {
+                    match self.reader.finder.find(Wanted::Start, src, fences, *origin, *from, last) {
                         Search::Found(m) if m.fenced => {
                             diag(
                                 src,
@@ -392,7 +400,7 @@ impl BlockReader {
         loop {
             let in_escaped = matches!(b.phase, Phase::Value { kind: ValueKind::Escaped, .. });
             if let (false, Boundary::Pending { origin, from }) = (in_escaped, b.boundary) {
-                b.boundary = match self.finder.next_boundary(src, fences, origin, from, last) {
+                b.boundary = match self.finder.find(Wanted::Boundary, src, fences, origin, from, last) {
                     Search::Found(m) => Boundary::Known(Some(m)),
                     Search::NotBefore(_) if last => Boundary::Known(None),
                     Search::Undecided(to) | Search::NotBefore(to) => Boundary::Pending { origin, from: to },
@@ -444,9 +452,11 @@ impl BlockReader {
                 }
                 Phase::Value { key, field_start, value_from, kind, scan } => {
                     let close = match kind {
-                        ValueKind::Plain => plain_close(src, value_from, scan, limit, settled, self.fuzzy),
+                        ValueKind::Plain => {
+                            bracket_close(src, "", value_from, scan, limit, settled, self.fuzzy)
+                        }
                         ValueKind::Doc => doc_close(&self.doc_close, src, scan, limit, settled),
-                        ValueKind::Escaped => escaped_close(src, value_from, scan, last),
+                        ValueKind::Escaped => bracket_close(src, "ESCAPE", value_from, scan, len, last, true),
                     };
                     let (raw_end, closed, field_end) = match close {
                         Close::At(close, end) => (close, true, end),
