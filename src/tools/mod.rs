@@ -27,7 +27,7 @@ mod spec;
 #[cfg_attr(docsrs, doc(cfg(feature = "runtime")))]
 pub use arguments::{ArgumentError, ArgumentErrors, ArgumentValidator};
 pub use catalog::{CatalogMethod, CatalogTool, MAX_SUGGESTION_QUERY, ToolCatalog, closest};
-pub use definition::{MethodDefinition, MethodExample, ParameterInfo, ToolDefinition};
+pub use definition::{MethodDefinition, MethodExample, ParameterInfo, ToolDefinition, protocol_alias};
 #[cfg(feature = "runtime")]
 #[cfg_attr(docsrs, doc(cfg(feature = "runtime")))]
 pub use discovery::{DiscoveredMethod, DiscoveredTool, DiscoveryService, MethodFilter};
