@@ -222,6 +222,10 @@ fn model_names_map_to_formats() {
         ("zai-org/GLM-4.5-Air", TextFormat::Glm45),
         ("zai-org/GLM-4.7", TextFormat::Glm47),
         ("MiniMaxAI/MiniMax-M2", TextFormat::MinimaxM2),
+        ("Qwen/Qwen3.5-397B-A17B", TextFormat::Qwen3CoderXml),
+        ("mistralai/Ministral-8B-Instruct-2410", TextFormat::Mistral),
+        ("unsloth/Devstral-Small-2505-GGUF", TextFormat::Mistral),
+        ("moonshotai/Kimi_K2_Instruct", TextFormat::KimiK2),
     ] {
         assert_eq!(TextFormat::for_model(model), Some(format), "{model}");
     }

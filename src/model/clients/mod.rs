@@ -43,14 +43,14 @@ pub use provider::{ANTHROPIC_VERSION, Provider};
 pub use retry::RetryPolicy;
 
 use super::{
-    AssistantTurn, ChatModel, ChatModelError, FallbackProtocol, ModelCapabilities, ModelProfiles,
-    ModelRequest, RequestNote, RequestOptions, TurnDelta,
+    AssistantTurn, ChatModel, ChatModelError, ModelCapabilities, ModelProfiles, ModelRequest, RequestNote,
+    RequestOptions, TurnDelta,
 };
 use crate::protocol::ToolCallingProtocol;
 use crate::protocol::native::{
     DEFAULT_MAX_STREAM_BYTES, NativeOptions, ResponseStream, WireError, WireFormat,
 };
-use crate::protocol::textfmt::TextFormatProtocol;
+use crate::protocol::textfmt::{TextFormat, TextFormatProtocol};
 use crate::protocol::vcp::VcpProtocol;
 
 /// A chat model behind an HTTP API: one of the [`Provider`]s, at a base URL, with a key
@@ -626,12 +626,12 @@ impl HttpChatModelBuilder {
         let (native, format) = provider.protocol(self.options);
         let capabilities =
             self.capabilities.unwrap_or_else(|| self.profiles.unwrap_or_default().lookup(&model));
-        let protocol: Arc<dyn ToolCallingProtocol> = match (capabilities.native_tools, capabilities.fallback)
-        {
-            (true, _) => native.clone(),
-            (false, FallbackProtocol::Vcp) => Arc::new(VcpProtocol::default()),
-            (false, FallbackProtocol::Format(format)) => Arc::new(TextFormatProtocol::new(format)),
-        };
+        let protocol: Arc<dyn ToolCallingProtocol> =
+            match (capabilities.native_tools, TextFormat::from_fallback(capabilities.fallback)) {
+                (true, _) => native.clone(),
+                (false, None) => Arc::new(VcpProtocol::default()),
+                (false, Some(format)) => Arc::new(TextFormatProtocol::new(format)),
+            };
         tracing::info!(
             %model,
             protocol = protocol.id(),

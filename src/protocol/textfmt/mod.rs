@@ -85,7 +85,7 @@ use super::{
     ToolCallingProtocol, ToolDeclarations,
 };
 use super::{floor_prefix, reply_too_long};
-use crate::model::{AssistantTurn, Message, TurnDelta};
+use crate::model::{AssistantTurn, FallbackProtocol, Message, ModelProfiles, TurnDelta};
 use crate::request::{Invocation, RequestIdSource};
 use crate::tools::ToolCatalog;
 use crate::{ParsedToolRequest, Span, ToolDefinition, ToolError, ToolExecutionResult};
@@ -176,63 +176,36 @@ impl TextFormat {
         TextFormat::ALL.into_iter().find(|f| f.id() == id)
     }
 
-    /// The format a model family writes, from the model's name (as a provider or a
-    /// model hub names it; case and separators do not matter).
-    ///
-    /// | model name contains | format |
-    /// | --- | --- |
-    /// | `qwen3-coder`, `qwen3.5`, `qwen3_5` | `qwen3_coder_xml` |
-    /// | `qwen`, `hermes`, `qwq` | `hermes` |
-    /// | `mistral`, `mixtral`, `ministral`, `magistral`, `devstral`, `codestral` | `mistral` |
-    /// | `llama-4`, `llama4` | `pythonic` |
-    /// | `llama-3.2-1b`, `llama-3.2-3b` | `pythonic` |
-    /// | `llama-3`, `llama3` | `llama3_json` |
-    /// | `deepseek-v3.1`, `deepseek-v3-1` | `deepseek_v31` |
-    /// | `deepseek-v3`, `deepseek-r1`, `deepseek-chat`, `deepseek-reasoner` | `deepseek_v3` |
-    /// | `kimi-k2`, `kimi_k2` | `kimi_k2` |
-    /// | `glm-4.7`, `glm-5` | `glm47` |
-    /// | `glm-4.5`, `glm-4.6`, `glm` | `glm45` |
-    /// | `minimax-m2`, `minimax` | `minimax_m2` |
+    /// The format a model family writes, from the model's name: the fallback protocol
+    /// the built-in model table gives it ([`ModelProfiles::builtin`], which lists the
+    /// families; case and separators do not matter), when that is a format rather than
+    /// VCP. The table is the one the HTTP clients and [`ModelProfiles::lookup`] read.
     ///
     /// ```
     /// use tool_calling::protocol::textfmt::TextFormat;
     /// assert_eq!(TextFormat::for_model("Qwen/Qwen2.5-7B-Instruct"), Some(TextFormat::Hermes));
     /// assert_eq!(TextFormat::for_model("Qwen3-Coder-30B-A3B"), Some(TextFormat::Qwen3CoderXml));
+    /// assert_eq!(TextFormat::for_model("Qwen3.5-35B-A3B"), Some(TextFormat::Qwen3CoderXml));
     /// assert_eq!(TextFormat::for_model("meta-llama/Llama-3.1-8B-Instruct"), Some(TextFormat::Llama3Json));
     /// assert_eq!(TextFormat::for_model("Llama-4-Scout-17B"), Some(TextFormat::Pythonic));
     /// assert_eq!(TextFormat::for_model("deepseek-ai/DeepSeek-V3.1"), Some(TextFormat::DeepSeekV31));
+    /// assert_eq!(TextFormat::for_model("ministral-8b"), Some(TextFormat::Mistral));
     /// assert_eq!(TextFormat::for_model("gpt-4o"), None);
     /// ```
     pub fn for_model(model: &str) -> Option<TextFormat> {
-        let name: String =
-            model.to_ascii_lowercase().chars().map(|c| if c == '_' || c == ' ' { '-' } else { c }).collect();
-        let has = |needles: &[&str]| needles.iter().any(|n| name.contains(n));
-        let format = if has(&["qwen3-coder", "qwen3.5", "qwen3-5"]) {
-            TextFormat::Qwen3CoderXml
-        } else if has(&["qwen", "hermes", "qwq"]) {
-            TextFormat::Hermes
-        } else if has(&["mistral", "mixtral", "ministral", "magistral", "devstral", "codestral"]) {
-            TextFormat::Mistral
-        } else if has(&["llama-4", "llama4"]) || has(&["llama-3.2-1b", "llama-3.2-3b"]) {
-            TextFormat::Pythonic
-        } else if has(&["llama-3", "llama3"]) {
-            TextFormat::Llama3Json
-        } else if has(&["deepseek-v3.1", "deepseek-v3-1", "deepseek-v31"]) {
-            TextFormat::DeepSeekV31
-        } else if has(&["deepseek-v3", "deepseek-r1", "deepseek-chat", "deepseek-reasoner"]) {
-            TextFormat::DeepSeekV3
-        } else if has(&["kimi-k2"]) {
-            TextFormat::KimiK2
-        } else if has(&["glm-4.7", "glm-5", "glm4.7", "glm5"]) {
-            TextFormat::Glm47
-        } else if has(&["glm"]) {
-            TextFormat::Glm45
-        } else if has(&["minimax"]) {
-            TextFormat::MinimaxM2
-        } else {
-            return None;
-        };
-        Some(format)
+        TextFormat::from_fallback(ModelProfiles::builtin().lookup(model).fallback)
+    }
+
+    /// The format a [`FallbackProtocol`] names (`None` for VCP).
+    ///
+    /// ```
+    /// use tool_calling::model::FallbackProtocol;
+    /// use tool_calling::protocol::textfmt::TextFormat;
+    /// assert_eq!(TextFormat::from_fallback(FallbackProtocol::from(TextFormat::KimiK2)), Some(TextFormat::KimiK2));
+    /// assert_eq!(TextFormat::from_fallback(FallbackProtocol::VCP), None);
+    /// ```
+    pub fn from_fallback(fallback: FallbackProtocol) -> Option<TextFormat> {
+        TextFormat::from_id(fallback.id())
     }
 
     /// The reading rules of this format.
@@ -250,6 +223,14 @@ impl TextFormat {
             TextFormat::Glm47 => &glm::Glm { v47: true },
             TextFormat::MinimaxM2 => &minimax::MinimaxM2,
         }
+    }
+}
+
+impl From<TextFormat> for FallbackProtocol {
+    /// The fallback protocol of `format` (every format's id is one of
+    /// [`TEXT_PROTOCOL_IDS`](crate::model::TEXT_PROTOCOL_IDS), which a test checks).
+    fn from(format: TextFormat) -> Self {
+        FallbackProtocol::from_id(format.id()).unwrap_or_default()
     }
 }
 
@@ -681,5 +662,39 @@ impl Sink for EventSink<'_> {
             self.events.extend(diagnostics.into_iter().map(StreamEvent::Diagnostic));
             self.events.push(StreamEvent::RequestCompleted(request));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::TEXT_PROTOCOL_IDS;
+
+    #[test]
+    fn the_model_layer_knows_every_format_by_its_id() {
+        let ids: Vec<&str> = std::iter::once("vcp").chain(TextFormat::ALL.map(TextFormat::id)).collect();
+        assert_eq!(ids, TEXT_PROTOCOL_IDS, "model::TEXT_PROTOCOL_IDS lists vcp and every format, in order");
+        for format in TextFormat::ALL {
+            assert_eq!(TextFormat::from_fallback(FallbackProtocol::from(format)), Some(format));
+        }
+    }
+
+    #[test]
+    fn the_format_of_a_model_is_the_fallback_of_its_profile() {
+        let profiles = ModelProfiles::builtin();
+        for pattern in ModelProfiles::builtin_patterns() {
+            let model = pattern.replace('*', "");
+            let fallback = profiles.lookup(&model).fallback;
+            assert_eq!(
+                TextFormat::for_model(&model).map_or("vcp", TextFormat::id),
+                fallback.id(),
+                "{pattern}"
+            );
+        }
+        // Where the two tables once disagreed.
+        assert_eq!(TextFormat::for_model("qwen3.5-27b"), Some(TextFormat::Qwen3CoderXml));
+        assert_eq!(profiles.lookup("qwen3.5-27b").fallback.id(), "qwen3_coder_xml");
+        assert_eq!(TextFormat::for_model("ministral-8b-instruct"), Some(TextFormat::Mistral));
+        assert_eq!(profiles.lookup("ministral-8b-instruct").fallback.id(), "mistral");
     }
 }
