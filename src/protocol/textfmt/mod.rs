@@ -66,7 +66,6 @@ mod llama3;
 mod minimax;
 mod mistral;
 mod prompt;
-mod python;
 mod pythonic;
 mod qwen3_coder;
 mod values;
@@ -438,7 +437,9 @@ pub(crate) fn typed_invocation(request: &ParsedToolRequest, catalog: &ToolCatalo
         return invocation;
     };
     for (key, text) in &request.text_args {
-        if let Some(typed) = properties.get(key).and_then(|schema| values::by_schema(text, schema)) {
+        let typed =
+            properties.get(key).and_then(|schema| values::by_schema(text, schema, &method.parameters));
+        if let Some(typed) = typed {
             invocation.args.insert(key.clone(), typed);
         }
     }

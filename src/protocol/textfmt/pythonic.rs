@@ -16,7 +16,7 @@ use super::driver::{
     Format, Found, InSection, RawCall, RegionSearch, Scan, ScanState, Searches, partial_suffix,
 };
 use super::json::{Balanced, Quotes, scan_balanced};
-use super::python::parse_call_list;
+use crate::python::parse_call_list;
 
 pub(crate) const START: &str = "<|python_start|>";
 const END: &str = "<|python_end|>";
