@@ -17,6 +17,7 @@ mod diagnostic;
 mod events;
 pub(crate) mod ids;
 pub mod native;
+pub mod reasoning;
 mod registry;
 pub mod textfmt;
 pub mod vcp;

@@ -1,15 +1,52 @@
-//! Finding reasoning (`<think>` … `</think>`) to cut out before parsing.
+//! Reasoning written into a reply's text (`<think>` … `</think>`): the one rule every
+//! text protocol hides it by (VCP, every open-model format, and `auto`).
 //!
-//! A tag is `<\s*/?\s*think(ing)?\b[^>]*>` with ASCII `\s` and `\b`, any case. Opening
-//! and closing tags pair by depth only; a tag ending in `/>` hides only itself; an
-//! unpaired closing tag hides only itself; an unclosed opening tag hides the rest.
+//! **The rule.**
+//! - **Tags.** A tag is `<\s*/?\s*think(ing)?\b[^>]*>` read with ASCII `\s` and `\b`:
+//!   `<think>`, `<thinking>`, with attributes (`<thinking mode="x">`) and spaces
+//!   (`< / think >`). `<thinker>` and `<think_x>` are no tags (`_` is a word character);
+//!   `<think-x>` is one.
+//! - **Case.** Any ASCII case: `<THINK>`, `</Thinking>`.
+//! - **Nesting.** Opening and closing tags pair by depth only, so `</thinking>` may close
+//!   `<think>`, and `<think><think>a</think>b` is still open after `b`. A tag ending in
+//!   `/>` (`<think/>`) hides only itself.
+//! - **Unclosed.** An opening tag never closed hides everything after it: a call in
+//!   unfinished reasoning must not run. The protocols report it as an
+//!   [`UnclosedReasoning`](crate::DiagnosticKind::UnclosedReasoning) diagnostic at the
+//!   outermost open tag.
+//! - **Unpaired closing tag.** A closing tag with nothing open hides only itself.
+//! - **What hiding means.** Hidden text (the tags and all between them) is cut out before
+//!   anything else is read, wherever it stands: no call is read in it, and it is not
+//!   normal text. Where it stood, a *break* remains, which no marker, token or key ever
+//!   spans (VCP reads a break as white space between a key and its value and as nothing
+//!   inside a value; the open-model formats end a call that a break interrupts, as if
+//!   the reply had ended there, so it is reported incomplete and never run). Hidden text
+//!   does not count as the start of the reply: a bare JSON call right after `</think>`
+//!   still opens the reply.
+//! - **Streaming.** The text is classified in one forward pass, a chunk at a time: a `<`
+//!   whose tag is not decided yet (its head is cut across chunks, as in `<thi` + `nk>`,
+//!   or its `>` has not arrived) is held back, and everything before it is decided at
+//!   once. A head that rules out a tag (`<tool_call>`, `<<<[`, `<|`) is decided at the
+//!   first byte that rules it out. Streamed and one-shot reading therefore hide the same
+//!   text, and the pass is linear in the input (each byte is looked at a bounded number
+//!   of times; a complete head with no `>` anywhere after it ends the search for tags).
 //!
-//! [`ReasoningFilter`] reads the text in one forward pass and can be fed a chunk at a
-//! time: a `<` whose tag is not yet decided (the head is incomplete, or its `>` has not
-//! arrived) is held back, and everything before it is classified at once. The one-shot
-//! parser feeds it the whole text in one go.
+//! Each protocol has an option to read reasoning like any other text (VCP's
+//! `keep_reasoning`, the formats' `skip_reasoning` off).
+//!
+//! ```
+//! use tool_calling::protocol::reasoning;
+//! let reply = "a<THINK>x<thinking>y</think>z</Thinking>b</think>c<think>rest";
+//! assert_eq!(reasoning::cut(reply), "abc");
+//! let spans = reasoning::hidden_spans(reply);
+//! assert_eq!(spans[0].slice(reply), Some("<THINK>x<thinking>y</think>z</Thinking>"));
+//! assert_eq!(spans[1].slice(reply), Some("</think>"), "an unpaired closing tag hides itself");
+//! assert_eq!(spans[2].slice(reply), Some("<think>rest"), "an unclosed tag hides the rest");
+//! ```
 
 use memchr::memchr;
+
+use crate::{Diagnostic, DiagnosticKind, Span};
 
 /// What one tag does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -110,7 +147,7 @@ pub(crate) enum Piece {
 }
 
 /// The streaming reasoning filter. Offsets are absolute (into everything fed so far).
-#[derive(Debug, Default)]
+#[derive(Debug, Clone, Default)]
 pub(crate) struct ReasoningFilter {
     depth: usize,
     /// Everything before this is classified.
@@ -300,20 +337,64 @@ pub(crate) fn pieces(text: &str) -> (Vec<Piece>, Option<(usize, usize)>) {
     (pieces, filter.unclosed())
 }
 
+/// The spans of `text` the rule hides (tags included), in order.
+///
+/// ```
+/// use tool_calling::protocol::reasoning::hidden_spans;
+/// let text = "Plan: <think>maybe call it</think>Done.";
+/// let spans = hidden_spans(text);
+/// assert_eq!(spans.len(), 1);
+/// assert_eq!(spans[0].slice(text), Some("<think>maybe call it</think>"));
+/// assert!(hidden_spans("a <thinker> b").is_empty());
+/// ```
+pub fn hidden_spans(text: &str) -> Vec<Span> {
+    let (pieces, _) = pieces(text);
+    let mut hidden = Vec::new();
+    let mut cursor = 0;
+    for piece in pieces {
+        if let Piece::Visible(start, end) = piece {
+            if start > cursor {
+                hidden.push(Span::new(cursor, start));
+            }
+            cursor = end;
+        }
+    }
+    if cursor < text.len() {
+        hidden.push(Span::new(cursor, text.len()));
+    }
+    hidden
+}
+
+/// `text` with what the rule hides cut out.
+///
+/// ```
+/// use tool_calling::protocol::reasoning::cut;
+/// assert_eq!(cut("<Thinking mode=\"x\">plan</THINK>Answer."), "Answer.");
+/// assert_eq!(cut("Sure.</think> Done.<think>unfinished"), "Sure. Done.");
+/// ```
+pub fn cut(text: &str) -> String {
+    let (pieces, _) = pieces(text);
+    pieces
+        .into_iter()
+        .filter_map(|piece| match piece {
+            Piece::Visible(start, end) => text.get(start..end),
+            Piece::Hidden => None,
+        })
+        .collect()
+}
+
+/// The diagnostic for reasoning that is never closed (the opening tag at `start..end`).
+pub(crate) fn unclosed_diagnostic(start: usize, end: usize) -> Diagnostic {
+    Diagnostic::new(
+        DiagnosticKind::UnclosedReasoning,
+        "reasoning block is never closed: everything after it is hidden",
+        Span::new(start, end),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn cut(text: &str) -> String {
-        let (pieces, _) = pieces(text);
-        pieces
-            .into_iter()
-            .filter_map(|p| match p {
-                Piece::Visible(s, e) => Some(&text[s..e]),
-                Piece::Hidden => None,
-            })
-            .collect()
-    }
 
     #[test]
     fn tags() {
