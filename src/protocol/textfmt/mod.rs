@@ -27,9 +27,12 @@
 //!   bytes in the reply. A call whose markup opens and never closes, or whose JSON cannot
 //!   be read, is an *incomplete* request with a problem that says why: reported, never
 //!   run. Other calls of the same reply still count.
-//! - Normal text is everything that is not call markup, in order. A `<think>` block is
-//!   normal text, and a call drafted inside one is not a call (turn this off with
-//!   [`TextFormatOptions::skip_reasoning`]).
+//! - Normal text is everything that is not call markup or reasoning, in order.
+//!   Reasoning is hidden by the rule every text protocol shares
+//!   ([`reasoning`](crate::protocol::reasoning): `<think>`/`<thinking>` in any case,
+//!   nested, an unclosed tag hiding the rest): it is not normal text, a call drafted
+//!   inside it is not a call, and a call that reasoning interrupts is incomplete (turn
+//!   this off with [`TextFormatOptions::skip_reasoning`]).
 //! - Arguments written as text (`qwen3_coder_xml`, `glm45`, `glm47`, `minimax_m2`) are
 //!   read without a schema as described in [`ParsedToolRequest::text_args`]: JSON text
 //!   becomes that value, `True`/`False`/`None` become `true`/`false`/`null`, anything else
@@ -88,7 +91,7 @@ use crate::model::{AssistantTurn, FallbackProtocol, Message, ModelProfiles, Turn
 use crate::request::{Invocation, RequestIdSource};
 use crate::tools::ToolCatalog;
 use crate::{ParsedToolRequest, Span, ToolDefinition, ToolError, ToolExecutionResult};
-use driver::{Core, Format, RawCall, Sink};
+use driver::{Format, RawCall, Reader, RegionEnd, Sink};
 
 /// One of the open-weight models' text formats.
 ///
@@ -243,9 +246,10 @@ impl std::fmt::Display for TextFormat {
 ///
 /// ```
 /// use tool_calling::protocol::textfmt::{TextFormat, TextFormatOptions, TextFormatProtocol};
-/// let reply = r#"<think><tool_call>{"name": "clock", "arguments": {}}</tool_call></think>"#;
+/// let reply = r#"<THINK><tool_call>{"name": "clock", "arguments": {}}</tool_call></THINK>"#;
 /// let hermes = TextFormatProtocol::new(TextFormat::Hermes);
 /// assert!(hermes.parse(reply).requests.is_empty(), "a call drafted while reasoning is not a call");
+/// assert_eq!(hermes.parse(reply).normal_text, "", "reasoning is not normal text");
 /// let eager = hermes.with_options(TextFormatOptions::default().skip_reasoning(false));
 /// assert_eq!(eager.parse(reply).requests.len(), 1);
 /// ```
@@ -254,7 +258,9 @@ impl std::fmt::Display for TextFormat {
 pub struct TextFormatOptions {
     /// How requests are named (no format but Kimi's writes call ids).
     pub request_ids: RequestIdStyle,
-    /// `<think>…</think>` is normal text and hides the markup inside it (default on).
+    /// Hide reasoning by the rule every text protocol shares
+    /// ([`reasoning`](crate::protocol::reasoning)): no call is read in it and it is not
+    /// normal text (default on). Off, reasoning is read like any other text.
     pub skip_reasoning: bool,
     /// Bytes of a reply that are read, 64 MiB by default (cut at a character boundary,
     /// with a [`LimitExceeded`](crate::DiagnosticKind::LimitExceeded) diagnostic). It
@@ -378,8 +384,8 @@ impl TextFormatProtocol {
         if read.len() < text.len() {
             sink.reply.diagnostics.push(reply_too_long(read.len(), text.len(), max));
         }
-        let mut core = Core::new(self.options.skip_reasoning);
-        core.run(self.format.rules(), read, 0, 0, true, &mut sink);
+        let mut reader = Reader::new(self.options.skip_reasoning);
+        reader.run(self.format.rules(), read, 0, 0, true, &mut sink);
         sink.finish()
     }
 
@@ -450,7 +456,7 @@ pub(crate) fn typed_invocation(request: &ParsedToolRequest, catalog: &ToolCatalo
 fn to_request(
     call: RawCall,
     base: usize,
-    closed: bool,
+    end: RegionEnd,
     ids: &mut IdAssigner,
     diagnostics: &mut Vec<Diagnostic>,
 ) -> ParsedToolRequest {
@@ -464,8 +470,16 @@ fn to_request(
     request.args = call.args;
     request.text_args = call.text_args;
     request.span = span;
-    if !closed {
-        let problem = "the reply ended before this call was closed: it is incomplete and was not run; send it again in full";
+    let unclosed = match end {
+        RegionEnd::Closed => None,
+        RegionEnd::ReplyEnded => Some(
+            "the reply ended before this call was closed: it is incomplete and was not run; send it again in full",
+        ),
+        RegionEnd::ReasoningBegan => Some(
+            "reasoning began before this call was closed: it is incomplete and was not run; send it again in full, outside reasoning",
+        ),
+    };
+    if let Some(problem) = unclosed {
         diagnostics.push(Diagnostic::new(DiagnosticKind::MissingEndMarker, problem, span));
         request = request.with_problem(problem);
     }
@@ -505,13 +519,17 @@ impl Sink for Collect {
 
     fn region_started(&mut self, _at: usize) {}
 
-    fn region(&mut self, text: &str, range: Range<usize>, calls: &mut Vec<RawCall>, closed: bool) {
+    fn diagnostic(&mut self, diagnostic: Diagnostic) {
+        self.reply.diagnostics.push(diagnostic);
+    }
+
+    fn region(&mut self, text: &str, range: Range<usize>, calls: &mut Vec<RawCall>, end: RegionEnd) {
         if calls.is_empty() {
             self.reply.normal_text.push_str(text);
             return;
         }
         for call in calls.drain(..) {
-            let request = to_request(call, range.start, closed, &mut self.ids, &mut self.reply.diagnostics);
+            let request = to_request(call, range.start, end, &mut self.ids, &mut self.reply.diagnostics);
             self.reply.requests.push(request);
         }
     }
@@ -540,7 +558,7 @@ impl Sink for Collect {
 #[derive(Debug)]
 pub struct TextFormatStreamParser {
     format: TextFormat,
-    core: Core,
+    reader: Reader,
     /// Text not yet decided (and what is kept before it until the next compaction).
     buffer: String,
     /// Offset of `buffer[0]` in the reply.
@@ -559,7 +577,7 @@ impl TextFormatStreamParser {
     fn new(format: TextFormat, options: TextFormatOptions) -> Self {
         TextFormatStreamParser {
             format,
-            core: Core::new(options.skip_reasoning),
+            reader: Reader::new(options.skip_reasoning),
             buffer: String::new(),
             base: 0,
             pos: 0,
@@ -582,12 +600,12 @@ impl TextFormatStreamParser {
 
     fn run(&mut self, at_end: bool, events: &mut Vec<StreamEvent>) {
         let mut sink = EventSink { events, ids: &mut self.ids };
-        self.pos = self.core.run(self.format.rules(), &self.buffer, self.base, self.pos, at_end, &mut sink);
+        self.pos = self.reader.run(self.format.rules(), &self.buffer, self.base, self.pos, at_end, &mut sink);
         // Drop decided text once it is most of the buffer: amortised linear.
         if self.pos > 0 && self.pos >= self.buffer.len() / 2 {
             self.buffer.drain(..self.pos);
             self.base += self.pos;
-            self.core.shift(self.pos);
+            self.reader.shift(self.pos);
             self.pos = 0;
         }
     }
@@ -647,7 +665,11 @@ impl Sink for EventSink<'_> {
         self.events.push(StreamEvent::RequestStarted { offset: at });
     }
 
-    fn region(&mut self, text: &str, range: Range<usize>, calls: &mut Vec<RawCall>, closed: bool) {
+    fn diagnostic(&mut self, diagnostic: Diagnostic) {
+        self.events.push(StreamEvent::Diagnostic(diagnostic));
+    }
+
+    fn region(&mut self, text: &str, range: Range<usize>, calls: &mut Vec<RawCall>, end: RegionEnd) {
         let span = Span::new(range.start, range.end);
         if calls.is_empty() {
             self.events.push(StreamEvent::BlockDiscarded { span });
@@ -659,7 +681,7 @@ impl Sink for EventSink<'_> {
                 self.events.push(StreamEvent::RequestStarted { offset: range.start + call.span.start });
             }
             let mut diagnostics = Vec::new();
-            let request = to_request(call, range.start, closed, self.ids, &mut diagnostics);
+            let request = to_request(call, range.start, end, self.ids, &mut diagnostics);
             self.events.extend(diagnostics.into_iter().map(StreamEvent::Diagnostic));
             self.events.push(StreamEvent::RequestCompleted(request));
         }
