@@ -575,6 +575,16 @@ enum Inner {
     Format(Box<TextFormatStreamParser>, Detected),
 }
 
+impl Inner {
+    /// The parser, and what was detected.
+    fn parts(&mut self) -> (&mut dyn IncrementalParser, Detected) {
+        match self {
+            Inner::Vcp(parser, detected) => (parser.as_mut(), *detected),
+            Inner::Format(parser, detected) => (parser.as_mut(), *detected),
+        }
+    }
+}
+
 /// Reads a reply with [`AutoProtocol`] as it streams in: normal text until the first
 /// markup, then the protocol that markup decides.
 ///
@@ -652,7 +662,7 @@ impl AutoStreamParser {
                 self.inner = Some((inner, self.base + at));
                 let rest = self.buffer.get(at..).unwrap_or_default().to_string();
                 self.buffer = String::new();
-                self.forward(&rest, events);
+                self.forward(Some(&rest), events);
             }
         }
     }
@@ -667,21 +677,17 @@ impl AutoStreamParser {
         }
     }
 
-    /// Feeds the chosen parser; shifts its offsets into the reply's; remembers ids.
-    fn forward(&mut self, text: &str, events: &mut Vec<StreamEvent>) {
+    /// Feeds the chosen parser `text`, or the end of the reply (`None`); shifts its
+    /// offsets into the reply's; remembers ids.
+    fn forward(&mut self, text: Option<&str>, events: &mut Vec<StreamEvent>) {
         let Some((inner, base)) = self.inner.as_mut() else { return };
         let base = *base;
         let mut inner_events = Vec::new();
-        let detected = match inner {
-            Inner::Vcp(parser, d) => {
-                parser.push_text(text, &mut inner_events);
-                *d
-            }
-            Inner::Format(parser, d) => {
-                parser.push_text(text, &mut inner_events);
-                *d
-            }
-        };
+        let (parser, detected) = inner.parts();
+        match text {
+            Some(text) => parser.push_text(text, &mut inner_events),
+            None => parser.finish(&mut inner_events),
+        }
         self.relay(inner_events, base, detected, events);
     }
 
@@ -727,38 +733,23 @@ impl IncrementalParser for AutoStreamParser {
     }
 
     fn push_text(&mut self, text: &str, events: &mut Vec<StreamEvent>) {
-        if self.finished || text.is_empty() {
-            return;
+        match (self.finished || text.is_empty(), self.inner.is_some()) {
+            (true, _) => {}
+            (false, true) => self.forward(Some(text), events),
+            (false, false) => {
+                self.buffer.push_str(text);
+                self.decide(false, events);
+            }
         }
-        if self.inner.is_some() {
-            self.forward(text, events);
-            return;
-        }
-        self.buffer.push_str(text);
-        self.decide(false, events);
     }
 
     fn finish(&mut self, events: &mut Vec<StreamEvent>) {
-        if self.finished {
+        if std::mem::replace(&mut self.finished, true) {
             return;
         }
-        self.finished = true;
         if self.inner.is_none() {
             self.decide(true, events);
         }
-        let Some((inner, base)) = self.inner.as_mut() else { return };
-        let base = *base;
-        let mut inner_events = Vec::new();
-        let detected = match inner {
-            Inner::Vcp(parser, d) => {
-                parser.finish(&mut inner_events);
-                *d
-            }
-            Inner::Format(parser, d) => {
-                parser.finish(&mut inner_events);
-                *d
-            }
-        };
-        self.relay(inner_events, base, detected, events);
+        self.forward(None, events);
     }
 }

@@ -17,6 +17,7 @@ use std::ops::Range;
 use indexmap::IndexMap;
 use memchr::memmem;
 
+use super::json::{Balanced, Quotes, scan_balanced};
 use crate::Diagnostic;
 use crate::protocol::reasoning::{Piece, ReasoningFilter, unclosed_diagnostic};
 use crate::request::Args;
@@ -97,6 +98,12 @@ pub(crate) struct RawCall {
 }
 
 impl RawCall {
+    /// Adds an argument written as text: `text` as written, `value` as it reads.
+    pub(crate) fn text_arg(&mut self, key: String, text: &str, value: serde_json::Value) {
+        self.args.insert(key.clone(), value);
+        self.text_args.insert(key, text.to_string());
+    }
+
     /// A call at `span` with problem `problem`.
     pub(crate) fn broken(span: Range<usize>, name: impl Into<String>, problem: impl Into<String>) -> Self {
         RawCall { span, name: name.into(), problems: vec![problem.into()], ..RawCall::default() }
@@ -162,6 +169,31 @@ impl Searches {
         }
     }
 
+    /// A section that opens with `token` (of kind 1), else what the search for it says.
+    pub(crate) fn section(&mut self, text: &str, from: usize, token: &'static str) -> Found {
+        match self.token(text, from, token) {
+            Found::Call(at) => Found::Section { at, len: token.len(), kind: 1 },
+            other => other,
+        }
+    }
+
+    /// Inside a section: the next call (at `call`) or the section's end (`end`),
+    /// whichever comes first.
+    pub(crate) fn call_or_end(
+        &mut self,
+        text: &str,
+        from: usize,
+        call: &'static str,
+        end: &'static str,
+    ) -> InSection {
+        match self.tokens(text, from, &[call, end]) {
+            (Found::Call(at), 0) => InSection::Call(at),
+            (Found::Call(at), _) => InSection::End { at, len: end.len() },
+            (Found::Hold(at), _) => InSection::Hold(at),
+            _ => InSection::Hold(text.len()),
+        }
+    }
+
     /// The earliest of several tokens, with the index of the one found; remembering.
     pub(crate) fn tokens(&mut self, text: &str, from: usize, tokens: &[&'static str]) -> (Found, usize) {
         let mut best: Option<(usize, usize)> = None;
@@ -182,49 +214,86 @@ impl Searches {
     }
 }
 
-/// Token searches inside a call region that starts at `start` in the text.
+/// A call region being scanned ([`Format::scan`]).
 #[derive(Debug)]
-pub(crate) struct RegionSearch<'a> {
-    search: &'a mut Searches,
+pub(crate) struct Region<'r> {
+    /// The region's text so far (it starts with the region's markup).
+    pub text: &'r str,
+    /// The format's progress through it, kept between pushes.
+    pub state: &'r mut ScanState,
+    /// No more text will come.
+    pub at_end: bool,
+    /// Token searches (remembering across regions), and where the region starts in the
+    /// text they search.
+    search: &'r mut Searches,
     start: usize,
 }
 
-impl RegionSearch<'_> {
-    /// The earliest of `tokens` in `region` at or after `from` (region offsets), with
+impl Region<'_> {
+    /// The earliest of `tokens` in the region at or after `from` (region offsets), with
     /// its index.
-    pub(crate) fn earliest(
-        &mut self,
-        region: &str,
-        from: usize,
-        tokens: &[&'static str],
-    ) -> Option<(usize, usize)> {
-        let start = self.start;
+    pub(crate) fn earliest(&mut self, from: usize, tokens: &[&'static str]) -> Option<(usize, usize)> {
+        let (text, start) = (self.text, self.start);
         tokens
             .iter()
             .enumerate()
             .filter_map(|(i, token)| {
-                self.search.next_in(region, start, start + from, token).map(|at| (at - start, i))
+                self.search.next_in(text, start, start + from, token).map(|at| (at - start, i))
             })
             .min()
     }
+
+    /// A region that ends with `close`, looked for after the opening markup
+    /// (`open_len` bytes): see [`scan_for`].
+    pub(crate) fn until(&mut self, open_len: usize, close: &'static str) -> Scan {
+        scan_for(self.text, self.state, open_len, close)
+    }
+
+    /// A region that is one balanced bracket group from its first byte: closed after
+    /// the group, or still open.
+    pub(crate) fn balanced(&mut self, quotes: Quotes) -> Scan {
+        match scan_balanced(self.text, 0, self.state, quotes, None) {
+            Balanced::End(end) => Scan::Closed(end),
+            _ => Scan::Open,
+        }
+    }
+}
+
+/// The tokens of a format whose calls stand in sections: a section opens with `open`,
+/// each call in it begins with `call`, and `end` closes it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SectionTokens {
+    pub open: &'static str,
+    pub call: &'static str,
+    pub end: &'static str,
 }
 
 /// One text format: where its markup is, and what it means.
 pub(crate) trait Format: Send + Sync {
+    /// For a format whose calls stand in sections and nowhere else, their tokens: the
+    /// default [`find`](Self::find) and [`in_section`](Self::in_section) read them.
+    fn sections(&self) -> Option<SectionTokens> {
+        None
+    }
+
     /// The first markup in `text[from..]`. `reply_start`: the reply before `from` is
     /// only whitespace. Token searches go through `search`.
-    fn find(&self, text: &str, from: usize, reply_start: bool, search: &mut Searches) -> Found;
+    fn find(&self, text: &str, from: usize, reply_start: bool, search: &mut Searches) -> Found {
+        let _ = reply_start;
+        self.sections().map_or(Found::Nothing, |tokens| search.section(text, from, tokens.open))
+    }
 
     /// Inside a section of kind `kind`: what comes at or after `from`.
     fn in_section(&self, text: &str, from: usize, kind: u8, search: &mut Searches) -> InSection {
-        let _ = (text, kind, search);
-        InSection::Leave(from)
+        let _ = kind;
+        match self.sections() {
+            Some(tokens) => search.call_or_end(text, from, tokens.call, tokens.end),
+            None => InSection::Leave(from),
+        }
     }
 
-    /// Scans the call region `region` (which starts with the region's markup) on from
-    /// `state.pos`. `at_end`: no more text will come. `search` finds tokens in the region
-    /// (remembering across regions).
-    fn scan(&self, region: &str, state: &mut ScanState, at_end: bool, search: &mut RegionSearch<'_>) -> Scan;
+    /// Scans a call region on from where its state stopped.
+    fn scan(&self, region: &mut Region<'_>) -> Scan;
 
     /// The calls of a region that ended (`closed`), or was cut off by the end of the
     /// reply. A region that holds no call is prose.
@@ -301,7 +370,7 @@ impl Reader {
         sink: &mut dyn Sink,
     ) -> usize {
         let Some(filter) = self.filter.as_mut() else {
-            return self.core.run(format, text, base, pos, at_end, sink);
+            return self.core.run(format, Window { text, base, at_end }, pos, sink);
         };
         let from = filter.decided().max(base);
         let mut pieces = std::mem::take(&mut self.pieces);
@@ -322,7 +391,7 @@ impl Reader {
                     // Reasoning begins: the visible stretch before it is read to its end.
                     let stretch = text.get(..self.visible_to - base).unwrap_or_default();
                     self.core.cut = RegionEnd::ReasoningBegan;
-                    self.core.run(format, stretch, base, pos, true, sink);
+                    self.core.run(format, Window { text: stretch, base, at_end: true }, pos, sink);
                     self.core.cut = RegionEnd::ReplyEnded;
                     self.hidden = true;
                 }
@@ -340,8 +409,18 @@ impl Reader {
             return filter.decided().saturating_sub(base).max(pos).min(text.len());
         }
         let stretch = text.get(..self.visible_to - base).unwrap_or_default();
-        self.core.run(format, stretch, base, pos, at_end, sink)
+        self.core.run(format, Window { text: stretch, base, at_end }, pos, sink)
     }
+}
+
+/// The text the core reads in one run.
+#[derive(Debug, Clone, Copy)]
+struct Window<'t> {
+    /// The text (the reply from offset `base` on, up to where it is read this time).
+    text: &'t str,
+    base: usize,
+    /// No more text will come (the reply, or the stretch of visible text, is complete).
+    at_end: bool,
 }
 
 /// Where the core is.
@@ -394,17 +473,10 @@ impl Core {
         }
     }
 
-    /// Reads `text` from `pos` on; returns where the undecided text begins (everything
-    /// before it was told to `sink`). `base` is the offset of `text` in the reply.
-    pub(crate) fn run(
-        &mut self,
-        format: &dyn Format,
-        text: &str,
-        base: usize,
-        mut pos: usize,
-        at_end: bool,
-        sink: &mut dyn Sink,
-    ) -> usize {
+    /// Reads the window's text from `pos` on; returns where the undecided text begins
+    /// (everything before it was told to `sink`).
+    fn run(&mut self, format: &dyn Format, window: Window<'_>, mut pos: usize, sink: &mut dyn Sink) -> usize {
+        let Window { text, base, at_end } = window;
         loop {
             match self.mode {
                 Mode::Prose => match format.find(text, pos, self.reply_start, &mut self.search) {
@@ -460,8 +532,9 @@ impl Core {
                 },
                 Mode::Call { start, mut state, in_section } => {
                     let region = text.get(start..).unwrap_or_default();
-                    let mut search = RegionSearch { search: &mut self.search, start };
-                    let scan = format.scan(region, &mut state, at_end, &mut search);
+                    let search = &mut self.search;
+                    let scan =
+                        format.scan(&mut Region { text: region, state: &mut state, at_end, search, start });
                     let after = match in_section {
                         Some(kind) => Mode::Section { kind },
                         None => Mode::Prose,
@@ -579,12 +652,24 @@ pub(crate) fn partial_suffix(text: &str, from: usize, tokens: &[&str]) -> Option
     })
 }
 
+/// The first offset at or after `from` in `bytes` that is not ASCII white space.
+pub(crate) fn after_blanks(bytes: &[u8], from: usize) -> usize {
+    from + bytes.get(from..).unwrap_or_default().iter().take_while(|b| b.is_ascii_whitespace()).count()
+}
+
 /// `at`, moved forward to a char boundary of `text`.
 pub(crate) fn ceil_boundary(text: &str, mut at: usize) -> usize {
     while at < text.len() && !text.is_char_boundary(at) {
         at += 1;
     }
     at.min(text.len())
+}
+
+/// The text of a region between its opening markup (`open_len` bytes) and its closing
+/// `close`, which a region that did not close (`closed` false) lacks.
+pub(crate) fn inside<'r>(region: &'r str, open_len: usize, close: &str, closed: bool) -> &'r str {
+    let end = if closed { region.len().saturating_sub(close.len()) } else { region.len() };
+    region.get(open_len..end).unwrap_or_default()
 }
 
 /// A region that ends with `token`: searches for it in `region` on from `state.pos`
