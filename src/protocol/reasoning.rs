@@ -65,18 +65,40 @@ fn ascii_word(b: u8) -> bool {
 }
 
 /// Whether the bytes after a `<` rule out a tag: a head is white space, an optional
-/// `/` and white space, then `t`. `false` when they do not decide (too few bytes).
+/// `/` and white space, then `think` in any case. `false` when they do not decide (too
+/// few bytes, or `think` is there and what follows it decides).
 fn not_a_tag(after: &[u8]) -> bool {
+    const THINK: &[u8] = b"think";
     let mut slash = false;
+    // Letters of `think` read so far (then the head automaton decides what follows).
+    let mut letters = 0;
     for &b in after {
+        if letters == THINK.len() {
+            return false;
+        }
+        if letters > 0 {
+            if THINK.get(letters) != Some(&b.to_ascii_lowercase()) {
+                return true;
+            }
+            letters += 1;
+            continue;
+        }
         match b {
             _ if ascii_space(b) => {}
             b'/' if !slash => slash = true,
-            b't' | b'T' => return false,
+            b't' | b'T' => letters = 1,
             _ => return true,
         }
     }
     false
+}
+
+/// How many `<` `bytes` begins with, sixteen at a time where it can (a long run is an
+/// attack, not prose).
+fn run_of_lt(bytes: &[u8]) -> usize {
+    const LANES: usize = 16;
+    let whole = bytes.chunks_exact(LANES).take_while(|chunk| *chunk == [b'<'; LANES]).count() * LANES;
+    whole + bytes.get(whole..).unwrap_or_default().iter().take_while(|&&b| b == b'<').count()
 }
 
 /// Where the head `<\s*/?\s*think(ing)?\b` of a candidate tag stands.
@@ -275,9 +297,7 @@ impl ReasoningFilter {
                     let mut lt = self.search_from.max(base) + i;
                     // In a run of `<` (every marker begins `<<<`) only the last can begin
                     // a tag: each of the others is followed by `<`.
-                    while at(lt + 1) == Some(b'<') {
-                        lt += 1;
-                    }
+                    lt += run_of_lt(bytes.get(lt + 1 - base..).unwrap_or_default());
                     // Most `<` are no tag (markers, comparisons, HTML): skip them without
                     // the head automaton when the bytes after them say so.
                     if not_a_tag(bytes.get(lt + 1 - base..).unwrap_or_default()) {
@@ -414,11 +434,38 @@ mod tests {
     }
 
     #[test]
+    fn near_misses_are_ruled_out_early_and_the_rest_waits() {
+        assert_eq!(
+            cut("a<tool_call>b<<<[TOOL_REQUEST]>>>c<|x|>d<th>e"),
+            "a<tool_call>b<<<[TOOL_REQUEST]>>>c<|x|>d<th>e"
+        );
+        assert_eq!(cut("a<<<think>b</think>c"), "a<<c", "in a run of `<` the last one opens");
+        assert_eq!(cut("a< / tHiNkInG x>b"), "ab", "an unpaired closing tag hides itself");
+        // Streamed: a head cut after `<th` is held back until it is decided.
+        let mut filter = ReasoningFilter::default();
+        let mut pieces = Vec::new();
+        filter.advance("ab<th", 0, false, &mut |p| pieces.push(p));
+        assert_eq!((pieces.as_slice(), filter.decided()), ([Piece::Visible(0, 2)].as_slice(), 2));
+        filter.advance("<think>x", 2, true, &mut |p| pieces.push(p));
+        assert_eq!(pieces, [Piece::Visible(0, 2), Piece::Hidden]);
+    }
+
+    #[test]
     fn unclosed_reports_the_outermost_tag() {
         let (pieces, unclosed) = pieces("x<think>a<think>b</think>");
         assert_eq!(unclosed, Some((1, 8)));
         // Visible up to the tag; hidden from there to the end.
         assert_eq!(pieces, vec![Piece::Visible(0, 1), Piece::Hidden]);
+    }
+
+    #[test]
+    fn runs_of_angle_brackets() {
+        for n in [0, 1, 15, 16, 17, 33, 100] {
+            let run = "<".repeat(n);
+            assert_eq!(run_of_lt(format!("{run}x<").as_bytes()), n);
+            assert_eq!(run_of_lt(run.as_bytes()), n);
+            assert_eq!(cut(&format!("a{run}<think>b</think>c")), format!("a{run}c"));
+        }
     }
 
     #[test]
