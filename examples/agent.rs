@@ -79,7 +79,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     if text_only {
         let mut capabilities = ModelProfiles::builtin().lookup(&model_name);
         capabilities.native_tools = false;
-        capabilities.fallback = FallbackProtocol::Vcp;
+        capabilities.fallback = FallbackProtocol::VCP;
         builder = builder.capabilities(capabilities);
     }
     let model = builder.build()?;

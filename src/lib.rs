@@ -26,6 +26,7 @@ pub mod config;
 #[cfg(any(feature = "http", feature = "rest"))]
 mod http;
 mod language;
+mod python;
 pub mod request;
 pub mod result;
 mod span;

@@ -107,15 +107,46 @@ fn duplicate_tools_and_clashing_names_are_refused() {
         vec![method("m", object(json!({}), json!([]))), method("m", object(json!({}), json!([])))],
     ));
     assert_eq!(twice, Err(RegistryError::DuplicateMethod { tool: "d".into(), method: "m".into() }));
-    // Protocol settings are opaque to the registry: two methods may declare the same.
-    let aliased = |name: &str| {
+    // A hand-built spec gets the check `#[tool]` makes: within a tool, method names and
+    // each protocol's aliases are one namespace.
+    let aliased = |name: &str, protocol: &str, alias: &str| {
         MethodSpec::new(
-            MethodDefinition::new(name, name).with_protocol_config("vcp", json!({"command": "Same"})),
+            MethodDefinition::new(name, name).with_protocol_config(protocol, json!({"command": alias})),
             echo_handler(),
         )
     };
-    assert!(registry.register(tool("e", vec![aliased("x"), aliased("y")])).is_ok());
-    assert_eq!(registry.catalog().tool("e").map(|t| t.methods.len()), Some(2));
+    let same = registry.register(tool("e", vec![aliased("x", "vcp", "Same"), aliased("y", "vcp", "Same")]));
+    let expected = RegistryError::DuplicateAlias {
+        tool: "e".into(),
+        protocol: "vcp".into(),
+        alias: "Same".into(),
+        method: "y".into(),
+        other_method: "x".into(),
+    };
+    assert_eq!(same, Err(expected));
+    assert_eq!(
+        same.unwrap_err().to_string(),
+        "tool `e`: method `y` declares the vcp alias `Same`, which already names method `x`"
+    );
+    assert!(registry.tool("e").is_none(), "a refused tool is not registered");
+    // An alias that is another method's name, whichever comes first.
+    for methods in [
+        vec![aliased("x", "vcp", "y"), method("y", object(json!({}), json!([])))],
+        vec![method("y", object(json!({}), json!([]))), aliased("x", "vcp", "y")],
+    ] {
+        let clash = registry.register(tool("f", methods));
+        assert!(
+            matches!(&clash, Err(RegistryError::DuplicateAlias { alias, method, other_method, .. })
+                if alias == "y" && method == "x" && other_method == "y"),
+            "{clash:?}"
+        );
+    }
+    // A method's alias may be its own name; aliases of different protocols do not meet;
+    // the same alias in two tools is two names (`g_Same`, `h_Same`).
+    let fine = vec![aliased("x", "vcp", "x"), aliased("y", "vcp", "Same"), aliased("z", "other", "Same")];
+    registry.register(tool("g", fine)).unwrap();
+    registry.register(tool("h", vec![aliased("x", "vcp", "Same")])).unwrap();
+    assert_eq!(registry.catalog().tool("g").map(|t| t.methods.len()), Some(3));
 }
 
 fn typed_schema() -> Value {

@@ -217,6 +217,10 @@ fn model_names_map_to_formats() {
         ("zai-org/GLM-4.5-Air", TextFormat::Glm45),
         ("zai-org/GLM-4.7", TextFormat::Glm47),
         ("MiniMaxAI/MiniMax-M2", TextFormat::MinimaxM2),
+        ("Qwen/Qwen3.5-397B-A17B", TextFormat::Qwen3CoderXml),
+        ("mistralai/Ministral-8B-Instruct-2410", TextFormat::Mistral),
+        ("unsloth/Devstral-Small-2505-GGUF", TextFormat::Mistral),
+        ("moonshotai/Kimi_K2_Instruct", TextFormat::KimiK2),
     ] {
         assert_eq!(TextFormat::for_model(model), Some(format), "{model}");
     }
@@ -256,7 +260,50 @@ proptest! {
         parser.finish(&mut events);
         prop_assert_eq!(collect(events), one_shot);
     }
+
+    /// Reasoning tags of every form dropped anywhere into any case (inside calls too),
+    /// in any chunking: the streamed reply equals the one-shot one, for the format and
+    /// for `auto`, and no call starts inside hidden text.
+    #[test]
+    fn reasoning_anywhere_streams_as_it_parses(
+        case in 0usize..1000,
+        tags in proptest::collection::vec((0usize..10_000, 0usize..REASONING_TAGS.len()), 0..4),
+        size in 1usize..12,
+    ) {
+        let cases = corpus();
+        let case = &cases[case % cases.len()];
+        let mut text = case.text.clone();
+        for (at, tag) in tags {
+            let mut at = at % (text.len() + 1);
+            while !text.is_char_boundary(at) { at += 1; }
+            text.insert_str(at, REASONING_TAGS[tag]);
+        }
+        let one_shot = protocol(case.format).parse(&text);
+        prop_assert_eq!(streamed(&mut protocol(case.format).stream_parser(), &text, size), one_shot.clone());
+        let hidden = tool_calling::protocol::reasoning::hidden_spans(&text);
+        for request in &one_shot.requests {
+            prop_assert!(hidden.iter().all(|h| request.span.end <= h.start || request.span.start >= h.end));
+        }
+        let auto = AutoProtocol::new()
+            .with_options(TextFormatOptions::default().request_ids(RequestIdStyle::Sequential));
+        let whole = auto.parse(&text);
+        prop_assert_eq!(streamed(&mut auto.stream_parser(), &text, size), whole);
+    }
 }
+
+/// Reasoning tags (and near misses) for the property tests.
+const REASONING_TAGS: [&str; 10] = [
+    "<think>",
+    "</think>",
+    "<THINKING mode=\"x\">",
+    "</Thinking>",
+    "<think/>",
+    "< / think >",
+    "<thinker>",
+    "<think",
+    "plan 「末」 <tool_call>",
+    "</think><think>",
+];
 
 /// `max_reply_bytes` for every format: at the reply's length nothing changes; below it the
 /// reply is cut at a character boundary with a `limit_exceeded` diagnostic, nothing past

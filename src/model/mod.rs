@@ -40,6 +40,8 @@ pub use conversation::Conversation;
 pub use delta::{TurnAccumulator, TurnDelta};
 pub use message::{Message, Role, UnknownRole};
 pub use options::{Effort, RequestNote, RequestOptions, Thinking};
-pub use profile::{FallbackProtocol, ModelCapabilities, ModelProfiles, ProfileError, ThinkingStyle};
+pub use profile::{
+    FallbackProtocol, ModelCapabilities, ModelProfiles, ProfileError, TEXT_PROTOCOL_IDS, ThinkingStyle,
+};
 pub use request::{ModelRequest, ToolChoice};
 pub use turn::{AssistantTurn, FinishReason};

@@ -6,7 +6,6 @@ use std::path::Path;
 use serde_json::Value;
 
 use super::{Effort, RequestNote, RequestOptions, Thinking};
-use crate::protocol::textfmt::TextFormat;
 
 /// How a model takes a request to reason.
 ///
@@ -63,39 +62,83 @@ impl ThinkingStyle {
     }
 }
 
-/// The text protocol a model without native tools is spoken to in.
+/// The ids of the text protocols a model can be spoken to in when it has no native
+/// tools: `vcp`, then the open-model formats in the order of
+/// `TextFormat::ALL` of `protocol::textfmt`. This list is the one
+/// place the model layer knows them by; the formats' own tests check it against the
+/// formats, so the two cannot drift apart.
+///
+/// ```
+/// use tool_calling::model::TEXT_PROTOCOL_IDS;
+/// assert_eq!(TEXT_PROTOCOL_IDS[0], "vcp");
+/// assert!(TEXT_PROTOCOL_IDS.contains(&"qwen3_coder_xml"));
+/// ```
+pub const TEXT_PROTOCOL_IDS: [&str; 12] = [
+    "vcp",
+    "hermes",
+    "qwen3_coder_xml",
+    "mistral",
+    "llama3_json",
+    "pythonic",
+    "deepseek_v3",
+    "deepseek_v31",
+    "kimi_k2",
+    "glm45",
+    "glm47",
+    "minimax_m2",
+];
+
+/// The text protocol a model without native tools is spoken to in, by protocol id: `vcp`
+/// (the default) or the id of the open-model format the model was trained on. Always one
+/// of [`TEXT_PROTOCOL_IDS`]; `protocol::textfmt::TextFormat::from_id` turns a format's
+/// id into its format.
 ///
 /// ```
 /// use tool_calling::model::{FallbackProtocol, ModelProfiles};
 /// use tool_calling::protocol::textfmt::TextFormat;
+/// assert_eq!(FallbackProtocol::default(), FallbackProtocol::VCP);
 /// assert_eq!(FallbackProtocol::default().id(), "vcp");
 /// let mistral = ModelProfiles::builtin().lookup("mistral-small-24b");
-/// assert_eq!(mistral.fallback, FallbackProtocol::Format(TextFormat::Mistral));
+/// assert_eq!(mistral.fallback.id(), "mistral");
+/// assert_eq!(TextFormat::from_id(mistral.fallback.id()), Some(TextFormat::Mistral));
+/// assert_eq!(FallbackProtocol::from_id("hermes").map(|f| f.id()), Some("hermes"));
+/// assert_eq!(FallbackProtocol::from_id("hermes2"), None);
 /// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-#[non_exhaustive]
-pub enum FallbackProtocol {
-    /// VCP (the default).
-    #[default]
-    Vcp,
-    /// One of the open-model formats (the one the model was trained on).
-    Format(TextFormat),
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct FallbackProtocol {
+    /// One of [`TEXT_PROTOCOL_IDS`].
+    id: &'static str,
+}
+
+impl Default for FallbackProtocol {
+    fn default() -> Self {
+        FallbackProtocol::VCP
+    }
 }
 
 impl FallbackProtocol {
-    /// The protocol id.
+    /// VCP (the default).
+    pub const VCP: FallbackProtocol = FallbackProtocol { id: "vcp" };
+
+    /// The protocol id (one of [`TEXT_PROTOCOL_IDS`]).
     pub fn id(self) -> &'static str {
-        match self {
-            FallbackProtocol::Vcp => "vcp",
-            FallbackProtocol::Format(format) => format.id(),
-        }
+        self.id
     }
 
-    fn from_id(id: &str) -> Option<FallbackProtocol> {
-        if id == "vcp" {
-            return Some(FallbackProtocol::Vcp);
-        }
-        TextFormat::from_id(id).map(FallbackProtocol::Format)
+    /// Whether it is VCP.
+    pub fn is_vcp(self) -> bool {
+        self.id == FallbackProtocol::VCP.id
+    }
+
+    /// The protocol with id `id`, if it is one of [`TEXT_PROTOCOL_IDS`].
+    pub fn from_id(id: &str) -> Option<FallbackProtocol> {
+        TEXT_PROTOCOL_IDS.iter().find(|known| **known == id).map(|&id| FallbackProtocol { id })
+    }
+}
+
+impl std::fmt::Display for FallbackProtocol {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.id)
     }
 }
 
@@ -141,7 +184,7 @@ impl Default for ModelCapabilities {
             parallel_calls: true,
             thinking: ThinkingStyle::None,
             streaming: true,
-            fallback: FallbackProtocol::Vcp,
+            fallback: FallbackProtocol::VCP,
             context_tokens: None,
             max_output_tokens: None,
             defaults: RequestOptions::default(),
@@ -367,6 +410,35 @@ impl ModelProfiles {
     /// Anthropic Claude, Google Gemini, DeepSeek, and open-weight families served raw
     /// (Qwen, Llama, Mistral, GLM, Kimi, MiniMax, Gemma), which get no native tools and
     /// their own text format as fallback.
+    ///
+    /// It is the one answer to "which text format does this model write":
+    /// `TextFormat::for_model`, the HTTP clients and [`lookup`](Self::lookup) all read it.
+    /// Open-weight families are found anywhere in the name (`*qwen*`), so a hub path or
+    /// a quantised build's name finds its family too:
+    ///
+    /// | model name contains | fallback |
+    /// | --- | --- |
+    /// | `qwen3-coder`, `qwen3.5` | `qwen3_coder_xml` |
+    /// | `qwen`, `qwq`, `hermes` | `hermes` |
+    /// | `mistral`, `mixtral`, `ministral`, `magistral`, `devstral`, `codestral` | `mistral` |
+    /// | `llama-4`, `llama4`, `llama-3.2-1b`, `llama-3.2-3b` | `pythonic` |
+    /// | `llama-3`, `llama3` | `llama3_json` |
+    /// | `deepseek-v3.1` | `deepseek_v31` |
+    /// | `deepseek-v3`, `deepseek-r1`; `deepseek-chat`, `deepseek-reasoner` (native tools) | `deepseek_v3` |
+    /// | `kimi-k2` | `kimi_k2` |
+    /// | `glm-4.7`, `glm-5` | `glm47` |
+    /// | `glm` | `glm45` |
+    /// | `minimax` | `minimax_m2` |
+    /// | names starting `gemma`, `phi` | `vcp` |
+    ///
+    /// ```
+    /// use tool_calling::model::ModelProfiles;
+    /// let profiles = ModelProfiles::builtin();
+    /// assert_eq!(profiles.lookup("Qwen/Qwen3.5-35B-A3B").fallback.id(), "qwen3_coder_xml");
+    /// assert_eq!(profiles.lookup("ministral-8b-2410").fallback.id(), "mistral");
+    /// assert_eq!(profiles.lookup("bartowski/Meta-Llama-3.1-8B-Instruct-GGUF").fallback.id(), "llama3_json");
+    /// assert!(profiles.lookup("gpt-4o").fallback.is_vcp());
+    /// ```
     pub fn builtin() -> Self {
         let e = |pattern: &str, patch: Patch| Entry { pattern: pattern.to_string(), patch };
         let native = |thinking: ThinkingStyle, context: u32, output: u32| Patch {
@@ -378,9 +450,12 @@ impl ModelProfiles {
             max_output_tokens: Some(output),
             ..Patch::default()
         };
-        let raw = |format: Option<TextFormat>| Patch {
+        // Ids from `TEXT_PROTOCOL_IDS` (a unit test checks each one).
+        let fallback = |id: &'static str| Some(FallbackProtocol { id });
+        let deepseek = |patch: Patch| Patch { fallback: fallback("deepseek_v3"), ..patch };
+        let raw = |id: &'static str| Patch {
             native_tools: Some(false),
-            fallback: Some(format.map_or(FallbackProtocol::Vcp, FallbackProtocol::Format)),
+            fallback: fallback(id),
             ..Patch::default()
         };
         let builtin = vec![
@@ -397,32 +472,48 @@ impl ModelProfiles {
             e("gemini-3*", native(ThinkingStyle::GeminiLevel, 1_048_576, 65_536)),
             e("gemini-2.5*", native(ThinkingStyle::GeminiBudget, 1_048_576, 65_536)),
             e("gemini-*", native(ThinkingStyle::None, 1_048_576, 8_192)),
-            e("deepseek-reasoner*", native(ThinkingStyle::Always, 128_000, 64_000)),
-            e("deepseek-chat*", native(ThinkingStyle::None, 128_000, 8_192)),
-            e("qwen3-coder*", raw(Some(TextFormat::Qwen3CoderXml))),
-            e("qwen*", raw(Some(TextFormat::Hermes))),
-            e("qwq*", raw(Some(TextFormat::Hermes))),
-            e("*hermes*", raw(Some(TextFormat::Hermes))),
-            e("llama-4*", raw(Some(TextFormat::Pythonic))),
-            e("llama4*", raw(Some(TextFormat::Pythonic))),
-            e("llama-3.2-1b*", raw(Some(TextFormat::Pythonic))),
-            e("llama-3.2-3b*", raw(Some(TextFormat::Pythonic))),
-            e("llama*3*", raw(Some(TextFormat::Llama3Json))),
-            e("mistral*", raw(Some(TextFormat::Mistral))),
-            e("mixtral*", raw(Some(TextFormat::Mistral))),
-            e("deepseek-v3.1*", raw(Some(TextFormat::DeepSeekV31))),
-            e("deepseek-v3*", raw(Some(TextFormat::DeepSeekV3))),
-            e("deepseek-r1*", raw(Some(TextFormat::DeepSeekV3))),
-            e("kimi-k2*", raw(Some(TextFormat::KimiK2))),
-            e("glm-4.7*", raw(Some(TextFormat::Glm47))),
-            e("glm-5*", raw(Some(TextFormat::Glm47))),
-            e("glm-4.5*", raw(Some(TextFormat::Glm45))),
-            e("glm-4.6*", raw(Some(TextFormat::Glm45))),
-            e("minimax*", raw(Some(TextFormat::MinimaxM2))),
-            e("gemma*", raw(None)),
-            e("phi*", raw(None)),
+            e("deepseek-reasoner*", deepseek(native(ThinkingStyle::Always, 128_000, 64_000))),
+            e("deepseek-chat*", deepseek(native(ThinkingStyle::None, 128_000, 8_192))),
+            e("*qwen3-coder*", raw("qwen3_coder_xml")),
+            e("*qwen3.5*", raw("qwen3_coder_xml")),
+            e("*qwen3-5*", raw("qwen3_coder_xml")),
+            e("*qwen*", raw("hermes")),
+            e("*qwq*", raw("hermes")),
+            e("*hermes*", raw("hermes")),
+            e("*mistral*", raw("mistral")),
+            e("*mixtral*", raw("mistral")),
+            e("*ministral*", raw("mistral")),
+            e("*magistral*", raw("mistral")),
+            e("*devstral*", raw("mistral")),
+            e("*codestral*", raw("mistral")),
+            e("*llama-4*", raw("pythonic")),
+            e("*llama4*", raw("pythonic")),
+            e("*llama-3.2-1b*", raw("pythonic")),
+            e("*llama-3.2-3b*", raw("pythonic")),
+            e("*llama-3*", raw("llama3_json")),
+            e("*llama3*", raw("llama3_json")),
+            e("*deepseek-v3.1*", raw("deepseek_v31")),
+            e("*deepseek-v3-1*", raw("deepseek_v31")),
+            e("*deepseek-v31*", raw("deepseek_v31")),
+            e("*deepseek-v3*", raw("deepseek_v3")),
+            e("*deepseek-r1*", raw("deepseek_v3")),
+            e("*kimi-k2*", raw("kimi_k2")),
+            e("*glm-4.7*", raw("glm47")),
+            e("*glm4.7*", raw("glm47")),
+            e("*glm-5*", raw("glm47")),
+            e("*glm5*", raw("glm47")),
+            e("*glm*", raw("glm45")),
+            e("*minimax*", raw("minimax_m2")),
+            e("gemma*", raw("vcp")),
+            e("phi*", raw("vcp")),
         ];
         ModelProfiles { builtin, config: Vec::new() }
+    }
+
+    /// The patterns of the built-in table, in order (for tests that walk it).
+    #[cfg(test)]
+    pub(crate) fn builtin_patterns() -> Vec<String> {
+        ModelProfiles::builtin().builtin.into_iter().map(|e| e.pattern).collect()
     }
 
     /// No built-in table: every model is [`ModelCapabilities::default`] until configured.
@@ -550,7 +641,9 @@ fn parse_entry(file: &str, number: usize, value: &Value) -> Result<Entry, Profil
                     fail(
                         key,
                         format!(
-                            "unknown protocol {value}; `vcp` or an open-model format id (hermes, mistral, …)"
+                            "unknown protocol `{}`; one of {}",
+                            value.as_str().map_or_else(|| value.to_string(), str::to_string),
+                            TEXT_PROTOCOL_IDS.join(", ")
                         ),
                     )
                 })?);
@@ -590,10 +683,14 @@ fn parse_entry(file: &str, number: usize, value: &Value) -> Result<Entry, Profil
     Ok(Entry { pattern, patch })
 }
 
-/// Whether `pattern` matches `model`, or the part of it after its last `/`.
+/// Whether `pattern` matches `model`, or the part of it after its last `/`. Case does
+/// not matter, and neither do separators: `_` and spaces read as `-`.
 fn matches_model(pattern: &str, model: &str) -> bool {
-    let pattern = pattern.to_ascii_lowercase();
-    let model = model.to_ascii_lowercase();
+    let fold = |text: &str| -> String {
+        text.chars().map(|c| if c == '_' || c == ' ' { '-' } else { c.to_ascii_lowercase() }).collect()
+    };
+    let pattern = fold(pattern);
+    let model = fold(model);
     let last = model.rsplit('/').next().unwrap_or(&model);
     glob(pattern.as_bytes(), model.as_bytes()) || glob(pattern.as_bytes(), last.as_bytes())
 }
@@ -650,13 +747,36 @@ mod tests {
         assert_eq!(p.lookup("models/gemini-2.5-flash").thinking, ThinkingStyle::GeminiBudget);
         assert_eq!(p.lookup("gemini-3-pro-preview").thinking, ThinkingStyle::GeminiLevel);
         assert_eq!(p.lookup("deepseek-reasoner").thinking, ThinkingStyle::Always);
-        assert_eq!(
-            p.lookup("meta-llama/Llama-3.3-70B-Instruct").fallback,
-            FallbackProtocol::Format(TextFormat::Llama3Json)
-        );
-        assert_eq!(p.lookup("gemma-3-27b").fallback, FallbackProtocol::Vcp);
+        assert_eq!(p.lookup("meta-llama/Llama-3.3-70B-Instruct").fallback.id(), "llama3_json");
+        assert_eq!(p.lookup("gemma-3-27b").fallback, FallbackProtocol::VCP);
         assert!(!p.lookup("gemma-3-27b").native_tools);
         assert_eq!(p.lookup("some-new-model"), ModelCapabilities::default());
+        // The two answers that once disagreed with the text formats' own table.
+        assert_eq!(p.lookup("qwen3.5-27b").fallback.id(), "qwen3_coder_xml");
+        assert_eq!(p.lookup("Qwen/Qwen3_5-Plus").fallback.id(), "qwen3_coder_xml");
+        assert_eq!(p.lookup("ministral-8b-instruct").fallback.id(), "mistral");
+        assert!(!p.lookup("ministral-8b-instruct").native_tools);
+        assert_eq!(p.lookup("deepseek-chat").fallback.id(), "deepseek_v3");
+        assert!(p.lookup("deepseek-chat").native_tools);
+    }
+
+    #[test]
+    fn every_builtin_entry_is_reachable() {
+        let builtin = ModelProfiles::builtin().builtin;
+        for (i, entry) in builtin.iter().enumerate() {
+            let sample = entry.pattern.replace('*', "");
+            let first = builtin.iter().position(|e| matches_model(&e.pattern, &sample));
+            assert_eq!(first, Some(i), "`{}` is shadowed by an earlier entry", entry.pattern);
+        }
+    }
+
+    #[test]
+    fn builtin_fallbacks_are_known_ids() {
+        for entry in &ModelProfiles::builtin().builtin {
+            if let Some(fallback) = entry.patch.fallback {
+                assert_eq!(FallbackProtocol::from_id(fallback.id()), Some(fallback), "{}", entry.pattern);
+            }
+        }
     }
 
     #[test]
@@ -695,7 +815,7 @@ mod tests {
         let p = ModelProfiles::builtin().with_config_json("cfg.json", json).unwrap();
         let mini = p.lookup("gpt-4o-mini");
         assert!(!mini.native_tools);
-        assert_eq!(mini.fallback, FallbackProtocol::Format(TextFormat::Hermes));
+        assert_eq!(mini.fallback.id(), "hermes");
         assert_eq!(mini.max_output_tokens, Some(100));
         assert_eq!(mini.defaults.stream, Some(false));
         assert_eq!(mini.defaults.thinking, Some(Thinking::Effort(Effort::High)));
@@ -719,6 +839,13 @@ mod tests {
         assert_eq!(
             err("models = []"),
             "m.toml: field `models`: unknown key at the top level; entries go in the `model` list"
+        );
+        assert_eq!(
+            err("[[model]]\nmatch = \"a\"\nfallback = \"hermes2\""),
+            format!(
+                "m.toml: entry 1 (`a`): field `fallback`: unknown protocol `hermes2`; one of {}",
+                TEXT_PROTOCOL_IDS.join(", ")
+            )
         );
         let missing = ModelProfiles::builtin().with_config_file("/nonexistent/models.toml").unwrap_err();
         assert!(missing.to_string().starts_with("/nonexistent/models.toml: cannot read it"), "{missing}");

@@ -18,6 +18,7 @@ mod events;
 pub(crate) mod ids;
 pub mod native;
 mod outcome;
+pub mod reasoning;
 mod registry;
 pub mod textfmt;
 pub mod vcp;

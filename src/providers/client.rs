@@ -39,12 +39,12 @@ use serde_json::Value;
 use super::retry::{self, RetryPolicy};
 use super::{DEFAULT_MAX_STREAM_BYTES, Provider, ResponseStream, WireError, WireFormat};
 use crate::model::{
-    AssistantTurn, ChatModel, ChatModelError, FallbackProtocol, ModelCapabilities, ModelProfiles,
+    AssistantTurn, ChatModel, ChatModelError, ModelCapabilities, ModelProfiles,
     ModelRequest, RequestNote, RequestOptions, TurnDelta,
 };
 use crate::protocol::ToolCallingProtocol;
 use crate::protocol::native::NativeOptions;
-use crate::protocol::textfmt::TextFormatProtocol;
+use crate::protocol::textfmt::{TextFormat, TextFormatProtocol};
 use crate::protocol::vcp::VcpProtocol;
 
 /// A chat model behind an HTTP API: one of the [`Provider`]s, at a base URL, with a key
@@ -625,12 +625,12 @@ impl HttpChatModelBuilder {
         let format: Arc<dyn WireFormat> = Arc::new(provider);
         let capabilities =
             self.capabilities.unwrap_or_else(|| self.profiles.unwrap_or_default().lookup(&model));
-        let protocol: Arc<dyn ToolCallingProtocol> = match (capabilities.native_tools, capabilities.fallback)
-        {
-            (true, _) => native.clone(),
-            (false, FallbackProtocol::Vcp) => Arc::new(VcpProtocol::default()),
-            (false, FallbackProtocol::Format(format)) => Arc::new(TextFormatProtocol::new(format)),
-        };
+        let protocol: Arc<dyn ToolCallingProtocol> =
+            match (capabilities.native_tools, TextFormat::from_fallback(capabilities.fallback)) {
+                (true, _) => native.clone(),
+                (false, None) => Arc::new(VcpProtocol::default()),
+                (false, Some(format)) => Arc::new(TextFormatProtocol::new(format)),
+            };
         tracing::info!(
             %model,
             protocol = protocol.id(),

@@ -2,6 +2,7 @@
 
 use serde_json::{Map, Value};
 
+use super::coerce::{TextCoercion, resolve_ref};
 use super::spec::ArgMap;
 use crate::request::Args;
 
@@ -71,8 +72,9 @@ pub struct ArgumentErrors(pub Vec<ArgumentError>);
 /// A method's argument checker: its schema and the validator compiled from it.
 ///
 /// Text protocols send every value as a string. Before validation each one is coerced
-/// by the type its parameter's schema declares: `"false"` → `false`, `"42"` → `42`,
-/// JSON text → arrays and objects, and `""` for an optional parameter → absent. Values
+/// by the type its parameter's schema declares, as [`TextCoercion`] reads text (the one
+/// reading every protocol's text goes through): `"false"` → `false`, `"42"` → `42`,
+/// JSON text → arrays and objects; and `""` for an optional parameter → absent. Values
 /// that are already JSON (native protocols) are left as they are. Then the arguments
 /// are validated with a validator compiled once per method. Errors name the parameter
 /// and the rule, in words meant for the model.
@@ -105,19 +107,6 @@ impl std::fmt::Debug for ArgumentValidator {
     }
 }
 
-fn json_type_matches(value: &Value, ty: &str) -> bool {
-    match ty {
-        "string" => value.is_string(),
-        "integer" => value.is_i64() || value.is_u64(),
-        "number" => value.is_number(),
-        "boolean" => value.is_boolean(),
-        "array" => value.is_array(),
-        "object" => value.is_object(),
-        "null" => value.is_null(),
-        _ => false,
-    }
-}
-
 impl ArgumentValidator {
     /// Compiles `schema`; an invalid schema is an error naming what is wrong.
     pub fn new(schema: &Value) -> Result<Self, String> {
@@ -130,85 +119,14 @@ impl ArgumentValidator {
         &self.schema
     }
 
-    /// Resolves a local `$ref` (`#/$defs/…`, `#/definitions/…`) one level.
-    fn resolve<'s>(&'s self, schema: &'s Value) -> &'s Value {
-        match schema.get("$ref").and_then(Value::as_str).and_then(|r| r.strip_prefix('#')) {
-            Some(pointer) => self.schema.pointer(pointer).unwrap_or(schema),
-            None => schema,
-        }
-    }
-
-    /// The JSON types a parameter's schema allows, in the order declared (from `type`,
-    /// or from the variants of `anyOf`/`oneOf`).
-    fn types_of<'s>(&'s self, schema: &'s Value) -> Vec<&'s str> {
-        let schema = self.resolve(schema);
-        match schema.get("type") {
-            Some(Value::String(t)) => vec![t.as_str()],
-            Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).collect(),
-            _ => ["anyOf", "oneOf"]
-                .iter()
-                .filter_map(|k| schema.get(k).and_then(Value::as_array))
-                .flatten()
-                .flat_map(|variant| self.types_of(variant))
-                .collect(),
-        }
-    }
-
-    /// A string coerced to the first type it fits, or kept as a string.
-    fn coerce_string(&self, text: &str, schema: &Value) -> Value {
-        let types = self.types_of(schema);
-        if types.is_empty() {
-            // No declared type: an enum of non-strings may still say what is meant.
-            if let Some(values) = self.resolve(schema).get("enum").and_then(Value::as_array) {
-                if let Ok(parsed) = serde_json::from_str::<Value>(text.trim()) {
-                    if values.contains(&parsed) && !values.iter().any(|v| v == text) {
-                        return parsed;
-                    }
-                }
-            }
-            return Value::String(text.to_string());
-        }
-        if types.contains(&"string") {
-            return Value::String(text.to_string());
-        }
-        let trimmed = text.trim();
-        for ty in types {
-            let coerced = match ty {
-                "integer" => trimmed
-                    .parse::<i64>()
-                    .ok()
-                    .map(Value::from)
-                    .or_else(|| trimmed.parse::<u64>().ok().map(Value::from)),
-                "number" => trimmed
-                    .parse::<i64>()
-                    .ok()
-                    .map(Value::from)
-                    .or_else(|| trimmed.parse::<f64>().ok().filter(|f| f.is_finite()).map(Value::from)),
-                "boolean" => match trimmed.to_ascii_lowercase().as_str() {
-                    "true" => Some(Value::Bool(true)),
-                    "false" => Some(Value::Bool(false)),
-                    _ => None,
-                },
-                "null" => (trimmed == "null").then_some(Value::Null),
-                "array" | "object" => {
-                    serde_json::from_str::<Value>(trimmed).ok().filter(|v| json_type_matches(v, ty))
-                }
-                _ => None,
-            };
-            if let Some(value) = coerced {
-                return value;
-            }
-        }
-        Value::String(text.to_string())
-    }
-
     /// The defaults the schema declares for its parameters (a parameter's own `default`,
     /// else that of the schema its local `$ref` points to).
     pub fn defaults(&self) -> ArgMap {
         let mut defaults = Map::new();
         if let Some(properties) = self.schema.get("properties").and_then(Value::as_object) {
             for (name, schema) in properties {
-                let default = schema.get("default").or_else(|| self.resolve(schema).get("default"));
+                let default =
+                    schema.get("default").or_else(|| resolve_ref(schema, &self.schema).get("default"));
                 if let Some(default) = default {
                     defaults.insert(name.clone(), default.clone());
                 }
@@ -236,7 +154,7 @@ impl ArgumentValidator {
         for (key, value) in args {
             let coerced = match (value, properties.get(key)) {
                 (Value::String(s), _) if s.trim().is_empty() && !required.contains(&key.as_str()) => continue,
-                (Value::String(s), Some(schema)) => self.coerce_string(s, schema),
+                (Value::String(s), Some(schema)) => TextCoercion::new().coerce(s, schema, &self.schema),
                 (other, _) => other.clone(),
             };
             out.insert(key.clone(), coerced);

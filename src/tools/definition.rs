@@ -136,6 +136,37 @@ impl MethodDefinition {
         self.protocol_config.get(protocol)
     }
 
+    /// The alias this method answers to in `protocol` (see [`protocol_alias`]).
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use tool_calling::MethodDefinition;
+    /// let write = MethodDefinition::new("write", "Write a file.")
+    ///     .with_protocol_config("vcp", json!({"command": "WriteFile"}));
+    /// assert_eq!(write.alias("vcp"), Some("WriteFile"));
+    /// assert_eq!(write.alias("hermes"), None);
+    /// ```
+    pub fn alias(&self, protocol: &str) -> Option<&str> {
+        protocol_alias(&self.protocol_config, protocol)
+    }
+
+    /// Every alias the method declares, as `(protocol, alias)` pairs, in the order of
+    /// [`protocol_config`](Self::protocol_config).
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use tool_calling::MethodDefinition;
+    /// let write = MethodDefinition::new("write", "Write a file.")
+    ///     .with_protocol_config("vcp", json!({"command": "WriteFile"}))
+    ///     .with_protocol_config("other", json!({"timeout": 3}));
+    /// assert_eq!(write.aliases().collect::<Vec<_>>(), [("vcp", "WriteFile")]);
+    /// ```
+    pub fn aliases(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.protocol_config.keys().filter_map(|protocol| {
+            Some((protocol.as_str(), protocol_alias(&self.protocol_config, protocol)?))
+        })
+    }
+
     /// Adds an example.
     #[must_use]
     pub fn with_example(mut self, example: MethodExample) -> Self {
@@ -312,6 +343,24 @@ impl MethodExample {
         self.output = Some(output);
         self
     }
+}
+
+/// The alias a method answers to in `protocol`: the non-empty string `command` of its
+/// `protocol_config` entry for that protocol (`"vcp": {"command": "WriteFile"}` makes
+/// `WriteFile` the method's VCP command). One accessor for every protocol, so that the
+/// registry checks aliases without knowing any protocol, and each protocol reads its
+/// own alias the same way.
+///
+/// ```
+/// use serde_json::json;
+/// use tool_calling::tools::protocol_alias;
+/// let config = json!({"vcp": {"command": "WriteFile"}, "x": {"command": ""}});
+/// let config = config.as_object().unwrap();
+/// assert_eq!(protocol_alias(config, "vcp"), Some("WriteFile"));
+/// assert_eq!(protocol_alias(config, "x"), None, "an empty alias is none");
+/// ```
+pub fn protocol_alias<'c>(protocol_config: &'c Map<String, Value>, protocol: &str) -> Option<&'c str> {
+    protocol_config.get(protocol)?.get("command")?.as_str().filter(|alias| !alias.is_empty())
 }
 
 #[cfg(test)]

@@ -1,6 +1,7 @@
 //! Tools: what they are ([`ToolSpec`], [`MethodSpec`]), where they are registered
 //! ([`ToolRegistry`], at link time with `#[tool]` or at run time), how a call's
-//! arguments are put together and checked ([`ArgumentValidator`]), and which of them an
+//! arguments are read from text ([`TextCoercion`]), put together and checked
+//! ([`ArgumentValidator`]), and which of them an
 //! agent is offered ([`DiscoveryService`], [`ToolDefinition`]).
 //!
 //! The tool layer knows nothing of protocols or models. It hands protocols plain data:
@@ -10,6 +11,7 @@
 #[cfg(feature = "runtime")]
 mod arguments;
 mod catalog;
+mod coerce;
 mod definition;
 #[cfg(feature = "runtime")]
 mod discovery;
@@ -27,7 +29,8 @@ mod spec;
 #[cfg_attr(docsrs, doc(cfg(feature = "runtime")))]
 pub use arguments::{ArgumentError, ArgumentErrors, ArgumentValidator};
 pub use catalog::{CatalogMethod, CatalogTool, MAX_SUGGESTION_QUERY, ToolCatalog, closest};
-pub use definition::{MethodDefinition, MethodExample, ParameterInfo, ToolDefinition};
+pub use coerce::TextCoercion;
+pub use definition::{MethodDefinition, MethodExample, ParameterInfo, ToolDefinition, protocol_alias};
 #[cfg(feature = "runtime")]
 #[cfg_attr(docsrs, doc(cfg(feature = "runtime")))]
 pub use discovery::{DiscoveredMethod, DiscoveredTool, DiscoveryService, MethodFilter};

@@ -64,6 +64,25 @@ pub enum RegistryError {
         /// The tool already holding the name.
         other_tool: String,
     },
+    /// Two methods of a tool answer to the same name in one protocol: a method declares
+    /// an alias (see [`protocol_alias`](crate::tools::protocol_alias)) that is another
+    /// method's name, or another method's alias in the same protocol. A request naming
+    /// it could not tell the two apart.
+    #[error(
+        "tool `{tool}`: method `{method}` declares the {protocol} alias `{alias}`, which already names method `{other_method}`"
+    )]
+    DuplicateAlias {
+        /// The tool.
+        tool: String,
+        /// The protocol whose alias it is (`vcp` for a VCP command).
+        protocol: String,
+        /// The alias.
+        alias: String,
+        /// The method declaring the alias.
+        method: String,
+        /// The method the alias already names (by its name or its own alias).
+        other_method: String,
+    },
     /// A parameter schema that is not acceptable.
     #[error("tool `{tool}`, method `{method}`, schema at `{field}`: {reason}")]
     InvalidSchema {
@@ -76,6 +95,34 @@ pub enum RegistryError {
         /// What is wrong.
         reason: String,
     },
+}
+
+/// The first alias of `spec` that another of its methods already answers to: method
+/// names and each protocol's aliases share one namespace within a tool (an alias equal
+/// to the method's own name is no clash).
+fn alias_clash(spec: &ToolSpec) -> Option<RegistryError> {
+    let names: HashMap<&str, &str> =
+        spec.methods.iter().map(|m| (m.definition.name.as_str(), m.definition.name.as_str())).collect();
+    let mut aliases: HashMap<(&str, &str), &str> = HashMap::new();
+    for method in &spec.methods {
+        let name = method.definition.name.as_str();
+        for (protocol, alias) in method.definition.aliases() {
+            if alias == name {
+                continue;
+            }
+            let other = names.get(alias).copied().or_else(|| aliases.insert((protocol, alias), name));
+            if let Some(other_method) = other {
+                return Some(RegistryError::DuplicateAlias {
+                    tool: spec.tool_id.clone(),
+                    protocol: protocol.to_string(),
+                    alias: alias.to_string(),
+                    method: name.to_string(),
+                    other_method: other_method.to_string(),
+                });
+            }
+        }
+    }
+    None
 }
 
 /// Checks a parameter schema; returns `(pointer, reason)` for the first problem.
@@ -452,6 +499,9 @@ impl ToolRegistry {
                 }
             })?;
             validators.push(validator);
+        }
+        if let Some(clash) = alias_clash(&spec) {
+            return Err(clash);
         }
         let mut inner = self.write();
         if inner.tools.iter().any(|t| t.spec.tool_id == tool) {

@@ -10,6 +10,7 @@ use super::mistral::TOKEN as MISTRAL;
 use super::pythonic::{START as PYTHON_START, list_starts};
 use super::{TextFormat, TextFormatOptions, TextFormatProtocol};
 use crate::model::{AssistantTurn, Message, TurnDelta};
+use crate::protocol::reasoning::{Piece, ReasoningFilter, unclosed_diagnostic};
 use crate::protocol::vcp::VcpProtocol;
 use crate::protocol::{
     IncrementalParser, ParseOutcome, StreamCollector, StreamEvent, ToolCallingProtocol, ToolDeclarations,
@@ -76,8 +77,6 @@ const VCP_START: &str = "<<<[TOOL_REQUEST";
 const FUNCTION: &str = "<function=";
 const MINIMAX: &str = "<minimax:tool_call>";
 const DS_SEP: &str = "<｜tool▁sep｜>";
-const THINK_OPEN: &str = "<think>";
-const THINK_CLOSE: &str = "</think>";
 
 /// Markers that decide a format by themselves, or after a look at what follows.
 const MARKERS: [&str; 10] =
@@ -92,102 +91,77 @@ enum Step {
     Undecided(usize),
 }
 
-/// The detector's place in a reply.
+/// The detector's place in a reply (reasoning is cut out before it looks: it is given
+/// each stretch of visible text in turn).
 #[derive(Debug, Clone, Copy)]
 struct Detector {
     /// Everything before is prose.
     pos: usize,
-    in_think: bool,
     /// Only whitespace so far.
     reply_start: bool,
 }
 
 impl Detector {
     fn new() -> Self {
-        Detector { pos: 0, in_think: false, reply_start: true }
+        Detector { pos: 0, reply_start: true }
     }
 
-    /// Looks at `text` (the whole reply so far) from where it stopped.
+    /// Looks at `text` (the reply so far, up to the end of the visible stretch being
+    /// read) from where it stopped. `at_end`: the stretch is complete.
     fn step(&mut self, text: &str, at_end: bool) -> Step {
-        loop {
-            if self.in_think {
-                let from = self.pos;
-                match text.as_bytes().get(from..).and_then(|h| super::driver::find_in(h, THINK_CLOSE)) {
-                    Some(at) => {
-                        self.pos = from + at + THINK_CLOSE.len();
-                        self.in_think = false;
-                        self.reply_start = false;
-                        continue;
+        if self.reply_start {
+            let rest = text.get(self.pos..).unwrap_or_default();
+            let blank = rest.len() - rest.trim_start().len();
+            if let Some(decision) = bare_llama(rest.get(blank..).unwrap_or_default(), at_end) {
+                match decision {
+                    Some(true) => {
+                        return Step::Decided(Detected::Format(TextFormat::Llama3Json), self.pos + blank);
                     }
-                    None => {
-                        // All of it is prose (reasoning); only a cut-off closing tag waits.
-                        let hold = if at_end { text.len() } else { hold_start(text, from, &[THINK_CLOSE]) };
-                        self.pos = hold.max(from);
-                        return Step::Undecided(hold);
-                    }
+                    Some(false) => {}
+                    None => return Step::Undecided(self.pos),
                 }
             }
-            if self.reply_start {
-                let rest = text.get(self.pos..).unwrap_or_default();
-                let blank = rest.len() - rest.trim_start().len();
-                if let Some(decision) = bare_llama(rest.get(blank..).unwrap_or_default(), at_end) {
-                    match decision {
-                        Some(true) => {
-                            return Step::Decided(Detected::Format(TextFormat::Llama3Json), self.pos + blank);
-                        }
-                        Some(false) => {}
-                        None => return Step::Undecided(self.pos),
-                    }
+        }
+        // The earliest marker from here.
+        let from = self.pos;
+        let hay = text.as_bytes().get(from..).unwrap_or_default();
+        let mut best: Option<(usize, usize)> = None;
+        for (i, marker) in MARKERS.iter().enumerate() {
+            if let Some(at) = super::driver::find_in(hay, marker) {
+                if best.is_none_or(|(b, _)| from + at < b) {
+                    best = Some((from + at, i));
                 }
             }
-            // The earliest marker (or `<think>`) from here.
-            let from = self.pos;
-            let hay = text.as_bytes().get(from..).unwrap_or_default();
-            let mut best: Option<(usize, usize)> = None;
-            for (i, marker) in MARKERS.iter().chain([&THINK_OPEN]).enumerate() {
-                if let Some(at) = super::driver::find_in(hay, marker) {
-                    if best.is_none_or(|(b, _)| from + at < b) {
-                        best = Some((from + at, i));
-                    }
-                }
+        }
+        // A cut-off marker at the end of the text (nothing decides before it).
+        let hold = if at_end { text.len() } else { hold_start(text, from, &MARKERS) };
+        let limit = best.map_or(hold, |(at, _)| at);
+        // A Python call list in prose, before that.
+        if let Some(step) = self.pythonic(text, from, limit, at_end) {
+            return step;
+        }
+        let Some((at, i)) = best else {
+            self.note_prose(text, from, hold);
+            return Step::Undecided(hold);
+        };
+        let detected = match MARKERS.get(i).copied().unwrap_or_default() {
+            VCP_START => Some(Detected::Vcp),
+            TOOL_CALL => after_tool_call(text, at + TOOL_CALL.len(), at_end),
+            FUNCTION => Some(Detected::Format(TextFormat::Qwen3CoderXml)),
+            MISTRAL => Some(Detected::Format(TextFormat::Mistral)),
+            PYTHON_TAG => Some(Detected::Format(TextFormat::Llama3Json)),
+            PYTHON_START => Some(Detected::Format(TextFormat::Pythonic)),
+            DS_CALLS | DS_CALL => deepseek_version(text, at, at_end),
+            KIMI => Some(Detected::Format(TextFormat::KimiK2)),
+            _ => Some(Detected::Format(TextFormat::MinimaxM2)),
+        };
+        self.note_prose(text, from, at);
+        match detected {
+            Some(detected) => Step::Decided(detected, at),
+            None => {
+                self.pos = at;
+                Step::Undecided(at)
             }
-            // A cut-off marker at the end of the text (nothing decides before it).
-            let hold = if at_end { text.len() } else { hold_start(text, from, &all_tokens()) };
-            let limit = best.map_or(hold, |(at, _)| at);
-            // A Python call list in prose, before that.
-            if let Some(step) = self.pythonic(text, from, limit, at_end) {
-                return step;
-            }
-            let Some((at, i)) = best else {
-                self.note_prose(text, from, hold);
-                return Step::Undecided(hold);
-            };
-            if i == MARKERS.len() {
-                // `<think>`: prose in every protocol, and what is inside decides nothing.
-                self.note_prose(text, from, at);
-                self.pos = at + THINK_OPEN.len();
-                self.in_think = true;
-                continue;
-            }
-            let detected = match MARKERS.get(i).copied().unwrap_or_default() {
-                VCP_START => Some(Detected::Vcp),
-                TOOL_CALL => after_tool_call(text, at + TOOL_CALL.len(), at_end),
-                FUNCTION => Some(Detected::Format(TextFormat::Qwen3CoderXml)),
-                MISTRAL => Some(Detected::Format(TextFormat::Mistral)),
-                PYTHON_TAG => Some(Detected::Format(TextFormat::Llama3Json)),
-                PYTHON_START => Some(Detected::Format(TextFormat::Pythonic)),
-                DS_CALLS | DS_CALL => deepseek_version(text, at, at_end),
-                KIMI => Some(Detected::Format(TextFormat::KimiK2)),
-                _ => Some(Detected::Format(TextFormat::MinimaxM2)),
-            };
-            self.note_prose(text, from, at);
-            return match detected {
-                Some(detected) => Step::Decided(detected, at),
-                None => {
-                    self.pos = at;
-                    Step::Undecided(at)
-                }
-            };
         }
     }
 
@@ -220,8 +194,113 @@ impl Detector {
     }
 }
 
-fn all_tokens() -> Vec<&'static str> {
-    MARKERS.iter().copied().chain([THINK_OPEN]).collect()
+/// What the lookout reports while it reads, offsets relative to the text it is given.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Seen {
+    /// The text before this is prose (visible, decides nothing).
+    Prose(usize),
+    /// The text before this that is not prose yet is hidden reasoning.
+    Hidden(usize),
+}
+
+/// The [`Detector`] with the reasoning rule in front of it: reasoning is cut out, and the
+/// detector reads each stretch of visible text between two pieces of reasoning as a whole
+/// (a marker never spans reasoning), as the protocol it decides on will read it.
+#[derive(Debug, Clone)]
+struct Lookout {
+    detector: Detector,
+    /// `None` when reasoning is read like any other text.
+    filter: Option<ReasoningFilter>,
+    /// The end (in the reply) of the visible text classified so far.
+    visible_to: usize,
+    /// The text classified last is hidden.
+    hidden: bool,
+}
+
+impl Lookout {
+    fn new(hide_reasoning: bool) -> Self {
+        Lookout {
+            detector: Detector::new(),
+            filter: hide_reasoning.then(ReasoningFilter::default),
+            visible_to: 0,
+            hidden: false,
+        }
+    }
+
+    /// Reads `text` (the reply from offset `base` on, from where it stopped); returns the
+    /// decision and where its markup begins, once made. `seen` hears where prose and
+    /// hidden text end before that.
+    fn look(
+        &mut self,
+        text: &str,
+        base: usize,
+        at_end: bool,
+        seen: &mut dyn FnMut(Seen),
+    ) -> Option<(Detected, usize)> {
+        let Some(filter) = self.filter.as_mut() else {
+            return step(&mut self.detector, text, at_end, seen);
+        };
+        let from = filter.decided().max(base);
+        let mut pieces = Vec::new();
+        filter.advance(text.get(from - base..).unwrap_or_default(), from, at_end, &mut |piece| {
+            pieces.push(piece);
+        });
+        for piece in pieces {
+            match piece {
+                Piece::Visible(start, end) => {
+                    if self.hidden {
+                        self.hidden = false;
+                        seen(Seen::Hidden(start - base));
+                        self.detector.pos = self.detector.pos.max(start - base);
+                    }
+                    self.visible_to = end;
+                }
+                Piece::Hidden if !self.hidden => {
+                    // Reasoning begins: the visible stretch before it is complete.
+                    let stretch = text.get(..self.visible_to - base).unwrap_or_default();
+                    if let Some(decided) = step(&mut self.detector, stretch, true, seen) {
+                        return Some(decided);
+                    }
+                    self.hidden = true;
+                }
+                Piece::Hidden => {}
+            }
+        }
+        if self.hidden {
+            let done = filter.decided().saturating_sub(base).min(text.len());
+            seen(Seen::Hidden(done));
+            self.detector.pos = self.detector.pos.max(done);
+            return None;
+        }
+        let stretch = text.get(..self.visible_to - base).unwrap_or_default();
+        step(&mut self.detector, stretch, at_end, seen)
+    }
+
+    /// The opening tag of reasoning never closed, once the text has ended.
+    fn unclosed(&self) -> Option<(usize, usize)> {
+        self.filter.as_ref().and_then(ReasoningFilter::unclosed)
+    }
+
+    /// Moves offsets `by` bytes back (the caller dropped that much text).
+    fn shift(&mut self, by: usize) {
+        self.detector.pos = self.detector.pos.saturating_sub(by);
+    }
+}
+
+/// One step of the detector over `text`, prose reported to `seen`.
+fn step(
+    detector: &mut Detector,
+    text: &str,
+    at_end: bool,
+    seen: &mut dyn FnMut(Seen),
+) -> Option<(Detected, usize)> {
+    match detector.step(text, at_end) {
+        Step::Decided(detected, at) => Some((detected, at)),
+        Step::Undecided(upto) => {
+            seen(Seen::Prose(upto));
+            None
+        }
+    }
 }
 
 /// Where a tail of `text[from..]` that may begin one of `tokens` starts (else its end).
@@ -319,7 +398,8 @@ fn deepseek_version(text: &str, at: usize, at_end: bool) -> Option<Detected> {
 /// [`TurnState`], so one `AutoProtocol` serves any number of conversations at once.
 ///
 /// Text before the first markup is normal text in every protocol, so it is reported
-/// before the decision; a `<think>` block decides nothing. Markers that several formats
+/// before the decision; reasoning is hidden by the rule every text protocol shares
+/// ([`reasoning`](crate::protocol::reasoning)) and decides nothing. Markers that several formats
 /// share are told apart by what follows: `<tool_call>` then `{` is `hermes`, then
 /// `<function=` is `qwen3_coder_xml`, then a name and a line break is `glm45`, a name
 /// and anything else `glm47`; DeepSeek's first call says V3 (`function<｜tool▁sep｜>`) or
@@ -390,12 +470,9 @@ impl AutoProtocol {
         self.with_prompt_format(prompt)
     }
 
-    /// Which protocol `text` uses, if it holds any markup.
+    /// Which protocol `text` uses, if it holds any markup (outside reasoning).
     pub fn detect(text: &str) -> Option<Detected> {
-        match Detector::new().step(text, true) {
-            Step::Decided(detected, _) => Some(detected),
-            Step::Undecided(_) => None,
-        }
+        Lookout::new(true).look(text, 0, true, &mut |_| {}).map(|(detected, _)| detected)
     }
 
     /// Reads a whole reply: the requests, diagnostics and normal text, and in its
@@ -416,7 +493,7 @@ impl AutoProtocol {
         AutoStreamParser {
             vcp: self.vcp.clone(),
             options: self.options,
-            detector: Detector::new(),
+            lookout: Lookout::new(self.options.skip_reasoning),
             buffer: String::new(),
             base: 0,
             emitted: 0,
@@ -516,7 +593,7 @@ impl std::fmt::Debug for Inner {
 pub struct AutoStreamParser {
     vcp: VcpProtocol,
     options: TextFormatOptions,
-    detector: Detector,
+    lookout: Lookout,
     /// The reply until a decision (from offset `base` on).
     buffer: String,
     /// Offset of `buffer[0]` in the reply.
@@ -535,19 +612,31 @@ impl AutoStreamParser {
     }
 
     fn decide(&mut self, at_end: bool, events: &mut Vec<StreamEvent>) {
-        match self.detector.step(&self.buffer, at_end) {
-            Step::Undecided(upto) => {
-                self.prose(upto, events);
+        let mut seen = Vec::new();
+        let decision = self.lookout.look(&self.buffer, self.base, at_end, &mut |s| seen.push(s));
+        for s in seen {
+            match s {
+                Seen::Prose(upto) => self.prose(upto, events),
+                Seen::Hidden(to) => self.emitted = self.emitted.max(to),
+            }
+        }
+        match decision {
+            None => {
+                if at_end {
+                    if let Some((start, end)) = self.lookout.unclosed() {
+                        events.push(StreamEvent::Diagnostic(unclosed_diagnostic(start, end)));
+                    }
+                }
                 // Drop reported prose once it is most of the buffer: amortised linear.
                 if self.emitted > 0 && self.emitted >= self.buffer.len() / 2 {
                     let n = self.emitted;
                     self.buffer.drain(..n);
                     self.base += n;
                     self.emitted = 0;
-                    self.detector.pos = self.detector.pos.saturating_sub(n);
+                    self.lookout.shift(n);
                 }
             }
-            Step::Decided(detected, at) => {
+            Some((detected, at)) => {
                 self.prose(at, events);
                 events.push(StreamEvent::TurnState(detected.state()));
                 let parser: Box<dyn IncrementalParser> = match detected {
@@ -560,7 +649,7 @@ impl AutoStreamParser {
                 self.inner = Some((inner, self.base + at));
                 let rest = self.buffer.get(at..).unwrap_or_default().to_string();
                 self.buffer = String::new();
-                self.forward(&rest, events);
+                self.forward(Some(&rest), events);
             }
         }
     }
@@ -575,12 +664,16 @@ impl AutoStreamParser {
         }
     }
 
-    /// Feeds the chosen parser; shifts its offsets into the reply's.
-    fn forward(&mut self, text: &str, events: &mut Vec<StreamEvent>) {
+    /// Feeds the chosen parser `text`, or the end of the reply (`None`); shifts its
+    /// offsets into the reply's.
+    fn forward(&mut self, text: Option<&str>, events: &mut Vec<StreamEvent>) {
         let Some((inner, base)) = self.inner.as_mut() else { return };
         let base = *base;
         let mut inner_events = Vec::new();
-        inner.parser.push_text(text, &mut inner_events);
+        match text {
+            Some(text) => inner.parser.push_text(text, &mut inner_events),
+            None => inner.parser.finish(&mut inner_events),
+        }
         relay(inner_events, base, events);
     }
 }
@@ -618,29 +711,23 @@ impl IncrementalParser for AutoStreamParser {
     }
 
     fn push_text(&mut self, text: &str, events: &mut Vec<StreamEvent>) {
-        if self.finished || text.is_empty() {
-            return;
+        match (self.finished || text.is_empty(), self.inner.is_some()) {
+            (true, _) => {}
+            (false, true) => self.forward(Some(text), events),
+            (false, false) => {
+                self.buffer.push_str(text);
+                self.decide(false, events);
+            }
         }
-        if self.inner.is_some() {
-            self.forward(text, events);
-            return;
-        }
-        self.buffer.push_str(text);
-        self.decide(false, events);
     }
 
     fn finish(&mut self, events: &mut Vec<StreamEvent>) {
-        if self.finished {
+        if std::mem::replace(&mut self.finished, true) {
             return;
         }
-        self.finished = true;
         if self.inner.is_none() {
             self.decide(true, events);
         }
-        let Some((inner, base)) = self.inner.as_mut() else { return };
-        let base = *base;
-        let mut inner_events = Vec::new();
-        inner.parser.finish(&mut inner_events);
-        relay(inner_events, base, events);
+        self.forward(None, events);
     }
 }

@@ -14,7 +14,7 @@
 //! choices: the V3 type word is not checked; a call outside a `<｜tool▁calls▁begin｜>`
 //! section is read too; an `<｜end▁of▁sentence｜>` right after the section is markup.
 
-use super::driver::{Format, Found, InSection, RawCall, RegionSearch, Scan, ScanState, Searches, scan_for};
+use super::driver::{Format, Found, InSection, RawCall, Region, Scan, ScanState, Searches, inside};
 use super::json::{kind_of, object_args};
 use crate::request::Args;
 
@@ -39,41 +39,31 @@ impl Format for DeepSeek {
     }
 
     fn in_section(&self, text: &str, from: usize, _kind: u8, search: &mut Searches) -> InSection {
-        match search.tokens(text, from, &[CALL_BEGIN, CALLS_END]) {
-            (Found::Call(at), 0) => InSection::Call(at),
-            (Found::Call(at), _) => {
+        match search.call_or_end(text, from, CALL_BEGIN, CALLS_END) {
+            InSection::End { at, len } => {
                 // An end-of-sentence token right after the section is its markup too.
-                let after = at + CALLS_END.len();
-                let rest = text.get(after..).unwrap_or_default();
+                let rest = text.get(at + len..).unwrap_or_default();
                 if rest.starts_with(END_OF_SENTENCE) {
-                    InSection::End { at, len: CALLS_END.len() + END_OF_SENTENCE.len() }
+                    InSection::End { at, len: len + END_OF_SENTENCE.len() }
                 } else if END_OF_SENTENCE.starts_with(rest) {
                     // Nothing (or part of the token) after it yet: wait. At the end of the
                     // reply, what waits is the section's markup.
                     InSection::Hold(at)
                 } else {
-                    InSection::End { at, len: CALLS_END.len() }
+                    InSection::End { at, len }
                 }
             }
-            (Found::Hold(at), _) => InSection::Hold(at),
-            _ => InSection::Hold(text.len()),
+            other => other,
         }
     }
 
-    fn scan(
-        &self,
-        region: &str,
-        state: &mut ScanState,
-        _at_end: bool,
-        _search: &mut RegionSearch<'_>,
-    ) -> Scan {
-        scan_for(region, state, CALL_BEGIN.len(), CALL_END)
+    fn scan(&self, region: &mut Region<'_>) -> Scan {
+        region.until(CALL_BEGIN.len(), CALL_END)
     }
 
     fn read(&self, region: &str, _state: &ScanState, closed: bool, calls: &mut Vec<RawCall>) {
         let span = 0..region.len();
-        let end = if closed { region.len().saturating_sub(CALL_END.len()) } else { region.len() };
-        let body = region.get(CALL_BEGIN.len()..end).unwrap_or_default();
+        let body = inside(region, CALL_BEGIN.len(), CALL_END, closed);
         let Some(sep) = body.find(SEP) else {
             calls.push(RawCall::broken(
                 span,

@@ -4,17 +4,22 @@
 //! ([`Format::find`]), what sits inside a section that groups calls
 //! ([`Format::in_section`]), where a call region ends ([`Format::scan`], resumable), and
 //! what calls a region holds ([`Format::read`]). The [`Core`] walks the text with those
-//! answers, hides `<think>` blocks (they are prose, and a call drafted inside one is not
-//! a call), and tells a [`Sink`] what it decided. The one-shot parse runs the core once
-//! over the whole reply; the streaming parser runs it over a buffer as text arrives,
-//! keeping only what is undecided. Both make the same decisions, so they give the same
-//! requests whatever the chunking, and each byte is scanned a bounded number of times.
+//! answers and tells a [`Sink`] what it decided. The [`Reader`] puts the reasoning rule
+//! (`protocol::reasoning`) in front of it: reasoning is cut out, and the core reads each
+//! stretch of visible text between two pieces of reasoning as a whole (markup never spans
+//! hidden text). The one-shot parse runs the reader once over the whole reply; the
+//! streaming parser runs it over a buffer as text arrives, keeping only what is
+//! undecided. Both make the same decisions, so they give the same requests whatever the
+//! chunking, and each byte is scanned a bounded number of times.
 
 use std::ops::Range;
 
 use indexmap::IndexMap;
 use memchr::memmem;
 
+use super::json::{Balanced, Quotes, scan_balanced};
+use crate::Diagnostic;
+use crate::protocol::reasoning::{Piece, ReasoningFilter, unclosed_diagnostic};
 use crate::request::Args;
 
 /// What a format sees in prose, from a given position on.
@@ -93,6 +98,12 @@ pub(crate) struct RawCall {
 }
 
 impl RawCall {
+    /// Adds an argument written as text: `text` as written, `value` as it reads.
+    pub(crate) fn text_arg(&mut self, key: String, text: &str, value: serde_json::Value) {
+        self.args.insert(key.clone(), value);
+        self.text_args.insert(key, text.to_string());
+    }
+
     /// A call at `span` with problem `problem`.
     pub(crate) fn broken(span: Range<usize>, name: impl Into<String>, problem: impl Into<String>) -> Self {
         RawCall { span, name: name.into(), problems: vec![problem.into()], ..RawCall::default() }
@@ -158,6 +169,31 @@ impl Searches {
         }
     }
 
+    /// A section that opens with `token` (of kind 1), else what the search for it says.
+    pub(crate) fn section(&mut self, text: &str, from: usize, token: &'static str) -> Found {
+        match self.token(text, from, token) {
+            Found::Call(at) => Found::Section { at, len: token.len(), kind: 1 },
+            other => other,
+        }
+    }
+
+    /// Inside a section: the next call (at `call`) or the section's end (`end`),
+    /// whichever comes first.
+    pub(crate) fn call_or_end(
+        &mut self,
+        text: &str,
+        from: usize,
+        call: &'static str,
+        end: &'static str,
+    ) -> InSection {
+        match self.tokens(text, from, &[call, end]) {
+            (Found::Call(at), 0) => InSection::Call(at),
+            (Found::Call(at), _) => InSection::End { at, len: end.len() },
+            (Found::Hold(at), _) => InSection::Hold(at),
+            _ => InSection::Hold(text.len()),
+        }
+    }
+
     /// The earliest of several tokens, with the index of the one found; remembering.
     pub(crate) fn tokens(&mut self, text: &str, from: usize, tokens: &[&'static str]) -> (Found, usize) {
         let mut best: Option<(usize, usize)> = None;
@@ -178,53 +214,101 @@ impl Searches {
     }
 }
 
-/// Token searches inside a call region that starts at `start` in the text.
+/// A call region being scanned ([`Format::scan`]).
 #[derive(Debug)]
-pub(crate) struct RegionSearch<'a> {
-    search: &'a mut Searches,
+pub(crate) struct Region<'r> {
+    /// The region's text so far (it starts with the region's markup).
+    pub text: &'r str,
+    /// The format's progress through it, kept between pushes.
+    pub state: &'r mut ScanState,
+    /// No more text will come.
+    pub at_end: bool,
+    /// Token searches (remembering across regions), and where the region starts in the
+    /// text they search.
+    search: &'r mut Searches,
     start: usize,
 }
 
-impl RegionSearch<'_> {
-    /// The earliest of `tokens` in `region` at or after `from` (region offsets), with
+impl Region<'_> {
+    /// The earliest of `tokens` in the region at or after `from` (region offsets), with
     /// its index.
-    pub(crate) fn earliest(
-        &mut self,
-        region: &str,
-        from: usize,
-        tokens: &[&'static str],
-    ) -> Option<(usize, usize)> {
-        let start = self.start;
+    pub(crate) fn earliest(&mut self, from: usize, tokens: &[&'static str]) -> Option<(usize, usize)> {
+        let (text, start) = (self.text, self.start);
         tokens
             .iter()
             .enumerate()
             .filter_map(|(i, token)| {
-                self.search.next_in(region, start, start + from, token).map(|at| (at - start, i))
+                self.search.next_in(text, start, start + from, token).map(|at| (at - start, i))
             })
             .min()
     }
+
+    /// A region that ends with `close`, looked for after the opening markup
+    /// (`open_len` bytes): see [`scan_for`].
+    pub(crate) fn until(&mut self, open_len: usize, close: &'static str) -> Scan {
+        scan_for(self.text, self.state, open_len, close)
+    }
+
+    /// A region that is one balanced bracket group from its first byte: closed after
+    /// the group, or still open.
+    pub(crate) fn balanced(&mut self, quotes: Quotes) -> Scan {
+        match scan_balanced(self.text, 0, self.state, quotes, None) {
+            Balanced::End(end) => Scan::Closed(end),
+            _ => Scan::Open,
+        }
+    }
+}
+
+/// The tokens of a format whose calls stand in sections: a section opens with `open`,
+/// each call in it begins with `call`, and `end` closes it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SectionTokens {
+    pub open: &'static str,
+    pub call: &'static str,
+    pub end: &'static str,
 }
 
 /// One text format: where its markup is, and what it means.
 pub(crate) trait Format: Send + Sync {
+    /// For a format whose calls stand in sections and nowhere else, their tokens: the
+    /// default [`find`](Self::find) and [`in_section`](Self::in_section) read them.
+    fn sections(&self) -> Option<SectionTokens> {
+        None
+    }
+
     /// The first markup in `text[from..]`. `reply_start`: the reply before `from` is
     /// only whitespace. Token searches go through `search`.
-    fn find(&self, text: &str, from: usize, reply_start: bool, search: &mut Searches) -> Found;
+    fn find(&self, text: &str, from: usize, reply_start: bool, search: &mut Searches) -> Found {
+        let _ = reply_start;
+        self.sections().map_or(Found::Nothing, |tokens| search.section(text, from, tokens.open))
+    }
 
     /// Inside a section of kind `kind`: what comes at or after `from`.
     fn in_section(&self, text: &str, from: usize, kind: u8, search: &mut Searches) -> InSection {
-        let _ = (text, kind, search);
-        InSection::Leave(from)
+        let _ = kind;
+        match self.sections() {
+            Some(tokens) => search.call_or_end(text, from, tokens.call, tokens.end),
+            None => InSection::Leave(from),
+        }
     }
 
-    /// Scans the call region `region` (which starts with the region's markup) on from
-    /// `state.pos`. `at_end`: no more text will come. `search` finds tokens in the region
-    /// (remembering across regions).
-    fn scan(&self, region: &str, state: &mut ScanState, at_end: bool, search: &mut RegionSearch<'_>) -> Scan;
+    /// Scans a call region on from where its state stopped.
+    fn scan(&self, region: &mut Region<'_>) -> Scan;
 
     /// The calls of a region that ended (`closed`), or was cut off by the end of the
     /// reply. A region that holds no call is prose.
     fn read(&self, region: &str, state: &ScanState, closed: bool, calls: &mut Vec<RawCall>);
+}
+
+/// How a call region ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum RegionEnd {
+    /// At its closing markup.
+    Closed,
+    /// The reply ended inside it.
+    ReplyEnded,
+    /// Reasoning began inside it (markup never spans hidden text).
+    ReasoningBegan,
 }
 
 /// What the core decides, in order.
@@ -234,20 +318,115 @@ pub(crate) trait Sink {
     /// A call region begins at `at`.
     fn region_started(&mut self, at: usize);
     /// A region ended with these calls (offsets relative to `range.start`), which the
-    /// sink takes (drains); `closed` is false when the reply ended inside it. No calls:
-    /// the region was prose.
-    fn region(&mut self, text: &str, range: Range<usize>, calls: &mut Vec<RawCall>, closed: bool);
+    /// sink takes (drains); `end` says how it ended. No calls: the region was prose.
+    fn region(&mut self, text: &str, range: Range<usize>, calls: &mut Vec<RawCall>, end: RegionEnd);
+    /// Something the reader noticed outside any call (reasoning never closed).
+    fn diagnostic(&mut self, diagnostic: Diagnostic);
 }
 
-const THINK_OPEN: &str = "<think>";
-const THINK_CLOSE: &str = "</think>";
+/// Reads a reply with a format: reasoning hidden by the one rule, the [`Core`] run over
+/// each stretch of visible text. Offsets are those of the [`Core`] (into the text it is
+/// run on), except the filter's and `visible_to`, which are the reply's.
+#[derive(Debug, Clone)]
+pub(crate) struct Reader {
+    core: Core,
+    /// `None` when reasoning is read like any other text.
+    filter: Option<ReasoningFilter>,
+    /// The end (in the reply) of the visible text classified so far.
+    visible_to: usize,
+    /// The text classified last is hidden: the core resumes at the next visible piece.
+    hidden: bool,
+    /// What the filter decided in one run (kept to reuse its allocation).
+    pieces: Vec<Piece>,
+}
+
+impl Reader {
+    /// A reader that hides reasoning when `hide_reasoning`.
+    pub(crate) fn new(hide_reasoning: bool) -> Self {
+        Reader {
+            core: Core::new(),
+            filter: hide_reasoning.then(ReasoningFilter::default),
+            visible_to: 0,
+            hidden: false,
+            pieces: Vec::new(),
+        }
+    }
+
+    /// Moves the core's offsets `by` bytes back (the caller dropped that much decided
+    /// text).
+    pub(crate) fn shift(&mut self, by: usize) {
+        self.core.shift(by);
+    }
+
+    /// Reads `text` (the reply from offset `base` on) from `pos` on, as [`Core::run`]
+    /// does; returns where the undecided text begins.
+    pub(crate) fn run(
+        &mut self,
+        format: &dyn Format,
+        text: &str,
+        base: usize,
+        mut pos: usize,
+        at_end: bool,
+        sink: &mut dyn Sink,
+    ) -> usize {
+        let Some(filter) = self.filter.as_mut() else {
+            return self.core.run(format, Window { text, base, at_end }, pos, sink);
+        };
+        let from = filter.decided().max(base);
+        let mut pieces = std::mem::take(&mut self.pieces);
+        pieces.clear();
+        filter.advance(text.get(from - base..).unwrap_or_default(), from, at_end, &mut |piece| {
+            pieces.push(piece);
+        });
+        for piece in pieces.drain(..) {
+            match piece {
+                Piece::Visible(start, end) => {
+                    if self.hidden {
+                        self.hidden = false;
+                        pos = start - base;
+                    }
+                    self.visible_to = end;
+                }
+                Piece::Hidden if !self.hidden => {
+                    // Reasoning begins: the visible stretch before it is read to its end.
+                    let stretch = text.get(..self.visible_to - base).unwrap_or_default();
+                    self.core.cut = RegionEnd::ReasoningBegan;
+                    self.core.run(format, Window { text: stretch, base, at_end: true }, pos, sink);
+                    self.core.cut = RegionEnd::ReplyEnded;
+                    self.hidden = true;
+                }
+                Piece::Hidden => {}
+            }
+        }
+        self.pieces = pieces;
+        if at_end {
+            if let Some((start, end)) = filter.unclosed() {
+                sink.diagnostic(unclosed_diagnostic(start, end));
+            }
+        }
+        if self.hidden {
+            // Everything the filter decided is hidden or read.
+            return filter.decided().saturating_sub(base).max(pos).min(text.len());
+        }
+        let stretch = text.get(..self.visible_to - base).unwrap_or_default();
+        self.core.run(format, Window { text: stretch, base, at_end }, pos, sink)
+    }
+}
+
+/// The text the core reads in one run.
+#[derive(Debug, Clone, Copy)]
+struct Window<'t> {
+    /// The text (the reply from offset `base` on, up to where it is read this time).
+    text: &'t str,
+    base: usize,
+    /// No more text will come (the reply, or the stretch of visible text, is complete).
+    at_end: bool,
+}
 
 /// Where the core is.
 #[derive(Debug, Clone, Copy)]
 enum Mode {
     Prose,
-    /// Inside `<think>` (its opening tag is behind).
-    Reasoning,
     /// Inside a section of kind `kind`.
     Section {
         kind: u8,
@@ -267,24 +446,19 @@ pub(crate) struct Core {
     mode: Mode,
     /// Only whitespace has been decided so far.
     reply_start: bool,
-    skip_reasoning: bool,
-    /// No `<think>` starts before this offset (searched already)…
-    think_none_before: usize,
-    /// …and the next one found starts here.
-    think_at: Option<usize>,
+    /// How the end of the text ends a region that is still open.
+    cut: RegionEnd,
     /// The calls of the region being read (kept to reuse its allocation).
     calls: Vec<RawCall>,
     search: Searches,
 }
 
 impl Core {
-    pub(crate) fn new(skip_reasoning: bool) -> Self {
+    pub(crate) fn new() -> Self {
         Core {
             mode: Mode::Prose,
             reply_start: true,
-            skip_reasoning,
-            think_none_before: 0,
-            think_at: None,
+            cut: RegionEnd::ReplyEnded,
             calls: Vec::new(),
             search: Searches::default(),
         }
@@ -293,84 +467,43 @@ impl Core {
     /// Moves kept offsets `by` bytes back (the caller dropped that much decided text).
     pub(crate) fn shift(&mut self, by: usize) {
         self.search.shift(by);
-        self.think_none_before = self.think_none_before.saturating_sub(by);
-        self.think_at = self.think_at.and_then(|at| at.checked_sub(by));
         match &mut self.mode {
             Mode::Call { start, .. } => *start = start.saturating_sub(by),
-            Mode::Prose | Mode::Reasoning | Mode::Section { .. } => {}
+            Mode::Prose | Mode::Section { .. } => {}
         }
     }
 
-    /// Reads `text` from `pos` on; returns where the undecided text begins (everything
-    /// before it was told to `sink`). `base` is the offset of `text` in the reply.
-    pub(crate) fn run(
-        &mut self,
-        format: &dyn Format,
-        text: &str,
-        base: usize,
-        mut pos: usize,
-        at_end: bool,
-        sink: &mut dyn Sink,
-    ) -> usize {
+    /// Reads the window's text from `pos` on; returns where the undecided text begins
+    /// (everything before it was told to `sink`).
+    fn run(&mut self, format: &dyn Format, window: Window<'_>, mut pos: usize, sink: &mut dyn Sink) -> usize {
+        let Window { text, base, at_end } = window;
         loop {
             match self.mode {
-                Mode::Prose => {
-                    let found = format.find(text, pos, self.reply_start, &mut self.search);
-                    let think = if self.skip_reasoning { self.find_think(text, pos) } else { Found::Nothing };
-                    let earliest = earliest(found, think);
-                    match earliest {
-                        (Found::Nothing, _) => {
-                            self.prose(text, base, pos, text.len(), sink);
+                Mode::Prose => match format.find(text, pos, self.reply_start, &mut self.search) {
+                    Found::Nothing => {
+                        self.prose(text, base, pos, text.len(), sink);
+                        return text.len();
+                    }
+                    Found::Hold(at) => {
+                        self.prose(text, base, pos, at, sink);
+                        if at_end {
+                            self.prose(text, base, at, text.len(), sink);
                             return text.len();
                         }
-                        (Found::Hold(at), _) => {
-                            self.prose(text, base, pos, at, sink);
-                            if at_end {
-                                self.prose(text, base, at, text.len(), sink);
-                                return text.len();
-                            }
-                            return at;
-                        }
-                        (Found::Call(at), true) => {
-                            // `<think>` opens first: it is prose, and so is what it holds.
-                            let inside = at + THINK_OPEN.len();
-                            self.prose(text, base, pos, inside, sink);
-                            self.mode = Mode::Reasoning;
-                            pos = inside;
-                        }
-                        (Found::Call(at), false) => {
-                            self.prose(text, base, pos, at, sink);
-                            self.reply_start = false;
-                            sink.region_started(base + at);
-                            self.mode =
-                                Mode::Call { start: at, state: ScanState::default(), in_section: None };
-                            pos = at;
-                        }
-                        (Found::Section { at, len, kind }, _) => {
-                            self.prose(text, base, pos, at, sink);
-                            self.reply_start = false;
-                            self.mode = Mode::Section { kind };
-                            pos = at + len;
-                        }
-                    }
-                }
-                Mode::Reasoning => match find_token(text, pos, THINK_CLOSE) {
-                    Found::Call(at) => {
-                        let end = at + THINK_CLOSE.len();
-                        self.prose(text, base, pos, end, sink);
-                        self.mode = Mode::Prose;
-                        pos = end;
-                    }
-                    Found::Hold(at) if !at_end => {
-                        self.prose(text, base, pos, at, sink);
                         return at;
                     }
-                    _ => {
-                        self.prose(text, base, pos, text.len(), sink);
-                        if at_end {
-                            self.mode = Mode::Prose;
-                        }
-                        return text.len();
+                    Found::Call(at) => {
+                        self.prose(text, base, pos, at, sink);
+                        self.reply_start = false;
+                        sink.region_started(base + at);
+                        self.mode = Mode::Call { start: at, state: ScanState::default(), in_section: None };
+                        pos = at;
+                    }
+                    Found::Section { at, len, kind } => {
+                        self.prose(text, base, pos, at, sink);
+                        self.reply_start = false;
+                        self.mode = Mode::Section { kind };
+                        pos = at + len;
                     }
                 },
                 Mode::Section { kind } => match format.in_section(text, pos, kind, &mut self.search) {
@@ -399,8 +532,9 @@ impl Core {
                 },
                 Mode::Call { start, mut state, in_section } => {
                     let region = text.get(start..).unwrap_or_default();
-                    let mut search = RegionSearch { search: &mut self.search, start };
-                    let scan = format.scan(region, &mut state, at_end, &mut search);
+                    let search = &mut self.search;
+                    let scan =
+                        format.scan(&mut Region { text: region, state: &mut state, at_end, search, start });
                     let after = match in_section {
                         Some(kind) => Mode::Section { kind },
                         None => Mode::Prose,
@@ -420,7 +554,7 @@ impl Core {
                                 region.get(..n).unwrap_or_default(),
                                 base + start..base + start + n,
                                 &mut self.calls,
-                                true,
+                                RegionEnd::Closed,
                             );
                             self.reply_start = false;
                             self.mode = Mode::Prose;
@@ -461,29 +595,10 @@ impl Core {
             call.span.end = call.span.end.min(region.len());
             call.span.start = call.span.start.min(call.span.end);
         }
-        sink.region(region, base + start..base + start + end, &mut calls, closed);
+        let how = if closed { RegionEnd::Closed } else { self.cut };
+        sink.region(region, base + start..base + start + end, &mut calls, how);
         calls.clear();
         self.calls = calls;
-    }
-
-    /// The next `<think>` at or after `pos`, searching each part of the text once (a
-    /// reply with no reasoning is not searched again for every call in it).
-    fn find_think(&mut self, text: &str, pos: usize) -> Found {
-        if let Some(at) = self.think_at.filter(|&at| at >= pos) {
-            return Found::Call(at);
-        }
-        let from = pos.max(self.think_none_before);
-        match find_token(text, from, THINK_OPEN) {
-            Found::Call(at) => {
-                self.think_at = Some(at);
-                Found::Call(at)
-            }
-            other => {
-                self.think_at = None;
-                self.think_none_before = text.len().saturating_sub(THINK_OPEN.len() - 1).max(from);
-                other
-            }
-        }
     }
 
     fn prose(&mut self, text: &str, base: usize, from: usize, to: usize, sink: &mut dyn Sink) {
@@ -495,27 +610,6 @@ impl Core {
             self.reply_start = false;
         }
         sink.prose(piece, base + from..base + to);
-    }
-}
-
-/// The earlier of a format's finding and a `<think>` finding; `true` when `<think>`
-/// comes first (and decides).
-fn earliest(found: Found, think: Found) -> (Found, bool) {
-    let at = |f: Found| match f {
-        Found::Call(at) | Found::Hold(at) | Found::Section { at, .. } => Some(at),
-        Found::Nothing => None,
-    };
-    match (at(found), at(think)) {
-        (_, None) => (found, false),
-        (None, Some(_)) => match think {
-            Found::Hold(at) => (Found::Hold(at), false),
-            other => (other, true),
-        },
-        (Some(f), Some(t)) if t < f => match think {
-            Found::Hold(at) => (Found::Hold(at), false),
-            other => (other, true),
-        },
-        _ => (found, false),
     }
 }
 
@@ -544,19 +638,6 @@ pub(crate) fn find_in(hay: &[u8], token: &'static str) -> Option<usize> {
     })
 }
 
-/// The first `token` in `text[from..]` (`Call` at its start), or the start of a
-/// trailing piece that may begin it (`Hold`).
-pub(crate) fn find_token(text: &str, from: usize, token: &'static str) -> Found {
-    let hay = text.as_bytes().get(from..).unwrap_or_default();
-    match find_in(hay, token) {
-        Some(at) => Found::Call(from + at),
-        None => match partial_suffix(text, from, &[token]) {
-            Some(at) => Found::Hold(at),
-            None => Found::Nothing,
-        },
-    }
-}
-
 /// The start of the longest tail of `text[from..]` that is a proper prefix of one of
 /// `tokens`, if any.
 pub(crate) fn partial_suffix(text: &str, from: usize, tokens: &[&str]) -> Option<usize> {
@@ -571,12 +652,24 @@ pub(crate) fn partial_suffix(text: &str, from: usize, tokens: &[&str]) -> Option
     })
 }
 
+/// The first offset at or after `from` in `bytes` that is not ASCII white space.
+pub(crate) fn after_blanks(bytes: &[u8], from: usize) -> usize {
+    from + bytes.get(from..).unwrap_or_default().iter().take_while(|b| b.is_ascii_whitespace()).count()
+}
+
 /// `at`, moved forward to a char boundary of `text`.
 pub(crate) fn ceil_boundary(text: &str, mut at: usize) -> usize {
     while at < text.len() && !text.is_char_boundary(at) {
         at += 1;
     }
     at.min(text.len())
+}
+
+/// The text of a region between its opening markup (`open_len` bytes) and its closing
+/// `close`, which a region that did not close (`closed` false) lacks.
+pub(crate) fn inside<'r>(region: &'r str, open_len: usize, close: &str, closed: bool) -> &'r str {
+    let end = if closed { region.len().saturating_sub(close.len()) } else { region.len() };
+    region.get(open_len..end).unwrap_or_default()
 }
 
 /// A region that ends with `token`: searches for it in `region` on from `state.pos`

@@ -15,7 +15,7 @@
 //! written as the value becomes that value). A block never closed by `</tool_call>` is
 //! an incomplete request.
 
-use super::driver::{Format, Found, RawCall, RegionSearch, Scan, ScanState, Searches, scan_for};
+use super::driver::{Format, Found, RawCall, Region, Scan, ScanState, Searches, inside};
 use super::hermes::{CLOSE, OPEN};
 use super::values::infer;
 
@@ -34,11 +34,6 @@ fn infer_escaped(value: &str) -> serde_json::Value {
     }
 }
 
-const KEY: &str = "<arg_key>";
-const KEY_END: &str = "</arg_key>";
-const VALUE: &str = "<arg_value>";
-const VALUE_END: &str = "</arg_value>";
-
 /// The rules of `glm45` and `glm47`.
 pub(crate) struct Glm {
     pub(crate) v47: bool,
@@ -49,19 +44,16 @@ impl Format for Glm {
         search.token(text, from, OPEN)
     }
 
-    fn scan(
-        &self,
-        region: &str,
-        state: &mut ScanState,
-        _at_end: bool,
-        _search: &mut RegionSearch<'_>,
-    ) -> Scan {
-        scan_for(region, state, OPEN.len(), CLOSE)
+    fn scan(&self, region: &mut Region<'_>) -> Scan {
+        region.until(OPEN.len(), CLOSE)
     }
 
     fn read(&self, region: &str, _state: &ScanState, closed: bool, calls: &mut Vec<RawCall>) {
-        let end = if closed { region.len().saturating_sub(CLOSE.len()) } else { region.len() };
-        let body = region.get(OPEN.len()..end).unwrap_or_default();
+        const KEY: &str = "<arg_key>";
+        const KEY_END: &str = "</arg_key>";
+        const VALUE: &str = "<arg_value>";
+        const VALUE_END: &str = "</arg_value>";
+        let body = inside(region, OPEN.len(), CLOSE, closed);
         let name_end = if self.v47 {
             let trimmed = body.len() - body.trim_start().len();
             trimmed
@@ -108,12 +100,9 @@ impl Format for Glm {
                 }
             };
             let value = value.trim();
-            call.args.insert(key.clone(), infer_escaped(value));
-            call.text_args.insert(key, value.to_string());
-            match next {
-                Some(next) => rest = next,
-                None => break,
-            }
+            call.text_arg(key, value, infer_escaped(value));
+            let Some(next) = next else { break };
+            rest = next;
         }
         calls.push(call);
     }

@@ -13,7 +13,7 @@
 //! Implementation-defined choices: a block never closed is an incomplete request even
 //! when its JSON is whole.
 
-use super::driver::{Format, Found, RawCall, RegionSearch, Scan, ScanState, Searches};
+use super::driver::{Format, Found, RawCall, Region, Scan, ScanState, Searches, after_blanks, inside};
 use super::json::{Balanced, Quotes, call_object, scan_balanced};
 
 pub(crate) const OPEN: &str = "<tool_call>";
@@ -33,19 +33,12 @@ impl Format for Hermes {
         search.token(text, from, OPEN)
     }
 
-    fn scan(
-        &self,
-        region: &str,
-        state: &mut ScanState,
-        at_end: bool,
-        _search: &mut RegionSearch<'_>,
-    ) -> Scan {
-        scan_json_block(region, state, OPEN.len(), CLOSE, at_end)
+    fn scan(&self, region: &mut Region<'_>) -> Scan {
+        scan_json_block(region, OPEN.len(), CLOSE)
     }
 
     fn read(&self, region: &str, _state: &ScanState, closed: bool, calls: &mut Vec<RawCall>) {
-        let inner_end = if closed { region.len().saturating_sub(CLOSE.len()) } else { region.len() };
-        let inner = region.get(OPEN.len()..inner_end).unwrap_or_default().trim();
+        let inner = inside(region, OPEN.len(), CLOSE, closed).trim();
         calls.push(match call_object(inner, &["arguments", "parameters"]) {
             Ok((name, args)) => RawCall { span: 0..region.len(), name, args, ..RawCall::default() },
             Err((name, problem)) => RawCall::broken(
@@ -60,25 +53,13 @@ impl Format for Hermes {
 /// Scans a region that is an opening tag (`open_len` bytes), a JSON object, and the
 /// closing tag `close`: the object is balanced outside strings, so `close` inside a
 /// string does not end it. Content that is not one object ends at the first `close`.
-pub(crate) fn scan_json_block(
-    region: &str,
-    state: &mut ScanState,
-    open_len: usize,
-    close: &'static str,
-    at_end: bool,
-) -> Scan {
+pub(crate) fn scan_json_block(scan: &mut Region<'_>, open_len: usize, close: &'static str) -> Scan {
+    let (region, at_end, state) = (scan.text, scan.at_end, &mut *scan.state);
     let bytes = region.as_bytes();
     loop {
         match state.stage {
             BEFORE_JSON => {
-                let from = state.pos.max(open_len);
-                let skipped = bytes
-                    .get(from..)
-                    .unwrap_or_default()
-                    .iter()
-                    .take_while(|b| b.is_ascii_whitespace())
-                    .count();
-                let at = from + skipped;
+                let at = after_blanks(bytes, state.pos.max(open_len));
                 match bytes.get(at) {
                     None => {
                         state.pos = at;

@@ -11,7 +11,10 @@
 //! when its `<|tool_call_end|>` arrives.
 
 use super::deepseek::arguments;
-use super::driver::{Format, Found, InSection, RawCall, RegionSearch, Scan, ScanState, Searches, scan_for};
+use super::driver::{Format, RawCall, Region, Scan, ScanState, SectionTokens, inside};
+
+/// The rules of `kimi_k2`.
+pub(crate) struct KimiK2;
 
 pub(crate) const SECTION: &str = "<|tool_calls_section_begin|>";
 const SECTION_END: &str = "<|tool_calls_section_end|>";
@@ -19,40 +22,18 @@ const CALL: &str = "<|tool_call_begin|>";
 const ARGUMENTS: &str = "<|tool_call_argument_begin|>";
 const CALL_END: &str = "<|tool_call_end|>";
 
-/// The rules of `kimi_k2`.
-pub(crate) struct KimiK2;
-
 impl Format for KimiK2 {
-    fn find(&self, text: &str, from: usize, _reply_start: bool, search: &mut Searches) -> Found {
-        match search.token(text, from, SECTION) {
-            Found::Call(at) => Found::Section { at, len: SECTION.len(), kind: 1 },
-            other => other,
-        }
+    fn sections(&self) -> Option<SectionTokens> {
+        Some(SectionTokens { open: SECTION, call: CALL, end: SECTION_END })
     }
 
-    fn in_section(&self, text: &str, from: usize, _kind: u8, search: &mut Searches) -> InSection {
-        match search.tokens(text, from, &[CALL, SECTION_END]) {
-            (Found::Call(at), 0) => InSection::Call(at),
-            (Found::Call(at), _) => InSection::End { at, len: SECTION_END.len() },
-            (Found::Hold(at), _) => InSection::Hold(at),
-            _ => InSection::Hold(text.len()),
-        }
-    }
-
-    fn scan(
-        &self,
-        region: &str,
-        state: &mut ScanState,
-        _at_end: bool,
-        _search: &mut RegionSearch<'_>,
-    ) -> Scan {
-        scan_for(region, state, CALL.len(), CALL_END)
+    fn scan(&self, region: &mut Region<'_>) -> Scan {
+        region.until(CALL.len(), CALL_END)
     }
 
     fn read(&self, region: &str, _state: &ScanState, closed: bool, calls: &mut Vec<RawCall>) {
         let span = 0..region.len();
-        let end = if closed { region.len().saturating_sub(CALL_END.len()) } else { region.len() };
-        let body = region.get(CALL.len()..end).unwrap_or_default();
+        let body = inside(region, CALL.len(), CALL_END, closed);
         let (id, json) = match body.find(ARGUMENTS) {
             Some(at) => (
                 body.get(..at).unwrap_or_default().trim(),

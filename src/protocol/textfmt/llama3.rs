@@ -16,10 +16,8 @@
 //! whose braces close) is an incomplete request and the calls after it still count; the
 //! list ends at the first text that is not a call object, `;` or the tag.
 
-use super::driver::{
-    Format, Found, InSection, RawCall, RegionSearch, Scan, ScanState, Searches, partial_suffix,
-};
-use super::json::{Balanced, Quotes, call_object, scan_balanced};
+use super::driver::{Format, Found, InSection, RawCall, Region, Scan, ScanState, Searches, partial_suffix};
+use super::json::{Quotes, call_object};
 
 /// A Llama call: a name and `parameters` (or `arguments`), which must be present.
 fn llama_call(text: &str) -> Result<(String, crate::request::Args), (String, String)> {
@@ -33,8 +31,7 @@ fn llama_call(text: &str) -> Result<(String, crate::request::Args), (String, Str
 
 pub(crate) const TAG: &str = "<|python_tag|>";
 
-/// Section kinds.
-const TAGGED: u8 = 1;
+/// The kind of a section without the tag (one after `<|python_tag|>` is of kind 1).
 const BARE: u8 = 2;
 
 /// The rules of `llama3_json`.
@@ -51,10 +48,7 @@ impl Format for Llama3Json {
                 Some(_) => {}
             }
         }
-        match search.token(text, from, TAG) {
-            Found::Call(at) => Found::Section { at, len: TAG.len(), kind: TAGGED },
-            other => other,
-        }
+        search.section(text, from, TAG)
     }
 
     fn in_section(&self, text: &str, from: usize, _kind: u8, _search: &mut Searches) -> InSection {
@@ -80,22 +74,14 @@ impl Format for Llama3Json {
         }
     }
 
-    fn scan(
-        &self,
-        region: &str,
-        state: &mut ScanState,
-        _at_end: bool,
-        _search: &mut RegionSearch<'_>,
-    ) -> Scan {
-        match scan_balanced(region, 0, state, Quotes::Json, None) {
-            Balanced::End(end) => {
-                if state.kind == BARE && llama_call(region.get(..end).unwrap_or_default()).is_err() {
-                    // Without the tag, an object that is not a call is prose.
-                    return Scan::NotACall(end);
-                }
-                Scan::Closed(end)
+    fn scan(&self, region: &mut Region<'_>) -> Scan {
+        let bare = region.state.kind == BARE;
+        match region.balanced(Quotes::Json) {
+            // Without the tag, an object that is not a call is prose.
+            Scan::Closed(end) if bare && llama_call(region.text.get(..end).unwrap_or_default()).is_err() => {
+                Scan::NotACall(end)
             }
-            _ => Scan::Open,
+            other => other,
         }
     }
 

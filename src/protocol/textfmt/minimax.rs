@@ -15,7 +15,7 @@
 //! a `name` is an incomplete request; one whose `</invoke>` is missing ends at the next
 //! `<invoke` or at the end of the wrapper, and is incomplete.
 
-use super::driver::{Format, Found, InSection, RawCall, RegionSearch, Scan, ScanState, Searches};
+use super::driver::{Format, RawCall, Region, Scan, ScanState, SectionTokens};
 use super::values::{decode_entities, infer_minimax};
 
 const WRAPPER: &str = "<minimax:tool_call>";
@@ -32,33 +32,15 @@ const UNCLOSED: u8 = 1;
 pub(crate) struct MinimaxM2;
 
 impl Format for MinimaxM2 {
-    fn find(&self, text: &str, from: usize, _reply_start: bool, search: &mut Searches) -> Found {
-        match search.token(text, from, WRAPPER) {
-            Found::Call(at) => Found::Section { at, len: WRAPPER.len(), kind: 1 },
-            other => other,
-        }
+    fn sections(&self) -> Option<SectionTokens> {
+        Some(SectionTokens { open: WRAPPER, call: INVOKE, end: WRAPPER_END })
     }
 
-    fn in_section(&self, text: &str, from: usize, _kind: u8, search: &mut Searches) -> InSection {
-        match search.tokens(text, from, &[INVOKE, WRAPPER_END]) {
-            (Found::Call(at), 0) => InSection::Call(at),
-            (Found::Call(at), _) => InSection::End { at, len: WRAPPER_END.len() },
-            (Found::Hold(at), _) => InSection::Hold(at),
-            _ => InSection::Hold(text.len()),
-        }
-    }
-
-    fn scan(
-        &self,
-        region: &str,
-        state: &mut ScanState,
-        _at_end: bool,
-        search: &mut RegionSearch<'_>,
-    ) -> Scan {
-        match search.earliest(region, INVOKE.len(), &[INVOKE_END, INVOKE, WRAPPER_END]) {
+    fn scan(&self, region: &mut Region<'_>) -> Scan {
+        match region.earliest(INVOKE.len(), &[INVOKE_END, INVOKE, WRAPPER_END]) {
             Some((at, 0)) => Scan::Closed(at + INVOKE_END.len()),
             Some((at, _)) => {
-                state.stage = UNCLOSED;
+                region.state.stage = UNCLOSED;
                 Scan::Closed(at)
             }
             None => Scan::Open,
@@ -104,12 +86,9 @@ impl Format for MinimaxM2 {
                 }
             };
             let value = decode_entities(value);
-            call.args.insert(key.clone(), infer_minimax(&value));
-            call.text_args.insert(key, value.into_owned());
-            match next {
-                Some(next) => rest = next,
-                None => break,
-            }
+            call.text_arg(key, &value, infer_minimax(&value));
+            let Some(next) = next else { break };
+            rest = next;
         }
         calls.push(call);
     }

@@ -15,7 +15,7 @@
 //! that does not parse, give an incomplete request. Text after the array is normal text.
 
 use super::deepseek::arguments;
-use super::driver::{Format, Found, RawCall, RegionSearch, Scan, ScanState, Searches};
+use super::driver::{Format, Found, RawCall, Region, Scan, ScanState, Searches, after_blanks};
 use super::json::{Balanced, Quotes, call_value, name_guess, scan_balanced, split_elements};
 
 pub(crate) const TOKEN: &str = "[TOOL_CALLS]";
@@ -40,25 +40,14 @@ impl Format for Mistral {
         search.token(text, from, TOKEN)
     }
 
-    fn scan(
-        &self,
-        region: &str,
-        state: &mut ScanState,
-        at_end: bool,
-        _search: &mut RegionSearch<'_>,
-    ) -> Scan {
+    fn scan(&self, scan: &mut Region<'_>) -> Scan {
+        let (region, at_end) = (scan.text, scan.at_end);
+        let state = &mut *scan.state;
         let bytes = region.as_bytes();
         loop {
             match state.stage {
                 START => {
-                    let from = state.pos.max(TOKEN.len());
-                    let at = from
-                        + bytes
-                            .get(from..)
-                            .unwrap_or_default()
-                            .iter()
-                            .take_while(|b| b.is_ascii_whitespace())
-                            .count();
+                    let at = after_blanks(bytes, state.pos.max(TOKEN.len()));
                     state.pos = at;
                     let rest = region.get(at..).unwrap_or_default();
                     if rest.starts_with(TOKEN) {
@@ -105,13 +94,7 @@ impl Format for Mistral {
                         return Scan::Open;
                     }
                     let after_args = rest.strip_prefix(ARGS).map_or(i, |_| i + ARGS.len());
-                    let skipped = bytes
-                        .get(after_args..)
-                        .unwrap_or_default()
-                        .iter()
-                        .take_while(|b| b.is_ascii_whitespace())
-                        .count();
-                    let at = after_args + skipped;
+                    let at = after_blanks(bytes, after_args);
                     match bytes.get(at) {
                         None => return Scan::Open,
                         Some(b'{') => {

@@ -27,9 +27,12 @@
 //!   bytes in the reply. A call whose markup opens and never closes, or whose JSON cannot
 //!   be read, is an *incomplete* request with a problem that says why: reported, never
 //!   run. Other calls of the same reply still count.
-//! - Normal text is everything that is not call markup, in order. A `<think>` block is
-//!   normal text, and a call drafted inside one is not a call (turn this off with
-//!   [`TextFormatOptions::skip_reasoning`]).
+//! - Normal text is everything that is not call markup or reasoning, in order.
+//!   Reasoning is hidden by the rule every text protocol shares
+//!   ([`reasoning`](crate::protocol::reasoning): `<think>`/`<thinking>` in any case,
+//!   nested, an unclosed tag hiding the rest): it is not normal text, a call drafted
+//!   inside it is not a call, and a call that reasoning interrupts is incomplete (turn
+//!   this off with [`TextFormatOptions::skip_reasoning`]).
 //! - Arguments written as text (`qwen3_coder_xml`, `glm45`, `glm47`, `minimax_m2`) are
 //!   read without a schema as described in [`ParsedToolRequest::text_args`]: JSON text
 //!   becomes that value, `True`/`False`/`None` become `true`/`false`/`null`, anything else
@@ -66,7 +69,6 @@ mod llama3;
 mod minimax;
 mod mistral;
 mod prompt;
-mod python;
 mod pythonic;
 mod qwen3_coder;
 mod values;
@@ -85,11 +87,11 @@ use super::{
     ToolCallingProtocol, ToolDeclarations, TurnState,
 };
 use super::{floor_prefix, reply_too_long};
-use crate::model::{AssistantTurn, Message, TurnDelta};
+use crate::model::{AssistantTurn, FallbackProtocol, Message, ModelProfiles, TurnDelta};
 use crate::request::{Invocation, RequestIdSource};
 use crate::tools::ToolCatalog;
 use crate::{ParsedToolRequest, Span, ToolDefinition, ToolError, ToolExecutionResult};
-use driver::{Core, Format, RawCall, Sink};
+use driver::{Format, RawCall, Reader, RegionEnd, Sink};
 
 /// One of the open-weight models' text formats.
 ///
@@ -176,63 +178,36 @@ impl TextFormat {
         TextFormat::ALL.into_iter().find(|f| f.id() == id)
     }
 
-    /// The format a model family writes, from the model's name (as a provider or a
-    /// model hub names it; case and separators do not matter).
-    ///
-    /// | model name contains | format |
-    /// | --- | --- |
-    /// | `qwen3-coder`, `qwen3.5`, `qwen3_5` | `qwen3_coder_xml` |
-    /// | `qwen`, `hermes`, `qwq` | `hermes` |
-    /// | `mistral`, `mixtral`, `ministral`, `magistral`, `devstral`, `codestral` | `mistral` |
-    /// | `llama-4`, `llama4` | `pythonic` |
-    /// | `llama-3.2-1b`, `llama-3.2-3b` | `pythonic` |
-    /// | `llama-3`, `llama3` | `llama3_json` |
-    /// | `deepseek-v3.1`, `deepseek-v3-1` | `deepseek_v31` |
-    /// | `deepseek-v3`, `deepseek-r1`, `deepseek-chat`, `deepseek-reasoner` | `deepseek_v3` |
-    /// | `kimi-k2`, `kimi_k2` | `kimi_k2` |
-    /// | `glm-4.7`, `glm-5` | `glm47` |
-    /// | `glm-4.5`, `glm-4.6`, `glm` | `glm45` |
-    /// | `minimax-m2`, `minimax` | `minimax_m2` |
+    /// The format a model family writes, from the model's name: the fallback protocol
+    /// the built-in model table gives it ([`ModelProfiles::builtin`], which lists the
+    /// families; case and separators do not matter), when that is a format rather than
+    /// VCP. The table is the one the HTTP clients and [`ModelProfiles::lookup`] read.
     ///
     /// ```
     /// use tool_calling::protocol::textfmt::TextFormat;
     /// assert_eq!(TextFormat::for_model("Qwen/Qwen2.5-7B-Instruct"), Some(TextFormat::Hermes));
     /// assert_eq!(TextFormat::for_model("Qwen3-Coder-30B-A3B"), Some(TextFormat::Qwen3CoderXml));
+    /// assert_eq!(TextFormat::for_model("Qwen3.5-35B-A3B"), Some(TextFormat::Qwen3CoderXml));
     /// assert_eq!(TextFormat::for_model("meta-llama/Llama-3.1-8B-Instruct"), Some(TextFormat::Llama3Json));
     /// assert_eq!(TextFormat::for_model("Llama-4-Scout-17B"), Some(TextFormat::Pythonic));
     /// assert_eq!(TextFormat::for_model("deepseek-ai/DeepSeek-V3.1"), Some(TextFormat::DeepSeekV31));
+    /// assert_eq!(TextFormat::for_model("ministral-8b"), Some(TextFormat::Mistral));
     /// assert_eq!(TextFormat::for_model("gpt-4o"), None);
     /// ```
     pub fn for_model(model: &str) -> Option<TextFormat> {
-        let name: String =
-            model.to_ascii_lowercase().chars().map(|c| if c == '_' || c == ' ' { '-' } else { c }).collect();
-        let has = |needles: &[&str]| needles.iter().any(|n| name.contains(n));
-        let format = if has(&["qwen3-coder", "qwen3.5", "qwen3-5"]) {
-            TextFormat::Qwen3CoderXml
-        } else if has(&["qwen", "hermes", "qwq"]) {
-            TextFormat::Hermes
-        } else if has(&["mistral", "mixtral", "ministral", "magistral", "devstral", "codestral"]) {
-            TextFormat::Mistral
-        } else if has(&["llama-4", "llama4"]) || has(&["llama-3.2-1b", "llama-3.2-3b"]) {
-            TextFormat::Pythonic
-        } else if has(&["llama-3", "llama3"]) {
-            TextFormat::Llama3Json
-        } else if has(&["deepseek-v3.1", "deepseek-v3-1", "deepseek-v31"]) {
-            TextFormat::DeepSeekV31
-        } else if has(&["deepseek-v3", "deepseek-r1", "deepseek-chat", "deepseek-reasoner"]) {
-            TextFormat::DeepSeekV3
-        } else if has(&["kimi-k2"]) {
-            TextFormat::KimiK2
-        } else if has(&["glm-4.7", "glm-5", "glm4.7", "glm5"]) {
-            TextFormat::Glm47
-        } else if has(&["glm"]) {
-            TextFormat::Glm45
-        } else if has(&["minimax"]) {
-            TextFormat::MinimaxM2
-        } else {
-            return None;
-        };
-        Some(format)
+        TextFormat::from_fallback(ModelProfiles::builtin().lookup(model).fallback)
+    }
+
+    /// The format a [`FallbackProtocol`] names (`None` for VCP).
+    ///
+    /// ```
+    /// use tool_calling::model::FallbackProtocol;
+    /// use tool_calling::protocol::textfmt::TextFormat;
+    /// assert_eq!(TextFormat::from_fallback(FallbackProtocol::from(TextFormat::KimiK2)), Some(TextFormat::KimiK2));
+    /// assert_eq!(TextFormat::from_fallback(FallbackProtocol::VCP), None);
+    /// ```
+    pub fn from_fallback(fallback: FallbackProtocol) -> Option<TextFormat> {
+        TextFormat::from_id(fallback.id())
     }
 
     /// The reading rules of this format.
@@ -253,6 +228,14 @@ impl TextFormat {
     }
 }
 
+impl From<TextFormat> for FallbackProtocol {
+    /// The fallback protocol of `format` (every format's id is one of
+    /// [`TEXT_PROTOCOL_IDS`](crate::model::TEXT_PROTOCOL_IDS), which a test checks).
+    fn from(format: TextFormat) -> Self {
+        FallbackProtocol::from_id(format.id()).unwrap_or_default()
+    }
+}
+
 impl std::fmt::Display for TextFormat {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.id())
@@ -263,9 +246,10 @@ impl std::fmt::Display for TextFormat {
 ///
 /// ```
 /// use tool_calling::protocol::textfmt::{TextFormat, TextFormatOptions, TextFormatProtocol};
-/// let reply = r#"<think><tool_call>{"name": "clock", "arguments": {}}</tool_call></think>"#;
+/// let reply = r#"<THINK><tool_call>{"name": "clock", "arguments": {}}</tool_call></THINK>"#;
 /// let hermes = TextFormatProtocol::new(TextFormat::Hermes);
 /// assert!(hermes.parse(reply).requests.is_empty(), "a call drafted while reasoning is not a call");
+/// assert_eq!(hermes.parse(reply).normal_text, "", "reasoning is not normal text");
 /// let eager = hermes.with_options(TextFormatOptions::default().skip_reasoning(false));
 /// assert_eq!(eager.parse(reply).requests.len(), 1);
 /// ```
@@ -274,7 +258,9 @@ impl std::fmt::Display for TextFormat {
 pub struct TextFormatOptions {
     /// How requests are named (no format but Kimi's writes call ids).
     pub request_ids: RequestIdStyle,
-    /// `<think>…</think>` is normal text and hides the markup inside it (default on).
+    /// Hide reasoning by the rule every text protocol shares
+    /// ([`reasoning`](crate::protocol::reasoning)): no call is read in it and it is not
+    /// normal text (default on). Off, reasoning is read like any other text.
     pub skip_reasoning: bool,
     /// Bytes of a reply that are read, 64 MiB by default (cut at a character boundary,
     /// with a [`LimitExceeded`](crate::DiagnosticKind::LimitExceeded) diagnostic). It
@@ -379,8 +365,8 @@ impl TextFormatProtocol {
         if read.len() < text.len() {
             sink.reply.diagnostics.push(reply_too_long(read.len(), text.len(), max));
         }
-        let mut core = Core::new(self.options.skip_reasoning);
-        core.run(self.format.rules(), read, 0, 0, true, &mut sink);
+        let mut reader = Reader::new(self.options.skip_reasoning);
+        reader.run(self.format.rules(), read, 0, 0, true, &mut sink);
         sink.finish()
     }
 
@@ -436,7 +422,9 @@ pub(crate) fn typed_invocation(request: &ParsedToolRequest, catalog: &ToolCatalo
         return invocation;
     };
     for (key, text) in &request.text_args {
-        if let Some(typed) = properties.get(key).and_then(|schema| values::by_schema(text, schema)) {
+        let typed =
+            properties.get(key).and_then(|schema| values::by_schema(text, schema, &method.parameters));
+        if let Some(typed) = typed {
             invocation.args.insert(key.clone(), typed);
         }
     }
@@ -447,7 +435,7 @@ pub(crate) fn typed_invocation(request: &ParsedToolRequest, catalog: &ToolCatalo
 fn to_request(
     call: RawCall,
     base: usize,
-    closed: bool,
+    end: RegionEnd,
     ids: &mut IdAssigner,
     diagnostics: &mut Vec<Diagnostic>,
 ) -> ParsedToolRequest {
@@ -461,8 +449,16 @@ fn to_request(
     request.args = call.args;
     request.text_args = call.text_args;
     request.span = span;
-    if !closed {
-        let problem = "the reply ended before this call was closed: it is incomplete and was not run; send it again in full";
+    let unclosed = match end {
+        RegionEnd::Closed => None,
+        RegionEnd::ReplyEnded => Some(
+            "the reply ended before this call was closed: it is incomplete and was not run; send it again in full",
+        ),
+        RegionEnd::ReasoningBegan => Some(
+            "reasoning began before this call was closed: it is incomplete and was not run; send it again in full, outside reasoning",
+        ),
+    };
+    if let Some(problem) = unclosed {
         diagnostics.push(Diagnostic::new(DiagnosticKind::MissingEndMarker, problem, span));
         request = request.with_problem(problem);
     }
@@ -502,13 +498,17 @@ impl Sink for Collect {
 
     fn region_started(&mut self, _at: usize) {}
 
-    fn region(&mut self, text: &str, range: Range<usize>, calls: &mut Vec<RawCall>, closed: bool) {
+    fn diagnostic(&mut self, diagnostic: Diagnostic) {
+        self.reply.diagnostics.push(diagnostic);
+    }
+
+    fn region(&mut self, text: &str, range: Range<usize>, calls: &mut Vec<RawCall>, end: RegionEnd) {
         if calls.is_empty() {
             self.reply.normal_text.push_str(text);
             return;
         }
         for call in calls.drain(..) {
-            let request = to_request(call, range.start, closed, &mut self.ids, &mut self.reply.diagnostics);
+            let request = to_request(call, range.start, end, &mut self.ids, &mut self.reply.diagnostics);
             self.reply.requests.push(request);
         }
     }
@@ -537,7 +537,7 @@ impl Sink for Collect {
 #[derive(Debug)]
 pub struct TextFormatStreamParser {
     format: TextFormat,
-    core: Core,
+    reader: Reader,
     /// Text not yet decided (and what is kept before it until the next compaction).
     buffer: String,
     /// Offset of `buffer[0]` in the reply.
@@ -556,7 +556,7 @@ impl TextFormatStreamParser {
     fn new(format: TextFormat, options: TextFormatOptions) -> Self {
         TextFormatStreamParser {
             format,
-            core: Core::new(options.skip_reasoning),
+            reader: Reader::new(options.skip_reasoning),
             buffer: String::new(),
             base: 0,
             pos: 0,
@@ -579,12 +579,12 @@ impl TextFormatStreamParser {
 
     fn run(&mut self, at_end: bool, events: &mut Vec<StreamEvent>) {
         let mut sink = EventSink { events, ids: &mut self.ids };
-        self.pos = self.core.run(self.format.rules(), &self.buffer, self.base, self.pos, at_end, &mut sink);
+        self.pos = self.reader.run(self.format.rules(), &self.buffer, self.base, self.pos, at_end, &mut sink);
         // Drop decided text once it is most of the buffer: amortised linear.
         if self.pos > 0 && self.pos >= self.buffer.len() / 2 {
             self.buffer.drain(..self.pos);
             self.base += self.pos;
-            self.core.shift(self.pos);
+            self.reader.shift(self.pos);
             self.pos = 0;
         }
     }
@@ -644,7 +644,11 @@ impl Sink for EventSink<'_> {
         self.events.push(StreamEvent::RequestStarted { offset: at });
     }
 
-    fn region(&mut self, text: &str, range: Range<usize>, calls: &mut Vec<RawCall>, closed: bool) {
+    fn diagnostic(&mut self, diagnostic: Diagnostic) {
+        self.events.push(StreamEvent::Diagnostic(diagnostic));
+    }
+
+    fn region(&mut self, text: &str, range: Range<usize>, calls: &mut Vec<RawCall>, end: RegionEnd) {
         let span = Span::new(range.start, range.end);
         if calls.is_empty() {
             self.events.push(StreamEvent::BlockDiscarded { span });
@@ -656,9 +660,43 @@ impl Sink for EventSink<'_> {
                 self.events.push(StreamEvent::RequestStarted { offset: range.start + call.span.start });
             }
             let mut diagnostics = Vec::new();
-            let request = to_request(call, range.start, closed, self.ids, &mut diagnostics);
+            let request = to_request(call, range.start, end, self.ids, &mut diagnostics);
             self.events.extend(diagnostics.into_iter().map(StreamEvent::Diagnostic));
             self.events.push(StreamEvent::RequestCompleted(request));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::TEXT_PROTOCOL_IDS;
+
+    #[test]
+    fn the_model_layer_knows_every_format_by_its_id() {
+        let ids: Vec<&str> = std::iter::once("vcp").chain(TextFormat::ALL.map(TextFormat::id)).collect();
+        assert_eq!(ids, TEXT_PROTOCOL_IDS, "model::TEXT_PROTOCOL_IDS lists vcp and every format, in order");
+        for format in TextFormat::ALL {
+            assert_eq!(TextFormat::from_fallback(FallbackProtocol::from(format)), Some(format));
+        }
+    }
+
+    #[test]
+    fn the_format_of_a_model_is_the_fallback_of_its_profile() {
+        let profiles = ModelProfiles::builtin();
+        for pattern in ModelProfiles::builtin_patterns() {
+            let model = pattern.replace('*', "");
+            let fallback = profiles.lookup(&model).fallback;
+            assert_eq!(
+                TextFormat::for_model(&model).map_or("vcp", TextFormat::id),
+                fallback.id(),
+                "{pattern}"
+            );
+        }
+        // Where the two tables once disagreed.
+        assert_eq!(TextFormat::for_model("qwen3.5-27b"), Some(TextFormat::Qwen3CoderXml));
+        assert_eq!(profiles.lookup("qwen3.5-27b").fallback.id(), "qwen3_coder_xml");
+        assert_eq!(TextFormat::for_model("ministral-8b-instruct"), Some(TextFormat::Mistral));
+        assert_eq!(profiles.lookup("ministral-8b-instruct").fallback.id(), "mistral");
     }
 }

@@ -12,11 +12,9 @@
 //! first function; one never closed likewise. Nesting deeper than 128 levels is refused.
 //! Implementation-defined choice: text after the list is normal text.
 
-use super::driver::{
-    Format, Found, InSection, RawCall, RegionSearch, Scan, ScanState, Searches, partial_suffix,
-};
-use super::json::{Balanced, Quotes, scan_balanced};
-use super::python::parse_call_list;
+use super::driver::{Format, Found, InSection, RawCall, Region, Scan, ScanState, Searches, partial_suffix};
+use super::json::Quotes;
+use crate::python::parse_call_list;
 
 pub(crate) const START: &str = "<|python_start|>";
 const END: &str = "<|python_end|>";
@@ -58,10 +56,7 @@ pub(crate) fn list_starts(text: &str, at: usize) -> Option<bool> {
 
 impl Format for Pythonic {
     fn find(&self, text: &str, from: usize, _reply_start: bool, search: &mut Searches) -> Found {
-        let token = match search.token(text, from, START) {
-            Found::Call(at) => Found::Section { at, len: START.len(), kind: 1 },
-            other => other,
-        };
+        let token = search.section(text, from, START);
         let limit = match token {
             Found::Section { at, .. } | Found::Hold(at) => at,
             _ => text.len(),
@@ -98,17 +93,8 @@ impl Format for Pythonic {
         }
     }
 
-    fn scan(
-        &self,
-        region: &str,
-        state: &mut ScanState,
-        _at_end: bool,
-        _search: &mut RegionSearch<'_>,
-    ) -> Scan {
-        match scan_balanced(region, 0, state, Quotes::Python, None) {
-            Balanced::End(end) => Scan::Closed(end),
-            _ => Scan::Open,
-        }
+    fn scan(&self, region: &mut Region<'_>) -> Scan {
+        region.balanced(Quotes::Python)
     }
 
     fn read(&self, region: &str, _state: &ScanState, closed: bool, calls: &mut Vec<RawCall>) {

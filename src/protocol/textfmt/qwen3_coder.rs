@@ -21,7 +21,7 @@
 //! Implementation-defined choices: a bare `<function=NAME>…</function>` without the
 //! `<tool_call>` wrapper is a call; a block never closed is an incomplete request.
 
-use super::driver::{Format, Found, RawCall, RegionSearch, Scan, ScanState, Searches, scan_for};
+use super::driver::{Format, Found, RawCall, Region, Scan, ScanState, Searches};
 use super::hermes::{CLOSE, OPEN};
 use super::values::{infer, unwrap_lines};
 
@@ -38,15 +38,10 @@ impl Format for Qwen3Coder {
         search.tokens(text, from, &[OPEN, FUNCTION]).0
     }
 
-    fn scan(
-        &self,
-        region: &str,
-        state: &mut ScanState,
-        _at_end: bool,
-        _search: &mut RegionSearch<'_>,
-    ) -> Scan {
-        let (open, close) = if region.starts_with(OPEN) { (OPEN, CLOSE) } else { (FUNCTION, FUNCTION_END) };
-        scan_for(region, state, open.len(), close)
+    fn scan(&self, region: &mut Region<'_>) -> Scan {
+        let (open, close) =
+            if region.text.starts_with(OPEN) { (OPEN, CLOSE) } else { (FUNCTION, FUNCTION_END) };
+        region.until(open.len(), close)
     }
 
     fn read(&self, region: &str, _state: &ScanState, _closed: bool, calls: &mut Vec<RawCall>) {
@@ -85,12 +80,9 @@ impl Format for Qwen3Coder {
                 (_, None) => (value_text, None),
             };
             let value = unwrap_lines(value);
-            call.args.insert(key.clone(), infer(value));
-            call.text_args.insert(key, value.to_string());
-            match next {
-                Some(next) => rest = next,
-                None => break,
-            }
+            call.text_arg(key, value, infer(value));
+            let Some(next) = next else { break };
+            rest = next;
         }
         calls.push(call);
     }

@@ -1,71 +1,37 @@
-//! Arguments written as text (the XML-style formats): typing them without a schema,
-//! and by the tool's schema when there is one.
+//! Arguments written as text (the XML-style formats): how the formats read them without
+//! a schema, and by the tool's schema when they resolve a call. Both go through the
+//! library's one text coercer ([`TextCoercion`]), with Python literals on (these models
+//! were trained on Python); what is left here is the formats' own layout (entities, the
+//! lines around a value).
 
 use std::borrow::Cow;
 
 use serde_json::Value;
 
+use crate::tools::TextCoercion;
+
+/// How the formats read text: JSON, and Python's literals.
+fn coercion() -> TextCoercion {
+    TextCoercion::new().python_literals(true)
+}
+
 /// The value text stands for, without a schema: valid JSON becomes that value (number,
 /// `true`/`false`/`null`, object, array, quoted string); the Python words `True`,
 /// `False`, `None` become `true`, `false`, `null`; anything else stays a string.
 pub(crate) fn infer(text: &str) -> Value {
-    match text.trim() {
-        "True" => return Value::Bool(true),
-        "False" => return Value::Bool(false),
-        "None" => return Value::Null,
-        _ => {}
-    }
-    let first = text.trim_start().bytes().next();
-    let looks_like_json = matches!(first, Some(b'{' | b'[' | b'"' | b'-' | b'0'..=b'9' | b't' | b'f' | b'n'));
-    if looks_like_json {
-        if let Ok(value) = serde_json::from_str::<Value>(text) {
-            return value;
-        }
-    }
-    Value::String(text.to_string())
+    coercion().infer(text)
+}
+
+/// The value text stands for, given the parameter's JSON Schema (`root` is the method's
+/// parameter schema, which `$ref`s point into); `None` when the schema says nothing that
+/// fits, and the schema-less reading stands.
+pub(crate) fn by_schema(text: &str, schema: &Value, root: &Value) -> Option<Value> {
+    coercion().by_schema(text, schema, root)
 }
 
 /// MiniMax's reading without a schema: only `null` is not a string.
 pub(crate) fn infer_minimax(text: &str) -> Value {
     if text.trim() == "null" { Value::Null } else { Value::String(text.to_string()) }
-}
-
-/// The value text stands for, given the parameter's JSON Schema: a `string` parameter
-/// keeps the text; `integer`, `number`, `boolean`, `object`, `array` and `null` take
-/// the text's JSON (or Python word) when it is of that type. Otherwise `None`: the
-/// schema says nothing usable, and the schema-less reading stands.
-pub(crate) fn by_schema(text: &str, schema: &Value) -> Option<Value> {
-    let types: Vec<&str> = match schema.get("type") {
-        Some(Value::String(t)) => vec![t.as_str()],
-        Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).collect(),
-        _ => return None,
-    };
-    let inferred = infer(text);
-    let fits = |t: &str, v: &Value| match t {
-        "integer" => v.as_i64().is_some() || v.as_u64().is_some(),
-        "number" => v.is_number(),
-        "boolean" => v.is_boolean(),
-        "object" => v.is_object(),
-        "array" => v.is_array(),
-        "null" => v.is_null(),
-        _ => false,
-    };
-    if types.iter().any(|t| fits(t, &inferred)) {
-        return Some(inferred);
-    }
-    // A list or dict written as a Python literal (single quotes, True, None), for a
-    // parameter that takes one.
-    if types.iter().any(|t| *t == "array" || *t == "object") {
-        if let Some(value) = super::python::parse_literal(text.trim()) {
-            if types.iter().any(|t| fits(t, &value)) {
-                return Some(value);
-            }
-        }
-    }
-    if types.contains(&"string") {
-        return Some(Value::String(text.to_string()));
-    }
-    None
 }
 
 /// The five XML entities decoded (`&lt; &gt; &amp; &quot; &apos;`); other text kept.
@@ -126,31 +92,21 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn inference() {
+    fn inference_and_typing_are_the_coercers_with_python_literals() {
         assert_eq!(infer("42"), json!(42));
-        assert_eq!(infer("2.5"), json!(2.5));
-        assert_eq!(infer("true"), json!(true));
         assert_eq!(infer("True"), json!(true));
         assert_eq!(infer("None"), json!(null));
-        assert_eq!(infer(r#"{"k": 1}"#), json!({"k": 1}));
-        assert_eq!(infer(r#""quoted""#), json!("quoted"));
         assert_eq!(infer("Paris"), json!("Paris"));
-        assert_eq!(infer("12 apples"), json!("12 apples"));
         assert_eq!(infer_minimax("5"), json!("5"));
         assert_eq!(infer_minimax("null"), json!(null));
-    }
-
-    #[test]
-    fn schema_typing() {
-        assert_eq!(by_schema("3", &json!({"type": "string"})), Some(json!("3")));
-        assert_eq!(by_schema("3", &json!({"type": "integer"})), Some(json!(3)));
-        assert_eq!(by_schema("True", &json!({"type": "boolean"})), Some(json!(true)));
-        assert_eq!(by_schema("x", &json!({"type": ["integer", "null"]})), None);
-        assert_eq!(by_schema("null", &json!({"type": ["string", "null"]})), Some(json!(null)));
-        assert_eq!(by_schema("[1]", &json!({"type": "array"})), Some(json!([1])));
-        assert_eq!(by_schema("x", &json!({"description": "no type"})), None);
+        let root = json!({"$defs": {"n": {"type": "integer"}}});
+        assert_eq!(by_schema("3", &json!({"type": "string"}), &root), Some(json!("3")));
+        assert_eq!(by_schema("3", &json!({"$ref": "#/$defs/n"}), &root), Some(json!(3)));
+        assert_eq!(by_schema("True", &json!({"type": "boolean"}), &root), Some(json!(true)));
+        assert_eq!(by_schema("x", &json!({"type": ["integer", "null"]}), &root), None);
+        assert_eq!(by_schema("x", &json!({"description": "no type"}), &root), None);
         assert_eq!(
-            by_schema("[{'a': True}, None]", &json!({"type": "array"})),
+            by_schema("[{'a': True}, None]", &json!({"type": "array"}), &root),
             Some(json!([{"a": true}, null]))
         );
     }

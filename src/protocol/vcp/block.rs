@@ -315,12 +315,3 @@ pub(super) fn finish_block<'i>(
         fire_and_forget,
     });
 }
-
-/// The diagnostic for reasoning that is never closed (the opening tag at `start..end`).
-pub(crate) fn unclosed_reasoning(start: usize, end: usize) -> Diagnostic {
-    Diagnostic::new(
-        DiagnosticKind::UnclosedReasoning,
-        "reasoning block is never closed: everything after it is hidden",
-        Span::new(start, end),
-    )
-}

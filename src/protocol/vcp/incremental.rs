@@ -2,15 +2,14 @@
 
 use std::sync::Arc;
 
-use super::block::unclosed_reasoning;
 use super::fence::Fences;
 use super::markers::{Candidate, floor_boundary};
-use super::reasoning::ReasoningFilter;
 use super::scanner::{Scanner, Sink};
 use super::view::RequestView;
 use super::visible::VisibleText;
 use super::{VcpOptions, VcpTemplates};
 use crate::model::TurnDelta;
+use crate::protocol::reasoning::{ReasoningFilter, unclosed_diagnostic};
 use crate::protocol::{IncrementalParser, StreamEvent};
 use crate::protocol::{floor_prefix, reply_too_long};
 use crate::{Diagnostic, Span};
@@ -202,7 +201,7 @@ impl IncrementalParser for VcpStreamParser {
         if !self.options.keep_reasoning {
             self.filter(true);
             if let Some((start, end)) = self.filter.unclosed() {
-                events.push(StreamEvent::Diagnostic(unclosed_reasoning(start, end)));
+                events.push(StreamEvent::Diagnostic(unclosed_diagnostic(start, end)));
             }
         }
         self.scan(true, events);

@@ -29,7 +29,6 @@ mod incremental;
 mod limits;
 mod markers;
 mod prompt;
-mod reasoning;
 mod routing;
 mod scanner;
 mod view;
@@ -266,19 +265,8 @@ impl VcpProtocol {
     pub fn hidden_spans(&self, text: &str) -> Vec<(Span, HiddenKind)> {
         let mut hidden = Vec::new();
         if !self.options.keep_reasoning {
-            let (pieces, _) = reasoning::pieces(text);
-            let mut cursor = 0;
-            for piece in pieces {
-                if let reasoning::Piece::Visible(start, end) = piece {
-                    if start > cursor {
-                        hidden.push((Span::new(cursor, start), HiddenKind::Reasoning));
-                    }
-                    cursor = end;
-                }
-            }
-            if cursor < text.len() {
-                hidden.push((Span::new(cursor, text.len()), HiddenKind::Reasoning));
-            }
+            let spans = crate::protocol::reasoning::hidden_spans(text);
+            hidden.extend(spans.into_iter().map(|span| (span, HiddenKind::Reasoning)));
         }
         if self.options.skip_fenced {
             let fences = fence::Fences::find(text);

@@ -39,7 +39,7 @@ fn call_of(method: String, args: &Args) -> Invocation {
 /// assert_eq!(command_alias(&write.protocol_config), Some("WriteFile"));
 /// ```
 pub fn command_alias(protocol_config: &serde_json::Map<String, Value>) -> Option<&str> {
-    protocol_config.get(VCP)?.get("command")?.as_str().filter(|alias| !alias.is_empty())
+    crate::tools::protocol_alias(protocol_config, VCP)
 }
 
 /// The settings that declare `alias` as a method's VCP command, for

@@ -23,18 +23,18 @@ use std::borrow::Cow;
 
 use memchr::memmem;
 
-use super::block::{BlockLimits, diag, finish_block, stray, unclosed_reasoning};
+use super::block::{BlockLimits, diag, finish_block, stray};
 use super::fence::Fences;
 use super::fields::{
     Close, Field, HeadRead, SHORT_HEAD_REST, ValueKind, bracket_close, doc_close, normalize, read_head,
     skip_ws,
 };
 use super::markers::{Candidate, Marker, MarkerFinder, MarkerKind, Search, Wanted};
-use super::reasoning;
 use super::view::{ParseView, RequestView};
 use super::visible::VisibleText;
 use super::{VcpLimits, VcpOptions, VcpTemplates};
 use crate::protocol::ids::IdAssigner;
+use crate::protocol::reasoning::{self, unclosed_diagnostic};
 use crate::protocol::{floor_prefix, reply_too_long};
 use crate::{Diagnostic, DiagnosticKind, Span};
 use std::sync::Arc;
@@ -632,7 +632,7 @@ pub(crate) fn prepare<'i>(
         VisibleText::unchanged(read)
     } else {
         let (pieces, unclosed) = reasoning::pieces(read);
-        diagnostics.extend(unclosed.map(|(start, end)| unclosed_reasoning(start, end)));
+        diagnostics.extend(unclosed.map(|(start, end)| unclosed_diagnostic(start, end)));
         VisibleText::from_pieces(read, &pieces)
     };
     let fences = options.skip_fenced.then(|| Fences::find(src.text()));

@@ -7,7 +7,7 @@
 
 use std::borrow::Cow;
 
-use super::reasoning::Piece;
+use crate::protocol::reasoning::Piece;
 
 /// The cleaned text with break positions and a map back to input offsets.
 #[derive(Debug)]

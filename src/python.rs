@@ -1,4 +1,6 @@
-//! Python literals and calls with keyword arguments, read into JSON (for `pythonic`).
+//! Python literals and calls with keyword arguments, read into JSON: the literals for
+//! the text-argument coercer (`tools::TextCoercion`, with Python literals on), the call
+//! lists for the `pythonic` text format. Neutral, so that both can use it.
 
 use serde_json::{Map, Number, Value};
 

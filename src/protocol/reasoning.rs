@@ -1,15 +1,52 @@
-//! Finding reasoning (`<think>` … `</think>`) to cut out before parsing.
+//! Reasoning written into a reply's text (`<think>` … `</think>`): the one rule every
+//! text protocol hides it by (VCP, every open-model format, and `auto`).
 //!
-//! A tag is `<\s*/?\s*think(ing)?\b[^>]*>` with ASCII `\s` and `\b`, any case. Opening
-//! and closing tags pair by depth only; a tag ending in `/>` hides only itself; an
-//! unpaired closing tag hides only itself; an unclosed opening tag hides the rest.
+//! **The rule.**
+//! - **Tags.** A tag is `<\s*/?\s*think(ing)?\b[^>]*>` read with ASCII `\s` and `\b`:
+//!   `<think>`, `<thinking>`, with attributes (`<thinking mode="x">`) and spaces
+//!   (`< / think >`). `<thinker>` and `<think_x>` are no tags (`_` is a word character);
+//!   `<think-x>` is one.
+//! - **Case.** Any ASCII case: `<THINK>`, `</Thinking>`.
+//! - **Nesting.** Opening and closing tags pair by depth only, so `</thinking>` may close
+//!   `<think>`, and `<think><think>a</think>b` is still open after `b`. A tag ending in
+//!   `/>` (`<think/>`) hides only itself.
+//! - **Unclosed.** An opening tag never closed hides everything after it: a call in
+//!   unfinished reasoning must not run. The protocols report it as an
+//!   [`UnclosedReasoning`](crate::DiagnosticKind::UnclosedReasoning) diagnostic at the
+//!   outermost open tag.
+//! - **Unpaired closing tag.** A closing tag with nothing open hides only itself.
+//! - **What hiding means.** Hidden text (the tags and all between them) is cut out before
+//!   anything else is read, wherever it stands: no call is read in it, and it is not
+//!   normal text. Where it stood, a *break* remains, which no marker, token or key ever
+//!   spans (VCP reads a break as white space between a key and its value and as nothing
+//!   inside a value; the open-model formats end a call that a break interrupts, as if
+//!   the reply had ended there, so it is reported incomplete and never run). Hidden text
+//!   does not count as the start of the reply: a bare JSON call right after `</think>`
+//!   still opens the reply.
+//! - **Streaming.** The text is classified in one forward pass, a chunk at a time: a `<`
+//!   whose tag is not decided yet (its head is cut across chunks, as in `<thi` + `nk>`,
+//!   or its `>` has not arrived) is held back, and everything before it is decided at
+//!   once. A head that rules out a tag (`<tool_call>`, `<<<[`, `<|`) is decided at the
+//!   first byte that rules it out. Streamed and one-shot reading therefore hide the same
+//!   text, and the pass is linear in the input (each byte is looked at a bounded number
+//!   of times; a complete head with no `>` anywhere after it ends the search for tags).
 //!
-//! [`ReasoningFilter`] reads the text in one forward pass and can be fed a chunk at a
-//! time: a `<` whose tag is not yet decided (the head is incomplete, or its `>` has not
-//! arrived) is held back, and everything before it is classified at once. The one-shot
-//! parser feeds it the whole text in one go.
+//! Each protocol has an option to read reasoning like any other text (VCP's
+//! `keep_reasoning`, the formats' `skip_reasoning` off).
+//!
+//! ```
+//! use tool_calling::protocol::reasoning;
+//! let reply = "a<THINK>x<thinking>y</think>z</Thinking>b</think>c<think>rest";
+//! assert_eq!(reasoning::cut(reply), "abc");
+//! let spans = reasoning::hidden_spans(reply);
+//! assert_eq!(spans[0].slice(reply), Some("<THINK>x<thinking>y</think>z</Thinking>"));
+//! assert_eq!(spans[1].slice(reply), Some("</think>"), "an unpaired closing tag hides itself");
+//! assert_eq!(spans[2].slice(reply), Some("<think>rest"), "an unclosed tag hides the rest");
+//! ```
 
 use memchr::memchr;
+
+use crate::{Diagnostic, DiagnosticKind, Span};
 
 /// What one tag does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -28,18 +65,40 @@ fn ascii_word(b: u8) -> bool {
 }
 
 /// Whether the bytes after a `<` rule out a tag: a head is white space, an optional
-/// `/` and white space, then `t`. `false` when they do not decide (too few bytes).
+/// `/` and white space, then `think` in any case. `false` when they do not decide (too
+/// few bytes, or `think` is there and what follows it decides).
 fn not_a_tag(after: &[u8]) -> bool {
+    const THINK: &[u8] = b"think";
     let mut slash = false;
+    // Letters of `think` read so far (then the head automaton decides what follows).
+    let mut letters = 0;
     for &b in after {
+        if letters == THINK.len() {
+            return false;
+        }
+        if letters > 0 {
+            if THINK.get(letters) != Some(&b.to_ascii_lowercase()) {
+                return true;
+            }
+            letters += 1;
+            continue;
+        }
         match b {
             _ if ascii_space(b) => {}
             b'/' if !slash => slash = true,
-            b't' | b'T' => return false,
+            b't' | b'T' => letters = 1,
             _ => return true,
         }
     }
     false
+}
+
+/// How many `<` `bytes` begins with, sixteen at a time where it can (a long run is an
+/// attack, not prose).
+fn run_of_lt(bytes: &[u8]) -> usize {
+    const LANES: usize = 16;
+    let whole = bytes.chunks_exact(LANES).take_while(|chunk| *chunk == [b'<'; LANES]).count() * LANES;
+    whole + bytes.get(whole..).unwrap_or_default().iter().take_while(|&&b| b == b'<').count()
 }
 
 /// Where the head `<\s*/?\s*think(ing)?\b` of a candidate tag stands.
@@ -110,7 +169,7 @@ pub(crate) enum Piece {
 }
 
 /// The streaming reasoning filter. Offsets are absolute (into everything fed so far).
-#[derive(Debug, Default)]
+#[derive(Debug, Clone, Default)]
 pub(crate) struct ReasoningFilter {
     depth: usize,
     /// Everything before this is classified.
@@ -238,9 +297,7 @@ impl ReasoningFilter {
                     let mut lt = self.search_from.max(base) + i;
                     // In a run of `<` (every marker begins `<<<`) only the last can begin
                     // a tag: each of the others is followed by `<`.
-                    while at(lt + 1) == Some(b'<') {
-                        lt += 1;
-                    }
+                    lt += run_of_lt(bytes.get(lt + 1 - base..).unwrap_or_default());
                     // Most `<` are no tag (markers, comparisons, HTML): skip them without
                     // the head automaton when the bytes after them say so.
                     if not_a_tag(bytes.get(lt + 1 - base..).unwrap_or_default()) {
@@ -300,20 +357,64 @@ pub(crate) fn pieces(text: &str) -> (Vec<Piece>, Option<(usize, usize)>) {
     (pieces, filter.unclosed())
 }
 
+/// The spans of `text` the rule hides (tags included), in order.
+///
+/// ```
+/// use tool_calling::protocol::reasoning::hidden_spans;
+/// let text = "Plan: <think>maybe call it</think>Done.";
+/// let spans = hidden_spans(text);
+/// assert_eq!(spans.len(), 1);
+/// assert_eq!(spans[0].slice(text), Some("<think>maybe call it</think>"));
+/// assert!(hidden_spans("a <thinker> b").is_empty());
+/// ```
+pub fn hidden_spans(text: &str) -> Vec<Span> {
+    let (pieces, _) = pieces(text);
+    let mut hidden = Vec::new();
+    let mut cursor = 0;
+    for piece in pieces {
+        if let Piece::Visible(start, end) = piece {
+            if start > cursor {
+                hidden.push(Span::new(cursor, start));
+            }
+            cursor = end;
+        }
+    }
+    if cursor < text.len() {
+        hidden.push(Span::new(cursor, text.len()));
+    }
+    hidden
+}
+
+/// `text` with what the rule hides cut out.
+///
+/// ```
+/// use tool_calling::protocol::reasoning::cut;
+/// assert_eq!(cut("<Thinking mode=\"x\">plan</THINK>Answer."), "Answer.");
+/// assert_eq!(cut("Sure.</think> Done.<think>unfinished"), "Sure. Done.");
+/// ```
+pub fn cut(text: &str) -> String {
+    let (pieces, _) = pieces(text);
+    pieces
+        .into_iter()
+        .filter_map(|piece| match piece {
+            Piece::Visible(start, end) => text.get(start..end),
+            Piece::Hidden => None,
+        })
+        .collect()
+}
+
+/// The diagnostic for reasoning that is never closed (the opening tag at `start..end`).
+pub(crate) fn unclosed_diagnostic(start: usize, end: usize) -> Diagnostic {
+    Diagnostic::new(
+        DiagnosticKind::UnclosedReasoning,
+        "reasoning block is never closed: everything after it is hidden",
+        Span::new(start, end),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn cut(text: &str) -> String {
-        let (pieces, _) = pieces(text);
-        pieces
-            .into_iter()
-            .filter_map(|p| match p {
-                Piece::Visible(s, e) => Some(&text[s..e]),
-                Piece::Hidden => None,
-            })
-            .collect()
-    }
 
     #[test]
     fn tags() {
@@ -333,11 +434,38 @@ mod tests {
     }
 
     #[test]
+    fn near_misses_are_ruled_out_early_and_the_rest_waits() {
+        assert_eq!(
+            cut("a<tool_call>b<<<[TOOL_REQUEST]>>>c<|x|>d<th>e"),
+            "a<tool_call>b<<<[TOOL_REQUEST]>>>c<|x|>d<th>e"
+        );
+        assert_eq!(cut("a<<<think>b</think>c"), "a<<c", "in a run of `<` the last one opens");
+        assert_eq!(cut("a< / tHiNkInG x>b"), "ab", "an unpaired closing tag hides itself");
+        // Streamed: a head cut after `<th` is held back until it is decided.
+        let mut filter = ReasoningFilter::default();
+        let mut pieces = Vec::new();
+        filter.advance("ab<th", 0, false, &mut |p| pieces.push(p));
+        assert_eq!((pieces.as_slice(), filter.decided()), ([Piece::Visible(0, 2)].as_slice(), 2));
+        filter.advance("<think>x", 2, true, &mut |p| pieces.push(p));
+        assert_eq!(pieces, [Piece::Visible(0, 2), Piece::Hidden]);
+    }
+
+    #[test]
     fn unclosed_reports_the_outermost_tag() {
         let (pieces, unclosed) = pieces("x<think>a<think>b</think>");
         assert_eq!(unclosed, Some((1, 8)));
         // Visible up to the tag; hidden from there to the end.
         assert_eq!(pieces, vec![Piece::Visible(0, 1), Piece::Hidden]);
+    }
+
+    #[test]
+    fn runs_of_angle_brackets() {
+        for n in [0, 1, 15, 16, 17, 33, 100] {
+            let run = "<".repeat(n);
+            assert_eq!(run_of_lt(format!("{run}x<").as_bytes()), n);
+            assert_eq!(run_of_lt(run.as_bytes()), n);
+            assert_eq!(cut(&format!("a{run}<think>b</think>c")), format!("a{run}c"));
+        }
     }
 
     #[test]
