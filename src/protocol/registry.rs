@@ -117,12 +117,14 @@ impl ProtocolRegistry {
     ///
     /// ```
     /// use tool_calling::ToolCallingProtocol;
+    /// use tool_calling::model::AssistantTurn;
     /// use tool_calling::protocol::{BuiltinOptions, BuiltinProtocol, ProtocolRegistry, RequestIdStyle};
     ///
     /// let options = BuiltinOptions::default().request_ids(RequestIdStyle::Sequential);
     /// let hermes = ProtocolRegistry::builtin("hermes", &options).unwrap();
     /// assert!(matches!(hermes, BuiltinProtocol::TextFormat(_)));
-    /// let parsed = hermes.as_protocol().parse_text(r#"<tool_call>{"name": "clock", "arguments": {}}</tool_call>"#);
+    /// let reply = AssistantTurn::from_text(r#"<tool_call>{"name": "clock", "arguments": {}}</tool_call>"#);
+    /// let parsed = hermes.as_protocol().parse_turn(&reply);
     /// assert_eq!(parsed.requests[0].request_id, "req_1");
     ///
     /// let gemini = ProtocolRegistry::builtin("gemini", &options).unwrap();
