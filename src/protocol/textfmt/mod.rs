@@ -483,7 +483,7 @@ fn to_request(
     request.text_args = call.text_args;
     request.span = span;
     if !closed {
-        let problem = "the reply ended before this call was closed: it is incomplete and was not run; send it again in full";
+        let problem = "the reply ended before this call was closed";
         diagnostics.push(Diagnostic::new(DiagnosticKind::MissingEndMarker, problem, span));
         request = request.with_problem(problem);
     }
