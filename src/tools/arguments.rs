@@ -159,12 +159,12 @@ impl ArgumentValidator {
         let types = self.types_of(schema);
         if types.is_empty() {
             // No declared type: an enum of non-strings may still say what is meant.
-            if let Some(values) = self.resolve(schema).get("enum").and_then(Value::as_array) {
-                if let Ok(parsed) = serde_json::from_str::<Value>(text.trim()) {
-                    if values.contains(&parsed) && !values.iter().any(|v| v == text) {
-                        return parsed;
-                    }
-                }
+            if let Some(values) = self.resolve(schema).get("enum").and_then(Value::as_array)
+                && let Ok(parsed) = serde_json::from_str::<Value>(text.trim())
+                && values.contains(&parsed)
+                && !values.iter().any(|v| v == text)
+            {
+                return parsed;
             }
             return Value::String(text.to_string());
         }

@@ -89,10 +89,10 @@ fn tool_choice(choice: &ToolChoice, parallel: Option<bool>) -> Value {
         #[allow(unreachable_patterns)]
         _ => json!({"type": "auto"}),
     };
-    if parallel == Some(false) {
-        if let Value::Object(map) = &mut value {
-            map.insert("disable_parallel_tool_use".into(), json!(true));
-        }
+    if parallel == Some(false)
+        && let Value::Object(map) = &mut value
+    {
+        map.insert("disable_parallel_tool_use".into(), json!(true));
     }
     value
 }
@@ -216,14 +216,14 @@ impl WireFormat for Anthropic {
     /// `max_tokens`; no temperature (it must stay 1); tool choice `auto` or `none` only.
     fn adjust(&self, request: &mut ModelRequest, notes: &mut Vec<RequestNote>) {
         let Some(budget) = thinking_budget(request.options.thinking) else { return };
-        if let Some(Thinking::Budget(asked)) = request.options.thinking {
-            if asked < MIN_THINKING_BUDGET {
-                notes.push(RequestNote::new(
-                    "thinking",
-                    format!("a budget of {asked} is below Anthropic's minimum: {MIN_THINKING_BUDGET} sent"),
-                ));
-                request.options.thinking = Some(Thinking::Budget(MIN_THINKING_BUDGET));
-            }
+        if let Some(Thinking::Budget(asked)) = request.options.thinking
+            && asked < MIN_THINKING_BUDGET
+        {
+            notes.push(RequestNote::new(
+                "thinking",
+                format!("a budget of {asked} is below Anthropic's minimum: {MIN_THINKING_BUDGET} sent"),
+            ));
+            request.options.thinking = Some(Thinking::Budget(MIN_THINKING_BUDGET));
         }
         let budget = budget.max(MIN_THINKING_BUDGET);
         let max_tokens = request.options.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS);

@@ -391,14 +391,14 @@ impl StreamDecoder for EventDecoder {
                 }
             }
             "response.function_call_arguments.delta" => {
-                if let Some(id) = self.item_id(&data) {
-                    if let Some((number, seen)) = self.calls.get_mut(&id) {
-                        *seen = true;
-                        deltas.push(TurnDelta::ToolCallArguments {
-                            index: *number,
-                            fragment: str_of(&data, "delta").to_string(),
-                        });
-                    }
+                if let Some(id) = self.item_id(&data)
+                    && let Some((number, seen)) = self.calls.get_mut(&id)
+                {
+                    *seen = true;
+                    deltas.push(TurnDelta::ToolCallArguments {
+                        index: *number,
+                        fragment: str_of(&data, "delta").to_string(),
+                    });
                 }
             }
             "response.output_item.done" => {

@@ -124,10 +124,10 @@ impl Detector {
             let hay = text.as_bytes().get(from..).unwrap_or_default();
             let mut best: Option<(usize, usize)> = None;
             for (i, marker) in MARKERS.iter().chain([&THINK_OPEN]).enumerate() {
-                if let Some(at) = super::driver::find_in(hay, marker) {
-                    if best.is_none_or(|(b, _)| from + at < b) {
-                        best = Some((from + at, i));
-                    }
+                if let Some(at) = super::driver::find_in(hay, marker)
+                    && best.is_none_or(|(b, _)| from + at < b)
+                {
+                    best = Some((from + at, i));
                 }
             }
             // A cut-off marker at the end of the text (nothing decides before it).
@@ -569,12 +569,12 @@ impl AutoStreamParser {
     }
 
     fn prose(&mut self, upto: usize, events: &mut Vec<StreamEvent>) {
-        if upto > self.emitted {
-            if let Some(text) = self.buffer.get(self.emitted..upto) {
-                let span = Span::new(self.base + self.emitted, self.base + upto);
-                events.push(StreamEvent::Text { text: text.to_string(), span });
-                self.emitted = upto;
-            }
+        if upto > self.emitted
+            && let Some(text) = self.buffer.get(self.emitted..upto)
+        {
+            let span = Span::new(self.base + self.emitted, self.base + upto);
+            events.push(StreamEvent::Text { text: text.to_string(), span });
+            self.emitted = upto;
         }
     }
 

@@ -17,10 +17,8 @@ pub(crate) fn infer(text: &str) -> Value {
     }
     let first = text.trim_start().bytes().next();
     let looks_like_json = matches!(first, Some(b'{' | b'[' | b'"' | b'-' | b'0'..=b'9' | b't' | b'f' | b'n'));
-    if looks_like_json {
-        if let Ok(value) = serde_json::from_str::<Value>(text) {
-            return value;
-        }
+    if looks_like_json && let Ok(value) = serde_json::from_str::<Value>(text) {
+        return value;
     }
     Value::String(text.to_string())
 }
@@ -55,12 +53,11 @@ pub(crate) fn by_schema(text: &str, schema: &Value) -> Option<Value> {
     }
     // A list or dict written as a Python literal (single quotes, True, None), for a
     // parameter that takes one.
-    if types.iter().any(|t| *t == "array" || *t == "object") {
-        if let Some(value) = super::python::parse_literal(text.trim()) {
-            if types.iter().any(|t| fits(t, &value)) {
-                return Some(value);
-            }
-        }
+    if types.iter().any(|t| *t == "array" || *t == "object")
+        && let Some(value) = super::python::parse_literal(text.trim())
+        && types.iter().any(|t| fits(t, &value))
+    {
+        return Some(value);
     }
     if types.contains(&"string") {
         return Some(Value::String(text.to_string()));
