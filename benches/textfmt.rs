@@ -2,80 +2,109 @@
 //! `tool-parser` crate (the SGLang gateway's parsers) on the same replies, and the
 //! formats on hostile inputs, to show the cost stays linear.
 //!
-//! Inputs (generated here, the same bytes every run):
-//! - `prose`: about 1.4 MB of prose (mixed English and Chinese, with `<b>` tags and
-//!   backticks) holding three Hermes calls;
-//! - `dense`: about 1 MiB made only of Hermes calls
+//! Inputs (generated in `support/inputs.rs`, the same bytes every run):
+//! - `prose`: 1 MiB of prose (mixed English and Chinese, with `<b>` tags and backticks)
+//!   holding three Hermes calls;
+//! - `dense`: 1 MiB made only of Hermes calls
 //!   (`<tool_call>\n{"name": "directory_tree", "arguments": {…}}\n</tool_call>\n`).
 //!
 //! Both libraries return the calls and the normal text. `tool-parser`'s parser is async;
 //! it is driven by `futures::executor::block_on`, which adds no measurable cost to a
-//! future that never waits.
+//! future that never waits. Beside them, `scan_floor`: `memchr::memmem` finding every
+//! `<tool_call>` and `</tool_call>` and doing nothing else, which no parser can beat.
+//! Criterion measures one after the other while a shared machine's speed drifts, so the
+//! bench also prints the ratios measured side by side (the fastest of 15 alternating
+//! runs of each), e.g. `textfmt/hermes/dense (…): scan floor … MB/s, tool-calling … MB/s
+//! (…% of the floor), tool-parser … MB/s; tool-calling / tool-parser = …`.
 //!
 //! The `adversarial` group parses inputs built to defeat a naive parser (unclosed tags
 //! repeated, deep bracket nesting, long runs of `[` or `<`, many calls in one section,
 //! whitespace that keeps `auto` undecided), one-shot and streamed in 16-byte chunks, at
 //! 64 KiB and 1 MiB. Linear cost shows as the same throughput at both sizes.
 //!
-//! `cargo bench -p tool-calling-benches --bench textfmt`; `-- --test` runs each once.
+//! `cargo bench -p tool-calling-benches --bench textfmt`; `-- --test` runs each once;
+//! `-- textfmt/hermes` runs the side-by-side group alone.
 
 use std::hint::black_box;
+use std::time::{Duration, Instant};
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use memchr::memmem;
 use tool_calling::protocol::IncrementalParser;
 use tool_calling::protocol::textfmt::{AutoProtocol, TextFormat, TextFormatProtocol};
 use tool_parser::{QwenParser, ToolParser};
 
-/// The prose paragraph of the inputs.
-const PARA: &str = "The quick brown fox jumps over the lazy dog. 我们先看看目录结构，然后再决定下一步。 Some more <b>html</b> and `code` here.\n";
+#[path = "support/inputs.rs"]
+mod inputs;
 
-fn hermes_call(i: usize) -> String {
-    format!(
-        "<tool_call>\n{{\"name\": \"directory_tree\", \"arguments\": {{\"command\": \"listFiles\", \"path\": \"src/tools/{i}\", \"recursive\": false}}}}\n</tool_call>\n"
-    )
+/// The scan floor of a Hermes reply: one `memchr::memmem` sweep for every `<tool_call>`
+/// and one for every `</tool_call>`, and nothing else. Any parser has to find at least
+/// these, so none can be faster.
+struct ScanFloor {
+    open: memmem::Finder<'static>,
+    close: memmem::Finder<'static>,
 }
 
-fn prose_input() -> String {
-    let mut prose = String::new();
-    while prose.len() < 1 << 20 {
-        prose.push_str(PARA);
+impl ScanFloor {
+    fn new() -> Self {
+        ScanFloor { open: memmem::Finder::new("<tool_call>"), close: memmem::Finder::new("</tool_call>") }
     }
-    let chars: Vec<char> = prose.chars().collect();
-    let third = chars.len() / 3;
-    let part = |a: usize, b: usize| chars[a..b].iter().collect::<String>();
-    format!(
-        "{}{}{}{}{}{}",
-        part(0, third),
-        hermes_call(1),
-        part(third, 2 * third),
-        hermes_call(2),
-        part(2 * third, chars.len()),
-        hermes_call(3)
-    )
+
+    fn scan(&self, text: &str) -> usize {
+        self.open.find_iter(text.as_bytes()).count() + self.close.find_iter(text.as_bytes()).count()
+    }
 }
 
-fn dense_input() -> String {
-    let mut dense = String::new();
-    let mut i = 0;
-    while dense.len() < 1 << 20 {
-        dense.push_str(&hermes_call(i));
-        i += 1;
+/// The fastest of `ROUNDS` runs of each of `runs`, taken in turn so that all see the
+/// machine at the same speed, as MB/s of `bytes`.
+fn alternating(bytes: usize, runs: &[&dyn Fn() -> usize]) -> Vec<f64> {
+    const ROUNDS: usize = 15;
+    let mut best = vec![Duration::MAX; runs.len()];
+    for _ in 0..ROUNDS {
+        for (run, best) in runs.iter().zip(&mut best) {
+            let start = Instant::now();
+            black_box(run());
+            *best = (*best).min(start.elapsed());
+        }
     }
-    dense
+    best.iter().map(|t| bytes as f64 / t.as_secs_f64() / 1e6).collect()
 }
 
 fn side_by_side(c: &mut Criterion) {
     let ours = TextFormatProtocol::new(TextFormat::Hermes);
     let theirs = QwenParser::new();
+    let floor = ScanFloor::new();
     let mut group = c.benchmark_group("textfmt/hermes");
-    for (name, input) in [("prose", prose_input()), ("dense", dense_input())] {
+    for (name, input) in
+        [("prose", inputs::hermes_prose_with_calls(1 << 20)), ("dense", inputs::hermes_calls_only(1 << 20))]
+    {
         let expected = input.matches("<tool_call>").count();
         let parsed = ours.parse(&input);
         assert_eq!(parsed.requests.iter().filter(|r| r.complete).count(), expected, "{name}");
         let (_, calls) =
             futures::executor::block_on(theirs.parse_complete(&input)).expect("tool-parser parses");
         assert_eq!(calls.len(), expected, "{name}: tool-parser");
+        assert_eq!(floor.scan(&input), 2 * expected, "{name}: the scan floor");
+        // The ratios that matter, measured side by side.
+        let speeds = alternating(
+            input.len(),
+            &[&|| floor.scan(&input), &|| ours.parse(&input).requests.len(), &|| {
+                futures::executor::block_on(theirs.parse_complete(&input)).map_or(0, |(_, c)| c.len())
+            }],
+        );
+        println!(
+            "textfmt/hermes/{name} ({} bytes, {expected} calls): scan floor {:.0} MB/s, tool-calling {:.0} MB/s \
+             ({:.1}% of the floor), tool-parser {:.1} MB/s; tool-calling / tool-parser = {:.1} \
+             (fastest of 15 alternating runs)",
+            input.len(),
+            speeds[0],
+            speeds[1],
+            100.0 * speeds[1] / speeds[0],
+            speeds[2],
+            speeds[1] / speeds[2],
+        );
         group.throughput(Throughput::Bytes(input.len() as u64));
+        group.bench_function(format!("{name}/scan_floor"), |b| b.iter(|| floor.scan(black_box(&input))));
         group.bench_function(format!("{name}/tool-calling"), |b| b.iter(|| ours.parse(black_box(&input))));
         group.bench_function(format!("{name}/tool-parser"), |b| {
             b.iter(|| futures::executor::block_on(theirs.parse_complete(black_box(&input))))

@@ -7,15 +7,25 @@
 //! each at 16 KiB, 1 MiB and 16 MiB, with `parse` (owned requests), `parse_view`
 //! (borrowed) and `view_events` (borrowed, one request at a time), reported as bytes per
 //! second; and
-//! - `vcp_parse/options`: the 1 MiB prose input with default options vs `skip_fenced`.
+//! - `vcp_parse/options`: the 1 MiB prose input with default options vs `skip_fenced`;
+//! - `vcp_parse/floor`: each input at 1 MiB, the three APIs beside `scan_floor`, which
+//!   only finds every marker (`<<<[`, the start of `<<<[TOOL_REQUEST]>>>` and
+//!   `<<<[END_TOOL_REQUEST]>>>`) and every value opener (`「始`) with `memchr::memmem`
+//!   and does nothing else: the floor no parser can beat. Criterion measures one after
+//!   the other while a shared machine's speed drifts, so the group also prints each
+//!   API's share of the floor measured side by side (the fastest of 15 alternating runs
+//!   of each), e.g. `vcp_parse/floor/requests (…): scan floor … MB/s; view_events …
+//!   MB/s (…% of the floor); …`.
 //!
 //! `cargo bench -p tool-calling-benches --bench vcp_parse` runs everything in a few minutes;
-//! `cargo bench -p tool-calling-benches --bench vcp_parse -- --test` runs each benchmark once, as a smoke test.
+//! `cargo bench -p tool-calling-benches --bench vcp_parse -- --test` runs each benchmark once, as a smoke test;
+//! `cargo bench -p tool-calling-benches --bench vcp_parse -- vcp_parse/floor` runs the floor group alone.
 
 use std::hint::black_box;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, SamplingMode, Throughput, criterion_group, criterion_main};
+use memchr::memmem;
 use tool_calling::protocol::vcp::{VcpLimits, VcpOptions, VcpProtocol, ViewEvent};
 
 #[path = "support/inputs.rs"]
@@ -102,5 +112,90 @@ fn options(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, prose, requests, options);
+/// The scan floor of a VCP reply: one `memchr::memmem` sweep for every marker and one for
+/// every value opener, and nothing else. Any parser has to find at least these.
+struct ScanFloor {
+    markers: memmem::Finder<'static>,
+    openers: memmem::Finder<'static>,
+}
+
+impl ScanFloor {
+    fn new() -> Self {
+        ScanFloor { markers: memmem::Finder::new("<<<["), openers: memmem::Finder::new("「始") }
+    }
+
+    fn scan(&self, text: &str) -> usize {
+        self.markers.find_iter(text.as_bytes()).count() + self.openers.find_iter(text.as_bytes()).count()
+    }
+}
+
+/// The fastest of `ROUNDS` runs of each of `runs`, taken in turn so that all see the
+/// machine at the same speed, as MB/s of `bytes`.
+fn alternating(bytes: usize, runs: &[&dyn Fn() -> usize]) -> Vec<f64> {
+    const ROUNDS: usize = 15;
+    let mut best = vec![Duration::MAX; runs.len()];
+    for _ in 0..ROUNDS {
+        for (run, best) in runs.iter().zip(&mut best) {
+            let start = Instant::now();
+            black_box(run());
+            *best = (*best).min(start.elapsed());
+        }
+    }
+    best.iter().map(|t| bytes as f64 / t.as_secs_f64() / 1e6).collect()
+}
+
+fn floor(c: &mut Criterion) {
+    let protocol = VcpProtocol::new(VcpOptions::default().limits(VcpLimits::none()));
+    let floor = ScanFloor::new();
+    let count_requests =
+        |text: &str| protocol.view_events(text).filter(|e| matches!(e, ViewEvent::Request(_))).count();
+    let mut group = c.benchmark_group("vcp_parse/floor");
+    group.sample_size(20);
+    group.sampling_mode(SamplingMode::Flat);
+    group.warm_up_time(Duration::from_secs(1));
+    group.measurement_time(Duration::from_secs(5));
+    for (name, text) in
+        [("prose", inputs::prose_with_requests(MIB)), ("requests", inputs::requests_only(MIB))]
+    {
+        check(&format!("vcp_parse/floor/{name}"), &text, &protocol);
+        let blocks = inputs::count_blocks(&text);
+        assert_eq!(floor.markers.find_iter(text.as_bytes()).count(), 2 * blocks, "{name}: markers");
+        let speeds = alternating(
+            text.len(),
+            &[
+                &|| floor.scan(&text),
+                &|| count_requests(&text),
+                &|| protocol.parse_view(&text).requests.len(),
+                &|| protocol.parse(&text).requests.len(),
+            ],
+        );
+        let share =
+            |i: usize| format!("{:.0} MB/s ({:.1}% of the floor)", speeds[i], 100.0 * speeds[i] / speeds[0]);
+        println!(
+            "vcp_parse/floor/{name} ({} bytes, {blocks} requests): scan floor {:.0} MB/s; view_events {}; \
+             parse_view {}; parse {} (fastest of 15 alternating runs)",
+            text.len(),
+            speeds[0],
+            share(1),
+            share(2),
+            share(3),
+        );
+        group.throughput(Throughput::Bytes(text.len() as u64));
+        group.bench_with_input(BenchmarkId::new("scan_floor", name), text.as_str(), |b, text| {
+            b.iter(|| floor.scan(black_box(text)));
+        });
+        group.bench_with_input(BenchmarkId::new("view_events", name), text.as_str(), |b, text| {
+            b.iter(|| count_requests(black_box(text)));
+        });
+        group.bench_with_input(BenchmarkId::new("parse_view", name), text.as_str(), |b, text| {
+            b.iter(|| protocol.parse_view(black_box(text)));
+        });
+        group.bench_with_input(BenchmarkId::new("parse", name), text.as_str(), |b, text| {
+            b.iter(|| protocol.parse(black_box(text)));
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, prose, requests, options, floor);
 criterion_main!(benches);

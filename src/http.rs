@@ -9,10 +9,11 @@ pub(crate) fn retry_after_from_headers(
     retry_after: Option<&str>,
     now: SystemTime,
 ) -> Option<Duration> {
-    if let Some(ms) = retry_after_ms.and_then(|v| v.trim().parse::<f64>().ok()) {
-        if ms.is_finite() && ms >= 0.0 {
-            return Duration::try_from_secs_f64(ms / 1000.0).ok();
-        }
+    if let Some(ms) = retry_after_ms.and_then(|v| v.trim().parse::<f64>().ok())
+        && ms.is_finite()
+        && ms >= 0.0
+    {
+        return Duration::try_from_secs_f64(ms / 1000.0).ok();
     }
     let value = retry_after?.trim();
     if let Ok(seconds) = value.parse::<f64>() {

@@ -1,6 +1,7 @@
 //! The engine end to end, on tokio's paused clock: a scripted model replays a
 //! multi-round conversation through the public API.
 
+use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -8,13 +9,19 @@ use std::time::Duration;
 use tokio::time::Instant;
 use tool_calling::config::ToolCallConfig;
 use tool_calling::engine::{Engine, StopReason};
-use tool_calling::exec::{CycleEvent, ExecutionContext, Executor, PendingCall, PolicyDecision};
-use tool_calling::model::{
-    AssistantTurn, ChatModel, ChatModelError, Conversation, Message, ModelRequest, Role,
+use tool_calling::exec::{
+    CycleEvent, ExecutionContext, Executor, ExecutorMessages, PendingCall, PlannedRequest, PolicyDecision,
 };
+use tool_calling::model::{
+    AssistantTurn, ChatModel, ChatModelError, Conversation, FinishReason, Message, ModelRequest, Role,
+    ToolCall,
+};
+use tool_calling::protocol::native::NativeProtocol;
+use tool_calling::protocol::textfmt::{TextFormat, TextFormatProtocol};
+use tool_calling::protocol::vcp::{RouteError, VcpLimits, VcpOptions, VcpProtocol, VcpTemplates};
 use tool_calling::tools::ToolRegistry;
 use tool_calling::tools::{BoxFuture, ToolProvider};
-use tool_calling::{ErrorKind, tool};
+use tool_calling::{ErrorKind, Language, ParsedToolRequest, ToolCallingProtocol, tool};
 
 #[path = "support/engine_tools.rs"]
 mod engine_tools;
@@ -417,8 +424,8 @@ async fn every_note_to_the_model_follows_the_language() {
         "invalid arguments: parameter `times` (maximum): ",
         "invalid arguments: parameter `message` (required): is required but was not given",
         "`text_hurry` did not finish within 100 ms",
-        "Not run: the request has no tool_name: add tool_name:「始」…「末」 Send the request again with this fixed.",
-        "Not run: the value of `a` is not closed: end it with 「末」 Send the request again with this fixed.",
+        "Not run: the request has no tool_name: add tool_name:「始」…「末」. Send the request again with this fixed.",
+        "Not run: the value of `a` is not closed: end it with 「末」. Send the request again with this fixed.",
     ];
     for (text, expected) in texts.iter().zip(expected) {
         assert!(text.starts_with(expected), "{text:?} should start with {expected:?}");
@@ -458,4 +465,273 @@ async fn a_vcp_batch_gets_one_result_listing_each_call() {
              "result": refusal}
         ])
     );
+}
+
+/// The capitalised words that begin a sentence somewhere in `texts` (notes, and the
+/// templates they are made from): at the start, after a full stop or a question mark,
+/// or after a template's blank (`{problems} Send…`).
+fn sentence_openers(texts: &[String]) -> BTreeSet<String> {
+    let mut openers = BTreeSet::new();
+    for text in texts {
+        let starts = std::iter::once(text.as_str())
+            .chain(text.split(". ").skip(1))
+            .chain(text.split("? ").skip(1))
+            .chain(text.split("} ").skip(1));
+        for start in starts {
+            let word: String = start.chars().take_while(|c| c.is_alphanumeric()).collect();
+            if word.chars().next().is_some_and(|c| c.is_ascii_uppercase()) {
+                openers.insert(word);
+            }
+        }
+    }
+    openers
+}
+
+/// The faults a note to the model must not have, as strings naming them: a sentence
+/// that runs into the next with no break (one of `openers` after something that ends
+/// no sentence, "…end it with 「末」 Send the request…"; in Chinese, advice 请… after
+/// no stop, "…结束它请修正…"), the same advice twice ("send it again in full. Send the
+/// request again…"), and two sentence ends in a row.
+fn note_faults(note: &str, openers: &BTreeSet<String>) -> Vec<String> {
+    let mut faults = Vec::new();
+    let chars: Vec<char> = note.chars().collect();
+    for (i, &c) in chars.iter().enumerate() {
+        let before = chars[..i].iter().rev().find(|c| !c.is_whitespace()).copied();
+        let ends_sentence = |stops: &str| before.is_none_or(|b| stops.contains(b));
+        let word: String = chars[i..].iter().take_while(|c| c.is_alphanumeric()).collect();
+        let word_start = i == 0 || !chars[i - 1].is_alphanumeric();
+        if word_start && openers.contains(&word) && !ends_sentence(".?!") {
+            faults.push(format!("`{word}` begins a sentence with no break before it"));
+        }
+        // 请… is advice; 请求 is the noun "request".
+        if c == '请' && chars.get(i + 1) != Some(&'求') && !ends_sentence("。；：，！？、") {
+            faults.push("请… begins a sentence with no break before it".to_string());
+        }
+    }
+    let lower = note.to_lowercase();
+    for (advice, most) in [("again", 1), ("not run", 1), ("重新", 1), ("重写", 0), ("未执行", 1)] {
+        let times = lower.matches(advice).count();
+        if times > most {
+            faults.push(format!("{advice:?} {times} times"));
+        }
+    }
+    for twice in ["..", "。。", ".。", "。.", ":.", "：。"] {
+        if note.contains(twice) {
+            faults.push(format!("{twice:?}"));
+        }
+    }
+    faults
+}
+
+/// Every blank of the executor's templates, filled with a plausible value.
+fn filled(template: &str, words: &ExecutorMessages) -> String {
+    let location = words.location.replace("{path}", "/items/0");
+    let error = words.missing_parameter.replace("{parameter}", "message");
+    let problem = words.reply_cut.clone();
+    [
+        ("{method}", "calc_add"),
+        ("{name}", "calc_ad"),
+        ("{suggestions}", "`calc_add` or `calc_sub`"),
+        ("{reason}", "destructive operations are not allowed"),
+        ("{ms}", "100"),
+        ("{message}", "tool blew up"),
+        ("{errors}", error.as_str()),
+        ("{problems}", problem.as_str()),
+        ("{parameter}", "times"),
+        ("{location}", location.as_str()),
+        ("{field}", "id"),
+        ("{rule}", "maximum"),
+        ("{detail}", "20 is greater than the maximum of 10"),
+        ("{path}", "/items/0"),
+        ("{bytes}", "4096"),
+    ]
+    .iter()
+    .fold(template.to_string(), |text, (blank, value)| text.replace(blank, value))
+}
+
+/// What the open-model formats say of a damaged call: every case of the corpus cut at
+/// every character boundary, parsed in its format.
+fn text_format_problems() -> BTreeSet<String> {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus/textfmt");
+    let mut problems = BTreeSet::new();
+    for format in TextFormat::ALL {
+        let protocol = TextFormatProtocol::new(format);
+        for entry in std::fs::read_dir(root.join(format.id())).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_none_or(|x| x != "txt") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).unwrap();
+            for (cut, _) in text.char_indices().chain([(text.len(), ' ')]) {
+                for request in protocol.parse(&text[..cut]).requests {
+                    problems.extend(request.problems);
+                }
+            }
+        }
+    }
+    problems
+}
+
+/// What the native protocols say of a damaged call (the reading of calls is shared by
+/// every provider).
+fn native_problems() -> BTreeSet<String> {
+    let deep = format!("{{\"a\": {}1{}}}", "[".repeat(80), "]".repeat(80));
+    let turn = AssistantTurn::new()
+        .with_tool_call(ToolCall::new("c1", "calc_add", "{\"a\": 1").incomplete())
+        .with_tool_call(ToolCall::new("c2", "calc_add", "{\"a\": 1"))
+        .with_tool_call(ToolCall::new("c3", "calc_add", "[1, 2]"))
+        .with_tool_call(ToolCall::new("c4", "calc_add", deep))
+        .with_tool_call(ToolCall::new("c5", "", "{}"))
+        .with_finish_reason(FinishReason::Length);
+    let outcome = NativeProtocol::openai_chat().parse_turn(&turn);
+    assert_eq!(outcome.requests.len(), 5);
+    outcome.requests.into_iter().flat_map(|r| r.problems).collect()
+}
+
+/// Every note the executor writes, alone and with every problem a protocol can put in
+/// it, and every note of VCP's routing, in English and Chinese: none has a sentence
+/// running into the next, nor the same advice twice.
+#[tokio::test(start_paused = true)]
+async fn every_note_to_the_model_has_its_sentence_breaks_and_no_advice_twice() {
+    let foreign = text_format_problems();
+    assert!(foreign.len() > 20, "{foreign:#?}");
+    let native = native_problems();
+    for language in [Language::En, Language::Zh] {
+        let words = ExecutorMessages::for_language(language);
+        let vcp = VcpTemplates::for_language(language);
+        let mut notes: Vec<String> = [
+            &words.not_run_incomplete,
+            &words.cancelled_before_start,
+            &words.cancelled_while_running,
+            &words.nothing_to_run,
+            &words.no_longer_registered,
+            &words.unknown_method,
+            &words.unknown_method_suggest,
+            &words.not_callable,
+            &words.switched_off,
+            &words.refused_by_policy,
+            &words.not_approved,
+            &words.no_runtime,
+            &words.timed_out,
+            &words.panicked,
+            &words.stopped,
+            &words.started_in_background,
+            &words.background_no_runtime,
+            &words.stream_ended,
+            &words.reply_cut,
+            &words.invalid_arguments,
+            &words.missing_parameter,
+            &words.missing_field,
+            &words.invalid_parameter,
+            &words.invalid_whole,
+            &words.result_cut,
+        ]
+        .into_iter()
+        .map(|template| filled(template, &words))
+        .collect();
+        let templates = [&words.not_run_incomplete, &words.invalid_arguments, &words.unknown_method_suggest]
+            .map(|t| t.to_string());
+
+        // VCP's routing notes, each case.
+        let names = |list: &[&str]| list.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        for error in [
+            RouteError::EmptyToolName,
+            RouteError::UnknownName { name: "calc_ad".into(), suggestions: names(&["calc_add"]) },
+            RouteError::UnknownName { name: "zzz".into(), suggestions: vec![] },
+            RouteError::UnknownMethod {
+                name: "calc_ad".into(),
+                tool: "calc".into(),
+                suggestions: names(&["add"]),
+                available: names(&["add", "sub"]),
+            },
+            RouteError::UnknownCommand {
+                tool: "calc".into(),
+                command: "ad".into(),
+                batch_index: Some(2),
+                suggestions: names(&["add"]),
+                available: names(&["add", "sub"]),
+            },
+            RouteError::UnknownCommand {
+                tool: "calc".into(),
+                command: "zzz".into(),
+                batch_index: None,
+                suggestions: vec![],
+                available: vec![],
+            },
+            RouteError::MissingCommand { tool: "calc".into(), available: names(&["add", "sub"]) },
+            RouteError::MissingCommand { tool: "calc".into(), available: vec![] },
+        ] {
+            notes.push(error.message(&vcp));
+        }
+
+        // What the engine writes for a troubled VCP reply in this language, and for the
+        // VCP limits (too many fields, a value too long).
+        let engine = engine().with_language(language);
+        let troubled = [
+            troubled_reply(),
+            block(&[("tool_name", "text_repeat"), ("times", "20")]),
+            block(&[("tool_name", "calc_add"), ("a", "1"), ("b", "2"), ("c", "3")]),
+            block(&[("tool_name", "calc_add"), ("a", "a long value")]),
+        ]
+        .concat();
+        let cycle = engine.run_turn(troubled.as_str(), &context()).await.unwrap();
+        notes.extend(cycle.execution_results.iter().map(|r| r.result.clone()));
+        let limits = VcpLimits::default().max_fields(3).max_value_bytes(8);
+        let limited = engine.with_protocol(Arc::new(
+            VcpProtocol::new(VcpOptions::default().limits(limits)).with_language(language),
+        ));
+        let cycle = limited.run_turn(troubled.as_str(), &context()).await.unwrap();
+        notes.extend(cycle.execution_results.iter().map(|r| r.result.clone()));
+
+        // Every problem of the other protocols (in English: they have no language
+        // setting) and the engine's own, in this language's note, alone and two at once.
+        let mut problems: Vec<String> = foreign.iter().chain(&native).cloned().collect();
+        problems.push(words.reply_cut.clone());
+        problems
+            .push(filled(&vcp.unclosed_value.replace("{key}", "a").replace("{closer}", "「末」"), &words));
+        let mut requests: Vec<ParsedToolRequest> = problems
+            .iter()
+            .enumerate()
+            .map(|(i, problem)| {
+                ParsedToolRequest::new(format!("p{i}"), "calc_add").with_problem(problem.as_str())
+            })
+            .collect();
+        requests.push(
+            ParsedToolRequest::new("two", "calc_add").with_problem(&problems[0]).with_problem(&problems[1]),
+        );
+        let planned = requests.iter().map(PlannedRequest::exact).collect();
+        let results = limited.executor().execute(planned, &context()).await;
+        assert_eq!(results.len(), requests.len());
+        notes.extend(results.into_iter().map(|r| r.result));
+
+        let openers = sentence_openers(&[&notes[..], &templates[..]].concat());
+        if language == Language::En {
+            assert!(["Not", "Send", "No", "Did", "Tool"].iter().all(|w| openers.contains(*w)), "{openers:?}");
+        }
+        let mut faulty = Vec::new();
+        for note in &notes {
+            let faults = note_faults(note, &openers);
+            if !faults.is_empty() {
+                faulty.push(format!("{note:?}: {}", faults.join(", ")));
+            }
+        }
+        assert!(
+            faulty.is_empty(),
+            "{language:?}: {} notes of {} are faulty:\n{}",
+            faulty.len(),
+            notes.len(),
+            faulty.join("\n")
+        );
+    }
+    // The checker finds both faults where they were.
+    let openers = BTreeSet::from(["Send".to_string()]);
+    for faulty in [
+        "Not run: the value of `a` is not closed: end it with 「末」 Send the request again with this fixed.",
+        "Not run: it is incomplete and was not run; send it again in full Send the request again with this fixed.",
+        "Not run: it was cut; send it again in full. Send the request again with this fixed.",
+        "未执行：`a` 的值没有闭合：请用 「末」 结束它请修正后重新发送该请求。",
+        "未执行：回复被截断；请完整地重写该请求。请修正后重新发送该请求。",
+    ] {
+        assert!(!note_faults(faulty, &openers).is_empty(), "{faulty}");
+    }
 }

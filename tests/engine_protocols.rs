@@ -443,7 +443,10 @@ async fn a_call_cut_off_by_a_broken_stream_is_not_run() {
     let error = engine.run_stream(stream::iter(deltas), &ctx).await.unwrap_err();
     let tool_calling::engine::StreamCycleError::Stream { partial, .. } = error else { panic!("{error:?}") };
     let result = &partial.execution_results[0];
-    assert!(!result.is_success() && result.result.contains("incomplete"), "{result:?}");
+    assert!(
+        !result.is_success() && result.result.contains("before the call to `text_label` was complete"),
+        "{result:?}"
+    );
     assert!(!labelled("Volga"), "the cut call did not run");
     assert!(
         events

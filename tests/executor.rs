@@ -284,6 +284,54 @@ async fn a_retry_waits_as_long_as_the_failure_asks_within_a_bound() {
     assert_eq!(start.elapsed(), Duration::ZERO);
 }
 
+/// An executor with one method, `t_cut`, that cancels `token` and then fails with a
+/// retryable error, so that its attempt ends with the failure while the cycle is already
+/// cancelled (on the paused clock's one thread, the same way every run).
+fn cancelling_then_failing(token: &CancellationToken, attempts: &Arc<AtomicUsize>, max: u32) -> Executor {
+    let (token, attempts) = (token.clone(), attempts.clone());
+    let method = MethodSpec::new(
+        MethodDefinition::new("cut", "cancels its cycle, then fails retryably"),
+        move |_, _| {
+            attempts.fetch_add(1, Ordering::SeqCst);
+            let token = token.clone();
+            Box::pin(async move {
+                token.cancel();
+                Err(ToolError::network("connection reset"))
+            }) as BoxFuture<'static, _>
+        },
+    );
+    let registry = ToolRegistry::new();
+    registry.register(ToolSpec::stateless("t", "Test tools").with_method(method)).unwrap();
+    let mut options = ExecutorOptions::default();
+    options.retry = RetryPolicy::new(max, Duration::from_millis(100));
+    Executor::new(Arc::new(registry)).with_options(options)
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_retryable_failure_after_the_cycle_was_cancelled_answers_cancelled() {
+    // Attempts remain: the retry that would follow is cancelled, and the call answers
+    // `Cancelled` (as it does when cancelled while running or between attempts), at once.
+    let token = CancellationToken::new();
+    let attempts = Arc::new(AtomicUsize::new(0));
+    let executor = cancelling_then_failing(&token, &attempts, 3);
+    let start = Instant::now();
+    let ctx = context(true).with_cancel(token);
+    let result = executor.execute(exact(&[request("c", "t_cut", &[])]), &ctx).await;
+    assert_eq!(result[0].error_kind, Some(ErrorKind::Cancelled), "{}", result[0].result);
+    assert_eq!(attempts.load(Ordering::SeqCst), 1, "no retry after the cancellation");
+    assert_eq!(start.elapsed(), Duration::ZERO, "no backoff waited");
+
+    // The last attempt: no retry would follow, so the failure is the answer.
+    let token = CancellationToken::new();
+    let attempts = Arc::new(AtomicUsize::new(0));
+    let executor = cancelling_then_failing(&token, &attempts, 1);
+    let ctx = context(true).with_cancel(token);
+    let result = executor.execute(exact(&[request("c", "t_cut", &[])]), &ctx).await;
+    assert_eq!(result[0].error_kind, Some(ErrorKind::Network), "{}", result[0].result);
+    assert_eq!(result[0].result, "connection reset");
+    assert_eq!(attempts.load(Ordering::SeqCst), 1);
+}
+
 fn run_count(executor: &Executor, ctx: &ExecutionContext) -> ToolExecutionResult {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     runtime.block_on(executor.execute(exact(&[request("c", "t_count", &[])]), ctx)).remove(0)

@@ -510,7 +510,7 @@ async fn a_stream_that_ends_mid_call_gives_an_error_result() {
         assert_eq!(results.len(), 1, "{provider}: {results:?}");
         assert!(!results[0].is_success(), "{provider}");
         let said = results[0].result.to_lowercase();
-        assert!(said.contains("finish reason: error") && said.contains("incomplete"), "{provider}: {said}");
+        assert!(said.contains("finish reason: error") && said.contains("was complete"), "{provider}: {said}");
         assert!(log.entries().is_empty(), "{provider}");
     }
 }

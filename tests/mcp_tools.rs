@@ -1,13 +1,14 @@
 //! MCP tools against real servers on this machine:
-//! - the reference server `@modelcontextprotocol/server-everything` (from npm,
-//!   installed into `tests/mcp/node_modules` by `.ci/run`), over stdio;
+//! - the reference server `@modelcontextprotocol/server-everything` (from npm, pinned
+//!   in `tests/mcp/package-lock.json`; the first test that needs it installs it into
+//!   `tests/mcp/node_modules` with `npm ci`), over stdio;
 //! - a server written with rmcp in this file, over streamable HTTP on 127.0.0.1, which
 //!   records the cancellations it receives.
 //!
 //! One VCP reply calls a REST tool and MCP tools through the same engine.
 
-use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use rmcp::model::{
@@ -37,16 +38,128 @@ use vcp_block::block;
 mod http_server;
 use http_server::{Request, Response};
 
-/// The reference server's entry point, installed by `npm ci --prefix tests/mcp`.
+/// The reference server over stdio: its entry point in `tests/mcp/node_modules`,
+/// installed on first use (see [`install_everything`]).
 fn everything() -> McpTransport {
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/mcp/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
-    assert!(
-        script.exists(),
-        "{} is missing: run `npm ci --prefix tests/mcp` (.ci/run does)",
-        script.display()
-    );
-    McpTransport::command("node", [script.to_string_lossy().into_owned(), "stdio".to_string()])
+    static INSTALLED: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    match INSTALLED.get_or_init(install_everything) {
+        Ok(script) => {
+            McpTransport::command("node", [script.to_string_lossy().into_owned(), "stdio".to_string()])
+        }
+        Err(why) => panic!("{why}"),
+    }
+}
+
+/// What installs the reference server by hand (and what the tests run themselves).
+const NPM_CI: &str = "npm ci --prefix tests/mcp --no-audit --no-fund";
+
+/// Installs the reference server, at the version pinned in `tests/mcp/package-lock.json`,
+/// unless that install is already there: `npm ci` in `tests/mcp`, once, however many
+/// tests (threads, and test processes) ask at the same time. The tests of one process
+/// share the answer through a `OnceLock`; processes take turns through a lock
+/// directory, `tests/mcp/.install.lock` (`mkdir` is atomic), and the one that gets it
+/// first installs while the others wait and then find it done. An install counts as
+/// done when `node_modules` holds a copy of the lock file it was made from, written
+/// only after `npm ci` succeeded, so an install that was cut off is made again.
+fn install_everything() -> Result<PathBuf, String> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/mcp");
+    let script = dir.join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    let stamp = dir.join("node_modules/.installed-from-package-lock.json");
+    let pinned = std::fs::read(dir.join("package-lock.json"))
+        .map_err(|e| format!("tests/mcp/package-lock.json: {e}"))?;
+    let done = || script.exists() && std::fs::read(&stamp).is_ok_and(|installed| installed == pinned);
+    if done() {
+        return Ok(script);
+    }
+    let _lock = InstallLock::acquire(&dir.join(".install.lock"))?;
+    if done() {
+        return Ok(script); // another test process installed it while this one waited
+    }
+    eprintln!("installing the MCP reference server for the tests: {NPM_CI}");
+    let output = std::process::Command::new("npm")
+        .args(["ci", "--no-audit", "--no-fund"])
+        .current_dir(&dir)
+        .output()
+        .map_err(|e| {
+            format!(
+                "the MCP tests run the reference server @modelcontextprotocol/server-everything from npm, \
+                 and `npm` could not be started ({e}): install Node.js (20 or later) with npm, or run \
+                 `{NPM_CI}` yourself"
+            )
+        })?;
+    if !output.status.success() {
+        let said = String::from_utf8_lossy(&output.stderr);
+        let tail: Vec<&str> = said.lines().rev().take(20).collect();
+        return Err(format!(
+            "`{NPM_CI}` failed ({}), so the MCP reference server is not installed; npm said:\n{}",
+            output.status,
+            tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+        ));
+    }
+    std::fs::write(&stamp, &pinned).map_err(|e| format!("{}: {e}", stamp.display()))?;
+    if !script.exists() {
+        return Err(format!("`{NPM_CI}` succeeded but {} is missing", script.display()));
+    }
+    Ok(script)
+}
+
+/// A lock shared by processes: a directory that exists while one of them holds it
+/// (`create_dir` fails for all but one), with the holder's process id inside. A lock
+/// left by a process that died (on Linux: its id is gone from `/proc`), or older than
+/// any install takes, is broken.
+struct InstallLock(PathBuf);
+
+impl InstallLock {
+    fn acquire(path: &Path) -> Result<Self, String> {
+        const GIVE_UP: Duration = Duration::from_secs(20 * 60);
+        let started = std::time::Instant::now();
+        loop {
+            match std::fs::create_dir(path) {
+                Ok(()) => {
+                    let _ = std::fs::write(path.join("pid"), std::process::id().to_string());
+                    return Ok(InstallLock(path.to_path_buf()));
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                    if Self::is_stale(path) {
+                        let _ = std::fs::remove_dir_all(path);
+                        continue;
+                    }
+                    if started.elapsed() > GIVE_UP {
+                        return Err(format!(
+                            "waited {} minutes for {} (another test process installing the MCP \
+                             reference server); if none is, remove it",
+                            GIVE_UP.as_secs() / 60,
+                            path.display()
+                        ));
+                    }
+                    std::thread::sleep(Duration::from_millis(200));
+                }
+                Err(e) => return Err(format!("{}: {e}", path.display())),
+            }
+        }
+    }
+
+    fn is_stale(path: &Path) -> bool {
+        let age = std::fs::metadata(path).and_then(|m| m.modified()).ok().and_then(|t| t.elapsed().ok());
+        if age.is_some_and(|age| age > Duration::from_secs(15 * 60)) {
+            return true;
+        }
+        let holder = std::fs::read_to_string(path.join("pid")).ok();
+        match holder.as_deref().map(str::trim) {
+            // On Linux a process that has ended has no /proc entry.
+            Some(pid) if Path::new("/proc/self").exists() => !Path::new("/proc").join(pid).exists(),
+            Some(_) => false,
+            // Created but never given an id: the holder died in between (or is about to
+            // write it: give it a moment).
+            None => age.is_some_and(|age| age > Duration::from_secs(10)),
+        }
+    }
+}
+
+impl Drop for InstallLock {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 fn context(timeout_ms: u64) -> ExecutionContext {

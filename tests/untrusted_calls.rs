@@ -423,6 +423,9 @@ proptest! {
                 Step::Flaky(fails) if *fails < max_attempts => {
                     prop_assert_eq!(&result.result, &format!("ok after {} attempts", fails + 1));
                 }
+                // A retryable failure is the answer only once no attempt remains: after a
+                // cancellation the retry that would follow is cut, and the call answers
+                // `Cancelled` (above).
                 Step::Flaky(_) => prop_assert_eq!(kind, Some(ErrorKind::Network)),
                 Step::Fail => prop_assert_eq!(kind, Some(ErrorKind::Execution)),
                 Step::Unknown(name) if NAMES.contains(&name.as_str()) => {}
@@ -440,10 +443,13 @@ proptest! {
             .filter(|s| matches!(s, Step::Sleep(_)) || matches!(s, Step::Unknown(n) if n == "t_sleep"))
             .count();
         prop_assert!(calls.of("t_sleep") <= may_sleep * max_attempts as usize);
-        for (i, step) in steps.iter().enumerate() {
+        for ((i, step), result) in steps.iter().enumerate().zip(&results) {
             if let Step::Flaky(_) = step {
                 let tried = attempts.lock().unwrap().get(&format!("call_{i}")).copied().unwrap_or(0);
                 prop_assert!(tried <= max_attempts, "call_{} tried {} times", i, tried);
+                if result.error_kind == Some(ErrorKind::Network) {
+                    prop_assert_eq!(tried, max_attempts, "call_{} answered its failure with attempts left", i);
+                }
             }
         }
     }

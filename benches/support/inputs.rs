@@ -9,7 +9,7 @@
 //! mod inputs;
 //! ```
 //!
-//! Two shapes:
+//! Two shapes of VCP reply:
 //! - [`prose_with_requests`]: multi-paragraph markdown-ish English prose (headings, lists,
 //!   inline code, fenced code, `a < b` comparisons) with exactly [`PROSE_REQUESTS`] request
 //!   blocks spread through it, none inside a fence;
@@ -19,6 +19,12 @@
 //! Every generated block is complete and well formed (`tool_name` first, every value
 //! closed, END marker present), and the prose never contains marker text, value
 //! brackets or reasoning tags, so a correct parser finds exactly the blocks generated.
+//!
+//! The same two shapes in the Hermes format (`<tool_call>` JSON `</tool_call>`), for the
+//! open-model formats: [`hermes_prose_with_calls`] and [`hermes_calls_only`].
+//!
+//! `cargo run -p tool-calling-benches --bin bench_inputs -- DIR` writes them to files, for
+//! tools that read a file (`tester bench`).
 
 #![allow(dead_code)]
 
@@ -412,4 +418,47 @@ pub fn requests_only(size: usize) -> String {
 /// How many START markers `text` holds (the number of blocks a generator wrote).
 pub fn count_blocks(text: &str) -> usize {
     text.matches(START).count()
+}
+
+/// The prose paragraph of the Hermes inputs: English and Chinese, an HTML tag, backticks.
+const HERMES_PARAGRAPH: &str = "The quick brown fox jumps over the lazy dog. 我们先看看目录结构，然后再决定下一步。 Some more <b>html</b> and `code` here.\n";
+
+/// Hermes call number `i`: `<tool_call>`, a JSON object with a name and three arguments,
+/// `</tool_call>`, each on its own line.
+pub fn hermes_call(i: usize) -> String {
+    format!(
+        "<tool_call>\n{{\"name\": \"directory_tree\", \"arguments\": {{\"command\": \"listFiles\", \"path\": \"src/tools/{i}\", \"recursive\": false}}}}\n</tool_call>\n"
+    )
+}
+
+/// At least `size` bytes of prose (the paragraph above, repeated) with three Hermes
+/// calls: after the first third, after the second, and at the end.
+pub fn hermes_prose_with_calls(size: usize) -> String {
+    let mut prose = String::new();
+    while prose.len() < size {
+        prose.push_str(HERMES_PARAGRAPH);
+    }
+    let chars: Vec<char> = prose.chars().collect();
+    let third = chars.len() / 3;
+    let part = |a: usize, b: usize| chars[a..b].iter().collect::<String>();
+    format!(
+        "{}{}{}{}{}{}",
+        part(0, third),
+        hermes_call(1),
+        part(third, 2 * third),
+        hermes_call(2),
+        part(2 * third, chars.len()),
+        hermes_call(3)
+    )
+}
+
+/// Hermes calls back to back, until the text holds at least `size` bytes.
+pub fn hermes_calls_only(size: usize) -> String {
+    let mut dense = String::new();
+    let mut i = 0;
+    while dense.len() < size {
+        dense.push_str(&hermes_call(i));
+        i += 1;
+    }
+    dense
 }

@@ -601,7 +601,7 @@ fn median(times: &mut [Duration]) -> Duration {
     let mid = times.len() / 2;
     let middle = times.get(mid).copied().unwrap_or_default();
     match mid.checked_sub(1).and_then(|i| times.get(i)) {
-        Some(low) if times.len() % 2 == 0 => (*low + middle) / 2,
+        Some(low) if times.len().is_multiple_of(2) => (*low + middle) / 2,
         _ => middle,
     }
 }

@@ -703,11 +703,11 @@ impl<'e> CycleState<'e> {
         for mut event in events.drain(..) {
             // A request still open when the reading was cut is incomplete, even if its
             // protocol would accept it unterminated at the end of a whole reply.
-            if let (true, StreamEvent::RequestCompleted(request)) = (self.cut, &mut event) {
-                if request.complete {
-                    request.complete = false;
-                    request.problems.push(self.words().reply_cut.clone());
-                }
+            if let (true, StreamEvent::RequestCompleted(request)) = (self.cut, &mut event)
+                && request.complete
+            {
+                request.complete = false;
+                request.problems.push(self.words().reply_cut.clone());
             }
             match &event {
                 StreamEvent::Text { text, .. } => self.ctx.emit(|| CycleEvent::Text { text: text.clone() }),

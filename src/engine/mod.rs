@@ -323,10 +323,10 @@ impl Engine {
     ) -> Arc<ToolDeclarations> {
         let key = (protocol.id().to_string(), agent_id.map(str::to_string), config.prompt_hash());
         let generation = self.registry().generation();
-        if let Some((made_at, declarations)) = self.cache().get(&key) {
-            if *made_at == generation {
-                return declarations.clone();
-            }
+        if let Some((made_at, declarations)) = self.cache().get(&key)
+            && *made_at == generation
+        {
+            return declarations.clone();
         }
         let declarations = Arc::new(protocol.tool_declarations(&self.discovery.enabled_definitions(config)));
         self.cache().insert(key, (generation, declarations.clone()));

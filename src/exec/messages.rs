@@ -25,7 +25,10 @@ use crate::tools::{ArgumentError, ArgumentErrors};
 #[non_exhaustive]
 pub struct ExecutorMessages {
     /// A request the parser found damaged, not run. Blank: `{problems}`, what the
-    /// protocol says is wrong, joined with `problem_separator`.
+    /// protocol says is wrong, joined with `problem_separator`. A problem is a clause
+    /// with no closing full stop, which may say how to mend its own part ("end it with
+    /// 「末」"); this template ends the sentence and gives the one advice to send the
+    /// request again.
     pub not_run_incomplete: String,
     /// Joins the problems of one request.
     pub problem_separator: String,
@@ -65,7 +68,8 @@ pub struct ExecutorMessages {
     /// A streamed cycle that ended before the call finished.
     pub stream_ended: String,
     /// The problem of a request still open when the reading of a streamed reply was
-    /// cut (a broken stream, a cancellation, the turn limit): it is not run.
+    /// cut (a broken stream, a cancellation, the turn limit): it is not run. A clause
+    /// put in `not_run_incomplete`, which gives the advice.
     pub reply_cut: String,
     /// The arguments failed validation. Blank: `{errors}`, each error below, joined
     /// with `problem_separator`.
@@ -123,7 +127,7 @@ impl ExecutorMessages {
                 started_in_background: words("已在后台启动（不需要回复）；只有失败时才会报告"),
                 background_no_runtime: words("未执行：后台调用需要 Tokio 运行时"),
                 stream_ended: words("未执行：流式回合在该调用完成前结束"),
-                reply_cut: words("回复在此请求结束之前被截断；请完整地重写该请求"),
+                reply_cut: words("回复在此请求结束之前被截断"),
                 invalid_arguments: words("参数无效：{errors}"),
                 missing_parameter: words("参数 `{parameter}` 是必填的，但没有给出"),
                 missing_field: words("参数 `{parameter}` 缺少必填的字段：{location}`{field}`"),
@@ -135,7 +139,7 @@ impl ExecutorMessages {
                 list_or: words(" 或 "),
             },
             _ => ExecutorMessages {
-                not_run_incomplete: words("Not run: {problems} Send the request again with this fixed."),
+                not_run_incomplete: words("Not run: {problems}. Send the request again with this fixed."),
                 problem_separator: words("; "),
                 cancelled_before_start: words("the cycle was cancelled before `{method}` ran"),
                 cancelled_while_running: words("the cycle was cancelled before `{method}` finished"),
@@ -162,7 +166,7 @@ impl ExecutorMessages {
                 ),
                 background_no_runtime: words("not run: fire-and-forget calls need a Tokio runtime"),
                 stream_ended: words("not run: the streamed cycle ended before this call finished"),
-                reply_cut: words("the reply was cut off before this request ended; write it again in full"),
+                reply_cut: words("the reply was cut off before this request ended"),
                 invalid_arguments: words("invalid arguments: {errors}"),
                 missing_parameter: words("parameter `{parameter}` (required): is required but was not given"),
                 missing_field: words(

@@ -426,23 +426,28 @@ impl Executor {
                 args.take().unwrap_or_default()
             };
             match self.attempt(method, full_name, this_attempt, timeout, ctx).await {
-                Err(e)
-                    if e.kind.is_retryable()
-                        && attempt < retry.max_attempts
-                        && !ctx.cancel.is_cancelled() =>
-                {
-                    // `None`: the failure asks to wait longer than the policy allows.
+                Err(e) if e.kind.is_retryable() && attempt < retry.max_attempts => {
+                    // `None`: the failure asks to wait longer than the policy allows, so
+                    // no retry follows and the failure is the answer.
                     let Some(wait) = retry.wait_after(&e, attempt - 1) else {
                         return Err(e);
                     };
+                    // A retry would follow. A cancelled cycle stops it: the call answers
+                    // `Cancelled`, whether the cancellation came before this failure or
+                    // during the wait, as it does for a call cancelled while it runs.
+                    let cancelled = || {
+                        let words = &self.options.messages;
+                        let message = words.about(&words.cancelled_while_running, full_name);
+                        Err(ToolError::new(ErrorKind::Cancelled, message))
+                    };
+                    if ctx.cancel.is_cancelled() {
+                        return cancelled();
+                    }
                     attempt += 1;
                     tokio::select! {
+                        biased;
+                        () = ctx.cancel.cancelled() => return cancelled(),
                         () = tokio::time::sleep(wait) => {}
-                        () = ctx.cancel.cancelled() => {
-                            let words = &self.options.messages;
-                            let message = words.about(&words.cancelled_while_running, full_name);
-                            return Err(ToolError::new(ErrorKind::Cancelled, message));
-                        }
                     }
                 }
                 other => return other,
@@ -490,7 +495,10 @@ impl Executor {
             runtime.spawn(future)
         };
         let abort = task.abort_handle();
+        // A call that has ended answers what it returned, even when the cycle was
+        // cancelled in the same instant (`biased`: the outcome is looked at first).
         let outcome = tokio::select! {
+            biased;
             joined = tokio::time::timeout(timeout, task) => joined,
             () = ctx.cancel.cancelled() => {
                 abort.abort();

@@ -210,14 +210,14 @@ impl ModelCapabilities {
             notes.push(RequestNote::new("stream", "the model does not stream: the answer comes whole"));
             out.stream = Some(false);
         }
-        if let (Some(asked), Some(limit)) = (out.max_tokens, self.max_output_tokens) {
-            if asked > limit {
-                notes.push(RequestNote::new(
-                    "max_tokens",
-                    format!("{asked} is above the model's {limit}: {limit} sent"),
-                ));
-                out.max_tokens = Some(limit);
-            }
+        if let (Some(asked), Some(limit)) = (out.max_tokens, self.max_output_tokens)
+            && asked > limit
+        {
+            notes.push(RequestNote::new(
+                "max_tokens",
+                format!("{asked} is above the model's {limit}: {limit} sent"),
+            ));
+            out.max_tokens = Some(limit);
         }
         // A thinking value translated to the model's form is noted when the call asked for
         // it, not when it is the model's configured default.

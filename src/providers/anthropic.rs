@@ -461,14 +461,14 @@ pub(crate) fn request_body(request: &ModelRequest, model: &str, stream: bool) ->
 /// `max_tokens`; no temperature (it must stay 1); tool choice `auto` or `none` only.
 pub(crate) fn adjust(request: &mut ModelRequest, notes: &mut Vec<RequestNote>) {
     let Some(budget) = thinking_budget(request.options.thinking) else { return };
-    if let Some(Thinking::Budget(asked)) = request.options.thinking {
-        if asked < MIN_THINKING_BUDGET {
-            notes.push(RequestNote::new(
-                "thinking",
-                format!("a budget of {asked} is below Anthropic's minimum: {MIN_THINKING_BUDGET} sent"),
-            ));
-            request.options.thinking = Some(Thinking::Budget(MIN_THINKING_BUDGET));
-        }
+    if let Some(Thinking::Budget(asked)) = request.options.thinking
+        && asked < MIN_THINKING_BUDGET
+    {
+        notes.push(RequestNote::new(
+            "thinking",
+            format!("a budget of {asked} is below Anthropic's minimum: {MIN_THINKING_BUDGET} sent"),
+        ));
+        request.options.thinking = Some(Thinking::Budget(MIN_THINKING_BUDGET));
     }
     let budget = budget.max(MIN_THINKING_BUDGET);
     let max_tokens = request.options.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS);
@@ -677,13 +677,13 @@ impl StreamDecoder for EventDecoder {
                         deltas.push(TurnDelta::ReasoningSignature(signature));
                     }
                     Some(DeltaType::InputJsonDelta) => {
-                        if let Some(&number) = self.calls.get(&event.index.unwrap_or(-1)) {
-                            if let Some(fragment) = delta.partial_json.filter(|f| !f.is_empty()) {
-                                deltas.push(TurnDelta::ToolCallArguments {
-                                    index: number,
-                                    fragment: fragment.into_owned(),
-                                });
-                            }
+                        if let Some(&number) = self.calls.get(&event.index.unwrap_or(-1))
+                            && let Some(fragment) = delta.partial_json.filter(|f| !f.is_empty())
+                        {
+                            deltas.push(TurnDelta::ToolCallArguments {
+                                index: number,
+                                fragment: fragment.into_owned(),
+                            });
                         }
                     }
                     _ => {}

@@ -39,8 +39,8 @@ use serde_json::Value;
 use super::retry::{self, RetryPolicy};
 use super::{DEFAULT_MAX_STREAM_BYTES, Provider, ResponseStream, WireError, WireFormat};
 use crate::model::{
-    AssistantTurn, ChatModel, ChatModelError, ModelCapabilities, ModelProfiles,
-    ModelRequest, RequestNote, RequestOptions, TurnDelta,
+    AssistantTurn, ChatModel, ChatModelError, ModelCapabilities, ModelProfiles, ModelRequest, RequestNote,
+    RequestOptions, TurnDelta,
 };
 use crate::protocol::ToolCallingProtocol;
 use crate::protocol::native::NativeOptions;

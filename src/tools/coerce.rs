@@ -126,10 +126,8 @@ impl TextCoercion {
         let first = text.trim_start().bytes().next();
         let looks_like_json =
             matches!(first, Some(b'{' | b'[' | b'"' | b'-' | b'0'..=b'9' | b't' | b'f' | b'n'));
-        if looks_like_json {
-            if let Ok(value) = serde_json::from_str::<Value>(text) {
-                return value;
-            }
+        if looks_like_json && let Ok(value) = serde_json::from_str::<Value>(text) {
+            return value;
         }
         Value::String(text.to_string())
     }

@@ -197,15 +197,15 @@ fn typed_problem(schema: &Value, at: &str) -> Option<(String, String)> {
             "the property has no type (add `type`, `enum`, `const` or `$ref`)".into(),
         ));
     }
-    if object.get("type").and_then(Value::as_str) == Some("object") || object.contains_key("properties") {
-        if let Some(problem) = object_problem(schema, at) {
-            return Some(problem);
-        }
+    if (object.get("type").and_then(Value::as_str) == Some("object") || object.contains_key("properties"))
+        && let Some(problem) = object_problem(schema, at)
+    {
+        return Some(problem);
     }
-    if let Some(items) = object.get("items") {
-        if let Some(problem) = typed_problem(items, &format!("{at}/items")) {
-            return Some(problem);
-        }
+    if let Some(items) = object.get("items")
+        && let Some(problem) = typed_problem(items, &format!("{at}/items"))
+    {
+        return Some(problem);
     }
     for combinator in ["anyOf", "oneOf", "allOf"] {
         if let Some(variants) = object.get(combinator).and_then(Value::as_array) {

@@ -594,10 +594,11 @@ impl RestMethod {
             .is_some_and(|v| v.contains("json"));
         let (body, cut) = self.read_body(response).await?;
         if status.is_success() {
-            if json && cut == 0 {
-                if let Ok(value) = serde_json::from_slice::<Value>(&body) {
-                    return Ok(ToolOutput::Json(value));
-                }
+            if json
+                && cut == 0
+                && let Ok(value) = serde_json::from_slice::<Value>(&body)
+            {
+                return Ok(ToolOutput::Json(value));
             }
             let mut text = String::from_utf8_lossy(&body).into_owned();
             if cut > 0 {

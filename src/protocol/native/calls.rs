@@ -37,8 +37,7 @@ pub(crate) fn request_from_call(
     let arguments = if call.incomplete { None } else { Some(call.arguments_json()) };
     let problem = match arguments {
         None => Some(format!(
-            "the reply ended (finish reason: {}) before the call to `{}` was complete: the call is \
-             incomplete and was not run; send it again in full",
+            "the reply ended (finish reason: {}) before the call to `{}` was complete",
             finish.map_or("none given", |reason| reason.as_str()),
             call.name
         )),

@@ -135,10 +135,10 @@ fn make_nullable(schema: &mut Value) {
             map.insert("anyOf".into(), Value::Array(vec![inner, serde_json::json!({"type": "null"})]));
         }
     }
-    if let Some(Value::Array(values)) = map.get_mut("enum") {
-        if !values.contains(&Value::Null) {
-            values.push(Value::Null);
-        }
+    if let Some(Value::Array(values)) = map.get_mut("enum")
+        && !values.contains(&Value::Null)
+    {
+        values.push(Value::Null);
     }
 }
 
@@ -272,16 +272,16 @@ fn gemini_at(root: &Value, schema: &Value, depth: usize, inlined: &mut usize) ->
     }
     // Gemini's `enum` holds strings: other values are written as strings of type
     // `string`, `format: "enum"` (a text protocol's strings are coerced back by type).
-    if let Some(Value::Array(values)) = out.get_mut("enum") {
-        if values.iter().any(|v| !v.is_string()) {
-            for value in values.iter_mut() {
-                if !value.is_string() {
-                    *value = Value::String(value.to_string());
-                }
+    if let Some(Value::Array(values)) = out.get_mut("enum")
+        && values.iter().any(|v| !v.is_string())
+    {
+        for value in values.iter_mut() {
+            if !value.is_string() {
+                *value = Value::String(value.to_string());
             }
-            out.insert("type".into(), Value::String("string".into()));
-            out.insert("format".into(), Value::String("enum".into()));
         }
+        out.insert("type".into(), Value::String("string".into()));
+        out.insert("format".into(), Value::String("enum".into()));
     }
     // `anyOf` with a `null` variant is Gemini's `nullable`.
     if let Some(Value::Array(variants)) = out.get_mut("anyOf") {
@@ -290,14 +290,14 @@ fn gemini_at(root: &Value, schema: &Value, depth: usize, inlined: &mut usize) ->
         if variants.len() < before {
             out.insert("nullable".into(), Value::Bool(true));
         }
-        if let Some(Value::Array(variants)) = out.get("anyOf") {
-            if let [only] = variants.as_slice() {
-                let only = only.clone();
-                out.remove("anyOf");
-                if let Value::Object(inner) = only {
-                    for (k, v) in inner {
-                        out.entry(k).or_insert(v);
-                    }
+        if let Some(Value::Array(variants)) = out.get("anyOf")
+            && let [only] = variants.as_slice()
+        {
+            let only = only.clone();
+            out.remove("anyOf");
+            if let Value::Object(inner) = only {
+                for (k, v) in inner {
+                    out.entry(k).or_insert(v);
                 }
             }
         }

@@ -127,10 +127,10 @@ impl Detector {
         let hay = text.as_bytes().get(from..).unwrap_or_default();
         let mut best: Option<(usize, usize)> = None;
         for (i, marker) in MARKERS.iter().enumerate() {
-            if let Some(at) = super::driver::find_in(hay, marker) {
-                if best.is_none_or(|(b, _)| from + at < b) {
-                    best = Some((from + at, i));
-                }
+            if let Some(at) = super::driver::find_in(hay, marker)
+                && best.is_none_or(|(b, _)| from + at < b)
+            {
+                best = Some((from + at, i));
             }
         }
         // A cut-off marker at the end of the text (nothing decides before it).
@@ -622,10 +622,8 @@ impl AutoStreamParser {
         }
         match decision {
             None => {
-                if at_end {
-                    if let Some((start, end)) = self.lookout.unclosed() {
-                        events.push(StreamEvent::Diagnostic(unclosed_diagnostic(start, end)));
-                    }
+                if at_end && let Some((start, end)) = self.lookout.unclosed() {
+                    events.push(StreamEvent::Diagnostic(unclosed_diagnostic(start, end)));
                 }
                 // Drop reported prose once it is most of the buffer: amortised linear.
                 if self.emitted > 0 && self.emitted >= self.buffer.len() / 2 {
@@ -655,12 +653,12 @@ impl AutoStreamParser {
     }
 
     fn prose(&mut self, upto: usize, events: &mut Vec<StreamEvent>) {
-        if upto > self.emitted {
-            if let Some(text) = self.buffer.get(self.emitted..upto) {
-                let span = Span::new(self.base + self.emitted, self.base + upto);
-                events.push(StreamEvent::Text { text: text.to_string(), span });
-                self.emitted = upto;
-            }
+        if upto > self.emitted
+            && let Some(text) = self.buffer.get(self.emitted..upto)
+        {
+            let span = Span::new(self.base + self.emitted, self.base + upto);
+            events.push(StreamEvent::Text { text: text.to_string(), span });
+            self.emitted = upto;
         }
     }
 

@@ -198,10 +198,10 @@ impl Searches {
     pub(crate) fn tokens(&mut self, text: &str, from: usize, tokens: &[&'static str]) -> (Found, usize) {
         let mut best: Option<(usize, usize)> = None;
         for (i, token) in tokens.iter().enumerate() {
-            if let Some(at) = self.next(text, from, token) {
-                if best.is_none_or(|(b, _)| at < b) {
-                    best = Some((at, i));
-                }
+            if let Some(at) = self.next(text, from, token)
+                && best.is_none_or(|(b, _)| at < b)
+            {
+                best = Some((at, i));
             }
         }
         let hold = partial_suffix(text, from, tokens);
@@ -399,10 +399,8 @@ impl Reader {
             }
         }
         self.pieces = pieces;
-        if at_end {
-            if let Some((start, end)) = filter.unclosed() {
-                sink.diagnostic(unclosed_diagnostic(start, end));
-            }
+        if at_end && let Some((start, end)) = filter.unclosed() {
+            sink.diagnostic(unclosed_diagnostic(start, end));
         }
         if self.hidden {
             // Everything the filter decided is hidden or read.

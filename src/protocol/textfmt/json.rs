@@ -198,10 +198,10 @@ pub(crate) fn call_object(text: &str, arg_keys: &[&str]) -> Result<(String, Args
             Some("parameters") => fast.parameters.or(fast.arguments),
             _ => fast.arguments.or(fast.parameters),
         };
-        if !fast.name.is_empty() {
-            if let Some(args) = args {
-                return Ok((fast.name, args));
-            }
+        if !fast.name.is_empty()
+            && let Some(args) = args
+        {
+            return Ok((fast.name, args));
         }
     }
     let value: Value = match serde_json::from_str(text) {

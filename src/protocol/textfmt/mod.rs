@@ -451,12 +451,10 @@ fn to_request(
     request.span = span;
     let unclosed = match end {
         RegionEnd::Closed => None,
-        RegionEnd::ReplyEnded => Some(
-            "the reply ended before this call was closed: it is incomplete and was not run; send it again in full",
-        ),
-        RegionEnd::ReasoningBegan => Some(
-            "reasoning began before this call was closed: it is incomplete and was not run; send it again in full, outside reasoning",
-        ),
+        RegionEnd::ReplyEnded => Some("the reply ended before this call was closed"),
+        RegionEnd::ReasoningBegan => {
+            Some("reasoning began before this call was closed (calls belong outside reasoning)")
+        }
     };
     if let Some(problem) = unclosed {
         diagnostics.push(Diagnostic::new(DiagnosticKind::MissingEndMarker, problem, span));

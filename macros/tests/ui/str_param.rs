@@ -1,4 +1,4 @@
-use tool_calling::tool;
+use tool_calling_macros::tool;
 
 #[derive(Default)]
 struct Greeter;

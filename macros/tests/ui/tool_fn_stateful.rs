@@ -1,4 +1,4 @@
-use tool_calling::tool_fn;
+use tool_calling_macros::tool_fn;
 
 /// The time.
 #[tool_fn(id = "clock", stateful)]
