@@ -16,10 +16,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use tool_calling::MethodDefinition;
 use tool_calling::config::ToolCallConfig;
 use tool_calling::engine::{Engine, ToolCallCycleResult};
 use tool_calling::exec::ExecutionContext;
+use tool_calling::tools::MethodDefinition;
 use tool_calling::tools::ToolRegistry;
 use tool_calling::tools::{BoxFuture, MethodSpec, ToolOutput, ToolSpec};
 

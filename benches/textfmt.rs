@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use memchr::memmem;
-use tool_calling::protocol::IncrementalParser;
+use tool_calling::protocol::StreamParser;
 use tool_calling::protocol::textfmt::{AutoProtocol, TextFormat, TextFormatProtocol};
 use tool_parser::{QwenParser, ToolParser};
 
@@ -155,7 +155,7 @@ fn parse_with(format: Option<TextFormat>, input: &str) -> usize {
 
 /// The streaming parser fed `input` in `chunk`-byte pieces (moved to char boundaries).
 fn stream_with(format: Option<TextFormat>, input: &str, chunk: usize) -> usize {
-    let mut parser: Box<dyn IncrementalParser> = match format {
+    let mut parser: Box<dyn StreamParser> = match format {
         Some(format) => Box::new(TextFormatProtocol::new(format).stream_parser()),
         None => Box::new(AutoProtocol::new().stream_parser()),
     };

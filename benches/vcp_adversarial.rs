@@ -15,7 +15,7 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, Throughput};
-use tool_calling::protocol::IncrementalParser;
+use tool_calling::protocol::StreamParser;
 use tool_calling::protocol::vcp::VcpProtocol;
 
 #[path = "support/hostile.rs"]

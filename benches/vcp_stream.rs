@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, SamplingMode, Throughput, criterion_group, criterion_main};
 use tool_calling::protocol::vcp::{RequestIdStyle, VcpLimits, VcpOptions, VcpProtocol};
-use tool_calling::protocol::{IncrementalParser, StreamCollector, StreamEvent};
+use tool_calling::protocol::{StreamCollector, StreamEvent, StreamParser};
 
 #[path = "support/inputs.rs"]
 mod inputs;

@@ -19,7 +19,6 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
-use tool_calling::config::ToolCallConfig;
 use tool_calling::engine::Engine;
 use tool_calling::exec::ExecutionContext;
 use tool_calling::model::{
@@ -28,8 +27,9 @@ use tool_calling::model::{
 use tool_calling::protocol::{
     Diagnostic, DiagnosticKind, ParseOutcome, ToolCallingProtocol, ToolDeclarations, TurnState,
 };
+use tool_calling::tools::ToolDefinition;
 use tool_calling::tools::ToolRegistry;
-use tool_calling::{ParsedToolRequest, Span, ToolDefinition, ToolExecutionResult};
+use tool_calling::{Span, ToolExecutionResult, ToolRequest};
 
 #[path = "support/logging.rs"]
 mod logging;
@@ -92,7 +92,7 @@ impl ToolCallingProtocol for TagCalls {
             let request = match serde_json::from_str::<Value>(body.trim()) {
                 Ok(Value::Object(call)) => {
                     let name = call.get("name").and_then(Value::as_str).unwrap_or_default();
-                    let mut request = ParsedToolRequest::new(id, name).with_span(span);
+                    let mut request = ToolRequest::new(id, name).with_span(span);
                     match call.get("arguments") {
                         Some(Value::Object(args)) => {
                             for (key, value) in args {
@@ -113,7 +113,7 @@ impl ToolCallingProtocol for TagCalls {
                         "a <tool_call> does not hold a JSON object",
                         span,
                     ));
-                    ParsedToolRequest::new(id, "").with_span(span).with_problem(
+                    ToolRequest::new(id, "").with_span(span).with_problem(
                         "the <tool_call> does not hold a JSON object {\"name\": …, \"arguments\": {…}}",
                     )
                 }
@@ -179,7 +179,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     // 1. How the tools are offered: the engine asks the protocol, for the enabled tools.
     let engine = Engine::new(registry).with_protocol(protocol.clone());
-    if let Some(prompt) = engine.tool_declarations(&ToolCallConfig::default(), None)?.as_prompt() {
+    if let Some(prompt) = engine.declarations(&ExecutionContext::default())?.as_prompt() {
         let first_lines: Vec<&str> = prompt.lines().take(3).collect();
         println!(
             "The prompt ({} lines), first lines:\n{}\n…\n",

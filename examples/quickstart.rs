@@ -13,9 +13,10 @@
 
 use std::sync::Arc;
 
+use tool_calling::ExecutionStatus;
 use tool_calling::prelude::*;
+use tool_calling::protocol::RequestIdStyle;
 use tool_calling::protocol::vcp::HiddenKind;
-use tool_calling::{ExecutionStatus, RequestIdStyle};
 
 #[path = "support/logging.rs"]
 mod logging;
@@ -78,7 +79,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let engine = Engine::from_inventory()?.with_protocol(Arc::new(vcp.clone()));
 
     // 1. What the model is shown: the tools, in VCP's prompt section.
-    if let Some(prompt) = engine.declarations()?.as_prompt() {
+    if let Some(prompt) = engine.declarations(&ExecutionContext::default())?.as_prompt() {
         let lines: Vec<&str> = prompt.lines().collect();
         println!("1. The prompt the model is shown (first 12 of {} lines):\n", lines.len());
         print!("{}", indented(&lines[..12.min(lines.len())].join("\n")));

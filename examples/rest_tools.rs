@@ -52,7 +52,7 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
     let engine = Engine::new(Arc::new(registry));
 
     // 2. What the model is told about them (the first method, abridged).
-    let prompt = engine.declarations()?;
+    let prompt = engine.declarations(&ExecutionContext::default())?;
     let prompt = prompt.as_prompt().unwrap_or_default();
     let first = prompt.find("<<<[TOOL_DEFINITION]>>>").unwrap_or(0);
     let end = prompt.find("<<<[END_TOOL_DEFINITION]>>>").map_or(prompt.len(), |i| i + 27);

@@ -16,8 +16,9 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+use crate::ToolError;
+use crate::tools::MethodExample;
 use crate::tools::{ArgMap, Instance, ToolOutput};
-use crate::{MethodExample, ToolError};
 
 /// One `param(name, keyword = value, …)`: the parameter and its JSON-Schema keywords.
 pub type ParamKeywords = (&'static str, Vec<(&'static str, Value)>);

@@ -41,7 +41,9 @@
 //! In code, with no cargo feature (the parser and the result writer need no runtime):
 //!
 //! ```
-//! use tool_calling::{ToolExecutionResult, VcpProtocol};
+//! use tool_calling::ToolExecutionResult;
+//! use tool_calling::protocol::ToolCallingProtocol;
+//! use tool_calling::protocol::vcp::VcpProtocol;
 //!
 //! let reply = "Let me add them.
 //! <<<[TOOL_REQUEST]>>>
@@ -58,7 +60,8 @@
 //!
 //! // Run the tool (the engine does this for you), then write the result for the model.
 //! let result = ToolExecutionResult::success(&request.request_id, "calc_add", "42");
-//! let fed_back = vcp.format_results(&[result]);
+//! let messages = vcp.result_messages(&[result], &outcome.state);
+//! let fed_back = messages[0].text();
 //! assert!(fed_back.starts_with("<<<[TOOL_RESULT]>>>"));
 //! assert!(fed_back.contains("result:「始ESCAPE」42「末ESCAPE」"));
 //! ```
@@ -75,13 +78,14 @@
 //! | a protocol: the prompt or tool list, parsing, results | [`ToolCallingProtocol`], [`ParseOutcome`], [`Diagnostic`] | [`protocol`] |
 //! | VCP, whole, borrowed, pulled or streamed | [`VcpProtocol`] (`parse`, `parse_view`, `view_events`, `stream_parser`), [`VcpStreamParser`] | [`protocol::vcp`] |
 //! | the open-weight formats | [`TextFormatProtocol`], [`AutoProtocol`] (detects the format) | [`protocol::textfmt`] |
-//! | the native APIs | [`OpenAiChat`], [`OpenAiResponses`], [`Anthropic`], [`Gemini`] | [`protocol::native`] |
-//! | a request and its result | [`ParsedToolRequest`], [`ToolExecutionResult`], [`ToolError`], [`ErrorKind`] | [`request`], [`result`] |
+//! | the native APIs | [`NativeProtocol`] (OpenAI Chat and Responses, Anthropic, Gemini) | [`protocol::native`] |
+//! | the providers' wire formats: bodies, streamed events, messages to send back | [`Provider`] | [`providers`] |
+//! | a request and its result | [`ToolRequest`], [`Invocation`], [`ToolExecutionResult`], [`ToolError`], [`ErrorKind`] | the crate root |
 //! | tools | `#[`[`tool`]`]` and `#[`[`tool_fn`]`]`, [`ToolSpec`], [`ToolDefinition`], [`ToolRegistry`] | [`tools`] |
 //! | running calls: validation, time limits, retries, policy | [`Executor`] | [`exec`] |
 //! | a cycle (parse, run, results), a streamed reply, a conversation | [`Engine`] | [`engine`] |
 //! | models, messages, turns | [`ChatModel`], [`Conversation`], [`AssistantTurn`] | [`model`] |
-//! | HTTP model clients | [`HttpChatModel`] | [`model::clients`] |
+//! | HTTP model clients | [`HttpChatModel`] | [`providers`] |
 //! | REST endpoints as tools | [`RestTools`] | [`tools::rest`] |
 //! | MCP servers' tools, and these tools served over MCP | [`McpServer`], [`McpToolServer`] | [`tools::mcp`], [`exec`] |
 //!
@@ -105,10 +109,14 @@
 //!
 //! [`AutoProtocol`]: protocol::textfmt::AutoProtocol
 //! [`TextFormatProtocol`]: protocol::textfmt::TextFormatProtocol
-//! [`OpenAiChat`]: protocol::native::OpenAiChat
-//! [`OpenAiResponses`]: protocol::native::OpenAiResponses
-//! [`Anthropic`]: protocol::native::Anthropic
-//! [`Gemini`]: protocol::native::Gemini
+//! [`NativeProtocol`]: protocol::native::NativeProtocol
+//! [`Provider`]: providers::Provider
+//! [`ToolCallingProtocol`]: protocol::ToolCallingProtocol
+//! [`ParseOutcome`]: protocol::ParseOutcome
+//! [`Diagnostic`]: protocol::Diagnostic
+//! [`VcpProtocol`]: protocol::vcp::VcpProtocol
+//! [`VcpStreamParser`]: protocol::vcp::VcpStreamParser
+//! [`ToolDefinition`]: tools::ToolDefinition
 //! [`ToolSpec`]: tools::ToolSpec
 //! [`ChatModel`]: model::ChatModel
 //! [`Conversation`]: model::Conversation
@@ -129,10 +137,8 @@
 #![cfg_attr(not(feature = "runtime"), doc = "[`exec`]: #cargo-features")]
 #![cfg_attr(not(feature = "runtime"), doc = "[`Engine`]: #cargo-features")]
 #![cfg_attr(not(feature = "runtime"), doc = "[`engine`]: #cargo-features")]
-#![cfg_attr(feature = "http", doc = "[`HttpChatModel`]: model::clients::HttpChatModel")]
-#![cfg_attr(feature = "http", doc = "[`model::clients`]: model::clients")]
+#![cfg_attr(feature = "http", doc = "[`HttpChatModel`]: providers::HttpChatModel")]
 #![cfg_attr(not(feature = "http"), doc = "[`HttpChatModel`]: #cargo-features")]
-#![cfg_attr(not(feature = "http"), doc = "[`model::clients`]: #cargo-features")]
 #![cfg_attr(feature = "rest", doc = "[`RestTools`]: tools::rest::RestTools")]
 #![cfg_attr(feature = "rest", doc = "[`tools::rest`]: tools::rest")]
 #![cfg_attr(not(feature = "rest"), doc = "[`RestTools`]: #cargo-features")]
@@ -163,8 +169,8 @@ pub mod config;
 mod http;
 mod language;
 mod python;
-pub mod request;
-pub mod result;
+mod request;
+mod result;
 mod span;
 
 // The layers, in the order data flows through them.
@@ -180,15 +186,12 @@ pub mod providers;
 pub mod tools;
 
 pub use language::Language;
-pub use protocol::vcp::{RequestIdStyle, VcpOptions, VcpProtocol, VcpStreamParser};
-pub use protocol::{Diagnostic, DiagnosticKind, ParseOutcome, ToolCallingProtocol};
-pub use request::{Args, Invocation, ParsedToolRequest, RequestIdSource};
+pub use request::{Args, Invocation, RequestIdSource, ToolRequest};
 pub use result::{ContentPart, ErrorKind, ExecutionStatus, ToolError, ToolExecutionResult};
 pub use span::Span;
 #[cfg(feature = "runtime")]
 #[cfg_attr(docsrs, doc(cfg(feature = "runtime")))]
 pub use tool_calling_macros::{tool, tool_fn};
-pub use tools::{MethodDefinition, MethodExample, ParameterInfo, ToolDefinition};
 
 /// The names most programs use, in one import.
 ///
@@ -209,7 +212,7 @@ pub mod prelude {
     pub use crate::protocol::{
         Diagnostic, DiagnosticKind, ParseOutcome, ToolCallingProtocol, ToolDeclarations,
     };
-    pub use crate::{Args, ErrorKind, ParsedToolRequest, Span, ToolError, ToolExecutionResult};
+    pub use crate::{Args, ErrorKind, Span, ToolError, ToolExecutionResult, ToolRequest};
 
     #[cfg(feature = "runtime")]
     pub use crate::engine::{Engine, EngineError};

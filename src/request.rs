@@ -12,7 +12,8 @@ use crate::Span;
 /// JSON protocols keep the JSON values the model sent.
 ///
 /// ```
-/// use tool_calling::{Args, VcpProtocol};
+/// use tool_calling::Args;
+/// use tool_calling::protocol::vcp::VcpProtocol;
 /// let reply = "<<<[TOOL_REQUEST]>>>\ntool_name:「始」calc_add「末」,\nb:「始」2「末」,\na:「始」1「末」\n<<<[END_TOOL_REQUEST]>>>";
 /// let args: &Args = &VcpProtocol::default().parse(reply).requests[0].args;
 /// assert_eq!(args.keys().collect::<Vec<_>>(), ["b", "a"]);
@@ -23,7 +24,8 @@ pub type Args = IndexMap<String, serde_json::Value>;
 /// Where a request's id came from.
 ///
 /// ```
-/// use tool_calling::{RequestIdSource, VcpProtocol};
+/// use tool_calling::RequestIdSource;
+/// use tool_calling::protocol::vcp::VcpProtocol;
 /// let reply = "<<<[TOOL_REQUEST]>>>\ntool_name:「始」a「末」\n<<<[END_TOOL_REQUEST]>>>\n\
 ///              <<<[TOOL_REQUEST]>>>\ntool_name:「始」b「末」,\nrequest_id:「始」mine「末」\n<<<[END_TOOL_REQUEST]>>>";
 /// let outcome = VcpProtocol::default().parse(reply);
@@ -49,9 +51,10 @@ pub enum RequestIdSource {
 /// silently.
 ///
 /// ```
-/// use tool_calling::{ParsedToolRequest, VcpProtocol};
+/// use tool_calling::ToolRequest;
+/// use tool_calling::protocol::vcp::VcpProtocol;
 /// let reply = "<<<[TOOL_REQUEST]>>>\ntool_name:「始」calc「末」,\na:「始」1「末」,\nb:「始」cut off";
-/// let request: &ParsedToolRequest = &VcpProtocol::default().parse(reply).requests[0];
+/// let request: &ToolRequest = &VcpProtocol::default().parse(reply).requests[0];
 /// assert_eq!(request.tool_name, "calc");
 /// assert_eq!(request.arg_str("a"), Some("1"));
 /// assert!(!request.complete);
@@ -59,7 +62,7 @@ pub enum RequestIdSource {
 /// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
-pub struct ParsedToolRequest {
+pub struct ToolRequest {
     /// The request's id: the model's own, or one the library assigned (see
     /// [`id_source`](Self::id_source)).
     pub request_id: String,
@@ -90,17 +93,17 @@ pub struct ParsedToolRequest {
     pub text_args: IndexMap<String, String>,
 }
 
-impl ParsedToolRequest {
+impl ToolRequest {
     /// A complete request with a library-assigned id and no arguments.
     ///
     /// ```
-    /// use tool_calling::ParsedToolRequest;
-    /// let req = ParsedToolRequest::new("call_1", "calc_add").with_arg("a", 1).with_arg("b", 2);
+    /// use tool_calling::ToolRequest;
+    /// let req = ToolRequest::new("call_1", "calc_add").with_arg("a", 1).with_arg("b", 2);
     /// assert_eq!(req.args["a"], 1);
     /// assert!(req.complete);
     /// ```
     pub fn new(request_id: impl Into<String>, tool_name: impl Into<String>) -> Self {
-        ParsedToolRequest {
+        ToolRequest {
             request_id: request_id.into(),
             id_source: RequestIdSource::Assigned,
             tool_name: tool_name.into(),
@@ -163,15 +166,15 @@ impl ParsedToolRequest {
 /// One call of a registered method, by its exact full name (`toolId_methodName`), with
 /// the arguments the model gave it.
 ///
-/// A protocol resolves each [`ParsedToolRequest`] to one or more invocations
-/// ([`ToolCallingProtocol::resolve`](crate::ToolCallingProtocol::resolve)): most
+/// A protocol resolves each [`ToolRequest`] to one or more invocations
+/// ([`ToolCallingProtocol::resolve`](crate::protocol::ToolCallingProtocol::resolve)): most
 /// protocols name the method exactly; VCP has its own routing rules (a tool id with a
 /// `command`, batches of `command1`, `command2`, …). The executor runs invocations by
 /// exact name and knows nothing of how they were named.
 ///
 /// ```
-/// use tool_calling::{Invocation, ParsedToolRequest};
-/// let request = ParsedToolRequest::new("call_1", "calc_add").with_arg("a", 1);
+/// use tool_calling::{Invocation, ToolRequest};
+/// let request = ToolRequest::new("call_1", "calc_add").with_arg("a", 1);
 /// let call = Invocation::exact(&request);
 /// assert_eq!(call.method, "calc_add");
 /// assert_eq!(call.args["a"], 1);
@@ -193,7 +196,7 @@ impl Invocation {
 
     /// The call a request names exactly: its `tool_name` as the method, its arguments as
     /// they are.
-    pub fn exact(request: &ParsedToolRequest) -> Self {
+    pub fn exact(request: &ToolRequest) -> Self {
         Invocation { method: request.tool_name.clone(), args: request.args.clone() }
     }
 }

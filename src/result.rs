@@ -163,7 +163,7 @@ impl std::fmt::Display for ErrorKind {
     }
 }
 
-/// The outcome of running one [`ParsedToolRequest`](crate::ParsedToolRequest).
+/// The outcome of running one [`ToolRequest`](crate::ToolRequest).
 ///
 /// ```
 /// use tool_calling::{ErrorKind, ToolExecutionResult};

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde_json::json;
 use tool_calling::model::{ContentBlock, Conversation, Message, Role, ToolCall, UnknownRole};
-use tool_calling::{ErrorKind, ParsedToolRequest, ToolExecutionResult};
+use tool_calling::{ErrorKind, ToolExecutionResult, ToolRequest};
 
 fn contents<'a>(messages: impl IntoIterator<Item = &'a Message>) -> Vec<String> {
     messages.into_iter().map(|m| m.text().into_owned()).collect()
@@ -22,8 +22,8 @@ fn multi_round() -> Conversation {
     chat.push(Message::system("sys"));
     chat.push(Message::user("u1"));
     chat.push(Message::assistant("a1").with_tool_requests([
-        ParsedToolRequest::new("call_1", "calc_add").with_arg("a", 1).with_arg("b", 2),
-        ParsedToolRequest::new("call_2", "weather").with_arg("city", "Oslo"),
+        ToolRequest::new("call_1", "calc_add").with_arg("a", 1).with_arg("b", 2),
+        ToolRequest::new("call_2", "weather").with_arg("city", "Oslo"),
     ]));
     chat.push(Message::tool("t1").with_tool_results([
         ToolExecutionResult::success("call_1", "calc_add", "3").with_duration_ms(4),
@@ -31,7 +31,7 @@ fn multi_round() -> Conversation {
     ]));
     chat.push(Message::assistant("a2"));
     chat.push(Message::user("u2"));
-    chat.push(Message::assistant("a3").with_tool_request(ParsedToolRequest::new("call_3", "search")));
+    chat.push(Message::assistant("a3").with_tool_request(ToolRequest::new("call_3", "search")));
     chat.push(Message::tool("t2").with_tool_result(ToolExecutionResult::error(
         "call_3",
         "search",
@@ -124,8 +124,8 @@ fn message_constructors_and_builders() {
     assert_eq!(Message::tool("x").role, Role::Tool);
 
     let a = Message::assistant("calling")
-        .with_tool_request(ParsedToolRequest::new("c1", "t1"))
-        .with_tool_requests([ParsedToolRequest::new("c2", "t2")]);
+        .with_tool_request(ToolRequest::new("c1", "t1"))
+        .with_tool_requests([ToolRequest::new("c2", "t2")]);
     assert!(a.has_tool_requests());
     let ids: Vec<&str> = a.tool_requests.iter().map(|c| c.request_id.as_str()).collect();
     assert_eq!(ids, vec!["c1", "c2"]);

@@ -9,12 +9,13 @@ mod demo_tools;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use tool_calling::ToolCallingProtocol;
+use tool_calling::Language;
 use tool_calling::config::ToolCallConfig;
-use tool_calling::protocol::vcp::Language;
+use tool_calling::protocol::ToolCallingProtocol;
+use tool_calling::protocol::vcp::VcpProtocol;
 use tool_calling::tools::DiscoveryService;
 use tool_calling::tools::ToolRegistry;
-use tool_calling::{ErrorKind, ToolError, VcpProtocol};
+use tool_calling::{ErrorKind, ToolError};
 
 mod support;
 

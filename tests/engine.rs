@@ -10,18 +10,19 @@ use tokio::time::Instant;
 use tool_calling::config::ToolCallConfig;
 use tool_calling::engine::{Engine, StopReason};
 use tool_calling::exec::{
-    CycleEvent, ExecutionContext, Executor, ExecutorMessages, PendingCall, PlannedRequest, PolicyDecision,
+    CycleEvent, ExecutionContext, Executor, ExecutorMessages, PolicyDecision, PreparedCall, ResolvedRequest,
 };
 use tool_calling::model::{
     AssistantTurn, ChatModel, ChatModelError, Conversation, FinishReason, Message, ModelRequest, Role,
     ToolCall,
 };
+use tool_calling::protocol::ToolCallingProtocol;
 use tool_calling::protocol::native::NativeProtocol;
 use tool_calling::protocol::textfmt::{TextFormat, TextFormatProtocol};
 use tool_calling::protocol::vcp::{RouteError, VcpLimits, VcpOptions, VcpProtocol, VcpTemplates};
 use tool_calling::tools::ToolRegistry;
 use tool_calling::tools::{BoxFuture, ToolProvider};
-use tool_calling::{ErrorKind, Language, ParsedToolRequest, ToolCallingProtocol, tool};
+use tool_calling::{ErrorKind, Language, ToolRequest, tool};
 
 #[path = "support/engine_tools.rs"]
 mod engine_tools;
@@ -57,7 +58,7 @@ fn engine() -> Engine {
     for spec in [Calc::tool_spec(), Text::tool_spec(), Admin::tool_spec()] {
         registry.register(spec).unwrap();
     }
-    let executor = Executor::new(Arc::new(registry)).with_policy(|call: &PendingCall| {
+    let executor = Executor::new(Arc::new(registry)).with_policy(|call: &PreparedCall| {
         if call.full_name == "admin_wipe" {
             PolicyDecision::Deny("destructive operations are not allowed".into())
         } else {
@@ -260,7 +261,7 @@ async fn fire_and_forget_calls_do_not_hold_the_cycle_and_only_failures_come_back
 async fn the_facade_offers_one_entry_point() {
     let engine = engine();
     let config = ToolCallConfig::default().with_toggle("admin", false);
-    let declarations = engine.tool_declarations(&config, Some("agent")).unwrap();
+    let declarations = engine.declarations(&ExecutionContext::new(config).with_agent("agent")).unwrap();
     let prompt = declarations.as_prompt().unwrap();
     assert!(prompt.contains("command:「始」add「末」") && !prompt.contains("wipe"));
     assert_eq!(engine.discovered_methods(None).len(), 3);
@@ -412,7 +413,7 @@ async fn every_note_to_the_model_follows_the_language() {
             assert!(!text.contains(english), "{text:?} holds {english:?}");
         }
     }
-    let prompt = zh.declarations().unwrap();
+    let prompt = zh.declarations(&ExecutionContext::default()).unwrap();
     assert!(prompt.as_prompt().is_some_and(|p| p.contains("可调用的工具")));
 
     // The same reply in English (the default), for contrast.
@@ -689,17 +690,14 @@ async fn every_note_to_the_model_has_its_sentence_breaks_and_no_advice_twice() {
         problems.push(words.reply_cut.clone());
         problems
             .push(filled(&vcp.unclosed_value.replace("{key}", "a").replace("{closer}", "「末」"), &words));
-        let mut requests: Vec<ParsedToolRequest> = problems
+        let mut requests: Vec<ToolRequest> = problems
             .iter()
             .enumerate()
-            .map(|(i, problem)| {
-                ParsedToolRequest::new(format!("p{i}"), "calc_add").with_problem(problem.as_str())
-            })
+            .map(|(i, problem)| ToolRequest::new(format!("p{i}"), "calc_add").with_problem(problem.as_str()))
             .collect();
-        requests.push(
-            ParsedToolRequest::new("two", "calc_add").with_problem(&problems[0]).with_problem(&problems[1]),
-        );
-        let planned = requests.iter().map(PlannedRequest::exact).collect();
+        requests
+            .push(ToolRequest::new("two", "calc_add").with_problem(&problems[0]).with_problem(&problems[1]));
+        let planned = requests.iter().map(ResolvedRequest::exact).collect();
         let results = limited.executor().execute(planned, &context()).await;
         assert_eq!(results.len(), requests.len());
         notes.extend(results.into_iter().map(|r| r.result));

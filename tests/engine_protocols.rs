@@ -13,12 +13,14 @@ use tool_calling::model::{
     AssistantTurn, ChatModel, ChatModelError, ContentBlock, Conversation, Message, ModelRequest, Reasoning,
     Role, ToolCall, ToolResultBlock, TurnDelta,
 };
+use tool_calling::protocol::Diagnostic;
+use tool_calling::protocol::DiagnosticKind;
+use tool_calling::protocol::ParseOutcome;
+use tool_calling::protocol::ToolCallingProtocol;
 use tool_calling::protocol::{ProtocolError, ProtocolRegistry, ToolDeclarations, TurnState};
+use tool_calling::tools::ToolDefinition;
 use tool_calling::tools::{BoxFuture, ToolProvider, ToolRegistry};
-use tool_calling::{
-    Diagnostic, DiagnosticKind, ErrorKind, ParseOutcome, ParsedToolRequest, ToolCallingProtocol,
-    ToolDefinition, ToolExecutionResult, tool,
-};
+use tool_calling::{ErrorKind, ToolExecutionResult, ToolRequest, tool};
 
 /// The rivers `text_label` has labelled (tests run in parallel: each checks its own).
 static LABELLED: Mutex<Vec<String>> = Mutex::new(Vec::new());
@@ -78,7 +80,7 @@ impl ToolCallingProtocol for JsonCalls {
         let requests = turn
             .tool_calls()
             .map(|call| {
-                let request = ParsedToolRequest::new(call.id.clone(), call.name.clone())
+                let request = ToolRequest::new(call.id.clone(), call.name.clone())
                     .with_id_source(tool_calling::RequestIdSource::Model);
                 match call.arguments_json() {
                     Ok(Value::Object(args)) => args.into_iter().fold(request, |r, (k, v)| r.with_arg(k, v)),
@@ -259,7 +261,7 @@ async fn the_config_selects_the_protocol_and_an_unknown_one_is_an_error() {
         matches!(&err, EngineError::Protocol(ProtocolError::Unknown { id, known: listed }) if id == "smoke-signals" && *listed == known),
         "{err:?}"
     );
-    let declarations = engine.tool_declarations(&json_context().config, None).unwrap();
+    let declarations = engine.declarations(&json_context()).unwrap();
     let names: Vec<&str> = declarations
         .as_native()
         .unwrap()

@@ -13,13 +13,17 @@ use tool_calling::config::ToolCallConfig;
 use tool_calling::engine::{Engine, StreamCycleError, ToolCallCycleResult};
 use tool_calling::exec::{CycleEvent, ExecutionContext, Executor, ExecutorOptions};
 use tool_calling::model::{AssistantTurn, FinishReason, Message, TurnDelta};
-use tool_calling::protocol::{IncrementalParser, StreamCollector, StreamEvent, ToolDeclarations, TurnState};
+use tool_calling::protocol::ParseOutcome;
+use tool_calling::protocol::RequestIdStyle;
+use tool_calling::protocol::ToolCallingProtocol;
+use tool_calling::protocol::vcp::VcpOptions;
+use tool_calling::protocol::vcp::VcpProtocol;
+use tool_calling::protocol::{StreamCollector, StreamEvent, StreamParser, ToolDeclarations, TurnState};
+use tool_calling::tools::MethodDefinition;
+use tool_calling::tools::ToolDefinition;
 use tool_calling::tools::ToolRegistry;
 use tool_calling::tools::{ArgMap, BoxFuture, MethodSpec, ToolOutput, ToolSpec};
-use tool_calling::{
-    ErrorKind, MethodDefinition, ParseOutcome, ParsedToolRequest, RequestIdStyle, Span, ToolCallingProtocol,
-    ToolDefinition, ToolError, ToolExecutionResult, VcpOptions, VcpProtocol,
-};
+use tool_calling::{ErrorKind, Span, ToolError, ToolExecutionResult, ToolRequest};
 
 #[path = "support/vcp_block.rs"]
 mod vcp_block;
@@ -180,7 +184,7 @@ fn text_of(events: &[CycleEvent]) -> String {
 }
 
 /// The requests the events reported as parsed, in order.
-fn requests_of(events: &[CycleEvent]) -> Vec<ParsedToolRequest> {
+fn requests_of(events: &[CycleEvent]) -> Vec<ToolRequest> {
     events
         .iter()
         .filter_map(|e| match e {
@@ -201,7 +205,7 @@ fn results_of(events: &[CycleEvent]) -> Vec<ToolExecutionResult> {
         .collect()
 }
 
-fn ids(requests: &[ParsedToolRequest]) -> Vec<&str> {
+fn ids(requests: &[ToolRequest]) -> Vec<&str> {
     requests.iter().map(|r| r.request_id.as_str()).collect()
 }
 
@@ -579,10 +583,10 @@ async fn the_streamed_cycle_can_run_in_a_spawned_task() {
 /// cover their whole line.
 struct LineProtocol;
 
-fn parse_line(line: &str, offset: usize, number: usize) -> Option<ParsedToolRequest> {
+fn parse_line(line: &str, offset: usize, number: usize) -> Option<ToolRequest> {
     let call = line.trim_end_matches('\n').strip_prefix("CALL ")?;
     let mut words = call.split_whitespace();
-    let mut request = ParsedToolRequest::new(format!("line_{number}"), words.next().unwrap_or_default())
+    let mut request = ToolRequest::new(format!("line_{number}"), words.next().unwrap_or_default())
         .with_span(Span::new(offset, offset + line.len()));
     if let Some(ms) = words.next() {
         request = request.with_arg("ms", ms);
@@ -617,7 +621,7 @@ impl ToolCallingProtocol for LineProtocol {
         vec![Message::tool(text).with_tool_results(results.iter().cloned())]
     }
 
-    fn stream_parser(&self) -> Box<dyn IncrementalParser + '_> {
+    fn stream_parser(&self) -> Box<dyn StreamParser + '_> {
         Box::new(LineParser::default())
     }
 }
@@ -672,7 +676,7 @@ impl LineParser {
     }
 }
 
-impl IncrementalParser for LineParser {
+impl StreamParser for LineParser {
     fn push(&mut self, delta: &TurnDelta, events: &mut Vec<StreamEvent>) {
         let TurnDelta::Text(chunk) = delta else { return };
         for piece in chunk.split_inclusive('\n') {

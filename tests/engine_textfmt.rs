@@ -7,14 +7,15 @@ use std::sync::{Arc, Mutex};
 
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
+use tool_calling::ToolError;
 use tool_calling::engine::{Engine, StopReason};
 use tool_calling::exec::{CycleEvent, ExecutionContext};
 use tool_calling::model::{
     AssistantTurn, ChatModel, ChatModelError, Conversation, Message, ModelRequest, Role,
 };
 use tool_calling::protocol::textfmt::{AutoProtocol, TextFormat, TextFormatProtocol};
+use tool_calling::tools::MethodDefinition;
 use tool_calling::tools::{ArgMap, Instance, MethodSpec, ToolOutput, ToolRegistry, ToolSpec};
-use tool_calling::{MethodDefinition, ToolError};
 
 /// Replies in order; records every request's messages (tool prompt included).
 struct Scripted {

@@ -11,11 +11,12 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tool_calling::config::ToolCallConfig;
 use tool_calling::exec::{
-    ExecutionContext, Executor, ExecutorOptions, PendingCall, PlannedRequest, PolicyDecision, RetryPolicy,
+    ExecutionContext, Executor, ExecutorOptions, PolicyDecision, PreparedCall, ResolvedRequest, ToolRetry,
 };
+use tool_calling::tools::MethodDefinition;
 use tool_calling::tools::ToolRegistry;
 use tool_calling::tools::{BoxFuture, MethodSpec, ToolOutput, ToolSpec};
-use tool_calling::{Args, ErrorKind, ExecutionStatus, MethodDefinition, ParsedToolRequest, ToolError};
+use tool_calling::{Args, ErrorKind, ExecutionStatus, ToolError, ToolRequest};
 
 #[derive(Default)]
 struct Counters {
@@ -125,13 +126,13 @@ fn registry(counters: &Arc<Counters>) -> Arc<ToolRegistry> {
     Arc::new(registry)
 }
 
-fn request(id: &str, name: &str, args: &[(&str, &str)]) -> ParsedToolRequest {
-    args.iter().fold(ParsedToolRequest::new(id, name), |r, (k, v)| r.with_arg(*k, *v))
+fn request(id: &str, name: &str, args: &[(&str, &str)]) -> ToolRequest {
+    args.iter().fold(ToolRequest::new(id, name), |r, (k, v)| r.with_arg(*k, *v))
 }
 
 /// Each request as one call of the method it names exactly.
-fn exact(requests: &[ParsedToolRequest]) -> Vec<PlannedRequest<'_>> {
-    requests.iter().map(PlannedRequest::exact).collect()
+fn exact(requests: &[ToolRequest]) -> Vec<ResolvedRequest<'_>> {
+    requests.iter().map(ResolvedRequest::exact).collect()
 }
 
 fn context(parallel: bool) -> ExecutionContext {
@@ -140,7 +141,7 @@ fn context(parallel: bool) -> ExecutionContext {
     ExecutionContext::new(config)
 }
 
-fn sleepers() -> Vec<ParsedToolRequest> {
+fn sleepers() -> Vec<ToolRequest> {
     vec![
         request("r1", "t_sleep", &[("ms", "100")]),
         request("r2", "t_sleep", &[("ms", "200")]),
@@ -247,7 +248,7 @@ async fn retries_apply_only_to_retryable_failures_and_are_off_by_default() {
 
     let counters = Arc::new(Counters::default());
     let mut options = ExecutorOptions::default();
-    options.retry = RetryPolicy::new(3, Duration::from_millis(100));
+    options.retry = ToolRetry::new(3, Duration::from_millis(100));
     let on = Executor::new(registry(&counters)).with_options(options.clone());
     let start = Instant::now();
     let result = on.execute(exact(&[request("f", "t_flaky", &[])]), &context(true)).await;
@@ -264,7 +265,7 @@ async fn retries_apply_only_to_retryable_failures_and_are_off_by_default() {
 #[tokio::test(start_paused = true)]
 async fn a_retry_waits_as_long_as_the_failure_asks_within_a_bound() {
     let mut options = ExecutorOptions::default();
-    options.retry = RetryPolicy::new(3, Duration::from_millis(100));
+    options.retry = ToolRetry::new(3, Duration::from_millis(100));
     // `Retry-After: 5` twice: 5 s each instead of the 100 ms and 200 ms backoff.
     let counters = Arc::new(Counters::default());
     let executor = Executor::new(registry(&counters)).with_options(options.clone());
@@ -303,7 +304,7 @@ fn cancelling_then_failing(token: &CancellationToken, attempts: &Arc<AtomicUsize
     let registry = ToolRegistry::new();
     registry.register(ToolSpec::stateless("t", "Test tools").with_method(method)).unwrap();
     let mut options = ExecutorOptions::default();
-    options.retry = RetryPolicy::new(max, Duration::from_millis(100));
+    options.retry = ToolRetry::new(max, Duration::from_millis(100));
     Executor::new(Arc::new(registry)).with_options(options)
 }
 
@@ -346,12 +347,12 @@ fn toggles_policy_and_confirmation_are_checked_in_order_and_denied_calls_never_r
 
     // 1. Toggles: before the policy and the confirmation are even asked.
     let confirm_counter = counters.clone();
-    let confirming = move |_: PendingCall| {
+    let confirming = move |_: PreparedCall| {
         confirm_counter.confirmations.fetch_add(1, Ordering::SeqCst);
         Box::pin(async { true }) as BoxFuture<'static, bool>
     };
     let executor = Executor::new(registry.clone())
-        .with_policy(|_: &PendingCall| PolicyDecision::Deny("never".into()))
+        .with_policy(|_: &PreparedCall| PolicyDecision::Deny("never".into()))
         .with_confirmation(confirming.clone());
     let off = ExecutionContext::new(ToolCallConfig::default().with_toggle("t_count", false));
     let result = run_count(&executor, &off);
@@ -365,16 +366,16 @@ fn toggles_policy_and_confirmation_are_checked_in_order_and_denied_calls_never_r
     assert_eq!(counters.confirmations.load(Ordering::SeqCst), 0);
 
     // 3. Require approval, then the confirmation callback refuses.
-    let refusing = |_: PendingCall| Box::pin(async { false }) as BoxFuture<'static, bool>;
+    let refusing = |_: PreparedCall| Box::pin(async { false }) as BoxFuture<'static, bool>;
     let executor = Executor::new(registry.clone())
-        .with_policy(|_: &PendingCall| PolicyDecision::RequireApproval)
+        .with_policy(|_: &PreparedCall| PolicyDecision::RequireApproval)
         .with_confirmation(refusing);
     let result = run_count(&executor, &ExecutionContext::default());
     assert!(result.result.starts_with("not authorised"), "{}", result.result);
 
     // Approval required with no one to ask: refused.
     let executor =
-        Executor::new(registry.clone()).with_policy(|_: &PendingCall| PolicyDecision::RequireApproval);
+        Executor::new(registry.clone()).with_policy(|_: &PreparedCall| PolicyDecision::RequireApproval);
     assert!(run_count(&executor, &ExecutionContext::default()).result.starts_with("not authorised"));
     let mut config = ToolCallConfig::default();
     config.require_confirmation = true;
@@ -464,7 +465,7 @@ fn asked_about(
     ctx: &ExecutionContext,
 ) -> ToolExecutionResult {
     let confirm_counter = counters.clone();
-    let executor = Executor::new(registry(counters)).with_confirmation(move |_: PendingCall| {
+    let executor = Executor::new(registry(counters)).with_confirmation(move |_: PreparedCall| {
         confirm_counter.confirmations.fetch_add(1, Ordering::SeqCst);
         Box::pin(async { true }) as BoxFuture<'static, bool>
     });
@@ -489,10 +490,10 @@ fn no_one_is_asked_to_confirm_a_call_that_would_be_refused() {
     let off = ExecutionContext::new(ToolCallConfig::default().with_toggle("t", false));
     assert_eq!(asked_about(&counters, "t_count", &[], &off).error_kind, Some(ErrorKind::Permission));
     let denying = Executor::new(registry(&counters))
-        .with_policy(|_: &PendingCall| PolicyDecision::Deny("no".into()))
+        .with_policy(|_: &PreparedCall| PolicyDecision::Deny("no".into()))
         .with_confirmation({
             let c = counters.clone();
-            move |_: PendingCall| {
+            move |_: PreparedCall| {
                 c.confirmations.fetch_add(1, Ordering::SeqCst);
                 Box::pin(async { true }) as BoxFuture<'static, bool>
             }
@@ -507,7 +508,7 @@ fn no_one_is_asked_to_confirm_a_call_that_would_be_refused() {
     // A call that would run is asked about, with the arguments it would run with.
     let seen = Arc::new(std::sync::Mutex::new(None));
     let record = seen.clone();
-    let executor = Executor::new(registry(&counters)).with_confirmation(move |call: PendingCall| {
+    let executor = Executor::new(registry(&counters)).with_confirmation(move |call: PreparedCall| {
         *record.lock().unwrap() = Some(call.args.clone());
         Box::pin(async { true }) as BoxFuture<'static, bool>
     });
@@ -587,7 +588,7 @@ fn limited(max_running_calls: usize) -> Executor {
     Executor::new(registry(&Arc::default())).with_options(options)
 }
 
-fn hundreds(prefix: &str) -> Vec<ParsedToolRequest> {
+fn hundreds(prefix: &str) -> Vec<ToolRequest> {
     (0..2).map(|i| request(&format!("{prefix}{i}"), "t_sleep", &[("ms", "100")])).collect()
 }
 

@@ -12,12 +12,13 @@
 use proptest::prelude::*;
 use serde_json::Value;
 use tool_calling::model::{AssistantTurn, Message};
+use tool_calling::protocol::ToolCallingProtocol;
 use tool_calling::protocol::TurnState;
 use tool_calling::protocol::native::NativeProtocol;
 use tool_calling::protocol::textfmt::{AutoProtocol, TextFormat, TextFormatProtocol};
 use tool_calling::protocol::vcp::{VcpOptions, VcpProtocol};
 use tool_calling::providers::{Provider, WireFormat};
-use tool_calling::{ErrorKind, ToolCallingProtocol, ToolExecutionResult};
+use tool_calling::{ErrorKind, ToolExecutionResult};
 
 /// A complete, valid call in each text format (and VCP), each naming `calc_add`.
 const CALLS: &[(&str, &str)] = &[

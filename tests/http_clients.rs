@@ -17,14 +17,15 @@ use std::time::Duration;
 use futures::StreamExt;
 use serde_json::{Value, json};
 use tokio::sync::Notify;
+use tool_calling::ToolError;
 use tool_calling::engine::{Engine, EngineError, StopReason};
 use tool_calling::exec::ExecutionContext;
 use tool_calling::model::{
     ChatModel, ChatModelError, Conversation, FinishReason, Message, ModelRequest, TurnAccumulator,
 };
-use tool_calling::providers::{HttpChatModel, Provider, RetryPolicy};
+use tool_calling::providers::{HttpChatModel, HttpRetry, Provider};
+use tool_calling::tools::MethodDefinition;
 use tool_calling::tools::{ArgMap, BoxFuture, Instance, MethodSpec, ToolOutput, ToolRegistry, ToolSpec};
-use tool_calling::{MethodDefinition, ToolError};
 
 const PROVIDERS: [Provider; 4] =
     [Provider::OpenAiChat, Provider::OpenAiResponses, Provider::Anthropic, Provider::Gemini];
@@ -605,7 +606,7 @@ async fn a_rate_limit_is_a_retryable_error_with_the_requested_wait() {
             body: fixture(provider, "error_429.json"),
         };
         let server = Server::start(vec![refusal]).await;
-        let model = server.client(provider).retry(RetryPolicy::none()).build().unwrap();
+        let model = server.client(provider).retry(HttpRetry::none()).build().unwrap();
         let error = model.complete(&ModelRequest::new(vec![Message::user("hi")])).await.unwrap_err();
         let ChatModelError::Status { status, message, retry_after, .. } = &error else {
             panic!("{provider}: {error:?}");
@@ -625,7 +626,7 @@ async fn a_rate_limit_is_a_retryable_error_with_the_requested_wait() {
 #[tokio::test]
 async fn gemini_retry_info_is_the_wait() {
     let server = Server::start(vec![json_reply(429, fixture(Provider::Gemini, "error_429.json"))]).await;
-    let model = server.client(Provider::Gemini).retry(RetryPolicy::none()).build().unwrap();
+    let model = server.client(Provider::Gemini).retry(HttpRetry::none()).build().unwrap();
     let error = model.complete(&ModelRequest::new(vec![Message::user("hi")])).await.unwrap_err();
     let body: Value = serde_json::from_str(&fixture(Provider::Gemini, "error_429.json")).unwrap();
     let delay = body["error"]["details"]
@@ -676,7 +677,7 @@ async fn retries_are_bounded_and_client_errors_are_not_retried() {
     let server = Server::start(vec![server_error(), server_error(), server_error(), server_error()]).await;
     let model = server
         .client(provider)
-        .retry(RetryPolicy::default().max_retries(2).initial_backoff(Duration::ZERO))
+        .retry(HttpRetry::default().max_retries(2).initial_backoff(Duration::ZERO))
         .build()
         .unwrap();
     let error = model.complete(&ModelRequest::new(vec![Message::user("hi")])).await.unwrap_err();
@@ -723,7 +724,7 @@ async fn silent_servers_time_out() {
     let model = server
         .client(Provider::OpenAiChat)
         .request_timeout(Duration::from_millis(200))
-        .retry(RetryPolicy::none())
+        .retry(HttpRetry::none())
         .build()
         .unwrap();
     let error = model.complete(&ModelRequest::new(vec![Message::user("hi")])).await.unwrap_err();
@@ -754,7 +755,7 @@ async fn an_unreachable_server_is_a_transport_error() {
         .env(|_| None)
         .base_url(format!("http://127.0.0.1:{port}/v1"))
         .model("m")
-        .retry(RetryPolicy::default().max_retries(1).initial_backoff(Duration::ZERO))
+        .retry(HttpRetry::default().max_retries(1).initial_backoff(Duration::ZERO))
         .build()
         .unwrap();
     let error = model.complete(&ModelRequest::new(vec![Message::user("hi")])).await.unwrap_err();

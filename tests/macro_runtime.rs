@@ -7,9 +7,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::Duration;
 
-use tool_calling::exec::{ExecutionContext, Executor, ExecutorOptions, PlannedRequest, RetryPolicy};
+use tool_calling::exec::{ExecutionContext, Executor, ExecutorOptions, ResolvedRequest, ToolRetry};
 use tool_calling::tools::{ToolOutput, ToolProvider, ToolRegistry};
-use tool_calling::{ErrorKind, ParsedToolRequest, ToolError, tool};
+use tool_calling::{ErrorKind, ToolError, ToolRequest, tool};
 
 /// An alias of `Result`, as crates define them.
 type Outcome<T> = std::result::Result<T, String>;
@@ -106,13 +106,11 @@ fn executor() -> Executor {
 }
 
 async fn run(executor: &Executor, names: &[(&str, &[(&str, bool)])]) -> Vec<(Option<ErrorKind>, String)> {
-    let requests: Vec<ParsedToolRequest> = names
+    let requests: Vec<ToolRequest> = names
         .iter()
-        .map(|(name, args)| {
-            args.iter().fold(ParsedToolRequest::new(*name, *name), |r, (k, v)| r.with_arg(*k, *v))
-        })
+        .map(|(name, args)| args.iter().fold(ToolRequest::new(*name, *name), |r, (k, v)| r.with_arg(*k, *v)))
         .collect();
-    let planned = requests.iter().map(PlannedRequest::exact).collect();
+    let planned = requests.iter().map(ResolvedRequest::exact).collect();
     executor
         .execute(planned, &ExecutionContext::default())
         .await
@@ -144,7 +142,7 @@ async fn return_values_are_converted_by_type_so_result_aliases_work() {
 #[tokio::test(start_paused = true)]
 async fn a_tool_error_keeps_its_kind_so_network_errors_are_retried() {
     let mut options = ExecutorOptions::default();
-    options.retry = RetryPolicy::new(2, Duration::from_millis(10));
+    options.retry = ToolRetry::new(2, Duration::from_millis(10));
     let executor = executor().with_options(options);
     let results = run(&executor, &[("ret_flaky", &[])]).await;
     assert_eq!(results[0], (None, "second try".to_string()));

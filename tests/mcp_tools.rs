@@ -207,7 +207,7 @@ async fn a_vcp_reply_calls_a_rest_tool_and_the_reference_mcp_server() {
     // The engine knows every built-in protocol, the native ones included.
     let engine = Engine::new(Arc::new(registry));
     // The MCP tools are in the prompt, with their input schemas.
-    let prompt = engine.declarations().unwrap();
+    let prompt = engine.declarations(&ExecutionContext::default()).unwrap();
     let prompt = prompt.as_prompt().unwrap();
     assert!(
         prompt.contains("tool_name:「始」everything「末」") && prompt.contains("command:「始」get-sum「末」")
@@ -215,7 +215,7 @@ async fn a_vcp_reply_calls_a_rest_tool_and_the_reference_mcp_server() {
     // ... and in the native tool lists, under each provider's naming rules.
     for protocol in ["openai", "anthropic", "gemini"] {
         let config = ToolCallConfig::default().with_protocol(protocol);
-        let declared = engine.tool_declarations(&config, None).unwrap();
+        let declared = engine.declarations(&ExecutionContext::new(config)).unwrap();
         let native = serde_json::to_string(declared.as_native().unwrap()).unwrap();
         assert!(native.contains("get-sum") || native.contains("get_sum"), "{protocol}: {native}");
         assert!(native.contains("\"greet"), "{protocol}: {native}");
@@ -419,8 +419,9 @@ async fn a_server_that_dies_fails_the_calls_in_flight_and_can_be_reconnected() {
 
 /// Tools of this crate, served over MCP.
 fn served_registry(wipes: Arc<std::sync::atomic::AtomicUsize>) -> tool_calling::exec::Executor {
+    use tool_calling::ToolError;
+    use tool_calling::tools::MethodDefinition;
     use tool_calling::tools::{BoxFuture, MethodSpec, ToolOutput, ToolSpec};
-    use tool_calling::{MethodDefinition, ToolError};
     let registry = ToolRegistry::new();
     let add = |_, args: tool_calling::tools::ArgMap| {
         let sum = args["a"].as_f64().unwrap_or(0.0) + args["b"].as_f64().unwrap_or(0.0);
@@ -451,7 +452,7 @@ fn served_registry(wipes: Arc<std::sync::atomic::AtomicUsize>) -> tool_calling::
         )
         .unwrap();
     tool_calling::exec::Executor::new(Arc::new(registry)).with_policy(
-        |call: &tool_calling::exec::PendingCall| {
+        |call: &tool_calling::exec::PreparedCall| {
             if call.method == "wipe" {
                 tool_calling::exec::PolicyDecision::Deny("wiping is not allowed".into())
             } else {

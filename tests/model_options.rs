@@ -9,6 +9,7 @@
 use std::sync::Arc;
 
 use serde_json::{Value, json};
+use tool_calling::ToolError;
 use tool_calling::engine::{Engine, StopReason};
 use tool_calling::exec::{CycleEvent, ExecutionContext};
 use tool_calling::model::{
@@ -16,8 +17,8 @@ use tool_calling::model::{
     ToolChoice,
 };
 use tool_calling::providers::{HttpChatModel, Provider};
+use tool_calling::tools::MethodDefinition;
 use tool_calling::tools::{ArgMap, BoxFuture, Instance, MethodSpec, ToolOutput, ToolRegistry, ToolSpec};
-use tool_calling::{MethodDefinition, ToolError};
 
 #[path = "support/loopback.rs"]
 mod loopback;

@@ -7,10 +7,12 @@ use serde_json::{Value, json};
 use tool_calling::model::{
     AssistantTurn, ContentBlock, FinishReason, Message, ModelRequest, RequestNote, TurnAccumulator, TurnDelta,
 };
+use tool_calling::protocol::DiagnosticKind;
+use tool_calling::protocol::ParseOutcome;
+use tool_calling::protocol::ToolCallingProtocol;
 use tool_calling::protocol::native::{NativeOptions, NativeProtocol, NativeStreamParser};
-use tool_calling::protocol::{IncrementalParser, RequestIdStyle, StreamCollector, TurnState};
+use tool_calling::protocol::{RequestIdStyle, StreamCollector, StreamParser, TurnState};
 use tool_calling::providers::{Provider, ResponseStream, StreamDecoder, WireError, WireFormat};
-use tool_calling::{DiagnosticKind, ParseOutcome, ToolCallingProtocol};
 
 /// A protocol under test, with its provider's wire format: the protocol's methods
 /// through `Deref`, the wire format's through `WireFormat`.

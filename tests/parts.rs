@@ -4,11 +4,14 @@
 use std::sync::Arc;
 
 use serde_json::json;
-use tool_calling::exec::{ExecutionContext, Executor, PlannedRequest};
+use tool_calling::exec::{ExecutionContext, Executor, ResolvedRequest};
+use tool_calling::protocol::ToolCallingProtocol;
 use tool_calling::protocol::TurnState;
+use tool_calling::protocol::vcp::VcpProtocol;
+use tool_calling::tools::MethodDefinition;
 use tool_calling::tools::ToolRegistry;
 use tool_calling::tools::{BoxFuture, MethodSpec, ToolOutput, ToolSpec};
-use tool_calling::{ContentPart, MethodDefinition, ParsedToolRequest, ToolCallingProtocol, VcpProtocol};
+use tool_calling::{ContentPart, ToolRequest};
 
 #[tokio::test]
 async fn parts_are_kept_and_rendered_for_text_protocols() {
@@ -30,7 +33,7 @@ async fn parts_are_kept_and_rendered_for_text_protocols() {
     let executor = Executor::new(Arc::new(registry));
     let result = executor
         .execute(
-            vec![PlannedRequest::exact(&ParsedToolRequest::new("r1", "chart_draw"))],
+            vec![ResolvedRequest::exact(&ToolRequest::new("r1", "chart_draw"))],
             &ExecutionContext::default(),
         )
         .await

@@ -4,11 +4,13 @@
 //! with that cut out), reports reasoning never closed, and never returns a call drafted
 //! inside reasoning, whatever its syntax.
 
+use tool_calling::Span;
+use tool_calling::protocol::DiagnosticKind;
+use tool_calling::protocol::ParseOutcome;
 use tool_calling::protocol::reasoning;
 use tool_calling::protocol::textfmt::{AutoProtocol, TextFormat, TextFormatProtocol};
 use tool_calling::protocol::vcp::VcpProtocol;
-use tool_calling::protocol::{IncrementalParser, StreamCollector, StreamEvent};
-use tool_calling::{DiagnosticKind, ParseOutcome, Span};
+use tool_calling::protocol::{StreamCollector, StreamEvent, StreamParser};
 
 /// A call of `name` in the syntax of `protocol` (`vcp` or a format id).
 fn call(protocol: &str, name: &str) -> String {
@@ -79,7 +81,7 @@ fn collect(events: Vec<StreamEvent>) -> Read {
     Read { outcome: collector.into_outcome(), normal_text, started }
 }
 
-fn stream(parser: &mut dyn IncrementalParser, text: &str, size: usize) -> Read {
+fn stream(parser: &mut dyn StreamParser, text: &str, size: usize) -> Read {
     let mut events = Vec::new();
     let mut rest = text;
     while !rest.is_empty() {
@@ -99,7 +101,7 @@ fn stream(parser: &mut dyn IncrementalParser, text: &str, size: usize) -> Read {
 /// one-shot, and streamed in chunks of several sizes.
 fn reads(id: &str, text: &str) -> Vec<(String, Read)> {
     let mut reads = Vec::new();
-    let parser = || -> Box<dyn IncrementalParser> {
+    let parser = || -> Box<dyn StreamParser> {
         match id {
             "vcp" => Box::new(VcpProtocol::default().stream_parser()),
             "auto" => Box::new(AutoProtocol::new().stream_parser()),

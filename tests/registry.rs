@@ -8,11 +8,14 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use serde_json::{Value, json};
 use tool_calling::config::ToolCallConfig;
 use tool_calling::engine::Engine;
+use tool_calling::exec::ExecutionContext;
 use tool_calling::protocol::ToolDeclarations;
+use tool_calling::protocol::vcp::VcpProtocol;
 use tool_calling::tools::DiscoveryService;
+use tool_calling::tools::MethodDefinition;
 use tool_calling::tools::{ArgMap, BoxFuture, MethodSpec, ToolOutput, ToolSpec};
 use tool_calling::tools::{RegistryError, ToolRegistry};
-use tool_calling::{Args, ErrorKind, MethodDefinition, ToolError, VcpProtocol};
+use tool_calling::{Args, ErrorKind, ToolError};
 
 mod support;
 use support::invoke;
@@ -304,7 +307,9 @@ fn discovery() -> DiscoveryService {
 
 /// The prompt VCP writes for what `config` enables, through the engine's cache.
 fn prompt_of(engine: &Engine, config: &ToolCallConfig, agent: Option<&str>) -> Arc<ToolDeclarations> {
-    engine.tool_declarations(config, agent).unwrap()
+    let mut ctx = ExecutionContext::new(config.clone());
+    ctx.agent_id = agent.map(str::to_owned);
+    engine.declarations(&ctx).unwrap()
 }
 
 fn text(declarations: &ToolDeclarations) -> String {

@@ -12,7 +12,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tool_calling::config::ToolCallConfig;
 use tool_calling::engine::Engine;
-use tool_calling::exec::{ExecutionContext, Executor, ExecutorOptions, RetryPolicy};
+use tool_calling::exec::{ExecutionContext, Executor, ExecutorOptions, ToolRetry};
 use tool_calling::tools::ToolRegistry;
 use tool_calling::tools::rest::{RestConfigError, RestTools};
 use tool_calling::{ErrorKind, ExecutionStatus};
@@ -178,7 +178,7 @@ path = "/admin"
     )
 }
 
-async fn engine(base: &str, retry: RetryPolicy) -> Engine {
+async fn engine(base: &str, retry: ToolRetry) -> Engine {
     set_token();
     let registry = ToolRegistry::new();
     for spec in RestTools::from_toml_str(&config(base)).unwrap().tool_specs().unwrap() {
@@ -199,9 +199,9 @@ fn context() -> ExecutionContext {
 #[tokio::test]
 async fn a_vcp_reply_calls_rest_tools_through_the_engine() {
     let (base, seen) = server().await;
-    let engine = engine(&base, RetryPolicy::default()).await;
+    let engine = engine(&base, ToolRetry::default()).await;
     // The tools are in the prompt like any other.
-    let prompt = engine.declarations().unwrap();
+    let prompt = engine.declarations(&ExecutionContext::default()).unwrap();
     let prompt = prompt.as_prompt().unwrap();
     assert!(prompt.contains("tool_name:「始」weather「末」") && prompt.contains("Save a note"), "{prompt}");
 
@@ -266,7 +266,7 @@ async fn the_secret_never_reaches_the_logs() {
         .finish();
     let _guard = tracing::subscriber::set_default(subscriber);
     let (base, seen) = server().await;
-    let engine = engine(&base, RetryPolicy::default()).await;
+    let engine = engine(&base, ToolRetry::default()).await;
     let reply = [
         block(&[("tool_name", "weather_today"), ("city", "Lima")]),
         block(&[("tool_name", "notes_add"), ("text", "x"), ("author", "ana")]),
@@ -284,7 +284,7 @@ async fn the_secret_never_reaches_the_logs() {
 #[tokio::test]
 async fn each_failure_has_its_kind() {
     let (base, _) = server().await;
-    let engine = engine(&base, RetryPolicy::default()).await;
+    let engine = engine(&base, ToolRetry::default()).await;
     let reply = [
         block(&[("tool_name", "anon_weather_today"), ("city", "Oslo")]),
         block(&[("tool_name", "notes_admin")]),
@@ -321,7 +321,7 @@ async fn each_failure_has_its_kind() {
 #[tokio::test]
 async fn a_retryable_failure_is_retried_and_then_succeeds() {
     let (base, seen) = server().await;
-    let engine = engine(&base, RetryPolicy::new(2, Duration::from_millis(1))).await;
+    let engine = engine(&base, ToolRetry::new(2, Duration::from_millis(1))).await;
     let cycle = engine.run_turn(&block(&[("tool_name", "notes_flaky")]), &context()).await.unwrap();
     assert_eq!(cycle.execution_results[0].result, "fine now");
     assert_eq!(seen.flaky_hits.load(Ordering::SeqCst), 2);
@@ -333,7 +333,7 @@ async fn a_server_that_is_gone_is_a_network_error() {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let base = format!("http://{}/api", listener.local_addr().unwrap());
     drop(listener);
-    let engine = engine(&base, RetryPolicy::default()).await;
+    let engine = engine(&base, ToolRetry::default()).await;
     let cycle = engine.run_turn(&block(&[("tool_name", "notes_flaky")]), &context()).await.unwrap();
     let result = &cycle.execution_results[0];
     assert_eq!(result.error_kind, Some(ErrorKind::Network), "{result:?}");

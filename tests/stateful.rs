@@ -4,10 +4,10 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 
-use tool_calling::exec::{ExecutionContext, Executor, PlannedRequest};
+use tool_calling::exec::{ExecutionContext, Executor, ResolvedRequest};
 use tool_calling::tools::ToolProvider;
 use tool_calling::tools::ToolRegistry;
-use tool_calling::{ParsedToolRequest, tool};
+use tool_calling::{ToolRequest, tool};
 
 static CREATED: AtomicUsize = AtomicUsize::new(0);
 
@@ -36,7 +36,7 @@ impl Tally {
 async fn bump(executor: &Executor, conversation: &str) -> String {
     let ctx = ExecutionContext::default().with_conversation(conversation);
     executor
-        .execute(vec![PlannedRequest::exact(&ParsedToolRequest::new("r", "tally_bump"))], &ctx)
+        .execute(vec![ResolvedRequest::exact(&ToolRequest::new("r", "tally_bump"))], &ctx)
         .await
         .remove(0)
         .result

@@ -10,7 +10,7 @@ use serde_json::Value;
 use tool_calling::protocol::textfmt::{
     AutoProtocol, Detected, TextFormat, TextFormatOptions, TextFormatProtocol,
 };
-use tool_calling::protocol::{IncrementalParser, ParseOutcome, RequestIdStyle, StreamCollector, StreamEvent};
+use tool_calling::protocol::{ParseOutcome, RequestIdStyle, StreamCollector, StreamEvent, StreamParser};
 
 struct Case {
     format: TextFormat,
@@ -80,7 +80,7 @@ fn check(case: &Case, reply: &ParseOutcome, how: &str) {
 }
 
 /// The reply streamed in chunks of `size` bytes (cuts moved back to char boundaries).
-fn streamed(parser: &mut dyn IncrementalParser, text: &str, size: usize) -> ParseOutcome {
+fn streamed(parser: &mut dyn StreamParser, text: &str, size: usize) -> ParseOutcome {
     let mut events = Vec::new();
     let mut rest = text;
     while !rest.is_empty() {
@@ -317,7 +317,11 @@ fn reply_length_limit_at_the_limit_and_past_it() {
             )
         };
         let limit_diagnostics = |reply: &ParseOutcome| {
-            reply.diagnostics.iter().filter(|d| d.kind == tool_calling::DiagnosticKind::LimitExceeded).count()
+            reply
+                .diagnostics
+                .iter()
+                .filter(|d| d.kind == tool_calling::protocol::DiagnosticKind::LimitExceeded)
+                .count()
         };
         let len = case.text.len();
         let at = limited(len).parse(&case.text);

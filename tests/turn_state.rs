@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 use serde_json::json;
+use tool_calling::ToolError;
 use tool_calling::engine::{Engine, StopReason};
 use tool_calling::exec::ExecutionContext;
 use tool_calling::model::{
@@ -14,10 +15,12 @@ use tool_calling::model::{
 };
 use tool_calling::protocol::RequestIdStyle;
 use tool_calling::protocol::textfmt::{AutoProtocol, TextFormatOptions};
+use tool_calling::protocol::vcp::VcpOptions;
+use tool_calling::protocol::vcp::VcpProtocol;
+use tool_calling::tools::MethodDefinition;
 use tool_calling::tools::{
     ArgMap, BoxFuture as ToolFuture, Instance, MethodSpec, ToolOutput, ToolRegistry, ToolSpec,
 };
-use tool_calling::{MethodDefinition, ToolError, VcpOptions, VcpProtocol};
 
 /// A model that answers its first request with `call` after `delay` (paused clock), and
 /// every later one with a final answer; it records the last message of each request.
@@ -123,8 +126,8 @@ async fn one_auto_protocol_answers_concurrent_conversations_each_in_its_own_form
 
 #[test]
 fn the_turn_state_not_the_request_id_decides_the_format_of_the_results() {
-    use tool_calling::ToolCallingProtocol;
     use tool_calling::ToolExecutionResult;
+    use tool_calling::protocol::ToolCallingProtocol;
 
     let auto = AutoProtocol::new()
         .with_options(TextFormatOptions::default().request_ids(RequestIdStyle::Sequential));

@@ -13,10 +13,11 @@ use tokio_util::sync::CancellationToken;
 use tool_calling::config::ToolCallConfig;
 use tool_calling::engine::Engine;
 use tool_calling::exec::{
-    ExecutionContext, Executor, ExecutorOptions, PendingCall, PlannedRequest, PolicyDecision, RetryPolicy,
+    ExecutionContext, Executor, ExecutorOptions, PolicyDecision, PreparedCall, ResolvedRequest, ToolRetry,
 };
+use tool_calling::tools::MethodDefinition;
 use tool_calling::tools::{ArgMap, BoxFuture, MethodSpec, ToolOutput, ToolRegistry, ToolSpec};
-use tool_calling::{ErrorKind, ExecutionStatus, MethodDefinition, ParsedToolRequest, ToolError};
+use tool_calling::{ErrorKind, ExecutionStatus, ToolError, ToolRequest};
 
 #[path = "support/vcp_block.rs"]
 mod vcp_block;
@@ -86,7 +87,7 @@ fn registry(calls: &Arc<Calls>) -> Arc<ToolRegistry> {
 }
 
 fn executor(calls: &Arc<Calls>) -> Executor {
-    Executor::new(registry(calls)).with_policy(|call: &PendingCall| {
+    Executor::new(registry(calls)).with_policy(|call: &PreparedCall| {
         if call.full_name == "fs_write" {
             PolicyDecision::Deny("writing is not allowed".into())
         } else {
@@ -157,19 +158,18 @@ fn calls_a_model_must_not_make_are_refused_and_nothing_runs() {
     let calls = Arc::new(Calls::default());
     let executor = executor(&calls);
     let cases = forbidden();
-    let requests: Vec<ParsedToolRequest> = cases
+    let requests: Vec<ToolRequest> = cases
         .iter()
         .enumerate()
         .map(|(i, (name, args, _))| {
-            args.iter()
-                .fold(ParsedToolRequest::new(format!("r{i}"), name.as_str()), |r, (k, v)| r.with_arg(*k, *v))
+            args.iter().fold(ToolRequest::new(format!("r{i}"), name.as_str()), |r, (k, v)| r.with_arg(*k, *v))
         })
         .collect();
     let ctx = ExecutionContext::new(config());
     for parallel in [true, false] {
         let mut ctx = ctx.clone();
         ctx.config.parallel_execution = parallel;
-        let planned = requests.iter().map(PlannedRequest::exact).collect();
+        let planned = requests.iter().map(ResolvedRequest::exact).collect();
         let results = runtime().block_on(executor.execute(planned, &ctx));
         assert_eq!(results.len(), cases.len(), "every request gets exactly one result");
         for (i, ((name, args, kind), result)) in cases.iter().zip(&results).enumerate() {
@@ -185,8 +185,8 @@ fn calls_a_model_must_not_make_are_refused_and_nothing_runs() {
 
     // The same registry and context run a call that is allowed: the counts above are
     // zero because the calls were refused, not because nothing could ever run.
-    let allowed = ParsedToolRequest::new("ok", "fs_read").with_arg("path", "notes.txt");
-    let result = runtime().block_on(executor.execute(vec![PlannedRequest::exact(&allowed)], &ctx)).remove(0);
+    let allowed = ToolRequest::new("ok", "fs_read").with_arg("path", "notes.txt");
+    let result = runtime().block_on(executor.execute(vec![ResolvedRequest::exact(&allowed)], &ctx)).remove(0);
     assert_eq!(result.result, "ran fs_read");
     assert_eq!((calls.of("fs_read"), calls.total()), (1, 1));
 }
@@ -195,10 +195,10 @@ fn calls_a_model_must_not_make_are_refused_and_nothing_runs() {
 fn an_oversized_name_is_not_repeated_whole_to_the_model() {
     let calls = Arc::new(Calls::default());
     let name = "x".repeat(100 * 1024);
-    let request = ParsedToolRequest::new("big", name.as_str());
+    let request = ToolRequest::new("big", name.as_str());
     let result = runtime()
         .block_on(
-            executor(&calls).execute(vec![PlannedRequest::exact(&request)], &ExecutionContext::default()),
+            executor(&calls).execute(vec![ResolvedRequest::exact(&request)], &ExecutionContext::default()),
         )
         .remove(0);
     assert_eq!(result.error_kind, Some(ErrorKind::NotFound));
@@ -206,10 +206,10 @@ fn an_oversized_name_is_not_repeated_whole_to_the_model() {
     assert!(result.result.contains("(102400 bytes)"), "{}", result.result);
     assert!(result.result.len() < 300, "{} bytes", result.result.len());
     // A name of ordinary length is repeated whole.
-    let request = ParsedToolRequest::new("small", "fs_raed");
+    let request = ToolRequest::new("small", "fs_raed");
     let result = runtime()
         .block_on(
-            executor(&calls).execute(vec![PlannedRequest::exact(&request)], &ExecutionContext::default()),
+            executor(&calls).execute(vec![ResolvedRequest::exact(&request)], &ExecutionContext::default()),
         )
         .remove(0);
     assert!(result.result.contains("`fs_raed`") && result.result.contains("fs_read"), "{}", result.result);
@@ -246,7 +246,7 @@ fn a_vcp_reply_full_of_forbidden_calls_runs_only_the_allowed_one() {
     // Everything was answered in the text fed back, and nothing there reads as a request.
     let fed_back = cycle.result_text();
     assert!(fed_back.contains("ran fs_read"));
-    let echoed = tool_calling::VcpProtocol::default().parse(&fed_back);
+    let echoed = tool_calling::protocol::vcp::VcpProtocol::default().parse(&fed_back);
     assert!(echoed.requests.is_empty(), "{:?}", echoed.requests.len());
 }
 
@@ -351,18 +351,18 @@ fn property_registry(calls: &Arc<Calls>, attempts: &Arc<Mutex<HashMap<String, u3
     Arc::new(registry)
 }
 
-fn request_for(i: usize, step: &Step) -> ParsedToolRequest {
+fn request_for(i: usize, step: &Step) -> ToolRequest {
     let id = format!("call_{i}");
     match step {
-        Step::Sleep(ms) => ParsedToolRequest::new(id, "t_sleep").with_arg("ms", ms.to_string()),
-        Step::Panic => ParsedToolRequest::new(id, "t_panic"),
-        Step::Flaky(fails) => ParsedToolRequest::new(id.clone(), "t_flaky")
-            .with_arg("key", id)
-            .with_arg("fails", fails.to_string()),
-        Step::Fail => ParsedToolRequest::new(id, "t_fail"),
-        Step::Unknown(name) => ParsedToolRequest::new(id, name.as_str()),
-        Step::Invalid => ParsedToolRequest::new(id, "t_sleep").with_arg("ms", "soon"),
-        Step::Internal => ParsedToolRequest::new(id, "t_internal"),
+        Step::Sleep(ms) => ToolRequest::new(id, "t_sleep").with_arg("ms", ms.to_string()),
+        Step::Panic => ToolRequest::new(id, "t_panic"),
+        Step::Flaky(fails) => {
+            ToolRequest::new(id.clone(), "t_flaky").with_arg("key", id).with_arg("fails", fails.to_string())
+        }
+        Step::Fail => ToolRequest::new(id, "t_fail"),
+        Step::Unknown(name) => ToolRequest::new(id, name.as_str()),
+        Step::Invalid => ToolRequest::new(id, "t_sleep").with_arg("ms", "soon"),
+        Step::Internal => ToolRequest::new(id, "t_internal"),
     }
 }
 
@@ -385,9 +385,9 @@ proptest! {
         let attempts = Arc::new(Mutex::new(HashMap::new()));
         let mut options = ExecutorOptions::default();
         options.max_concurrency = max_concurrency;
-        options.retry = RetryPolicy::new(max_attempts, Duration::from_millis(20));
+        options.retry = ToolRetry::new(max_attempts, Duration::from_millis(20));
         let executor = Executor::new(property_registry(&calls, &attempts)).with_options(options);
-        let requests: Vec<ParsedToolRequest> =
+        let requests: Vec<ToolRequest> =
             steps.iter().enumerate().map(|(i, s)| request_for(i, s)).collect();
         let mut config = ToolCallConfig::default();
         config.parallel_execution = parallel;
@@ -402,7 +402,7 @@ proptest! {
                     token.cancel();
                 });
             }
-            executor.execute(requests.iter().map(PlannedRequest::exact).collect(), &ctx).await
+            executor.execute(requests.iter().map(ResolvedRequest::exact).collect(), &ctx).await
         });
 
         prop_assert_eq!(results.len(), requests.len(), "one result per request");

@@ -3,9 +3,11 @@
 //! touches is incomplete (so it never runs), and the streaming parser, whatever the
 //! chunking, gives exactly what the one-shot parser gives.
 
+use tool_calling::protocol::DiagnosticKind;
+use tool_calling::protocol::ParseOutcome;
+use tool_calling::protocol::RequestIdStyle;
 use tool_calling::protocol::vcp::{VcpLimits, VcpOptions, VcpProtocol, ViewEvent};
-use tool_calling::protocol::{IncrementalParser, StreamCollector};
-use tool_calling::{DiagnosticKind, ParseOutcome, RequestIdStyle};
+use tool_calling::protocol::{StreamCollector, StreamParser};
 
 const START: &str = "<<<[TOOL_REQUEST]>>>";
 const END: &str = "<<<[END_TOOL_REQUEST]>>>";

@@ -2,8 +2,11 @@
 //! over generated VCP-shaped input.
 
 use proptest::prelude::*;
+use tool_calling::RequestIdSource;
+use tool_calling::protocol::DiagnosticKind;
+use tool_calling::protocol::ParseOutcome;
+use tool_calling::protocol::ToolCallingProtocol;
 use tool_calling::protocol::vcp::{RequestIdStyle, VcpOptions, VcpProtocol};
-use tool_calling::{DiagnosticKind, ParseOutcome, RequestIdSource, ToolCallingProtocol};
 
 fn parse(text: &str) -> ParseOutcome {
     VcpProtocol::new(VcpOptions::default().request_ids(RequestIdStyle::Sequential)).parse(text)

@@ -2,9 +2,11 @@
 //! requests it teaches parse back into calls of the methods they show.
 
 use serde_json::json;
-use tool_calling::ToolCallingProtocol;
+use tool_calling::protocol::ToolCallingProtocol;
 use tool_calling::protocol::vcp::{Language, VcpProtocol, VcpTemplates};
-use tool_calling::{MethodDefinition, MethodExample, ToolDefinition};
+use tool_calling::tools::MethodDefinition;
+use tool_calling::tools::MethodExample;
+use tool_calling::tools::ToolDefinition;
 
 fn tools() -> Vec<ToolDefinition> {
     vec![

@@ -1,16 +1,17 @@
 //! VCP's routing of a parsed request to registered methods, on tools built by hand.
 
 use serde_json::{Value, json};
+use tool_calling::protocol::ToolCallingProtocol;
 use tool_calling::protocol::TurnState;
+use tool_calling::protocol::vcp::VcpProtocol;
 use tool_calling::protocol::vcp::{RouteError, command_alias_config};
+use tool_calling::tools::MethodDefinition;
 use tool_calling::tools::ToolRegistry;
 use tool_calling::tools::{ArgMap, BoxFuture, Instance, MethodSpec, ToolOutput, ToolSpec};
-use tool_calling::{
-    ErrorKind, Invocation, MethodDefinition, ParsedToolRequest, ToolCallingProtocol, ToolError, VcpProtocol,
-};
+use tool_calling::{ErrorKind, Invocation, ToolError, ToolRequest};
 
 /// VCP's routing of `request` against what `registry` holds.
-fn route(registry: &ToolRegistry, request: &ParsedToolRequest) -> Vec<Result<Invocation, RouteError>> {
+fn route(registry: &ToolRegistry, request: &ToolRequest) -> Vec<Result<Invocation, RouteError>> {
     tool_calling::protocol::vcp::route(&registry.catalog(), request)
 }
 
@@ -50,19 +51,19 @@ fn registry() -> ToolRegistry {
     registry
 }
 
-fn request(tool_name: &str, pairs: &[(&str, &str)]) -> ParsedToolRequest {
-    pairs.iter().fold(ParsedToolRequest::new("call_1", tool_name), |r, (k, v)| r.with_arg(*k, *v))
+fn request(tool_name: &str, pairs: &[(&str, &str)]) -> ToolRequest {
+    pairs.iter().fold(ToolRequest::new("call_1", tool_name), |r, (k, v)| r.with_arg(*k, *v))
 }
 
 /// Routes a request that must yield exactly one successful call.
-fn one(registry: &ToolRegistry, request: &ParsedToolRequest) -> Invocation {
+fn one(registry: &ToolRegistry, request: &ToolRequest) -> Invocation {
     let mut calls = route(registry, request);
     assert_eq!(calls.len(), 1, "{calls:?}");
     calls.remove(0).unwrap_or_else(|e| panic!("`{}` did not route: {e}", request.tool_name))
 }
 
 /// Routes a request that must yield exactly one error.
-fn error(registry: &ToolRegistry, request: &ParsedToolRequest) -> RouteError {
+fn error(registry: &ToolRegistry, request: &ToolRequest) -> RouteError {
     let mut calls = route(registry, request);
     assert_eq!(calls.len(), 1, "{calls:?}");
     match calls.remove(0) {
@@ -299,7 +300,7 @@ fn unknown_command_of_a_known_tool_lists_its_methods() {
     assert!(matches!(&err, RouteError::MissingCommand { tool, .. } if tool == "calc"), "{err:?}");
     assert!(err.to_string().contains("`command`") && err.to_string().contains("`add` or `sub`"), "{err}");
     // A non-string command (native JSON) is quoted as JSON.
-    let req = ParsedToolRequest::new("1", "calc").with_arg("command", json!(3));
+    let req = ToolRequest::new("1", "calc").with_arg("command", json!(3));
     let err = error(&registry, &req);
     assert!(matches!(&err, RouteError::UnknownCommand { command, .. } if command == "3"), "{err:?}");
 }
@@ -350,7 +351,7 @@ fn control_keys_steer_the_host_and_never_reach_a_method() {
         all
     };
     // Every rule: exact name, tool id + command, batch, single-method tool, bare alias.
-    let cases: Vec<(ParsedToolRequest, Vec<(&str, &str)>)> = vec![
+    let cases: Vec<(ToolRequest, Vec<(&str, &str)>)> = vec![
         (request("calc_add", &with(&[("a", "1")])), vec![("a", "1")]),
         (request("calc", &with(&[("command", "add"), ("a", "1")])), vec![("a", "1")]),
         (request("DailyNote", &with(&[("text", "t")])), vec![("text", "t")]),
@@ -392,12 +393,12 @@ fn the_vcp_protocol_resolves_requests_to_invocations_by_exact_name() {
         }
         fn tool_declarations(
             &self,
-            _: &[tool_calling::ToolDefinition],
+            _: &[tool_calling::tools::ToolDefinition],
         ) -> tool_calling::protocol::ToolDeclarations {
             tool_calling::protocol::ToolDeclarations::Prompt(String::new())
         }
-        fn parse_turn(&self, _: &tool_calling::model::AssistantTurn) -> tool_calling::ParseOutcome {
-            tool_calling::ParseOutcome::default()
+        fn parse_turn(&self, _: &tool_calling::model::AssistantTurn) -> tool_calling::protocol::ParseOutcome {
+            tool_calling::protocol::ParseOutcome::default()
         }
         fn result_messages(
             &self,

@@ -23,8 +23,13 @@ use std::path::{Path, PathBuf};
 
 use proptest::prelude::*;
 use proptest::sample::Index;
-use tool_calling::protocol::{IncrementalParser, StreamCollector, StreamEvent};
-use tool_calling::{DiagnosticKind, ParseOutcome, RequestIdStyle, Span, VcpOptions, VcpProtocol};
+use tool_calling::Span;
+use tool_calling::protocol::DiagnosticKind;
+use tool_calling::protocol::ParseOutcome;
+use tool_calling::protocol::RequestIdStyle;
+use tool_calling::protocol::vcp::VcpOptions;
+use tool_calling::protocol::vcp::VcpProtocol;
+use tool_calling::protocol::{StreamCollector, StreamEvent, StreamParser};
 
 #[path = "../benches/support/inputs.rs"]
 mod inputs;

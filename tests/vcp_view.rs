@@ -3,8 +3,9 @@
 
 use std::borrow::Cow;
 
+use tool_calling::RequestIdSource;
+use tool_calling::protocol::DiagnosticKind;
 use tool_calling::protocol::vcp::{FieldView, RequestView, VcpOptions, VcpProtocol};
-use tool_calling::{DiagnosticKind, RequestIdSource};
 
 #[path = "../benches/support/inputs.rs"]
 mod inputs;
@@ -70,8 +71,9 @@ fn values_are_copied_only_where_the_parser_changes_them() {
 fn assigned_ids_are_owned_and_numbered_by_position() {
     let block = |extra: &str| format!("{START}\ntool_name:「始」t「末」{extra}\n{END}");
     let text = [block(""), block(",\nrequest_id:「始」mine「末」"), block("")].concat();
-    let protocol =
-        VcpProtocol::new(VcpOptions::default().request_ids(tool_calling::RequestIdStyle::Sequential));
+    let protocol = VcpProtocol::new(
+        VcpOptions::default().request_ids(tool_calling::protocol::RequestIdStyle::Sequential),
+    );
     let ids: Vec<String> =
         protocol.parse_view(&text).requests.iter().map(|r| r.request_id.to_string()).collect();
     assert_eq!(ids, ["req_1", "mine", "req_3"]);
@@ -212,7 +214,7 @@ proptest::proptest! {
             }
         }
         text.push_str(END);
-        let protocol = VcpProtocol::new(VcpOptions::default().request_ids(tool_calling::RequestIdStyle::Sequential));
+        let protocol = VcpProtocol::new(VcpOptions::default().request_ids(tool_calling::protocol::RequestIdStyle::Sequential));
         let view = protocol.parse_view(&text);
         if keys.is_empty() {
             proptest::prop_assert!(view.requests.is_empty());

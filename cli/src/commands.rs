@@ -11,8 +11,11 @@ use serde::Serialize;
 use serde_json::{Map, Value, json};
 use tool_calling::config::ToolCallConfig;
 use tool_calling::engine::Engine;
-use tool_calling::exec::{ExecutionContext, Executor, PlannedRequest};
+use tool_calling::exec::{ExecutionContext, Executor, ResolvedRequest};
 use tool_calling::model::{AssistantTurn, Message, TurnDelta};
+use tool_calling::protocol::Diagnostic;
+use tool_calling::protocol::DiagnosticKind;
+use tool_calling::protocol::ParseOutcome;
 use tool_calling::protocol::vcp::{
     Language, RequestIdStyle, VcpOptions, VcpProtocol, ViewEvent, command_alias,
 };
@@ -21,11 +24,9 @@ use tool_calling::protocol::{
     TurnState,
 };
 use tool_calling::providers::{Provider, ResponseStream, WireFormat};
+use tool_calling::tools::MethodExample;
 use tool_calling::tools::{DiscoveryService, MethodFilter, MethodSpec, ToolMetadata, ToolRegistry, ToolSpec};
-use tool_calling::{
-    Diagnostic, DiagnosticKind, ErrorKind, MethodExample, ParseOutcome, ParsedToolRequest, Span,
-    ToolExecutionResult,
-};
+use tool_calling::{ErrorKind, Span, ToolExecutionResult, ToolRequest};
 
 use super::{BenchApi, CycleArgs, ExecArgs, Failure, Lang};
 
@@ -112,7 +113,7 @@ fn to_json<T: Serialize + ?Sized>(value: &T) -> Result<Value, Failure> {
     serde_json::to_value(value).map_err(|e| Failure::msg(format!("cannot encode JSON: {e}")))
 }
 
-fn requests_json(requests: &[ParsedToolRequest]) -> Result<Value, Failure> {
+fn requests_json(requests: &[ToolRequest]) -> Result<Value, Failure> {
     requests.iter().map(|r| with_keys(r, &REQUEST_KEYS)).collect::<Result<_, _>>().map(Value::Array)
 }
 
@@ -414,7 +415,7 @@ pub(crate) async fn exec_value(
     let Value::Object(map) = args else {
         return Err(Failure::msg(format!("--args must be a JSON object, not {}", json_kind(&args))));
     };
-    let mut request = ParsedToolRequest::new("req_1", tool_name);
+    let mut request = ToolRequest::new("req_1", tool_name);
     if let Some(command) = command {
         if map.contains_key("command") {
             return Err(Failure::msg("give the command either with --command or in --args, not both"));
@@ -429,7 +430,7 @@ pub(crate) async fn exec_value(
     // A full method name runs that method with the arguments as given; anything else (a
     // tool id with `--command`, an alias) is routed as VCP routes a request.
     let calls = if command.is_none() && registry.method(&request.tool_name).is_some() {
-        PlannedRequest::exact(&request).calls
+        ResolvedRequest::exact(&request).calls
     } else {
         VcpProtocol::default().resolve(&request, &TurnState::default(), &registry.catalog())
     };
@@ -439,7 +440,7 @@ pub(crate) async fn exec_value(
         return Err(Failure::msg(unknown.message.clone()));
     }
     let executor = Executor::new(registry);
-    let result = executor.execute_request(PlannedRequest::new(&request, calls), &ctx).await;
+    let result = executor.execute_request(ResolvedRequest::new(&request, calls), &ctx).await;
     with_keys(&result, &RESULT_KEYS)
 }
 
@@ -521,7 +522,7 @@ pub(crate) async fn cycle_value(
 
 fn cycle_json(
     has_tool_requests: bool,
-    parsed: &[ParsedToolRequest],
+    parsed: &[ToolRequest],
     results: &[ToolExecutionResult],
     context: Value,
     diagnostics: &[Diagnostic],

@@ -35,7 +35,7 @@
 //! same meaning (`VcpOptions::fuzzy_markers`, `skip_fenced`, `keep_reasoning`).
 //!
 //! `--stream-chunk N` (N ≥ 1) feeds the reply to the protocol's streaming parser
-//! (`IncrementalParser`) N bytes at a time and prints what the collected events give: the
+//! (`StreamParser`) N bytes at a time and prints what the collected events give: the
 //! same document as without the flag, for every N. For a text protocol a cut that would
 //! split a character moves back to the character's start, but every chunk holds at least
 //! one character (so `--stream-chunk 1` feeds a 3-byte `始` as one chunk).

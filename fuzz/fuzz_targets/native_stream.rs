@@ -24,7 +24,7 @@
 use std::collections::HashMap;
 
 use libfuzzer_sys::fuzz_target;
-use tool_calling::ToolCallingProtocol;
+use tool_calling::protocol::ToolCallingProtocol;
 use tool_calling::model::{AssistantTurn, TurnAccumulator, TurnDelta};
 use tool_calling::protocol::native::{NativeOptions, NativeProtocol};
 use tool_calling::protocol::{RequestIdStyle, StreamCollector};

@@ -32,7 +32,8 @@ use tool_calling::protocol::native::NativeProtocol;
 use tool_calling::protocol::textfmt::{AutoProtocol, TextFormat, TextFormatProtocol};
 use tool_calling::protocol::vcp::VcpProtocol;
 use tool_calling::providers::{Provider, WireFormat};
-use tool_calling::{ErrorKind, ToolCallingProtocol, ToolExecutionResult};
+use tool_calling::{ErrorKind, ToolExecutionResult};
+use tool_calling::protocol::ToolCallingProtocol;
 
 /// A call `auto` reads, in VCP and then in each format of `TextFormat::ALL`, in order.
 const CALLS: [&str; 12] = [

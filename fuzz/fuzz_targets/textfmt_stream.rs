@@ -22,7 +22,7 @@ use tool_calling::protocol::textfmt::{
     AutoProtocol, TextFormat, TextFormatOptions, TextFormatProtocol,
 };
 use tool_calling::protocol::vcp::{VcpOptions, VcpProtocol};
-use tool_calling::protocol::{IncrementalParser, ParseOutcome, RequestIdStyle, StreamCollector};
+use tool_calling::protocol::{StreamParser, ParseOutcome, RequestIdStyle, StreamCollector};
 
 fuzz_target!(|data: &[u8]| {
     let pick = data.first().copied().unwrap_or(0) as usize % 12;
@@ -41,7 +41,7 @@ fuzz_target!(|data: &[u8]| {
         None => auto(options).parse(text),
     };
     let stream = |chunks: &[&str]| -> ParseOutcome {
-        let mut parser: Box<dyn IncrementalParser> = match format {
+        let mut parser: Box<dyn StreamParser> = match format {
             Some(format) => Box::new(TextFormatProtocol::new(format).with_options(options).stream_parser()),
             None => Box::new(auto(options).stream_parser()),
         };

@@ -3,7 +3,7 @@
 //! Input layout: the first byte's low four bits pick the options (bit 0 `fuzzy_markers`,
 //! bit 1 `skip_fenced`, bit 2 `keep_reasoning`, bit 3 small limits); the rest is cut to its longest valid
 //! UTF-8 prefix and parsed. Besides "never panics", the target checks the invariants the
-//! public types promise (see `Span`, `ParsedToolRequest`, `ParseOutcome`) and panics when
+//! public types promise (see `Span`, `ToolRequest`, `ParseOutcome`) and panics when
 //! one is violated, which is how libFuzzer reports a failure.
 //!
 //! Run from the repository root:
@@ -17,7 +17,9 @@ use std::borrow::Cow;
 
 use libfuzzer_sys::fuzz_target;
 use tool_calling::protocol::vcp::{VcpOptions, VcpProtocol, ViewEvent};
-use tool_calling::{Diagnostic, ParseOutcome, Span};
+use tool_calling::Span;
+use tool_calling::protocol::Diagnostic;
+use tool_calling::protocol::ParseOutcome;
 
 fuzz_target!(|data: &[u8]| {
     let (flags, rest) = match data.split_first() {

@@ -82,7 +82,7 @@ pub(crate) fn method_spec(m: &Method, call: TokenStream2, self_ty: Option<&Type>
                 (&&#p::returns::probe(&__out)).kind().convert(__out)
             })
         };
-        let __definition = ::tool_calling::MethodDefinition::new(#name, #description)
+        let __definition = ::tool_calling::tools::MethodDefinition::new(#name, #description)
             .with_parameters(#p::parameters_schema::<__ToolArgs>(::std::vec![#(#params),*]))
             #vcp
             #(#examples)*;

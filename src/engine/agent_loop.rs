@@ -6,7 +6,7 @@ use tracing::Instrument;
 
 use super::cycle::{TurnBudget, TurnStreamItem, delta_cost};
 use super::{Engine, EngineError, ToolCallCycleResult};
-use crate::ParsedToolRequest;
+use crate::ToolRequest;
 use crate::exec::ExecutionContext;
 use crate::model::{
     AssistantTurn, ChatModel, ChatModelError, Conversation, FinishReason, Message, ModelRequest, RequestNote,
@@ -146,7 +146,7 @@ impl LoopOutcome {
 }
 
 /// The calls of a turn, for the loop breaker: tool names and arguments, ids ignored.
-fn call_signature(requests: &[ParsedToolRequest]) -> Vec<(String, String)> {
+fn call_signature(requests: &[ToolRequest]) -> Vec<(String, String)> {
     requests
         .iter()
         .map(|r| (r.tool_name.clone(), serde_json::to_string(&r.args).unwrap_or_default()))

@@ -80,14 +80,13 @@ use serde::{Deserialize, Serialize};
 use tracing::Instrument;
 
 use super::{Engine, EngineError};
-use crate::exec::{CycleEvent, ExecutionContext, Executor, ExecutorMessages, PlannedRequest};
+use crate::exec::{CycleEvent, ExecutionContext, Executor, ExecutorMessages, ResolvedRequest};
 use crate::model::{AssistantTurn, FinishReason, Message, TurnAccumulator, TurnDelta};
-use crate::protocol::{IncrementalParser, StreamCollector, StreamEvent, ToolCallingProtocol, TurnState};
+use crate::protocol::Diagnostic;
+use crate::protocol::DiagnosticKind;
+use crate::protocol::{StreamCollector, StreamEvent, StreamParser, ToolCallingProtocol, TurnState};
 use crate::tools::ToolCatalog;
-use crate::{
-    Diagnostic, DiagnosticKind, ErrorKind, Invocation, ParsedToolRequest, Span, ToolError,
-    ToolExecutionResult,
-};
+use crate::{ErrorKind, Invocation, Span, ToolError, ToolExecutionResult, ToolRequest};
 
 /// Everything one cycle produced: the turn, what was read in it, one result per request,
 /// and the messages that carry the results back.
@@ -117,7 +116,7 @@ pub struct ToolCallCycleResult {
     /// Whether the reply held any request at all.
     pub has_tool_requests: bool,
     /// The requests, in order of appearance.
-    pub parsed_requests: Vec<ParsedToolRequest>,
+    pub parsed_requests: Vec<ToolRequest>,
     /// One result per parsed request, in the same order.
     pub execution_results: Vec<ToolExecutionResult>,
     /// What the parser noticed (and the engine: repeated request ids, a turn cut at the
@@ -500,7 +499,7 @@ impl Engine {
     /// context for a later turn ([`ExecutionContext::take_background_failures`]).
     fn spawn_background(
         &self,
-        request: ParsedToolRequest,
+        request: ToolRequest,
         calls: Vec<Result<Invocation, ToolError>>,
         ctx: &ExecutionContext,
     ) {
@@ -518,7 +517,7 @@ impl Engine {
             return;
         };
         runtime.spawn(async move {
-            let result = executor.execute_request(PlannedRequest::new(&request, calls), &ctx).await;
+            let result = executor.execute_request(ResolvedRequest::new(&request, calls), &ctx).await;
             if !result.is_success() {
                 ctx.report_background_failure(result);
             }
@@ -541,21 +540,21 @@ fn run_one<'a>(
     executor: &'a Executor,
     ctx: &'a ExecutionContext,
     index: usize,
-    request: ParsedToolRequest,
+    request: ToolRequest,
     calls: Vec<Result<Invocation, ToolError>>,
 ) -> impl Future<Output = (usize, ToolExecutionResult)> + 'a {
     let span = tracing::info_span!("execute", request_id = %request.request_id);
-    async move { (index, executor.execute_request(PlannedRequest::new(&request, calls), ctx).await) }
+    async move { (index, executor.execute_request(ResolvedRequest::new(&request, calls), ctx).await) }
         .instrument(span)
 }
 
 /// The immediate result of a fire-and-forget request.
-fn started_in_background(request: &ParsedToolRequest, words: &ExecutorMessages) -> ToolExecutionResult {
+fn started_in_background(request: &ToolRequest, words: &ExecutorMessages) -> ToolExecutionResult {
     ToolExecutionResult::success(&request.request_id, &request.tool_name, words.started_in_background.clone())
 }
 
 /// A request waiting for a free slot: its index, the request, and its resolved calls.
-type Queued = (usize, ParsedToolRequest, Vec<Result<Invocation, ToolError>>);
+type Queued = (usize, ToolRequest, Vec<Result<Invocation, ToolError>>);
 
 /// The reading side of a cycle: the turn so far, the parser, the requests and their
 /// results, and the requests waiting for a free slot.
@@ -564,7 +563,7 @@ struct CycleState<'e> {
     ctx: &'e ExecutionContext,
     protocol: &'e dyn ToolCallingProtocol,
     catalog: Arc<ToolCatalog>,
-    parser: Box<dyn IncrementalParser + 'e>,
+    parser: Box<dyn StreamParser + 'e>,
     turn: TurnAccumulator,
     collector: StreamCollector,
     /// The request ids seen so far (repeated ones get a diagnostic).
@@ -738,7 +737,7 @@ impl<'e> CycleState<'e> {
 
     /// A request is complete: starts it in the background if it is fire-and-forget,
     /// else queues it.
-    fn accept(&mut self, request: &ParsedToolRequest) {
+    fn accept(&mut self, request: &ToolRequest) {
         let index = self.results.len();
         tracing::debug!(request_id = %request.request_id, tool_name = %request.tool_name, "request completed");
         self.ctx.emit(|| CycleEvent::RequestParsed { request: request.clone() });

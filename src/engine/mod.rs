@@ -35,7 +35,7 @@
 //! ([`ExecutionContext::on_event`](crate::exec::ExecutionContext::on_event)).
 
 mod agent_loop;
-pub mod cycle;
+mod cycle;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -44,7 +44,7 @@ pub use agent_loop::{LoopOutcome, Round, StopReason};
 pub use cycle::{StreamCycleError, ToolCallCycleResult, TurnStreamItem};
 
 use crate::config::ToolCallConfig;
-use crate::exec::Executor;
+use crate::exec::{ExecutionContext, Executor};
 use crate::model::ChatModelError;
 use crate::protocol::{ProtocolError, ProtocolRegistry, ToolCallingProtocol, ToolDeclarations};
 use crate::tools::{DiscoveredTool, DiscoveryService, MethodFilter, RegistryError, ToolRegistry};
@@ -102,7 +102,7 @@ type DeclarationMap = HashMap<(String, Option<String>, u64), (u64, Arc<ToolDecla
 /// ```
 /// use std::sync::Arc;
 /// use tool_calling::tools::{ArgMap, BoxFuture, MethodSpec, ToolOutput, ToolRegistry, ToolSpec};
-/// use tool_calling::MethodDefinition;
+/// use tool_calling::tools::MethodDefinition;
 ///
 /// // A tool registered at run time (the `#[tool]` attribute writes the same spec).
 /// let shout = |_, args: ArgMap| {
@@ -173,7 +173,7 @@ impl Engine {
     ///
     /// fn main() -> Result<(), Box<dyn std::error::Error>> {
     ///     let engine = Engine::from_inventory()?;
-    ///     let prompt = engine.declarations()?;
+    ///     let prompt = engine.declarations(&ExecutionContext::default())?;
     ///     assert!(prompt.as_prompt().is_some_and(|p| p.contains("tool_name:「始」sum「末」")));
     ///     Ok(())
     /// }
@@ -302,17 +302,25 @@ impl Engine {
         self.executor.registry()
     }
 
-    /// What the model is shown to offer the tools `config` enables, written by the
-    /// protocol `config` selects. Cached by protocol id, `agent_id` and the config's
+    /// What the model is shown to offer the tools `ctx` enables, written by the protocol
+    /// `ctx.config` selects, for `ctx.agent_id`: for VCP the prompt section
+    /// ([`ToolDeclarations::as_prompt`]), for a native protocol the `tools` value
+    /// ([`ToolDeclarations::as_native`]). Cached by protocol id, agent id and the config's
     /// [`prompt_hash`](ToolCallConfig::prompt_hash), until a tool is registered or
     /// [`invalidate_declarations`](Self::invalidate_declarations) is called.
-    pub fn tool_declarations(
-        &self,
-        config: &ToolCallConfig,
-        agent_id: Option<&str>,
-    ) -> Result<Arc<ToolDeclarations>, EngineError> {
-        let protocol = self.protocol_for(config)?;
-        Ok(self.declarations_for(protocol.as_ref(), config, agent_id))
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use tool_calling::engine::Engine;
+    /// use tool_calling::exec::ExecutionContext;
+    /// use tool_calling::tools::ToolRegistry;
+    /// let engine = Engine::new(Arc::new(ToolRegistry::new()));
+    /// let declarations = engine.declarations(&ExecutionContext::default()).unwrap();
+    /// assert!(declarations.as_prompt().is_some(), "VCP by default: a prompt section");
+    /// ```
+    pub fn declarations(&self, ctx: &ExecutionContext) -> Result<Arc<ToolDeclarations>, EngineError> {
+        let protocol = self.protocol_for(&ctx.config)?;
+        Ok(self.declarations_for(protocol.as_ref(), &ctx.config, ctx.agent_id.as_deref()))
     }
 
     pub(crate) fn declarations_for(
@@ -335,14 +343,6 @@ impl Engine {
 
     fn cache(&self) -> std::sync::MutexGuard<'_, DeclarationMap> {
         self.declarations.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    /// What the model is shown for the default config (every agent-callable tool, the
-    /// default protocol): for VCP the prompt section ([`ToolDeclarations::as_prompt`]),
-    /// for a native protocol the `tools` value. Same as
-    /// [`tool_declarations`](Self::tool_declarations)`(&ToolCallConfig::default(), None)`.
-    pub fn declarations(&self) -> Result<Arc<ToolDeclarations>, EngineError> {
-        self.tool_declarations(&ToolCallConfig::default(), None)
     }
 
     /// Drops the cached declarations (call it when tools' metadata or templates change).

@@ -16,18 +16,18 @@ use crate::request::Args;
 ///
 /// ```
 /// use std::time::Duration;
-/// use tool_calling::exec::RetryPolicy;
+/// use tool_calling::exec::ToolRetry;
 ///
-/// assert_eq!(RetryPolicy::default().max_attempts, 1, "no retries by default");
-/// let retry = RetryPolicy::new(3, Duration::from_millis(100));
+/// assert_eq!(ToolRetry::default().max_attempts, 1, "no retries by default");
+/// let retry = ToolRetry::new(3, Duration::from_millis(100));
 /// assert_eq!((retry.max_attempts, retry.initial_backoff), (3, Duration::from_millis(100)));
 /// assert_eq!(retry.multiplier, 2.0);
 /// // At least one attempt is always made.
-/// assert_eq!(RetryPolicy::new(0, Duration::ZERO).max_attempts, 1);
+/// assert_eq!(ToolRetry::new(0, Duration::ZERO).max_attempts, 1);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq)]
 #[non_exhaustive]
-pub struct RetryPolicy {
+pub struct ToolRetry {
     /// Attempts in all (1 = no retry).
     pub max_attempts: u32,
     /// Wait before the first retry.
@@ -42,9 +42,9 @@ pub struct RetryPolicy {
     pub max_retry_after: Duration,
 }
 
-impl Default for RetryPolicy {
+impl Default for ToolRetry {
     fn default() -> Self {
-        RetryPolicy {
+        ToolRetry {
             max_attempts: 1,
             initial_backoff: Duration::from_millis(200),
             multiplier: 2.0,
@@ -53,10 +53,10 @@ impl Default for RetryPolicy {
     }
 }
 
-impl RetryPolicy {
+impl ToolRetry {
     /// Up to `max_attempts` attempts with exponential backoff from `initial_backoff`.
     pub fn new(max_attempts: u32, initial_backoff: Duration) -> Self {
-        RetryPolicy { max_attempts: max_attempts.max(1), initial_backoff, ..RetryPolicy::default() }
+        ToolRetry { max_attempts: max_attempts.max(1), initial_backoff, ..ToolRetry::default() }
     }
 
     /// The wait before retry number `retry` (from 0) after `error`: what the error asks
@@ -81,13 +81,13 @@ impl RetryPolicy {
 /// ```
 /// use std::sync::Arc;
 /// use std::time::Duration;
-/// use tool_calling::exec::{Executor, ExecutorOptions, RetryPolicy};
+/// use tool_calling::exec::{Executor, ExecutorOptions, ToolRetry};
 /// use tool_calling::tools::ToolRegistry;
 ///
 /// let mut options = ExecutorOptions::default();
 /// options.max_concurrency = 2; // at most two calls of a cycle at once
 /// options.max_running_calls = 64; // at most 64 calls at once in all
-/// options.retry = RetryPolicy::new(3, Duration::from_millis(100)); // retryable kinds only
+/// options.retry = ToolRetry::new(3, Duration::from_millis(100)); // retryable kinds only
 /// let executor = Executor::new(Arc::new(ToolRegistry::new())).with_options(options);
 /// assert_eq!(executor.options().max_concurrency, 2);
 /// ```
@@ -102,7 +102,7 @@ pub struct ExecutorOptions {
     /// its time limit counts from then, and cancelling the cycle ends the wait.
     pub max_running_calls: usize,
     /// Retries of retryable failures.
-    pub retry: RetryPolicy,
+    pub retry: ToolRetry,
     /// Run incomplete requests anyway (off: they are answered with what to fix).
     pub run_incomplete: bool,
     /// What the executor tells the model when a call does not run or fails for a
@@ -120,7 +120,7 @@ impl Default for ExecutorOptions {
         ExecutorOptions {
             max_concurrency: 8,
             max_running_calls: 1024,
-            retry: RetryPolicy::default(),
+            retry: ToolRetry::default(),
             run_incomplete: false,
             messages: super::ExecutorMessages::default(),
             max_result_bytes: 1 << 20,

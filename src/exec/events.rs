@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use crate::model::{FinishReason, TurnDelta};
 use crate::protocol::Diagnostic;
-use crate::{ParsedToolRequest, ToolExecutionResult};
+use crate::{ToolExecutionResult, ToolRequest};
 
 /// One step of a cycle, reported to the observer set with
 /// [`ExecutionContext::on_event`](super::ExecutionContext::on_event) as soon as the engine
@@ -62,7 +62,7 @@ pub enum CycleEvent {
     /// A request is complete: its call starts now, or when a slot frees up.
     RequestParsed {
         /// The request.
-        request: ParsedToolRequest,
+        request: ToolRequest,
     },
     /// Something the parser or the engine noticed.
     Diagnostic {
@@ -84,7 +84,7 @@ pub enum CycleEvent {
     /// The turn has ended (or will not be read further): all its requests.
     Parsed {
         /// The requests, in order.
-        requests: Vec<ParsedToolRequest>,
+        requests: Vec<ToolRequest>,
     },
     /// The cycle is over: the turn has ended and every request has its result.
     CycleEnded {

@@ -15,7 +15,7 @@
 //! 7. the method runs in its own task once one of the executor's
 //!    [`max_running_calls`](ExecutorOptions::max_running_calls) slots is free, under a
 //!    time limit (its own, else the config's), on the blocking pool if it blocks a
-//!    thread, with retries of retryable failures when a [`RetryPolicy`] allows them,
+//!    thread, with retries of retryable failures when a [`ToolRetry`] allows them,
 //!    until the cycle is cancelled.
 //!
 //! So a person is only ever asked about a call that would run, with the arguments it
@@ -45,17 +45,17 @@ use std::time::Duration;
 use futures::StreamExt;
 use tokio::time::Instant;
 
-pub use context::{ExecutionContext, ExecutorOptions, RetryPolicy};
+pub use context::{ExecutionContext, ExecutorOptions, ToolRetry};
 pub use events::CycleEvent;
 #[cfg(feature = "mcp")]
 #[cfg_attr(docsrs, doc(cfg(feature = "mcp")))]
 pub use mcp::{McpServeError, McpToolServer};
 pub use messages::ExecutorMessages;
-pub use policy::{ConfirmCall, PendingCall, PolicyDecision, SecurityPolicy};
+pub use policy::{ConfirmCall, PolicyDecision, PreparedCall, SecurityPolicy};
 
 use crate::config::ToolCallMode;
 use crate::tools::{ArgMap, MethodRef, ToolOutput, ToolRegistry, Unprepared};
-use crate::{ErrorKind, Invocation, ParsedToolRequest, ToolError, ToolExecutionResult};
+use crate::{ErrorKind, Invocation, ToolError, ToolExecutionResult, ToolRequest};
 
 /// How many closest names a not-found error suggests.
 const SUGGESTIONS: usize = 3;
@@ -65,12 +65,12 @@ const SUGGESTIONS: usize = 3;
 ///
 /// ```
 /// use std::sync::Arc;
-/// use tool_calling::exec::{ExecutionContext, Executor, PlannedRequest};
+/// use tool_calling::exec::{ExecutionContext, Executor, ResolvedRequest};
 /// use tool_calling::tools::ToolRegistry;
-/// use tool_calling::{ErrorKind, ParsedToolRequest};
+/// use tool_calling::{ErrorKind, ToolRequest};
 ///
-/// let request = ParsedToolRequest::new("call_1", "calc_add").with_arg("a", 2);
-/// let planned = PlannedRequest::exact(&request);
+/// let request = ToolRequest::new("call_1", "calc_add").with_arg("a", 2);
+/// let planned = ResolvedRequest::exact(&request);
 /// assert_eq!(planned.calls[0].as_ref().unwrap().method, "calc_add");
 ///
 /// let executor = Executor::new(Arc::new(ToolRegistry::new()));
@@ -81,23 +81,23 @@ const SUGGESTIONS: usize = 3;
 /// ```
 #[derive(Debug, Clone)]
 #[non_exhaustive]
-pub struct PlannedRequest<'r> {
+pub struct ResolvedRequest<'r> {
     /// The request as parsed.
-    pub request: &'r ParsedToolRequest,
+    pub request: &'r ToolRequest,
     /// Its calls by exact method name, or the error the model gets for a call that names
-    /// nothing runnable (from [`ToolCallingProtocol::resolve`](crate::ToolCallingProtocol::resolve)).
+    /// nothing runnable (from [`ToolCallingProtocol::resolve`](crate::protocol::ToolCallingProtocol::resolve)).
     pub calls: Vec<Result<Invocation, ToolError>>,
 }
 
-impl<'r> PlannedRequest<'r> {
+impl<'r> ResolvedRequest<'r> {
     /// `request` with its resolved `calls`.
-    pub fn new(request: &'r ParsedToolRequest, calls: Vec<Result<Invocation, ToolError>>) -> Self {
-        PlannedRequest { request, calls }
+    pub fn new(request: &'r ToolRequest, calls: Vec<Result<Invocation, ToolError>>) -> Self {
+        ResolvedRequest { request, calls }
     }
 
     /// `request` as one call of the method it names exactly.
-    pub fn exact(request: &'r ParsedToolRequest) -> Self {
-        PlannedRequest { request, calls: vec![Ok(Invocation::exact(request))] }
+    pub fn exact(request: &'r ToolRequest) -> Self {
+        ResolvedRequest { request, calls: vec![Ok(Invocation::exact(request))] }
     }
 }
 
@@ -108,7 +108,8 @@ impl<'r> PlannedRequest<'r> {
 /// use serde_json::json;
 /// use tool_calling::exec::{ExecutionContext, Executor};
 /// use tool_calling::tools::{ArgMap, BoxFuture, MethodSpec, ToolOutput, ToolRegistry, ToolSpec};
-/// use tool_calling::{ErrorKind, Invocation, MethodDefinition};
+/// use tool_calling::{ErrorKind, Invocation};
+/// use tool_calling::tools::MethodDefinition;
 ///
 /// let add = MethodDefinition::new("add", "Add two numbers.").with_parameters(json!({
 ///     "type": "object",
@@ -236,11 +237,11 @@ impl Executor {
     /// `max_concurrency`) or serial as `ctx.config.parallel_execution` says.
     pub async fn execute(
         &self,
-        requests: Vec<PlannedRequest<'_>>,
+        requests: Vec<ResolvedRequest<'_>>,
         ctx: &ExecutionContext,
     ) -> Vec<ToolExecutionResult> {
         if ctx.config.parallel_execution {
-            // A loop, not `map` with a closure: a closure over `PlannedRequest<'_>` makes
+            // A loop, not `map` with a closure: a closure over `ResolvedRequest<'_>` makes
             // this future not `Send` for every lifetime, which `tokio::spawn` needs.
             let mut runs = Vec::with_capacity(requests.len());
             for request in requests {
@@ -260,7 +261,7 @@ impl Executor {
     /// took.
     pub async fn execute_request(
         &self,
-        planned: PlannedRequest<'_>,
+        planned: ResolvedRequest<'_>,
         ctx: &ExecutionContext,
     ) -> ToolExecutionResult {
         let started = Instant::now();
@@ -273,7 +274,7 @@ impl Executor {
 
     async fn execute_inner(
         &self,
-        planned: PlannedRequest<'_>,
+        planned: ResolvedRequest<'_>,
         ctx: &ExecutionContext,
     ) -> ToolExecutionResult {
         let request = planned.request;
@@ -363,7 +364,7 @@ impl Executor {
         // 5. The policy, 6. the confirmation, both about the call as it would run.
         let mut needs_confirmation =
             ctx.config.require_confirmation || ctx.config.mode == ToolCallMode::Manual;
-        let pending = || PendingCall {
+        let pending = || PreparedCall {
             request_id: request_id.to_string(),
             full_name: full_name.to_string(),
             tool_id: tool_id.to_string(),
@@ -531,7 +532,7 @@ impl Executor {
 
 /// One result for a request from its calls' outcomes (one call, or several).
 fn combine(
-    request: &ParsedToolRequest,
+    request: &ToolRequest,
     outcomes: Vec<CallOutcome>,
     words: &ExecutorMessages,
 ) -> ToolExecutionResult {

@@ -7,9 +7,10 @@ use crate::tools::{ArgMap, BoxFuture};
 ///
 /// ```
 /// use std::sync::Arc;
-/// use tool_calling::exec::{ExecutionContext, Executor, PendingCall, PolicyDecision};
+/// use tool_calling::exec::{ExecutionContext, Executor, PreparedCall, PolicyDecision};
 /// use tool_calling::tools::{ArgMap, BoxFuture, MethodSpec, ToolOutput, ToolRegistry, ToolSpec};
-/// use tool_calling::{ErrorKind, Invocation, MethodDefinition};
+/// use tool_calling::{ErrorKind, Invocation};
+/// use tool_calling::tools::MethodDefinition;
 ///
 /// let wipe = |_, _: ArgMap| Box::pin(async { Ok(ToolOutput::Text("wiped".into())) }) as BoxFuture<'static, _>;
 /// let registry = ToolRegistry::new();
@@ -17,7 +18,7 @@ use crate::tools::{ArgMap, BoxFuture};
 /// registry.register(ToolSpec::stateless("disk", "Disk").with_method(method)).unwrap();
 /// // Approval is required, and no confirmation callback is set: the call is refused.
 /// let executor =
-///     Executor::new(Arc::new(registry)).with_policy(|_: &PendingCall| PolicyDecision::RequireApproval);
+///     Executor::new(Arc::new(registry)).with_policy(|_: &PreparedCall| PolicyDecision::RequireApproval);
 /// let call = Invocation::new("disk_wipe", Default::default());
 /// let runtime = tokio::runtime::Runtime::new().unwrap();
 /// let err = runtime.block_on(executor.invoke("c1", &call, &ExecutionContext::default())).unwrap_err();
@@ -38,16 +39,17 @@ pub enum PolicyDecision {
 ///
 /// ```
 /// use std::sync::Arc;
-/// use tool_calling::exec::{ExecutionContext, Executor, PendingCall, PolicyDecision};
+/// use tool_calling::exec::{ExecutionContext, Executor, PreparedCall, PolicyDecision};
 /// use tool_calling::tools::{ArgMap, BoxFuture, MethodSpec, ToolOutput, ToolRegistry, ToolSpec};
-/// use tool_calling::{ErrorKind, Invocation, MethodDefinition};
+/// use tool_calling::{ErrorKind, Invocation};
+/// use tool_calling::tools::MethodDefinition;
 ///
 /// let ping = |_, _: ArgMap| Box::pin(async { Ok(ToolOutput::Text("pong".into())) }) as BoxFuture<'static, _>;
 /// let registry = ToolRegistry::new();
 /// let method = MethodSpec::new(MethodDefinition::new("ping", "Ping."), ping);
 /// registry.register(ToolSpec::stateless("net", "Net").with_method(method)).unwrap();
 /// // Policies see the call as it would run: method, arguments, agent.
-/// let executor = Executor::new(Arc::new(registry)).with_policy(|call: &PendingCall| {
+/// let executor = Executor::new(Arc::new(registry)).with_policy(|call: &PreparedCall| {
 ///     match call.agent_id.as_deref() {
 ///         Some("admin") if call.full_name == "net_ping" => PolicyDecision::Allow,
 ///         _ => PolicyDecision::Deny("admins only".into()),
@@ -63,7 +65,7 @@ pub enum PolicyDecision {
 /// ```
 #[derive(Debug, Clone)]
 #[non_exhaustive]
-pub struct PendingCall {
+pub struct PreparedCall {
     /// The request's id.
     pub request_id: String,
     /// `toolId_methodName` of the resolved method.
@@ -86,10 +88,10 @@ pub struct PendingCall {
 ///
 /// ```
 /// use std::sync::Arc;
-/// use tool_calling::exec::{Executor, PendingCall, PolicyDecision};
+/// use tool_calling::exec::{Executor, PreparedCall, PolicyDecision};
 /// use tool_calling::tools::ToolRegistry;
 ///
-/// let executor = Executor::new(Arc::new(ToolRegistry::new())).with_policy(|call: &PendingCall| {
+/// let executor = Executor::new(Arc::new(ToolRegistry::new())).with_policy(|call: &PreparedCall| {
 ///     if call.tool_id == "shell" {
 ///         PolicyDecision::Deny("shell commands are not allowed here".into())
 ///     } else {
@@ -100,11 +102,11 @@ pub struct PendingCall {
 /// ```
 pub trait SecurityPolicy: Send + Sync {
     /// The decision for `call`.
-    fn decide(&self, call: &PendingCall) -> PolicyDecision;
+    fn decide(&self, call: &PreparedCall) -> PolicyDecision;
 }
 
-impl<F: Fn(&PendingCall) -> PolicyDecision + Send + Sync> SecurityPolicy for F {
-    fn decide(&self, call: &PendingCall) -> PolicyDecision {
+impl<F: Fn(&PreparedCall) -> PolicyDecision + Send + Sync> SecurityPolicy for F {
+    fn decide(&self, call: &PreparedCall) -> PolicyDecision {
         self(call)
     }
 }
@@ -113,9 +115,10 @@ impl<F: Fn(&PendingCall) -> PolicyDecision + Send + Sync> SecurityPolicy for F {
 ///
 /// ```
 /// use std::sync::Arc;
-/// use tool_calling::exec::{ExecutionContext, Executor, PendingCall};
+/// use tool_calling::exec::{ExecutionContext, Executor, PreparedCall};
 /// use tool_calling::tools::{ArgMap, BoxFuture, MethodSpec, ToolOutput, ToolRegistry, ToolSpec};
-/// use tool_calling::{Args, ErrorKind, Invocation, MethodDefinition};
+/// use tool_calling::{Args, ErrorKind, Invocation};
+/// use tool_calling::tools::MethodDefinition;
 ///
 /// let pay = |_, _: ArgMap| Box::pin(async { Ok(ToolOutput::Text("paid".into())) }) as BoxFuture<'static, _>;
 /// let schema = serde_json::json!({"type": "object", "properties": {"amount": {"type": "integer"}}});
@@ -123,7 +126,7 @@ impl<F: Fn(&PendingCall) -> PolicyDecision + Send + Sync> SecurityPolicy for F {
 /// let method = MethodSpec::new(MethodDefinition::new("pay", "Pay.").with_parameters(schema), pay);
 /// registry.register(ToolSpec::stateless("bank", "Bank").with_method(method)).unwrap();
 /// // A closure is a confirmation callback: here, approve small payments only.
-/// let executor = Executor::new(Arc::new(registry)).with_confirmation(|call: PendingCall| {
+/// let executor = Executor::new(Arc::new(registry)).with_confirmation(|call: PreparedCall| {
 ///     let small = call.args["amount"].as_i64().is_some_and(|amount| amount < 100);
 ///     Box::pin(async move { small }) as BoxFuture<'static, bool>
 /// });
@@ -138,11 +141,11 @@ impl<F: Fn(&PendingCall) -> PolicyDecision + Send + Sync> SecurityPolicy for F {
 /// ```
 pub trait ConfirmCall: Send + Sync {
     /// `true` to run the call.
-    fn confirm(&self, call: PendingCall) -> BoxFuture<'static, bool>;
+    fn confirm(&self, call: PreparedCall) -> BoxFuture<'static, bool>;
 }
 
-impl<F: Fn(PendingCall) -> BoxFuture<'static, bool> + Send + Sync> ConfirmCall for F {
-    fn confirm(&self, call: PendingCall) -> BoxFuture<'static, bool> {
+impl<F: Fn(PreparedCall) -> BoxFuture<'static, bool> + Send + Sync> ConfirmCall for F {
+    fn confirm(&self, call: PreparedCall) -> BoxFuture<'static, bool> {
         self(call)
     }
 }

@@ -6,7 +6,7 @@ use std::ops::Range;
 use serde::{Deserialize, Serialize};
 
 use super::{Message, Role};
-use crate::{ParsedToolRequest, ToolExecutionResult};
+use crate::{ToolExecutionResult, ToolRequest};
 
 /// The ordered message history of one conversation.
 ///
@@ -22,14 +22,14 @@ use crate::{ParsedToolRequest, ToolExecutionResult};
 ///
 /// ```
 /// use tool_calling::model::{Conversation, Message, Role};
-/// use tool_calling::{ParsedToolRequest, ToolExecutionResult};
+/// use tool_calling::{ToolRequest, ToolExecutionResult};
 ///
 /// let mut chat = Conversation::with_id("demo");
 /// chat.push(Message::system("You can add numbers."));
 /// chat.push(Message::user("What is 1 + 2?"));
 /// chat.push(
 ///     Message::assistant("Let me add them.")
-///         .with_tool_request(ParsedToolRequest::new("call_1", "calc_add").with_arg("a", 1).with_arg("b", 2)),
+///         .with_tool_request(ToolRequest::new("call_1", "calc_add").with_arg("a", 1).with_arg("b", 2)),
 /// );
 /// chat.push(Message::tool("3").with_tool_result(ToolExecutionResult::success("call_1", "calc_add", "3")));
 /// let last = chat.push(Message::assistant("1 + 2 = 3."));
@@ -189,7 +189,7 @@ impl Conversation {
     }
 
     /// Every tool request recorded in the history, in order (from assistant messages).
-    pub fn tool_requests(&self) -> impl Iterator<Item = &ParsedToolRequest> {
+    pub fn tool_requests(&self) -> impl Iterator<Item = &ToolRequest> {
         self.messages.iter().flat_map(|m| m.tool_requests.iter())
     }
 

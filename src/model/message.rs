@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::turn::joined_text;
 use super::{AssistantTurn, ContentBlock, ToolCall};
-use crate::{ParsedToolRequest, ToolExecutionResult};
+use crate::{ToolExecutionResult, ToolRequest};
 
 /// Who wrote a [`Message`].
 ///
@@ -119,7 +119,7 @@ pub struct Message {
     pub content: Vec<ContentBlock>,
     /// The tool requests read out of this (assistant) message.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub tool_requests: Vec<ParsedToolRequest>,
+    pub tool_requests: Vec<ToolRequest>,
     /// The results this (tool) message reports.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tool_results: Vec<ToolExecutionResult>,
@@ -178,14 +178,14 @@ impl Message {
 
     /// Records one tool request.
     #[must_use]
-    pub fn with_tool_request(mut self, request: ParsedToolRequest) -> Self {
+    pub fn with_tool_request(mut self, request: ToolRequest) -> Self {
         self.tool_requests.push(request);
         self
     }
 
     /// Records tool requests, in order.
     #[must_use]
-    pub fn with_tool_requests(mut self, requests: impl IntoIterator<Item = ParsedToolRequest>) -> Self {
+    pub fn with_tool_requests(mut self, requests: impl IntoIterator<Item = ToolRequest>) -> Self {
         self.tool_requests.extend(requests);
         self
     }

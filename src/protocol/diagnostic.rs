@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::{ParsedToolRequest, Span};
+use crate::{Span, ToolRequest};
 
 /// What kind of irregularity a [`Diagnostic`] reports.
 ///
@@ -10,7 +10,8 @@ use crate::{ParsedToolRequest, Span};
 /// request incomplete are also listed in that request's `problems`.
 ///
 /// ```
-/// use tool_calling::{DiagnosticKind, VcpProtocol};
+/// use tool_calling::protocol::DiagnosticKind;
+/// use tool_calling::protocol::vcp::VcpProtocol;
 /// let outcome = VcpProtocol::default().parse("<<<[TOOL_REQUEST]>>>\ntool_name:「始」calc「末」");
 /// let kind = outcome.diagnostics[0].kind;
 /// assert_eq!(kind, DiagnosticKind::MissingEndMarker);
@@ -79,7 +80,8 @@ impl std::fmt::Display for DiagnosticKind {
 /// One thing a parser noticed, with where it stands in the input.
 ///
 /// ```
-/// use tool_calling::{DiagnosticKind, VcpProtocol};
+/// use tool_calling::protocol::DiagnosticKind;
+/// use tool_calling::protocol::vcp::VcpProtocol;
 /// let text = "<<<[TOOL_REQUEST]>>>\ntool_name:「始」calc「末」, // a note\n<<<[END_TOOL_REQUEST]>>>";
 /// let outcome = VcpProtocol::default().parse(text);
 /// let stray = &outcome.diagnostics[0];
@@ -107,7 +109,7 @@ impl Diagnostic {
 }
 
 /// The diagnostic for a request whose id an earlier request already carries.
-pub(crate) fn duplicate_id(request: &ParsedToolRequest) -> Diagnostic {
+pub(crate) fn duplicate_id(request: &ToolRequest) -> Diagnostic {
     Diagnostic::new(
         DiagnosticKind::DuplicateRequestId,
         format!(

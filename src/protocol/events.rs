@@ -3,13 +3,13 @@
 
 use super::{Diagnostic, DiagnosticKind, ParseOutcome, ToolCallingProtocol, TurnState};
 use crate::model::{TurnAccumulator, TurnDelta};
-use crate::{ParsedToolRequest, Span};
+use crate::{Span, ToolRequest};
 
-/// One thing an [`IncrementalParser`] decided.
+/// One thing an [`StreamParser`] decided.
 ///
 /// ```
-/// use tool_calling::VcpProtocol;
-/// use tool_calling::protocol::{IncrementalParser, StreamEvent};
+/// use tool_calling::protocol::vcp::VcpProtocol;
+/// use tool_calling::protocol::{StreamParser, StreamEvent};
 /// let mut parser = VcpProtocol::default().stream_parser();
 /// let mut events = Vec::new();
 /// let reply = "Hi.\n<<<[TOOL_REQUEST]>>>\ntool_name:「始」clock「末」\n<<<[END_TOOL_REQUEST]>>>";
@@ -52,7 +52,7 @@ pub enum StreamEvent {
         span: Span,
     },
     /// A block ended and yielded this request (complete or not).
-    RequestCompleted(ParsedToolRequest),
+    RequestCompleted(ToolRequest),
     /// A block ended without yielding a request (it was empty, or an example); a
     /// [`Diagnostic`](Self::Diagnostic) event says why.
     BlockDiscarded {
@@ -72,20 +72,20 @@ pub enum StreamEvent {
 /// Offsets in events are into the concatenation of all text pushed. Text comes as
 /// `&str`, so a chunk boundary never splits a character.
 ///
-/// An [`IncrementalParser`] is fed the turn delta by delta
-/// ([`push`](IncrementalParser::push)) and reports [`StreamEvent`]s as soon as they are
+/// An [`StreamParser`] is fed the turn delta by delta
+/// ([`push`](StreamParser::push)) and reports [`StreamEvent`]s as soon as they are
 /// decided: prose a UI can show at once, the start of a request, each completed field,
 /// and each completed request (which an engine can run while the model is still
-/// writing). [`finish`](IncrementalParser::finish) flushes what the end of the turn
+/// writing). [`finish`](StreamParser::finish) flushes what the end of the turn
 /// decides.
 ///
 /// Whatever the chunking, the requests and diagnostics reported equal what the protocol's
-/// one-shot [`parse_turn`](crate::ToolCallingProtocol::parse_turn) returns for the whole
+/// one-shot [`parse_turn`](crate::protocol::ToolCallingProtocol::parse_turn) returns for the whole
 /// turn; [`StreamCollector`] assembles them into the same [`ParseOutcome`].
 ///
 /// ```
-/// use tool_calling::protocol::{IncrementalParser, StreamCollector, StreamEvent};
-/// use tool_calling::VcpProtocol;
+/// use tool_calling::protocol::{StreamParser, StreamCollector, StreamEvent};
+/// use tool_calling::protocol::vcp::VcpProtocol;
 ///
 /// let vcp = VcpProtocol::default();
 /// let mut parser = vcp.stream_parser();
@@ -102,7 +102,7 @@ pub enum StreamEvent {
 /// let outcome = collector.into_outcome();
 /// assert_eq!(outcome.requests.len(), 1);
 /// ```
-pub trait IncrementalParser: Send {
+pub trait StreamParser: Send {
     /// Feeds the next piece of the turn; appends the events it decides to `events`. A
     /// text protocol reads [`TurnDelta::Text`] and ignores the rest; a native protocol
     /// reads the tool-call deltas.
@@ -124,8 +124,8 @@ pub trait IncrementalParser: Send {
 /// the prose.
 ///
 /// ```
-/// use tool_calling::protocol::{IncrementalParser, StreamCollector};
-/// use tool_calling::VcpProtocol;
+/// use tool_calling::protocol::{StreamParser, StreamCollector};
+/// use tool_calling::protocol::vcp::VcpProtocol;
 ///
 /// let vcp = VcpProtocol::default();
 /// let mut parser = vcp.stream_parser();
@@ -143,7 +143,7 @@ pub trait IncrementalParser: Send {
 /// ```
 #[derive(Debug, Default, Clone)]
 pub struct StreamCollector {
-    requests: Vec<ParsedToolRequest>,
+    requests: Vec<ToolRequest>,
     diagnostics: Vec<Diagnostic>,
     normal_text: String,
     state: TurnState,
@@ -179,7 +179,7 @@ impl StreamCollector {
     }
 
     /// The requests seen so far.
-    pub fn requests(&self) -> &[ParsedToolRequest] {
+    pub fn requests(&self) -> &[ToolRequest] {
         &self.requests
     }
 
@@ -226,7 +226,7 @@ impl<'p, P: ToolCallingProtocol + ?Sized> WholeTurn<'p, P> {
     }
 }
 
-impl<P: ToolCallingProtocol + ?Sized> IncrementalParser for WholeTurn<'_, P> {
+impl<P: ToolCallingProtocol + ?Sized> StreamParser for WholeTurn<'_, P> {
     fn push(&mut self, delta: &TurnDelta, _events: &mut Vec<StreamEvent>) {
         if !self.finished {
             self.turn.push(delta);

@@ -1,6 +1,6 @@
 //! Ids for requests the model gave none: one style for every protocol.
 
-use crate::ParsedToolRequest;
+use crate::ToolRequest;
 use crate::request::RequestIdSource;
 
 /// How a parser names requests the model gave no id.
@@ -48,7 +48,7 @@ impl IdAssigner {
         self.seen
     }
 
-    pub(crate) fn assign(&mut self, request: &mut ParsedToolRequest) {
+    pub(crate) fn assign(&mut self, request: &mut ToolRequest) {
         if let Some(id) = self.next_id(request.id_source == RequestIdSource::Assigned) {
             request.request_id = id;
         }

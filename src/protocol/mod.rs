@@ -4,13 +4,13 @@
 //! A [`ToolCallingProtocol`] sits at both ends of a cycle. Going in, it turns the
 //! registry's [`ToolDefinition`]s into what the model is shown ([`ToolDeclarations`]: a
 //! prompt section for a text protocol, a `tools` value for a native one). Coming out, it
-//! reads an [`AssistantTurn`] into [`ParsedToolRequest`]s (a text protocol reads the
+//! reads an [`AssistantTurn`] into [`ToolRequest`]s (a text protocol reads the
 //! turn's text, a native one its tool calls), resolves each request to the
 //! [`Invocation`]s the executor runs by exact method name, and writes the results as
 //! [`Message`]s. Protocols know nothing of execution.
 //!
 //! [`vcp`] is the built-in text protocol. Parsers report what they tolerated as
-//! [`Diagnostic`]s; streaming parsers ([`IncrementalParser`]) report [`StreamEvent`]s as
+//! [`Diagnostic`]s; streaming parsers ([`StreamParser`]) report [`StreamEvent`]s as
 //! a turn arrives.
 
 mod diagnostic;
@@ -26,7 +26,7 @@ pub mod vcp;
 use serde_json::Value;
 
 pub use diagnostic::{Diagnostic, DiagnosticKind};
-pub use events::{IncrementalParser, StreamCollector, StreamEvent};
+pub use events::{StreamCollector, StreamEvent, StreamParser};
 pub use ids::RequestIdStyle;
 pub use outcome::{ParseOutcome, TurnState};
 pub use registry::{BuiltinOptions, BuiltinProtocol, ProtocolError, ProtocolRegistry};
@@ -38,13 +38,17 @@ pub(crate) use events::sort_diagnostics;
 
 use crate::model::{AssistantTurn, Message, ModelRequest};
 use crate::tools::ToolCatalog;
-use crate::{Invocation, ParsedToolRequest, ToolDefinition, ToolError, ToolExecutionResult};
+use crate::tools::ToolDefinition;
+use crate::{Invocation, ToolError, ToolExecutionResult, ToolRequest};
 
 /// What a protocol adds to a [`ModelRequest`] to offer tools.
 ///
 /// ```
 /// use tool_calling::protocol::ToolDeclarations;
-/// use tool_calling::{MethodDefinition, ToolCallingProtocol, ToolDefinition, VcpProtocol};
+/// use tool_calling::tools::MethodDefinition;
+/// use tool_calling::protocol::ToolCallingProtocol;
+/// use tool_calling::tools::ToolDefinition;
+/// use tool_calling::protocol::vcp::VcpProtocol;
 /// let calc = ToolDefinition::new("calc", "Calculator").with_method(MethodDefinition::new("add", "Add."));
 /// let declarations = VcpProtocol::default().tool_declarations(&[calc]);
 /// assert!(matches!(&declarations, ToolDeclarations::Prompt(prompt) if prompt.contains("calc")));
@@ -126,7 +130,8 @@ impl ToolDeclarations {
 /// ```
 /// use tool_calling::model::{AssistantTurn, Message, ToolCall};
 /// use tool_calling::protocol::{ParseOutcome, ToolCallingProtocol, ToolDeclarations, TurnState};
-/// use tool_calling::{ParsedToolRequest, ToolDefinition, ToolExecutionResult};
+/// use tool_calling::{ToolRequest, ToolExecutionResult};
+/// use tool_calling::tools::ToolDefinition;
 ///
 /// /// Reads a turn's tool calls; answers with one text message per result.
 /// struct JsonCalls;
@@ -144,7 +149,7 @@ impl ToolDeclarations {
 ///         let requests = turn
 ///             .tool_calls()
 ///             .map(|call| {
-///                 let request = ParsedToolRequest::new(call.id.clone(), call.name.clone());
+///                 let request = ToolRequest::new(call.id.clone(), call.name.clone());
 ///                 match call.arguments_json() {
 ///                     Ok(serde_json::Value::Object(args)) => {
 ///                         args.into_iter().fold(request, |r, (k, v)| r.with_arg(k, v))
@@ -197,7 +202,7 @@ pub trait ToolCallingProtocol: Send + Sync {
     /// the turn as it arrives and reads it with `parse_turn` when it ends; a protocol
     /// that can decide requests earlier (so that an engine starts them while the model
     /// is still writing) returns a parser of its own.
-    fn stream_parser(&self) -> Box<dyn IncrementalParser + '_> {
+    fn stream_parser(&self) -> Box<dyn StreamParser + '_> {
         Box::new(events::WholeTurn::new(self))
     }
 
@@ -211,7 +216,7 @@ pub trait ToolCallingProtocol: Send + Sync {
     /// takes its control keys out of the arguments.
     fn resolve(
         &self,
-        request: &ParsedToolRequest,
+        request: &ToolRequest,
         turn: &TurnState,
         catalog: &ToolCatalog,
     ) -> Vec<Result<Invocation, ToolError>> {

@@ -6,7 +6,7 @@ use std::borrow::Cow;
 use serde::{Deserialize, Serialize};
 
 use super::Diagnostic;
-use crate::ParsedToolRequest;
+use crate::ToolRequest;
 
 /// What a protocol learnt about one turn while reading it, handed back to the protocol
 /// when it resolves the turn's requests and writes their results.
@@ -57,7 +57,8 @@ impl TurnState {
 /// a borrowed form ([`ParseView`](super::vcp::ParseView)).
 ///
 /// ```
-/// use tool_calling::{ParseOutcome, VcpProtocol};
+/// use tool_calling::protocol::ParseOutcome;
+/// use tool_calling::protocol::vcp::VcpProtocol;
 /// let reply = "Two calls.\n<<<[TOOL_REQUEST]>>>\ntool_name:「始」calc_add「末」\n<<<[END_TOOL_REQUEST]>>>\n\
 ///              <<<[TOOL_REQUEST]>>>\ntool_name:「始」calc_sub「末」,\na:「始」cut off";
 /// let outcome: ParseOutcome = VcpProtocol::default().parse(reply);
@@ -71,7 +72,7 @@ impl TurnState {
 #[non_exhaustive]
 pub struct ParseOutcome {
     /// Requests in order of appearance, complete or not.
-    pub requests: Vec<ParsedToolRequest>,
+    pub requests: Vec<ToolRequest>,
     /// Diagnostics in order of their start offset.
     pub diagnostics: Vec<Diagnostic>,
     /// Everything the model wrote that is neither call markup nor hidden reasoning: for a
@@ -87,7 +88,7 @@ pub struct ParseOutcome {
 impl ParseOutcome {
     /// An outcome from its requests and diagnostics, with no normal text and an empty
     /// state.
-    pub fn new(requests: Vec<ParsedToolRequest>, diagnostics: Vec<Diagnostic>) -> Self {
+    pub fn new(requests: Vec<ToolRequest>, diagnostics: Vec<Diagnostic>) -> Self {
         ParseOutcome { requests, diagnostics, normal_text: String::new(), state: TurnState::default() }
     }
 
@@ -111,7 +112,7 @@ impl ParseOutcome {
     }
 
     /// The requests that are complete (the ones an engine would run).
-    pub fn complete_requests(&self) -> impl Iterator<Item = &ParsedToolRequest> {
+    pub fn complete_requests(&self) -> impl Iterator<Item = &ToolRequest> {
         self.requests.iter().filter(|r| r.complete)
     }
 
@@ -120,9 +121,11 @@ impl ParseOutcome {
     /// and keeps the diagnostics in order. Returns how many were found.
     ///
     /// ```
-    /// use tool_calling::{DiagnosticKind, ParseOutcome, ParsedToolRequest};
+    /// use tool_calling::ToolRequest;
+    /// use tool_calling::protocol::DiagnosticKind;
+    /// use tool_calling::protocol::ParseOutcome;
     /// let mut outcome = ParseOutcome::new(
-    ///     vec![ParsedToolRequest::new("a", "calc_add"), ParsedToolRequest::new("a", "calc_sub")],
+    ///     vec![ToolRequest::new("a", "calc_add"), ToolRequest::new("a", "calc_sub")],
     ///     Vec::new(),
     /// );
     /// assert_eq!(outcome.flag_duplicate_ids(), 1);

@@ -12,7 +12,7 @@
 //!   `/>` (`<think/>`) hides only itself.
 //! - **Unclosed.** An opening tag never closed hides everything after it: a call in
 //!   unfinished reasoning must not run. The protocols report it as an
-//!   [`UnclosedReasoning`](crate::DiagnosticKind::UnclosedReasoning) diagnostic at the
+//!   [`UnclosedReasoning`](crate::protocol::DiagnosticKind::UnclosedReasoning) diagnostic at the
 //!   outermost open tag.
 //! - **Unpaired closing tag.** A closing tag with nothing open hides only itself.
 //! - **What hiding means.** Hidden text (the tags and all between them) is cut out before
@@ -46,7 +46,9 @@
 
 use memchr::memchr;
 
-use crate::{Diagnostic, DiagnosticKind, Span};
+use crate::Span;
+use crate::protocol::Diagnostic;
+use crate::protocol::DiagnosticKind;
 
 /// What one tag does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

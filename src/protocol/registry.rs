@@ -14,7 +14,7 @@ use super::vcp::{VcpOptions, VcpProtocol};
 ///
 /// ```
 /// use std::sync::Arc;
-/// use tool_calling::VcpProtocol;
+/// use tool_calling::protocol::vcp::VcpProtocol;
 /// use tool_calling::protocol::{ProtocolError, ProtocolRegistry};
 /// let mut registry = ProtocolRegistry::new();
 /// registry.register(Arc::new(VcpProtocol::default())).unwrap();
@@ -116,7 +116,7 @@ impl ProtocolRegistry {
     /// views, for one) gets it from here too.
     ///
     /// ```
-    /// use tool_calling::ToolCallingProtocol;
+    /// use tool_calling::protocol::ToolCallingProtocol;
     /// use tool_calling::model::AssistantTurn;
     /// use tool_calling::protocol::{BuiltinOptions, BuiltinProtocol, ProtocolRegistry, RequestIdStyle};
     ///

@@ -36,7 +36,7 @@ use futures::future::BoxFuture;
 use futures::stream::{self, BoxStream, StreamExt};
 use serde_json::Value;
 
-use super::retry::{self, RetryPolicy};
+use super::retry::{self, HttpRetry};
 use super::{DEFAULT_MAX_STREAM_BYTES, Provider, ResponseStream, WireError, WireFormat};
 use crate::model::{
     AssistantTurn, ChatModel, ChatModelError, ModelCapabilities, ModelProfiles, ModelRequest, RequestNote,
@@ -58,7 +58,7 @@ use crate::protocol::vcp::VcpProtocol;
 /// Failures are typed ([`ChatModelError`]): an error status with the provider's message
 /// and requested wait, a transport failure, a timeout, a provider error inside a stream,
 /// or a body that cannot be read. Retryable refusals (429, 5xx, dropped connections) are
-/// retried before anything was received, as the [`RetryPolicy`] says. A stream the
+/// retried before anything was received, as the [`HttpRetry`] says. A stream the
 /// server ends cleanly but early is not an error: its turn ends with
 /// [`FinishReason::Error`](crate::model::FinishReason::Error) and its unfinished calls
 /// are incomplete (see [`ResponseStream::finish`]); one that ended inside an event is
@@ -98,7 +98,7 @@ struct Inner {
     request_timeout: Duration,
     idle_timeout: Duration,
     max_response_bytes: usize,
-    retry: RetryPolicy,
+    retry: HttpRetry,
     capabilities: ModelCapabilities,
     /// The provider's protocol.
     native: Arc<dyn ToolCallingProtocol>,
@@ -134,14 +134,14 @@ type EnvLookup = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
 ///
 /// ```
 /// use std::time::Duration;
-/// use tool_calling::providers::{HttpChatModel, Provider, RetryPolicy};
+/// use tool_calling::providers::{HttpChatModel, Provider, HttpRetry};
 ///
 /// // A llama.cpp or vLLM server on this machine: no key needed.
 /// let local = HttpChatModel::builder(Provider::OpenAiChat)
 ///     .base_url("http://127.0.0.1:8080/v1")
 ///     .model("qwen3-8b")
 ///     .request_timeout(Duration::from_secs(300))
-///     .retry(RetryPolicy::none())
+///     .retry(HttpRetry::none())
 ///     .build()
 ///     .unwrap();
 /// assert_eq!(local.model(), "qwen3-8b");
@@ -166,7 +166,7 @@ pub struct HttpChatModelBuilder {
     request_timeout: Duration,
     idle_timeout: Duration,
     max_response_bytes: usize,
-    retry: RetryPolicy,
+    retry: HttpRetry,
     http: Option<reqwest::Client>,
     env: EnvLookup,
     profiles: Option<ModelProfiles>,
@@ -198,7 +198,7 @@ impl HttpChatModel {
             request_timeout: Duration::from_secs(600),
             idle_timeout: Duration::from_secs(120),
             max_response_bytes: DEFAULT_MAX_STREAM_BYTES,
-            retry: RetryPolicy::default(),
+            retry: HttpRetry::default(),
             http: None,
             env: Arc::new(|name| std::env::var(name).ok().filter(|value| !value.is_empty())),
             profiles: None,
@@ -544,8 +544,8 @@ impl HttpChatModelBuilder {
         self
     }
 
-    /// How refused requests are retried (default [`RetryPolicy::default`]).
-    pub fn retry(mut self, policy: RetryPolicy) -> Self {
+    /// How refused requests are retried (default [`HttpRetry::default`]).
+    pub fn retry(mut self, policy: HttpRetry) -> Self {
         self.retry = policy;
         self
     }

@@ -52,7 +52,7 @@ pub use client::{HttpChatModel, HttpChatModelBuilder, PreparedRequest};
 pub use provider::{ANTHROPIC_VERSION, Provider};
 #[cfg(feature = "http")]
 #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
-pub use retry::RetryPolicy;
+pub use retry::HttpRetry;
 pub use sse::{SseEvent, SseParser};
 pub use stream::{DEFAULT_MAX_STREAM_BYTES, ResponseStream};
 

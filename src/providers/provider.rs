@@ -141,7 +141,7 @@ impl Provider {
     /// [`NativeProtocol::with_options`]).
     ///
     /// ```
-    /// use tool_calling::ToolCallingProtocol;
+    /// use tool_calling::protocol::ToolCallingProtocol;
     /// use tool_calling::providers::Provider;
     /// assert_eq!(Provider::Anthropic.protocol().id(), "anthropic");
     /// ```

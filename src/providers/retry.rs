@@ -19,16 +19,16 @@ use crate::model::ChatModelError;
 ///
 /// ```
 /// use std::time::Duration;
-/// use tool_calling::providers::RetryPolicy;
+/// use tool_calling::providers::HttpRetry;
 ///
-/// let policy = RetryPolicy::default().max_retries(4).initial_backoff(Duration::from_millis(250));
+/// let policy = HttpRetry::default().max_retries(4).initial_backoff(Duration::from_millis(250));
 /// assert_eq!(policy.backoff(0), Duration::from_millis(250));
 /// assert_eq!(policy.backoff(2), Duration::from_secs(1));
-/// assert_eq!(RetryPolicy::none().max_retries, 0);
+/// assert_eq!(HttpRetry::none().max_retries, 0);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
-pub struct RetryPolicy {
+pub struct HttpRetry {
     /// Retries after the first attempt (default 2).
     pub max_retries: u32,
     /// The first wait when the provider did not say (default 500 ms).
@@ -39,9 +39,9 @@ pub struct RetryPolicy {
     pub max_retry_after: Duration,
 }
 
-impl Default for RetryPolicy {
+impl Default for HttpRetry {
     fn default() -> Self {
-        RetryPolicy {
+        HttpRetry {
             max_retries: 2,
             initial_backoff: Duration::from_millis(500),
             max_backoff: Duration::from_secs(8),
@@ -50,10 +50,10 @@ impl Default for RetryPolicy {
     }
 }
 
-impl RetryPolicy {
+impl HttpRetry {
     /// No retries.
     pub fn none() -> Self {
-        RetryPolicy { max_retries: 0, ..RetryPolicy::default() }
+        HttpRetry { max_retries: 0, ..HttpRetry::default() }
     }
 
     /// Sets [`max_retries`](Self::max_retries).
@@ -221,7 +221,7 @@ mod tests {
 
     #[test]
     fn policy_waits() {
-        let policy = RetryPolicy::default();
+        let policy = HttpRetry::default();
         let busy = |after: Option<u64>| ChatModelError::Status {
             status: 429,
             kind: None,
@@ -237,6 +237,6 @@ mod tests {
         assert_eq!(policy.wait_before_retry(&ChatModelError::other("no"), 0), None, "not retryable");
         assert_eq!(policy.backoff(10), Duration::from_secs(8));
         assert_eq!(policy.backoff(u32::MAX), Duration::from_secs(8));
-        assert_eq!(RetryPolicy::none().wait_before_retry(&busy(None), 0), None);
+        assert_eq!(HttpRetry::none().wait_before_retry(&busy(None), 0), None);
     }
 }

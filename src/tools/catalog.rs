@@ -12,13 +12,13 @@ use super::ToolSpec;
 /// schemas.
 ///
 /// A protocol resolves a request's target against it
-/// ([`ToolCallingProtocol::resolve`](crate::ToolCallingProtocol::resolve)); the executor
+/// ([`ToolCallingProtocol::resolve`](crate::protocol::ToolCallingProtocol::resolve)); the executor
 /// then runs the method by exact name. [`ToolRegistry::catalog`](super::ToolRegistry::catalog)
 /// hands out the current snapshot, shared and cheap to take.
 ///
 /// ```
 /// use tool_calling::tools::{MethodSpec, ToolCatalog, ToolOutput, ToolRegistry, ToolSpec};
-/// use tool_calling::MethodDefinition;
+/// use tool_calling::tools::MethodDefinition;
 ///
 /// let handler = |_, _| Box::pin(async { Ok(ToolOutput::Text("ok".into())) }) as tool_calling::tools::BoxFuture<'static, _>;
 /// let registry = ToolRegistry::new();
@@ -41,7 +41,7 @@ pub struct ToolCatalog {
 /// A tool as the catalog lists it.
 ///
 /// ```
-/// use tool_calling::MethodDefinition;
+/// use tool_calling::tools::MethodDefinition;
 /// use tool_calling::tools::{ArgMap, BoxFuture, MethodSpec, ToolOutput, ToolRegistry, ToolSpec};
 ///
 /// let run = |_, _: ArgMap| Box::pin(async { Ok(ToolOutput::Text("ok".into())) }) as BoxFuture<'static, _>;
@@ -69,7 +69,7 @@ pub struct CatalogTool {
 ///
 /// ```
 /// use serde_json::json;
-/// use tool_calling::MethodDefinition;
+/// use tool_calling::tools::MethodDefinition;
 /// use tool_calling::tools::{ArgMap, BoxFuture, MethodSpec, ToolOutput, ToolRegistry, ToolSpec};
 ///
 /// let run = |_, _: ArgMap| Box::pin(async { Ok(ToolOutput::Text("ok".into())) }) as BoxFuture<'static, _>;
@@ -92,7 +92,7 @@ pub struct CatalogMethod {
     /// Whether models may call it.
     pub agent_callable: bool,
     /// Its per-protocol settings, by protocol id
-    /// ([`MethodDefinition::protocol_config`](crate::MethodDefinition::protocol_config)).
+    /// ([`MethodDefinition::protocol_config`](crate::tools::MethodDefinition::protocol_config)).
     pub protocol_config: serde_json::Map<String, Value>,
     /// The JSON Schema of its parameters.
     pub parameters: Value,

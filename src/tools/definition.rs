@@ -10,7 +10,8 @@ use serde_json::{Map, Value};
 ///
 /// ```
 /// use serde_json::json;
-/// use tool_calling::{MethodDefinition, ToolDefinition};
+/// use tool_calling::tools::MethodDefinition;
+/// use tool_calling::tools::ToolDefinition;
 ///
 /// let tool = ToolDefinition::new("calc", "Calculator")
 ///     .with_description("Arithmetic.")
@@ -66,7 +67,7 @@ impl ToolDefinition {
 ///
 /// ```
 /// use serde_json::json;
-/// use tool_calling::MethodDefinition;
+/// use tool_calling::tools::MethodDefinition;
 ///
 /// let search = MethodDefinition::new("search", "Search the web.").with_parameters(json!({
 ///     "type": "object",
@@ -120,7 +121,7 @@ impl MethodDefinition {
     ///
     /// ```
     /// use serde_json::json;
-    /// use tool_calling::MethodDefinition;
+    /// use tool_calling::tools::MethodDefinition;
     /// let write = MethodDefinition::new("write", "Write a file.")
     ///     .with_protocol_config("vcp", json!({"command": "WriteFile"}));
     /// assert_eq!(write.protocol_config_of("vcp").unwrap()["command"], "WriteFile");
@@ -140,7 +141,7 @@ impl MethodDefinition {
     ///
     /// ```
     /// use serde_json::json;
-    /// use tool_calling::MethodDefinition;
+    /// use tool_calling::tools::MethodDefinition;
     /// let write = MethodDefinition::new("write", "Write a file.")
     ///     .with_protocol_config("vcp", json!({"command": "WriteFile"}));
     /// assert_eq!(write.alias("vcp"), Some("WriteFile"));
@@ -155,7 +156,7 @@ impl MethodDefinition {
     ///
     /// ```
     /// use serde_json::json;
-    /// use tool_calling::MethodDefinition;
+    /// use tool_calling::tools::MethodDefinition;
     /// let write = MethodDefinition::new("write", "Write a file.")
     ///     .with_protocol_config("vcp", json!({"command": "WriteFile"}))
     ///     .with_protocol_config("other", json!({"timeout": 3}));
@@ -221,7 +222,7 @@ fn resolve_local_ref<'a>(root: &'a Value, schema: &'a Value) -> &'a Value {
 ///
 /// ```
 /// use serde_json::json;
-/// use tool_calling::MethodDefinition;
+/// use tool_calling::tools::MethodDefinition;
 ///
 /// let method = MethodDefinition::new("list", "List files.").with_parameters(json!({
 ///     "type": "object",
@@ -313,7 +314,8 @@ impl ParameterInfo<'_> {
 ///
 /// ```
 /// use serde_json::json;
-/// use tool_calling::{MethodDefinition, MethodExample};
+/// use tool_calling::tools::MethodDefinition;
+/// use tool_calling::tools::MethodExample;
 ///
 /// let example = MethodExample::new("Add two small numbers.", json!({"a": 1, "b": 2})).with_output(json!(3));
 /// let add = MethodDefinition::new("add", "Add two numbers.").with_example(example);

@@ -12,13 +12,14 @@ use serde::Serialize;
 use super::registry::ToolRegistry;
 use super::spec::{MethodSpec, ToolMetadata, ToolSpec};
 use crate::config::ToolCallConfig;
-use crate::{MethodDefinition, ToolDefinition};
+use crate::tools::MethodDefinition;
+use crate::tools::ToolDefinition;
 
 /// A method as discovery reports it.
 ///
 /// ```
 /// use std::sync::Arc;
-/// use tool_calling::MethodDefinition;
+/// use tool_calling::tools::MethodDefinition;
 /// use tool_calling::tools::{ArgMap, BoxFuture, DiscoveryService, MethodSpec, ToolOutput, ToolRegistry, ToolSpec};
 ///
 /// let run = |_, _: ArgMap| Box::pin(async { Ok(ToolOutput::Text("ok".into())) }) as BoxFuture<'static, _>;
@@ -47,7 +48,7 @@ pub struct DiscoveredMethod {
 ///
 /// ```
 /// use std::sync::Arc;
-/// use tool_calling::MethodDefinition;
+/// use tool_calling::tools::MethodDefinition;
 /// use tool_calling::tools::{
 ///     ArgMap, BoxFuture, DiscoveryService, MethodSpec, ToolMetadata, ToolOutput, ToolRegistry, ToolSpec,
 /// };
@@ -83,7 +84,7 @@ pub struct DiscoveredTool {
 ///
 /// ```
 /// use std::sync::Arc;
-/// use tool_calling::MethodDefinition;
+/// use tool_calling::tools::MethodDefinition;
 /// use tool_calling::tools::{
 ///     ArgMap, BoxFuture, DiscoveryService, MethodFilter, MethodSpec, ToolOutput, ToolRegistry, ToolSpec,
 /// };

@@ -43,7 +43,8 @@ use serde_json::{Map, Value};
 use tokio::sync::RwLock;
 
 use super::spec::{ArgMap, BoxFuture, MethodSpec, ToolOutput, ToolSpec};
-use crate::{ContentPart, ErrorKind, MethodDefinition, ToolError};
+use crate::tools::MethodDefinition;
+use crate::{ContentPart, ErrorKind, ToolError};
 
 /// How to reach an MCP server.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -8,8 +8,9 @@ use serde_json::Value;
 use super::arguments::ArgumentValidator;
 use super::catalog::ToolCatalog;
 use super::spec::{ArgMap, Instance, MethodSpec, ToolRegistration, ToolSpec};
+use crate::ToolError;
 use crate::request::Args;
-use crate::{ToolDefinition, ToolError};
+use crate::tools::ToolDefinition;
 
 /// Why a tool could not be registered.
 ///
@@ -224,7 +225,7 @@ fn typed_problem(schema: &Value, at: &str) -> Option<(String, String)> {
 ///
 /// ```
 /// use std::sync::Arc;
-/// use tool_calling::MethodDefinition;
+/// use tool_calling::tools::MethodDefinition;
 /// use tool_calling::tools::{ArgMap, BoxFuture, Instance, MethodSpec, ToolOutput, ToolRegistry, ToolSpec};
 ///
 /// let run = |_, _: ArgMap| Box::pin(async { Ok(ToolOutput::Text("ok".into())) }) as BoxFuture<'static, _>;
@@ -306,7 +307,8 @@ impl RegisteredTool {
 ///
 /// ```
 /// use serde_json::json;
-/// use tool_calling::{Args, MethodDefinition};
+/// use tool_calling::Args;
+/// use tool_calling::tools::MethodDefinition;
 /// use tool_calling::tools::{ArgMap, BoxFuture, MethodSpec, ToolOutput, ToolRegistry, ToolSpec};
 ///
 /// let run = |_, _: ArgMap| Box::pin(async { Ok(ToolOutput::Text("ok".into())) }) as BoxFuture<'static, _>;
@@ -410,7 +412,7 @@ struct Inner {
 /// ```
 /// use serde_json::json;
 /// use tool_calling::tools::{ArgMap, BoxFuture, MethodSpec, RegistryError, ToolOutput, ToolRegistry, ToolSpec};
-/// use tool_calling::MethodDefinition;
+/// use tool_calling::tools::MethodDefinition;
 ///
 /// let registry = ToolRegistry::new();
 /// let add = MethodDefinition::new("add", "Add two numbers.").with_parameters(json!({

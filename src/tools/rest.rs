@@ -74,7 +74,8 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::spec::{ArgMap, BoxFuture, MethodSpec, ToolOutput, ToolSpec};
-use crate::{ErrorKind, MethodDefinition, ToolError};
+use crate::tools::MethodDefinition;
+use crate::{ErrorKind, ToolError};
 
 /// The default cap on a response body kept as a result: 1 MiB.
 pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 1 << 20;

@@ -15,7 +15,9 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::{MethodDefinition, ToolDefinition, ToolError};
+use crate::ToolError;
+use crate::tools::MethodDefinition;
+use crate::tools::ToolDefinition;
 
 /// A boxed future that can be sent across threads.
 ///
@@ -113,7 +115,8 @@ impl ToolOutput {
 /// ```
 /// use std::sync::Arc;
 /// use tool_calling::tools::{ArgMap, BoxFuture, Instance, MethodHandler, MethodSpec, ToolOutput};
-/// use tool_calling::{MethodDefinition, ToolError};
+/// use tool_calling::ToolError;
+/// use tool_calling::tools::MethodDefinition;
 ///
 /// /// Returns its arguments as they came.
 /// struct Echo;
@@ -171,7 +174,7 @@ pub type ArgumentHook = Arc<dyn Fn(ArgMap) -> Result<ArgMap, ToolError> + Send +
 ///
 /// ```
 /// use std::time::Duration;
-/// use tool_calling::MethodDefinition;
+/// use tool_calling::tools::MethodDefinition;
 /// use tool_calling::tools::{ArgMap, BoxFuture, MethodSpec, ToolOutput, ToolSpec};
 ///
 /// let run = |_, _: ArgMap| Box::pin(async { Ok(ToolOutput::Text("ok".into())) }) as BoxFuture<'static, _>;
@@ -316,7 +319,7 @@ pub type InstanceFactory = Arc<dyn Fn() -> Result<Instance, ToolError> + Send + 
 ///
 /// ```
 /// use tool_calling::tools::{ArgMap, BoxFuture, MethodSpec, ToolOutput, ToolRegistry, ToolSpec};
-/// use tool_calling::MethodDefinition;
+/// use tool_calling::tools::MethodDefinition;
 ///
 /// let now = |_, _: ArgMap| Box::pin(async { Ok(ToolOutput::Text("12:00".into())) }) as BoxFuture<'static, _>;
 /// let spec = ToolSpec::stateless("clock", "Clock")

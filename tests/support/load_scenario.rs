@@ -19,8 +19,9 @@ use tool_calling::model::{
     AssistantTurn, ChatModel, ChatModelError, Conversation, FinishReason, Message, ModelRequest, Role,
     TurnDelta,
 };
+use tool_calling::tools::MethodDefinition;
 use tool_calling::tools::{ArgMap, BoxFuture, MethodSpec, ToolOutput, ToolRegistry, ToolSpec};
-use tool_calling::{ErrorKind, ExecutionStatus, MethodDefinition, ToolError};
+use tool_calling::{ErrorKind, ExecutionStatus, ToolError};
 
 /// Turns with calls before the final answer.
 pub const TOOL_TURNS: usize = 3;

@@ -11,7 +11,7 @@ use std::time::Duration;
 use hyper::body::Bytes;
 use serde_json::Value;
 use tokio::sync::Notify;
-use tool_calling::providers::{HttpChatModel, HttpChatModelBuilder, Provider, RetryPolicy};
+use tool_calling::providers::{HttpChatModel, HttpChatModelBuilder, HttpRetry, Provider};
 
 #[path = "../../examples/support/http_server.rs"]
 mod http_server;
@@ -99,7 +99,7 @@ impl Server {
             .base_url(self.base_url(provider))
             .api_key("test-key")
             .model("test-model")
-            .retry(RetryPolicy::default().initial_backoff(Duration::from_millis(1)))
+            .retry(HttpRetry::default().initial_backoff(Duration::from_millis(1)))
     }
 
     pub fn requests(&self) -> std::sync::MutexGuard<'_, Vec<Recorded>> {

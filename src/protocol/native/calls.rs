@@ -14,11 +14,9 @@ use serde_json::Value;
 use super::NativeOptions;
 use crate::model::{AssistantTurn, FinishReason, ToolCall, TurnAccumulator, TurnDelta};
 use crate::protocol::ids::IdAssigner;
-use crate::protocol::{
-    Diagnostic, DiagnosticKind, IncrementalParser, ParseOutcome, RequestIdStyle, StreamEvent,
-};
+use crate::protocol::{Diagnostic, DiagnosticKind, ParseOutcome, RequestIdStyle, StreamEvent, StreamParser};
 use crate::request::RequestIdSource;
-use crate::{ParsedToolRequest, Span};
+use crate::{Span, ToolRequest};
 
 /// The request for one call; a diagnostic is added for arguments that cannot be used.
 ///
@@ -30,8 +28,8 @@ pub(crate) fn request_from_call(
     ids: &mut IdAssigner,
     diagnostics: &mut Vec<Diagnostic>,
     max_depth: usize,
-) -> ParsedToolRequest {
-    let mut request = ParsedToolRequest::new(call.id.clone(), call.name.clone());
+) -> ToolRequest {
+    let mut request = ToolRequest::new(call.id.clone(), call.name.clone());
     request.id_source = if call.id.is_empty() { RequestIdSource::Assigned } else { RequestIdSource::Model };
     ids.assign(&mut request);
     let arguments = if call.incomplete { None } else { Some(call.arguments_json()) };
@@ -126,7 +124,7 @@ pub(crate) fn parse_calls(turn: &AssistantTurn, options: &NativeOptions) -> Pars
 /// ```
 /// use tool_calling::model::TurnDelta;
 /// use tool_calling::protocol::native::NativeStreamParser;
-/// use tool_calling::protocol::{IncrementalParser, RequestIdStyle, StreamEvent};
+/// use tool_calling::protocol::{StreamParser, RequestIdStyle, StreamEvent};
 ///
 /// let mut parser = NativeStreamParser::new(RequestIdStyle::Sequential);
 /// let mut events = Vec::new();
@@ -206,7 +204,7 @@ impl NativeStreamParser {
     }
 }
 
-impl IncrementalParser for NativeStreamParser {
+impl StreamParser for NativeStreamParser {
     fn push(&mut self, delta: &TurnDelta, events: &mut Vec<StreamEvent>) {
         if self.finished {
             return;

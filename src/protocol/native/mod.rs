@@ -8,7 +8,7 @@
 //! provider's wire format's job ([`providers`](crate::providers)).
 //!
 //! ```
-//! use tool_calling::ToolCallingProtocol;
+//! use tool_calling::protocol::ToolCallingProtocol;
 //! use tool_calling::model::{AssistantTurn, ToolCall};
 //! use tool_calling::protocol::native::NativeProtocol;
 //!
@@ -33,7 +33,7 @@ use crate::protocol::RequestIdStyle;
 /// Options shared by the native protocols.
 ///
 /// ```
-/// use tool_calling::ToolCallingProtocol;
+/// use tool_calling::protocol::ToolCallingProtocol;
 /// use tool_calling::model::{AssistantTurn, ToolCall};
 /// use tool_calling::protocol::RequestIdStyle;
 /// use tool_calling::protocol::native::{NativeOptions, NativeProtocol};
@@ -55,7 +55,7 @@ pub struct NativeOptions {
     pub strict: bool,
     /// How deeply a call's arguments may nest (objects and arrays), 64 by default.
     /// Deeper arguments make the request incomplete, so it never runs, with a problem
-    /// the model reads and an [`InvalidPayload`](crate::DiagnosticKind::InvalidPayload)
+    /// the model reads and an [`InvalidPayload`](crate::protocol::DiagnosticKind::InvalidPayload)
     /// diagnostic. (A JSON text nested past 128 levels is not read at all.)
     pub max_argument_depth: usize,
 }

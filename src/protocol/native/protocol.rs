@@ -8,11 +8,11 @@ use super::calls::{NativeStreamParser, parse_calls};
 use super::names::{NameRule, resolve_wire_name, wire_name};
 use super::{NativeOptions, schema};
 use crate::model::{AssistantTurn, ContentBlock, Message, Role, ToolResultBlock};
-use crate::protocol::{IncrementalParser, ParseOutcome, ToolCallingProtocol, ToolDeclarations, TurnState};
+use crate::protocol::{ParseOutcome, StreamParser, ToolCallingProtocol, ToolDeclarations, TurnState};
+use crate::tools::MethodDefinition;
 use crate::tools::ToolCatalog;
-use crate::{
-    Invocation, MethodDefinition, ParsedToolRequest, ToolDefinition, ToolError, ToolExecutionResult,
-};
+use crate::tools::ToolDefinition;
+use crate::{Invocation, ToolError, ToolExecutionResult, ToolRequest};
 
 /// Which provider API a [`NativeProtocol`] speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -63,10 +63,12 @@ impl Api {
 /// it: vLLM, llama.cpp's server, Ollama, DeepSeek, Groq, ….
 ///
 /// ```
-/// use tool_calling::ToolCallingProtocol;
+/// use tool_calling::protocol::ToolCallingProtocol;
 /// use tool_calling::model::{AssistantTurn, ToolCall};
 /// use tool_calling::protocol::native::NativeProtocol;
-/// use tool_calling::{MethodDefinition, ToolDefinition, ToolExecutionResult};
+/// use tool_calling::ToolExecutionResult;
+/// use tool_calling::tools::MethodDefinition;
+/// use tool_calling::tools::ToolDefinition;
 ///
 /// let tools = [ToolDefinition::new("calc", "Calculator").with_method(MethodDefinition::new("add", "Add."))];
 /// let openai = NativeProtocol::openai_chat();
@@ -120,7 +122,7 @@ impl NativeProtocol {
     /// `gemini`), or `None`.
     ///
     /// ```
-    /// use tool_calling::ToolCallingProtocol;
+    /// use tool_calling::protocol::ToolCallingProtocol;
     /// use tool_calling::protocol::native::NativeProtocol;
     /// assert_eq!(NativeProtocol::from_id("gemini").unwrap().id(), "gemini");
     /// assert!(NativeProtocol::from_id("vcp").is_none());
@@ -135,7 +137,7 @@ impl NativeProtocol {
     /// The protocol with `options`.
     ///
     /// ```
-    /// use tool_calling::ToolCallingProtocol;
+    /// use tool_calling::protocol::ToolCallingProtocol;
     /// use tool_calling::model::{AssistantTurn, ToolCall};
     /// use tool_calling::protocol::RequestIdStyle;
     /// use tool_calling::protocol::native::{NativeOptions, NativeProtocol};
@@ -224,13 +226,13 @@ impl ToolCallingProtocol for NativeProtocol {
         parse_calls(turn, &self.options)
     }
 
-    fn stream_parser(&self) -> Box<dyn IncrementalParser + '_> {
+    fn stream_parser(&self) -> Box<dyn StreamParser + '_> {
         Box::new(NativeStreamParser::with_options(self.options))
     }
 
     fn resolve(
         &self,
-        request: &ParsedToolRequest,
+        request: &ToolRequest,
         _turn: &TurnState,
         catalog: &ToolCatalog,
     ) -> Vec<Result<Invocation, ToolError>> {
@@ -330,7 +332,7 @@ mod tests {
 
     #[test]
     fn a_name_no_tool_has_is_kept_for_the_executor_to_refuse() {
-        let request = ParsedToolRequest::new("r", "calc_add").with_arg("a", 1);
+        let request = ToolRequest::new("r", "calc_add").with_arg("a", 1);
         let resolved =
             NativeProtocol::openai_chat().resolve(&request, &TurnState::default(), &ToolCatalog::new());
         assert!(

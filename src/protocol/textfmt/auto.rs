@@ -13,12 +13,13 @@ use crate::model::{AssistantTurn, Message, TurnDelta};
 use crate::protocol::reasoning::{Piece, ReasoningFilter, unclosed_diagnostic};
 use crate::protocol::vcp::VcpProtocol;
 use crate::protocol::{
-    IncrementalParser, ParseOutcome, StreamCollector, StreamEvent, ToolCallingProtocol, ToolDeclarations,
+    ParseOutcome, StreamCollector, StreamEvent, StreamParser, ToolCallingProtocol, ToolDeclarations,
     TurnState,
 };
 use crate::request::Invocation;
 use crate::tools::ToolCatalog;
-use crate::{Span, ToolDefinition, ToolError, ToolExecutionResult};
+use crate::tools::ToolDefinition;
+use crate::{Span, ToolError, ToolExecutionResult};
 
 /// Which text protocol a reply was found to use.
 ///
@@ -519,14 +520,14 @@ impl ToolCallingProtocol for AutoProtocol {
         self.parse(&turn.text())
     }
 
-    fn stream_parser(&self) -> Box<dyn IncrementalParser + '_> {
+    fn stream_parser(&self) -> Box<dyn StreamParser + '_> {
         Box::new(AutoProtocol::stream_parser(self))
     }
 
     /// Resolves with the rules of the protocol the turn was read in.
     fn resolve(
         &self,
-        request: &crate::ParsedToolRequest,
+        request: &crate::ToolRequest,
         turn: &TurnState,
         catalog: &ToolCatalog,
     ) -> Vec<Result<Invocation, ToolError>> {
@@ -564,7 +565,7 @@ fn neutralized(result: &ToolExecutionResult) -> ToolExecutionResult {
 
 /// The parser a decision hands the rest of the reply to, and the protocol it reads.
 struct Inner {
-    parser: Box<dyn IncrementalParser>,
+    parser: Box<dyn StreamParser>,
     detected: Detected,
 }
 
@@ -579,7 +580,7 @@ impl std::fmt::Debug for Inner {
 ///
 /// ```
 /// use tool_calling::protocol::textfmt::{AutoProtocol, Detected, TextFormat};
-/// use tool_calling::protocol::{IncrementalParser, StreamEvent};
+/// use tool_calling::protocol::{StreamParser, StreamEvent};
 /// let mut parser = AutoProtocol::new().stream_parser();
 /// let mut events = Vec::new();
 /// parser.push_text("Checking. ", &mut events);
@@ -637,7 +638,7 @@ impl AutoStreamParser {
             Some((detected, at)) => {
                 self.prose(at, events);
                 events.push(StreamEvent::TurnState(detected.state()));
-                let parser: Box<dyn IncrementalParser> = match detected {
+                let parser: Box<dyn StreamParser> = match detected {
                     Detected::Vcp => Box::new(self.vcp.stream_parser()),
                     Detected::Format(format) => {
                         Box::new(TextFormatProtocol::new(format).with_options(self.options).stream_parser())
@@ -701,7 +702,7 @@ fn relay(inner_events: Vec<StreamEvent>, base: usize, events: &mut Vec<StreamEve
     }
 }
 
-impl IncrementalParser for AutoStreamParser {
+impl StreamParser for AutoStreamParser {
     fn push(&mut self, delta: &TurnDelta, events: &mut Vec<StreamEvent>) {
         if let TurnDelta::Text(text) = delta {
             self.push_text(text, events);

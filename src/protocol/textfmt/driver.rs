@@ -18,7 +18,7 @@ use indexmap::IndexMap;
 use memchr::memmem;
 
 use super::json::{Balanced, Quotes, scan_balanced};
-use crate::Diagnostic;
+use crate::protocol::Diagnostic;
 use crate::protocol::reasoning::{Piece, ReasoningFilter, unclosed_diagnostic};
 use crate::request::Args;
 

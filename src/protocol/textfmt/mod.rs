@@ -34,7 +34,7 @@
 //!   inside it is not a call, and a call that reasoning interrupts is incomplete (turn
 //!   this off with [`TextFormatOptions::skip_reasoning`]).
 //! - Arguments written as text (`qwen3_coder_xml`, `glm45`, `glm47`, `minimax_m2`) are
-//!   read without a schema as described in [`ParsedToolRequest::text_args`]: JSON text
+//!   read without a schema as described in [`ToolRequest::text_args`]: JSON text
 //!   becomes that value, `True`/`False`/`None` become `true`/`false`/`null`, anything else
 //!   stays a string (MiniMax: only `null` is not a string). When the engine resolves the
 //!   request, the tool's schema types them instead (a `string` parameter keeps `"3"`).
@@ -83,14 +83,15 @@ pub use escape::neutralize_tokens;
 use super::events::sort_diagnostics;
 use super::ids::IdAssigner;
 use super::{
-    Diagnostic, DiagnosticKind, IncrementalParser, ParseOutcome, RequestIdStyle, StreamEvent,
-    ToolCallingProtocol, ToolDeclarations, TurnState,
+    Diagnostic, DiagnosticKind, ParseOutcome, RequestIdStyle, StreamEvent, StreamParser, ToolCallingProtocol,
+    ToolDeclarations, TurnState,
 };
 use super::{floor_prefix, reply_too_long};
 use crate::model::{AssistantTurn, FallbackProtocol, Message, ModelProfiles, TurnDelta};
 use crate::request::{Invocation, RequestIdSource};
 use crate::tools::ToolCatalog;
-use crate::{ParsedToolRequest, Span, ToolDefinition, ToolError, ToolExecutionResult};
+use crate::tools::ToolDefinition;
+use crate::{Span, ToolError, ToolExecutionResult, ToolRequest};
 use driver::{Format, RawCall, Reader, RegionEnd, Sink};
 
 /// One of the open-weight models' text formats.
@@ -263,7 +264,7 @@ pub struct TextFormatOptions {
     /// normal text (default on). Off, reasoning is read like any other text.
     pub skip_reasoning: bool,
     /// Bytes of a reply that are read, 64 MiB by default (cut at a character boundary,
-    /// with a [`LimitExceeded`](crate::DiagnosticKind::LimitExceeded) diagnostic). It
+    /// with a [`LimitExceeded`](crate::protocol::DiagnosticKind::LimitExceeded) diagnostic). It
     /// also bounds what the streaming parser holds back.
     pub max_reply_bytes: usize,
 }
@@ -313,7 +314,7 @@ impl TextFormatOptions {
 /// One of the [`TextFormat`]s as a [`ToolCallingProtocol`].
 ///
 /// ```
-/// use tool_calling::ToolCallingProtocol;
+/// use tool_calling::protocol::ToolCallingProtocol;
 /// use tool_calling::protocol::textfmt::{TextFormat, TextFormatProtocol};
 ///
 /// let glm = TextFormatProtocol::new(TextFormat::Glm47);
@@ -392,14 +393,14 @@ impl ToolCallingProtocol for TextFormatProtocol {
         self.parse(&turn.text())
     }
 
-    fn stream_parser(&self) -> Box<dyn IncrementalParser + '_> {
+    fn stream_parser(&self) -> Box<dyn StreamParser + '_> {
         Box::new(TextFormatProtocol::stream_parser(self))
     }
 
     /// The call the request names, its text arguments typed by the method's schema.
     fn resolve(
         &self,
-        request: &ParsedToolRequest,
+        request: &ToolRequest,
         _turn: &TurnState,
         catalog: &ToolCatalog,
     ) -> Vec<Result<Invocation, ToolError>> {
@@ -412,7 +413,7 @@ impl ToolCallingProtocol for TextFormatProtocol {
 }
 
 /// The call `request` names, its text arguments typed by the method's schema.
-pub(crate) fn typed_invocation(request: &ParsedToolRequest, catalog: &ToolCatalog) -> Invocation {
+pub(crate) fn typed_invocation(request: &ToolRequest, catalog: &ToolCatalog) -> Invocation {
     let mut invocation = Invocation::exact(request);
     if request.text_args.is_empty() {
         return invocation;
@@ -438,13 +439,13 @@ fn to_request(
     end: RegionEnd,
     ids: &mut IdAssigner,
     diagnostics: &mut Vec<Diagnostic>,
-) -> ParsedToolRequest {
+) -> ToolRequest {
     let span = Span::new(base + call.span.start, base + call.span.end);
     let (id, source) = match call.id {
         Some(id) if !id.is_empty() => (id, RequestIdSource::Model),
         _ => (String::new(), RequestIdSource::Assigned),
     };
-    let mut request = ParsedToolRequest::new(id, call.name).with_id_source(source);
+    let mut request = ToolRequest::new(id, call.name).with_id_source(source);
     ids.assign(&mut request);
     request.args = call.args;
     request.text_args = call.text_args;
@@ -517,7 +518,7 @@ impl Sink for Collect {
 ///
 /// ```
 /// use tool_calling::protocol::textfmt::{TextFormat, TextFormatProtocol};
-/// use tool_calling::protocol::{IncrementalParser, StreamEvent};
+/// use tool_calling::protocol::{StreamParser, StreamEvent};
 ///
 /// let mut parser = TextFormatProtocol::new(TextFormat::KimiK2).stream_parser();
 /// let mut events = Vec::new();
@@ -588,7 +589,7 @@ impl TextFormatStreamParser {
     }
 }
 
-impl IncrementalParser for TextFormatStreamParser {
+impl StreamParser for TextFormatStreamParser {
     fn push(&mut self, delta: &TurnDelta, events: &mut Vec<StreamEvent>) {
         if let TurnDelta::Text(text) = delta {
             self.push_text(text, events);

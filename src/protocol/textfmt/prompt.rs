@@ -5,8 +5,9 @@ use serde_json::{Value, json};
 
 use super::TextFormat;
 use super::escape::neutralize_tokens;
+use crate::ToolExecutionResult;
 use crate::model::{Message, Role};
-use crate::{ToolDefinition, ToolExecutionResult};
+use crate::tools::ToolDefinition;
 
 /// Every method of `tools` as an OpenAI-style function object.
 fn functions(tools: &[ToolDefinition]) -> Vec<Value> {

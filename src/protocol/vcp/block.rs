@@ -11,10 +11,12 @@ use super::scanner::Sink;
 use super::view::{FieldView, RequestView};
 use super::visible::VisibleText;
 use super::{VcpLimits, VcpTemplates};
+use crate::Span;
 use crate::language::fill;
+use crate::protocol::Diagnostic;
+use crate::protocol::DiagnosticKind;
 use crate::protocol::ids::IdAssigner;
 use crate::request::RequestIdSource;
-use crate::{Diagnostic, DiagnosticKind, Span};
 
 pub(super) fn diag<'i>(
     src: &VisibleText<'_>,

@@ -8,11 +8,12 @@ use super::scanner::{Scanner, Sink};
 use super::view::RequestView;
 use super::visible::VisibleText;
 use super::{VcpOptions, VcpTemplates};
+use crate::Span;
 use crate::model::TurnDelta;
+use crate::protocol::Diagnostic;
 use crate::protocol::reasoning::{ReasoningFilter, unclosed_diagnostic};
-use crate::protocol::{IncrementalParser, StreamEvent};
+use crate::protocol::{StreamEvent, StreamParser};
 use crate::protocol::{floor_prefix, reply_too_long};
-use crate::{Diagnostic, Span};
 
 /// Bytes kept before the oldest offset the scanner still needs: the look-behind of a
 /// marker (a backtick before it, the `<` run of a fuzzy marker).
@@ -44,8 +45,8 @@ const CLOSER_LEAD: u8 = 0xE6;
 /// open request block: memory is bounded by the largest request, not by the reply.
 ///
 /// ```
-/// use tool_calling::VcpProtocol;
-/// use tool_calling::protocol::{IncrementalParser, StreamEvent};
+/// use tool_calling::protocol::vcp::VcpProtocol;
+/// use tool_calling::protocol::{StreamParser, StreamEvent};
 ///
 /// let mut parser = VcpProtocol::default().stream_parser();
 /// let mut events = Vec::new();
@@ -169,7 +170,7 @@ impl VcpStreamParser {
     }
 }
 
-impl IncrementalParser for VcpStreamParser {
+impl StreamParser for VcpStreamParser {
     /// Reads [`TurnDelta::Text`]; VCP lives in the text, so other deltas (reasoning a
     /// provider reports apart, native tool calls) are not read.
     fn push(&mut self, delta: &TurnDelta, events: &mut Vec<StreamEvent>) {

@@ -5,7 +5,7 @@
 /// make a parse (one-shot or streamed) take unbounded memory.
 ///
 /// Each limit says what happens past it; every case also gives a
-/// [`LimitExceeded`](crate::DiagnosticKind::LimitExceeded) diagnostic, and a request cut
+/// [`LimitExceeded`](crate::protocol::DiagnosticKind::LimitExceeded) diagnostic, and a request cut
 /// by a limit is incomplete, with a problem the model reads, so it never runs. The
 /// defaults are far above what a model writes in one reply; [`VcpLimits::none`] lifts
 /// them all.

@@ -4,7 +4,7 @@
 //! The dialect is summarised in the crate README and described in full in `docs/vcp.md`
 //! in the repository. The parser is tolerant: unclosed values, missing END markers, truncated replies, stray
 //! prose between fields, full-width colons, CRLF and reasoning blocks are all read, and
-//! every irregularity is reported as a [`Diagnostic`](crate::Diagnostic) with byte
+//! every irregularity is reported as a [`Diagnostic`](crate::protocol::Diagnostic) with byte
 //! offsets. It never panics, and its cost is linear in the input. It is hand-written over
 //! `memchr` searches, with no parser library (`docs/architecture.md` says why).
 //!
@@ -48,12 +48,12 @@ use crate::Span;
 pub use crate::protocol::RequestIdStyle;
 
 use crate::model::{AssistantTurn, Message};
-use crate::protocol::{IncrementalParser, ToolDeclarations, TurnState};
+use crate::protocol::ParseOutcome;
+use crate::protocol::ToolCallingProtocol;
+use crate::protocol::{StreamParser, ToolDeclarations, TurnState};
 use crate::tools::ToolCatalog;
-use crate::{
-    Invocation, ParseOutcome, ParsedToolRequest, ToolCallingProtocol, ToolDefinition, ToolError,
-    ToolExecutionResult,
-};
+use crate::tools::ToolDefinition;
+use crate::{Invocation, ToolError, ToolExecutionResult, ToolRequest};
 
 /// Parser options. The defaults are the dialect's: exact markers, fenced blocks parsed,
 /// reasoning hidden, random request ids.
@@ -139,7 +139,9 @@ pub enum HiddenKind {
 /// Cheap to clone; `Send + Sync`, so one instance can serve many tasks.
 ///
 /// ```
-/// use tool_calling::{ToolCallingProtocol, VcpOptions, VcpProtocol};
+/// use tool_calling::protocol::ToolCallingProtocol;
+/// use tool_calling::protocol::vcp::VcpOptions;
+/// use tool_calling::protocol::vcp::VcpProtocol;
 /// let vcp = VcpProtocol::new(VcpOptions::default().fuzzy_markers(true)).with_id("vcp-fuzzy");
 /// assert_eq!(vcp.id(), "vcp-fuzzy");
 /// let outcome = vcp.parse("<<[tool_request]>>\ntool_name:{始}calc_add{末}\n<<[end_tool_request]>>");
@@ -236,7 +238,7 @@ impl VcpProtocol {
     ///
     /// ```
     /// use std::borrow::Cow;
-    /// use tool_calling::VcpProtocol;
+    /// use tool_calling::protocol::vcp::VcpProtocol;
     /// let reply = "Sure.\n<<<[TOOL_REQUEST]>>>\ntool_name:「始」calc_add「末」,\na:「始」 2 「末」,\nb:「始」40「末」\n<<<[END_TOOL_REQUEST]>>>";
     /// let view = VcpProtocol::default().parse_view(reply);
     /// let request = &view.requests[0];
@@ -328,7 +330,7 @@ impl ToolCallingProtocol for VcpProtocol {
         self.parse(&turn.text())
     }
 
-    fn stream_parser(&self) -> Box<dyn IncrementalParser + '_> {
+    fn stream_parser(&self) -> Box<dyn StreamParser + '_> {
         Box::new(VcpProtocol::stream_parser(self))
     }
 
@@ -336,7 +338,7 @@ impl ToolCallingProtocol for VcpProtocol {
     /// arguments.
     fn resolve(
         &self,
-        request: &ParsedToolRequest,
+        request: &ToolRequest,
         _turn: &TurnState,
         catalog: &ToolCatalog,
     ) -> Vec<Result<Invocation, ToolError>> {

@@ -3,7 +3,9 @@
 use serde_json::Value;
 
 use super::format::{format_request, neutralize_markers, write_field};
-use crate::{MethodDefinition, ParameterInfo, ToolDefinition};
+use crate::tools::MethodDefinition;
+use crate::tools::ParameterInfo;
+use crate::tools::ToolDefinition;
 
 pub use crate::Language;
 

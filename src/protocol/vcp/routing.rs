@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use super::VcpTemplates;
 use crate::language::fill;
-use crate::request::{Args, Invocation, ParsedToolRequest};
+use crate::request::{Args, Invocation, ToolRequest};
 use crate::tools::{CatalogMethod, CatalogTool, ToolCatalog, closest};
 
 /// The argument key naming the method (AIO Hub style) or passed on (VCPToolBox style).
@@ -33,7 +33,7 @@ fn call_of(method: String, args: &Args) -> Invocation {
 ///
 /// ```
 /// use serde_json::json;
-/// use tool_calling::MethodDefinition;
+/// use tool_calling::tools::MethodDefinition;
 /// use tool_calling::protocol::vcp::command_alias;
 /// let write = MethodDefinition::new("write", "Write.").with_protocol_config("vcp", json!({"command": "WriteFile"}));
 /// assert_eq!(command_alias(&write.protocol_config), Some("WriteFile"));
@@ -43,7 +43,7 @@ pub fn command_alias(protocol_config: &serde_json::Map<String, Value>) -> Option
 }
 
 /// The settings that declare `alias` as a method's VCP command, for
-/// [`MethodDefinition::with_protocol_config`](crate::MethodDefinition::with_protocol_config).
+/// [`MethodDefinition::with_protocol_config`](crate::tools::MethodDefinition::with_protocol_config).
 pub fn command_alias_config(alias: &str) -> Value {
     serde_json::json!({ "command": alias })
 }
@@ -63,13 +63,13 @@ pub(crate) fn command_of<'m>(name: &'m str, protocol_config: &'m serde_json::Map
 /// the words of a template set, `Display` in the English one.
 ///
 /// ```
-/// use tool_calling::ParsedToolRequest;
+/// use tool_calling::ToolRequest;
 /// use tool_calling::protocol::vcp::{RouteError, route};
 /// use tool_calling::tools::ToolCatalog;
 /// let catalog = ToolCatalog::new();
-/// let calls = route(&catalog, &ParsedToolRequest::new("1", "weather"));
+/// let calls = route(&catalog, &ToolRequest::new("1", "weather"));
 /// assert!(matches!(&calls[0], Err(RouteError::UnknownName { name, .. }) if name == "weather"));
-/// assert_eq!(route(&catalog, &ParsedToolRequest::new("2", " ")), [Err(RouteError::EmptyToolName)]);
+/// assert_eq!(route(&catalog, &ToolRequest::new("2", " ")), [Err(RouteError::EmptyToolName)]);
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -201,7 +201,7 @@ impl std::error::Error for RouteError {}
 
 /// Resolves `request` to the method call(s) it targets.
 ///
-/// It resolves a [`ParsedToolRequest`]'s `tool_name` (and `command`,
+/// It resolves a [`ToolRequest`]'s `tool_name` (and `command`,
 /// `command1`, `command2`, …) against the [`ToolCatalog`], trying in order:
 ///
 /// 1. **Exact name.** `tool_name` is a method's full name `toolId_methodName`, or
@@ -260,7 +260,8 @@ impl std::error::Error for RouteError {}
 /// ```
 /// use tool_calling::protocol::vcp::route;
 /// use tool_calling::tools::{ArgMap, BoxFuture, MethodSpec, ToolOutput, ToolRegistry, ToolSpec};
-/// use tool_calling::{MethodDefinition, ParsedToolRequest};
+/// use tool_calling::ToolRequest;
+/// use tool_calling::tools::MethodDefinition;
 ///
 /// let handler = |_, _: ArgMap| Box::pin(async { Ok(ToolOutput::Text("ok".into())) }) as BoxFuture<'static, _>;
 /// let registry = ToolRegistry::new();
@@ -274,14 +275,14 @@ impl std::error::Error for RouteError {}
 /// let catalog = registry.catalog();
 ///
 /// // Tool id + command: `command` is consumed.
-/// let request = ParsedToolRequest::new("1", "calc").with_arg("command", "add").with_arg("a", "2");
+/// let request = ToolRequest::new("1", "calc").with_arg("command", "add").with_arg("a", "2");
 /// let calls = route(&catalog, &request);
 /// let call = calls[0].as_ref().unwrap();
 /// assert_eq!(call.method, "calc_add");
-/// assert_eq!(call.args, ParsedToolRequest::new("", "").with_arg("a", "2").args);
+/// assert_eq!(call.args, ToolRequest::new("", "").with_arg("a", "2").args);
 ///
 /// // A typo: the error names the closest method.
-/// let calls = route(&catalog, &ParsedToolRequest::new("2", "calc_ad"));
+/// let calls = route(&catalog, &ToolRequest::new("2", "calc_ad"));
 /// let err = calls[0].as_ref().unwrap_err();
 /// assert!(err.to_string().contains("Did you mean `calc_add`"), "{err}");
 /// ```
@@ -292,13 +293,14 @@ impl std::error::Error for RouteError {}
 /// ```
 /// use tool_calling::protocol::vcp::route;
 /// use tool_calling::tools::{ArgMap, BoxFuture, MethodSpec, ToolOutput, ToolRegistry, ToolSpec};
-/// use tool_calling::{MethodDefinition, ParsedToolRequest};
+/// use tool_calling::ToolRequest;
+/// use tool_calling::tools::MethodDefinition;
 ///
 /// let handler = |_, _: ArgMap| Box::pin(async { Ok(ToolOutput::Text("ok".into())) }) as BoxFuture<'static, _>;
 /// let add = MethodSpec::new(MethodDefinition::new("add", "Add."), handler);
 /// let registry = ToolRegistry::new();
 /// registry.register(ToolSpec::stateless("calc", "Calculator").with_method(add)).unwrap();
-/// let request = ParsedToolRequest::new("1", "calc")
+/// let request = ToolRequest::new("1", "calc")
 ///     .with_arg("command1", "add")
 ///     .with_arg("command2", "add")
 ///     .with_arg("a2", "5");
@@ -307,7 +309,7 @@ impl std::error::Error for RouteError {}
 /// assert_eq!(second.method, "calc_add");
 /// assert_eq!(second.args["a"], "5");
 /// ```
-pub fn route(catalog: &ToolCatalog, request: &ParsedToolRequest) -> Vec<Result<Invocation, RouteError>> {
+pub fn route(catalog: &ToolCatalog, request: &ToolRequest) -> Vec<Result<Invocation, RouteError>> {
     let name = request.tool_name.as_str();
     let args = &request.args;
     if name.trim().is_empty() {

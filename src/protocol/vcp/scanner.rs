@@ -33,10 +33,12 @@ use super::markers::{Candidate, Marker, MarkerFinder, MarkerKind, Search, Wanted
 use super::view::{ParseView, RequestView};
 use super::visible::VisibleText;
 use super::{VcpLimits, VcpOptions, VcpTemplates};
+use crate::Span;
+use crate::protocol::Diagnostic;
+use crate::protocol::DiagnosticKind;
 use crate::protocol::ids::IdAssigner;
 use crate::protocol::reasoning::{self, unclosed_diagnostic};
 use crate::protocol::{floor_prefix, reply_too_long};
-use crate::{Diagnostic, DiagnosticKind, Span};
 use std::sync::Arc;
 
 /// Where a block's field list ends.

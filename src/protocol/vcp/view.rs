@@ -10,8 +10,10 @@ use super::fence::Fences;
 use super::scanner::{Scanner, Sink, prepare};
 use super::visible::VisibleText;
 use super::{VcpOptions, VcpTemplates};
+use crate::protocol::Diagnostic;
+use crate::protocol::ParseOutcome;
 use crate::request::{Args, RequestIdSource};
-use crate::{Diagnostic, ParseOutcome, ParsedToolRequest, Span};
+use crate::{Span, ToolRequest};
 
 /// Everything one parse found, borrowing from the reply: see
 /// [`VcpProtocol::parse_view`](super::VcpProtocol::parse_view).
@@ -40,7 +42,9 @@ impl<'a> ParseView<'a> {
     /// returns the same requests and diagnostics with it.
     ///
     /// ```
-    /// use tool_calling::{RequestIdStyle, VcpOptions, VcpProtocol};
+    /// use tool_calling::protocol::RequestIdStyle;
+    /// use tool_calling::protocol::vcp::VcpOptions;
+    /// use tool_calling::protocol::vcp::VcpProtocol;
     /// let reply = "Adding.\n<<<[TOOL_REQUEST]>>>\ntool_name:「始」calc_add「末」\n<<<[END_TOOL_REQUEST]>>>";
     /// let vcp = VcpProtocol::new(VcpOptions::default().request_ids(RequestIdStyle::Sequential));
     /// let (owned, parsed) = (vcp.parse_view(reply).into_owned(), vcp.parse(reply));
@@ -61,7 +65,8 @@ impl<'a> ParseView<'a> {
 ///
 /// ```
 /// use std::borrow::Cow;
-/// use tool_calling::{RequestIdSource, VcpProtocol};
+/// use tool_calling::RequestIdSource;
+/// use tool_calling::protocol::vcp::VcpProtocol;
 /// let reply = "<<<[TOOL_REQUEST]>>>\ntool_name:「始」calc_add「末」,\na:「始」2「末」\n<<<[END_TOOL_REQUEST]>>>";
 /// let view = VcpProtocol::default().parse_view(reply);
 /// let request = &view.requests[0];
@@ -96,7 +101,7 @@ impl<'a> RequestView<'a> {
     /// The value of argument `key`, if the request has it.
     ///
     /// ```
-    /// use tool_calling::VcpProtocol;
+    /// use tool_calling::protocol::vcp::VcpProtocol;
     /// let reply = "<<<[TOOL_REQUEST]>>>\ntool_name:「始」calc_add「末」,\na:「始」2「末」\n<<<[END_TOOL_REQUEST]>>>";
     /// let view = VcpProtocol::default().parse_view(reply);
     /// assert_eq!(view.requests[0].arg("a"), Some("2"));
@@ -108,12 +113,12 @@ impl<'a> RequestView<'a> {
 
     /// The owned request, as [`VcpProtocol::parse`](super::VcpProtocol::parse) gives
     /// it (values as JSON strings).
-    pub fn into_owned(self) -> ParsedToolRequest {
+    pub fn into_owned(self) -> ToolRequest {
         let mut args = Args::with_capacity(self.args.len());
         for field in self.args {
             args.insert(field.key.into_owned(), serde_json::Value::String(field.value.into_owned()));
         }
-        ParsedToolRequest {
+        ToolRequest {
             request_id: self.request_id.into_owned(),
             id_source: self.id_source,
             tool_name: self.tool_name.into_owned(),
@@ -130,7 +135,7 @@ impl<'a> RequestView<'a> {
 /// One argument of a [`RequestView`].
 ///
 /// ```
-/// use tool_calling::VcpProtocol;
+/// use tool_calling::protocol::vcp::VcpProtocol;
 /// let reply = "<<<[TOOL_REQUEST]>>>\ntool_name:「始」calc_add「末」,\na:「始」 2 「末」\n<<<[END_TOOL_REQUEST]>>>";
 /// let view = VcpProtocol::default().parse_view(reply);
 /// let field = &view.requests[0].args[0];
