@@ -8,6 +8,19 @@
 //! offsets. It never panics, and its cost is linear in the input. It is hand-written over
 //! `memchr` searches, with no parser library (`docs/architecture.md` says why).
 //!
+//! One parser underneath, one entry per shape of the answer:
+//!
+//! | the reply is | you want | entry |
+//! | --- | --- | --- |
+//! | whole | owned requests, diagnostics and normal text | [`VcpProtocol::parse`] → [`ParseOutcome`](crate::protocol::ParseOutcome) |
+//! | whole | every request at once, borrowing from the text | [`VcpProtocol::parse_view`] → [`ParseView`] |
+//! | whole | one request at a time, borrowing, and to stop early | [`VcpProtocol::view_events`] → [`ViewEvent`]s |
+//! | arriving in chunks | events as soon as the text decides them | [`VcpProtocol::stream_parser`] → [`VcpStreamParser`] |
+//!
+//! Through the protocol trait the same parser reads a turn
+//! ([`parse_turn`](crate::protocol::ToolCallingProtocol::parse_turn)) or a stream of
+//! its deltas.
+//!
 //! ```
 //! use tool_calling::protocol::vcp::VcpProtocol;
 //!
