@@ -1,74 +1,5 @@
-//! The cycle: read a turn, resolve and run its requests, write the results. One driver
-//! for every turn, whole or streamed: a whole turn is a stream of its deltas.
-//!
-//! The driver feeds each piece of the turn to the protocol's
-//! [`stream_parser`](crate::protocol::ToolCallingProtocol::stream_parser). As soon as a
-//! request is complete ([`StreamEvent::RequestCompleted`]) its call starts, while the rest
-//! of the turn is still arriving; the calls run concurrently with the stream. When the
-//! stream ends, the driver waits for the calls still running and returns one
-//! [`ToolCallCycleResult`]: the same, durations aside, whether the turn arrived whole
-//! ([`Engine::run_turn`]) or in pieces ([`Engine::run_stream`]).
-//!
-//! The executor's rules all hold: checks, time limits, retries, cancellation through
-//! [`ExecutionContext::cancel`], at most
-//! [`max_concurrency`](crate::exec::ExecutorOptions::max_concurrency) calls at once in
-//! parallel mode, and in serial mode (`parallel_execution: false`) one call after another
-//! in request order. Every request gets exactly one result, in request order. Requests
-//! the protocol marks fire-and-forget start in the background and are answered at once;
-//! a failure is kept for a later turn ([`ExecutionContext::take_background_failures`]).
-//!
-//! The engine holds at most [`Engine::with_max_turn_bytes`] of a turn (64 MiB by default)
-//! and stops reading there. A request still open when the reading stops before the
-//! reply's end (that limit, a broken stream, a cancellation) is incomplete: it is
-//! answered, never run.
-//!
-//! ```
-//! use std::sync::Arc;
-//! use futures::stream;
-//! use tool_calling::engine::Engine;
-//! use tool_calling::exec::ExecutionContext;
-//! use tool_calling::model::FinishReason;
-//! use tool_calling::tools::{ToolProvider, ToolRegistry};
-//! use tool_calling::tool;
-//!
-//! #[derive(Default)]
-//! struct Calc;
-//!
-//! /// Arithmetic.
-//! #[tool(id = "calc", register = false)]
-//! impl Calc {
-//!     /// Add two numbers.
-//!     #[tool_method]
-//!     fn add(&self, a: f64, b: f64) -> f64 {
-//!         a + b
-//!     }
-//! }
-//!
-//! # tokio::runtime::Runtime::new().unwrap().block_on(async {
-//! let registry = ToolRegistry::new();
-//! registry.register(Calc::tool_spec()).unwrap();
-//! let engine = Engine::new(Arc::new(registry));
-//!
-//! // The reply as the model streams it: `calc_add` starts as soon as its block has
-//! // ended, before "Meanwhile…" has arrived.
-//! let chunks = [
-//!     "Let me add.\n<<<[TOOL_REQUEST]>>>\ntool_name:「始」calc_add「末」,\n",
-//!     "a:「始」2「末」,\nb:「始」40「末」\n<<<[END_TOOL_",
-//!     "REQUEST]>>>\n",
-//!     "Meanwhile, a joke.",
-//! ];
-//! let cycle = engine.run_stream(stream::iter(chunks), &ExecutionContext::default()).await.unwrap();
-//! assert_eq!(cycle.finish_reason, FinishReason::ToolCalls);
-//! assert_eq!(cycle.turn.text(), chunks.concat());
-//! assert_eq!(cycle.execution_results[0].result, "42.0");
-//! assert_eq!(cycle.normal_text, "Let me add.\n\nMeanwhile, a joke.");
-//!
-//! // The same reply, whole: the same cycle (request ids are random by default).
-//! let whole = engine.run_turn(chunks.concat(), &ExecutionContext::default()).await.unwrap();
-//! assert_eq!(whole.execution_results[0].result, "42.0");
-//! assert_eq!(whole.normal_text, cycle.normal_text);
-//! # });
-//! ```
+//! The one cycle driver behind every entry point of the engine; its rules are in the
+//! engine's documentation (`engine/mod.rs`).
 
 use std::collections::{HashSet, VecDeque};
 use std::convert::Infallible;
@@ -382,8 +313,8 @@ impl Engine {
     /// streaming model yields (text, reasoning, native tool calls), or `Result`s of
     /// either for a stream that can fail (see [`TurnStreamItem`]). Each request runs as
     /// soon as it is complete, while the rest of the turn is still arriving; this returns
-    /// once the stream has ended and every request has its result. See the
-    /// [module documentation](self) for the rules.
+    /// once the stream has ended and every request has its result. The
+    /// [engine's documentation](crate::engine#the-cycle) has the rules.
     ///
     /// At the first error the engine stops reading, reads what arrived (a cut-off
     /// request becomes an incomplete request), waits for the calls already started, and

@@ -12,7 +12,7 @@
 //!
 //! | the reply is | you want | entry |
 //! | --- | --- | --- |
-//! | whole | owned requests, diagnostics and normal text | [`VcpProtocol::parse`] → [`ParseOutcome`](crate::protocol::ParseOutcome) |
+//! | whole | owned requests, diagnostics and normal text | [`VcpProtocol::parse`] → [`crate::protocol::ParseOutcome`] |
 //! | whole | every request at once, borrowing from the text | [`VcpProtocol::parse_view`] → [`ParseView`] |
 //! | whole | one request at a time, borrowing, and to stop early | [`VcpProtocol::view_events`] → [`ViewEvent`]s |
 //! | arriving in chunks | events as soon as the text decides them | [`VcpProtocol::stream_parser`] → [`VcpStreamParser`] |
