@@ -182,7 +182,9 @@ impl TextFormat {
     /// The format a model family writes, from the model's name: the fallback protocol
     /// the built-in model table gives it ([`ModelProfiles::builtin`], which lists the
     /// families; case and separators do not matter), when that is a format rather than
-    /// VCP. The table is the one the HTTP clients and [`ModelProfiles::lookup`] read.
+    /// VCP. The table is the one the HTTP clients and [`ModelProfiles::lookup`] read;
+    /// with profiles of your own (a config file, [`ModelProfiles::with_config_file`]),
+    /// ask them instead: `TextFormat::from_fallback(profiles.lookup(model).fallback)`.
     ///
     /// ```
     /// use tool_calling::protocol::textfmt::TextFormat;
