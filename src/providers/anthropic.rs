@@ -12,9 +12,9 @@ use serde::de::IgnoredAny;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::typed::{Flow, Step, TypedDecoder};
 use super::{
-    SseEvent, StreamDecoder, WireError, declared_tools, lenient, parse_body, parse_event, parse_event_any,
-    to_value,
+    SseEvent, WireError, declared_tools, lenient, parse_body, parse_event, parse_event_any, to_value,
 };
 use crate::ContentPart;
 use crate::model::{
@@ -257,7 +257,7 @@ impl ErrorPayload {
 /// The event types; others (`ping`, types added later) are skipped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]
-enum EventKind {
+pub(crate) enum EventKind {
     MessageStart,
     ContentBlockStart,
     ContentBlockDelta,
@@ -267,14 +267,6 @@ enum EventKind {
     Error,
     #[serde(other)]
     Other,
-}
-
-/// An event's `type`, for events sent without an `event:` name.
-#[derive(Debug, Default, Deserialize)]
-#[serde(default)]
-struct Typed {
-    #[serde(rename = "type", deserialize_with = "lenient::tag")]
-    kind: Option<EventKind>,
 }
 
 /// `content_block_start`.
@@ -608,20 +600,13 @@ pub(crate) struct EventDecoder {
     calls: HashMap<i64, usize>,
     /// Calls started so far.
     started: usize,
-    done: bool,
 }
 
-impl StreamDecoder for EventDecoder {
-    fn event(&mut self, event: &SseEvent, deltas: &mut Vec<TurnDelta>) -> Result<(), WireError> {
-        if self.done {
-            return Ok(());
-        }
-        // The `event:` name, else the payload's `type`.
-        let kind = match event.event.as_deref() {
-            Some(name) => lenient::variant(name).unwrap_or(EventKind::Other),
-            None => parse_event::<Typed>(event)?.kind.unwrap_or(EventKind::Other),
-        };
-        match kind {
+impl TypedDecoder for EventDecoder {
+    type Kind = EventKind;
+
+    fn read(&mut self, kind: Option<EventKind>, event: &SseEvent, deltas: &mut Vec<TurnDelta>) -> Step {
+        match kind.unwrap_or(EventKind::Other) {
             EventKind::ContentBlockStart => {
                 let start: BlockStart<'_> = parse_event(event)?;
                 let index = start.index.unwrap_or(-1);
@@ -704,23 +689,18 @@ impl StreamDecoder for EventDecoder {
             }
             EventKind::MessageStop => {
                 parse_event_any::<IgnoredAny>(event)?;
-                self.done = true;
+                return Ok(Flow::End);
             }
             EventKind::Error => {
                 let error: ErrorPayload = parse_event(event)?;
-                self.done = true;
-                return Err(error.into_error());
+                return Ok(Flow::Failed(error.into_error()));
             }
             // `message_start`, `ping`, and event types added later.
             EventKind::MessageStart | EventKind::Other => {
                 parse_event_any::<IgnoredAny>(event)?;
             }
         }
-        Ok(())
-    }
-
-    fn finish(&mut self, _deltas: &mut Vec<TurnDelta>) {
-        self.done = true;
+        Ok(Flow::More)
     }
 }
 

@@ -43,6 +43,7 @@ mod provider;
 mod retry;
 mod sse;
 mod stream;
+mod typed;
 
 use serde_json::Value;
 
@@ -216,8 +217,10 @@ impl WireFormat for Provider {
     fn stream_decoder(&self) -> Box<dyn StreamDecoder> {
         match self {
             Provider::OpenAiChat => Box::new(openai_chat::ChunkDecoder::default()),
-            Provider::OpenAiResponses => Box::new(openai_responses::EventDecoder::default()),
-            Provider::Anthropic => Box::new(anthropic::EventDecoder::default()),
+            Provider::OpenAiResponses => {
+                Box::new(typed::TypedEvents::new(openai_responses::EventDecoder::default()))
+            }
+            Provider::Anthropic => Box::new(typed::TypedEvents::new(anthropic::EventDecoder::default())),
             Provider::Gemini => Box::new(gemini::ChunkDecoder::default()),
         }
     }

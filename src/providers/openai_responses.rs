@@ -18,9 +18,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::openai_chat::{FunctionType, result_text};
+use super::typed::{Flow, Step, TypedDecoder};
 use super::{
-    SseEvent, StreamDecoder, WireError, declared_tools, lenient, parse_body, parse_event, parse_event_any,
-    provider_error, to_value,
+    SseEvent, WireError, declared_tools, lenient, parse_body, parse_event, parse_event_any, provider_error,
+    to_value,
 };
 use crate::model::{
     AssistantTurn, ContentBlock, FinishReason, Message, ModelRequest, Reasoning, Role, Thinking, ToolCall,
@@ -287,7 +288,7 @@ fn summary_text(summary: &[SummaryPart]) -> String {
 /// The events read; others (`response.created`, `response.in_progress`,
 /// `response.content_part.added`, …, and types added later) are skipped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-enum EventKind {
+pub(crate) enum EventKind {
     #[serde(rename = "response.output_item.added")]
     ItemAdded,
     #[serde(rename = "response.reasoning_summary_part.added")]
@@ -308,14 +309,6 @@ enum EventKind {
     Error,
     #[serde(other)]
     Other,
-}
-
-/// An event's `type`, for events sent without an `event:` name.
-#[derive(Debug, Default, Deserialize)]
-#[serde(default)]
-struct Typed {
-    #[serde(rename = "type", deserialize_with = "lenient::tag")]
-    kind: Option<EventKind>,
 }
 
 /// `response.output_item.added`, `response.output_item.done`.
@@ -514,7 +507,6 @@ pub(crate) struct EventDecoder {
     /// Summary parts of the reasoning item being written.
     summary_parts: usize,
     has_calls: bool,
-    done: bool,
 }
 
 impl EventDecoder {
@@ -528,17 +520,11 @@ impl EventDecoder {
     }
 }
 
-impl StreamDecoder for EventDecoder {
-    fn event(&mut self, event: &SseEvent, deltas: &mut Vec<TurnDelta>) -> Result<(), WireError> {
-        if self.done {
-            return Ok(());
-        }
-        // The `event:` name, else the payload's `type`.
-        let kind = match event.event.as_deref() {
-            Some(name) => lenient::variant(name).unwrap_or(EventKind::Other),
-            None => parse_event::<Typed>(event)?.kind.unwrap_or(EventKind::Other),
-        };
-        match kind {
+impl TypedDecoder for EventDecoder {
+    type Kind = EventKind;
+
+    fn read(&mut self, kind: Option<EventKind>, event: &SseEvent, deltas: &mut Vec<TurnDelta>) -> Step {
+        match kind.unwrap_or(EventKind::Other) {
             EventKind::ItemAdded => {
                 let added: ItemEvent = parse_event(event)?;
                 match added.item {
@@ -621,32 +607,23 @@ impl StreamDecoder for EventDecoder {
                 {
                     deltas.push(TurnDelta::Finish(reason));
                 }
-                self.done = true;
+                return Ok(Flow::End);
             }
             EventKind::Failed => {
                 let failed: FailedEvent = parse_event(event)?;
-                self.done = true;
                 let response = failed.response.unwrap_or(Value::Null);
                 let error = response.get("error").filter(|e| !e.is_null()).unwrap_or(&response);
-                return Err(provider_error(error));
+                return Ok(Flow::Failed(provider_error(error)));
             }
             EventKind::Error => {
                 let data: Value = parse_event_any(event)?;
-                self.done = true;
-                return Err(provider_error(data.get("error").unwrap_or(&data)));
+                return Ok(Flow::Failed(provider_error(data.get("error").unwrap_or(&data))));
             }
             EventKind::Other => {
                 parse_event_any::<IgnoredAny>(event)?;
             }
         }
-        Ok(())
-    }
-
-    fn finish(&mut self, deltas: &mut Vec<TurnDelta>) {
-        // Calls the stream never finished stay open in the turn; the parser reports
-        // them at its own end.
-        let _ = deltas;
-        self.done = true;
+        Ok(Flow::More)
     }
 }
 
