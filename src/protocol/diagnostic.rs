@@ -106,6 +106,17 @@ impl Diagnostic {
     pub fn new(kind: DiagnosticKind, message: impl Into<String>, span: Span) -> Self {
         Diagnostic { kind, message: message.into(), span }
     }
+
+    /// Logs the diagnostic (at `debug`).
+    pub(crate) fn log(&self) {
+        tracing::debug!(
+            kind = self.kind.as_str(),
+            start = self.span.start,
+            end = self.span.end,
+            "{}",
+            self.message
+        );
+    }
 }
 
 /// The diagnostic for a request whose id an earlier request already carries.
