@@ -162,6 +162,18 @@
     )
 )]
 
+/// `Display` for a type that has a name for each value: the name its method `$name`
+/// gives (`as_str`, `id`).
+macro_rules! display_by_name {
+    ($type:ty, $name:ident) => {
+        impl std::fmt::Display for $type {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.$name())
+            }
+        }
+    };
+}
+
 // The data that flows between the layers: what a protocol reads out of a reply
 // (requests), what running them gives (results), and where things stand in the text.
 pub mod config;

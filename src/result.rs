@@ -157,11 +157,7 @@ impl ErrorKind {
     }
 }
 
-impl std::fmt::Display for ErrorKind {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+display_by_name!(ErrorKind, as_str);
 
 /// The outcome of running one [`ToolRequest`](crate::ToolRequest).
 ///

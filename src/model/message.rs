@@ -52,11 +52,7 @@ impl Role {
     }
 }
 
-impl std::fmt::Display for Role {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+display_by_name!(Role, as_str);
 
 /// A role name that [`Role::from_str`] does not know.
 ///

@@ -71,11 +71,7 @@ impl DiagnosticKind {
     }
 }
 
-impl std::fmt::Display for DiagnosticKind {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+display_by_name!(DiagnosticKind, as_str);
 
 /// One thing a parser noticed, with where it stands in the input.
 ///

@@ -16,7 +16,7 @@ use super::{SseEvent, StreamDecoder, WireError, declared_tools, lenient, parse_b
 use crate::ContentPart;
 use crate::model::{
     AssistantTurn, ContentBlock, Effort, FinishReason, Message, ModelRequest, Reasoning, Role, Thinking,
-    ToolCall, ToolChoice, ToolResultBlock, TurnDelta,
+    ToolCall, ToolChoice, ToolResultBlock, TurnDelta, blocks_into_deltas,
 };
 use crate::protocol::native::{NameRule, wire_name};
 
@@ -494,32 +494,7 @@ impl StreamDecoder for ChunkDecoder {
         for part in candidate.content.parts {
             let mut turn = AssistantTurn::new();
             read_part(part, &mut turn);
-            for block in turn.content {
-                match block {
-                    ContentBlock::Text { text } => deltas.push(TurnDelta::Text(text)),
-                    // A signature on a text part stands apart from any reasoning.
-                    ContentBlock::Reasoning(reasoning) if reasoning.text.is_empty() => {
-                        deltas.push(TurnDelta::ReasoningBlock(reasoning));
-                    }
-                    ContentBlock::Reasoning(reasoning) => {
-                        deltas.push(TurnDelta::Reasoning(reasoning.text));
-                        if let Some(signature) = reasoning.signature {
-                            deltas.push(TurnDelta::ReasoningSignature(signature));
-                        }
-                    }
-                    ContentBlock::ToolCall(call) => {
-                        let index = self.calls;
-                        self.calls += 1;
-                        deltas.push(TurnDelta::ToolCallStart { index, id: call.id, name: call.name });
-                        if let Some(signature) = call.signature {
-                            deltas.push(TurnDelta::ToolCallSignature { index, signature });
-                        }
-                        deltas.push(TurnDelta::ToolCallArguments { index, fragment: call.arguments });
-                        deltas.push(TurnDelta::ToolCallEnd { index });
-                    }
-                    ContentBlock::ToolResult(_) => {}
-                }
-            }
+            self.calls += blocks_into_deltas(turn.content, self.calls, deltas);
         }
         if let Some(reason) = candidate.finish_reason {
             self.finish = Some(reason);
