@@ -207,10 +207,7 @@ impl Message {
 
     /// The native tool calls among the blocks.
     pub fn tool_calls(&self) -> impl Iterator<Item = &ToolCall> {
-        self.content.iter().filter_map(|block| match block {
-            ContentBlock::ToolCall(call) => Some(call),
-            _ => None,
-        })
+        self.content.iter().filter_map(ContentBlock::as_tool_call)
     }
 
     /// Whether a tool request was recorded on this message.

@@ -163,10 +163,7 @@ impl AssistantTurn {
 
     /// The native tool calls, in order.
     pub fn tool_calls(&self) -> impl Iterator<Item = &ToolCall> {
-        self.content.iter().filter_map(|block| match block {
-            ContentBlock::ToolCall(call) => Some(call),
-            _ => None,
-        })
+        self.content.iter().filter_map(ContentBlock::as_tool_call)
     }
 
     /// The reasoning blocks, in order.
