@@ -14,7 +14,8 @@ use serde_json::Value;
 
 use super::typed::{Flow, Step, TypedDecoder};
 use super::{
-    SseEvent, WireError, declared_tools, lenient, parse_body, parse_event, parse_event_any, to_value,
+    SseEvent, WireError, body_value, declared_tools, lenient, parse_body, parse_event, parse_event_any,
+    to_value,
 };
 use crate::ContentPart;
 use crate::model::{
@@ -34,24 +35,18 @@ const DEFAULT_THINKING_BUDGET: u32 = 2_048;
 // ---------------------------------------------------------------------------------------
 // The request
 
-/// A request body.
+/// A request body (its `None` fields are left out: [`body_value`]).
 #[derive(Debug, Serialize)]
 struct MessagesRequest<'a> {
     model: &'a str,
     max_tokens: u32,
-    #[serde(skip_serializing_if = "Option::is_none")]
     temperature: Option<f32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     thinking: Option<ThinkingParam>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     system: Option<String>,
     messages: Vec<MessageParam<'a>>,
     /// The protocol's declarations, as they are.
-    #[serde(skip_serializing_if = "Option::is_none")]
     tools: Option<&'a Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     tool_choice: Option<ToolChoiceParam<'a>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     stream: Option<bool>,
 }
 
@@ -446,7 +441,7 @@ pub(crate) fn request_body(request: &ModelRequest, model: &str, stream: bool) ->
         tool_choice: tools.map(|_| tool_choice(&request.tool_choice, request.parallel_tool_calls)),
         stream: stream.then_some(true),
     };
-    to_value(&body)
+    body_value(&body)
 }
 
 /// Anthropic's rules with thinking: a budget of at least 1,024 tokens, below

@@ -12,7 +12,10 @@ use std::collections::HashSet;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{SseEvent, StreamDecoder, WireError, declared_tools, lenient, parse_body, parse_event, to_value};
+use super::{
+    SseEvent, StreamDecoder, WireError, body_value, declared_tools, lenient, parse_body, parse_event,
+    to_value,
+};
 use crate::ContentPart;
 use crate::model::{
     AssistantTurn, ContentBlock, Effort, FinishReason, Message, ModelRequest, Reasoning, Role, Thinking,
@@ -23,19 +26,15 @@ use crate::protocol::native::{NameRule, wire_name};
 // ---------------------------------------------------------------------------------------
 // The request
 
-/// A request body.
+/// A request body (its `None` fields are left out: [`body_value`]).
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 struct GenerateContentRequest<'a> {
     contents: Vec<Content<'a>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     system_instruction: Option<SystemInstruction>,
     /// The protocol's declarations, as they are.
-    #[serde(skip_serializing_if = "Option::is_none")]
     tools: Option<&'a Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     tool_config: Option<ToolConfig<'a>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     generation_config: Option<GenerationConfig>,
 }
 
@@ -361,7 +360,7 @@ pub(crate) fn request_body(request: &ModelRequest) -> Value {
         tool_config: tools.map(|_| tool_config(&request.tool_choice)),
         generation_config,
     };
-    to_value(&body)
+    body_value(&body)
 }
 
 pub(crate) fn parse_response(body: &Value) -> Result<AssistantTurn, WireError> {

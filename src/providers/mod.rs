@@ -258,6 +258,17 @@ pub(crate) fn to_value(body: &impl serde::Serialize) -> Value {
     serde_json::to_value(body).unwrap_or(Value::Null)
 }
 
+/// A typed request body as the JSON value a [`WireFormat`] gives, its fields that have no
+/// value (`None`) left out: every API takes an absent field as "not set", where some
+/// refuse a `null`.
+pub(crate) fn body_value(body: &impl serde::Serialize) -> Value {
+    let mut value = to_value(body);
+    if let Value::Object(fields) = &mut value {
+        fields.retain(|_, field| !field.is_null());
+    }
+    value
+}
+
 /// An event's payload, read as `T` (see [`lenient`]).
 pub(crate) fn parse_event<'a, T: serde::Deserialize<'a> + Default>(
     event: &'a SseEvent,

@@ -17,22 +17,21 @@ use serde::de::IgnoredAny;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::openai_chat::{FunctionType, result_text};
+use super::openai_chat::{FunctionName, ToolFields, result_text, tool_fields};
 use super::typed::{Flow, Step, TypedDecoder};
 use super::{
-    SseEvent, WireError, declared_tools, lenient, parse_body, parse_event, parse_event_any, provider_error,
+    SseEvent, WireError, body_value, lenient, parse_body, parse_event, parse_event_any, provider_error,
     to_value,
 };
 use crate::model::{
     AssistantTurn, ContentBlock, FinishReason, Message, ModelRequest, Reasoning, Role, Thinking, ToolCall,
-    ToolChoice, TurnDelta,
+    TurnDelta,
 };
-use crate::protocol::native::{NameRule, wire_name};
 
 // ---------------------------------------------------------------------------------------
 // The request
 
-/// A request body.
+/// A request body (its `None` fields are left out: [`body_value`]).
 #[derive(Debug, Serialize)]
 struct ResponsesRequest<'a> {
     model: &'a str,
@@ -40,20 +39,11 @@ struct ResponsesRequest<'a> {
     /// Stateless: the next request carries the turn back.
     store: bool,
     include: [&'static str; 1],
-    /// The protocol's declarations, as they are.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    tools: Option<&'a Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    tool_choice: Option<ToolChoiceParam<'a>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    parallel_tool_calls: Option<bool>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(flatten)]
+    tools: Option<ToolFields<'a, FunctionName<'a>>>,
     max_output_tokens: Option<u32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     temperature: Option<f32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     reasoning: Option<ReasoningParam>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     stream: Option<bool>,
 }
 
@@ -63,18 +53,6 @@ struct ReasoningParam {
     effort: Option<&'static str>,
     /// Summaries are what the API shows of the reasoning.
     summary: &'static str,
-}
-
-/// `"auto"`, `"none"`, `"required"`, or one named function.
-#[derive(Debug, Serialize)]
-#[serde(untagged)]
-enum ToolChoiceParam<'a> {
-    Mode(&'static str),
-    Function {
-        #[serde(rename = "type")]
-        kind: FunctionType,
-        name: Cow<'a, str>,
-    },
 }
 
 /// An input item: a plain message, or a typed item.
@@ -354,32 +332,15 @@ struct FailedEvent {
 // ---------------------------------------------------------------------------------------
 // The codec
 
-fn tool_choice(choice: &ToolChoice) -> ToolChoiceParam<'_> {
-    match choice {
-        ToolChoice::Auto => ToolChoiceParam::Mode("auto"),
-        ToolChoice::None => ToolChoiceParam::Mode("none"),
-        ToolChoice::Required => ToolChoiceParam::Mode("required"),
-        ToolChoice::Tool(name) => ToolChoiceParam::Function {
-            kind: FunctionType::Function,
-            name: wire_name(name, NameRule::Strict),
-        },
-        #[allow(unreachable_patterns)]
-        _ => ToolChoiceParam::Mode("auto"),
-    }
-}
-
 pub(crate) fn request_body(request: &ModelRequest, model: &str, stream: bool) -> Value {
     let prompt = request.tool_prompt.as_deref().filter(|p| !p.is_empty()).map(Message::system);
-    let tools = declared_tools(request);
     let options = &request.options;
     let body = ResponsesRequest {
         model,
         input: input(prompt.iter().chain(&request.messages)),
         store: false,
         include: ["reasoning.encrypted_content"],
-        tools,
-        tool_choice: tools.map(|_| tool_choice(&request.tool_choice)),
-        parallel_tool_calls: tools.and(request.parallel_tool_calls),
+        tools: tool_fields(request, |name| name),
         max_output_tokens: options.max_tokens,
         temperature: options.temperature,
         reasoning: options.thinking.map(|thinking| ReasoningParam {
@@ -391,7 +352,7 @@ pub(crate) fn request_body(request: &ModelRequest, model: &str, stream: bool) ->
         }),
         stream: stream.then_some(true),
     };
-    to_value(&body)
+    body_value(&body)
 }
 
 pub(crate) fn parse_response(body: &Value) -> Result<AssistantTurn, WireError> {
@@ -632,6 +593,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::model::ToolChoice;
     use crate::providers::testing::{decode, events};
     use crate::providers::{Provider, WireFormat};
 
