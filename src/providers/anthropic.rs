@@ -14,8 +14,8 @@ use serde_json::Value;
 
 use super::typed::{Flow, Step, TypedDecoder};
 use super::{
-    SseEvent, WireError, body_value, declared_tools, lenient, parse_body, parse_event, parse_event_any,
-    to_value,
+    SseEvent, WireError, body_value, declared_tools, lenient, missing, parse_body, parse_event,
+    parse_event_any, to_value,
 };
 use crate::ContentPart;
 use crate::model::{
@@ -264,45 +264,16 @@ pub(crate) enum EventKind {
     Other,
 }
 
-/// `content_block_start`.
+/// `content_block_start`: the block it opens is a content block as a response body has
+/// them (a `tool_use` block's input is `{}` from the API; a proxy may send the whole
+/// input here).
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-struct BlockStart<'a> {
+struct BlockStart {
     #[serde(deserialize_with = "lenient::int")]
     index: Option<i64>,
-    #[serde(borrow, deserialize_with = "lenient::object")]
-    content_block: StartBlock<'a>,
-}
-
-/// The block a `content_block_start` opens: its type, and the fields that type has
-/// (`tool_use`: id, name, input; `redacted_thinking`: data; `text`: text).
-#[derive(Debug, Default, Deserialize)]
-#[serde(default)]
-struct StartBlock<'a> {
-    #[serde(rename = "type", deserialize_with = "lenient::tag")]
-    kind: Option<BlockType>,
-    #[serde(borrow, deserialize_with = "lenient::text")]
-    id: Option<Cow<'a, str>>,
-    #[serde(borrow, deserialize_with = "lenient::text")]
-    name: Option<Cow<'a, str>>,
-    /// `{}` from the API; a proxy may send the whole input here.
-    #[serde(deserialize_with = "lenient::json")]
-    input: Option<Value>,
-    #[serde(borrow, deserialize_with = "lenient::text")]
-    data: Option<Cow<'a, str>>,
-    #[serde(borrow, deserialize_with = "lenient::text")]
-    text: Option<Cow<'a, str>>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "snake_case")]
-enum BlockType {
-    Text,
-    Thinking,
-    RedactedThinking,
-    ToolUse,
-    #[serde(other)]
-    Other,
+    #[serde(deserialize_with = "lenient::tagged")]
+    content_block: Option<ResponseBlock>,
 }
 
 /// `content_block_delta`.
@@ -484,9 +455,7 @@ pub(crate) fn parse_response(body: &Value) -> Result<AssistantTurn, WireError> {
     if response.kind == Some(BodyType::Error) {
         return Err(parse_body::<ErrorPayload>(body)?.into_error());
     }
-    let content = response
-        .content
-        .ok_or_else(|| WireError::Shape { what: "response body", reason: "no `content` array".into() })?;
+    let content = response.content.ok_or_else(|| missing("`content` array"))?;
     let mut turn = AssistantTurn::new();
     for block in content {
         match block {
@@ -603,11 +572,10 @@ impl TypedDecoder for EventDecoder {
     fn read(&mut self, kind: Option<EventKind>, event: &SseEvent, deltas: &mut Vec<TurnDelta>) -> Step {
         match kind.unwrap_or(EventKind::Other) {
             EventKind::ContentBlockStart => {
-                let start: BlockStart<'_> = parse_event(event)?;
+                let start: BlockStart = parse_event(event)?;
                 let index = start.index.unwrap_or(-1);
-                let block = start.content_block;
-                match block.kind {
-                    Some(BlockType::ToolUse) => {
+                match start.content_block {
+                    Some(ResponseBlock::ToolUse { id, name, input }) => {
                         let number = self.started;
                         self.started += 1;
                         // A second start at an open index ends the call there first.
@@ -616,27 +584,25 @@ impl TypedDecoder for EventDecoder {
                         }
                         deltas.push(TurnDelta::ToolCallStart {
                             index: number,
-                            id: block.id.unwrap_or_default().into_owned(),
-                            name: block.name.unwrap_or_default().into_owned(),
+                            id: id.unwrap_or_default(),
+                            name: name.unwrap_or_default(),
                         });
                         // The start carries `input: {}`; a proxy that sends the whole
                         // input here sends no deltas.
-                        if let Some(input) =
-                            block.input.filter(|i| i.as_object().is_some_and(|o| !o.is_empty()))
-                        {
+                        if let Some(input) = input.filter(|i| i.as_object().is_some_and(|o| !o.is_empty())) {
                             deltas.push(TurnDelta::ToolCallArguments {
                                 index: number,
                                 fragment: input.to_string(),
                             });
                         }
                     }
-                    Some(BlockType::RedactedThinking) => {
-                        let data = block.data.unwrap_or_default();
+                    Some(ResponseBlock::RedactedThinking { data }) => {
+                        let data = data.unwrap_or_default();
                         deltas.push(TurnDelta::ReasoningBlock(Reasoning::redacted(data)));
                     }
-                    Some(BlockType::Text) => {
-                        if let Some(text) = block.text.filter(|t| !t.is_empty()) {
-                            deltas.push(TurnDelta::Text(text.into_owned()));
+                    Some(ResponseBlock::Text { text }) => {
+                        if let Some(text) = text.filter(|t| !t.is_empty()) {
+                            deltas.push(TurnDelta::Text(text));
                         }
                     }
                     _ => {}

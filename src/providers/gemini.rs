@@ -13,8 +13,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{
-    SseEvent, StreamDecoder, WireError, body_value, declared_tools, lenient, parse_body, parse_event,
-    to_value,
+    SseEvent, StreamDecoder, WireError, body_value, declared_tools, lenient, missing, parse_body,
+    parse_event, to_value,
 };
 use crate::ContentPart;
 use crate::model::{
@@ -375,7 +375,7 @@ pub(crate) fn parse_response(body: &Value) -> Result<AssistantTurn, WireError> {
             turn.finish_reason = Some(FinishReason::ContentFilter);
             return Ok(turn);
         }
-        return Err(WireError::Shape { what: "response body", reason: "no `candidates[0]`".into() });
+        return Err(missing("`candidates[0]`"));
     };
     for part in candidate.content.parts {
         read_part(part, &mut turn);

@@ -287,6 +287,12 @@ pub(crate) fn parse_body<'a, T: serde::Deserialize<'a> + Default>(body: &'a Valu
     lenient::from_value(body).map_err(|e| json_error("response body", &e))
 }
 
+/// The error for a response body without what every response has (`what`: "`content`
+/// array", "`choices[0]`", …).
+pub(crate) fn missing(what: &str) -> WireError {
+    WireError::Shape { what: "response body", reason: format!("no {what}") }
+}
+
 /// A JSON error as a [`WireError`]: text that is not JSON, or JSON the typed payload
 /// cannot take (a key given twice).
 fn json_error(what: &'static str, error: &serde_json::Error) -> WireError {

@@ -15,8 +15,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{
-    SseEvent, StreamDecoder, WireError, body_value, declared_tools, lenient, parse_body, parse_event,
-    provider_error, to_value,
+    SseEvent, StreamDecoder, WireError, body_value, declared_tools, lenient, missing, parse_body,
+    parse_event, provider_error, to_value,
 };
 use crate::ContentPart;
 use crate::model::{
@@ -293,15 +293,8 @@ pub(crate) fn parse_response(body: &Value) -> Result<AssistantTurn, WireError> {
     if let Some(error) = &response.error {
         return Err(provider_error(error));
     }
-    let choice = response
-        .choices
-        .into_iter()
-        .next()
-        .ok_or_else(|| WireError::Shape { what: "response body", reason: "no `choices[0]`".into() })?;
-    let message = choice.message.ok_or_else(|| WireError::Shape {
-        what: "response body",
-        reason: "no `choices[0].message`".into(),
-    })?;
+    let choice = response.choices.into_iter().next().ok_or_else(|| missing("`choices[0]`"))?;
+    let message = choice.message.ok_or_else(|| missing("`choices[0].message`"))?;
     let mut turn = AssistantTurn::new();
     let reasoning = message.reasoning();
     if !reasoning.is_empty() {

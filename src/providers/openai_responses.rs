@@ -20,8 +20,8 @@ use serde_json::{Map, Value};
 use super::openai_chat::{FunctionName, ToolFields, result_text, tool_fields};
 use super::typed::{Flow, Step, TypedDecoder};
 use super::{
-    SseEvent, WireError, body_value, lenient, parse_body, parse_event, parse_event_any, provider_error,
-    to_value,
+    SseEvent, WireError, body_value, lenient, missing, parse_body, parse_event, parse_event_any,
+    provider_error, to_value,
 };
 use crate::model::{
     AssistantTurn, ContentBlock, FinishReason, Message, ModelRequest, Reasoning, Role, Thinking, ToolCall,
@@ -360,9 +360,7 @@ pub(crate) fn parse_response(body: &Value) -> Result<AssistantTurn, WireError> {
     if let Some(error) = &response.error {
         return Err(provider_error(error));
     }
-    let output = response
-        .output
-        .ok_or_else(|| WireError::Shape { what: "response body", reason: "no `output` array".into() })?;
+    let output = response.output.ok_or_else(|| missing("`output` array"))?;
     let mut turn = AssistantTurn::new();
     for item in output {
         match item {
