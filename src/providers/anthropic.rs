@@ -249,19 +249,17 @@ impl ErrorPayload {
 // ---------------------------------------------------------------------------------------
 // The stream's events
 
-/// The event types; others (`ping`, types added later) are skipped.
+/// The event types read; others (`message_start`, `ping`, types added later) are
+/// skipped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub(crate) enum EventKind {
-    MessageStart,
     ContentBlockStart,
     ContentBlockDelta,
     ContentBlockStop,
     MessageDelta,
     MessageStop,
     Error,
-    #[serde(other)]
-    Other,
 }
 
 /// `content_block_start`: the block it opens is a content block as a response body has
@@ -566,11 +564,9 @@ pub(crate) struct EventDecoder {
     started: usize,
 }
 
-impl TypedDecoder for EventDecoder {
-    type Kind = EventKind;
-
-    fn read(&mut self, kind: Option<EventKind>, event: &SseEvent, deltas: &mut Vec<TurnDelta>) -> Step {
-        match kind.unwrap_or(EventKind::Other) {
+impl TypedDecoder<EventKind> for EventDecoder {
+    fn read(&mut self, kind: EventKind, event: &SseEvent, deltas: &mut Vec<TurnDelta>) -> Step {
+        match kind {
             EventKind::ContentBlockStart => {
                 let start: BlockStart = parse_event(event)?;
                 let index = start.index.unwrap_or(-1);
@@ -655,10 +651,6 @@ impl TypedDecoder for EventDecoder {
             EventKind::Error => {
                 let error: ErrorPayload = parse_event(event)?;
                 return Ok(Flow::Failed(error.into_error()));
-            }
-            // `message_start`, `ping`, and event types added later.
-            EventKind::MessageStart | EventKind::Other => {
-                parse_event_any::<IgnoredAny>(event)?;
             }
         }
         Ok(Flow::More)

@@ -220,7 +220,9 @@ impl WireFormat for Provider {
             Provider::OpenAiResponses => {
                 Box::new(typed::TypedEvents::new(openai_responses::EventDecoder::default()))
             }
-            Provider::Anthropic => Box::new(typed::TypedEvents::new(anthropic::EventDecoder::default())),
+            Provider::Anthropic => {
+                Box::new(typed::TypedEvents::new(anthropic::EventDecoder::default()))
+            }
             Provider::Gemini => Box::new(gemini::ChunkDecoder::default()),
         }
     }

@@ -285,8 +285,6 @@ pub(crate) enum EventKind {
     Failed,
     #[serde(rename = "error")]
     Error,
-    #[serde(other)]
-    Other,
 }
 
 /// `response.output_item.added`, `response.output_item.done`.
@@ -479,11 +477,9 @@ impl EventDecoder {
     }
 }
 
-impl TypedDecoder for EventDecoder {
-    type Kind = EventKind;
-
-    fn read(&mut self, kind: Option<EventKind>, event: &SseEvent, deltas: &mut Vec<TurnDelta>) -> Step {
-        match kind.unwrap_or(EventKind::Other) {
+impl TypedDecoder<EventKind> for EventDecoder {
+    fn read(&mut self, kind: EventKind, event: &SseEvent, deltas: &mut Vec<TurnDelta>) -> Step {
+        match kind {
             EventKind::ItemAdded => {
                 let added: ItemEvent = parse_event(event)?;
                 match added.item {
@@ -577,9 +573,6 @@ impl TypedDecoder for EventDecoder {
             EventKind::Error => {
                 let data: Value = parse_event_any(event)?;
                 return Ok(Flow::Failed(provider_error(data.get("error").unwrap_or(&data))));
-            }
-            EventKind::Other => {
-                parse_event_any::<IgnoredAny>(event)?;
             }
         }
         Ok(Flow::More)

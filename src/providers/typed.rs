@@ -1,11 +1,14 @@
 //! Streams whose events are named by type (Anthropic Messages, OpenAI Responses): each
 //! event is read by its type, until the event that ends the stream (its last event, or
-//! an error event), after which nothing more is read.
+//! an error event), after which nothing more is read. An event of a type the decoder
+//! does not know (`ping`, types added later) is skipped, but must still be JSON.
+
+use std::marker::PhantomData;
 
 use serde::Deserialize;
-use serde::de::DeserializeOwned;
+use serde::de::{DeserializeOwned, IgnoredAny};
 
-use super::{SseEvent, StreamDecoder, WireError, lenient, parse_event};
+use super::{SseEvent, StreamDecoder, WireError, lenient, parse_event, parse_event_any};
 use crate::model::TurnDelta;
 
 /// What an event did to the stream.
@@ -23,36 +26,37 @@ pub(crate) enum Flow {
 /// not what its type says (the stream goes on after it).
 pub(crate) type Step = Result<Flow, WireError>;
 
-/// A provider's decoder of typed events.
-pub(crate) trait TypedDecoder: Send {
-    /// The event types the decoder reads (an enum with an `#[serde(other)]` variant).
-    type Kind: DeserializeOwned;
-
-    /// Reads one event of type `kind` (`None`: the event names no type, or one `Kind`
-    /// cannot take); appends the deltas it decides.
-    fn read(&mut self, kind: Option<Self::Kind>, event: &SseEvent, deltas: &mut Vec<TurnDelta>) -> Step;
+/// A provider's decoder of the event types `K` (an enum of the types it reads).
+pub(crate) trait TypedDecoder<K>: Send {
+    /// Reads one event of type `kind`; appends the deltas it decides.
+    fn read(&mut self, kind: K, event: &SseEvent, deltas: &mut Vec<TurnDelta>) -> Step;
 }
 
-/// A [`TypedDecoder`] as a [`StreamDecoder`]: the event's type read, and nothing read
-/// after the stream's end.
+/// A [`TypedDecoder`] as a [`StreamDecoder`]: the event's type read, events of other
+/// types skipped, and nothing read after the stream's end.
 #[derive(Debug)]
-pub(crate) struct TypedEvents<D> {
+pub(crate) struct TypedEvents<D, K> {
     decoder: D,
     done: bool,
+    kinds: PhantomData<fn() -> K>,
 }
 
-impl<D> TypedEvents<D> {
+impl<D, K> TypedEvents<D, K> {
     pub(crate) fn new(decoder: D) -> Self {
-        TypedEvents { decoder, done: false }
+        TypedEvents { decoder, done: false, kinds: PhantomData }
     }
 }
 
-impl<D: TypedDecoder> StreamDecoder for TypedEvents<D> {
+impl<K: DeserializeOwned, D: TypedDecoder<K>> StreamDecoder for TypedEvents<D, K> {
     fn event(&mut self, event: &SseEvent, deltas: &mut Vec<TurnDelta>) -> Result<(), WireError> {
         if self.done {
             return Ok(());
         }
-        match self.decoder.read(event_kind(event)?, event, deltas)? {
+        let Some(kind) = event_kind(event)? else {
+            parse_event_any::<IgnoredAny>(event)?;
+            return Ok(());
+        };
+        match self.decoder.read(kind, event, deltas)? {
             Flow::More => Ok(()),
             Flow::End => {
                 self.done = true;
