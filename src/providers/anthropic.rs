@@ -14,8 +14,8 @@ use serde_json::Value;
 
 use super::typed::{Flow, Step, TypedDecoder};
 use super::{
-    SseEvent, WireError, body_value, declared_tools, lenient, missing, parse_body, parse_event,
-    parse_event_any, to_value,
+    SseEvent, WireError, arguments_object, body_value, declared_tools, lenient, missing, parse_body,
+    parse_event, parse_event_any, to_value,
 };
 use crate::ContentPart;
 use crate::model::{
@@ -382,15 +382,6 @@ fn result_content(block: &ToolResultBlock) -> Vec<ResultBlock<'_>> {
         .collect()
 }
 
-/// A call's arguments as the object `tool_use.input` must be (`{}` for arguments that are
-/// not an object: such a call was answered with an error and never ran).
-fn input_of(call: &ToolCall) -> Value {
-    match call.arguments_json() {
-        Ok(Value::Object(map)) => Value::Object(map),
-        _ => Value::Object(serde_json::Map::new()),
-    }
-}
-
 pub(crate) fn request_body(request: &ModelRequest, model: &str, stream: bool) -> Value {
     let mut system: Vec<Cow<'_, str>> = Vec::new();
     if let Some(prompt) = request.tool_prompt.as_deref().filter(|p| !p.is_empty()) {
@@ -548,7 +539,7 @@ fn assistant_blocks(message: &Message) -> Vec<BlockParam<'_>> {
                 signature: r.signature.as_deref().unwrap_or_default(),
             }),
             ContentBlock::ToolCall(call) => {
-                Some(BlockParam::ToolUse { id: &call.id, name: &call.name, input: input_of(call) })
+                Some(BlockParam::ToolUse { id: &call.id, name: &call.name, input: arguments_object(call) })
             }
             ContentBlock::ToolResult(_) => None,
         })

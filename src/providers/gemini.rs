@@ -13,8 +13,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{
-    SseEvent, StreamDecoder, WireError, body_value, declared_tools, lenient, missing, parse_body,
-    parse_event, to_value,
+    SseEvent, StreamDecoder, WireError, arguments_object, body_value, declared_tools, lenient, missing,
+    parse_body, parse_event, to_value,
 };
 use crate::ContentPart;
 use crate::model::{
@@ -459,10 +459,7 @@ fn model_parts(message: &Message) -> Vec<PartParam<'_>> {
                 function_call: Some(FunctionCallParam {
                     id: (!call.id.is_empty()).then_some(call.id.as_str()),
                     name: &call.name,
-                    args: match call.arguments_json() {
-                        Ok(Value::Object(args)) => Value::Object(args),
-                        _ => Value::Object(serde_json::Map::new()),
-                    },
+                    args: arguments_object(call),
                 }),
                 thought_signature: call.signature.as_deref(),
                 ..PartParam::default()

@@ -220,9 +220,7 @@ impl WireFormat for Provider {
             Provider::OpenAiResponses => {
                 Box::new(typed::TypedEvents::new(openai_responses::EventDecoder::default()))
             }
-            Provider::Anthropic => {
-                Box::new(typed::TypedEvents::new(anthropic::EventDecoder::default()))
-            }
+            Provider::Anthropic => Box::new(typed::TypedEvents::new(anthropic::EventDecoder::default())),
             Provider::Gemini => Box::new(gemini::ChunkDecoder::default()),
         }
     }
@@ -258,6 +256,16 @@ pub(crate) fn to_value(body: &impl serde::Serialize) -> Value {
     // The bodies hold strings, numbers, booleans and JSON values, under string keys:
     // serialising them cannot fail.
     serde_json::to_value(body).unwrap_or(Value::Null)
+}
+
+/// A call's arguments as the object Anthropic's `tool_use.input` and Gemini's
+/// `functionCall.args` must be (`{}` for arguments that are not an object: such a call
+/// was answered with an error and never ran).
+pub(crate) fn arguments_object(call: &crate::model::ToolCall) -> Value {
+    match call.arguments_json() {
+        Ok(Value::Object(map)) => Value::Object(map),
+        _ => Value::Object(serde_json::Map::new()),
+    }
 }
 
 /// A typed request body as the JSON value a [`WireFormat`] gives, its fields that have no
