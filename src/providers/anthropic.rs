@@ -15,7 +15,7 @@ use serde_json::Value;
 use super::typed::{Flow, Step, TypedDecoder};
 use super::{
     SseEvent, WireError, arguments_object, body_value, declared_tools, lenient, missing, parse_body,
-    parse_event, parse_event_any, to_value,
+    parse_event, parse_event_any, system_text, to_value,
 };
 use crate::ContentPart;
 use crate::model::{
@@ -383,11 +383,6 @@ fn result_content(block: &ToolResultBlock) -> Vec<ResultBlock<'_>> {
 }
 
 pub(crate) fn request_body(request: &ModelRequest, model: &str, stream: bool) -> Value {
-    let mut system: Vec<Cow<'_, str>> = Vec::new();
-    if let Some(prompt) = request.tool_prompt.as_deref().filter(|p| !p.is_empty()) {
-        system.push(Cow::Borrowed(prompt));
-    }
-    system.extend(request.messages.iter().filter(|m| m.role == Role::System).map(Message::text));
     let tools = declared_tools(request);
     let body = MessagesRequest {
         model,
@@ -395,7 +390,7 @@ pub(crate) fn request_body(request: &ModelRequest, model: &str, stream: bool) ->
         temperature: request.options.temperature,
         thinking: thinking_budget(request.options.thinking)
             .map(|budget_tokens| ThinkingParam { budget_tokens }),
-        system: (!system.is_empty()).then(|| system.join("\n\n")),
+        system: system_text(request),
         messages: messages(&request.messages),
         tools,
         tool_choice: tools.map(|_| tool_choice(&request.tool_choice, request.parallel_tool_calls)),

@@ -14,7 +14,7 @@ use serde_json::Value;
 
 use super::{
     SseEvent, StreamDecoder, WireError, arguments_object, body_value, declared_tools, lenient, missing,
-    parse_body, parse_event, to_value,
+    parse_body, parse_event, system_text, to_value,
 };
 use crate::ContentPart;
 use crate::model::{
@@ -321,11 +321,6 @@ fn response_of(block: &ToolResultBlock) -> FunctionResult {
 }
 
 pub(crate) fn request_body(request: &ModelRequest) -> Value {
-    let mut system: Vec<Cow<'_, str>> = Vec::new();
-    if let Some(prompt) = request.tool_prompt.as_deref().filter(|p| !p.is_empty()) {
-        system.push(Cow::Borrowed(prompt));
-    }
-    system.extend(request.messages.iter().filter(|m| m.role == Role::System).map(Message::text));
     let tools = declared_tools(request);
     let options = &request.options;
     let thinking_config = options.thinking.map(|thinking| match thinking {
@@ -354,8 +349,7 @@ pub(crate) fn request_body(request: &ModelRequest) -> Value {
             });
     let body = GenerateContentRequest {
         contents: contents(&request.messages),
-        system_instruction: (!system.is_empty())
-            .then(|| SystemInstruction { parts: [TextPart { text: system.join("\n\n") }] }),
+        system_instruction: system_text(request).map(|text| SystemInstruction { parts: [TextPart { text }] }),
         tools,
         tool_config: tools.map(|_| tool_config(&request.tool_choice)),
         generation_config,

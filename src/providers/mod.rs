@@ -258,6 +258,16 @@ pub(crate) fn to_value(body: &impl serde::Serialize) -> Value {
     serde_json::to_value(body).unwrap_or(Value::Null)
 }
 
+/// The system text of an API that takes it apart from the messages (Anthropic, Gemini):
+/// the tool prompt, then the system messages, separated by blank lines (`None` when there
+/// is none).
+pub(crate) fn system_text(request: &ModelRequest) -> Option<String> {
+    let prompt = request.tool_prompt.as_deref().filter(|p| !p.is_empty()).map(std::borrow::Cow::Borrowed);
+    let system = request.messages.iter().filter(|m| m.role == crate::model::Role::System).map(Message::text);
+    let parts: Vec<_> = prompt.into_iter().chain(system).collect();
+    (!parts.is_empty()).then(|| parts.join("\n\n"))
+}
+
 /// A call's arguments as the object Anthropic's `tool_use.input` and Gemini's
 /// `functionCall.args` must be (`{}` for arguments that are not an object: such a call
 /// was answered with an error and never ran).
