@@ -96,25 +96,15 @@ impl ToolCallConfig {
         self
     }
 
-    /// Sets `default_tool_enabled`.
-    #[must_use]
-    pub fn with_default_tool_enabled(mut self, enabled: bool) -> Self {
-        self.default_tool_enabled = enabled;
-        self
-    }
+    setters! {
+        /// Sets `default_tool_enabled`.
+        pub fn with_default_tool_enabled(enabled: bool) { self.default_tool_enabled = enabled }
 
-    /// Sets the protocol id.
-    #[must_use]
-    pub fn with_protocol(mut self, protocol: impl Into<String>) -> Self {
-        self.protocol = Some(protocol.into());
-        self
-    }
+        /// Sets the protocol id.
+        pub fn with_protocol(protocol: impl Into<String>) { self.protocol = Some(protocol.into()) }
 
-    /// Sets `enabled`.
-    #[must_use]
-    pub fn with_enabled(mut self, enabled: bool) -> Self {
-        self.enabled = enabled;
-        self
+        /// Sets `enabled`.
+        pub fn with_enabled(enabled: bool) { self.enabled = enabled }
     }
 
     /// A hash of the settings that change what a prompt holds (`enabled`, toggles,

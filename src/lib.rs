@@ -162,6 +162,33 @@
     )
 )]
 
+/// `Display` for a type that has a name for each value: the name its method `$name`
+/// gives (`as_str`, `id`).
+macro_rules! display_by_name {
+    ($type:ty, $name:ident) => {
+        impl std::fmt::Display for $type {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.$name())
+            }
+        }
+    };
+}
+
+/// Builder setters, each `#[must_use]`: `pub fn name(arg: T) { self.field = value }` is
+/// a method that takes `self` and `arg`, sets `field` to `value` and returns `self`.
+macro_rules! setters {
+    ($($(#[$meta:meta])* $vis:vis fn $method:ident($arg:ident: $ty:ty) { self.$field:ident = $value:expr })*) => {
+        $(
+            $(#[$meta])*
+            #[must_use]
+            $vis fn $method(mut self, $arg: $ty) -> Self {
+                self.$field = $value;
+                self
+            }
+        )*
+    };
+}
+
 // The data that flows between the layers: what a protocol reads out of a reply
 // (requests), what running them gives (results), and where things stand in the text.
 pub mod config;

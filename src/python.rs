@@ -119,27 +119,42 @@ impl Parser<'_> {
         self.ws();
         self.expect(b'(')?;
         let mut args = Map::new();
+        self.items(b')', |p| {
+            let Some(key) = p.ident().map(str::to_string) else {
+                return p.fail("expected a keyword argument (name=value)");
+            };
+            args.insert(key, p.after(b'=')?);
+            Ok(())
+        })?;
+        Ok(PyCall { name, args, span: start..self.pos })
+    }
+
+    /// Reads items with `item` up to `close`, separated by commas (a trailing comma
+    /// allowed).
+    fn items(
+        &mut self,
+        close: u8,
+        mut item: impl FnMut(&mut Self) -> Result<(), PyError>,
+    ) -> Result<(), PyError> {
         loop {
             self.ws();
-            if self.eat(b')') {
-                break;
+            if self.eat(close) {
+                return Ok(());
             }
-            let Some(key) = self.ident().map(str::to_string) else {
-                return self.fail("expected a keyword argument (name=value)");
-            };
+            item(self)?;
             self.ws();
-            self.expect(b'=')?;
-            self.ws();
-            let value = self.value()?;
-            args.insert(key, value);
-            self.ws();
-            if self.eat(b',') {
-                continue;
+            if !self.eat(b',') {
+                return self.expect(close);
             }
-            self.expect(b')')?;
-            break;
         }
-        Ok(PyCall { name, args, span: start..self.pos })
+    }
+
+    /// The value after `separator` (`=` of a keyword argument, `:` of a dict entry).
+    fn after(&mut self, separator: u8) -> Result<Value, PyError> {
+        self.ws();
+        self.expect(separator)?;
+        self.ws();
+        self.value()
     }
 
     fn value(&mut self) -> Result<Value, PyError> {
@@ -166,19 +181,10 @@ impl Parser<'_> {
         self.pos += 1;
         self.depth += 1;
         let mut items = Vec::new();
-        loop {
-            self.ws();
-            if self.eat(close) {
-                break;
-            }
-            items.push(self.value()?);
-            self.ws();
-            if self.eat(b',') {
-                continue;
-            }
-            self.expect(close)?;
-            break;
-        }
+        self.items(close, |p| {
+            items.push(p.value()?);
+            Ok(())
+        })?;
         self.depth -= 1;
         Ok(Value::Array(items))
     }
@@ -187,30 +193,17 @@ impl Parser<'_> {
         self.pos += 1;
         self.depth += 1;
         let mut map = Map::new();
-        loop {
-            self.ws();
-            if self.eat(b'}') {
-                break;
-            }
-            let key = match self.value()? {
+        self.items(b'}', |p| {
+            let key = match p.value()? {
                 Value::String(key) => key,
                 Value::Number(n) => n.to_string(),
                 Value::Bool(b) => b.to_string(),
                 Value::Null => "null".to_string(),
-                _ => return self.fail("a dict key must be a string, number, bool or None"),
+                _ => return p.fail("a dict key must be a string, number, bool or None"),
             };
-            self.ws();
-            self.expect(b':')?;
-            self.ws();
-            let value = self.value()?;
-            map.insert(key, value);
-            self.ws();
-            if self.eat(b',') {
-                continue;
-            }
-            self.expect(b'}')?;
-            break;
-        }
+            map.insert(key, p.after(b':')?);
+            Ok(())
+        })?;
         self.depth -= 1;
         Ok(Value::Object(map))
     }

@@ -157,11 +157,7 @@ impl ErrorKind {
     }
 }
 
-impl std::fmt::Display for ErrorKind {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+display_by_name!(ErrorKind, as_str);
 
 /// The outcome of running one [`ToolRequest`](crate::ToolRequest).
 ///
@@ -218,16 +214,7 @@ impl ToolExecutionResult {
         tool_name: impl Into<String>,
         result: impl Into<String>,
     ) -> Self {
-        ToolExecutionResult {
-            request_id: request_id.into(),
-            tool_name: tool_name.into(),
-            status: ExecutionStatus::Success,
-            result: result.into(),
-            error_kind: None,
-            duration_ms: 0,
-            parts: Vec::new(),
-            calls: Vec::new(),
-        }
+        Self::finished(request_id.into(), tool_name.into(), result.into(), None)
     }
 
     /// A successful result made of `parts`; its text is their rendering, one per line.
@@ -249,12 +236,23 @@ impl ToolExecutionResult {
         kind: ErrorKind,
         message: impl Into<String>,
     ) -> Self {
+        Self::finished(request_id.into(), tool_name.into(), message.into(), Some(kind))
+    }
+
+    /// A result of text: a success, or (with `error_kind`) a failure of that kind.
+    fn finished(
+        request_id: String,
+        tool_name: String,
+        result: String,
+        error_kind: Option<ErrorKind>,
+    ) -> Self {
+        let status = if error_kind.is_some() { ExecutionStatus::Error } else { ExecutionStatus::Success };
         ToolExecutionResult {
-            request_id: request_id.into(),
-            tool_name: tool_name.into(),
-            status: ExecutionStatus::Error,
-            result: message.into(),
-            error_kind: Some(kind),
+            request_id,
+            tool_name,
+            status,
+            result,
+            error_kind,
             duration_ms: 0,
             parts: Vec::new(),
             calls: Vec::new(),

@@ -642,13 +642,7 @@ impl<'e> CycleState<'e> {
             match &event {
                 StreamEvent::Text { text, .. } => self.ctx.emit(|| CycleEvent::Text { text: text.clone() }),
                 StreamEvent::Diagnostic(diagnostic) => {
-                    tracing::debug!(
-                        kind = diagnostic.kind.as_str(),
-                        start = diagnostic.span.start,
-                        end = diagnostic.span.end,
-                        "{}",
-                        diagnostic.message
-                    );
+                    diagnostic.log();
                     self.ctx.emit(|| CycleEvent::Diagnostic { diagnostic: diagnostic.clone() });
                 }
                 StreamEvent::RequestCompleted(request) => {

@@ -189,18 +189,12 @@ impl ExecutionContext {
         self
     }
 
-    /// Sets the conversation id.
-    #[must_use]
-    pub fn with_conversation(mut self, conversation_id: impl Into<String>) -> Self {
-        self.conversation_id = Some(conversation_id.into());
-        self
-    }
+    setters! {
+        /// Sets the conversation id.
+        pub fn with_conversation(conversation_id: impl Into<String>) { self.conversation_id = Some(conversation_id.into()) }
 
-    /// Uses `token` to cancel the cycle.
-    #[must_use]
-    pub fn with_cancel(mut self, token: CancellationToken) -> Self {
-        self.cancel = token;
-        self
+        /// Uses `token` to cancel the cycle.
+        pub fn with_cancel(token: CancellationToken) { self.cancel = token }
     }
 
     /// Calls `observer` with every [`CycleEvent`] of the cycles run with this context,

@@ -48,6 +48,14 @@ impl ContentBlock {
             _ => None,
         }
     }
+
+    /// The call of a tool-call block.
+    pub(crate) fn as_tool_call(&self) -> Option<&ToolCall> {
+        match self {
+            ContentBlock::ToolCall(call) => Some(call),
+            _ => None,
+        }
+    }
 }
 
 /// Reasoning (thinking) the model wrote before or between its answers.

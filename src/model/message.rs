@@ -52,11 +52,7 @@ impl Role {
     }
 }
 
-impl std::fmt::Display for Role {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+display_by_name!(Role, as_str);
 
 /// A role name that [`Role::from_str`] does not know.
 ///
@@ -211,10 +207,7 @@ impl Message {
 
     /// The native tool calls among the blocks.
     pub fn tool_calls(&self) -> impl Iterator<Item = &ToolCall> {
-        self.content.iter().filter_map(|block| match block {
-            ContentBlock::ToolCall(call) => Some(call),
-            _ => None,
-        })
+        self.content.iter().filter_map(ContentBlock::as_tool_call)
     }
 
     /// Whether a tool request was recorded on this message.

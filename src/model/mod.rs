@@ -44,4 +44,5 @@ pub use profile::{
     FallbackProtocol, ModelCapabilities, ModelProfiles, ProfileError, TEXT_PROTOCOL_IDS, ThinkingStyle,
 };
 pub use request::{ModelRequest, ToolChoice};
+pub(crate) use turn::blocks_into_deltas;
 pub use turn::{AssistantTurn, FinishReason};

@@ -118,39 +118,21 @@ pub struct RequestOptions {
 }
 
 impl RequestOptions {
-    /// Sets [`thinking`](Self::thinking).
-    #[must_use]
-    pub fn thinking(mut self, thinking: Thinking) -> Self {
-        self.thinking = Some(thinking);
-        self
-    }
+    setters! {
+        /// Sets [`thinking`](Self::thinking).
+        pub fn thinking(thinking: Thinking) { self.thinking = Some(thinking) }
 
-    /// Sets [`stream`](Self::stream).
-    #[must_use]
-    pub fn stream(mut self, on: bool) -> Self {
-        self.stream = Some(on);
-        self
-    }
+        /// Sets [`stream`](Self::stream).
+        pub fn stream(on: bool) { self.stream = Some(on) }
 
-    /// Sets [`max_tokens`](Self::max_tokens).
-    #[must_use]
-    pub fn max_tokens(mut self, tokens: u32) -> Self {
-        self.max_tokens = Some(tokens);
-        self
-    }
+        /// Sets [`max_tokens`](Self::max_tokens).
+        pub fn max_tokens(tokens: u32) { self.max_tokens = Some(tokens) }
 
-    /// Sets [`temperature`](Self::temperature).
-    #[must_use]
-    pub fn temperature(mut self, temperature: f32) -> Self {
-        self.temperature = Some(temperature);
-        self
-    }
+        /// Sets [`temperature`](Self::temperature).
+        pub fn temperature(temperature: f32) { self.temperature = Some(temperature) }
 
-    /// Sets [`timeout`](Self::timeout).
-    #[must_use]
-    pub fn timeout(mut self, timeout: Duration) -> Self {
-        self.timeout = Some(timeout);
-        self
+        /// Sets [`timeout`](Self::timeout).
+        pub fn timeout(timeout: Duration) { self.timeout = Some(timeout) }
     }
 
     /// These options, with the unset ones taken from `defaults`.

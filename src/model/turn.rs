@@ -47,11 +47,7 @@ impl FinishReason {
     }
 }
 
-impl std::fmt::Display for FinishReason {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+display_by_name!(FinishReason, as_str);
 
 /// What a model returned for one turn: text, reasoning and native tool calls, in the
 /// order it wrote them.
@@ -167,10 +163,7 @@ impl AssistantTurn {
 
     /// The native tool calls, in order.
     pub fn tool_calls(&self) -> impl Iterator<Item = &ToolCall> {
-        self.content.iter().filter_map(|block| match block {
-            ContentBlock::ToolCall(call) => Some(call),
-            _ => None,
-        })
+        self.content.iter().filter_map(ContentBlock::as_tool_call)
     }
 
     /// The reasoning blocks, in order.
@@ -196,41 +189,52 @@ impl AssistantTurn {
     /// ```
     pub fn into_deltas(self) -> Vec<TurnDelta> {
         let mut deltas = Vec::with_capacity(self.content.len() + 1);
-        let mut calls = 0;
-        for block in self.content {
-            match block {
-                ContentBlock::Text { text } => deltas.push(TurnDelta::Text(text)),
-                ContentBlock::Reasoning(reasoning) if reasoning.redacted || reasoning.text.is_empty() => {
-                    deltas.push(TurnDelta::ReasoningBlock(reasoning));
-                }
-                ContentBlock::Reasoning(reasoning) => {
-                    deltas.push(TurnDelta::Reasoning(reasoning.text));
-                    if let Some(signature) = reasoning.signature {
-                        deltas.push(TurnDelta::ReasoningSignature(signature));
-                    }
-                }
-                ContentBlock::ToolCall(call) => {
-                    let index = calls;
-                    calls += 1;
-                    deltas.push(TurnDelta::ToolCallStart { index, id: call.id, name: call.name });
-                    if let Some(signature) = call.signature {
-                        deltas.push(TurnDelta::ToolCallSignature { index, signature });
-                    }
-                    deltas.push(TurnDelta::ToolCallArguments { index, fragment: call.arguments });
-                    if call.incomplete {
-                        deltas.push(TurnDelta::ToolCallIncomplete { index });
-                    }
-                    deltas.push(TurnDelta::ToolCallEnd { index });
-                }
-                // A result has no place in an assistant turn; nothing to stream.
-                ContentBlock::ToolResult(_) => {}
-            }
-        }
+        blocks_into_deltas(self.content, 0, &mut deltas);
         if let Some(reason) = self.finish_reason {
             deltas.push(TurnDelta::Finish(reason));
         }
         deltas
     }
+}
+
+/// `content` as the deltas that stream it, appended to `deltas`, its calls numbered from
+/// `first_call`; returns how many calls it holds.
+pub(crate) fn blocks_into_deltas(
+    content: Vec<ContentBlock>,
+    first_call: usize,
+    deltas: &mut Vec<TurnDelta>,
+) -> usize {
+    let mut calls = 0;
+    for block in content {
+        match block {
+            ContentBlock::Text { text } => deltas.push(TurnDelta::Text(text)),
+            ContentBlock::Reasoning(reasoning) if reasoning.redacted || reasoning.text.is_empty() => {
+                deltas.push(TurnDelta::ReasoningBlock(reasoning));
+            }
+            ContentBlock::Reasoning(reasoning) => {
+                deltas.push(TurnDelta::Reasoning(reasoning.text));
+                if let Some(signature) = reasoning.signature {
+                    deltas.push(TurnDelta::ReasoningSignature(signature));
+                }
+            }
+            ContentBlock::ToolCall(call) => {
+                let index = first_call + calls;
+                calls += 1;
+                deltas.push(TurnDelta::ToolCallStart { index, id: call.id, name: call.name });
+                if let Some(signature) = call.signature {
+                    deltas.push(TurnDelta::ToolCallSignature { index, signature });
+                }
+                deltas.push(TurnDelta::ToolCallArguments { index, fragment: call.arguments });
+                if call.incomplete {
+                    deltas.push(TurnDelta::ToolCallIncomplete { index });
+                }
+                deltas.push(TurnDelta::ToolCallEnd { index });
+            }
+            // A result has no place in an assistant turn; nothing to stream.
+            ContentBlock::ToolResult(_) => {}
+        }
+    }
+    calls
 }
 
 /// The text blocks of `content` joined without separator.

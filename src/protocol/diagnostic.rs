@@ -71,11 +71,7 @@ impl DiagnosticKind {
     }
 }
 
-impl std::fmt::Display for DiagnosticKind {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+display_by_name!(DiagnosticKind, as_str);
 
 /// One thing a parser noticed, with where it stands in the input.
 ///
@@ -105,6 +101,17 @@ impl Diagnostic {
     /// A diagnostic of `kind` over `span`.
     pub fn new(kind: DiagnosticKind, message: impl Into<String>, span: Span) -> Self {
         Diagnostic { kind, message: message.into(), span }
+    }
+
+    /// Logs the diagnostic (at `debug`).
+    pub(crate) fn log(&self) {
+        tracing::debug!(
+            kind = self.kind.as_str(),
+            start = self.span.start,
+            end = self.span.end,
+            "{}",
+            self.message
+        );
     }
 }
 

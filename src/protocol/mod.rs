@@ -230,3 +230,16 @@ pub trait ToolCallingProtocol: Send + Sync {
     /// matched to each call by id.
     fn result_messages(&self, results: &[ToolExecutionResult], turn: &TurnState) -> Vec<Message>;
 }
+
+/// What kind of JSON value `value` is ("a number", "an array", …), for messages to the
+/// model.
+pub(crate) fn json_kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}

@@ -92,18 +92,12 @@ impl ParseOutcome {
         ParseOutcome { requests, diagnostics, normal_text: String::new(), state: TurnState::default() }
     }
 
-    /// Sets [`normal_text`](Self::normal_text).
-    #[must_use]
-    pub fn with_normal_text(mut self, normal_text: impl Into<String>) -> Self {
-        self.normal_text = normal_text.into();
-        self
-    }
+    setters! {
+        /// Sets [`normal_text`](Self::normal_text).
+        pub fn with_normal_text(normal_text: impl Into<String>) { self.normal_text = normal_text.into() }
 
-    /// Sets [`state`](Self::state).
-    #[must_use]
-    pub fn with_state(mut self, state: TurnState) -> Self {
-        self.state = state;
-        self
+        /// Sets [`state`](Self::state).
+        pub fn with_state(state: TurnState) { self.state = state }
     }
 
     /// Whether any request (complete or not) was found.

@@ -12,9 +12,10 @@ use serde::de::IgnoredAny;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::typed::{Flow, Step, TypedDecoder};
 use super::{
-    SseEvent, StreamDecoder, WireError, declared_tools, lenient, parse_body, parse_event, parse_event_any,
-    to_value,
+    SseEvent, WireError, arguments_object, body_value, declared_tools, lenient, missing, parse_body,
+    parse_event, parse_event_any, system_text, to_value,
 };
 use crate::ContentPart;
 use crate::model::{
@@ -34,24 +35,18 @@ const DEFAULT_THINKING_BUDGET: u32 = 2_048;
 // ---------------------------------------------------------------------------------------
 // The request
 
-/// A request body.
+/// A request body (its `None` fields are left out: [`body_value`]).
 #[derive(Debug, Serialize)]
 struct MessagesRequest<'a> {
     model: &'a str,
     max_tokens: u32,
-    #[serde(skip_serializing_if = "Option::is_none")]
     temperature: Option<f32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     thinking: Option<ThinkingParam>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     system: Option<String>,
     messages: Vec<MessageParam<'a>>,
     /// The protocol's declarations, as they are.
-    #[serde(skip_serializing_if = "Option::is_none")]
     tools: Option<&'a Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     tool_choice: Option<ToolChoiceParam<'a>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     stream: Option<bool>,
 }
 
@@ -254,68 +249,29 @@ impl ErrorPayload {
 // ---------------------------------------------------------------------------------------
 // The stream's events
 
-/// The event types; others (`ping`, types added later) are skipped.
+/// The event types read; others (`message_start`, `ping`, types added later) are
+/// skipped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]
-enum EventKind {
-    MessageStart,
+pub(crate) enum EventKind {
     ContentBlockStart,
     ContentBlockDelta,
     ContentBlockStop,
     MessageDelta,
     MessageStop,
     Error,
-    #[serde(other)]
-    Other,
 }
 
-/// An event's `type`, for events sent without an `event:` name.
+/// `content_block_start`: the block it opens is a content block as a response body has
+/// them (a `tool_use` block's input is `{}` from the API; a proxy may send the whole
+/// input here).
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-struct Typed {
-    #[serde(rename = "type", deserialize_with = "lenient::tag")]
-    kind: Option<EventKind>,
-}
-
-/// `content_block_start`.
-#[derive(Debug, Default, Deserialize)]
-#[serde(default)]
-struct BlockStart<'a> {
+struct BlockStart {
     #[serde(deserialize_with = "lenient::int")]
     index: Option<i64>,
-    #[serde(borrow, deserialize_with = "lenient::object")]
-    content_block: StartBlock<'a>,
-}
-
-/// The block a `content_block_start` opens: its type, and the fields that type has
-/// (`tool_use`: id, name, input; `redacted_thinking`: data; `text`: text).
-#[derive(Debug, Default, Deserialize)]
-#[serde(default)]
-struct StartBlock<'a> {
-    #[serde(rename = "type", deserialize_with = "lenient::tag")]
-    kind: Option<BlockType>,
-    #[serde(borrow, deserialize_with = "lenient::text")]
-    id: Option<Cow<'a, str>>,
-    #[serde(borrow, deserialize_with = "lenient::text")]
-    name: Option<Cow<'a, str>>,
-    /// `{}` from the API; a proxy may send the whole input here.
-    #[serde(deserialize_with = "lenient::json")]
-    input: Option<Value>,
-    #[serde(borrow, deserialize_with = "lenient::text")]
-    data: Option<Cow<'a, str>>,
-    #[serde(borrow, deserialize_with = "lenient::text")]
-    text: Option<Cow<'a, str>>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "snake_case")]
-enum BlockType {
-    Text,
-    Thinking,
-    RedactedThinking,
-    ToolUse,
-    #[serde(other)]
-    Other,
+    #[serde(deserialize_with = "lenient::tagged")]
+    content_block: Option<ResponseBlock>,
 }
 
 /// `content_block_delta`.
@@ -426,21 +382,7 @@ fn result_content(block: &ToolResultBlock) -> Vec<ResultBlock<'_>> {
         .collect()
 }
 
-/// A call's arguments as the object `tool_use.input` must be (`{}` for arguments that are
-/// not an object: such a call was answered with an error and never ran).
-fn input_of(call: &ToolCall) -> Value {
-    match call.arguments_json() {
-        Ok(Value::Object(map)) => Value::Object(map),
-        _ => Value::Object(serde_json::Map::new()),
-    }
-}
-
 pub(crate) fn request_body(request: &ModelRequest, model: &str, stream: bool) -> Value {
-    let mut system: Vec<Cow<'_, str>> = Vec::new();
-    if let Some(prompt) = request.tool_prompt.as_deref().filter(|p| !p.is_empty()) {
-        system.push(Cow::Borrowed(prompt));
-    }
-    system.extend(request.messages.iter().filter(|m| m.role == Role::System).map(Message::text));
     let tools = declared_tools(request);
     let body = MessagesRequest {
         model,
@@ -448,13 +390,13 @@ pub(crate) fn request_body(request: &ModelRequest, model: &str, stream: bool) ->
         temperature: request.options.temperature,
         thinking: thinking_budget(request.options.thinking)
             .map(|budget_tokens| ThinkingParam { budget_tokens }),
-        system: (!system.is_empty()).then(|| system.join("\n\n")),
+        system: system_text(request),
         messages: messages(&request.messages),
         tools,
         tool_choice: tools.map(|_| tool_choice(&request.tool_choice, request.parallel_tool_calls)),
         stream: stream.then_some(true),
     };
-    to_value(&body)
+    body_value(&body)
 }
 
 /// Anthropic's rules with thinking: a budget of at least 1,024 tokens, below
@@ -497,9 +439,7 @@ pub(crate) fn parse_response(body: &Value) -> Result<AssistantTurn, WireError> {
     if response.kind == Some(BodyType::Error) {
         return Err(parse_body::<ErrorPayload>(body)?.into_error());
     }
-    let content = response
-        .content
-        .ok_or_else(|| WireError::Shape { what: "response body", reason: "no `content` array".into() })?;
+    let content = response.content.ok_or_else(|| missing("`content` array"))?;
     let mut turn = AssistantTurn::new();
     for block in content {
         match block {
@@ -594,7 +534,7 @@ fn assistant_blocks(message: &Message) -> Vec<BlockParam<'_>> {
                 signature: r.signature.as_deref().unwrap_or_default(),
             }),
             ContentBlock::ToolCall(call) => {
-                Some(BlockParam::ToolUse { id: &call.id, name: &call.name, input: input_of(call) })
+                Some(BlockParam::ToolUse { id: &call.id, name: &call.name, input: arguments_object(call) })
             }
             ContentBlock::ToolResult(_) => None,
         })
@@ -608,26 +548,16 @@ pub(crate) struct EventDecoder {
     calls: HashMap<i64, usize>,
     /// Calls started so far.
     started: usize,
-    done: bool,
 }
 
-impl StreamDecoder for EventDecoder {
-    fn event(&mut self, event: &SseEvent, deltas: &mut Vec<TurnDelta>) -> Result<(), WireError> {
-        if self.done {
-            return Ok(());
-        }
-        // The `event:` name, else the payload's `type`.
-        let kind = match event.event.as_deref() {
-            Some(name) => lenient::variant(name).unwrap_or(EventKind::Other),
-            None => parse_event::<Typed>(event)?.kind.unwrap_or(EventKind::Other),
-        };
+impl TypedDecoder<EventKind> for EventDecoder {
+    fn read(&mut self, kind: EventKind, event: &SseEvent, deltas: &mut Vec<TurnDelta>) -> Step {
         match kind {
             EventKind::ContentBlockStart => {
-                let start: BlockStart<'_> = parse_event(event)?;
+                let start: BlockStart = parse_event(event)?;
                 let index = start.index.unwrap_or(-1);
-                let block = start.content_block;
-                match block.kind {
-                    Some(BlockType::ToolUse) => {
+                match start.content_block {
+                    Some(ResponseBlock::ToolUse { id, name, input }) => {
                         let number = self.started;
                         self.started += 1;
                         // A second start at an open index ends the call there first.
@@ -636,27 +566,25 @@ impl StreamDecoder for EventDecoder {
                         }
                         deltas.push(TurnDelta::ToolCallStart {
                             index: number,
-                            id: block.id.unwrap_or_default().into_owned(),
-                            name: block.name.unwrap_or_default().into_owned(),
+                            id: id.unwrap_or_default(),
+                            name: name.unwrap_or_default(),
                         });
                         // The start carries `input: {}`; a proxy that sends the whole
                         // input here sends no deltas.
-                        if let Some(input) =
-                            block.input.filter(|i| i.as_object().is_some_and(|o| !o.is_empty()))
-                        {
+                        if let Some(input) = input.filter(|i| i.as_object().is_some_and(|o| !o.is_empty())) {
                             deltas.push(TurnDelta::ToolCallArguments {
                                 index: number,
                                 fragment: input.to_string(),
                             });
                         }
                     }
-                    Some(BlockType::RedactedThinking) => {
-                        let data = block.data.unwrap_or_default();
+                    Some(ResponseBlock::RedactedThinking { data }) => {
+                        let data = data.unwrap_or_default();
                         deltas.push(TurnDelta::ReasoningBlock(Reasoning::redacted(data)));
                     }
-                    Some(BlockType::Text) => {
-                        if let Some(text) = block.text.filter(|t| !t.is_empty()) {
-                            deltas.push(TurnDelta::Text(text.into_owned()));
+                    Some(ResponseBlock::Text { text }) => {
+                        if let Some(text) = text.filter(|t| !t.is_empty()) {
+                            deltas.push(TurnDelta::Text(text));
                         }
                     }
                     _ => {}
@@ -704,23 +632,14 @@ impl StreamDecoder for EventDecoder {
             }
             EventKind::MessageStop => {
                 parse_event_any::<IgnoredAny>(event)?;
-                self.done = true;
+                return Ok(Flow::End);
             }
             EventKind::Error => {
                 let error: ErrorPayload = parse_event(event)?;
-                self.done = true;
-                return Err(error.into_error());
-            }
-            // `message_start`, `ping`, and event types added later.
-            EventKind::MessageStart | EventKind::Other => {
-                parse_event_any::<IgnoredAny>(event)?;
+                return Ok(Flow::Failed(error.into_error()));
             }
         }
-        Ok(())
-    }
-
-    fn finish(&mut self, _deltas: &mut Vec<TurnDelta>) {
-        self.done = true;
+        Ok(Flow::More)
     }
 }
 

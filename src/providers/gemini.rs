@@ -12,30 +12,29 @@ use std::collections::HashSet;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{SseEvent, StreamDecoder, WireError, declared_tools, lenient, parse_body, parse_event, to_value};
+use super::{
+    SseEvent, StreamDecoder, WireError, arguments_object, body_value, declared_tools, lenient, missing,
+    parse_body, parse_event, system_text, to_value,
+};
 use crate::ContentPart;
 use crate::model::{
     AssistantTurn, ContentBlock, Effort, FinishReason, Message, ModelRequest, Reasoning, Role, Thinking,
-    ToolCall, ToolChoice, ToolResultBlock, TurnDelta,
+    ToolCall, ToolChoice, ToolResultBlock, TurnDelta, blocks_into_deltas,
 };
 use crate::protocol::native::{NameRule, wire_name};
 
 // ---------------------------------------------------------------------------------------
 // The request
 
-/// A request body.
+/// A request body (its `None` fields are left out: [`body_value`]).
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 struct GenerateContentRequest<'a> {
     contents: Vec<Content<'a>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     system_instruction: Option<SystemInstruction>,
     /// The protocol's declarations, as they are.
-    #[serde(skip_serializing_if = "Option::is_none")]
     tools: Option<&'a Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     tool_config: Option<ToolConfig<'a>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     generation_config: Option<GenerationConfig>,
 }
 
@@ -322,11 +321,6 @@ fn response_of(block: &ToolResultBlock) -> FunctionResult {
 }
 
 pub(crate) fn request_body(request: &ModelRequest) -> Value {
-    let mut system: Vec<Cow<'_, str>> = Vec::new();
-    if let Some(prompt) = request.tool_prompt.as_deref().filter(|p| !p.is_empty()) {
-        system.push(Cow::Borrowed(prompt));
-    }
-    system.extend(request.messages.iter().filter(|m| m.role == Role::System).map(Message::text));
     let tools = declared_tools(request);
     let options = &request.options;
     let thinking_config = options.thinking.map(|thinking| match thinking {
@@ -355,13 +349,12 @@ pub(crate) fn request_body(request: &ModelRequest) -> Value {
             });
     let body = GenerateContentRequest {
         contents: contents(&request.messages),
-        system_instruction: (!system.is_empty())
-            .then(|| SystemInstruction { parts: [TextPart { text: system.join("\n\n") }] }),
+        system_instruction: system_text(request).map(|text| SystemInstruction { parts: [TextPart { text }] }),
         tools,
         tool_config: tools.map(|_| tool_config(&request.tool_choice)),
         generation_config,
     };
-    to_value(&body)
+    body_value(&body)
 }
 
 pub(crate) fn parse_response(body: &Value) -> Result<AssistantTurn, WireError> {
@@ -376,7 +369,7 @@ pub(crate) fn parse_response(body: &Value) -> Result<AssistantTurn, WireError> {
             turn.finish_reason = Some(FinishReason::ContentFilter);
             return Ok(turn);
         }
-        return Err(WireError::Shape { what: "response body", reason: "no `candidates[0]`".into() });
+        return Err(missing("`candidates[0]`"));
     };
     for part in candidate.content.parts {
         read_part(part, &mut turn);
@@ -460,10 +453,7 @@ fn model_parts(message: &Message) -> Vec<PartParam<'_>> {
                 function_call: Some(FunctionCallParam {
                     id: (!call.id.is_empty()).then_some(call.id.as_str()),
                     name: &call.name,
-                    args: match call.arguments_json() {
-                        Ok(Value::Object(args)) => Value::Object(args),
-                        _ => Value::Object(serde_json::Map::new()),
-                    },
+                    args: arguments_object(call),
                 }),
                 thought_signature: call.signature.as_deref(),
                 ..PartParam::default()
@@ -494,32 +484,7 @@ impl StreamDecoder for ChunkDecoder {
         for part in candidate.content.parts {
             let mut turn = AssistantTurn::new();
             read_part(part, &mut turn);
-            for block in turn.content {
-                match block {
-                    ContentBlock::Text { text } => deltas.push(TurnDelta::Text(text)),
-                    // A signature on a text part stands apart from any reasoning.
-                    ContentBlock::Reasoning(reasoning) if reasoning.text.is_empty() => {
-                        deltas.push(TurnDelta::ReasoningBlock(reasoning));
-                    }
-                    ContentBlock::Reasoning(reasoning) => {
-                        deltas.push(TurnDelta::Reasoning(reasoning.text));
-                        if let Some(signature) = reasoning.signature {
-                            deltas.push(TurnDelta::ReasoningSignature(signature));
-                        }
-                    }
-                    ContentBlock::ToolCall(call) => {
-                        let index = self.calls;
-                        self.calls += 1;
-                        deltas.push(TurnDelta::ToolCallStart { index, id: call.id, name: call.name });
-                        if let Some(signature) = call.signature {
-                            deltas.push(TurnDelta::ToolCallSignature { index, signature });
-                        }
-                        deltas.push(TurnDelta::ToolCallArguments { index, fragment: call.arguments });
-                        deltas.push(TurnDelta::ToolCallEnd { index });
-                    }
-                    ContentBlock::ToolResult(_) => {}
-                }
-            }
+            self.calls += blocks_into_deltas(turn.content, self.calls, deltas);
         }
         if let Some(reason) = candidate.finish_reason {
             self.finish = Some(reason);

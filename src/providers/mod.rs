@@ -43,6 +43,7 @@ mod provider;
 mod retry;
 mod sse;
 mod stream;
+mod typed;
 
 use serde_json::Value;
 
@@ -216,8 +217,10 @@ impl WireFormat for Provider {
     fn stream_decoder(&self) -> Box<dyn StreamDecoder> {
         match self {
             Provider::OpenAiChat => Box::new(openai_chat::ChunkDecoder::default()),
-            Provider::OpenAiResponses => Box::new(openai_responses::EventDecoder::default()),
-            Provider::Anthropic => Box::new(anthropic::EventDecoder::default()),
+            Provider::OpenAiResponses => {
+                Box::new(typed::TypedEvents::new(openai_responses::EventDecoder::default()))
+            }
+            Provider::Anthropic => Box::new(typed::TypedEvents::new(anthropic::EventDecoder::default())),
             Provider::Gemini => Box::new(gemini::ChunkDecoder::default()),
         }
     }
@@ -255,6 +258,37 @@ pub(crate) fn to_value(body: &impl serde::Serialize) -> Value {
     serde_json::to_value(body).unwrap_or(Value::Null)
 }
 
+/// The system text of an API that takes it apart from the messages (Anthropic, Gemini):
+/// the tool prompt, then the system messages, separated by blank lines (`None` when there
+/// is none).
+pub(crate) fn system_text(request: &ModelRequest) -> Option<String> {
+    let prompt = request.tool_prompt.as_deref().filter(|p| !p.is_empty()).map(std::borrow::Cow::Borrowed);
+    let system = request.messages.iter().filter(|m| m.role == crate::model::Role::System).map(Message::text);
+    let parts: Vec<_> = prompt.into_iter().chain(system).collect();
+    (!parts.is_empty()).then(|| parts.join("\n\n"))
+}
+
+/// A call's arguments as the object Anthropic's `tool_use.input` and Gemini's
+/// `functionCall.args` must be (`{}` for arguments that are not an object: such a call
+/// was answered with an error and never ran).
+pub(crate) fn arguments_object(call: &crate::model::ToolCall) -> Value {
+    match call.arguments_json() {
+        Ok(Value::Object(map)) => Value::Object(map),
+        _ => Value::Object(serde_json::Map::new()),
+    }
+}
+
+/// A typed request body as the JSON value a [`WireFormat`] gives, its fields that have no
+/// value (`None`) left out: every API takes an absent field as "not set", where some
+/// refuse a `null`.
+pub(crate) fn body_value(body: &impl serde::Serialize) -> Value {
+    let mut value = to_value(body);
+    if let Value::Object(fields) = &mut value {
+        fields.retain(|_, field| !field.is_null());
+    }
+    value
+}
+
 /// An event's payload, read as `T` (see [`lenient`]).
 pub(crate) fn parse_event<'a, T: serde::Deserialize<'a> + Default>(
     event: &'a SseEvent,
@@ -271,6 +305,12 @@ pub(crate) fn parse_event_any<'a, T: serde::Deserialize<'a>>(event: &'a SseEvent
 /// A response body, read as `T` (see [`lenient`]).
 pub(crate) fn parse_body<'a, T: serde::Deserialize<'a> + Default>(body: &'a Value) -> Result<T, WireError> {
     lenient::from_value(body).map_err(|e| json_error("response body", &e))
+}
+
+/// The error for a response body without what every response has (`what`: "`content`
+/// array", "`choices[0]`", …).
+pub(crate) fn missing(what: &str) -> WireError {
+    WireError::Shape { what: "response body", reason: format!("no {what}") }
 }
 
 /// A JSON error as a [`WireError`]: text that is not JSON, or JSON the typed payload

@@ -15,8 +15,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{
-    SseEvent, StreamDecoder, WireError, declared_tools, lenient, parse_body, parse_event, provider_error,
-    to_value,
+    SseEvent, StreamDecoder, WireError, body_value, declared_tools, lenient, missing, parse_body,
+    parse_event, provider_error, to_value,
 };
 use crate::ContentPart;
 use crate::model::{
@@ -28,30 +28,19 @@ use crate::protocol::native::{NameRule, wire_name};
 // ---------------------------------------------------------------------------------------
 // The request
 
-/// A request body.
+/// A request body (its `None` fields are left out: [`body_value`]).
 #[derive(Debug, Serialize)]
 struct ChatRequest<'a> {
     model: &'a str,
     messages: Vec<ChatMessage<'a>>,
-    /// The protocol's declarations, as they are.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    tools: Option<&'a Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    tool_choice: Option<ChatToolChoice<'a>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    parallel_tool_calls: Option<bool>,
+    #[serde(flatten)]
+    tools: Option<ToolFields<'a, ChatFunctionChoice<'a>>>,
     /// What reasoning models take instead of `max_tokens`.
-    #[serde(skip_serializing_if = "Option::is_none")]
     max_completion_tokens: Option<u32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     max_tokens: Option<u32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     temperature: Option<f32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     reasoning_effort: Option<&'static str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     stream: Option<bool>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     stream_options: Option<StreamOptions>,
 }
 
@@ -109,21 +98,39 @@ struct ChatFunction<'a> {
     arguments: &'a str,
 }
 
-/// `"auto"`, `"none"`, `"required"`, or one named function.
+/// The tool fields of both OpenAI APIs' requests: the protocol's declarations, as they
+/// are, and with them the tool choice and whether calls may run in parallel.
+#[derive(Debug, Serialize)]
+pub(super) struct ToolFields<'a, F> {
+    tools: &'a Value,
+    tool_choice: ToolChoiceParam<F>,
+    parallel_tool_calls: Option<bool>,
+}
+
+/// `"auto"`, `"none"`, `"required"`, or one named function (`F`: how the API names it).
 #[derive(Debug, Serialize)]
 #[serde(untagged)]
-enum ChatToolChoice<'a> {
+pub(super) enum ToolChoiceParam<F> {
     Mode(&'static str),
     Function {
         #[serde(rename = "type")]
         kind: FunctionType,
-        function: FunctionName<'a>,
+        #[serde(flatten)]
+        function: F,
     },
 }
 
+/// `{"name": …}`: the function a tool choice names (Responses), or its `function` field
+/// (Chat Completions).
 #[derive(Debug, Serialize)]
-struct FunctionName<'a> {
+pub(super) struct FunctionName<'a> {
     name: Cow<'a, str>,
+}
+
+/// Chat Completions names a chosen function as `"function": {"name": …}`.
+#[derive(Debug, Serialize)]
+struct ChatFunctionChoice<'a> {
+    function: FunctionName<'a>,
 }
 
 // ---------------------------------------------------------------------------------------
@@ -235,26 +242,31 @@ pub(crate) fn result_text(block: &ToolResultBlock) -> String {
     block.content.iter().map(ContentPart::render_text).collect::<Vec<_>>().join("\n")
 }
 
-/// The `tool_choice` value.
-fn tool_choice(choice: &ToolChoice) -> ChatToolChoice<'_> {
-    match choice {
-        ToolChoice::Auto => ChatToolChoice::Mode("auto"),
-        ToolChoice::None => ChatToolChoice::Mode("none"),
-        ToolChoice::Required => ChatToolChoice::Mode("required"),
-        ToolChoice::Tool(name) => ChatToolChoice::Function {
+/// The tool fields of `request` (none without declared tools), a chosen function named
+/// as `function` writes it.
+pub(super) fn tool_fields<'a, F>(
+    request: &'a ModelRequest,
+    function: impl FnOnce(FunctionName<'a>) -> F,
+) -> Option<ToolFields<'a, F>> {
+    let tools = declared_tools(request)?;
+    let tool_choice = match &request.tool_choice {
+        ToolChoice::Auto => ToolChoiceParam::Mode("auto"),
+        ToolChoice::None => ToolChoiceParam::Mode("none"),
+        ToolChoice::Required => ToolChoiceParam::Mode("required"),
+        ToolChoice::Tool(name) => ToolChoiceParam::Function {
             kind: FunctionType::Function,
-            function: FunctionName { name: wire_name(name, NameRule::Strict) },
+            function: function(FunctionName { name: wire_name(name, NameRule::Strict) }),
         },
         // A future choice this version does not know: let the model decide.
         #[allow(unreachable_patterns)]
-        _ => ChatToolChoice::Mode("auto"),
-    }
+        _ => ToolChoiceParam::Mode("auto"),
+    };
+    Some(ToolFields { tools, tool_choice, parallel_tool_calls: request.parallel_tool_calls })
 }
 
 pub(crate) fn request_body(request: &ModelRequest, model: &str, stream: bool) -> Value {
     let prompt = request.tool_prompt.as_deref().filter(|p| !p.is_empty()).map(Message::system);
     let messages = messages(prompt.iter().chain(&request.messages));
-    let tools = declared_tools(request);
     let options = &request.options;
     // Reasoning models take only `max_completion_tokens`; other servers `max_tokens`.
     let (max_completion_tokens, max_tokens) =
@@ -262,9 +274,7 @@ pub(crate) fn request_body(request: &ModelRequest, model: &str, stream: bool) ->
     let body = ChatRequest {
         model,
         messages,
-        tools,
-        tool_choice: tools.map(|_| tool_choice(&request.tool_choice)),
-        parallel_tool_calls: tools.and(request.parallel_tool_calls),
+        tools: tool_fields(request, |function| ChatFunctionChoice { function }),
         max_completion_tokens,
         max_tokens,
         temperature: options.temperature,
@@ -275,7 +285,7 @@ pub(crate) fn request_body(request: &ModelRequest, model: &str, stream: bool) ->
         stream: stream.then_some(true),
         stream_options: stream.then_some(StreamOptions { include_usage: true }),
     };
-    to_value(&body)
+    body_value(&body)
 }
 
 pub(crate) fn parse_response(body: &Value) -> Result<AssistantTurn, WireError> {
@@ -283,15 +293,8 @@ pub(crate) fn parse_response(body: &Value) -> Result<AssistantTurn, WireError> {
     if let Some(error) = &response.error {
         return Err(provider_error(error));
     }
-    let choice = response
-        .choices
-        .into_iter()
-        .next()
-        .ok_or_else(|| WireError::Shape { what: "response body", reason: "no `choices[0]`".into() })?;
-    let message = choice.message.ok_or_else(|| WireError::Shape {
-        what: "response body",
-        reason: "no `choices[0].message`".into(),
-    })?;
+    let choice = response.choices.into_iter().next().ok_or_else(|| missing("`choices[0]`"))?;
+    let message = choice.message.ok_or_else(|| missing("`choices[0].message`"))?;
     let mut turn = AssistantTurn::new();
     let reasoning = message.reasoning();
     if !reasoning.is_empty() {

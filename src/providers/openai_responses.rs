@@ -17,21 +17,21 @@ use serde::de::IgnoredAny;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::openai_chat::{FunctionType, result_text};
+use super::openai_chat::{FunctionName, ToolFields, result_text, tool_fields};
+use super::typed::{Flow, Step, TypedDecoder};
 use super::{
-    SseEvent, StreamDecoder, WireError, declared_tools, lenient, parse_body, parse_event, parse_event_any,
+    SseEvent, WireError, body_value, lenient, missing, parse_body, parse_event, parse_event_any,
     provider_error, to_value,
 };
 use crate::model::{
     AssistantTurn, ContentBlock, FinishReason, Message, ModelRequest, Reasoning, Role, Thinking, ToolCall,
-    ToolChoice, TurnDelta,
+    TurnDelta,
 };
-use crate::protocol::native::{NameRule, wire_name};
 
 // ---------------------------------------------------------------------------------------
 // The request
 
-/// A request body.
+/// A request body (its `None` fields are left out: [`body_value`]).
 #[derive(Debug, Serialize)]
 struct ResponsesRequest<'a> {
     model: &'a str,
@@ -39,20 +39,11 @@ struct ResponsesRequest<'a> {
     /// Stateless: the next request carries the turn back.
     store: bool,
     include: [&'static str; 1],
-    /// The protocol's declarations, as they are.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    tools: Option<&'a Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    tool_choice: Option<ToolChoiceParam<'a>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    parallel_tool_calls: Option<bool>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(flatten)]
+    tools: Option<ToolFields<'a, FunctionName<'a>>>,
     max_output_tokens: Option<u32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     temperature: Option<f32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     reasoning: Option<ReasoningParam>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     stream: Option<bool>,
 }
 
@@ -62,18 +53,6 @@ struct ReasoningParam {
     effort: Option<&'static str>,
     /// Summaries are what the API shows of the reasoning.
     summary: &'static str,
-}
-
-/// `"auto"`, `"none"`, `"required"`, or one named function.
-#[derive(Debug, Serialize)]
-#[serde(untagged)]
-enum ToolChoiceParam<'a> {
-    Mode(&'static str),
-    Function {
-        #[serde(rename = "type")]
-        kind: FunctionType,
-        name: Cow<'a, str>,
-    },
 }
 
 /// An input item: a plain message, or a typed item.
@@ -287,7 +266,7 @@ fn summary_text(summary: &[SummaryPart]) -> String {
 /// The events read; others (`response.created`, `response.in_progress`,
 /// `response.content_part.added`, …, and types added later) are skipped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-enum EventKind {
+pub(crate) enum EventKind {
     #[serde(rename = "response.output_item.added")]
     ItemAdded,
     #[serde(rename = "response.reasoning_summary_part.added")]
@@ -306,16 +285,6 @@ enum EventKind {
     Failed,
     #[serde(rename = "error")]
     Error,
-    #[serde(other)]
-    Other,
-}
-
-/// An event's `type`, for events sent without an `event:` name.
-#[derive(Debug, Default, Deserialize)]
-#[serde(default)]
-struct Typed {
-    #[serde(rename = "type", deserialize_with = "lenient::tag")]
-    kind: Option<EventKind>,
 }
 
 /// `response.output_item.added`, `response.output_item.done`.
@@ -361,32 +330,15 @@ struct FailedEvent {
 // ---------------------------------------------------------------------------------------
 // The codec
 
-fn tool_choice(choice: &ToolChoice) -> ToolChoiceParam<'_> {
-    match choice {
-        ToolChoice::Auto => ToolChoiceParam::Mode("auto"),
-        ToolChoice::None => ToolChoiceParam::Mode("none"),
-        ToolChoice::Required => ToolChoiceParam::Mode("required"),
-        ToolChoice::Tool(name) => ToolChoiceParam::Function {
-            kind: FunctionType::Function,
-            name: wire_name(name, NameRule::Strict),
-        },
-        #[allow(unreachable_patterns)]
-        _ => ToolChoiceParam::Mode("auto"),
-    }
-}
-
 pub(crate) fn request_body(request: &ModelRequest, model: &str, stream: bool) -> Value {
     let prompt = request.tool_prompt.as_deref().filter(|p| !p.is_empty()).map(Message::system);
-    let tools = declared_tools(request);
     let options = &request.options;
     let body = ResponsesRequest {
         model,
         input: input(prompt.iter().chain(&request.messages)),
         store: false,
         include: ["reasoning.encrypted_content"],
-        tools,
-        tool_choice: tools.map(|_| tool_choice(&request.tool_choice)),
-        parallel_tool_calls: tools.and(request.parallel_tool_calls),
+        tools: tool_fields(request, |name| name),
         max_output_tokens: options.max_tokens,
         temperature: options.temperature,
         reasoning: options.thinking.map(|thinking| ReasoningParam {
@@ -398,7 +350,7 @@ pub(crate) fn request_body(request: &ModelRequest, model: &str, stream: bool) ->
         }),
         stream: stream.then_some(true),
     };
-    to_value(&body)
+    body_value(&body)
 }
 
 pub(crate) fn parse_response(body: &Value) -> Result<AssistantTurn, WireError> {
@@ -406,9 +358,7 @@ pub(crate) fn parse_response(body: &Value) -> Result<AssistantTurn, WireError> {
     if let Some(error) = &response.error {
         return Err(provider_error(error));
     }
-    let output = response
-        .output
-        .ok_or_else(|| WireError::Shape { what: "response body", reason: "no `output` array".into() })?;
+    let output = response.output.ok_or_else(|| missing("`output` array"))?;
     let mut turn = AssistantTurn::new();
     for item in output {
         match item {
@@ -514,7 +464,6 @@ pub(crate) struct EventDecoder {
     /// Summary parts of the reasoning item being written.
     summary_parts: usize,
     has_calls: bool,
-    done: bool,
 }
 
 impl EventDecoder {
@@ -528,16 +477,8 @@ impl EventDecoder {
     }
 }
 
-impl StreamDecoder for EventDecoder {
-    fn event(&mut self, event: &SseEvent, deltas: &mut Vec<TurnDelta>) -> Result<(), WireError> {
-        if self.done {
-            return Ok(());
-        }
-        // The `event:` name, else the payload's `type`.
-        let kind = match event.event.as_deref() {
-            Some(name) => lenient::variant(name).unwrap_or(EventKind::Other),
-            None => parse_event::<Typed>(event)?.kind.unwrap_or(EventKind::Other),
-        };
+impl TypedDecoder<EventKind> for EventDecoder {
+    fn read(&mut self, kind: EventKind, event: &SseEvent, deltas: &mut Vec<TurnDelta>) -> Step {
         match kind {
             EventKind::ItemAdded => {
                 let added: ItemEvent = parse_event(event)?;
@@ -621,32 +562,20 @@ impl StreamDecoder for EventDecoder {
                 {
                     deltas.push(TurnDelta::Finish(reason));
                 }
-                self.done = true;
+                return Ok(Flow::End);
             }
             EventKind::Failed => {
                 let failed: FailedEvent = parse_event(event)?;
-                self.done = true;
                 let response = failed.response.unwrap_or(Value::Null);
                 let error = response.get("error").filter(|e| !e.is_null()).unwrap_or(&response);
-                return Err(provider_error(error));
+                return Ok(Flow::Failed(provider_error(error)));
             }
             EventKind::Error => {
                 let data: Value = parse_event_any(event)?;
-                self.done = true;
-                return Err(provider_error(data.get("error").unwrap_or(&data)));
-            }
-            EventKind::Other => {
-                parse_event_any::<IgnoredAny>(event)?;
+                return Ok(Flow::Failed(provider_error(data.get("error").unwrap_or(&data))));
             }
         }
-        Ok(())
-    }
-
-    fn finish(&mut self, deltas: &mut Vec<TurnDelta>) {
-        // Calls the stream never finished stay open in the turn; the parser reports
-        // them at its own end.
-        let _ = deltas;
-        self.done = true;
+        Ok(Flow::More)
     }
 }
 
@@ -655,6 +584,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::model::ToolChoice;
     use crate::providers::testing::{decode, events};
     use crate::providers::{Provider, WireFormat};
 

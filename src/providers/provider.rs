@@ -168,11 +168,7 @@ impl Provider {
     }
 }
 
-impl std::fmt::Display for Provider {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.protocol_id())
-    }
-}
+display_by_name!(Provider, protocol_id);
 
 #[cfg(all(test, feature = "http"))]
 mod tests {

@@ -56,9 +56,14 @@ impl std::fmt::Debug for ResponseStream {
 impl ResponseStream {
     /// A stream in `format`.
     pub fn new(format: &dyn WireFormat) -> Self {
+        ResponseStream::with_decoder(format.stream_decoder())
+    }
+
+    /// A stream read by `decoder`.
+    fn with_decoder(decoder: Box<dyn StreamDecoder>) -> Self {
         ResponseStream {
             sse: SseParser::new(),
-            decoder: format.stream_decoder(),
+            decoder,
             events: Vec::new(),
             decoded: Vec::new(),
             finished: false,
@@ -247,18 +252,16 @@ mod tests {
     }
 
     fn scripted() -> ResponseStream {
-        ResponseStream {
-            sse: SseParser::new(),
-            decoder: Box::new(Scripted),
-            events: Vec::new(),
-            decoded: Vec::new(),
-            finished: false,
-            failed: false,
-            calls: HashMap::new(),
-            cut: false,
-            read: 0,
-            max_bytes: DEFAULT_MAX_STREAM_BYTES,
-        }
+        ResponseStream::with_decoder(Box::new(Scripted))
+    }
+
+    /// The deltas of `body`, pushed whole, and what the stream's end said.
+    fn read(body: &str) -> (Vec<TurnDelta>, Result<(), WireError>) {
+        let mut stream = scripted();
+        let mut deltas = Vec::new();
+        stream.push(body.as_bytes(), &mut deltas).unwrap();
+        let end = stream.finish(&mut deltas);
+        (deltas, end)
     }
 
     fn event(deltas: &[TurnDelta]) -> String {
@@ -275,51 +278,34 @@ mod tests {
 
     #[test]
     fn nothing_of_a_call_passes_after_its_end() {
-        let mut stream = scripted();
-        let mut deltas = Vec::new();
         let end = TurnDelta::ToolCallEnd { index: 0 };
         let body = event(&[start(0), args(0, "{}"), end.clone(), args(0, "x"), end.clone(), start(0)])
             + &event(&[TurnDelta::Finish(FinishReason::ToolCalls)]);
-        stream.push(body.as_bytes(), &mut deltas).unwrap();
-        stream.finish(&mut deltas).unwrap();
+        let (deltas, finished) = read(&body);
+        assert_eq!(finished, Ok(()));
         assert_eq!(deltas, vec![start(0), args(0, "{}"), end, TurnDelta::Finish(FinishReason::ToolCalls)]);
     }
 
     #[test]
     fn a_stream_cut_mid_call_finishes_with_an_error_and_marks_the_call() {
-        let mut stream = scripted();
-        let mut deltas = Vec::new();
-        let body = event(&[
-            start(0),
-            args(0, "{}"),
-            TurnDelta::ToolCallEnd { index: 0 },
-            start(1),
-            args(1, "{\"a\""),
-        ]);
-        stream.push(body.as_bytes(), &mut deltas).unwrap();
-        stream.finish(&mut deltas).unwrap();
-        assert_eq!(
-            deltas.get(5..).unwrap(),
-            [
-                TurnDelta::Finish(FinishReason::Error),
-                TurnDelta::ToolCallIncomplete { index: 1 },
-                TurnDelta::ToolCallEnd { index: 1 },
-            ]
-        );
-        // The same when the provider gave a finish reason but never ended the call.
-        let mut stream = scripted();
-        let mut deltas = Vec::new();
-        let body = event(&[start(3), TurnDelta::Finish(FinishReason::Length)]);
-        stream.push(body.as_bytes(), &mut deltas).unwrap();
-        stream.finish(&mut deltas).unwrap();
-        assert_eq!(
-            deltas.get(1..).unwrap(),
-            [
-                TurnDelta::Finish(FinishReason::Length),
-                TurnDelta::ToolCallIncomplete { index: 3 },
-                TurnDelta::ToolCallEnd { index: 3 },
-            ]
-        );
+        let cut = [start(0), args(0, "{}"), TurnDelta::ToolCallEnd { index: 0 }, start(1), args(1, "{\"a\"")];
+        // Cut mid-call; or the provider gave a finish reason but never ended the call.
+        let cases = [
+            (event(&cut), 5, FinishReason::Error, 1),
+            (event(&[start(3), TurnDelta::Finish(FinishReason::Length)]), 1, FinishReason::Length, 3),
+        ];
+        for (body, before, reason, index) in cases {
+            let (deltas, finished) = read(&body);
+            assert_eq!(finished, Ok(()));
+            assert_eq!(
+                deltas.get(before..).unwrap(),
+                [
+                    TurnDelta::Finish(reason),
+                    TurnDelta::ToolCallIncomplete { index },
+                    TurnDelta::ToolCallEnd { index },
+                ]
+            );
+        }
     }
 
     #[test]
@@ -338,11 +324,8 @@ mod tests {
     fn a_stream_cut_inside_an_event_is_reported() {
         let end = TurnDelta::ToolCallEnd { index: 0 };
         // Cut before the provider finished: the turn ends as an error, and that is why.
-        let mut stream = scripted();
-        let mut deltas = Vec::new();
-        let body = event(&[start(0)]) + "data: [{\"Text\": \"lost\"";
-        stream.push(body.as_bytes(), &mut deltas).unwrap();
-        assert_eq!(stream.finish(&mut deltas), Err(WireError::Truncated { what: "response stream" }));
+        let (deltas, finished) = read(&(event(&[start(0)]) + "data: [{\"Text\": \"lost\""));
+        assert_eq!(finished, Err(WireError::Truncated { what: "response stream" }));
         assert_eq!(
             deltas,
             [
@@ -357,18 +340,13 @@ mod tests {
             "the response stream ended inside an event: the part of it that arrived was dropped"
         );
         // Cut after the provider finished: the turn is whole, the cut still reported.
-        let mut stream = scripted();
-        let mut deltas = Vec::new();
         let body = event(&[start(0), end.clone(), TurnDelta::Finish(FinishReason::ToolCalls)]) + "data: [DON";
-        stream.push(body.as_bytes(), &mut deltas).unwrap();
-        assert!(matches!(stream.finish(&mut deltas), Err(WireError::Truncated { .. })));
+        let (deltas, finished) = read(&body);
+        assert!(matches!(finished, Err(WireError::Truncated { .. })));
         assert_eq!(deltas, [start(0), end.clone(), TurnDelta::Finish(FinishReason::ToolCalls)]);
         // A last comment cut off is no event.
-        let mut stream = scripted();
-        let mut deltas = Vec::new();
-        let body = event(&[TurnDelta::Finish(FinishReason::Stop)]) + ": keep-al";
-        stream.push(body.as_bytes(), &mut deltas).unwrap();
-        assert_eq!(stream.finish(&mut deltas), Ok(()));
+        let (_, finished) = read(&(event(&[TurnDelta::Finish(FinishReason::Stop)]) + ": keep-al"));
+        assert_eq!(finished, Ok(()));
     }
 
     #[test]

@@ -389,18 +389,12 @@ impl ToolSpec {
         Self::new(tool_id, tool_name, || Ok(Arc::new(()) as Instance))
     }
 
-    /// Sets the description.
-    #[must_use]
-    pub fn with_description(mut self, description: impl Into<String>) -> Self {
-        self.description = description.into();
-        self
-    }
+    setters! {
+        /// Sets the description.
+        pub fn with_description(description: impl Into<String>) { self.description = description.into() }
 
-    /// Sets the metadata.
-    #[must_use]
-    pub fn with_metadata(mut self, metadata: ToolMetadata) -> Self {
-        self.metadata = metadata;
-        self
+        /// Sets the metadata.
+        pub fn with_metadata(metadata: ToolMetadata) { self.metadata = metadata }
     }
 
     /// Adds a method.

@@ -53,7 +53,7 @@ pub(crate) fn request_from_call(
         Some(Ok(other)) => Some(format!(
             "the arguments of `{}` are {}, not a JSON object: send them as an object of named values",
             call.name,
-            json_kind(&other)
+            crate::protocol::json_kind(&other)
         )),
         Some(Err(e)) => Some(format!(
             "the arguments of `{}` are not valid JSON ({e}): send them as one JSON object",
@@ -84,17 +84,6 @@ fn depth_of(args: &serde_json::Map<String, Value>) -> usize {
         deepest = deepest.max(depth + 1);
     }
     deepest
-}
-
-fn json_kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
 }
 
 /// Every native call of `turn` as a request, in order.

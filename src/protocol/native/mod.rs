@@ -67,30 +67,20 @@ impl Default for NativeOptions {
 }
 
 impl NativeOptions {
-    /// Sets [`max_argument_depth`](Self::max_argument_depth).
-    ///
-    /// ```
-    /// use tool_calling::protocol::native::NativeOptions;
-    /// assert_eq!(NativeOptions::default().max_argument_depth, 64);
-    /// assert_eq!(NativeOptions::default().max_argument_depth(8).max_argument_depth, 8);
-    /// ```
-    #[must_use]
-    pub fn max_argument_depth(mut self, depth: usize) -> Self {
-        self.max_argument_depth = depth;
-        self
-    }
+    setters! {
+        /// Sets [`max_argument_depth`](Self::max_argument_depth).
+        ///
+        /// ```
+        /// use tool_calling::protocol::native::NativeOptions;
+        /// assert_eq!(NativeOptions::default().max_argument_depth, 64);
+        /// assert_eq!(NativeOptions::default().max_argument_depth(8).max_argument_depth, 8);
+        /// ```
+        pub fn max_argument_depth(depth: usize) { self.max_argument_depth = depth }
 
-    /// Sets [`request_ids`](Self::request_ids).
-    #[must_use]
-    pub fn request_ids(mut self, style: RequestIdStyle) -> Self {
-        self.request_ids = style;
-        self
-    }
+        /// Sets [`request_ids`](Self::request_ids).
+        pub fn request_ids(style: RequestIdStyle) { self.request_ids = style }
 
-    /// Sets [`strict`](Self::strict).
-    #[must_use]
-    pub fn strict(mut self, on: bool) -> Self {
-        self.strict = on;
-        self
+        /// Sets [`strict`](Self::strict).
+        pub fn strict(on: bool) { self.strict = on }
     }
 }

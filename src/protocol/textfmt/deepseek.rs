@@ -15,7 +15,8 @@
 //! section is read too; an `<｜end▁of▁sentence｜>` right after the section is markup.
 
 use super::driver::{Format, Found, InSection, RawCall, Region, Scan, ScanState, Searches, inside};
-use super::json::{kind_of, object_args};
+use super::json::object_args;
+use crate::protocol::json_kind;
 use crate::request::Args;
 
 pub(crate) const CALLS_BEGIN: &str = "<｜tool▁calls▁begin｜>";
@@ -104,9 +105,10 @@ pub(crate) fn arguments(json: &str) -> Result<Args, String> {
     }
     match serde_json::from_str::<serde_json::Value>(json) {
         Ok(serde_json::Value::Object(map)) => Ok(object_args(map)),
-        Ok(other) => {
-            Err(format!("the arguments are {}, not a JSON object: send them as one object", kind_of(&other)))
-        }
+        Ok(other) => Err(format!(
+            "the arguments are {}, not a JSON object: send them as one object",
+            json_kind(&other)
+        )),
         Err(e) => Err(format!("the arguments are not valid JSON ({e}): send them as one JSON object")),
     }
 }

@@ -4,6 +4,7 @@
 use serde_json::Value;
 
 use super::driver::ScanState;
+use crate::protocol::json_kind;
 use crate::request::Args;
 
 /// Which strings a scan knows: JSON's (`"` only) or Python's (`'` and `"`).
@@ -171,20 +172,8 @@ pub(crate) fn arguments_of(
             )),
         },
         other => {
-            Err(format!("`{key}` is {}, not an object: send the arguments as an object", kind_of(&other)))
+            Err(format!("`{key}` is {}, not an object: send the arguments as an object", json_kind(&other)))
         }
-    }
-}
-
-/// "a number", "an array", … for messages.
-pub(crate) fn kind_of(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
     }
 }
 
@@ -224,7 +213,7 @@ struct FastCall {
 /// As [`call_object`], for a parsed value.
 pub(crate) fn call_value(value: Value, arg_keys: &[&str]) -> Result<(String, Args), (String, String)> {
     let Value::Object(mut object) = value else {
-        return Err((String::new(), format!("the call is {}, not a JSON object", kind_of(&value))));
+        return Err((String::new(), format!("the call is {}, not a JSON object", json_kind(&value))));
     };
     let name = match object.remove("name") {
         Some(Value::String(name)) if !name.is_empty() => name,

@@ -239,11 +239,7 @@ impl From<TextFormat> for FallbackProtocol {
     }
 }
 
-impl std::fmt::Display for TextFormat {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.id())
-    }
-}
+display_by_name!(TextFormat, id);
 
 /// Options of the text-format protocols.
 ///

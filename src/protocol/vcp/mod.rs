@@ -93,39 +93,21 @@ pub struct VcpOptions {
 }
 
 impl VcpOptions {
-    /// Sets [`fuzzy_markers`](Self::fuzzy_markers).
-    #[must_use]
-    pub fn fuzzy_markers(mut self, on: bool) -> Self {
-        self.fuzzy_markers = on;
-        self
-    }
+    setters! {
+        /// Sets [`fuzzy_markers`](Self::fuzzy_markers).
+        pub fn fuzzy_markers(on: bool) { self.fuzzy_markers = on }
 
-    /// Sets [`skip_fenced`](Self::skip_fenced).
-    #[must_use]
-    pub fn skip_fenced(mut self, on: bool) -> Self {
-        self.skip_fenced = on;
-        self
-    }
+        /// Sets [`skip_fenced`](Self::skip_fenced).
+        pub fn skip_fenced(on: bool) { self.skip_fenced = on }
 
-    /// Sets [`keep_reasoning`](Self::keep_reasoning).
-    #[must_use]
-    pub fn keep_reasoning(mut self, on: bool) -> Self {
-        self.keep_reasoning = on;
-        self
-    }
+        /// Sets [`keep_reasoning`](Self::keep_reasoning).
+        pub fn keep_reasoning(on: bool) { self.keep_reasoning = on }
 
-    /// Sets [`request_ids`](Self::request_ids).
-    #[must_use]
-    pub fn request_ids(mut self, style: RequestIdStyle) -> Self {
-        self.request_ids = style;
-        self
-    }
+        /// Sets [`request_ids`](Self::request_ids).
+        pub fn request_ids(style: RequestIdStyle) { self.request_ids = style }
 
-    /// Sets [`limits`](Self::limits).
-    #[must_use]
-    pub fn limits(mut self, limits: VcpLimits) -> Self {
-        self.limits = limits;
-        self
+        /// Sets [`limits`](Self::limits).
+        pub fn limits(limits: VcpLimits) { self.limits = limits }
     }
 }
 

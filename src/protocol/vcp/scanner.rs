@@ -644,13 +644,5 @@ pub(crate) fn prepare<'i>(
 /// Logs a finished one-shot parse (at `debug`).
 pub(crate) fn log_parsed(bytes: usize, requests: usize, diagnostics: &[Diagnostic]) {
     tracing::debug!(bytes, requests, diagnostics = diagnostics.len(), "VCP reply parsed");
-    for diagnostic in diagnostics {
-        tracing::debug!(
-            kind = diagnostic.kind.as_str(),
-            start = diagnostic.span.start,
-            end = diagnostic.span.end,
-            "{}",
-            diagnostic.message
-        );
-    }
+    diagnostics.iter().for_each(Diagnostic::log);
 }
