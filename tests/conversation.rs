@@ -31,13 +31,13 @@ fn multi_round() -> Conversation {
     ]));
     chat.push(Message::assistant("a2"));
     chat.push(Message::user("u2"));
-    chat.push(Message::assistant("a3").with_tool_request(ToolRequest::new("call_3", "search")));
-    chat.push(Message::tool("t2").with_tool_result(ToolExecutionResult::error(
+    chat.push(Message::assistant("a3").with_tool_requests([ToolRequest::new("call_3", "search")]));
+    chat.push(Message::tool("t2").with_tool_results([ToolExecutionResult::error(
         "call_3",
         "search",
         ErrorKind::Timeout,
         "timed out",
-    )));
+    )]));
     chat.push(Message::assistant("a4"));
     chat
 }
@@ -124,14 +124,14 @@ fn message_constructors_and_builders() {
     assert_eq!(Message::tool("x").role, Role::Tool);
 
     let a = Message::assistant("calling")
-        .with_tool_request(ToolRequest::new("c1", "t1"))
+        .with_tool_requests([ToolRequest::new("c1", "t1")])
         .with_tool_requests([ToolRequest::new("c2", "t2")]);
     assert!(a.has_tool_requests());
     let ids: Vec<&str> = a.tool_requests.iter().map(|c| c.request_id.as_str()).collect();
     assert_eq!(ids, vec!["c1", "c2"]);
 
     let t = Message::tool("done")
-        .with_tool_result(ToolExecutionResult::success("c1", "t1", "1"))
+        .with_tool_results([ToolExecutionResult::success("c1", "t1", "1")])
         .with_tool_results([ToolExecutionResult::success("c2", "t2", "2")]);
     let results: Vec<&str> = t.tool_results.iter().map(|r| r.result.as_str()).collect();
     assert_eq!(results, vec!["1", "2"]);

@@ -106,7 +106,7 @@ impl ToolCallingProtocol for JsonCalls {
                     Role::Tool,
                     vec![ContentBlock::ToolResult(ToolResultBlock::from_result(r))],
                 )
-                .with_tool_result(r.clone())
+                .with_tool_results([r.clone()])
             })
             .collect()
     }

@@ -29,9 +29,9 @@ use crate::{ToolExecutionResult, ToolRequest};
 /// chat.push(Message::user("What is 1 + 2?"));
 /// chat.push(
 ///     Message::assistant("Let me add them.")
-///         .with_tool_request(ToolRequest::new("call_1", "calc_add").with_arg("a", 1).with_arg("b", 2)),
+///         .with_tool_requests([ToolRequest::new("call_1", "calc_add").with_arg("a", 1).with_arg("b", 2)]),
 /// );
-/// chat.push(Message::tool("3").with_tool_result(ToolExecutionResult::success("call_1", "calc_add", "3")));
+/// chat.push(Message::tool("3").with_tool_results([ToolExecutionResult::success("call_1", "calc_add", "3")]));
 /// let last = chat.push(Message::assistant("1 + 2 = 3."));
 ///
 /// assert_eq!(last, 4);

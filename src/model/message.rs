@@ -172,24 +172,10 @@ impl Message {
         self
     }
 
-    /// Records one tool request.
-    #[must_use]
-    pub fn with_tool_request(mut self, request: ToolRequest) -> Self {
-        self.tool_requests.push(request);
-        self
-    }
-
     /// Records tool requests, in order.
     #[must_use]
     pub fn with_tool_requests(mut self, requests: impl IntoIterator<Item = ToolRequest>) -> Self {
         self.tool_requests.extend(requests);
-        self
-    }
-
-    /// Records one tool result.
-    #[must_use]
-    pub fn with_tool_result(mut self, result: ToolExecutionResult) -> Self {
-        self.tool_results.push(result);
         self
     }
 

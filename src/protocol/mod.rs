@@ -161,7 +161,7 @@ impl ToolDeclarations {
 ///         ParseOutcome::new(requests, Vec::new()).with_normal_text(turn.text())
 ///     }
 ///     fn result_messages(&self, results: &[ToolExecutionResult], _turn: &TurnState) -> Vec<Message> {
-///         results.iter().map(|r| Message::tool(r.result.clone()).with_tool_result(r.clone())).collect()
+///         results.iter().map(|r| Message::tool(r.result.clone()).with_tool_results([r.clone()])).collect()
 ///     }
 /// }
 ///

@@ -250,7 +250,7 @@ impl ToolCallingProtocol for NativeProtocol {
             Api::OpenAiChat | Api::OpenAiResponses => results
                 .iter()
                 .map(|result| {
-                    Message::with_content(Role::Tool, vec![block(result)]).with_tool_result(result.clone())
+                    Message::with_content(Role::Tool, vec![block(result)]).with_tool_results([result.clone()])
                 })
                 .collect(),
             Api::Anthropic | Api::Gemini if results.is_empty() => Vec::new(),
