@@ -4,7 +4,7 @@
 use futures::StreamExt;
 use tracing::Instrument;
 
-use super::cycle::{TurnBudget, TurnStreamItem, delta_cost};
+use super::cycle::{Reading, TurnBudget, TurnStreamItem, delta_cost};
 use super::{Engine, EngineError, ToolCallCycleResult};
 use crate::ToolRequest;
 use crate::exec::ExecutionContext;
@@ -223,14 +223,14 @@ impl Engine {
             }
             let cycle = if streamed {
                 let deltas = model.stream(&request).map(TurnStreamItem::into_piece);
-                match self.drive(&protocol, deltas, ctx).instrument(span).await {
+                match self.drive(&protocol, deltas, Reading::Streamed, ctx).instrument(span).await {
                     (_, Some(error)) => return Err(EngineError::Model(error)),
                     (cycle, None) => cycle,
                 }
             } else {
                 let turn = model.complete(&request).instrument(span.clone()).await?;
                 let deltas = futures::stream::iter(turn.into_deltas()).map(TurnStreamItem::into_piece);
-                self.drive(&protocol, deltas, ctx).instrument(span).await.0
+                self.drive(&protocol, deltas, Reading::Whole, ctx).instrument(span).await.0
             };
             if let Some(outcome) =
                 self.close_turn(protocol.as_ref(), conversation, ctx, &mut state, cycle, notes)

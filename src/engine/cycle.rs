@@ -15,7 +15,9 @@ use crate::exec::{CycleEvent, ExecutionContext, Executor, ExecutorMessages, Reso
 use crate::model::{AssistantTurn, FinishReason, Message, TurnAccumulator, TurnDelta};
 use crate::protocol::Diagnostic;
 use crate::protocol::DiagnosticKind;
-use crate::protocol::{StreamCollector, StreamEvent, StreamParser, ToolCallingProtocol, TurnState};
+use crate::protocol::{
+    StreamCollector, StreamEvent, StreamParser, ToolCallingProtocol, TurnState, WholeTurn,
+};
 use crate::tools::ToolCatalog;
 use crate::{ErrorKind, Invocation, Span, ToolError, ToolExecutionResult, ToolRequest};
 
@@ -301,11 +303,13 @@ impl Engine {
         turn: impl Into<AssistantTurn>,
         ctx: &ExecutionContext,
     ) -> Result<ToolCallCycleResult, EngineError> {
-        let deltas = turn.into().into_deltas();
-        match self.run_stream(futures::stream::iter(deltas), ctx).await {
-            Ok(cycle) => Ok(cycle),
-            Err(StreamCycleError::Engine(error)) => Err(error),
-            Err(StreamCycleError::Stream { error, .. }) => match error {},
+        crate::engine::require_runtime()?;
+        let protocol = self.protocol_for(&ctx.config)?;
+        let pieces = futures::stream::iter(turn.into().into_deltas()).map(TurnStreamItem::into_piece);
+        let (cycle, failure) = self.drive(&protocol, pieces, Reading::Whole, ctx).await;
+        match failure {
+            None => Ok(cycle),
+            Some(never) => match never {},
         }
     }
 
@@ -333,7 +337,8 @@ impl Engine {
     {
         crate::engine::require_runtime()?;
         let protocol = self.protocol_for(&ctx.config).map_err(EngineError::from)?;
-        let (cycle, failure) = self.drive(&protocol, stream.map(TurnStreamItem::into_piece), ctx).await;
+        let (cycle, failure) =
+            self.drive(&protocol, stream.map(TurnStreamItem::into_piece), Reading::Streamed, ctx).await;
         match failure {
             None => Ok(cycle),
             Some(error) => Err(StreamCycleError::Stream { error, partial: Box::new(cycle) }),
@@ -347,6 +352,7 @@ impl Engine {
         &self,
         protocol: &Arc<dyn ToolCallingProtocol>,
         stream: St,
+        reading: Reading,
         ctx: &ExecutionContext,
     ) -> (ToolCallCycleResult, Option<E>)
     where
@@ -355,7 +361,7 @@ impl Engine {
         let span = tracing::info_span!("tool_call_cycle", protocol = protocol.id());
         async {
             let mut stream = pin!(stream);
-            let mut cycle = CycleState::new(self, ctx, protocol.as_ref());
+            let mut cycle = CycleState::new(self, ctx, protocol.as_ref(), reading);
             // Serial mode: one call at a time, in request order.
             let limit =
                 if ctx.config.parallel_execution { self.executor().options().max_concurrency.max(1) } else { 1 };
@@ -456,6 +462,16 @@ impl Engine {
     }
 }
 
+/// How the driver reads a turn: with the protocol's streaming parser, so that each call
+/// starts as soon as its request is complete, or, when the turn is already whole, with
+/// its one-shot parse ([`parse_turn`](ToolCallingProtocol::parse_turn)), which finds the
+/// same requests for less work.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Reading {
+    Streamed,
+    Whole,
+}
+
 /// What the select loop of a cycle woke up for.
 enum Step<T, E> {
     /// The cycle was cancelled.
@@ -514,11 +530,19 @@ struct CycleState<'e> {
 }
 
 impl<'e> CycleState<'e> {
-    fn new(engine: &'e Engine, ctx: &'e ExecutionContext, protocol: &'e dyn ToolCallingProtocol) -> Self {
+    fn new(
+        engine: &'e Engine,
+        ctx: &'e ExecutionContext,
+        protocol: &'e dyn ToolCallingProtocol,
+        reading: Reading,
+    ) -> Self {
         CycleState {
             engine,
             ctx,
-            parser: protocol.stream_parser(),
+            parser: match reading {
+                Reading::Streamed => protocol.stream_parser(),
+                Reading::Whole => Box::new(WholeTurn::new(protocol)),
+            },
             protocol,
             catalog: engine.registry().catalog(),
             turn: TurnAccumulator::new(),
