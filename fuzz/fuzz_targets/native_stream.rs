@@ -24,8 +24,8 @@
 use std::collections::HashMap;
 
 use libfuzzer_sys::fuzz_target;
-use tool_calling::protocol::ToolCallingProtocol;
 use tool_calling::model::{AssistantTurn, TurnAccumulator, TurnDelta};
+use tool_calling::protocol::ToolCallingProtocol;
 use tool_calling::protocol::native::{NativeOptions, NativeProtocol};
 use tool_calling::protocol::{RequestIdStyle, StreamCollector};
 use tool_calling::providers::{Provider, ResponseStream, WireError, WireFormat};

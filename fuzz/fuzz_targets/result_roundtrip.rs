@@ -27,13 +27,13 @@ mod common;
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
 use tool_calling::model::{AssistantTurn, Message};
+use tool_calling::protocol::ToolCallingProtocol;
 use tool_calling::protocol::TurnState;
 use tool_calling::protocol::native::NativeProtocol;
 use tool_calling::protocol::textfmt::{AutoProtocol, TextFormat, TextFormatProtocol};
 use tool_calling::protocol::vcp::VcpProtocol;
 use tool_calling::providers::{Provider, WireFormat};
 use tool_calling::{ErrorKind, ToolExecutionResult};
-use tool_calling::protocol::ToolCallingProtocol;
 
 /// A call `auto` reads, in VCP and then in each format of `TextFormat::ALL`, in order.
 const CALLS: [&str; 12] = [
@@ -109,8 +109,10 @@ fuzz_target!(|data: &[u8]| {
                 _ => (&NativeProtocol::gemini(), &Provider::Gemini),
             };
             let harmless: Vec<&str> = texts.iter().map(|_| "fine").collect();
-            let on_wire = wire.wire_messages(&protocol.result_messages(&results(&texts, &ids), &TurnState::default()));
-            let expected = wire.wire_messages(&protocol.result_messages(&results(&harmless, &ids), &TurnState::default()));
+            let on_wire =
+                wire.wire_messages(&protocol.result_messages(&results(&texts, &ids), &TurnState::default()));
+            let expected = wire
+                .wire_messages(&protocol.result_messages(&results(&harmless, &ids), &TurnState::default()));
             let bytes = serde_json::to_string(&on_wire).unwrap_or_default();
             let read: Value = match serde_json::from_str(&bytes) {
                 Ok(read) => read,

@@ -18,11 +18,9 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use tool_calling::protocol::textfmt::{
-    AutoProtocol, TextFormat, TextFormatOptions, TextFormatProtocol,
-};
+use tool_calling::protocol::textfmt::{AutoProtocol, TextFormat, TextFormatOptions, TextFormatProtocol};
 use tool_calling::protocol::vcp::{VcpOptions, VcpProtocol};
-use tool_calling::protocol::{StreamParser, ParseOutcome, RequestIdStyle, StreamCollector};
+use tool_calling::protocol::{ParseOutcome, RequestIdStyle, StreamCollector, StreamParser};
 
 fuzz_target!(|data: &[u8]| {
     let pick = data.first().copied().unwrap_or(0) as usize % 12;

@@ -16,10 +16,10 @@ mod common;
 use std::borrow::Cow;
 
 use libfuzzer_sys::fuzz_target;
-use tool_calling::protocol::vcp::{VcpOptions, VcpProtocol, ViewEvent};
 use tool_calling::Span;
 use tool_calling::protocol::Diagnostic;
 use tool_calling::protocol::ParseOutcome;
+use tool_calling::protocol::vcp::{VcpOptions, VcpProtocol, ViewEvent};
 
 fuzz_target!(|data: &[u8]| {
     let (flags, rest) = match data.split_first() {

@@ -27,10 +27,10 @@
 mod common;
 
 use libfuzzer_sys::fuzz_target;
-use tool_calling::protocol::vcp::VcpProtocol;
-use tool_calling::protocol::{StreamParser, StreamCollector, StreamEvent};
 use tool_calling::Span;
 use tool_calling::protocol::ParseOutcome;
+use tool_calling::protocol::vcp::VcpProtocol;
+use tool_calling::protocol::{StreamCollector, StreamEvent, StreamParser};
 
 fuzz_target!(|data: &[u8]| {
     let (head, rest) = match data.split_first() {
