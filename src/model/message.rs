@@ -149,13 +149,13 @@ impl Message {
     }
 
     /// An assistant message of text; record requests with
-    /// [`with_tool_request`](Self::with_tool_request).
+    /// [`with_tool_requests`](Self::with_tool_requests).
     pub fn assistant(text: impl Into<String>) -> Self {
         Message::new(Role::Assistant, text)
     }
 
     /// A tool message of text; record results with
-    /// [`with_tool_result`](Self::with_tool_result).
+    /// [`with_tool_results`](Self::with_tool_results).
     pub fn tool(text: impl Into<String>) -> Self {
         Message::new(Role::Tool, text)
     }
