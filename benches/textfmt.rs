@@ -26,54 +26,23 @@
 //! `-- textfmt/hermes` runs the side-by-side group alone.
 
 use std::hint::black_box;
-use std::time::{Duration, Instant};
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use memchr::memmem;
 use tool_calling::protocol::StreamParser;
 use tool_calling::protocol::textfmt::{AutoProtocol, TextFormat, TextFormatProtocol};
 use tool_parser::{QwenParser, ToolParser};
 
+#[path = "support/floor.rs"]
+mod floor;
 #[path = "support/inputs.rs"]
 mod inputs;
 
-/// The scan floor of a Hermes reply: one `memchr::memmem` sweep for every `<tool_call>`
-/// and one for every `</tool_call>`, and nothing else. Any parser has to find at least
-/// these, so none can be faster.
-struct ScanFloor {
-    open: memmem::Finder<'static>,
-    close: memmem::Finder<'static>,
-}
-
-impl ScanFloor {
-    fn new() -> Self {
-        ScanFloor { open: memmem::Finder::new("<tool_call>"), close: memmem::Finder::new("</tool_call>") }
-    }
-
-    fn scan(&self, text: &str) -> usize {
-        self.open.find_iter(text.as_bytes()).count() + self.close.find_iter(text.as_bytes()).count()
-    }
-}
-
-/// The fastest of `ROUNDS` runs of each of `runs`, taken in turn so that all see the
-/// machine at the same speed, as MB/s of `bytes`.
-fn alternating(bytes: usize, runs: &[&dyn Fn() -> usize]) -> Vec<f64> {
-    const ROUNDS: usize = 15;
-    let mut best = vec![Duration::MAX; runs.len()];
-    for _ in 0..ROUNDS {
-        for (run, best) in runs.iter().zip(&mut best) {
-            let start = Instant::now();
-            black_box(run());
-            *best = (*best).min(start.elapsed());
-        }
-    }
-    best.iter().map(|t| bytes as f64 / t.as_secs_f64() / 1e6).collect()
-}
+use floor::{ScanFloor, alternating};
 
 fn side_by_side(c: &mut Criterion) {
     let ours = TextFormatProtocol::new(TextFormat::Hermes);
     let theirs = QwenParser::new();
-    let floor = ScanFloor::new();
+    let floor = ScanFloor::new("<tool_call>", "</tool_call>");
     let mut group = c.benchmark_group("textfmt/hermes");
     for (name, input) in
         [("prose", inputs::hermes_prose_with_calls(1 << 20)), ("dense", inputs::hermes_calls_only(1 << 20))]

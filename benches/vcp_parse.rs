@@ -22,14 +22,17 @@
 //! `cargo bench -p tool-calling-benches --bench vcp_parse -- vcp_parse/floor` runs the floor group alone.
 
 use std::hint::black_box;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use criterion::{BenchmarkId, Criterion, SamplingMode, Throughput, criterion_group, criterion_main};
-use memchr::memmem;
 use tool_calling::protocol::vcp::{VcpLimits, VcpOptions, VcpProtocol, ViewEvent};
 
+#[path = "support/floor.rs"]
+mod floor;
 #[path = "support/inputs.rs"]
 mod inputs;
+
+use floor::{ScanFloor, alternating};
 
 const KIB: usize = 1024;
 const MIB: usize = 1024 * KIB;
@@ -112,41 +115,9 @@ fn options(c: &mut Criterion) {
     group.finish();
 }
 
-/// The scan floor of a VCP reply: one `memchr::memmem` sweep for every marker and one for
-/// every value opener, and nothing else. Any parser has to find at least these.
-struct ScanFloor {
-    markers: memmem::Finder<'static>,
-    openers: memmem::Finder<'static>,
-}
-
-impl ScanFloor {
-    fn new() -> Self {
-        ScanFloor { markers: memmem::Finder::new("<<<["), openers: memmem::Finder::new("「始") }
-    }
-
-    fn scan(&self, text: &str) -> usize {
-        self.markers.find_iter(text.as_bytes()).count() + self.openers.find_iter(text.as_bytes()).count()
-    }
-}
-
-/// The fastest of `ROUNDS` runs of each of `runs`, taken in turn so that all see the
-/// machine at the same speed, as MB/s of `bytes`.
-fn alternating(bytes: usize, runs: &[&dyn Fn() -> usize]) -> Vec<f64> {
-    const ROUNDS: usize = 15;
-    let mut best = vec![Duration::MAX; runs.len()];
-    for _ in 0..ROUNDS {
-        for (run, best) in runs.iter().zip(&mut best) {
-            let start = Instant::now();
-            black_box(run());
-            *best = (*best).min(start.elapsed());
-        }
-    }
-    best.iter().map(|t| bytes as f64 / t.as_secs_f64() / 1e6).collect()
-}
-
 fn floor(c: &mut Criterion) {
     let protocol = VcpProtocol::new(VcpOptions::default().limits(VcpLimits::none()));
-    let floor = ScanFloor::new();
+    let floor = ScanFloor::new("<<<[", "「始");
     let count_requests =
         |text: &str| protocol.view_events(text).filter(|e| matches!(e, ViewEvent::Request(_))).count();
     let mut group = c.benchmark_group("vcp_parse/floor");
@@ -159,7 +130,7 @@ fn floor(c: &mut Criterion) {
     {
         check(&format!("vcp_parse/floor/{name}"), &text, &protocol);
         let blocks = inputs::count_blocks(&text);
-        assert_eq!(floor.markers.find_iter(text.as_bytes()).count(), 2 * blocks, "{name}: markers");
+        assert_eq!(floor.counts(&text).0, 2 * blocks, "{name}: markers");
         let speeds = alternating(
             text.len(),
             &[
