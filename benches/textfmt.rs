@@ -32,8 +32,12 @@ use tool_calling::protocol::StreamParser;
 use tool_calling::protocol::textfmt::{AutoProtocol, TextFormat, TextFormatProtocol};
 use tool_parser::{QwenParser, ToolParser};
 
+#[path = "../tests/support/chunks.rs"]
+mod chunks;
 #[path = "support/floor.rs"]
 mod floor;
+
+use chunks::char_chunks;
 #[path = "support/inputs.rs"]
 mod inputs;
 
@@ -129,18 +133,11 @@ fn stream_with(format: Option<TextFormat>, input: &str, chunk: usize) -> usize {
         None => Box::new(AutoProtocol::new().stream_parser()),
     };
     let mut events = Vec::new();
-    let mut rest = input;
     let mut count = 0;
-    while !rest.is_empty() {
-        let mut cut = chunk.min(rest.len());
-        while !rest.is_char_boundary(cut) {
-            cut += 1;
-        }
-        let (piece, tail) = rest.split_at(cut);
+    for piece in char_chunks(input, chunk) {
         parser.push_text(piece, &mut events);
         count += events.len();
         events.clear();
-        rest = tail;
     }
     parser.finish(&mut events);
     count + events.len()

@@ -18,8 +18,12 @@ use criterion::{BenchmarkId, Criterion, Throughput};
 use tool_calling::protocol::StreamParser;
 use tool_calling::protocol::vcp::VcpProtocol;
 
+#[path = "../tests/support/chunks.rs"]
+mod chunks;
 #[path = "support/hostile.rs"]
 mod hostile;
+
+use chunks::char_chunks;
 
 const MIB: usize = 1 << 20;
 
@@ -38,17 +42,10 @@ fn stream(protocol: &VcpProtocol, text: &str, chunk: usize) -> usize {
     let mut parser = protocol.stream_parser();
     let mut events = Vec::new();
     let mut seen = 0;
-    let mut rest = text;
-    while !rest.is_empty() {
-        let mut cut = chunk.min(rest.len());
-        while !rest.is_char_boundary(cut) {
-            cut += 1;
-        }
-        let (piece, tail) = rest.split_at(cut);
+    for piece in char_chunks(text, chunk) {
         parser.push_text(piece, &mut events);
         seen += events.len();
         events.clear();
-        rest = tail;
     }
     parser.finish(&mut events);
     seen + events.len()

@@ -12,6 +12,10 @@ use tool_calling::protocol::textfmt::{AutoProtocol, TextFormat, TextFormatProtoc
 use tool_calling::protocol::vcp::VcpProtocol;
 use tool_calling::protocol::{StreamCollector, StreamEvent, StreamParser};
 
+#[path = "support/chunks.rs"]
+mod chunks;
+use chunks::char_chunks;
+
 /// A call of `name` in the syntax of `protocol` (`vcp` or a format id).
 fn call(protocol: &str, name: &str) -> String {
     match protocol {
@@ -83,15 +87,8 @@ fn collect(events: Vec<StreamEvent>) -> Read {
 
 fn stream(parser: &mut dyn StreamParser, text: &str, size: usize) -> Read {
     let mut events = Vec::new();
-    let mut rest = text;
-    while !rest.is_empty() {
-        let mut cut = size.min(rest.len());
-        while !rest.is_char_boundary(cut) {
-            cut += 1;
-        }
-        let (chunk, tail) = rest.split_at(cut);
+    for chunk in char_chunks(text, size) {
         parser.push_text(chunk, &mut events);
-        rest = tail;
     }
     parser.finish(&mut events);
     collect(events)

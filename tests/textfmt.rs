@@ -12,6 +12,10 @@ use tool_calling::protocol::textfmt::{
 };
 use tool_calling::protocol::{ParseOutcome, RequestIdStyle, StreamCollector, StreamEvent, StreamParser};
 
+#[path = "support/chunks.rs"]
+mod chunks;
+use chunks::char_chunks;
+
 struct Case {
     format: TextFormat,
     name: String,
@@ -82,15 +86,8 @@ fn check(case: &Case, reply: &ParseOutcome, how: &str) {
 /// The reply streamed in chunks of `size` bytes (cuts moved back to char boundaries).
 fn streamed(parser: &mut dyn StreamParser, text: &str, size: usize) -> ParseOutcome {
     let mut events = Vec::new();
-    let mut rest = text;
-    while !rest.is_empty() {
-        let mut cut = size.min(rest.len());
-        while !rest.is_char_boundary(cut) {
-            cut += 1;
-        }
-        let (chunk, tail) = rest.split_at(cut);
+    for chunk in char_chunks(text, size) {
         parser.push_text(chunk, &mut events);
-        rest = tail;
     }
     parser.finish(&mut events);
     collect(events)

@@ -9,6 +9,10 @@ use tool_calling::protocol::RequestIdStyle;
 use tool_calling::protocol::vcp::{VcpLimits, VcpOptions, VcpProtocol, ViewEvent};
 use tool_calling::protocol::{StreamCollector, StreamParser};
 
+#[path = "support/chunks.rs"]
+mod chunks;
+use chunks::char_chunks;
+
 const START: &str = "<<<[TOOL_REQUEST]>>>";
 const END: &str = "<<<[END_TOOL_REQUEST]>>>";
 
@@ -38,17 +42,10 @@ fn parse_everywhere(protocol: &VcpProtocol, text: &str) -> ParseOutcome {
     for size in [1, 3, 7, 64] {
         let mut parser = protocol.stream_parser();
         let mut collector = StreamCollector::new();
-        let mut rest = text;
-        while !rest.is_empty() {
-            let mut cut = size.min(rest.len());
-            while !rest.is_char_boundary(cut) {
-                cut += 1;
-            }
-            let (chunk, tail) = rest.split_at(cut);
+        for chunk in char_chunks(text, size) {
             let mut events = Vec::new();
             parser.push_text(chunk, &mut events);
             collector.extend(events);
-            rest = tail;
         }
         let mut events = Vec::new();
         parser.finish(&mut events);
