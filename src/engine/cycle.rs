@@ -16,7 +16,7 @@ use crate::model::{AssistantTurn, FinishReason, Message, TurnAccumulator, TurnDe
 use crate::protocol::Diagnostic;
 use crate::protocol::DiagnosticKind;
 use crate::protocol::{
-    StreamCollector, StreamEvent, StreamParser, ToolCallingProtocol, TurnState, WholeTurn,
+    StreamCollector, StreamEvent, StreamParser, ToolCallingProtocol, TurnState, whole_turn_events,
 };
 use crate::tools::ToolCatalog;
 use crate::{ErrorKind, Invocation, Span, ToolError, ToolExecutionResult, ToolRequest};
@@ -510,8 +510,12 @@ struct CycleState<'e> {
     ctx: &'e ExecutionContext,
     protocol: &'e dyn ToolCallingProtocol,
     catalog: Arc<ToolCatalog>,
-    parser: Box<dyn StreamParser + 'e>,
+    /// The protocol's streaming parser; `None` for a whole turn, which is parsed once it
+    /// is all in `turn`.
+    parser: Option<Box<dyn StreamParser + 'e>>,
     turn: TurnAccumulator,
+    /// A whole turn, once read and parsed.
+    whole: Option<AssistantTurn>,
     collector: StreamCollector,
     /// The request ids seen so far (repeated ones get a diagnostic).
     ids: HashSet<String>,
@@ -540,9 +544,10 @@ impl<'e> CycleState<'e> {
             engine,
             ctx,
             parser: match reading {
-                Reading::Streamed => protocol.stream_parser(),
-                Reading::Whole => Box::new(WholeTurn::new(protocol)),
+                Reading::Streamed => Some(protocol.stream_parser()),
+                Reading::Whole => None,
             },
+            whole: None,
             protocol,
             catalog: engine.registry().catalog(),
             turn: TurnAccumulator::new(),
@@ -600,7 +605,9 @@ impl<'e> CycleState<'e> {
         match piece {
             Piece::Text(text) => {
                 self.turn.push_text(&text);
-                self.parser.push_text(&text, &mut self.events);
+                if let Some(parser) = &mut self.parser {
+                    parser.push_text(&text, &mut self.events);
+                }
             }
             Piece::Delta(delta) => self.push_delta(&delta),
         }
@@ -609,7 +616,9 @@ impl<'e> CycleState<'e> {
 
     fn push_delta(&mut self, delta: &TurnDelta) {
         self.turn.push(delta);
-        self.parser.push(delta, &mut self.events);
+        if let Some(parser) = &mut self.parser {
+            parser.push(delta, &mut self.events);
+        }
         match delta {
             TurnDelta::Reasoning(text) => self.ctx.emit(|| CycleEvent::Reasoning { text: text.clone() }),
             TurnDelta::ToolCallStart { .. } | TurnDelta::ToolCallArguments { .. } => {
@@ -638,7 +647,14 @@ impl<'e> CycleState<'e> {
 
     /// The turn has ended (or will not be read further): flushes the parser.
     fn finish(&mut self) {
-        self.parser.finish(&mut self.events);
+        match &mut self.parser {
+            Some(parser) => parser.finish(&mut self.events),
+            None => {
+                let turn = std::mem::take(&mut self.turn).finish();
+                whole_turn_events(self.protocol, &turn, &mut self.events);
+                self.whole = Some(turn);
+            }
+        }
         self.take_events();
         tracing::debug!(
             protocol = self.protocol.id(),
@@ -734,7 +750,7 @@ impl<'e> CycleState<'e> {
             execution_results: results,
             diagnostics: outcome.diagnostics,
             result_messages,
-            turn: self.turn.finish(),
+            turn: self.whole.unwrap_or_else(|| self.turn.finish()),
             normal_text: outcome.normal_text,
             state: outcome.state,
             finish_reason,

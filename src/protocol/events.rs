@@ -2,7 +2,7 @@
 //! arriving.
 
 use super::{Diagnostic, DiagnosticKind, ParseOutcome, ToolCallingProtocol, TurnState};
-use crate::model::{TurnAccumulator, TurnDelta};
+use crate::model::{AssistantTurn, TurnAccumulator, TurnDelta};
 use crate::{Span, ToolRequest};
 
 /// One thing an [`StreamParser`] decided.
@@ -244,9 +244,18 @@ impl<P: ToolCallingProtocol + ?Sized> StreamParser for WholeTurn<'_, P> {
             return;
         }
         let turn = std::mem::take(&mut self.turn).finish();
-        let outcome = self.protocol.parse_turn(&turn);
-        outcome_events(&turn.text(), outcome, events);
+        whole_turn_events(self.protocol, &turn, events);
     }
+}
+
+/// The events of `turn` read whole by `protocol` (its one-shot
+/// [`parse_turn`](ToolCallingProtocol::parse_turn)).
+pub(crate) fn whole_turn_events<P: ToolCallingProtocol + ?Sized>(
+    protocol: &P,
+    turn: &AssistantTurn,
+    events: &mut Vec<StreamEvent>,
+) {
+    outcome_events(&turn.text(), protocol.parse_turn(turn), events);
 }
 
 /// The events a whole-turn parse amounts to: the turn's state, then, in order, the

@@ -34,9 +34,9 @@ pub use registry::{BuiltinOptions, BuiltinProtocol, ProtocolError, ProtocolRegis
 #[cfg(feature = "runtime")]
 pub(crate) use diagnostic::duplicate_id as duplicate_id_diagnostic;
 pub(crate) use diagnostic::{floor_prefix, reply_too_long};
-#[cfg(feature = "runtime")]
-pub(crate) use events::WholeTurn;
 pub(crate) use events::sort_diagnostics;
+#[cfg(feature = "runtime")]
+pub(crate) use events::whole_turn_events;
 
 use crate::model::{AssistantTurn, Message, ModelRequest};
 use crate::tools::ToolCatalog;
