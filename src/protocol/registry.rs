@@ -105,7 +105,7 @@ impl ProtocolRegistry {
     /// ```
     pub fn builtin_ids() -> Vec<&'static str> {
         let mut ids = vec![VCP];
-        ids.extend(NATIVE);
+        ids.extend(NativeProtocol::ids());
         ids.extend(TextFormat::ALL.map(TextFormat::id));
         ids.push(AUTO);
         ids
@@ -194,8 +194,6 @@ impl ProtocolRegistry {
 
 const VCP: &str = "vcp";
 const AUTO: &str = "auto";
-/// The native protocols' ids, in the order [`ProtocolRegistry::builtin_ids`] lists them.
-const NATIVE: [&str; 4] = ["openai", "openai_responses", "anthropic", "gemini"];
 
 /// The options [`ProtocolRegistry::builtin`] builds a protocol with: one set per family
 /// of protocols, each the family's own default unless set.
@@ -310,12 +308,13 @@ mod tests {
     fn every_builtin_id_builds_the_protocol_of_that_id() {
         let options = BuiltinOptions::default();
         let ids = ProtocolRegistry::builtin_ids();
-        assert_eq!(ids.len(), 2 + NATIVE.len() + TextFormat::ALL.len());
+        let native = NativeProtocol::ids();
+        assert_eq!(ids.len(), 2 + native.len() + TextFormat::ALL.len());
         for id in &ids {
             let protocol = ProtocolRegistry::builtin(id, &options).unwrap();
             assert_eq!(protocol.id(), *id);
             assert_eq!(protocol.clone().into_protocol().id(), *id);
-            assert_eq!(matches!(protocol, BuiltinProtocol::Native(_)), NATIVE.contains(id), "{id}");
+            assert_eq!(matches!(protocol, BuiltinProtocol::Native(_)), native.contains(id), "{id}");
         }
         let registry = ProtocolRegistry::with_defaults();
         let mut sorted = ids.clone();

@@ -24,6 +24,8 @@ enum Api {
 }
 
 impl Api {
+    const ALL: [Api; 4] = [Api::OpenAiChat, Api::OpenAiResponses, Api::Anthropic, Api::Gemini];
+
     fn id(self) -> &'static str {
         match self {
             Api::OpenAiChat => "openai",
@@ -128,10 +130,12 @@ impl NativeProtocol {
     /// assert!(NativeProtocol::from_id("vcp").is_none());
     /// ```
     pub fn from_id(id: &str) -> Option<Self> {
-        [Api::OpenAiChat, Api::OpenAiResponses, Api::Anthropic, Api::Gemini]
-            .into_iter()
-            .find(|api| api.id() == id)
-            .map(Self::with_api)
+        Api::ALL.into_iter().find(|api| api.id() == id).map(Self::with_api)
+    }
+
+    /// The ids of the native protocols, in the order the registry lists them.
+    pub(crate) fn ids() -> [&'static str; 4] {
+        Api::ALL.map(Api::id)
     }
 
     /// The protocol with `options`.
