@@ -207,6 +207,7 @@ pub mod engine;
 #[cfg(feature = "runtime")]
 #[cfg_attr(docsrs, doc(cfg(feature = "runtime")))]
 pub mod exec;
+pub mod grammar;
 pub mod model;
 pub mod protocol;
 pub mod providers;

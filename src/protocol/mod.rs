@@ -16,6 +16,8 @@
 mod diagnostic;
 mod events;
 pub(crate) mod ids;
+use crate::grammar::{Dialect, Grammar, GrammarError, Scope};
+
 pub mod native;
 mod outcome;
 pub mod reasoning;
@@ -231,6 +233,24 @@ pub trait ToolCallingProtocol: Send + Sync {
     /// message of result blocks, for a native protocol the provider's result messages
     /// matched to each call by id.
     fn result_messages(&self, results: &[ToolExecutionResult], turn: &TurnState) -> Vec<Message>;
+
+    /// A grammar for constrained decoding that admits exactly the valid calls to
+    /// `tools`' methods, written in this protocol, in `dialect`, for `scope` (see
+    /// [`grammar`](crate::grammar)). Text the grammar admits must parse, with this
+    /// protocol, into complete requests whose methods exist and whose arguments pass
+    /// validation.
+    ///
+    /// The default has none ([`GrammarError::Unsupported`]); VCP and the open-model
+    /// text formats write theirs.
+    fn grammar(
+        &self,
+        tools: &[ToolDefinition],
+        dialect: Dialect,
+        scope: Scope,
+    ) -> Result<Grammar, GrammarError> {
+        let _ = tools;
+        Err(GrammarError::Unsupported { protocol: self.id().to_string(), dialect, scope })
+    }
 }
 
 /// What kind of JSON value `value` is ("a number", "an array", …), for messages to the

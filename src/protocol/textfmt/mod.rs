@@ -62,6 +62,7 @@ mod deepseek;
 mod driver;
 mod escape;
 mod glm;
+mod grammar;
 mod hermes;
 mod json;
 mod kimi_k2;
@@ -340,6 +341,22 @@ impl TextFormatProtocol {
         self
     }
 
+    /// A call of `name` with `args`, written the way the format's grammar admits it
+    /// (the markup its prompt teaches; JSON with one space after `:` and `,`, `<` in
+    /// strings written `\u003c`). `None` for a format that writes no calls yet.
+    ///
+    /// ```
+    /// use tool_calling::protocol::textfmt::{TextFormat, TextFormatProtocol};
+    /// let hermes = TextFormatProtocol::new(TextFormat::Hermes);
+    /// let args = serde_json::json!({"city": "Paris"});
+    /// let text = hermes.format_call("get_weather", args.as_object().unwrap()).unwrap();
+    /// assert_eq!(text, "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>");
+    /// assert_eq!(hermes.parse(&text).requests[0].args["city"], "Paris");
+    /// ```
+    pub fn format_call(&self, name: &str, args: &serde_json::Map<String, Value>) -> Option<String> {
+        grammar::write_call(self.format, name, args)
+    }
+
     /// The format.
     pub fn format(&self) -> TextFormat {
         self.format
@@ -393,6 +410,17 @@ impl ToolCallingProtocol for TextFormatProtocol {
 
     fn stream_parser(&self) -> Box<dyn StreamParser + '_> {
         Box::new(TextFormatProtocol::stream_parser(self))
+    }
+
+    /// The format's call markup as its prompt teaches it, written as
+    /// [`format_call`](TextFormatProtocol::format_call) writes a call.
+    fn grammar(
+        &self,
+        tools: &[ToolDefinition],
+        dialect: crate::grammar::Dialect,
+        scope: crate::grammar::Scope,
+    ) -> Result<crate::grammar::Grammar, crate::grammar::GrammarError> {
+        grammar::grammar(self.format, &self.options, tools, dialect, scope)
     }
 
     /// The call the request names, its text arguments typed by the method's schema.

@@ -38,6 +38,7 @@ mod block;
 mod fence;
 mod fields;
 mod format;
+mod grammar;
 mod incremental;
 mod limits;
 mod markers;
@@ -317,6 +318,17 @@ impl ToolCallingProtocol for VcpProtocol {
             return ToolDeclarations::Prompt(String::new());
         }
         ToolDeclarations::Prompt(prompt::generate(tools, &self.templates))
+    }
+
+    /// Request blocks as [`format_request`](Self::format_request) writes them (no
+    /// grammar with fuzzy markers on, nor in the JSON dialects).
+    fn grammar(
+        &self,
+        tools: &[ToolDefinition],
+        dialect: crate::grammar::Dialect,
+        scope: crate::grammar::Scope,
+    ) -> Result<crate::grammar::Grammar, crate::grammar::GrammarError> {
+        grammar::grammar(&self.options, self.id(), tools, dialect, scope)
     }
 
     /// Reads the turn's text (its text blocks joined); native tool calls in the turn are

@@ -1,0 +1,869 @@
+//! The one grammar representation every protocol builds and both text dialects render:
+//! rules and terminals over literals, character sets, sequences, alternatives and
+//! repetition, plus *avoiding text* (any text holding none of some patterns), the one
+//! construct that free text between markers needs.
+//!
+//! Lark (as llguidance reads it) gets terminals as regular expressions, with avoiding
+//! text written with llguidance's `&` and `~` operators; GBNF (llama.cpp) gets every
+//! definition as a rule, with avoiding text written out as the rules of a small
+//! deterministic automaton. Both describe the same language.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::fmt::Write as _;
+
+/// A set of characters: a union of inclusive ranges, or everything outside them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct CharSet {
+    ranges: Vec<(char, char)>,
+    negated: bool,
+}
+
+impl CharSet {
+    /// The characters of `chars`.
+    pub(crate) fn of(chars: &str) -> Self {
+        CharSet { ranges: chars.chars().map(|c| (c, c)).collect(), negated: false }.normalized()
+    }
+
+    /// The characters from `lo` to `hi`.
+    pub(crate) fn range(lo: char, hi: char) -> Self {
+        CharSet { ranges: vec![(lo, hi)], negated: false }
+    }
+
+    /// The union of `ranges`.
+    pub(crate) fn ranges(ranges: &[(char, char)]) -> Self {
+        CharSet { ranges: ranges.to_vec(), negated: false }.normalized()
+    }
+
+    /// Every character but those of `self`.
+    pub(crate) fn not(mut self) -> Self {
+        self.negated = !self.negated;
+        self
+    }
+
+    /// `chars`, each in both ASCII cases.
+    pub(crate) fn any_case(c: char) -> Self {
+        CharSet::of(&format!("{}{}", c.to_ascii_lowercase(), c.to_ascii_uppercase()))
+    }
+
+    /// ASCII white space as the reasoning rule reads it (`\s` of ASCII).
+    pub(crate) fn ascii_space() -> Self {
+        CharSet::of(" \t\n\r\u{0B}\u{0C}")
+    }
+
+    /// Unicode `White_Space`.
+    pub(crate) fn unicode_space() -> Self {
+        CharSet::ranges(&[
+            ('\u{09}', '\u{0D}'),
+            (' ', ' '),
+            ('\u{85}', '\u{85}'),
+            ('\u{A0}', '\u{A0}'),
+            ('\u{1680}', '\u{1680}'),
+            ('\u{2000}', '\u{200A}'),
+            ('\u{2028}', '\u{2029}'),
+            ('\u{202F}', '\u{202F}'),
+            ('\u{205F}', '\u{205F}'),
+            ('\u{3000}', '\u{3000}'),
+        ])
+    }
+
+    fn normalized(mut self) -> Self {
+        self.ranges.sort();
+        let mut out: Vec<(char, char)> = Vec::with_capacity(self.ranges.len());
+        for (lo, hi) in self.ranges {
+            match out.last_mut() {
+                Some(last) if (lo as u32) <= (last.1 as u32).saturating_add(1) => last.1 = last.1.max(hi),
+                _ => out.push((lo, hi)),
+            }
+        }
+        self.ranges = out;
+        self
+    }
+
+    /// The ranges of a positive set.
+    pub(crate) fn ranges_of(&self) -> Vec<(char, char)> {
+        self.ranges.clone()
+    }
+
+    pub(crate) fn contains(&self, c: char) -> bool {
+        self.ranges.iter().any(|&(lo, hi)| lo <= c && c <= hi) != self.negated
+    }
+
+    fn lark(&self) -> String {
+        let mut out = String::from(if self.negated { "[^" } else { "[" });
+        for &(lo, hi) in &self.ranges {
+            regex_char(&mut out, lo);
+            if hi != lo {
+                out.push('-');
+                regex_char(&mut out, hi);
+            }
+        }
+        out.push(']');
+        out
+    }
+
+    fn gbnf(&self) -> String {
+        let mut out = String::from(if self.negated { "[^" } else { "[" });
+        for &(lo, hi) in &self.ranges {
+            gbnf_class_char(&mut out, lo);
+            if hi != lo {
+                out.push('-');
+                gbnf_class_char(&mut out, hi);
+            }
+        }
+        out.push(']');
+        out
+    }
+}
+
+/// One position of a [`Pattern`]: a character of a set, once or any number of times.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Piece {
+    set: CharSet,
+    star: bool,
+}
+
+/// Something free text must not hold: a sequence of pieces, anywhere in the text, or
+/// only at its start or its end.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Pattern {
+    pieces: Vec<Piece>,
+    at_start: bool,
+    at_end: bool,
+}
+
+impl Pattern {
+    /// The exact text `text`.
+    pub(crate) fn text(text: &str) -> Self {
+        Pattern::new().then_text(text)
+    }
+
+    /// The empty pattern, to extend.
+    pub(crate) fn new() -> Self {
+        Pattern { pieces: Vec::new(), at_start: false, at_end: false }
+    }
+
+    /// Then `text`, exactly.
+    pub(crate) fn then_text(mut self, text: &str) -> Self {
+        self.pieces.extend(text.chars().map(|c| Piece { set: CharSet::of(&c.to_string()), star: false }));
+        self
+    }
+
+    /// Then `text` in any ASCII case.
+    pub(crate) fn then_any_case(mut self, text: &str) -> Self {
+        self.pieces.extend(text.chars().map(|c| Piece { set: CharSet::any_case(c), star: false }));
+        self
+    }
+
+    /// Then one character of `set`.
+    pub(crate) fn then(mut self, set: CharSet) -> Self {
+        self.pieces.push(Piece { set, star: false });
+        self
+    }
+
+    /// Then any number of characters of `set`.
+    pub(crate) fn then_any(mut self, set: CharSet) -> Self {
+        self.pieces.push(Piece { set, star: true });
+        self
+    }
+
+    /// Only where the text starts.
+    pub(crate) fn at_start(mut self) -> Self {
+        self.at_start = true;
+        self
+    }
+
+    /// Only where the text ends.
+    pub(crate) fn at_end(mut self) -> Self {
+        self.at_end = true;
+        self
+    }
+
+    fn lark(&self) -> String {
+        let mut out = String::new();
+        for piece in &self.pieces {
+            out.push_str(&piece.set.lark());
+            if piece.star {
+                out.push('*');
+            }
+        }
+        out
+    }
+}
+
+/// A grammar expression.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Expr {
+    /// This text, exactly.
+    Lit(String),
+    /// One character of the set.
+    Set(CharSet),
+    /// The definition of that name.
+    Ref(String),
+    /// Each in turn.
+    Seq(Vec<Expr>),
+    /// One of them.
+    Alt(Vec<Expr>),
+    /// From `min` to `max` (unbounded: `None`) times.
+    Rep(Box<Expr>, u32, Option<u32>),
+    /// Any text (valid UTF-8) that holds none of the patterns. Only as the whole body of
+    /// a terminal ([`Builder::avoiding`]).
+    Avoid(Vec<Pattern>),
+}
+
+impl Expr {
+    /// The literal `text`.
+    pub(crate) fn lit(text: impl Into<String>) -> Expr {
+        Expr::Lit(text.into())
+    }
+
+    /// Each of `items` in turn (flattened; the empty sequence is the empty text).
+    pub(crate) fn seq(items: impl IntoIterator<Item = Expr>) -> Expr {
+        let mut out = Vec::new();
+        for item in items {
+            match item {
+                Expr::Seq(inner) => out.extend(inner),
+                Expr::Lit(text) if text.is_empty() => {}
+                other => out.push(other),
+            }
+        }
+        // Adjacent literals merge into one.
+        let mut merged: Vec<Expr> = Vec::with_capacity(out.len());
+        for item in out {
+            match (merged.last_mut(), item) {
+                (Some(Expr::Lit(last)), Expr::Lit(next)) => last.push_str(&next),
+                (_, item) => merged.push(item),
+            }
+        }
+        if merged.len() == 1 { merged.pop().unwrap_or(Expr::Lit(String::new())) } else { Expr::Seq(merged) }
+    }
+
+    /// One of `items` (a single item is itself).
+    pub(crate) fn alt(items: impl IntoIterator<Item = Expr>) -> Expr {
+        let mut out: Vec<Expr> = Vec::new();
+        for item in items {
+            match item {
+                Expr::Alt(inner) => out.extend(inner),
+                other => out.push(other),
+            }
+        }
+        if out.len() == 1 { out.pop().unwrap_or(Expr::Lit(String::new())) } else { Expr::Alt(out) }
+    }
+
+    /// `self`, or nothing.
+    pub(crate) fn opt(self) -> Expr {
+        Expr::Rep(Box::new(self), 0, Some(1))
+    }
+
+    /// `self` any number of times.
+    pub(crate) fn star(self) -> Expr {
+        Expr::Rep(Box::new(self), 0, None)
+    }
+
+    /// `self` from `min` to `max` times.
+    pub(crate) fn times(self, min: u32, max: Option<u32>) -> Expr {
+        Expr::Rep(Box::new(self), min, max)
+    }
+
+    /// One character of `set`.
+    pub(crate) fn set(set: CharSet) -> Expr {
+        Expr::Set(set)
+    }
+}
+
+/// A named definition: a rule (context-free) or a terminal (regular: literals, sets and
+/// other terminals only).
+#[derive(Debug, Clone)]
+struct Def {
+    name: String,
+    body: Expr,
+    terminal: bool,
+}
+
+/// Grammar definitions under construction; [`Builder::lark`] and [`Builder::gbnf`]
+/// render them with a start expression.
+#[derive(Debug, Default)]
+pub(crate) struct Builder {
+    defs: Vec<Def>,
+    names: HashMap<String, usize>,
+    /// Definitions by content, so that equal terminals and rules are written once.
+    by_body: HashMap<(bool, String), String>,
+}
+
+impl Builder {
+    /// A rule named after `hint` (made unique); returns a reference to it.
+    pub(crate) fn rule(&mut self, hint: &str, body: Expr) -> Expr {
+        self.define(hint, body, false)
+    }
+
+    /// A terminal named after `hint`; `body` must be regular.
+    pub(crate) fn terminal(&mut self, hint: &str, body: Expr) -> Expr {
+        self.define(hint, body, true)
+    }
+
+    /// A terminal when `body` is regular (literals, sets and terminals), else a rule:
+    /// for pieces that Lark must read as one lexeme where it can.
+    pub(crate) fn token(&mut self, hint: &str, body: Expr) -> Expr {
+        if self.regular(&body) {
+            self.terminal(hint, body)
+        } else {
+            self.rule(&hint.to_ascii_lowercase(), body)
+        }
+    }
+
+    fn regular(&self, expr: &Expr) -> bool {
+        match expr {
+            Expr::Lit(_) | Expr::Set(_) | Expr::Avoid(_) => true,
+            Expr::Ref(name) => self.is_terminal(name),
+            Expr::Seq(items) | Expr::Alt(items) => items.iter().all(|i| self.regular(i)),
+            Expr::Rep(inner, ..) => self.regular(inner),
+        }
+    }
+
+    /// A terminal that is any text holding none of `patterns`.
+    pub(crate) fn avoiding(&mut self, hint: &str, patterns: Vec<Pattern>) -> Expr {
+        self.define(hint, Expr::Avoid(patterns), true)
+    }
+
+    /// A name reserved now and defined later with [`Builder::define_reserved`] (for
+    /// recursive rules).
+    pub(crate) fn reserve(&mut self, hint: &str) -> String {
+        let name = self.fresh(hint, false);
+        self.names.insert(name.clone(), self.defs.len());
+        self.defs.push(Def { name: name.clone(), body: Expr::Lit(String::new()), terminal: false });
+        name
+    }
+
+    /// Gives the rule reserved as `name` its body.
+    pub(crate) fn define_reserved(&mut self, name: &str, body: Expr) {
+        if let Some(&at) = self.names.get(name)
+            && let Some(def) = self.defs.get_mut(at)
+        {
+            def.body = body;
+        }
+    }
+
+    fn define(&mut self, hint: &str, body: Expr, terminal: bool) -> Expr {
+        let key = (terminal, format!("{body:?}"));
+        if let Some(name) = self.by_body.get(&key) {
+            return Expr::Ref(name.clone());
+        }
+        let name = self.fresh(hint, terminal);
+        self.names.insert(name.clone(), self.defs.len());
+        self.defs.push(Def { name: name.clone(), body, terminal });
+        self.by_body.insert(key, name.clone());
+        Expr::Ref(name)
+    }
+
+    fn fresh(&mut self, hint: &str, terminal: bool) -> String {
+        let mut base: String = hint
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '_' })
+            .collect();
+        base = base.trim_matches('_').to_string();
+        if !base.starts_with(|c: char| c.is_ascii_alphabetic()) {
+            base.insert_str(0, "r_");
+        }
+        if terminal {
+            base = base.to_ascii_uppercase();
+        }
+        let mut name = base.clone();
+        let mut n = 1;
+        while self.names.contains_key(&name) || name == "start" || name == "root" {
+            n += 1;
+            name = format!("{base}_{n}");
+        }
+        name
+    }
+
+    fn is_terminal(&self, name: &str) -> bool {
+        self.names.get(name).and_then(|&at| self.defs.get(at)).is_some_and(|d| d.terminal)
+    }
+
+    /// The grammar in llguidance's Lark, starting at `start`.
+    pub(crate) fn lark(&self, start: &Expr) -> String {
+        let mut out = String::from("%llguidance {}\n\n");
+        let _ = writeln!(out, "start: {}", self.lark_expr(start, false));
+        for def in &self.defs {
+            let body = match &def.body {
+                Expr::Avoid(patterns) => lark_avoid(patterns),
+                body => self.lark_expr(body, def.terminal),
+            };
+            let _ = writeln!(out, "{}: {body}", def.name);
+        }
+        out
+    }
+
+    fn lark_expr(&self, expr: &Expr, in_terminal: bool) -> String {
+        match expr {
+            Expr::Lit(text) => lark_string(text),
+            Expr::Set(set) => format!("/{}/", set.lark()),
+            Expr::Ref(name) => name.clone(),
+            Expr::Seq(items) if items.is_empty() => "\"\"".to_string(),
+            Expr::Seq(items) => items
+                .iter()
+                .map(|item| {
+                    let text = self.lark_expr(item, in_terminal);
+                    if matches!(item, Expr::Alt(_)) { format!("({text})") } else { text }
+                })
+                .collect::<Vec<_>>()
+                .join(" "),
+            Expr::Alt(items) => {
+                items.iter().map(|item| self.lark_expr(item, in_terminal)).collect::<Vec<_>>().join(" | ")
+            }
+            Expr::Rep(inner, min, max) => {
+                let text = self.lark_expr(inner, in_terminal);
+                let text = match inner.as_ref() {
+                    Expr::Seq(_) | Expr::Alt(_) | Expr::Rep(..) => format!("({text})"),
+                    _ => text,
+                };
+                match (min, max) {
+                    (0, Some(1)) => format!("{text}?"),
+                    (0, None) => format!("{text}*"),
+                    (1, None) => format!("{text}+"),
+                    (m, None) => format!("{text}{{{m},}}"),
+                    (m, Some(n)) if m == n => format!("{text}{{{m}}}"),
+                    (m, Some(n)) => format!("{text}{{{m},{n}}}"),
+                }
+            }
+            // Only as a terminal's whole body (rendered by the caller).
+            Expr::Avoid(patterns) => format!("({})", lark_avoid(patterns)),
+        }
+    }
+
+    /// The grammar in llama.cpp's GBNF, starting at `start`.
+    pub(crate) fn gbnf(&self, start: &Expr) -> String {
+        let mut out = String::new();
+        let _ = writeln!(out, "root ::= {}", self.gbnf_expr(start));
+        for def in &self.defs {
+            let name = gbnf_name(&def.name);
+            match &def.body {
+                Expr::Avoid(patterns) => gbnf_avoid(&mut out, &name, patterns),
+                body => {
+                    let _ = writeln!(out, "{name} ::= {}", self.gbnf_expr(body));
+                }
+            }
+        }
+        out
+    }
+
+    fn is_avoid(&self, expr: &Expr) -> bool {
+        matches!(expr, Expr::Ref(name) if self.names.get(name).and_then(|&at| self.defs.get(at)).is_some_and(|d| matches!(d.body, Expr::Avoid(_))))
+    }
+
+    fn gbnf_expr(&self, expr: &Expr) -> String {
+        match expr {
+            Expr::Lit(text) => gbnf_string(text),
+            Expr::Set(set) => set.gbnf(),
+            Expr::Ref(name) => gbnf_name(name),
+            Expr::Seq(items) if items.is_empty() => "\"\"".to_string(),
+            Expr::Seq(items) => items
+                .iter()
+                .enumerate()
+                .map(|(i, item)| match item {
+                    // A literal right after free text, character by character: the same
+                    // language, but a reader that makes each literal one lexeme (llguidance's)
+                    // would otherwise pick the literal over free text that starts alike and
+                    // never backtrack.
+                    Expr::Lit(text) if i > 0 && self.is_avoid(&items[i - 1]) => {
+                        text.chars().map(|c| gbnf_string(&c.to_string())).collect::<Vec<_>>().join(" ")
+                    }
+                    Expr::Alt(_) => format!("({})", self.gbnf_expr(item)),
+                    _ => self.gbnf_expr(item),
+                })
+                .collect::<Vec<_>>()
+                .join(" "),
+            Expr::Alt(items) => items.iter().map(|i| self.gbnf_expr(i)).collect::<Vec<_>>().join(" | "),
+            Expr::Rep(inner, min, max) => {
+                let text = self.gbnf_expr(inner);
+                let text = match inner.as_ref() {
+                    Expr::Seq(_) | Expr::Alt(_) | Expr::Rep(..) => format!("({text})"),
+                    _ => text,
+                };
+                match (min, max) {
+                    (0, Some(1)) => format!("{text}?"),
+                    (0, None) => format!("{text}*"),
+                    (1, None) => format!("{text}+"),
+                    (m, None) => format!("{text}{{{m},}}"),
+                    (m, Some(n)) if m == n => format!("{text}{{{m}}}"),
+                    (m, Some(n)) => format!("{text}{{{m},{n}}}"),
+                }
+            }
+            // Rendered as rules by the caller.
+            Expr::Avoid(_) => "\"\"".to_string(),
+        }
+    }
+
+    /// Whether every reference names a definition and terminals refer to terminals only
+    /// (a check for tests and debug builds).
+    pub(crate) fn check(&self, start: &Expr) -> Result<(), String> {
+        fn refs<'e>(expr: &'e Expr, out: &mut Vec<&'e str>) {
+            match expr {
+                Expr::Ref(name) => out.push(name),
+                Expr::Seq(items) | Expr::Alt(items) => items.iter().for_each(|i| refs(i, out)),
+                Expr::Rep(inner, ..) => refs(inner, out),
+                _ => {}
+            }
+        }
+        let mut all = Vec::new();
+        refs(start, &mut all);
+        for def in &self.defs {
+            let mut own = Vec::new();
+            refs(&def.body, &mut own);
+            for name in &own {
+                if def.terminal && !self.is_terminal(name) {
+                    return Err(format!("terminal {} refers to rule {name}", def.name));
+                }
+            }
+            all.extend(own);
+        }
+        match all.iter().find(|name| !self.names.contains_key(**name)) {
+            Some(name) => Err(format!("undefined {name}")),
+            None => Ok(()),
+        }
+    }
+}
+
+fn lark_string(text: &str) -> String {
+    let mut out = String::from("\"");
+    for c in text.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x20 || c == '\u{7F}' => {
+                let _ = write!(out, "\\x{:02x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// A character inside a regular expression's class or as a literal.
+fn regex_char(out: &mut String, c: char) {
+    match c {
+        '\\' | ']' | '[' | '^' | '-' | '/' | '.' | '*' | '+' | '?' | '(' | ')' | '{' | '}' | '|' | '$'
+        | '&' | '~' => {
+            out.push('\\');
+            out.push(c);
+        }
+        '\n' => out.push_str("\\n"),
+        '\r' => out.push_str("\\r"),
+        '\t' => out.push_str("\\t"),
+        c if (c as u32) < 0x20 || c == '\u{7F}' => {
+            let _ = write!(out, "\\x{:02x}", c as u32);
+        }
+        c if !c.is_ascii() && !c.is_alphanumeric() => {
+            let _ = write!(out, "\\x{{{:x}}}", c as u32);
+        }
+        c => out.push(c),
+    }
+}
+
+/// `(?s:.*)` minus every text holding a pattern.
+fn lark_avoid(patterns: &[Pattern]) -> String {
+    let mut out = String::from("/(?s:.*)/");
+    let anywhere: Vec<String> =
+        patterns.iter().filter(|p| !p.at_start && !p.at_end).map(Pattern::lark).collect();
+    if !anywhere.is_empty() {
+        let _ = write!(out, " & ~/(?s:.*)({})(?s:.*)/", anywhere.join("|"));
+    }
+    for pattern in patterns.iter().filter(|p| p.at_start || p.at_end) {
+        let head = if pattern.at_start { "" } else { "(?s:.*)" };
+        let tail = if pattern.at_end { "" } else { "(?s:.*)" };
+        let _ = write!(out, " & ~/{head}{}{tail}/", pattern.lark());
+    }
+    out
+}
+
+/// GBNF names are lower case (llama.cpp's own grammars' style; llguidance's reader
+/// would take upper-case names for Lark terminals).
+fn gbnf_name(name: &str) -> String {
+    name.replace('_', "-").to_ascii_lowercase()
+}
+
+fn gbnf_class_char(out: &mut String, c: char) {
+    match c {
+        '\\' | ']' | '[' => {
+            out.push('\\');
+            out.push(c);
+        }
+        // llama.cpp's reader has no `\^` or `\-`: written by code point.
+        '^' | '-' => {
+            let _ = write!(out, "\\x{:02X}", c as u32);
+        }
+        c => gbnf_escaped_char(out, c),
+    }
+}
+
+/// A character as GBNF reads it: controls and Latin-1 by `\xNN`, other invisible
+/// characters by `\uNNNN`, everything else as itself.
+fn gbnf_escaped_char(out: &mut String, c: char) {
+    match c {
+        '\n' => out.push_str("\\n"),
+        '\r' => out.push_str("\\r"),
+        '\t' => out.push_str("\\t"),
+        c if (c as u32) < 0x20 || ((c as u32) >= 0x7F && (c as u32) <= 0xFF) => {
+            let _ = write!(out, "\\x{:02X}", c as u32);
+        }
+        c if (c as u32) >= 0x1000 && (c as u32) <= 0xFFFF && !c.is_alphanumeric() && !c.is_ascii() => {
+            let _ = write!(out, "\\u{:04X}", c as u32);
+        }
+        c => out.push(c),
+    }
+}
+
+fn gbnf_string(text: &str) -> String {
+    let mut out = String::from("\"");
+    for c in text.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c => gbnf_escaped_char(&mut out, c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// Writes avoiding text as rules `NAME` (the start state) and `NAME-sK`: a deterministic
+/// automaton over the characters that tracks every partial match of the patterns.
+fn gbnf_avoid(out: &mut String, name: &str, patterns: &[Pattern]) {
+    let automaton = Automaton::new(patterns);
+    for (index, state) in automaton.states.iter().enumerate() {
+        let rule = if index == 0 { name.to_string() } else { format!("{name}-s{index}") };
+        let mut alternatives: Vec<String> = Vec::new();
+        for (target, set) in &state.moves {
+            let next = if *target == 0 { name.to_string() } else { format!("{name}-s{target}") };
+            alternatives.push(format!("{} {next}", set.gbnf()));
+        }
+        let body = match (alternatives.is_empty(), state.accepting) {
+            (true, _) => "\"\"".to_string(),
+            (false, true) => format!("({})?", alternatives.join(" | ")),
+            (false, false) => alternatives.join(" | "),
+        };
+        let _ = writeln!(out, "{rule} ::= {body}");
+    }
+}
+
+/// A position in a pattern: `(pattern, piece)`.
+type Position = (usize, usize);
+
+/// One state of the avoiding automaton.
+#[derive(Debug)]
+struct State {
+    /// Where each class of characters leads (characters not listed lead nowhere: a
+    /// pattern would be complete).
+    moves: Vec<(usize, CharSet)>,
+    /// Whether the text may end here.
+    accepting: bool,
+}
+
+/// The deterministic automaton of "holds none of the patterns".
+#[derive(Debug)]
+struct Automaton {
+    states: Vec<State>,
+}
+
+impl Automaton {
+    fn new(patterns: &[Pattern]) -> Self {
+        // The alphabet: the elementary intervals of every set's ranges, and "any other".
+        let mut cuts: BTreeSet<u32> = BTreeSet::new();
+        for pattern in patterns {
+            for piece in &pattern.pieces {
+                for &(lo, hi) in &piece.set.ranges {
+                    cuts.insert(lo as u32);
+                    cuts.insert(hi as u32 + 1);
+                }
+            }
+        }
+        let cuts: Vec<u32> = cuts.into_iter().collect();
+        let mut atoms: Vec<(char, char)> = Vec::new();
+        for pair in cuts.windows(2) {
+            if let (Some(lo), Some(hi)) = (char_at_or_after(pair[0]), char_before(pair[1]))
+                && lo <= hi
+            {
+                atoms.push((lo, hi));
+            }
+        }
+        let mentioned = CharSet::ranges(&atoms);
+        // A representative of each atom (to test set membership), and the "other" atom.
+        let mut classes: Vec<(Option<(char, char)>, char)> =
+            atoms.iter().map(|&(lo, hi)| (Some((lo, hi)), lo)).collect();
+        if let Some(other) = first_outside(&mentioned) {
+            classes.push((None, other));
+        }
+
+        let closure = |set: &mut BTreeSet<Position>| {
+            let mut stack: Vec<Position> = set.iter().copied().collect();
+            while let Some((p, i)) = stack.pop() {
+                if let Some(piece) = patterns[p].pieces.get(i)
+                    && piece.star
+                    && set.insert((p, i + 1))
+                {
+                    stack.push((p, i + 1));
+                }
+            }
+        };
+        let starts = |at_start: bool| {
+            let mut set: BTreeSet<Position> = BTreeSet::new();
+            for (p, pattern) in patterns.iter().enumerate() {
+                if !pattern.at_start || at_start {
+                    set.insert((p, 0));
+                }
+            }
+            closure(&mut set);
+            set
+        };
+        let done = |set: &BTreeSet<Position>, end: bool| {
+            set.iter().any(|&(p, i)| i == patterns[p].pieces.len() && (patterns[p].at_end == end))
+        };
+
+        let initial = starts(true);
+        let mut ids: BTreeMap<BTreeSet<Position>, usize> = BTreeMap::new();
+        let mut sets: Vec<BTreeSet<Position>> = vec![initial.clone()];
+        ids.insert(initial, 0);
+        let mut states = Vec::new();
+        let mut at = 0;
+        while at < sets.len() {
+            let current = sets[at].clone();
+            let mut by_target: BTreeMap<usize, Vec<Option<(char, char)>>> = BTreeMap::new();
+            for &(atom, sample) in &classes {
+                let mut next = starts(false);
+                for &(p, i) in &current {
+                    if let Some(piece) = patterns[p].pieces.get(i)
+                        && piece.set.contains(sample)
+                    {
+                        next.insert((p, if piece.star { i } else { i + 1 }));
+                    }
+                }
+                closure(&mut next);
+                // Keep only live positions: a complete anywhere-pattern kills the text.
+                if done(&next, false) {
+                    continue;
+                }
+                let id = match ids.get(&next) {
+                    Some(&id) => id,
+                    None => {
+                        let id = sets.len();
+                        ids.insert(next.clone(), id);
+                        sets.push(next);
+                        id
+                    }
+                };
+                by_target.entry(id).or_default().push(atom);
+            }
+            let moves = by_target
+                .into_iter()
+                .map(|(target, atoms_here)| {
+                    let set = if atoms_here.contains(&None) {
+                        // Everything but the mentioned atoms that go elsewhere.
+                        let elsewhere: Vec<(char, char)> =
+                            atoms.iter().copied().filter(|a| !atoms_here.contains(&Some(*a))).collect();
+                        CharSet::ranges(&elsewhere).not()
+                    } else {
+                        CharSet::ranges(&atoms_here.into_iter().flatten().collect::<Vec<_>>())
+                    };
+                    (target, set)
+                })
+                .collect();
+            states.push(State { moves, accepting: !done(&current, true) });
+            at += 1;
+        }
+        Automaton { states }
+    }
+}
+
+fn char_at_or_after(mut code: u32) -> Option<char> {
+    while code <= 0x10FFFF {
+        if let Some(c) = char::from_u32(code) {
+            return Some(c);
+        }
+        code += 1;
+    }
+    None
+}
+
+fn char_before(code: u32) -> Option<char> {
+    let mut code = code.checked_sub(1)?;
+    loop {
+        if let Some(c) = char::from_u32(code) {
+            return Some(c);
+        }
+        code = code.checked_sub(1)?;
+    }
+}
+
+fn first_outside(set: &CharSet) -> Option<char> {
+    let mut code = 0u32;
+    for &(lo, hi) in &set.ranges {
+        if code < lo as u32 {
+            return char_at_or_after(code);
+        }
+        code = hi as u32 + 1;
+    }
+    char_at_or_after(code)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Whether the automaton accepts `text`.
+    fn accepts(patterns: &[Pattern], text: &str) -> bool {
+        let automaton = Automaton::new(patterns);
+        let mut state = 0;
+        for c in text.chars() {
+            match automaton.states[state].moves.iter().find(|(_, set)| set.contains(c)) {
+                Some((next, _)) => state = *next,
+                None => return false,
+            }
+        }
+        automaton.states[state].accepting
+    }
+
+    #[test]
+    fn the_automaton_rejects_exactly_the_texts_that_hold_a_pattern() {
+        let patterns = vec![
+            Pattern::text("「末」"),
+            Pattern::text("<").then_any(CharSet::ascii_space()).then_any_case("think"),
+            Pattern::new().then(CharSet::unicode_space()).at_start(),
+            Pattern::new().then(CharSet::unicode_space()).at_end(),
+            Pattern::text("`").at_end(),
+        ];
+        for (text, ok) in [
+            ("", true),
+            ("plain", true),
+            ("a「末b」", true),
+            ("a「末」b", false),
+            ("「「末」", false),
+            ("a <  THINK", false),
+            ("a < b", true),
+            ("<thin", true),
+            (" lead", false),
+            ("trail ", false),
+            ("in side", true),
+            ("tick`", false),
+            ("`tick", true),
+        ] {
+            assert_eq!(accepts(&patterns, text), ok, "{text:?}");
+        }
+    }
+
+    #[test]
+    fn renderings_name_every_definition() {
+        let mut b = Builder::default();
+        let text = b.avoiding("text", vec![Pattern::text("ab")]);
+        let until = b.terminal("until", Expr::seq([text.clone(), Expr::lit("ab")]));
+        let start = Expr::seq([until, text]);
+        b.check(&start).unwrap();
+        let lark = b.lark(&start);
+        assert!(lark.contains("TEXT: /(?s:.*)/ & ~/(?s:.*)([a][b])(?s:.*)/"), "{lark}");
+        let gbnf = b.gbnf(&start);
+        assert!(gbnf.starts_with("root ::= UNTIL TEXT\n"), "{gbnf}");
+        assert!(gbnf.contains("TEXT ::= ([a] TEXT-s1 | [^a] TEXT)?"), "{gbnf}");
+    }
+}

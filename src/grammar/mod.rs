@@ -1,0 +1,490 @@
+//! Grammars for constrained decoding: what a model may write so that every call it
+//! writes is a complete, valid call to a registered tool.
+//!
+//! Serving engines (vLLM, SGLang, llama.cpp's server, anything built on llguidance or
+//! XGrammar) accept a grammar with a request and mask out every token that would leave
+//! it. A protocol that knows its own syntax builds that grammar from the same tool
+//! definitions its prompt is written from
+//! ([`ToolCallingProtocol::grammar`](crate::protocol::ToolCallingProtocol::grammar)),
+//! so a constrained model cannot write a malformed call, an unknown tool, a missing
+//! required argument or `"ten"` for an integer.
+//!
+//! - **Dialects** ([`Dialect`]): Lark as llguidance reads it, GBNF as llama.cpp reads it,
+//!   and for the formats whose calls are JSON, the JSON Schema of one call and a
+//!   structural tag (begin text, arguments schema, end text per method).
+//! - **Scopes** ([`Scope`]): exactly one call, one or more calls, or a whole reply (free
+//!   text, a reasoning block at the start where the protocol hides reasoning, calls
+//!   anywhere).
+//!
+//! **What a grammar guarantees.** Text that a Lark or GBNF grammar admits parses, with
+//! the same protocol, into complete requests for the methods offered, whose arguments
+//! pass validation against each method's schema, and into nothing else: free text can
+//! hold no call markup and no reasoning tag, and no value can close its field early.
+//! Keys come in the order of the schema's `properties` (the order the prompt shows), so
+//! that the grammar stays linear in the number of keys; every required key is present
+//! and no other key is. The schema keywords enforced are listed in
+//! [the values module](self#schema-keywords); the others are left to validation.
+//!
+//! **What it costs the model.** Some text the parser would read is not admitted: keys in
+//! another order, white space in JSON beyond one space after `:` and `,`, a `<` written
+//! raw inside a JSON string (it is written `\u003c`), a null written for an optional
+//! argument (it is left out instead), numbers with more than 20 digits.
+//!
+//! # Schema keywords
+//!
+//! Enforced: `type` (one or several), `enum`, `const`, `anyOf`/`oneOf` (as
+//! alternatives), `properties` with `required`, `items`, `minItems`/`maxItems`,
+//! `minLength`/`maxLength` (JSON strings), integer `minimum`/`maximum` and their
+//! exclusive forms, `minimum: 0` on numbers, local `$ref`s. Left to validation:
+//! `pattern`, `format`, `multipleOf`, `uniqueItems`, other number bounds, `not`,
+//! `if`/`then`/`else`, `patternProperties`.
+//!
+//! ```
+//! use tool_calling::grammar::{Dialect, Scope};
+//! use tool_calling::protocol::ToolCallingProtocol;
+//! use tool_calling::protocol::vcp::VcpProtocol;
+//! use tool_calling::tools::{MethodDefinition, ToolDefinition};
+//!
+//! let calc = ToolDefinition::new("calc", "Calculator").with_method(
+//!     MethodDefinition::new("add", "Add two integers.").with_parameters(serde_json::json!({
+//!         "type": "object",
+//!         "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+//!         "required": ["a", "b"]
+//!     })),
+//! );
+//! let grammar = VcpProtocol::default().grammar(&[calc], Dialect::Lark, Scope::Call)?;
+//! assert!(grammar.text().starts_with("%llguidance {}"));
+//! assert!(grammar.text().contains("command:「始」add「末」"));
+//! # Ok::<(), tool_calling::grammar::GrammarError>(())
+//! ```
+
+mod ir;
+mod values;
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde_json::{Value, json};
+
+pub(crate) use ir::{Builder, CharSet, Expr, Pattern};
+pub(crate) use values::{ValueStyle, Values};
+
+/// The language a grammar is written in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Dialect {
+    /// Lark as llguidance reads it (vLLM and SGLang take it through llguidance).
+    Lark,
+    /// GBNF, llama.cpp's grammar format (its server's `grammar` field).
+    Gbnf,
+    /// The JSON Schema of a call object (`{"name", "arguments"}`, one alternative per
+    /// method): for the formats whose calls are JSON.
+    JsonSchema,
+    /// A structural tag: per method, the text that begins its call, the JSON Schema of
+    /// its arguments and the text that ends it, with the triggers that start a call in
+    /// free text (XGrammar's and llguidance's form).
+    StructuralTag,
+}
+
+impl Dialect {
+    /// Every dialect.
+    pub const ALL: [Dialect; 4] = [Dialect::Lark, Dialect::Gbnf, Dialect::JsonSchema, Dialect::StructuralTag];
+
+    /// Its name on the command line: `lark`, `gbnf`, `json-schema`, `structural-tag`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Dialect::Lark => "lark",
+            Dialect::Gbnf => "gbnf",
+            Dialect::JsonSchema => "json-schema",
+            Dialect::StructuralTag => "structural-tag",
+        }
+    }
+}
+
+impl fmt::Display for Dialect {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Dialect {
+    type Err = GrammarError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Dialect::ALL
+            .into_iter()
+            .find(|d| d.as_str() == s)
+            .ok_or_else(|| GrammarError::UnknownName { what: "dialect", name: s.to_string() })
+    }
+}
+
+/// How much of a reply a grammar covers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Scope {
+    /// Exactly one call and nothing else (for `tool_choice: required` or a named tool).
+    Call,
+    /// One or more calls, with only white space (or the format's own separator) between
+    /// them.
+    Calls,
+    /// A whole reply: free text, a reasoning block first where the protocol hides
+    /// reasoning, calls anywhere the protocol reads them.
+    Reply,
+}
+
+impl Scope {
+    /// Every scope.
+    pub const ALL: [Scope; 3] = [Scope::Call, Scope::Calls, Scope::Reply];
+
+    /// Its name on the command line: `call`, `calls`, `reply`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Scope::Call => "call",
+            Scope::Calls => "calls",
+            Scope::Reply => "reply",
+        }
+    }
+}
+
+impl fmt::Display for Scope {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Scope {
+    type Err = GrammarError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Scope::ALL
+            .into_iter()
+            .find(|d| d.as_str() == s)
+            .ok_or_else(|| GrammarError::UnknownName { what: "scope", name: s.to_string() })
+    }
+}
+
+/// A grammar, in its dialect's text (a JSON document for the JSON dialects).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Grammar {
+    dialect: Dialect,
+    scope: Scope,
+    text: String,
+}
+
+impl Grammar {
+    /// A grammar of `dialect` and `scope` whose text is `text` (for protocols of your
+    /// own).
+    pub fn new(dialect: Dialect, scope: Scope, text: impl Into<String>) -> Self {
+        Grammar { dialect, scope, text: text.into() }
+    }
+
+    /// Its dialect.
+    pub fn dialect(&self) -> Dialect {
+        self.dialect
+    }
+
+    /// Its scope.
+    pub fn scope(&self) -> Scope {
+        self.scope
+    }
+
+    /// Its text, as a server takes it.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// Its text, owned.
+    pub fn into_text(self) -> String {
+        self.text
+    }
+
+    /// The JSON document of a JSON dialect (`None` for Lark and GBNF).
+    pub fn to_json(&self) -> Option<Value> {
+        match self.dialect {
+            Dialect::JsonSchema | Dialect::StructuralTag => serde_json::from_str(&self.text).ok(),
+            _ => None,
+        }
+    }
+}
+
+/// Why no grammar could be built.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum GrammarError {
+    /// The protocol has no grammar in this dialect for this scope.
+    #[error("protocol `{protocol}` has no {dialect} grammar for scope `{scope}`")]
+    Unsupported {
+        /// The protocol's id.
+        protocol: String,
+        /// The dialect asked for.
+        dialect: Dialect,
+        /// The scope asked for.
+        scope: Scope,
+    },
+    /// A call grammar needs at least one method to call.
+    #[error("no method is offered: a grammar of calls needs at least one")]
+    NoMethods,
+    /// A method's parameter schema cannot be written as a grammar.
+    #[error("the parameters of `{method}`: {message}")]
+    Schema {
+        /// The method's full name.
+        method: String,
+        /// What is wrong with its schema.
+        message: String,
+    },
+    /// A dialect or scope name that does not exist.
+    #[error("unknown {what} `{name}`")]
+    UnknownName {
+        /// `dialect` or `scope`.
+        what: &'static str,
+        /// The name given.
+        name: String,
+    },
+}
+
+/// A section of calls: markup that opens it, what stands between two calls, and
+/// markup that closes it (Mistral's `[TOOL_CALLS][…]`, DeepSeek's calls tokens).
+#[derive(Debug, Clone)]
+pub(crate) struct Section {
+    pub between: Expr,
+    pub close: String,
+}
+
+/// A method's call in a JSON-bodied format, for the JSON dialects.
+#[derive(Debug, Clone)]
+pub(crate) struct JsonCall {
+    /// The method's full name.
+    pub name: String,
+    /// Its arguments' schema.
+    pub arguments: Value,
+    /// The text that begins a call of it (trigger included), up to its arguments.
+    pub begin: String,
+    /// The text that ends it, after the arguments.
+    pub end: String,
+}
+
+/// How a protocol writes calls, as a grammar: everything a scope is built from.
+#[derive(Debug)]
+pub(crate) struct Syntax {
+    /// The protocol's id (for errors).
+    pub protocol: String,
+    /// Markup that begins each call (or the section, when there is one): free text
+    /// may not hold it.
+    pub open: String,
+    /// One call after `open` (without a section), or one call inside the section.
+    pub call: Expr,
+    /// The section calls are grouped in, if any.
+    pub section: Option<Section>,
+    /// More text that free text may not hold (other markup the parser reads).
+    pub avoid: Vec<Pattern>,
+    /// Whether the protocol hides reasoning (then free text holds no reasoning tag, and
+    /// a reply may open with one reasoning block).
+    pub reasoning: bool,
+    /// For JSON-bodied formats: the key of the name and of the arguments in a call
+    /// object, and each method's call.
+    pub json: Option<(&'static str, &'static str, Vec<JsonCall>)>,
+}
+
+/// Every text that could open or close reasoning: `<`, white space, an optional `/`
+/// and white space, then `think` in any case.
+pub(crate) fn reasoning_heads() -> Vec<Pattern> {
+    vec![
+        Pattern::text("<").then_any(CharSet::ascii_space()).then_any_case("think"),
+        Pattern::text("<")
+            .then_any(CharSet::ascii_space())
+            .then_text("/")
+            .then_any(CharSet::ascii_space())
+            .then_any_case("think"),
+    ]
+}
+
+impl Syntax {
+    /// The grammar of `scope` in `dialect`.
+    pub(crate) fn grammar(
+        self,
+        mut builder: Builder,
+        dialect: Dialect,
+        scope: Scope,
+    ) -> Result<Grammar, GrammarError> {
+        match dialect {
+            Dialect::Lark | Dialect::Gbnf => {
+                let start = self.start(&mut builder, scope);
+                debug_assert_eq!(builder.check(&start), Ok(()));
+                let text = if dialect == Dialect::Lark { builder.lark(&start) } else { builder.gbnf(&start) };
+                Ok(Grammar::new(dialect, scope, text))
+            }
+            Dialect::JsonSchema | Dialect::StructuralTag => self.json_grammar(dialect, scope),
+        }
+    }
+
+    fn unsupported(&self, dialect: Dialect, scope: Scope) -> GrammarError {
+        GrammarError::Unsupported { protocol: self.protocol.clone(), dialect, scope }
+    }
+
+    /// What follows `open` for one or more calls.
+    fn after_open(&self, many: bool) -> Expr {
+        match &self.section {
+            Some(section) => Expr::seq([
+                self.call.clone(),
+                if many {
+                    Expr::seq([section.between.clone(), self.call.clone()]).star()
+                } else {
+                    Expr::lit("")
+                },
+                Expr::lit(section.close.clone()),
+            ]),
+            None => self.call.clone(),
+        }
+    }
+
+    fn free_text_patterns(&self) -> Vec<Pattern> {
+        let mut patterns = vec![Pattern::text(&self.open)];
+        patterns.extend(self.avoid.iter().cloned());
+        if self.reasoning {
+            patterns.extend(reasoning_heads());
+        }
+        patterns
+    }
+
+    fn start(&self, b: &mut Builder, scope: Scope) -> Expr {
+        let open = Expr::lit(self.open.clone());
+        match scope {
+            Scope::Call => b.rule("call", Expr::seq([open, self.after_open(false)])),
+            Scope::Calls => {
+                let first = Expr::seq([open.clone(), self.after_open(true)]);
+                let body = if self.section.is_some() {
+                    first
+                } else {
+                    let space = b.terminal("WS", Expr::set(CharSet::of(" \t\n")).times(1, None));
+                    Expr::seq([first, Expr::seq([space.opt(), open, self.after_open(true)]).star()])
+                };
+                b.rule("calls", body)
+            }
+            Scope::Reply => {
+                let patterns = self.free_text_patterns();
+                let text = b.avoiding("TEXT", patterns.clone());
+                // Text before a call: it must not end with something that would change
+                // how the opening markup reads (a backtick makes VCP's a mention).
+                let mut before_patterns = patterns;
+                before_patterns.extend(self.avoid_before_open());
+                let before = b.avoiding("TEXT_BEFORE_CALL", before_patterns);
+                let lead = b.terminal("TEXT_THEN_CALL", Expr::seq([before, open]));
+                let calls = b.rule("calls", Expr::seq([lead, self.after_open(true)]));
+                let mut items = Vec::new();
+                if self.reasoning {
+                    let inner = b.avoiding("REASONING_TEXT", reasoning_heads());
+                    let block = b.terminal(
+                        "REASONING",
+                        Expr::seq([Expr::lit("<think>"), inner, Expr::lit("</think>")]),
+                    );
+                    items.push(block.opt());
+                }
+                items.push(calls.star());
+                items.push(text);
+                b.rule("reply", Expr::seq(items))
+            }
+        }
+    }
+
+    /// Patterns the text right before a call must not end with.
+    fn avoid_before_open(&self) -> Vec<Pattern> {
+        if self.open.starts_with("<<<[") { vec![Pattern::text("`").at_end()] } else { Vec::new() }
+    }
+
+    fn json_grammar(&self, dialect: Dialect, scope: Scope) -> Result<Grammar, GrammarError> {
+        let Some((name_key, args_key, calls)) = &self.json else {
+            return Err(self.unsupported(dialect, scope));
+        };
+        if calls.is_empty() {
+            return Err(GrammarError::NoMethods);
+        }
+        let value = match (dialect, scope) {
+            (Dialect::JsonSchema, Scope::Call | Scope::Calls) => {
+                let one: Vec<Value> = calls
+                    .iter()
+                    .map(|call| {
+                        json!({
+                            "type": "object",
+                            "properties": {
+                                *name_key: {"const": call.name},
+                                *args_key: strict(&call.arguments),
+                            },
+                            "required": [name_key, args_key],
+                            "additionalProperties": false,
+                        })
+                    })
+                    .collect();
+                let one = if one.len() == 1 {
+                    one.into_iter().next().unwrap_or_default()
+                } else {
+                    json!({"anyOf": one})
+                };
+                if scope == Scope::Call { one } else { json!({"type": "array", "items": one, "minItems": 1}) }
+            }
+            (Dialect::StructuralTag, Scope::Reply) => {
+                let structures: Vec<Value> = calls
+                    .iter()
+                    .map(|call| json!({"begin": call.begin, "schema": strict(&call.arguments), "end": call.end}))
+                    .collect();
+                json!({"type": "structural_tag", "structures": structures, "triggers": [self.open]})
+            }
+            _ => return Err(self.unsupported(dialect, scope)),
+        };
+        let text = serde_json::to_string_pretty(&value).unwrap_or_default();
+        Ok(Grammar::new(dialect, scope, text))
+    }
+}
+
+/// `schema` with `"additionalProperties": false` on every object that lists its
+/// properties and says nothing of others: a call may hold no unknown key.
+pub(crate) fn strict(schema: &Value) -> Value {
+    match schema {
+        Value::Object(object) => {
+            let mut out = serde_json::Map::new();
+            for (key, value) in object {
+                let value = match key.as_str() {
+                    "properties" | "$defs" | "definitions" => match value {
+                        Value::Object(children) => {
+                            Value::Object(children.iter().map(|(k, v)| (k.clone(), strict(v))).collect())
+                        }
+                        other => other.clone(),
+                    },
+                    "items" | "anyOf" | "oneOf" | "allOf" => match value {
+                        Value::Array(items) => Value::Array(items.iter().map(strict).collect()),
+                        other => strict(other),
+                    },
+                    _ => value.clone(),
+                };
+                out.insert(key.clone(), value);
+            }
+            if out.contains_key("properties") && !out.contains_key("additionalProperties") {
+                out.insert("additionalProperties".into(), Value::Bool(false));
+            }
+            Value::Object(out)
+        }
+        other => other.clone(),
+    }
+}
+
+/// Every method of `tools` with its full name and parameter schema, in prompt order.
+pub(crate) fn methods(tools: &[crate::tools::ToolDefinition]) -> Vec<(String, &Value)> {
+    tools
+        .iter()
+        .flat_map(|tool| tool.methods.iter().map(move |m| (m.full_name(&tool.tool_id), &m.parameters)))
+        .collect()
+}
+
+/// An object's properties (key, schema, required) in order; a schema that is no object
+/// schema has none.
+pub(crate) fn properties(schema: &Value) -> Vec<(&str, &Value, bool)> {
+    let required: Vec<&str> = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .map(|p| p.iter().map(|(k, v)| (k.as_str(), v, required.contains(&k.as_str()))).collect())
+        .unwrap_or_default()
+}

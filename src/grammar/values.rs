@@ -1,0 +1,620 @@
+//! Argument values from their JSON Schema: as JSON (the JSON-bodied formats, and objects
+//! or arrays written into a text value) and as text (VCP and the XML-like formats, whose
+//! values are plain text that the tool's schema types).
+//!
+//! What is enforced: `type` (one or several), `enum`, `const`, `anyOf`/`oneOf` (as
+//! alternatives), `properties` with `required` (every required key, no unknown key,
+//! keys in the order of `properties`), `items`, `minItems`/`maxItems`,
+//! `minLength`/`maxLength`, integer `minimum`/`maximum` (and the exclusive forms, and
+//! the range an integer `format` such as `uint32` implies),
+//! `minimum: 0` on numbers, and local `$ref`s (`#/$defs/…`, `#/definitions/…`). Everything
+//! else (`pattern`, `format`, `multipleOf`, `uniqueItems`, number bounds other than 0,
+//! `not`, conditionals) is left to validation: the grammar admits the base type.
+
+use std::collections::HashMap;
+
+use serde_json::{Map, Value};
+
+use super::GrammarError;
+use super::ir::{Builder, CharSet, Expr};
+
+/// Digits an integer or a number's integer part may have: enough for every `i64` and
+/// `u64`, few enough that every such number reads back as a finite JSON number.
+const MAX_DIGITS: u32 = 20;
+
+/// How values are written inside a protocol.
+#[derive(Debug, Clone)]
+pub(crate) struct ValueStyle {
+    /// Characters JSON strings must escape beyond JSON's own (`<`, so that no string
+    /// can open a reasoning tag or close the call's markup; VCP adds `「`).
+    pub string_escapes: String,
+    /// For protocols whose values are text: a string value, delimiters included (its
+    /// forms, each a terminal that ends with the closing delimiter).
+    pub text: Option<Expr>,
+    /// For protocols whose values are text: what opens and closes a value that is not
+    /// a string (a number, a boolean, JSON).
+    pub open: String,
+    pub close: String,
+}
+
+/// Builds value expressions for one grammar, remembering shared definitions.
+pub(crate) struct Values<'b> {
+    builder: &'b mut Builder,
+    style: ValueStyle,
+    method: String,
+    root: Value,
+    refs: HashMap<String, String>,
+    depth: u32,
+}
+
+impl<'b> Values<'b> {
+    pub(crate) fn new(builder: &'b mut Builder, style: ValueStyle, method: &str, root: &Value) -> Self {
+        Values {
+            builder,
+            style,
+            method: method.to_string(),
+            root: root.clone(),
+            refs: HashMap::new(),
+            depth: 0,
+        }
+    }
+
+    fn error(&self, message: impl Into<String>) -> GrammarError {
+        GrammarError::Schema { method: self.method.clone(), message: message.into() }
+    }
+
+    /// The optional space after `:` and `,`.
+    fn ws(&mut self) -> Expr {
+        Expr::lit(" ").opt()
+    }
+
+    /// A JSON string (with `min`..`max` characters).
+    pub(crate) fn string(&mut self, min: u32, max: Option<u32>) -> Expr {
+        let mut plain = String::from("\"\\");
+        plain.push_str(&self.style.string_escapes);
+        let unit = Expr::alt([
+            Expr::set(
+                CharSet::ranges(&[('\u{0}', '\u{1F}'), ('\u{7F}', '\u{7F}')])
+                    .union(&CharSet::of(&plain))
+                    .not(),
+            ),
+            Expr::seq([
+                Expr::lit("\\"),
+                Expr::alt([
+                    Expr::set(CharSet::of("\"\\/bfnrt")),
+                    Expr::seq([Expr::lit("u"), Expr::set(hex()).times(4, Some(4))]),
+                ]),
+            ]),
+        ]);
+        let name = if (min, max) == (0, None) { "STRING".to_string() } else { format!("STRING_{min}") };
+        self.builder.terminal(&name, Expr::seq([Expr::lit("\""), unit.times(min, max), Expr::lit("\"")]))
+    }
+
+    /// An integer between the bounds.
+    pub(crate) fn integer(&mut self, min: Option<i128>, max: Option<i128>) -> Expr {
+        let body = integer_range(min, max);
+        self.builder.terminal("INTEGER", body)
+    }
+
+    /// A JSON number; non-negative when `min` is at least 0.
+    pub(crate) fn number(&mut self, non_negative: bool) -> Expr {
+        let digit = Expr::set(CharSet::range('0', '9'));
+        let int = Expr::alt([
+            Expr::lit("0"),
+            Expr::seq([Expr::set(CharSet::range('1', '9')), digit.clone().times(0, Some(MAX_DIGITS - 1))]),
+        ]);
+        let body = Expr::seq([
+            if non_negative { Expr::lit("") } else { Expr::lit("-").opt() },
+            int,
+            Expr::seq([Expr::lit("."), digit.clone().times(1, Some(MAX_DIGITS))]).opt(),
+            Expr::seq([
+                Expr::set(CharSet::of("eE")),
+                Expr::set(CharSet::of("+-")).opt(),
+                digit.clone(),
+                digit.opt(),
+            ])
+            .opt(),
+        ]);
+        self.builder.terminal(if non_negative { "NUMBER_NON_NEGATIVE" } else { "NUMBER" }, body)
+    }
+
+    /// Any JSON value.
+    pub(crate) fn any_json(&mut self) -> Expr {
+        let name = self.builder.reserve("json_value");
+        let value = Expr::Ref(name.clone());
+        let string = self.string(0, None);
+        let number = self.number(false);
+        let ws = self.ws();
+        let member = Expr::seq([string.clone(), Expr::lit(":"), ws.clone(), value.clone()]);
+        let object = Expr::seq([
+            Expr::lit("{"),
+            Expr::seq([member.clone(), Expr::seq([Expr::lit(","), ws.clone(), member]).star()]).opt(),
+            Expr::lit("}"),
+        ]);
+        let array = Expr::seq([
+            Expr::lit("["),
+            Expr::seq([value.clone(), Expr::seq([Expr::lit(","), ws, value.clone()]).star()]).opt(),
+            Expr::lit("]"),
+        ]);
+        let body = Expr::alt([
+            object,
+            array,
+            string,
+            number,
+            Expr::lit("true"),
+            Expr::lit("false"),
+            Expr::lit("null"),
+        ]);
+        self.builder.define_reserved(&name, body);
+        value
+    }
+
+    /// A value of `schema` written as JSON.
+    pub(crate) fn json(&mut self, schema: &Value) -> Result<Expr, GrammarError> {
+        self.depth += 1;
+        if self.depth > 64 {
+            return Err(self.error("the schema nests deeper than 64 levels"));
+        }
+        let out = self.json_inner(schema);
+        self.depth -= 1;
+        out
+    }
+
+    fn json_inner(&mut self, schema: &Value) -> Result<Expr, GrammarError> {
+        let object = match schema {
+            Value::Bool(true) => return Ok(self.any_json()),
+            Value::Bool(false) => return Err(self.error("a schema of `false` admits no value")),
+            Value::Object(object) => object,
+            _ => return Err(self.error(format!("a schema must be an object or a boolean, not {schema}"))),
+        };
+        if let Some(reference) = object.get("$ref").and_then(Value::as_str) {
+            return self.reference(reference, |values, target| values.json(target));
+        }
+        if let Some(constant) = object.get("const") {
+            return Ok(Expr::lit(constant.to_string()));
+        }
+        if let Some(options) = object.get("enum").and_then(Value::as_array) {
+            if options.is_empty() {
+                return Err(self.error("an empty `enum` admits no value"));
+            }
+            return Ok(Expr::alt(options.iter().map(|v| Expr::lit(v.to_string()))));
+        }
+        for key in ["anyOf", "oneOf"] {
+            if let Some(options) = object.get(key).and_then(Value::as_array) {
+                let mut alternatives = Vec::new();
+                for option in options {
+                    alternatives.push(self.json(&merged(object, option, key))?);
+                }
+                if alternatives.is_empty() {
+                    return Err(self.error(format!("an empty `{key}` admits no value")));
+                }
+                return Ok(Expr::alt(alternatives));
+            }
+        }
+        match object.get("type") {
+            Some(Value::Array(types)) => {
+                let mut alternatives = Vec::new();
+                for kind in types.iter().filter_map(Value::as_str) {
+                    alternatives.push(self.json_of_type(kind, object)?);
+                }
+                if alternatives.is_empty() {
+                    return Err(self.error("an empty `type` list admits no value"));
+                }
+                Ok(Expr::alt(alternatives))
+            }
+            Some(Value::String(kind)) => self.json_of_type(kind, object),
+            _ if object.contains_key("properties") => self.json_of_type("object", object),
+            _ if object.contains_key("items") => self.json_of_type("array", object),
+            _ => Ok(self.any_json()),
+        }
+    }
+
+    fn json_of_type(&mut self, kind: &str, schema: &Map<String, Value>) -> Result<Expr, GrammarError> {
+        Ok(match kind {
+            "string" => {
+                let (min, max) = (count(schema, "minLength"), count(schema, "maxLength"));
+                self.string(min.unwrap_or(0), max)
+            }
+            "integer" => {
+                let (min, max) = integer_bounds(schema);
+                self.integer(min, max)
+            }
+            "number" => self.number(number_non_negative(schema)),
+            "boolean" => Expr::alt([Expr::lit("true"), Expr::lit("false")]),
+            "null" => Expr::lit("null"),
+            "array" => {
+                let item = match schema.get("items") {
+                    Some(items) => self.json(items)?,
+                    None => self.any_json(),
+                };
+                let (min, max) = (count(schema, "minItems").unwrap_or(0), count(schema, "maxItems"));
+                let ws = self.ws();
+                let rest = Expr::seq([Expr::lit(","), ws, item.clone()]);
+                let items =
+                    Expr::seq([item, rest.times(min.saturating_sub(1), max.map(|m| m.saturating_sub(1)))]);
+                let body = if min == 0 && max == Some(0) {
+                    Expr::lit("[]")
+                } else if min == 0 {
+                    Expr::seq([Expr::lit("["), items.opt(), Expr::lit("]")])
+                } else {
+                    Expr::seq([Expr::lit("["), items, Expr::lit("]")])
+                };
+                self.builder.rule("array", body)
+            }
+            "object" => self.object(schema)?,
+            other => return Err(self.error(format!("unknown type `{other}`"))),
+        })
+    }
+
+    /// An object: keys in the order of `properties`, every required key present, no
+    /// unknown key. With no `properties`, any object.
+    fn object(&mut self, schema: &Map<String, Value>) -> Result<Expr, GrammarError> {
+        let Some(properties) = schema.get("properties").and_then(Value::as_object) else {
+            let ws = self.ws();
+            let string = self.string(0, None);
+            let value = self.any_json();
+            let member = Expr::seq([string, Expr::lit(":"), ws.clone(), value]);
+            return Ok(Expr::seq([
+                Expr::lit("{"),
+                Expr::seq([member.clone(), Expr::seq([Expr::lit(","), ws, member]).star()]).opt(),
+                Expr::lit("}"),
+            ]));
+        };
+        let required = required_keys(schema);
+        let mut members = Vec::new();
+        for (key, property) in properties {
+            let value = self.json(property)?;
+            let ws = self.ws();
+            members.push((
+                Expr::seq([Expr::lit(Value::String(key.clone()).to_string()), Expr::lit(":"), ws, value]),
+                required.iter().any(|r| r == key),
+            ));
+        }
+        let ws = self.ws();
+        let list = self.member_list(members, Expr::seq([Expr::lit(","), ws]));
+        Ok(Expr::seq([Expr::lit("{"), list, Expr::lit("}")]))
+    }
+
+    /// `members` in order, each required one present, separated by `separator`: a rule
+    /// per position and "has an earlier member been written", so the size stays linear.
+    pub(crate) fn member_list(&mut self, members: Vec<(Expr, bool)>, separator: Expr) -> Expr {
+        // tail[i][first]: the members from i on, when none (first) or some came before.
+        let mut after_first = Expr::lit("");
+        let mut as_first = Expr::lit("");
+        for (member, required) in members.into_iter().rev() {
+            let with_sep = Expr::seq([separator.clone(), member.clone(), after_first.clone()]);
+            let leading = Expr::seq([member, after_first.clone()]);
+            let (next_after, next_first) = if required {
+                (with_sep, leading)
+            } else {
+                (Expr::alt([with_sep, after_first.clone()]), Expr::alt([leading, as_first.clone()]))
+            };
+            after_first = self.builder.rule("members", next_after);
+            as_first = self.builder.rule("members", next_first);
+        }
+        as_first
+    }
+
+    /// A value of `schema` written as text (VCP, the XML-like formats): a string is the
+    /// protocol's text, numbers and booleans their JSON text, objects and arrays JSON.
+    pub(crate) fn text(&mut self, schema: &Value) -> Result<Expr, GrammarError> {
+        let object = match schema {
+            Value::Object(object) => object,
+            _ => return self.free_text(),
+        };
+        if let Some(reference) = object.get("$ref").and_then(Value::as_str) {
+            return self.reference(reference, |values, target| values.text(target));
+        }
+        if let Some(constant) = object.get("const") {
+            return Ok(self.delimited(Expr::lit(text_of(constant))));
+        }
+        if let Some(options) = object.get("enum").and_then(Value::as_array) {
+            if options.is_empty() {
+                return Err(self.error("an empty `enum` admits no value"));
+            }
+            return Ok(self.delimited(Expr::alt(options.iter().map(|v| Expr::lit(text_of(v))))));
+        }
+        for key in ["anyOf", "oneOf"] {
+            if let Some(options) = object.get(key).and_then(Value::as_array) {
+                let mut alternatives = Vec::new();
+                for option in options {
+                    alternatives.push(self.text(&merged(object, option, key))?);
+                }
+                return Ok(Expr::alt(alternatives));
+            }
+        }
+        let kinds: Vec<&str> = match object.get("type") {
+            Some(Value::String(kind)) => vec![kind.as_str()],
+            // `null` has no text of its own: an optional value is left out instead.
+            Some(Value::Array(kinds)) => {
+                kinds.iter().filter_map(Value::as_str).filter(|k| *k != "null").collect()
+            }
+            _ => vec!["string"],
+        };
+        // A string alternative admits any text, so it stands alone.
+        if kinds.contains(&"string") {
+            let (min, max) = (count(object, "minLength"), count(object, "maxLength"));
+            if min.is_some() || max.is_some() {
+                return Err(self.error("`minLength`/`maxLength` on a text value are not supported"));
+            }
+            return self.free_text();
+        }
+        let mut alternatives = Vec::new();
+        for kind in kinds {
+            let inner = match kind {
+                "integer" => {
+                    let (min, max) = integer_bounds(object);
+                    self.integer(min, max)
+                }
+                "number" => self.number(number_non_negative(object)),
+                "boolean" => Expr::alt([Expr::lit("true"), Expr::lit("false")]),
+                "object" | "array" => self.json_of_type(kind, object)?,
+                "null" => Expr::lit("null"),
+                other => return Err(self.error(format!("unknown type `{other}`"))),
+            };
+            alternatives.push(inner);
+        }
+        if alternatives.is_empty() {
+            return Err(self.error("the schema admits only `null`, which a text value cannot hold"));
+        }
+        Ok(self.delimited(Expr::alt(alternatives)))
+    }
+
+    /// `inner` between the value delimiters: one lexeme when it is regular.
+    fn delimited(&mut self, inner: Expr) -> Expr {
+        let body =
+            Expr::seq([Expr::lit(self.style.open.clone()), inner, Expr::lit(self.style.close.clone())]);
+        self.builder.token("VALUE", body)
+    }
+
+    fn free_text(&mut self) -> Result<Expr, GrammarError> {
+        self.style.text.clone().ok_or_else(|| self.error("this protocol writes no text values"))
+    }
+
+    fn reference(
+        &mut self,
+        reference: &str,
+        build: impl FnOnce(&mut Self, &Value) -> Result<Expr, GrammarError>,
+    ) -> Result<Expr, GrammarError> {
+        if let Some(name) = self.refs.get(reference) {
+            return Ok(Expr::Ref(name.clone()));
+        }
+        let target =
+            reference.strip_prefix('#').and_then(|pointer| self.root.pointer(pointer)).cloned().ok_or_else(
+                || self.error(format!("`$ref` {reference} does not name a definition of the schema")),
+            )?;
+        let name = self.builder.reserve(reference.rsplit('/').next().unwrap_or("ref"));
+        self.refs.insert(reference.to_string(), name.clone());
+        let body = build(self, &target)?;
+        self.builder.define_reserved(&name, body);
+        Ok(Expr::Ref(name))
+    }
+}
+
+impl CharSet {
+    /// The characters of `self` and of `other` (both positive sets).
+    pub(crate) fn union(&self, other: &CharSet) -> CharSet {
+        let mut ranges = self.ranges_of();
+        ranges.extend(other.ranges_of());
+        CharSet::ranges(&ranges)
+    }
+}
+
+fn hex() -> CharSet {
+    CharSet::ranges(&[('0', '9'), ('a', 'f'), ('A', 'F')])
+}
+
+/// A schema with one alternative of its `key` merged in (the alternative wins).
+fn merged(outer: &Map<String, Value>, option: &Value, key: &str) -> Value {
+    let mut out = outer.clone();
+    out.remove(key);
+    if let Value::Object(inner) = option {
+        for (k, v) in inner {
+            out.insert(k.clone(), v.clone());
+        }
+    }
+    Value::Object(out)
+}
+
+fn required_keys(schema: &Map<String, Value>) -> Vec<String> {
+    schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).map(str::to_string).collect())
+        .unwrap_or_default()
+}
+
+fn count(schema: &Map<String, Value>, key: &str) -> Option<u32> {
+    schema.get(key).and_then(Value::as_u64).map(|n| n.min(u64::from(u32::MAX)) as u32)
+}
+
+/// A value's text in a text protocol: a string as itself, anything else as JSON.
+fn text_of(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+fn number_non_negative(schema: &Map<String, Value>) -> bool {
+    schema.get("minimum").and_then(Value::as_f64).is_some_and(|m| m >= 0.0)
+        || schema.get("exclusiveMinimum").and_then(Value::as_f64).is_some_and(|m| m >= 0.0)
+}
+
+/// An integer schema's bounds (exclusive bounds made inclusive; fractional bounds
+/// rounded inward).
+fn integer_bounds(schema: &Map<String, Value>) -> (Option<i128>, Option<i128>) {
+    let bound = |key: &str| schema.get(key).and_then(Value::as_f64);
+    let mut min = bound("minimum").map(|m| m.ceil() as i128);
+    if let Some(m) = bound("exclusiveMinimum") {
+        let m = m.floor() as i128 + 1;
+        min = Some(min.map_or(m, |x| x.max(m)));
+    }
+    let mut max = bound("maximum").map(|m| m.floor() as i128);
+    if let Some(m) = bound("exclusiveMaximum") {
+        let m = m.ceil() as i128 - 1;
+        max = Some(max.map_or(m, |x| x.min(m)));
+    }
+    // The range a Rust integer `format` (as schemars writes it) implies.
+    let implied: Option<(i128, i128)> = match schema.get("format").and_then(Value::as_str) {
+        Some("int8") => Some((i8::MIN.into(), i8::MAX.into())),
+        Some("int16") => Some((i16::MIN.into(), i16::MAX.into())),
+        Some("int32") => Some((i32::MIN.into(), i32::MAX.into())),
+        Some("int64") => Some((i64::MIN.into(), i64::MAX.into())),
+        Some("uint8") => Some((0, u8::MAX.into())),
+        Some("uint16") => Some((0, u16::MAX.into())),
+        Some("uint32") => Some((0, u32::MAX.into())),
+        Some("uint64") => Some((0, u64::MAX.into())),
+        _ => None,
+    };
+    if let Some((lo, hi)) = implied {
+        min = Some(min.map_or(lo, |m| m.max(lo)));
+        max = Some(max.map_or(hi, |m| m.min(hi)));
+    }
+    (min, max)
+}
+
+/// Every integer from `min` to `max` (either may be open), in its shortest decimal text.
+pub(crate) fn integer_range(min: Option<i128>, max: Option<i128>) -> Expr {
+    let limit = 10i128.pow(MAX_DIGITS) - 1;
+    let (min, max) = (min.unwrap_or(-limit).max(-limit), max.unwrap_or(limit).min(limit));
+    if min > max {
+        // No integer: a text no value has, so that nothing is admitted.
+        return Expr::Alt(Vec::new());
+    }
+    let mut alternatives = Vec::new();
+    if min < 0 {
+        let upper = max.min(-1);
+        alternatives.push(Expr::seq([Expr::lit("-"), non_negative_range((-upper) as u128, (-min) as u128)]));
+    }
+    if max >= 0 {
+        alternatives.push(non_negative_range(min.max(0) as u128, max as u128));
+    }
+    Expr::alt(alternatives)
+}
+
+fn non_negative_range(lo: u128, hi: u128) -> Expr {
+    let digits = |n: u128| n.to_string().len();
+    let mut alternatives = Vec::new();
+    let mut lo = lo;
+    while lo <= hi {
+        let n = digits(lo);
+        let top = 10u128.pow(n as u32) - 1;
+        let upper = hi.min(top);
+        alternatives.push(same_length(lo.to_string().as_bytes(), upper.to_string().as_bytes()));
+        if upper == hi {
+            break;
+        }
+        lo = upper + 1;
+    }
+    Expr::alt(alternatives)
+}
+
+/// The decimal numbers from `lo` to `hi`, both of the same length.
+fn same_length(lo: &[u8], hi: &[u8]) -> Expr {
+    let digit = |d: u8| d as char;
+    match (lo.split_first(), hi.split_first()) {
+        (Some((&l, [])), Some((&h, []))) => {
+            if l == h {
+                Expr::lit(digit(l).to_string())
+            } else {
+                Expr::set(CharSet::range(digit(l), digit(h)))
+            }
+        }
+        (Some((&l, lo_rest)), Some((&h, hi_rest))) => {
+            let rest = lo_rest.len() as u32;
+            let any = || Expr::set(CharSet::range('0', '9')).times(rest, Some(rest));
+            if l == h {
+                return Expr::seq([Expr::lit(digit(l).to_string()), same_length(lo_rest, hi_rest)]);
+            }
+            let lo_all_zero = lo_rest.iter().all(|&d| d == b'0');
+            let hi_all_nine = hi_rest.iter().all(|&d| d == b'9');
+            let mut alternatives = Vec::new();
+            let first_full = if lo_all_zero { l } else { l + 1 };
+            let last_full = if hi_all_nine { h } else { h - 1 };
+            if !lo_all_zero {
+                let nines = vec![b'9'; lo_rest.len()];
+                alternatives.push(Expr::seq([Expr::lit(digit(l).to_string()), same_length(lo_rest, &nines)]));
+            }
+            if first_full <= last_full {
+                let head = if first_full == last_full {
+                    Expr::lit(digit(first_full).to_string())
+                } else {
+                    Expr::set(CharSet::range(digit(first_full), digit(last_full)))
+                };
+                alternatives.push(Expr::seq([head, any()]));
+            }
+            if !hi_all_nine {
+                let zeros = vec![b'0'; hi_rest.len()];
+                alternatives.push(Expr::seq([Expr::lit(digit(h).to_string()), same_length(&zeros, hi_rest)]));
+            }
+            Expr::alt(alternatives)
+        }
+        _ => Expr::Alt(Vec::new()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn matches(expr: &Expr, text: &str) -> bool {
+        // A small backtracking matcher over the regular subset, for these tests only.
+        fn go<'t>(expr: &Expr, text: &'t str, k: &mut dyn FnMut(&'t str) -> bool) -> bool {
+            match expr {
+                Expr::Lit(l) => text.strip_prefix(l.as_str()).is_some_and(|rest| k(rest)),
+                Expr::Set(set) => {
+                    let mut chars = text.chars();
+                    chars.next().is_some_and(|c| set.contains(c)) && k(chars.as_str())
+                }
+                Expr::Seq(items) => seq(items, text, k),
+                Expr::Alt(items) => items.iter().any(|i| go(i, text, k)),
+                Expr::Rep(inner, min, max) => rep(inner, *min, *max, text, k),
+                _ => false,
+            }
+        }
+        fn seq<'t>(items: &[Expr], text: &'t str, k: &mut dyn FnMut(&'t str) -> bool) -> bool {
+            match items.split_first() {
+                None => k(text),
+                Some((first, rest)) => go(first, text, &mut |t| seq(rest, t, k)),
+            }
+        }
+        fn rep<'t>(
+            inner: &Expr,
+            min: u32,
+            max: Option<u32>,
+            text: &'t str,
+            k: &mut dyn FnMut(&'t str) -> bool,
+        ) -> bool {
+            if min == 0 && k(text) {
+                return true;
+            }
+            if max == Some(0) {
+                return false;
+            }
+            go(inner, text, &mut |t| {
+                t.len() < text.len() && rep(inner, min.saturating_sub(1), max.map(|m| m - 1), t, k)
+            })
+        }
+        go(expr, text, &mut |rest| rest.is_empty())
+    }
+
+    #[test]
+    fn integer_ranges_admit_exactly_their_integers() {
+        for (min, max) in [
+            (Some(1), Some(10)),
+            (Some(0), None),
+            (Some(-15), Some(7)),
+            (Some(17), Some(123)),
+            (None, Some(-3)),
+        ] {
+            let expr = integer_range(min, max);
+            for n in -200i128..=200 {
+                let inside = min.is_none_or(|m| n >= m) && max.is_none_or(|m| n <= m);
+                assert_eq!(matches(&expr, &n.to_string()), inside, "{n} in {min:?}..={max:?}");
+            }
+            assert!(!matches(&expr, "01"), "no leading zeros");
+            assert!(!matches(&expr, "-0"));
+        }
+    }
+}

@@ -1,0 +1,132 @@
+//! VCP's calls as a grammar: request blocks exactly as [`format_request`] writes them
+//! (`tool_name` and `command` first, then the method's parameters in the order of its
+//! schema, one field a line), with plain values that cannot close early and the
+//! escaped form for string values that hold markers.
+//!
+//! A parameter named like a control key (`archery`, `ink`, `river`, `vref`) never
+//! reaches its method as an argument under VCP: the grammar leaves out a method that
+//! requires one, and the key where it is optional.
+//!
+//! [`format_request`]: super::VcpProtocol::format_request
+
+use super::VcpOptions;
+use super::routing::{CONTROL_KEYS, command_of};
+use crate::grammar::{
+    Builder, CharSet, Dialect, Expr, Grammar, GrammarError, Pattern, Scope, Syntax, ValueStyle, Values,
+    reasoning_heads,
+};
+use crate::tools::ToolDefinition;
+
+const START: &str = "<<<[TOOL_REQUEST]>>>";
+const END: &str = "<<<[END_TOOL_REQUEST]>>>";
+
+/// Text a value may hold whatever its form: no reasoning tag (reasoning is cut out of
+/// values), no `\r` (`\r\n` reads as `\n`), no white space at either end (values are
+/// trimmed).
+fn value_patterns(options: &VcpOptions) -> Vec<Pattern> {
+    let mut patterns = vec![
+        Pattern::text("\r"),
+        Pattern::new().then(CharSet::unicode_space()).at_start(),
+        Pattern::new().then(CharSet::unicode_space()).at_end(),
+    ];
+    if !options.keep_reasoning {
+        patterns.extend(reasoning_heads());
+    }
+    patterns
+}
+
+/// A plain value: `「始」…「末」`, holding no closer and no marker.
+fn plain_value(b: &mut Builder, options: &VcpOptions) -> Expr {
+    let mut patterns = value_patterns(options);
+    patterns.extend([Pattern::text("「末」"), Pattern::text(START), Pattern::text(END)]);
+    let text = b.avoiding("PLAIN_TEXT", patterns);
+    b.terminal("PLAIN_VALUE", Expr::seq([Expr::lit("「始」"), text, Expr::lit("「末」")]))
+}
+
+/// An escaped value: `「始ESCAPE」…「末ESCAPE」`, holding no escaped opener or closer in
+/// any form and no escaped marker (those would be rewritten).
+fn escaped_value(b: &mut Builder, options: &VcpOptions) -> Expr {
+    let bracket = |open: bool| CharSet::of(if open { "「{" } else { "」}" });
+    let escape_form = |word: &str| {
+        Pattern::new().then(bracket(true)).then_text(word).then_any_case("escape").then(bracket(false))
+    };
+    let mut patterns = value_patterns(options);
+    patterns.extend([
+        escape_form("始"),
+        escape_form("末"),
+        Pattern::text("<<<[TOOL_REQUEST_ESCAPE]>>>"),
+        Pattern::text("<<<[END_TOOL_REQUEST_ESCAPE]>>>"),
+    ]);
+    let text = b.avoiding("ESCAPED_TEXT", patterns);
+    b.terminal("ESCAPED_VALUE", Expr::seq([Expr::lit("「始ESCAPE」"), text, Expr::lit("「末ESCAPE」")]))
+}
+
+pub(crate) fn grammar(
+    options: &VcpOptions,
+    id: &str,
+    tools: &[ToolDefinition],
+    dialect: Dialect,
+    scope: Scope,
+) -> Result<Grammar, GrammarError> {
+    let unsupported = || GrammarError::Unsupported { protocol: id.to_string(), dialect, scope };
+    // Fuzzy markers make too many texts markers to list; JSON dialects need JSON calls.
+    if options.fuzzy_markers || matches!(dialect, Dialect::JsonSchema | Dialect::StructuralTag) {
+        return Err(unsupported());
+    }
+    let mut b = Builder::default();
+    let plain = plain_value(&mut b, options);
+    let escaped = escaped_value(&mut b, options);
+    let style = ValueStyle {
+        string_escapes: "<「".into(),
+        text: Some(Expr::alt([plain.clone(), escaped])),
+        open: "「始」".into(),
+        close: "「末」".into(),
+    };
+    let mut calls = Vec::new();
+    for tool in tools {
+        for method in &tool.methods {
+            let full_name = method.full_name(&tool.tool_id);
+            let parameters = crate::grammar::properties(&method.parameters);
+            // A parameter named like a control key never reaches the method as an
+            // argument: a method that requires one cannot be called validly, and an
+            // optional one is left out.
+            let control = |key: &str| CONTROL_KEYS.contains(&key);
+            if parameters.iter().any(|(key, _, required)| *required && control(key)) {
+                continue;
+            }
+            let mut values = Values::new(&mut b, style.clone(), &full_name, &method.parameters);
+            let mut members = Vec::new();
+            for (key, schema, required) in parameters.into_iter().filter(|(key, ..)| !control(key)) {
+                let value = values.text(schema)?;
+                members.push((Expr::seq([Expr::lit(format!(",\n{key}:")), value]), required));
+            }
+            let fields = values.member_list(members, Expr::lit(""));
+            let head = format!(
+                "\ntool_name:「始」{}「末」,\ncommand:「始」{}「末」",
+                tool.tool_id,
+                command_of(&method.name, &method.protocol_config)
+            );
+            let request_id = Expr::seq([Expr::lit(",\nrequest_id:"), plain.clone()]).opt();
+            let body = Expr::seq([Expr::lit(head), request_id, fields, Expr::lit(format!("\n{END}"))]);
+            calls.push(b.rule(&full_name, body));
+        }
+    }
+    if calls.is_empty() {
+        return Err(GrammarError::NoMethods);
+    }
+    let call = b.rule("request", Expr::alt(calls));
+    let mut avoid = vec![Pattern::text("<<<[TOOL_REQUEST_EXP]>>>")];
+    if options.skip_fenced {
+        avoid.push(Pattern::text("```"));
+    }
+    let syntax = Syntax {
+        protocol: id.to_string(),
+        open: START.to_string(),
+        call,
+        section: None,
+        avoid,
+        reasoning: !options.keep_reasoning,
+        json: None,
+    };
+    syntax.grammar(b, dialect, scope)
+}

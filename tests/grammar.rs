@@ -1,0 +1,514 @@
+//! Grammars proven by a real grammar engine: every protocol's grammar, in every dialect
+//! and scope it offers, is compiled by llguidance (no error, no warning) and driven one
+//! byte at a time:
+//! - the calls the project's own prompts show are admitted;
+//! - **round trip**: random valid arguments for every demo method, written the way the
+//!   protocol writes a call, are admitted, and the protocol's parser reads back exactly
+//!   those arguments;
+//! - **soundness**: random walks through the grammar (at each byte, one of the bytes the
+//!   engine allows) end in text that the parser reads as complete calls to existing
+//!   methods whose arguments pass validation, and nothing else;
+//! - **near misses** are refused: an unknown tool, an unknown key, a missing required
+//!   key, a value outside an `enum` or a range, text in an integer field, a call cut
+//!   short.
+//!
+//! Seeds are fixed and case counts small, so the whole file runs in well under two
+//! minutes; a failing case is printed as text.
+
+#[path = "../cli/src/demo_tools.rs"]
+mod demo_tools;
+#[path = "support/llg.rs"]
+mod llg;
+
+use std::sync::Arc;
+
+use proptest::prelude::*;
+use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
+use serde_json::{Map, Value, json};
+use tool_calling::config::ToolCallConfig;
+use tool_calling::grammar::{Dialect, Grammar, GrammarError, Scope};
+use tool_calling::protocol::textfmt::{TextFormat, TextFormatProtocol};
+use tool_calling::protocol::vcp::VcpProtocol;
+use tool_calling::protocol::{BuiltinOptions, ProtocolRegistry, ToolCallingProtocol};
+use tool_calling::tools::{DiscoveryService, MethodDefinition, ToolDefinition, ToolRegistry};
+
+/// The protocols with grammars.
+const PROTOCOLS: &[&str] = &["vcp", "hermes"];
+
+/// The text dialects every protocol offers in every scope.
+const TEXT_DIALECTS: [Dialect; 2] = [Dialect::Lark, Dialect::Gbnf];
+
+fn registry() -> Arc<ToolRegistry> {
+    static REGISTRY: std::sync::OnceLock<Arc<ToolRegistry>> = std::sync::OnceLock::new();
+    REGISTRY.get_or_init(|| Arc::new(ToolRegistry::from_inventory().expect("demo tools are valid"))).clone()
+}
+
+/// The demo tools as offered to a model: agent-callable, enabled methods only.
+fn definitions() -> Vec<ToolDefinition> {
+    DiscoveryService::new(registry()).enabled_definitions(&ToolCallConfig::default())
+}
+
+fn protocol(id: &str) -> Arc<dyn ToolCallingProtocol> {
+    ProtocolRegistry::builtin(id, &BuiltinOptions::default())
+        .unwrap_or_else(|e| panic!("{id}: {e}"))
+        .into_protocol()
+}
+
+/// `(tool id, method name, full name, schema)` of every offered method.
+fn methods(tools: &[ToolDefinition]) -> Vec<(String, String, String, Value)> {
+    tools
+        .iter()
+        .flat_map(|t| {
+            t.methods.iter().map(move |m| {
+                (t.tool_id.clone(), m.name.clone(), m.full_name(&t.tool_id), m.parameters.clone())
+            })
+        })
+        .collect()
+}
+
+fn grammar(id: &str, tools: &[ToolDefinition], dialect: Dialect, scope: Scope) -> Grammar {
+    protocol(id).grammar(tools, dialect, scope).unwrap_or_else(|e| panic!("{id} {dialect} {scope}: {e}"))
+}
+
+/// A call of a method written the way `id` writes calls.
+fn write_call(id: &str, tool: &str, method: &str, full_name: &str, args: &Map<String, Value>) -> String {
+    if id == "vcp" {
+        let mut fields = vec![("command".to_string(), method.to_string())];
+        for (key, value) in args {
+            let text = match value {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            fields.push((key.clone(), text));
+        }
+        return VcpProtocol::default()
+            .format_request(tool, fields.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .expect("a request the formatter writes");
+    }
+    let format = TextFormat::from_id(id).expect("a text format id");
+    TextFormatProtocol::new(format).format_call(full_name, args).expect("the format writes calls")
+}
+
+/// The arguments every request of `text` resolves to (full name, arguments after the
+/// method's coercion and validation); `Err` for anything incomplete, unknown or invalid.
+fn read_back(id: &str, text: &str) -> Result<Vec<(String, Value)>, String> {
+    let protocol = protocol(id);
+    let parsed = protocol.parse_turn(&tool_calling::model::AssistantTurn::from_text(text));
+    if !parsed.diagnostics.is_empty() {
+        return Err(format!("diagnostics: {:?}", parsed.diagnostics));
+    }
+    let catalog = registry().catalog();
+    let mut out = Vec::new();
+    for request in &parsed.requests {
+        if !request.complete {
+            return Err(format!("incomplete request: {request:?}"));
+        }
+        for invocation in protocol.resolve(request, &parsed.state, &catalog) {
+            let invocation = invocation.map_err(|e| format!("does not resolve: {e}"))?;
+            let method =
+                registry().method(&invocation.method).ok_or(format!("no method {}", invocation.method))?;
+            let args = method.prepare_args(&invocation.args, None).map_err(|e| format!("invalid: {e}"))?;
+            out.push((invocation.method.clone(), Value::Object(args)));
+        }
+    }
+    Ok(out)
+}
+
+#[test]
+fn every_grammar_compiles_without_warnings() {
+    let tools = definitions();
+    for id in PROTOCOLS {
+        for dialect in Dialect::ALL {
+            for scope in Scope::ALL {
+                match protocol(id).grammar(&tools, dialect, scope) {
+                    Ok(grammar) => {
+                        if let Err(e) = llg::compile(&grammar) {
+                            panic!("{id} {dialect} {scope}: {e}\n{}", grammar.text());
+                        }
+                    }
+                    Err(GrammarError::Unsupported { .. }) => {
+                        assert!(!TEXT_DIALECTS.contains(&dialect), "{id} must offer {dialect} for {scope}");
+                    }
+                    Err(e) => panic!("{id} {dialect} {scope}: {e}"),
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn the_calls_vcp_prompts_show_are_admitted() {
+    let tools = definitions();
+    let prompt = VcpProtocol::default().tool_declarations(&tools).as_prompt().unwrap_or_default().to_string();
+    let blocks: Vec<&str> = prompt
+        .match_indices("<<<[TOOL_REQUEST]>>>\ntool_name")
+        .map(|(at, _)| {
+            let end = prompt[at..].find("<<<[END_TOOL_REQUEST]>>>").expect("closed") + at;
+            &prompt[at..end + "<<<[END_TOOL_REQUEST]>>>".len()]
+        })
+        // The preamble's block shows the syntax with placeholders; `label` takes two
+        // control keys, which VCP never passes as arguments.
+        .filter(|block| !block.contains("「始」tool id「末」") && !block.contains("「始」label「末」"))
+        .collect();
+    assert_eq!(blocks.len(), methods(&tools).len() - 1, "one example per method but label");
+    for dialect in TEXT_DIALECTS {
+        let one = grammar("vcp", &tools, dialect, Scope::Call);
+        for block in &blocks {
+            llg::admits(&one, block).unwrap_or_else(|e| panic!("{dialect}: {e}\n{block}"));
+        }
+        let calls = grammar("vcp", &tools, dialect, Scope::Calls);
+        llg::admits(&calls, &blocks.join("\n")).unwrap_or_else(|e| panic!("{dialect}: {e}"));
+        let reply = grammar("vcp", &tools, dialect, Scope::Reply);
+        let text = format!("<think>Which tool?</think>Let me check.\n{}\nDone.", blocks.join("\n\n"));
+        llg::admits(&reply, &text).unwrap_or_else(|e| panic!("{dialect}: {e}\n{text}"));
+    }
+}
+
+/// Strings a model may write into a value of any protocol: any text but what no
+/// protocol can carry as written (a reasoning tag, which every protocol cuts out; `\r`
+/// and white space at either end, which VCP's values lose).
+fn value_string() -> impl Strategy<Value = String> {
+    prop_oneof![
+        "[a-zA-Z0-9 ,.:;!?'\"{}\\[\\]<>/\\\\=_-]{0,24}",
+        "\\PC{0,12}",
+        Just("「末」 and <<<[END_TOOL_REQUEST]>>>".to_string()),
+        Just("</tool_call> \\u0022 }]".to_string()),
+    ]
+    .prop_filter("no reasoning tag, no surrounding space, no CR", |s| {
+        let lower = s.to_ascii_lowercase();
+        let squeezed: String = lower.chars().filter(|c| !c.is_ascii_whitespace() && *c != '/').collect();
+        !squeezed.contains("<think") && !s.contains('\r') && s.trim() == s
+    })
+}
+
+/// A value of `schema` (the demo tools' kinds).
+fn value_of(schema: &Value, required: bool) -> BoxedStrategy<Value> {
+    let kind = match schema.get("type") {
+        Some(Value::Array(kinds)) => {
+            kinds.iter().filter_map(Value::as_str).find(|k| *k != "null").unwrap_or("string")
+        }
+        Some(Value::String(kind)) => kind.as_str(),
+        _ => "string",
+    };
+    match kind {
+        "integer" => {
+            let min = schema.get("minimum").and_then(Value::as_i64).unwrap_or(-1_000_000);
+            let max = schema.get("maximum").and_then(Value::as_i64).unwrap_or(1_000_000);
+            (min..=max).prop_map(Value::from).boxed()
+        }
+        "number" => prop_oneof![
+            (-1_000_000i64..1_000_000).prop_map(Value::from),
+            (-1e6f64..1e6).prop_map(|f| json!((f * 1000.0).round() / 1000.0)),
+        ]
+        .boxed(),
+        "boolean" => any::<bool>().prop_map(Value::from).boxed(),
+        // An optional string is never empty: text protocols read an empty optional value
+        // as "not given".
+        _ if required => value_string().prop_map(Value::from).boxed(),
+        _ => value_string().prop_filter("not empty", |s| !s.is_empty()).prop_map(Value::from).boxed(),
+    }
+}
+
+/// Arguments for `schema`: every required key, each optional key or not, in order.
+fn args_of(schema: &Value) -> BoxedStrategy<Map<String, Value>> {
+    let required: Vec<String> = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).map(str::to_string).collect())
+        .unwrap_or_default();
+    let mut strategy: BoxedStrategy<Map<String, Value>> = Just(Map::new()).boxed();
+    if let Some(properties) = schema.get("properties").and_then(Value::as_object) {
+        for (key, property) in properties {
+            let key = key.clone();
+            let is_required = required.contains(&key);
+            let value = value_of(property, is_required);
+            strategy = if is_required {
+                (strategy, value)
+                    .prop_map(move |(mut map, v)| {
+                        map.insert(key.clone(), v);
+                        map
+                    })
+                    .boxed()
+            } else {
+                (strategy, proptest::option::of(value))
+                    .prop_map(move |(mut map, v)| {
+                        if let Some(v) = v {
+                            map.insert(key.clone(), v);
+                        }
+                        map
+                    })
+                    .boxed()
+            };
+        }
+    }
+    strategy
+}
+
+fn runner(cases: u32) -> TestRunner {
+    let config = Config { cases, failure_persistence: None, ..Config::default() };
+    TestRunner::new_with_rng(config, TestRng::from_seed(RngAlgorithm::ChaCha, &[7; 32]))
+}
+
+/// Whether two argument objects are equal, numbers compared as numbers.
+fn same(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => x.as_f64() == y.as_f64(),
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len() && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| same(v, w)))
+        }
+        (Value::Array(x), Value::Array(y)) => x.len() == y.len() && x.iter().zip(y).all(|(v, w)| same(v, w)),
+        _ => a == b,
+    }
+}
+
+/// `args` with the schema's defaults for the keys it leaves out, as the method gets them.
+fn with_defaults(schema: &Value, args: &Map<String, Value>) -> Value {
+    let mut out = args.clone();
+    if let Some(properties) = schema.get("properties").and_then(Value::as_object) {
+        for (key, property) in properties {
+            if let (false, Some(default)) = (out.contains_key(key), property.get("default")) {
+                out.insert(key.clone(), default.clone());
+            }
+        }
+    }
+    Value::Object(out)
+}
+
+/// Methods a protocol can call with every argument (VCP passes no parameter named like
+/// one of its control keys).
+fn callable(id: &str, tools: &[ToolDefinition]) -> Vec<(String, String, String, Value)> {
+    methods(tools).into_iter().filter(|(_, method, ..)| id != "vcp" || method != "label").collect()
+}
+
+#[test]
+fn round_trip_random_arguments_are_admitted_and_read_back() {
+    let tools = definitions();
+    for id in PROTOCOLS {
+        for dialect in TEXT_DIALECTS {
+            let one = grammar(id, &tools, dialect, Scope::Call);
+            let compiled = llg::compile(&one).unwrap();
+            for (tool, method, full_name, schema) in callable(id, &tools) {
+                runner(24)
+                    .run(&args_of(&schema), |args| {
+                        let text = write_call(id, &tool, &method, &full_name, &args);
+                        let mut engine = compiled.fork();
+                        if let Err(at) = engine.feed(text.as_bytes()) {
+                            return Err(TestCaseError::fail(format!(
+                                "{id} {dialect}: rejected at byte {at} of\n{text}"
+                            )));
+                        }
+                        prop_assert!(engine.accepting(), "{id} {dialect}: not complete:\n{text}");
+                        let read =
+                            read_back(id, &text).map_err(|e| TestCaseError::fail(format!("{e}\n{text}")))?;
+                        prop_assert_eq!(read.len(), 1, "{}", text);
+                        prop_assert_eq!(&read[0].0, &full_name);
+                        let expected = with_defaults(&schema, &args);
+                        prop_assert!(
+                            same(&read[0].1, &expected),
+                            "{:?} != {:?}\n{}",
+                            read[0].1,
+                            expected,
+                            text
+                        );
+                        Ok(())
+                    })
+                    .unwrap_or_else(|e| panic!("{id} {dialect} {full_name}: {e}"));
+            }
+        }
+    }
+}
+
+/// Every string literal of a Lark grammar (the markup a walk may write in one go), and
+/// those that end a definition (what closes a value, a call, a block).
+fn literals(lark: &str) -> (Vec<String>, Vec<String>) {
+    let mut out = Vec::new();
+    let mut closers = Vec::new();
+    for line in lark.lines() {
+        let before = out.len();
+        let mut rest = line;
+        while let Some(start) = rest.find('"') {
+            let tail = &rest[start + 1..];
+            let mut end = None;
+            let mut escaped = false;
+            for (i, c) in tail.char_indices() {
+                match c {
+                    '\\' if !escaped => escaped = true,
+                    '"' if !escaped => {
+                        end = Some(i);
+                        break;
+                    }
+                    _ => escaped = false,
+                }
+            }
+            let Some(end) = end else { break };
+            if let Ok(Value::String(s)) = serde_json::from_str(&format!("\"{}\"", &tail[..end])) {
+                if !s.is_empty() {
+                    out.push(s);
+                }
+            }
+            rest = &tail[end + 1..];
+        }
+        if out.len() > before && line.trim_end().ends_with('"') {
+            closers.push(out[out.len() - 1].clone());
+        }
+    }
+    out.sort();
+    out.dedup();
+    closers.sort();
+    closers.dedup();
+    (out, closers)
+}
+
+/// A random walk through `engine`: at each step a byte the engine allows (or one of
+/// the grammar's literals, when the engine allows all of it), until the text is
+/// complete and a coin says stop. `None` when the walk did not finish within its budget.
+fn walk(
+    engine: &llg::Engine,
+    (literals, closers): &(Vec<String>, Vec<String>),
+    rng: &mut TestRng,
+    budget: usize,
+) -> Option<String> {
+    let mut engine = engine.fork();
+    let mut text: Vec<u8> = Vec::new();
+    while text.len() < budget * 4 {
+        if engine.accepting() && (text.len() >= budget || rng.random_bool(0.05)) {
+            return String::from_utf8(text).ok();
+        }
+        // Past the budget, only what closes things is written in one go.
+        let closing = text.len() >= budget;
+        if closing || rng.random_bool(0.3) {
+            let literals = if closing { closers } else { literals };
+            let start = rng.random_range(0..literals.len().max(1));
+            let mut done = false;
+            for k in 0..literals.len() {
+                let literal = &literals[(start + k) % literals.len()];
+                let mut trial = engine.fork();
+                if trial.feed(literal.as_bytes()).is_ok() {
+                    engine = trial;
+                    text.extend_from_slice(literal.as_bytes());
+                    done = true;
+                    break;
+                }
+            }
+            if done {
+                continue;
+            }
+        }
+        // (Asked before the mask: a matcher with nothing left to allow stops.)
+        let complete = engine.accepting();
+        let allowed = engine.allowed();
+        if allowed.is_empty() {
+            // Nothing may follow: the text is complete, or the walk is stuck.
+            return if complete { String::from_utf8(text).ok() } else { None };
+        }
+        // Mostly printable ASCII, so that walks read like text.
+        let ascii: Vec<u8> =
+            allowed.iter().copied().filter(|b| (0x20..0x7F).contains(b) || *b == b'\n').collect();
+        let pool = if !ascii.is_empty() && rng.random_bool(0.9) { &ascii } else { &allowed };
+        let byte = pool[rng.random_range(0..pool.len())];
+        engine.feed(&[byte]).ok()?;
+        text.push(byte);
+    }
+    if engine.accepting() {
+        return String::from_utf8(text).ok();
+    }
+    if std::env::var("WALK_DEBUG").is_ok() {
+        eprintln!("unfinished: {:?}", String::from_utf8_lossy(&text));
+    }
+    None
+}
+
+#[test]
+fn random_walks_through_every_grammar_read_as_valid_calls() {
+    let tools = definitions();
+    let mut rng = TestRng::from_seed(RngAlgorithm::ChaCha, &[11; 32]);
+    for id in PROTOCOLS {
+        for dialect in TEXT_DIALECTS {
+            for scope in Scope::ALL {
+                let g = grammar(id, &tools, dialect, scope);
+                let lark = grammar(id, &tools, Dialect::Lark, scope);
+                let literals = literals(lark.text());
+                let engine = llg::compile(&g).unwrap();
+                let mut finished = 0;
+                for _ in 0..24 {
+                    let Some(text) = walk(&engine, &literals, &mut rng, 160) else { continue };
+                    finished += 1;
+                    let read = read_back(id, &text)
+                        .unwrap_or_else(|e| panic!("{id} {dialect} {scope}: {e}\n{text}"));
+                    match scope {
+                        Scope::Call => assert_eq!(read.len(), 1, "{id} {dialect}:\n{text}"),
+                        Scope::Calls => assert!(!read.is_empty(), "{id} {dialect}:\n{text}"),
+                        _ => {}
+                    }
+                }
+                assert!(finished >= 12, "{id} {dialect} {scope}: only {finished} of 24 walks finished");
+            }
+        }
+    }
+}
+
+/// The demo tools and one more with an `enum`, for the near misses.
+fn tools_with_enum() -> Vec<ToolDefinition> {
+    let mut tools = definitions();
+    tools.push(ToolDefinition::new("units", "Units").with_method(
+        MethodDefinition::new("convert", "Convert a length.").with_parameters(json!({
+            "type": "object",
+            "properties": {"unit": {"type": "string", "enum": ["m", "km"]}, "value": {"type": "integer"}},
+            "required": ["unit", "value"]
+        })),
+    ));
+    tools
+}
+
+#[test]
+fn near_misses_are_refused() {
+    let tools = tools_with_enum();
+    for id in PROTOCOLS {
+        for dialect in TEXT_DIALECTS {
+            let one = grammar(id, &tools, dialect, Scope::Call);
+            let call = |tool: &str, method: &str, args: Value| {
+                write_call(id, tool, method, &format!("{tool}_{method}"), args.as_object().unwrap())
+            };
+            let good = call("units", "convert", json!({"unit": "km", "value": 3}));
+            llg::admits(&one, &good).unwrap_or_else(|e| panic!("{id} {dialect}: {e}\n{good}"));
+            let repeat = call("text", "repeat", json!({"message": "hi", "times": 3}));
+            llg::admits(&one, &repeat).unwrap_or_else(|e| panic!("{id} {dialect}: {e}\n{repeat}"));
+            for (what, text) in [
+                ("an unknown tool", call("units", "explode", json!({"unit": "km", "value": 3}))),
+                ("an unknown key", call("units", "convert", json!({"unit": "km", "value": 3, "extra": 1}))),
+                ("a missing required key", call("units", "convert", json!({"unit": "km"}))),
+                ("a value outside the enum", call("units", "convert", json!({"unit": "mile", "value": 3}))),
+                ("text in an integer field", call("units", "convert", json!({"unit": "km", "value": "ten"}))),
+                (
+                    "a number in an integer field",
+                    call("units", "convert", json!({"unit": "km", "value": 2.5})),
+                ),
+                ("a value above the maximum", call("text", "repeat", json!({"message": "hi", "times": 11}))),
+                ("a value below the minimum", call("text", "repeat", json!({"message": "hi", "times": 0}))),
+                ("a call cut short", good[..good.len() - 3].to_string()),
+            ] {
+                assert!(llg::admits(&one, &text).is_err(), "{id} {dialect} admits {what}:\n{text}");
+            }
+        }
+    }
+}
+
+#[test]
+#[ignore]
+fn debug_print() {
+    let tools: Vec<ToolDefinition> = definitions().into_iter().filter(|t| t.tool_id == "text").collect();
+    let g = grammar(std::env::var("P").as_deref().unwrap_or("vcp"), &tools, Dialect::Gbnf, Scope::Call);
+    println!("{}", g.text());
+    let text = std::env::var("T").unwrap_or_default().replace("\\n", "\n");
+    println!("{:?}", llg::admits(&g, &text));
+}
+
+#[test]
+fn unsupported_pairs_say_so() {
+    let tools = definitions();
+    let error = protocol("vcp").grammar(&tools, Dialect::JsonSchema, Scope::Call).unwrap_err();
+    assert_eq!(error.to_string(), "protocol `vcp` has no json-schema grammar for scope `call`");
+    let error = protocol("openai").grammar(&tools, Dialect::Lark, Scope::Reply).unwrap_err();
+    assert!(matches!(error, GrammarError::Unsupported { .. }), "{error}");
+    assert_eq!(protocol("hermes").grammar(&[], Dialect::Lark, Scope::Call), Err(GrammarError::NoMethods));
+}
