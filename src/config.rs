@@ -60,6 +60,10 @@ pub struct ToolCallConfig {
     /// The id of the protocol the agent speaks (`"vcp"`, …), looked up in the engine's
     /// protocols; `None` (the default) for the engine's default protocol.
     pub protocol: Option<String>,
+    /// A grammar to send with every model request of a conversation loop, built by the
+    /// protocol for the tools offered (see [`grammar`](crate::grammar)); `None` (the
+    /// default) sends none.
+    pub grammar: Option<crate::grammar::Constraint>,
 }
 
 impl Default for ToolCallConfig {
@@ -74,6 +78,7 @@ impl Default for ToolCallConfig {
             require_confirmation: false,
             parallel_execution: true,
             protocol: None,
+            grammar: None,
         }
     }
 }

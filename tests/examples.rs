@@ -116,3 +116,19 @@ fn mcp_client_calls_the_mcp_server_example_over_stdio() {
     assert!(out.contains("demo_calc_divide Error (execution): division by zero"), "{out}");
     assert!(out.contains("demo_calc_secret_internal Error (not_found): No tool method matches"), "{out}");
 }
+
+#[test]
+fn grammar_shows_what_a_constrained_model_may_write_next() {
+    let out = run("grammar", &[]);
+    let next = |label: &str| {
+        let at = line_of(&out, label);
+        out.lines().nth(at + 1).unwrap_or_default().trim().to_string()
+    };
+    assert_eq!(next("after the start marker"), "next: \"cw\"", "{out}");
+    assert_eq!(next("after `command:"), "next: \"f\"", "{out}");
+    assert_eq!(next("where `days`"), "next: \"1234567\"", "{out}");
+    assert_eq!(next("after the last required field"), "next: \"\\n\"", "{out}");
+    assert!(out.contains("The whole call is admitted: true"), "{out}");
+    let printed = run("grammar", &["--print"]);
+    assert!(printed.starts_with("%llguidance {}"), "{printed}");
+}

@@ -33,7 +33,20 @@ use tool_calling::protocol::{BuiltinOptions, ProtocolRegistry, ToolCallingProtoc
 use tool_calling::tools::{DiscoveryService, MethodDefinition, ToolDefinition, ToolRegistry};
 
 /// The protocols with grammars.
-const PROTOCOLS: &[&str] = &["vcp", "hermes"];
+const PROTOCOLS: &[&str] = &[
+    "vcp",
+    "hermes",
+    "qwen3_coder_xml",
+    "mistral",
+    "llama3_json",
+    "pythonic",
+    "deepseek_v3",
+    "deepseek_v31",
+    "kimi_k2",
+    "glm45",
+    "glm47",
+    "minimax_m2",
+];
 
 /// The text dialects every protocol offers in every scope.
 const TEXT_DIALECTS: [Dialect; 2] = [Dialect::Lark, Dialect::Gbnf];
@@ -70,8 +83,15 @@ fn grammar(id: &str, tools: &[ToolDefinition], dialect: Dialect, scope: Scope) -
     protocol(id).grammar(tools, dialect, scope).unwrap_or_else(|e| panic!("{id} {dialect} {scope}: {e}"))
 }
 
-/// A call of a method written the way `id` writes calls.
-fn write_call(id: &str, tool: &str, method: &str, full_name: &str, args: &Map<String, Value>) -> String {
+/// A call of a method written the way `id` writes calls; `None` when an argument holds
+/// text the format cannot carry.
+fn write_call(
+    id: &str,
+    tool: &str,
+    method: &str,
+    full_name: &str,
+    args: &Map<String, Value>,
+) -> Option<String> {
     if id == "vcp" {
         let mut fields = vec![("command".to_string(), method.to_string())];
         for (key, value) in args {
@@ -81,13 +101,19 @@ fn write_call(id: &str, tool: &str, method: &str, full_name: &str, args: &Map<St
             };
             fields.push((key.clone(), text));
         }
-        return VcpProtocol::default()
-            .format_request(tool, fields.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-            .expect("a request the formatter writes");
+        return Some(
+            VcpProtocol::default()
+                .format_request(tool, fields.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+                .expect("a request the formatter writes"),
+        );
     }
     let format = TextFormat::from_id(id).expect("a text format id");
-    TextFormatProtocol::new(format).format_call(full_name, args).expect("the format writes calls")
+    TextFormatProtocol::new(format).format_call(full_name, args)
 }
+
+/// The formats whose text values have no escape: a value cannot hold their closing
+/// tags, so they write no call with such a value (and their grammars admit none).
+const NO_ESCAPE: &[&str] = &["qwen3_coder_xml", "glm45", "glm47"];
 
 /// The arguments every request of `text` resolves to (full name, arguments after the
 /// method's coercion and validation); `Err` for anything incomplete, unknown or invalid.
@@ -290,7 +316,11 @@ fn round_trip_random_arguments_are_admitted_and_read_back() {
             for (tool, method, full_name, schema) in callable(id, &tools) {
                 runner(24)
                     .run(&args_of(&schema), |args| {
-                        let text = write_call(id, &tool, &method, &full_name, &args);
+                        let Some(text) = write_call(id, &tool, &method, &full_name, &args) else {
+                            let markup = args.values().any(|v| v.as_str().is_some_and(|s| s.contains("</")));
+                            prop_assert!(NO_ESCAPE.contains(id) && markup, "{id} refused to write {args:?}");
+                            return Ok(());
+                        };
                         let mut engine = compiled.fork();
                         if let Err(at) = engine.feed(text.as_bytes()) {
                             return Err(TestCaseError::fail(format!(
@@ -341,10 +371,10 @@ fn literals(lark: &str) -> (Vec<String>, Vec<String>) {
                 }
             }
             let Some(end) = end else { break };
-            if let Ok(Value::String(s)) = serde_json::from_str(&format!("\"{}\"", &tail[..end])) {
-                if !s.is_empty() {
-                    out.push(s);
-                }
+            if let Ok(Value::String(s)) = serde_json::from_str(&format!("\"{}\"", &tail[..end]))
+                && !s.is_empty()
+            {
+                out.push(s);
             }
             rest = &tail[end + 1..];
         }
@@ -380,8 +410,10 @@ fn walk(
             let literals = if closing { closers } else { literals };
             let start = rng.random_range(0..literals.len().max(1));
             let mut done = false;
-            for k in 0..literals.len() {
-                let literal = &literals[(start + k) % literals.len()];
+            // A few tries, not all of them: a fork of the matcher per try is the walk's
+            // main cost.
+            for k in 0..literals.len().min(6) {
+                let literal = &literals[(start + k * 7) % literals.len()];
                 let mut trial = engine.fork();
                 if trial.feed(literal.as_bytes()).is_ok() {
                     engine = trial;
@@ -418,6 +450,9 @@ fn walk(
     None
 }
 
+/// Random walks per protocol, dialect and scope.
+const WALKS: usize = 12;
+
 #[test]
 fn random_walks_through_every_grammar_read_as_valid_calls() {
     let tools = definitions();
@@ -430,8 +465,8 @@ fn random_walks_through_every_grammar_read_as_valid_calls() {
                 let literals = literals(lark.text());
                 let engine = llg::compile(&g).unwrap();
                 let mut finished = 0;
-                for _ in 0..24 {
-                    let Some(text) = walk(&engine, &literals, &mut rng, 160) else { continue };
+                for _ in 0..WALKS {
+                    let Some(text) = walk(&engine, &literals, &mut rng, 120) else { continue };
                     finished += 1;
                     let read = read_back(id, &text)
                         .unwrap_or_else(|e| panic!("{id} {dialect} {scope}: {e}\n{text}"));
@@ -441,7 +476,10 @@ fn random_walks_through_every_grammar_read_as_valid_calls() {
                         _ => {}
                     }
                 }
-                assert!(finished >= 12, "{id} {dialect} {scope}: only {finished} of 24 walks finished");
+                assert!(
+                    finished >= WALKS / 2,
+                    "{id} {dialect} {scope}: only {finished} of {WALKS} walks finished"
+                );
             }
         }
     }
@@ -468,6 +506,7 @@ fn near_misses_are_refused() {
             let one = grammar(id, &tools, dialect, Scope::Call);
             let call = |tool: &str, method: &str, args: Value| {
                 write_call(id, tool, method, &format!("{tool}_{method}"), args.as_object().unwrap())
+                    .expect("plain values are written")
             };
             let good = call("units", "convert", json!({"unit": "km", "value": 3}));
             llg::admits(&one, &good).unwrap_or_else(|e| panic!("{id} {dialect}: {e}\n{good}"));
@@ -485,22 +524,16 @@ fn near_misses_are_refused() {
                 ),
                 ("a value above the maximum", call("text", "repeat", json!({"message": "hi", "times": 11}))),
                 ("a value below the minimum", call("text", "repeat", json!({"message": "hi", "times": 0}))),
-                ("a call cut short", good[..good.len() - 3].to_string()),
+                // (Three characters: some formats' markup is not ASCII.)
+                (
+                    "a call cut short",
+                    good.char_indices().rev().nth(2).map_or(String::new(), |(i, _)| good[..i].to_string()),
+                ),
             ] {
                 assert!(llg::admits(&one, &text).is_err(), "{id} {dialect} admits {what}:\n{text}");
             }
         }
     }
-}
-
-#[test]
-#[ignore]
-fn debug_print() {
-    let tools: Vec<ToolDefinition> = definitions().into_iter().filter(|t| t.tool_id == "text").collect();
-    let g = grammar(std::env::var("P").as_deref().unwrap_or("vcp"), &tools, Dialect::Gbnf, Scope::Call);
-    println!("{}", g.text());
-    let text = std::env::var("T").unwrap_or_default().replace("\\n", "\n");
-    println!("{:?}", llg::admits(&g, &text));
 }
 
 #[test]
@@ -511,4 +544,13 @@ fn unsupported_pairs_say_so() {
     let error = protocol("openai").grammar(&tools, Dialect::Lark, Scope::Reply).unwrap_err();
     assert!(matches!(error, GrammarError::Unsupported { .. }), "{error}");
     assert_eq!(protocol("hermes").grammar(&[], Dialect::Lark, Scope::Call), Err(GrammarError::NoMethods));
+}
+
+#[test]
+fn the_engine_gives_the_grammar_of_the_tools_it_offers() {
+    let engine = tool_calling::engine::Engine::new(registry());
+    let ctx = tool_calling::exec::ExecutionContext::default();
+    let from_engine = engine.grammar(&ctx, Dialect::Gbnf, Scope::Calls).unwrap();
+    assert_eq!(from_engine, grammar("vcp", &definitions(), Dialect::Gbnf, Scope::Calls), "VCP by default");
+    assert!(!from_engine.text().contains("secret_internal"), "internal methods are not offered");
 }

@@ -332,3 +332,54 @@ fn the_configuration_file_overrides_the_table() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A grammar chosen in the config goes out with every request of the loop, in the
+/// serving engine's own field; without a grammar server it is dropped with a note.
+#[tokio::test]
+async fn the_config_grammar_is_sent_in_the_servers_field() {
+    use tool_calling::grammar::{Constraint, Dialect, Scope};
+    use tool_calling::providers::GrammarServer;
+    let vcp_reply = "<<<[TOOL_REQUEST]>>>\ntool_name:「始」calc「末」,\ncommand:「始」add「末」,\na:「始」2「末」,\nb:「始」40「末」\n<<<[END_TOOL_REQUEST]>>>";
+    for (server_kind, dialect, field) in [
+        (GrammarServer::LlamaCpp, Dialect::Gbnf, "/grammar"),
+        (GrammarServer::Vllm, Dialect::Lark, "/structured_outputs/grammar"),
+        (GrammarServer::Sglang, Dialect::Gbnf, "/ebnf"),
+    ] {
+        let server = Server::start(vec![chat_text_stream(vcp_reply), chat_text_stream("It is 42.")]).await;
+        let model = HttpChatModel::builder(Provider::OpenAiChat)
+            .env(|_| None)
+            .base_url(server.base_url(Provider::OpenAiChat))
+            .api_key("k")
+            .model("gemma-3-12b-it")
+            .grammar_server(server_kind)
+            .build()
+            .unwrap();
+        let engine = Engine::new(registry()).with_protocol(model.protocol());
+        let mut ctx = ExecutionContext::default();
+        ctx.config.grammar = Some(Constraint::new(dialect, Scope::Reply));
+        let expected = engine.grammar(&ctx, dialect, Scope::Reply).unwrap();
+        let mut conversation = Conversation::new();
+        conversation.push(Message::user("What is 2 + 40?"));
+        let outcome = engine.run_conversation_streamed(&model, &mut conversation, &ctx).await.unwrap();
+        assert_eq!(outcome.stop, StopReason::Finished);
+        assert_eq!(outcome.rounds[0].cycle.execution_results[0].result, "42.0");
+        let requests = server.requests();
+        assert_eq!(requests.len(), 2);
+        for request in requests.iter() {
+            assert_eq!(
+                request.body.pointer(field).and_then(Value::as_str),
+                Some(expected.text()),
+                "{server_kind:?}"
+            );
+        }
+    }
+    // No grammar server: the grammar is not sent, and the note says why.
+    let model =
+        HttpChatModel::builder(Provider::OpenAiChat).env(|_| None).api_key("k").model("m").build().unwrap();
+    let mut request = ModelRequest::new(vec![Message::user("hi")]);
+    request.grammar = Some(tool_calling::grammar::Grammar::new(Dialect::Gbnf, Scope::Call, "root ::= \"x\""));
+    let prepared = model.prepare(&request);
+    assert!(prepared.body.get("grammar").is_none());
+    assert_eq!(prepared.notes[0].option, "grammar");
+    assert!(prepared.notes[0].message.contains("no grammar server"), "{}", prepared.notes[0]);
+}

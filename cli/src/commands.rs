@@ -29,6 +29,7 @@ use tool_calling::tools::{DiscoveryService, MethodFilter, MethodSpec, ToolMetada
 use tool_calling::{ErrorKind, Span, ToolExecutionResult, ToolRequest};
 
 use super::{BenchApi, CycleArgs, ExecArgs, Failure, Lang};
+use tool_calling::grammar::{Dialect, GrammarError, Scope};
 
 /// The keys of a request in the output, in order (the contract's; the library's type
 /// has more).
@@ -367,6 +368,21 @@ pub(crate) fn prompt_value(protocol_id: &str, lang: Lang) -> Result<Value, Failu
         (None, Some(tools)) => tools.clone(),
         (None, None) => Value::Null,
     })
+}
+
+/// `grammar`: the grammar of `protocol` for the demo tools' offered methods, printed as
+/// the server takes it (text for Lark and GBNF, a JSON document for the JSON dialects).
+pub(crate) fn grammar(protocol_id: &str, dialect: &str, scope: &str) -> Result<(), Failure> {
+    let dialect: Dialect = dialect.parse().map_err(|e: GrammarError| Failure::msg(e.to_string()))?;
+    let scope: Scope = scope.parse().map_err(|e: GrammarError| Failure::msg(e.to_string()))?;
+    let discovery = DiscoveryService::new(demo_registry()?);
+    let definitions = discovery.enabled_definitions(&ToolCallConfig::default());
+    let protocol = protocol(protocol_id, VcpOptions::default())?;
+    let grammar = protocol
+        .as_protocol()
+        .grammar(&definitions, dialect, scope)
+        .map_err(|e| Failure::msg(e.to_string()))?;
+    print_text(grammar.text())
 }
 
 // ---------------------------------------------------------------------------------------

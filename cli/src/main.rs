@@ -196,6 +196,9 @@ enum Command {
     Discover(DiscoverArgs),
     /// Print the tool-definition prompt exactly as it would be sent.
     Prompt(PromptArgs),
+    /// Print a grammar for constrained decoding that admits only valid calls to the
+    /// demo tools.
+    Grammar(GrammarArgs),
     /// Run one demo-tool call through the executor and print its result.
     Exec(ExecArgs),
     /// Run the full parse → execute → format cycle on a reply with the demo tools.
@@ -285,6 +288,21 @@ struct PromptArgs {
     /// Language of the template.
     #[arg(long, value_enum, default_value = "en")]
     lang: Lang,
+}
+
+#[derive(Debug, Args)]
+struct GrammarArgs {
+    /// Protocol whose calls the grammar admits.
+    #[arg(long, value_parser = protocol_ids(), default_value = "vcp")]
+    protocol: String,
+    /// The grammar's language: `lark` (llguidance), `gbnf` (llama.cpp), `json-schema`,
+    /// `structural-tag`.
+    #[arg(long, default_value = "lark")]
+    dialect: String,
+    /// How much of a reply it covers: `call` (exactly one), `calls` (one or more),
+    /// `reply` (text with calls anywhere).
+    #[arg(long, default_value = "reply")]
+    scope: String,
 }
 
 /// The VCP parsing APIs `bench` can time, by shape.
@@ -410,7 +428,7 @@ fn main() -> ExitCode {
                 },
                 // No subcommand: clap would print the whole help as an error.
                 ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => fail(&Failure::Usage(format!(
-                    "error: a subcommand is required (parse, bench, discover, prompt, exec, cycle, serve); \
+                    "error: a subcommand is required (parse, bench, discover, prompt, grammar, exec, cycle, serve); \
                      try '{PROGRAM} --help'"
                 ))),
                 _ => fail(&Failure::Usage(clap_one_line(&err.to_string()))),
@@ -465,6 +483,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
         }
         Command::Discover(args) => commands::print_json(&commands::discover_value(args.all)?),
         Command::Prompt(args) => commands::prompt(&args.protocol, args.lang),
+        Command::Grammar(args) => commands::grammar(&args.protocol, &args.dialect, &args.scope),
         Command::Exec(args) => commands::exec(&args),
         Command::Cycle(args) => commands::cycle(&args),
         Command::Serve(args) => web::serve(args.port),

@@ -1016,3 +1016,42 @@ fn the_demo_reply_runs_against_the_demo_tools() {
     assert_eq!(results[2]["error_kind"], "validation");
     assert!(results.iter().all(|r| r["error_kind"] != "not_found"), "every call names a demo tool: {out:#}");
 }
+
+#[test]
+fn grammar_prints_each_supported_pair_and_refuses_the_others() {
+    let lark = run(&["grammar"]);
+    assert_eq!(lark.status.code(), Some(0));
+    let text = String::from_utf8(lark.stdout).unwrap();
+    assert!(text.starts_with("%llguidance {}\n"), "lark by default: {text}");
+    assert!(text.contains("command:「始」repeat「末」") && !text.contains("secret_internal"), "{text}");
+    for scope in ["call", "calls", "reply"] {
+        let gbnf = run(&["grammar", "--protocol", "hermes", "--dialect", "gbnf", "--scope", scope]);
+        assert_eq!(gbnf.status.code(), Some(0), "{scope}");
+        let text = String::from_utf8(gbnf.stdout).unwrap();
+        assert!(text.starts_with("root ::= "), "{text}");
+        assert!(text.contains("\\\"name\\\": \\\"calc_add\\\""), "{text}");
+    }
+    let schema = run(&["grammar", "--protocol", "hermes", "--dialect", "json-schema", "--scope", "call"]);
+    let schema: Value = serde_json::from_slice(&schema.stdout).expect("a JSON document");
+    assert_eq!(schema["anyOf"][0]["properties"]["name"]["const"], "calc_add");
+    let tag = run(&["grammar", "--protocol", "hermes", "--dialect", "structural-tag"]);
+    let tag: Value = serde_json::from_slice(&tag.stdout).expect("a JSON document");
+    assert_eq!(tag["triggers"][0], "<tool_call>");
+    for (args, message) in [
+        (
+            &["grammar", "--dialect", "json-schema"][..],
+            "tool-calling: protocol `vcp` has no json-schema grammar for scope `reply`\n",
+        ),
+        (
+            &["grammar", "--protocol", "openai"][..],
+            "tool-calling: protocol `openai` has no lark grammar for scope `reply`\n",
+        ),
+        (&["grammar", "--dialect", "xml"][..], "tool-calling: unknown dialect `xml`\n"),
+        (&["grammar", "--scope", "all"][..], "tool-calling: unknown scope `all`\n"),
+    ] {
+        let out = run(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(out.stdout.is_empty());
+        assert_eq!(String::from_utf8(out.stderr).unwrap(), message);
+    }
+}

@@ -158,6 +158,9 @@ pub enum EngineError {
          `Runtime::block_on`), with timers enabled; no tool was run"
     )]
     NoRuntime,
+    /// The protocol could not write a grammar for the tools offered.
+    #[error(transparent)]
+    Grammar(#[from] crate::grammar::GrammarError),
 }
 
 /// [`EngineError::NoRuntime`] unless the caller is inside a Tokio runtime.
@@ -394,6 +397,33 @@ impl Engine {
     pub fn declarations(&self, ctx: &ExecutionContext) -> Result<Arc<ToolDeclarations>, EngineError> {
         let protocol = self.protocol_for(&ctx.config)?;
         Ok(self.declarations_for(protocol.as_ref(), &ctx.config, ctx.agent_id.as_deref()))
+    }
+
+    /// A grammar for constrained decoding that admits exactly the valid calls to the
+    /// tools offered under `ctx` (the same tools as [`declarations`](Self::declarations)),
+    /// in the config's protocol (see [`grammar`](crate::grammar)).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use tool_calling::engine::Engine;
+    /// use tool_calling::exec::ExecutionContext;
+    /// use tool_calling::grammar::{Dialect, GrammarError, Scope};
+    /// use tool_calling::tools::ToolRegistry;
+    /// let engine = Engine::new(Arc::new(ToolRegistry::new()));
+    /// let ctx = ExecutionContext::default();
+    /// // No tool is registered: no call can be written.
+    /// let err = engine.grammar(&ctx, Dialect::Lark, Scope::Call).unwrap_err();
+    /// assert!(matches!(err, tool_calling::engine::EngineError::Grammar(GrammarError::NoMethods)));
+    /// ```
+    pub fn grammar(
+        &self,
+        ctx: &ExecutionContext,
+        dialect: crate::grammar::Dialect,
+        scope: crate::grammar::Scope,
+    ) -> Result<crate::grammar::Grammar, EngineError> {
+        let protocol = self.protocol_for(&ctx.config)?;
+        let tools = self.discovery.enabled_definitions(&ctx.config);
+        Ok(protocol.grammar(&tools, dialect, scope)?)
     }
 
     pub(crate) fn declarations_for(

@@ -382,18 +382,18 @@ impl Builder {
     /// The grammar in llguidance's Lark, starting at `start`.
     pub(crate) fn lark(&self, start: &Expr) -> String {
         let mut out = String::from("%llguidance {}\n\n");
-        let _ = writeln!(out, "start: {}", self.lark_expr(start, false));
+        let _ = writeln!(out, "start: {}", self.lark_expr(start));
         for def in &self.defs {
             let body = match &def.body {
                 Expr::Avoid(patterns) => lark_avoid(patterns),
-                body => self.lark_expr(body, def.terminal),
+                body => self.lark_expr(body),
             };
             let _ = writeln!(out, "{}: {body}", def.name);
         }
         out
     }
 
-    fn lark_expr(&self, expr: &Expr, in_terminal: bool) -> String {
+    fn lark_expr(&self, expr: &Expr) -> String {
         match expr {
             Expr::Lit(text) => lark_string(text),
             Expr::Set(set) => format!("/{}/", set.lark()),
@@ -402,16 +402,14 @@ impl Builder {
             Expr::Seq(items) => items
                 .iter()
                 .map(|item| {
-                    let text = self.lark_expr(item, in_terminal);
+                    let text = self.lark_expr(item);
                     if matches!(item, Expr::Alt(_)) { format!("({text})") } else { text }
                 })
                 .collect::<Vec<_>>()
                 .join(" "),
-            Expr::Alt(items) => {
-                items.iter().map(|item| self.lark_expr(item, in_terminal)).collect::<Vec<_>>().join(" | ")
-            }
+            Expr::Alt(items) => items.iter().map(|item| self.lark_expr(item)).collect::<Vec<_>>().join(" | "),
             Expr::Rep(inner, min, max) => {
-                let text = self.lark_expr(inner, in_terminal);
+                let text = self.lark_expr(inner);
                 let text = match inner.as_ref() {
                     Expr::Seq(_) | Expr::Alt(_) | Expr::Rep(..) => format!("({text})"),
                     _ => text,
@@ -464,7 +462,11 @@ impl Builder {
                     // language, but a reader that makes each literal one lexeme (llguidance's)
                     // would otherwise pick the literal over free text that starts alike and
                     // never backtrack.
-                    Expr::Lit(text) if i > 0 && self.is_avoid(&items[i - 1]) => {
+                    Expr::Lit(text)
+                        if i.checked_sub(1)
+                            .and_then(|j| items.get(j))
+                            .is_some_and(|prev| self.is_avoid(prev)) =>
+                    {
                         text.chars().map(|c| gbnf_string(&c.to_string())).collect::<Vec<_>>().join(" ")
                     }
                     Expr::Alt(_) => format!("({})", self.gbnf_expr(item)),
@@ -683,7 +685,8 @@ impl Automaton {
         let cuts: Vec<u32> = cuts.into_iter().collect();
         let mut atoms: Vec<(char, char)> = Vec::new();
         for pair in cuts.windows(2) {
-            if let (Some(lo), Some(hi)) = (char_at_or_after(pair[0]), char_before(pair[1]))
+            if let [from, to] = *pair
+                && let (Some(lo), Some(hi)) = (char_at_or_after(from), char_before(to))
                 && lo <= hi
             {
                 atoms.push((lo, hi));
@@ -697,10 +700,11 @@ impl Automaton {
             classes.push((None, other));
         }
 
+        let piece = |p: usize, i: usize| patterns.get(p).and_then(|pattern| pattern.pieces.get(i));
         let closure = |set: &mut BTreeSet<Position>| {
             let mut stack: Vec<Position> = set.iter().copied().collect();
             while let Some((p, i)) = stack.pop() {
-                if let Some(piece) = patterns[p].pieces.get(i)
+                if let Some(piece) = piece(p, i)
                     && piece.star
                     && set.insert((p, i + 1))
                 {
@@ -719,7 +723,9 @@ impl Automaton {
             set
         };
         let done = |set: &BTreeSet<Position>, end: bool| {
-            set.iter().any(|&(p, i)| i == patterns[p].pieces.len() && (patterns[p].at_end == end))
+            set.iter().any(|&(p, i)| {
+                patterns.get(p).is_some_and(|pattern| i == pattern.pieces.len() && pattern.at_end == end)
+            })
         };
 
         let initial = starts(true);
@@ -728,13 +734,12 @@ impl Automaton {
         ids.insert(initial, 0);
         let mut states = Vec::new();
         let mut at = 0;
-        while at < sets.len() {
-            let current = sets[at].clone();
+        while let Some(current) = sets.get(at).cloned() {
             let mut by_target: BTreeMap<usize, Vec<Option<(char, char)>>> = BTreeMap::new();
             for &(atom, sample) in &classes {
                 let mut next = starts(false);
                 for &(p, i) in &current {
-                    if let Some(piece) = patterns[p].pieces.get(i)
+                    if let Some(piece) = piece(p, i)
                         && piece.set.contains(sample)
                     {
                         next.insert((p, if piece.star { i } else { i + 1 }));

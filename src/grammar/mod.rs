@@ -64,13 +64,15 @@ mod values;
 use std::fmt;
 use std::str::FromStr;
 
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 pub(crate) use ir::{Builder, CharSet, Expr, Pattern};
 pub(crate) use values::{ValueStyle, Values};
 
 /// The language a grammar is written in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
 #[non_exhaustive]
 pub enum Dialect {
     /// Lark as llguidance reads it (vLLM and SGLang take it through llguidance).
@@ -119,7 +121,8 @@ impl FromStr for Dialect {
 }
 
 /// How much of a reply a grammar covers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
 #[non_exhaustive]
 pub enum Scope {
     /// Exactly one call and nothing else (for `tool_choice: required` or a named tool).
@@ -164,7 +167,7 @@ impl FromStr for Scope {
 }
 
 /// A grammar, in its dialect's text (a JSON document for the JSON dialects).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Grammar {
     dialect: Dialect,
     scope: Scope,
@@ -204,6 +207,31 @@ impl Grammar {
             Dialect::JsonSchema | Dialect::StructuralTag => serde_json::from_str(&self.text).ok(),
             _ => None,
         }
+    }
+}
+
+/// Which grammar to send with each model request: its dialect and scope (in a
+/// [`ToolCallConfig`](crate::config::ToolCallConfig), `{"dialect": "lark", "scope":
+/// "reply"}`).
+///
+/// ```
+/// use tool_calling::grammar::{Constraint, Dialect, Scope};
+/// let constraint: Constraint = serde_json::from_str(r#"{"dialect": "gbnf", "scope": "calls"}"#).unwrap();
+/// assert_eq!(constraint, Constraint::new(Dialect::Gbnf, Scope::Calls));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Constraint {
+    /// The grammar's dialect (what the server reads).
+    pub dialect: Dialect,
+    /// How much of the reply it covers.
+    pub scope: Scope,
+}
+
+impl Constraint {
+    /// A grammar of `dialect` for `scope`.
+    pub fn new(dialect: Dialect, scope: Scope) -> Self {
+        Constraint { dialect, scope }
     }
 }
 

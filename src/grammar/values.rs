@@ -562,7 +562,7 @@ mod tests {
         // A small backtracking matcher over the regular subset, for these tests only.
         fn go<'t>(expr: &Expr, text: &'t str, k: &mut dyn FnMut(&'t str) -> bool) -> bool {
             match expr {
-                Expr::Lit(l) => text.strip_prefix(l.as_str()).is_some_and(|rest| k(rest)),
+                Expr::Lit(l) => text.strip_prefix(l.as_str()).is_some_and(&mut *k),
                 Expr::Set(set) => {
                     let mut chars = text.chars();
                     chars.next().is_some_and(|c| set.contains(c)) && k(chars.as_str())

@@ -68,6 +68,12 @@ pub struct ModelRequest {
     /// defaults).
     #[serde(default)]
     pub options: RequestOptions,
+    /// A grammar for the server to constrain decoding with (see
+    /// [`grammar`](crate::grammar)); sent by clients that know the server's field for it
+    /// (an OpenAI-compatible [`HttpChatModel`](crate::providers) given a
+    /// `GrammarServer`), dropped with a note by the others.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grammar: Option<crate::grammar::Grammar>,
 }
 
 impl ModelRequest {

@@ -37,7 +37,7 @@ use futures::stream::{self, BoxStream, StreamExt};
 use serde_json::Value;
 
 use super::retry::{self, HttpRetry};
-use super::{DEFAULT_MAX_STREAM_BYTES, Provider, ResponseStream, WireError, WireFormat};
+use super::{DEFAULT_MAX_STREAM_BYTES, GrammarServer, Provider, ResponseStream, WireError, WireFormat};
 use crate::model::{
     AssistantTurn, ChatModel, ChatModelError, ModelCapabilities, ModelProfiles, ModelRequest, RequestNote,
     RequestOptions, TurnDelta,
@@ -100,6 +100,8 @@ struct Inner {
     max_response_bytes: usize,
     retry: HttpRetry,
     capabilities: ModelCapabilities,
+    /// Where a request's grammar goes (OpenAI-compatible servers only).
+    grammar_server: Option<GrammarServer>,
     /// The provider's protocol.
     native: Arc<dyn ToolCallingProtocol>,
     /// The protocol the engine should speak: `native`, or the fallback text protocol.
@@ -171,6 +173,7 @@ pub struct HttpChatModelBuilder {
     env: EnvLookup,
     profiles: Option<ModelProfiles>,
     capabilities: Option<ModelCapabilities>,
+    grammar_server: Option<GrammarServer>,
 }
 
 impl fmt::Debug for HttpChatModelBuilder {
@@ -203,6 +206,7 @@ impl HttpChatModel {
             env: Arc::new(|name| std::env::var(name).ok().filter(|value| !value.is_empty())),
             profiles: None,
             capabilities: None,
+            grammar_server: None,
         }
     }
 
@@ -312,7 +316,23 @@ impl HttpChatModel {
         }
         inner.format.adjust(&mut request, &mut notes);
         let stream = request.options.stream.unwrap_or(false);
-        let body = inner.format.request_body(&request, &inner.model, stream);
+        let mut body = inner.format.request_body(&request, &inner.model, stream);
+        if let Some(grammar) = &request.grammar {
+            let fields = match (inner.provider, inner.grammar_server) {
+                (Provider::OpenAiChat, Some(server)) => server.request_fields(grammar),
+                (Provider::OpenAiChat, None) => {
+                    Err("no grammar server is set (HttpChatModelBuilder::grammar_server)".into())
+                }
+                (provider, _) => Err(format!("{provider:?} takes no grammar")),
+            };
+            match (fields, body.as_object_mut()) {
+                (Ok(fields), Some(object)) => object.extend(fields),
+                (Err(why), _) => notes.push(RequestNote::new("grammar", format!("dropped: {why}"))),
+                (Ok(_), None) => {
+                    notes.push(RequestNote::new("grammar", "dropped: the body is not an object"))
+                }
+            }
+        }
         PreparedRequest { body, stream, timeout: request.options.timeout, notes }
     }
 
@@ -504,6 +524,15 @@ impl HttpChatModelBuilder {
         self
     }
 
+    /// The serving engine behind an OpenAI-compatible base URL that constrains decoding
+    /// with a grammar: a request's [`grammar`](ModelRequest::grammar) is then sent in
+    /// its fields (see [`GrammarServer`]). Without one, or for another provider, a
+    /// grammar is dropped with a [`RequestNote`].
+    pub fn grammar_server(mut self, server: GrammarServer) -> Self {
+        self.grammar_server = Some(server);
+        self
+    }
+
     /// An extra header sent with every request (an organisation, a project, a beta flag).
     pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
         self.headers.push((name.into(), value.into()));
@@ -650,6 +679,7 @@ impl HttpChatModelBuilder {
                 max_response_bytes: self.max_response_bytes,
                 retry: self.retry,
                 capabilities,
+                grammar_server: self.grammar_server,
                 native,
                 protocol,
                 format,

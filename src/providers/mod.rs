@@ -34,6 +34,7 @@
 mod anthropic;
 #[cfg(feature = "http")]
 mod client;
+mod constrained;
 mod gemini;
 mod lenient;
 mod openai_chat;
@@ -50,6 +51,7 @@ use serde_json::Value;
 #[cfg(feature = "http")]
 #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 pub use client::{HttpChatModel, HttpChatModelBuilder, PreparedRequest};
+pub use constrained::GrammarServer;
 pub use provider::{ANTHROPIC_VERSION, Provider};
 #[cfg(feature = "http")]
 #[cfg_attr(docsrs, doc(cfg(feature = "http")))]

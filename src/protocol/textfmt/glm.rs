@@ -107,3 +107,89 @@ impl Format for Glm {
         calls.push(call);
     }
 }
+
+/// The calls of `glm45` and `glm47` as a grammar: the name, then each argument as
+/// `<arg_key>K</arg_key><arg_value>V</arg_value>` in schema order (`glm45` one tag pair
+/// a line, as its prompt shows; `glm47` without line breaks, as GLM-4.7 writes them). A
+/// value holds no white space at either end (values are trimmed), no `</arg_value>` or
+/// `</tool_call>` (each ends it or the call, and the format has no escapes), and no
+/// reasoning tag when reasoning is hidden.
+pub(crate) fn syntax(
+    id: &str,
+    v47: bool,
+    options: &super::TextFormatOptions,
+    b: &mut crate::grammar::Builder,
+    methods: &[(String, &serde_json::Value)],
+) -> Result<crate::grammar::Syntax, crate::grammar::GrammarError> {
+    use crate::grammar::{CharSet, Expr, Pattern, Syntax, ValueStyle, Values, properties, reasoning_heads};
+    let mut patterns = vec![
+        Pattern::new().then(CharSet::unicode_space()).at_start(),
+        Pattern::new().then(CharSet::unicode_space()).at_end(),
+        Pattern::text(VALUE_END),
+        Pattern::text(CLOSE),
+    ];
+    if options.skip_reasoning {
+        patterns.extend(reasoning_heads());
+    }
+    let text = b.avoiding("VALUE_TEXT", patterns);
+    let string = b.terminal("STRING_VALUE", Expr::seq([Expr::lit(VALUE), text, Expr::lit(VALUE_END)]));
+    let style = ValueStyle {
+        string_escapes: "<".into(),
+        text: Some(string),
+        open: VALUE.into(),
+        close: VALUE_END.into(),
+    };
+    let line = if v47 { "" } else { "\n" };
+    let mut calls = Vec::new();
+    for (name, schema) in methods {
+        let mut values = Values::new(b, style.clone(), name, schema);
+        let mut members = Vec::new();
+        for (key, property, required) in properties(schema) {
+            let value = values.text(property)?;
+            members
+                .push((Expr::seq([Expr::lit(format!("{line}{KEY}{key}{KEY_END}{line}")), value]), required));
+        }
+        let list = values.member_list(members, Expr::lit(""));
+        let body = Expr::seq([Expr::lit(name.clone()), list, Expr::lit(format!("{line}{CLOSE}"))]);
+        calls.push(b.rule(name, body));
+    }
+    Ok(Syntax {
+        protocol: id.to_string(),
+        open: OPEN.into(),
+        call: b.rule("call", Expr::alt(calls)),
+        section: None,
+        avoid: Vec::new(),
+        reasoning: options.skip_reasoning,
+        json: None,
+    })
+}
+
+/// A call as [`syntax`] admits it: strings as written, other values as JSON (`<` in
+/// JSON strings written `\u003c`).
+/// `None` when a value holds markup the format has no escape for (a value ends at the
+/// first `</arg_value>`, a call at the first `</tool_call>`).
+pub(crate) fn write_call(
+    v47: bool,
+    name: &str,
+    args: &serde_json::Map<String, serde_json::Value>,
+) -> Option<String> {
+    let line = if v47 { "" } else { "\n" };
+    let mut out = format!("{OPEN}{name}");
+    for (key, value) in args {
+        let text = match value {
+            serde_json::Value::String(s) => s.clone(),
+            other => super::grammar::json_text(other),
+        };
+        if text.contains(VALUE_END) || text.contains(CLOSE) {
+            return None;
+        }
+        out.push_str(&format!("{line}{KEY}{key}{KEY_END}{line}{VALUE}{text}{VALUE_END}"));
+    }
+    out.push_str(&format!("{line}{CLOSE}"));
+    Some(out)
+}
+
+const KEY: &str = "<arg_key>";
+const KEY_END: &str = "</arg_key>";
+const VALUE: &str = "<arg_value>";
+const VALUE_END: &str = "</arg_value>";

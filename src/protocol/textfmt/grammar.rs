@@ -1,14 +1,39 @@
 //! Each format's calls as a grammar (see [`grammar`](crate::grammar)): the markup its
 //! prompt teaches, written the way [`write_call`] writes a call, with arguments from each
 //! method's schema.
+//!
+//! - `llama3_json`: calls after `<|python_tag|>` only (never the bare JSON reply); no
+//!   free text starts with `{` (after blanks, or blanks and `;`).
+//! - `deepseek_v3`: as `deepseek_v31`, each call `function<｜tool▁sep｜>NAME` then its
+//!   arguments in a ```` ```json ```` fence.
+//! - `deepseek_v31`: calls inside `<｜tool▁calls▁begin｜>` … `<｜tool▁calls▁end｜>`, chained
+//!   with nothing between them.
+//! - `kimi_k2`: calls inside `<|tool_calls_section_begin|>` … `<|tool_calls_section_end|>`,
+//!   chained with nothing between them; the id is `functions.NAME:` and any digits.
+//! - `mistral`: the array layout only, `[TOOL_CALLS][` then call objects joined by `, `
+//!   then `]` (never the name layout).
 
 use serde_json::Value;
 
 use super::{TextFormat, TextFormatOptions};
 use crate::grammar::{
-    Builder, Dialect, Expr, Grammar, GrammarError, JsonCall, Scope, Syntax, ValueStyle, Values, methods,
+    Builder, CharSet, Dialect, Expr, Grammar, GrammarError, JsonCall, Pattern, Scope, Section, Syntax,
+    ValueStyle, Values, methods,
 };
 use crate::tools::ToolDefinition;
+
+const LLAMA_TAG: &str = super::llama3::TAG;
+const DS_CALLS_BEGIN: &str = super::deepseek::CALLS_BEGIN;
+const DS_CALLS_END: &str = super::deepseek::CALLS_END;
+const DS_CALL_BEGIN: &str = super::deepseek::CALL_BEGIN;
+const DS_CALL_END: &str = "<｜tool▁call▁end｜>";
+const DS_SEP: &str = "<｜tool▁sep｜>";
+const MISTRAL_OPEN: &str = "[TOOL_CALLS][";
+const KIMI_SECTION: &str = super::kimi_k2::SECTION;
+const KIMI_SECTION_END: &str = "<|tool_calls_section_end|>";
+const KIMI_CALL: &str = "<|tool_call_begin|>";
+const KIMI_ARGUMENTS: &str = "<|tool_call_argument_begin|>";
+const KIMI_CALL_END: &str = "<|tool_call_end|>";
 
 /// How JSON strings are written in every JSON-bodied format: `<` escaped, so that no
 /// string opens a reasoning tag or closes the call's markup.
@@ -20,6 +45,44 @@ fn json_style() -> ValueStyle {
 pub(crate) fn json_text(value: &Value) -> String {
     let text = value.to_string();
     if text.contains('<') { text.replace('<', "\\u003c") } else { text }
+}
+
+/// Each method's call in a JSON-bodied format: `head(name)` (the markup up to the
+/// arguments, after `open`, or after the section's opening), the arguments as JSON, then
+/// `tail`. `index`: an expression written between `head(name)` and `index_head`, for the
+/// call ids that number calls (the structural tag writes `0`). The structural tag's
+/// calls are `tag_open`, the call, then `tag_close`.
+struct JsonMarkup<'a> {
+    head: &'a dyn Fn(&str) -> String,
+    index: Option<(Expr, &'a str)>,
+    tail: &'a str,
+    tag_open: &'a str,
+    tag_close: &'a str,
+}
+
+fn json_calls(
+    b: &mut Builder,
+    methods: &[(String, &Value)],
+    markup: &JsonMarkup<'_>,
+) -> Result<(Expr, Vec<JsonCall>), GrammarError> {
+    let mut calls = Vec::new();
+    let mut json_calls = Vec::new();
+    for (name, schema) in methods {
+        let args = Values::new(b, json_style(), name, schema).json(schema)?;
+        let head = (markup.head)(name);
+        let (middle, tag_middle) = match &markup.index {
+            Some((index, after)) => (Expr::seq([index.clone(), Expr::lit(*after)]), format!("0{after}")),
+            None => (Expr::lit(""), String::new()),
+        };
+        calls.push(b.rule(name, Expr::seq([Expr::lit(head.clone()), middle, args, Expr::lit(markup.tail)])));
+        json_calls.push(JsonCall {
+            name: name.clone(),
+            arguments: (*schema).clone(),
+            begin: format!("{}{head}{tag_middle}", markup.tag_open),
+            end: format!("{}{}", markup.tail, markup.tag_close),
+        });
+    }
+    Ok((b.rule("call", Expr::alt(calls)), json_calls))
 }
 
 /// How `format` writes a call of `name` with `args` (a JSON object), exactly as its
@@ -35,7 +98,27 @@ pub(crate) fn write_call(
         TextFormat::Hermes => {
             Some(format!("<tool_call>\n{{\"name\": {name_json}, \"arguments\": {args_json}}}\n</tool_call>"))
         }
-        _ => None,
+        TextFormat::Llama3Json => {
+            Some(format!("{LLAMA_TAG}{{\"name\": {name_json}, \"parameters\": {args_json}}}"))
+        }
+        TextFormat::DeepSeekV31 => Some(format!(
+            "{DS_CALLS_BEGIN}{DS_CALL_BEGIN}{name}{DS_SEP}{args_json}{DS_CALL_END}{DS_CALLS_END}"
+        )),
+        TextFormat::Qwen3CoderXml => super::qwen3_coder::write_call(name, args),
+        TextFormat::Glm45 | TextFormat::Glm47 => {
+            super::glm::write_call(format == TextFormat::Glm47, name, args)
+        }
+        TextFormat::MinimaxM2 => Some(super::minimax::write_call(name, args)),
+        TextFormat::Pythonic => Some(super::pythonic::write_call(name, args)),
+        TextFormat::KimiK2 => Some(format!(
+            "{KIMI_SECTION}{KIMI_CALL}functions.{name}:0{KIMI_ARGUMENTS}{args_json}{KIMI_CALL_END}{KIMI_SECTION_END}"
+        )),
+        TextFormat::Mistral => {
+            Some(format!("{MISTRAL_OPEN}{{\"name\": {name_json}, \"arguments\": {args_json}}}]"))
+        }
+        TextFormat::DeepSeekV3 => Some(format!(
+            "{DS_CALLS_BEGIN}{DS_CALL_BEGIN}function{DS_SEP}{name}\n```json\n{args_json}\n```{DS_CALL_END}{DS_CALLS_END}"
+        )),
     }
 }
 
@@ -46,7 +129,6 @@ pub(crate) fn grammar(
     dialect: Dialect,
     scope: Scope,
 ) -> Result<Grammar, GrammarError> {
-    let unsupported = || GrammarError::Unsupported { protocol: format.id().to_string(), dialect, scope };
     let mut b = Builder::default();
     let methods = methods(tools);
     if methods.is_empty() {
@@ -79,7 +161,124 @@ pub(crate) fn grammar(
                 json: Some(("name", "arguments", json_calls)),
             }
         }
-        _ => return Err(unsupported()),
+        TextFormat::Llama3Json => {
+            let mut calls = Vec::new();
+            let mut json_calls = Vec::new();
+            for (name, schema) in &methods {
+                let args = Values::new(&mut b, json_style(), name, schema).json(schema)?;
+                let begin =
+                    format!("{{\"name\": {}, \"parameters\": ", json_text(&Value::String(name.clone())));
+                let end = "}";
+                calls.push(b.rule(name, Expr::seq([Expr::lit(begin.clone()), args, Expr::lit(end)])));
+                json_calls.push(JsonCall {
+                    name: name.clone(),
+                    arguments: (*schema).clone(),
+                    begin: format!("{LLAMA_TAG}{begin}"),
+                    end: end.to_string(),
+                });
+            }
+            Syntax {
+                protocol: format.id().to_string(),
+                open: LLAMA_TAG.into(),
+                call: b.rule("call", Expr::alt(calls)),
+                section: None,
+                // A `{` first in a reply (after blanks), or after a call (after blanks
+                // and `;`), would be read as a call.
+                avoid: vec![
+                    Pattern::new().then_any(CharSet::of(" \t\n\r\x0b\x0c;")).then_text("{").at_start(),
+                ],
+                reasoning: options.skip_reasoning,
+                json: Some(("name", "parameters", json_calls)),
+            }
+        }
+        TextFormat::DeepSeekV31 => {
+            let head = |name: &str| format!("{DS_CALL_BEGIN}{name}{DS_SEP}");
+            let markup = JsonMarkup {
+                head: &head,
+                index: None,
+                tail: DS_CALL_END,
+                tag_open: DS_CALLS_BEGIN,
+                tag_close: DS_CALLS_END,
+            };
+            let (call, json_calls) = json_calls(&mut b, &methods, &markup)?;
+            Syntax {
+                protocol: format.id().to_string(),
+                open: DS_CALLS_BEGIN.into(),
+                call,
+                section: Some(Section { between: Expr::lit(""), close: DS_CALLS_END.into() }),
+                // The parser reads a call outside a section too.
+                avoid: vec![Pattern::text(DS_CALL_BEGIN)],
+                reasoning: options.skip_reasoning,
+                json: Some(("name", "arguments", json_calls)),
+            }
+        }
+        TextFormat::Qwen3CoderXml => super::qwen3_coder::syntax(format.id(), options, &mut b, &methods)?,
+        TextFormat::Glm45 | TextFormat::Glm47 => {
+            super::glm::syntax(format.id(), format == TextFormat::Glm47, options, &mut b, &methods)?
+        }
+        TextFormat::MinimaxM2 => super::minimax::syntax(format.id(), options, &mut b, &methods)?,
+        TextFormat::Pythonic => super::pythonic::syntax(format.id(), options, &mut b, &methods)?,
+        TextFormat::KimiK2 => {
+            let head = |name: &str| format!("{KIMI_CALL}functions.{name}:");
+            let index = b.terminal("INDEX", Expr::set(CharSet::range('0', '9')).times(1, None));
+            let markup = JsonMarkup {
+                head: &head,
+                index: Some((index, KIMI_ARGUMENTS)),
+                tail: KIMI_CALL_END,
+                tag_open: KIMI_SECTION,
+                tag_close: KIMI_SECTION_END,
+            };
+            let (call, json_calls) = json_calls(&mut b, &methods, &markup)?;
+            Syntax {
+                protocol: format.id().to_string(),
+                open: KIMI_SECTION.into(),
+                call,
+                section: Some(Section { between: Expr::lit(""), close: KIMI_SECTION_END.into() }),
+                avoid: Vec::new(),
+                reasoning: options.skip_reasoning,
+                json: Some(("name", "arguments", json_calls)),
+            }
+        }
+        TextFormat::Mistral => {
+            let head = |name: &str| {
+                format!("{{\"name\": {}, \"arguments\": ", json_text(&Value::String(name.into())))
+            };
+            let markup =
+                JsonMarkup { head: &head, index: None, tail: "}", tag_open: MISTRAL_OPEN, tag_close: "]" };
+            let (call, json_calls) = json_calls(&mut b, &methods, &markup)?;
+            Syntax {
+                protocol: format.id().to_string(),
+                open: MISTRAL_OPEN.into(),
+                call,
+                section: Some(Section { between: Expr::lit(", "), close: "]".into() }),
+                // The token alone opens a call too.
+                avoid: vec![Pattern::text(super::mistral::TOKEN)],
+                reasoning: options.skip_reasoning,
+                json: Some(("name", "arguments", json_calls)),
+            }
+        }
+        TextFormat::DeepSeekV3 => {
+            let head = |name: &str| format!("{DS_CALL_BEGIN}function{DS_SEP}{name}\n```json\n");
+            let tail = format!("\n```{DS_CALL_END}");
+            let markup = JsonMarkup {
+                head: &head,
+                index: None,
+                tail: &tail,
+                tag_open: DS_CALLS_BEGIN,
+                tag_close: DS_CALLS_END,
+            };
+            let (call, json_calls) = json_calls(&mut b, &methods, &markup)?;
+            Syntax {
+                protocol: format.id().to_string(),
+                open: DS_CALLS_BEGIN.into(),
+                call,
+                section: Some(Section { between: Expr::lit(""), close: DS_CALLS_END.into() }),
+                // The parser reads a call outside a section too.
+                avoid: vec![Pattern::text(DS_CALL_BEGIN)],
+                reasoning: options.skip_reasoning,
+                json: Some(("name", "arguments", json_calls)),
+            }
+        }
     };
     syntax.grammar(b, dialect, scope)
 }

@@ -343,7 +343,10 @@ impl TextFormatProtocol {
 
     /// A call of `name` with `args`, written the way the format's grammar admits it
     /// (the markup its prompt teaches; JSON with one space after `:` and `,`, `<` in
-    /// strings written `\u003c`). `None` for a format that writes no calls yet.
+    /// strings written `\u003c`). `None` when an argument holds text the format cannot
+    /// carry: Qwen3-Coder's and GLM's text values have no escape, so a value holding
+    /// their closing tags (`</parameter>`, `</arg_value>`, `</tool_call>`, …) cannot be
+    /// written.
     ///
     /// ```
     /// use tool_calling::protocol::textfmt::{TextFormat, TextFormatProtocol};
