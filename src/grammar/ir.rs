@@ -868,7 +868,11 @@ mod tests {
         let lark = b.lark(&start);
         assert!(lark.contains("TEXT: /(?s:.*)/ & ~/(?s:.*)([a][b])(?s:.*)/"), "{lark}");
         let gbnf = b.gbnf(&start);
-        assert!(gbnf.starts_with("root ::= UNTIL TEXT\n"), "{gbnf}");
-        assert!(gbnf.contains("TEXT ::= ([a] TEXT-s1 | [^a] TEXT)?"), "{gbnf}");
+        assert!(gbnf.starts_with("root ::= until text\n"), "{gbnf}");
+        // The automaton: after an `a`, a `b` would complete the pattern.
+        assert!(gbnf.contains("text ::= ([^a] text | [a] text-s1)?\n"), "{gbnf}");
+        assert!(gbnf.contains("text-s1 ::= ([^a-b] text | [a] text-s1)?\n"), "{gbnf}");
+        // A literal right after avoiding text, one character at a time.
+        assert!(gbnf.contains("until ::= text \"a\" \"b\"\n"), "{gbnf}");
     }
 }
