@@ -1,7 +1,8 @@
 //! Grammars proven by a real grammar engine: every protocol's grammar, in every dialect
 //! and scope it offers, is compiled by llguidance (no error, no warning) and driven one
 //! byte at a time:
-//! - the calls the project's own prompts show are admitted;
+//! - the calls the project's own prompts show are admitted (VCP's prompt shows a call of
+//!   every method; the open-model prompts show their layout with placeholders);
 //! - **round trip**: random valid arguments for every demo method, written the way the
 //!   protocol writes a call, are admitted, and the protocol's parser reads back exactly
 //!   those arguments;
@@ -11,6 +12,11 @@
 //! - **near misses** are refused: an unknown tool, an unknown key, a missing required
 //!   key, a value outside an `enum` or a range, text in an integer field, a call cut
 //!   short.
+//!
+//! The JSON dialects of the JSON-bodied formats get the same round trip and random
+//! walks: a structural tag admits the calls the format writes, inside text, and its walks
+//! parse back as valid calls; a JSON Schema admits the call objects of random arguments,
+//! and its walks are call objects whose arguments pass validation.
 //!
 //! Seeds are fixed and case counts small, so the whole file runs in well under two
 //! minutes; a failing case is printed as text.
@@ -551,6 +557,115 @@ fn the_engine_gives_the_grammar_of_the_tools_it_offers() {
     let engine = tool_calling::engine::Engine::new(registry());
     let ctx = tool_calling::exec::ExecutionContext::default();
     let from_engine = engine.grammar(&ctx, Dialect::Gbnf, Scope::Calls).unwrap();
-    assert_eq!(from_engine, grammar("vcp", &definitions(), Dialect::Gbnf, Scope::Calls), "VCP by default");
+    assert_eq!(*from_engine, grammar("vcp", &definitions(), Dialect::Gbnf, Scope::Calls), "VCP by default");
     assert!(!from_engine.text().contains("secret_internal"), "internal methods are not offered");
+    let again = engine.grammar(&ctx, Dialect::Gbnf, Scope::Calls).unwrap();
+    assert!(Arc::ptr_eq(&from_engine, &again), "built once, then cached");
+    engine.invalidate_declarations();
+    let rebuilt = engine.grammar(&ctx, Dialect::Gbnf, Scope::Calls).unwrap();
+    assert!(!Arc::ptr_eq(&from_engine, &rebuilt) && rebuilt == from_engine, "rebuilt after invalidation");
+}
+
+/// The formats whose calls are JSON (with JSON Schema and structural tags).
+const JSON_BODIED: &[&str] = &["hermes", "mistral", "llama3_json", "deepseek_v3", "deepseek_v31", "kimi_k2"];
+
+/// Whether `value` is a call object of an offered method whose arguments pass
+/// validation (`Err` says why not).
+fn valid_call_object(value: &Value, args_key: &str) -> Result<(), String> {
+    let name = value.get("name").and_then(Value::as_str).ok_or("no name")?;
+    let args = value.get(args_key).and_then(Value::as_object).ok_or("no arguments object")?;
+    let method = registry().method(name).ok_or(format!("no method {name}"))?;
+    method
+        .prepare_args(&args.clone().into_iter().collect(), None)
+        .map(drop)
+        .map_err(|e| format!("invalid: {e}"))
+}
+
+#[test]
+fn json_dialects_admit_the_calls_and_only_valid_ones() {
+    let tools = definitions();
+    let mut rng = TestRng::from_seed(RngAlgorithm::ChaCha, &[13; 32]);
+    for id in JSON_BODIED {
+        let args_key = if *id == "llama3_json" { "parameters" } else { "arguments" };
+        let tag = llg::compile(&grammar(id, &tools, Dialect::StructuralTag, Scope::Reply)).unwrap();
+        let schema = llg::compile(&grammar(id, &tools, Dialect::JsonSchema, Scope::Call)).unwrap();
+        for (tool, method, full_name, schema_of) in methods(&tools) {
+            runner(8)
+                .run(&args_of(&schema_of), |args| {
+                    let call =
+                        write_call(id, &tool, &method, &full_name, &args).expect("JSON carries any text");
+                    // llguidance's JSON writes `<` raw (it admits `\u` escapes only where
+                    // JSON needs them); the format's writer escapes it for the Lark and
+                    // GBNF grammars.
+                    let call = call.replace("\\u003c", "<");
+                    let text = format!("Let me check.\n{call}\nDone.");
+                    let mut engine = tag.fork();
+                    let fed = engine.feed(text.as_bytes());
+                    prop_assert!(fed.is_ok() && engine.accepting(), "{id} structural tag: {fed:?}\n{text}");
+                    let object = json!({"name": full_name, args_key: args});
+                    let object_text = object.to_string();
+                    let mut engine = schema.fork();
+                    let fed = engine.feed(object_text.as_bytes());
+                    prop_assert!(
+                        fed.is_ok() && engine.accepting(),
+                        "{id} JSON Schema: {fed:?}\n{object_text}"
+                    );
+                    Ok(())
+                })
+                .unwrap_or_else(|e| panic!("{id} {full_name}: {e}"));
+        }
+        // Walks: the schema's are call objects of valid arguments; the tag's, text whose
+        // calls parse back valid (strings may hold any text, so only calls are checked).
+        let (mut tag_done, mut schema_done, mut out_of_range) = (0, 0, 0);
+        for _ in 0..WALKS {
+            if let Some(text) = walk(&schema, &(Vec::new(), Vec::new()), &mut rng, 120) {
+                schema_done += 1;
+                match serde_json::from_str::<Value>(&text) {
+                    Ok(value) => valid_call_object(&value, args_key)
+                        .unwrap_or_else(|e| panic!("{id} JSON Schema walk: {e}\n{text}")),
+                    // The engine's JSON bounds no exponent (docs/grammar.md says so): a
+                    // number beyond f64 is the one thing it may write that no reader holds.
+                    Err(e) if e.to_string().starts_with("number out of range") => out_of_range += 1,
+                    Err(e) => panic!("{id}: {e}\n{text}"),
+                }
+            }
+            // A structural tag constrains a call once its trigger starts one; the text
+            // between calls, and the strings, are free (docs/grammar.md says so). So the
+            // walk writes no markup whole but the tag's own begin and end texts.
+            let doc = grammar(id, &tools, Dialect::StructuralTag, Scope::Reply).to_json().unwrap();
+            let markup: Vec<String> = doc["structures"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .flat_map(|s| {
+                    [s["begin"].as_str().unwrap().to_string(), s["end"].as_str().unwrap().to_string()]
+                })
+                .collect();
+            if let Some(text) = walk(&tag, &(markup.clone(), markup), &mut rng, 120) {
+                tag_done += 1;
+                let parsed = protocol(id).parse_turn(&tool_calling::model::AssistantTurn::from_text(&text));
+                for request in &parsed.requests {
+                    if request.problems.iter().any(|p| p.contains("number out of range")) {
+                        out_of_range += 1;
+                        continue;
+                    }
+                    prop_assert_complete(id, request, &text);
+                }
+            }
+        }
+        assert!(
+            schema_done >= WALKS / 2 && tag_done >= WALKS / 2,
+            "{id}: {schema_done} and {tag_done} walks finished"
+        );
+        assert!(out_of_range < WALKS, "{id}: {out_of_range} walks wrote unreadable numbers");
+    }
+}
+
+/// A request from a structural tag's walk: complete, resolving to an offered method with
+/// valid arguments.
+fn prop_assert_complete(id: &str, request: &tool_calling::ToolRequest, text: &str) {
+    assert!(request.complete, "{id} structural tag walk: incomplete {request:?}\n{text}");
+    let object = json!({"name": request.tool_name, "arguments": request.args});
+    valid_call_object(&object, "arguments")
+        .unwrap_or_else(|e| panic!("{id} structural tag walk: {e}\n{text}"));
 }

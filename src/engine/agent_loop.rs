@@ -278,10 +278,9 @@ impl Engine {
         let mut request = ModelRequest::new(conversation.messages().to_vec());
         if ctx.config.enabled {
             self.declarations_for(protocol, &ctx.config, ctx.agent_id.as_deref()).apply(&mut request);
-            if let Some(constraint) = ctx.config.grammar {
-                let tools = self.discovery.enabled_definitions(&ctx.config);
-                match protocol.grammar(&tools, constraint.dialect, constraint.scope) {
-                    Ok(grammar) => request.grammar = Some(grammar),
+            if let Some(c) = ctx.config.grammar {
+                match self.grammar_for(protocol, &ctx.config, ctx.agent_id.as_deref(), c.dialect, c.scope) {
+                    Ok(grammar) => request.grammar = Some(grammar.as_ref().clone()),
                     Err(error) => tracing::warn!(%error, "no grammar sent with the request"),
                 }
             }

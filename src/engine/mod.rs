@@ -172,6 +172,12 @@ pub(crate) fn require_runtime() -> Result<(), EngineError> {
 /// generation it was made from.
 type DeclarationMap = HashMap<(String, Option<String>, u64), (u64, Arc<ToolDeclarations>)>;
 
+/// Grammars cached like declarations, also by dialect and scope.
+type GrammarMap = HashMap<
+    (String, Option<String>, u64, crate::grammar::Dialect, crate::grammar::Scope),
+    (u64, Arc<crate::grammar::Grammar>),
+>;
+
 /// Parses replies, runs their requests, formats the results, and drives conversations.
 /// `Send + Sync`: share one engine across tasks.
 ///
@@ -205,6 +211,7 @@ pub struct Engine {
     executor: Executor,
     discovery: DiscoveryService,
     declarations: Arc<Mutex<DeclarationMap>>,
+    grammars: Arc<Mutex<GrammarMap>>,
     /// The most a turn may hold ([`Engine::with_max_turn_bytes`]).
     max_turn_bytes: usize,
 }
@@ -231,6 +238,7 @@ impl Engine {
             discovery: DiscoveryService::new(registry.clone()),
             executor: Executor::new(registry),
             declarations: Arc::default(),
+            grammars: Arc::default(),
             max_turn_bytes: DEFAULT_MAX_TURN_BYTES,
         }
     }
@@ -420,10 +428,34 @@ impl Engine {
         ctx: &ExecutionContext,
         dialect: crate::grammar::Dialect,
         scope: crate::grammar::Scope,
-    ) -> Result<crate::grammar::Grammar, EngineError> {
+    ) -> Result<Arc<crate::grammar::Grammar>, EngineError> {
         let protocol = self.protocol_for(&ctx.config)?;
-        let tools = self.discovery.enabled_definitions(&ctx.config);
-        Ok(protocol.grammar(&tools, dialect, scope)?)
+        Ok(self.grammar_for(protocol.as_ref(), &ctx.config, ctx.agent_id.as_deref(), dialect, scope)?)
+    }
+
+    /// The grammar of the tools offered under `config`, cached like the declarations
+    /// (building one takes milliseconds: see the README's grammar costs).
+    pub(crate) fn grammar_for(
+        &self,
+        protocol: &dyn ToolCallingProtocol,
+        config: &ToolCallConfig,
+        agent_id: Option<&str>,
+        dialect: crate::grammar::Dialect,
+        scope: crate::grammar::Scope,
+    ) -> Result<Arc<crate::grammar::Grammar>, crate::grammar::GrammarError> {
+        let key =
+            (protocol.id().to_string(), agent_id.map(str::to_string), config.prompt_hash(), dialect, scope);
+        let generation = self.registry().generation();
+        let mut cache = self.grammars.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some((made_at, grammar)) = cache.get(&key)
+            && *made_at == generation
+        {
+            return Ok(grammar.clone());
+        }
+        let grammar =
+            Arc::new(protocol.grammar(&self.discovery.enabled_definitions(config), dialect, scope)?);
+        cache.insert(key, (generation, grammar.clone()));
+        Ok(grammar)
     }
 
     pub(crate) fn declarations_for(
@@ -448,9 +480,11 @@ impl Engine {
         self.declarations.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Drops the cached declarations (call it when tools' metadata or templates change).
+    /// Drops the cached declarations and grammars (call it when tools' metadata or
+    /// templates change).
     pub fn invalidate_declarations(&self) {
         self.cache().clear();
+        self.grammars.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clear();
     }
 
     /// How many declarations are cached.

@@ -729,6 +729,8 @@ impl Automaton {
         };
 
         let initial = starts(true);
+        // Where every pattern may begin again, after the first character.
+        let restart = starts(false);
         let mut ids: BTreeMap<BTreeSet<Position>, usize> = BTreeMap::new();
         let mut sets: Vec<BTreeSet<Position>> = vec![initial.clone()];
         ids.insert(initial, 0);
@@ -737,7 +739,7 @@ impl Automaton {
         while let Some(current) = sets.get(at).cloned() {
             let mut by_target: BTreeMap<usize, Vec<Option<(char, char)>>> = BTreeMap::new();
             for &(atom, sample) in &classes {
-                let mut next = starts(false);
+                let mut next = restart.clone();
                 for &(p, i) in &current {
                     if let Some(piece) = piece(p, i)
                         && piece.set.contains(sample)

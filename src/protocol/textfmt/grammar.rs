@@ -12,6 +12,9 @@
 //!   chained with nothing between them; the id is `functions.NAME:` and any digits.
 //! - `mistral`: the array layout only, `[TOOL_CALLS][` then call objects joined by `, `
 //!   then `]` (never the name layout).
+//! - `hermes`: `<tool_call>\n{"name": …, "arguments": …}\n</tool_call>` per call.
+//! - `qwen3_coder_xml`, `glm45`, `glm47`, `minimax_m2`, `pythonic`: see each format's file
+//!   (text values, in `qwen3_coder.rs`, `glm.rs`, `minimax.rs`, `pythonic.rs`).
 
 use serde_json::Value;
 
