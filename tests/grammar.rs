@@ -669,3 +669,95 @@ fn prop_assert_complete(id: &str, request: &tool_calling::ToolRequest, text: &st
     valid_call_object(&object, "arguments")
         .unwrap_or_else(|e| panic!("{id} structural tag walk: {e}\n{text}"));
 }
+
+/// Schema-like JSON: the keywords the grammar reads, with values of every shape,
+/// nested.
+fn schema_like() -> impl Strategy<Value = Value> {
+    let leaf = prop_oneof![
+        Just(json!({})),
+        Just(json!(true)),
+        Just(json!(false)),
+        Just(json!(null)),
+        Just(json!(7)),
+        prop_oneof![
+            Just("string"),
+            Just("integer"),
+            Just("number"),
+            Just("boolean"),
+            Just("null"),
+            Just("object"),
+            Just("array"),
+            Just("tuple")
+        ]
+        .prop_map(|t| json!({"type": t})),
+        (any::<i64>(), any::<i64>())
+            .prop_map(|(a, b)| json!({"type": "integer", "minimum": a, "maximum": b})),
+        (any::<f64>(), 0u64..u64::MAX)
+            .prop_map(|(a, b)| json!({"type": "number", "exclusiveMinimum": a, "maxItems": b})),
+        Just(json!({"type": "integer", "format": "uint8", "exclusiveMaximum": 0.5})),
+        Just(json!({"enum": []})),
+        Just(json!({"enum": ["a", 1, null, {"x": [1]}, "「末」</tool_call>"]})),
+        Just(json!({"const": "<think>"})),
+        Just(json!({"$ref": "#"})),
+        Just(json!({"$ref": "#/$defs/missing"})),
+        Just(json!({"$ref": "http://example.com/schema"})),
+        Just(json!({"type": "string", "minLength": 5, "maxLength": 2})),
+        Just(json!({"type": "array", "minItems": 4294967295u64})),
+    ];
+    leaf.prop_recursive(4, 48, 6, |inner| {
+        prop_oneof![
+            proptest::collection::vec(("[a-z<「]{1,3}", inner.clone()), 0..4).prop_map(|props| {
+                let required: Vec<Value> = props.iter().map(|(k, _)| json!(k)).chain([json!("ghost")]).collect();
+                json!({"type": "object", "properties": props.into_iter().collect::<Map<String, Value>>(), "required": required})
+            }),
+            inner.clone().prop_map(|items| json!({"type": "array", "items": items, "minItems": 1, "maxItems": 3})),
+            proptest::collection::vec(inner.clone(), 0..3).prop_map(|options| json!({"anyOf": options})),
+            proptest::collection::vec(inner.clone(), 0..3).prop_map(|options| json!({"oneOf": options, "type": ["string", "integer"]})),
+            inner.clone().prop_map(|d| json!({"$defs": {"d": d}, "$ref": "#/$defs/d"})),
+            inner.prop_map(|d| json!({"type": "object", "properties": {"self": {"$ref": "#"}}, "$defs": {"d": d}})),
+        ]
+    })
+}
+
+#[test]
+fn any_schema_gives_a_grammar_or_a_typed_error_never_a_panic() {
+    let ids: Vec<&str> = ProtocolRegistry::builtin_ids();
+    runner(12)
+        .run(&schema_like(), |schema| {
+            let tools = vec![
+                ToolDefinition::new("t", "T")
+                    .with_method(MethodDefinition::new("m", "M.").with_parameters(schema.clone())),
+            ];
+            for id in &ids {
+                for dialect in Dialect::ALL {
+                    for scope in Scope::ALL {
+                        // Ok or an error that says what and where; a panic fails the test.
+                        if let Err(e) = protocol(id).grammar(&tools, dialect, scope) {
+                            prop_assert!(!e.to_string().is_empty());
+                        }
+                    }
+                }
+            }
+            Ok(())
+        })
+        .unwrap();
+    // Nesting deeper than the grammar follows is an error, not a stack overflow.
+    let mut deep = json!({"type": "integer"});
+    // (Deeper than serde_json reads from text, 128; not so deep that cloning or dropping
+    // the value itself, recursive in serde_json, overflows a test thread's stack.)
+    for _ in 0..200 {
+        deep = json!({"anyOf": [deep]});
+    }
+    let tools = vec![
+        ToolDefinition::new("t", "T").with_method(
+            MethodDefinition::new("m", "M.")
+                .with_parameters(json!({"type": "object", "properties": {"x": deep}, "required": ["x"]})),
+        ),
+    ];
+    for id in ["vcp", "hermes", "qwen3_coder_xml"] {
+        let error = protocol(id).grammar(&tools, Dialect::Lark, Scope::Call).unwrap_err();
+        assert!(error.to_string().contains("deeper than 64"), "{id}: {error}");
+    }
+    let error = protocol("hermes").grammar(&tools, Dialect::JsonSchema, Scope::Call).unwrap_err();
+    assert!(error.to_string().contains("deeper than 64"), "the JSON dialects too: {error}");
+}

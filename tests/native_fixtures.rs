@@ -601,3 +601,137 @@ fn stream_length_at_the_limit_and_one_past_it() {
     }
     assert_eq!(errors, 1, "reported once, then nothing more is read");
 }
+
+/// The calls of a stream's requests: name, arguments, whether complete.
+fn calls_of(outcome: &ParseOutcome) -> Vec<(String, Value, bool)> {
+    outcome.requests.iter().map(|r| (r.tool_name.clone(), json!(r.args), r.complete)).collect()
+}
+
+/// How many requests are reported after each chunk of `size` bytes of `sse`.
+fn requests_after_each_chunk(protocol: &Native, sse: &[u8], size: usize) -> Vec<usize> {
+    let mut stream = ResponseStream::new(protocol);
+    let mut parser = protocol.stream_parser();
+    let (mut deltas, mut events, mut counts, mut reported) = (Vec::new(), Vec::new(), Vec::new(), 0);
+    for chunk in sse.chunks(size) {
+        stream.push(chunk, &mut deltas).unwrap();
+        for delta in deltas.drain(..) {
+            parser.push(&delta, &mut events);
+        }
+        reported += events
+            .drain(..)
+            .filter(|e| matches!(e, tool_calling::protocol::StreamEvent::RequestCompleted(_)))
+            .count();
+        counts.push(reported);
+    }
+    counts
+}
+
+#[test]
+fn vertex_partial_args_give_the_calls_sent_whole() {
+    let protocol = Native::new(NativeProtocol::gemini().with_options(options()), Provider::Gemini);
+    let pieces = fixture("gemini", "vertex_partial_args.sse");
+    let whole = fixture("gemini", "vertex_partial_args_whole.sse");
+    let (whole_deltas, error) = stream(protocol.as_ref(), &whole, whole.len());
+    assert!(error.is_none(), "{error:?}");
+    let expected = streamed_requests(&protocol, &whole_deltas);
+    let expected_turn = summary(&accumulate(&whole_deltas));
+    assert_eq!(
+        calls_of(&expected),
+        [
+            (
+                "get_weather".to_owned(),
+                json!({"city": "Paris", "days": 3, "options": {"unit": "celsius", "hourly": false},
+                       "hours": [9, 17.5], "note": null}),
+                true
+            ),
+            ("calc_add".to_owned(), json!({"a": 2, "b": 40}), true),
+        ]
+    );
+    assert!(expected.diagnostics.is_empty(), "{expected:?}");
+    for size in [1, 2, 7, 13, 64, 1000, pieces.len()] {
+        let (deltas, error) = stream(protocol.as_ref(), &pieces, size);
+        assert!(error.is_none(), "in chunks of {size}: {error:?}");
+        let streamed = streamed_requests(&protocol, &deltas);
+        assert_eq!(streamed, expected, "in chunks of {size}");
+        let turn = accumulate(&deltas);
+        assert_eq!(summary(&turn), expected_turn, "in chunks of {size}: the same turn, signature included");
+        assert_eq!(turn.finish_reason, Some(FinishReason::ToolCalls));
+        assert_eq!(protocol.parse_turn(&turn), expected, "the accumulated turn parses the same");
+    }
+    // The first call is reported when its last piece (the first `functionCall: {}`)
+    // arrives, and not before: once the blank line that ends that event is read.
+    let text = String::from_utf8_lossy(&pieces).into_owned();
+    let last_piece = text.find(r#""functionCall": {}}"#).unwrap();
+    let blank_line = last_piece + text.get(last_piece..).unwrap().find("\r\n\r\n").unwrap();
+    let counts = requests_after_each_chunk(&protocol, &pieces, 1);
+    let first = counts.iter().position(|&n| n == 1).unwrap();
+    assert!((blank_line + 2..blank_line + 4).contains(&first), "{first}, the event ends at {blank_line}");
+    assert_eq!(counts.last(), Some(&2));
+}
+
+#[test]
+fn vertex_partial_args_cut_before_the_end_leave_the_call_incomplete() {
+    let protocol = Native::new(NativeProtocol::gemini().with_options(options()), Provider::Gemini);
+    let sse = fixture("gemini", "vertex_partial_args_cut.sse");
+    for size in [1, 5, sse.len()] {
+        let (deltas, error) = stream(protocol.as_ref(), &sse, size);
+        // The stream stops after a whole event: nothing was dropped.
+        assert!(error.is_none(), "{error:?}");
+        let turn = accumulate(&deltas);
+        assert_eq!(turn.finish_reason, Some(FinishReason::Error), "the turn did not finish");
+        let parsed = streamed_requests(&protocol, &deltas);
+        assert_eq!(parsed.requests.len(), 1, "{parsed:?}");
+        let request = &parsed.requests[0];
+        assert_eq!(request.tool_name, "get_weather");
+        assert!(!request.complete);
+        assert!(request.problems.join(" ").contains("before the call to `get_weather` was complete"));
+        assert_eq!(protocol.parse_turn(&turn), parsed);
+    }
+}
+
+#[test]
+fn anthropic_fine_grained_pieces_are_read_at_the_blocks_end() {
+    // `fine-grained-tool-streaming-2025-05-14`: `partial_json` pieces cut inside a key,
+    // between a key and its colon, inside a string, a number and a literal. The call is
+    // the same as the one sent whole, and reported only at its `content_block_stop`.
+    let protocol = Native::new(NativeProtocol::anthropic().with_options(options()), Provider::Anthropic);
+    let sse = fixture("anthropic", "fine_grained.sse");
+    let whole = json!({"id": "msg_01Fg7TkP2wXq9LmV4cRn8BzD", "type": "message", "role": "assistant",
+        "model": "claude-sonnet-4-5-20250929", "stop_reason": "tool_use", "stop_sequence": null,
+        "content": [
+            {"type": "tool_use", "id": "toolu_01Hk3MwR7tYq2NbX5vLc9GpE", "name": "get_weather",
+             "input": {"city": "Paris", "days": 14, "unit": "celsius", "hourly": false}},
+            {"type": "tool_use", "id": "toolu_01Qs8DzN4pLw6RkT1hVx3JmA", "name": "calc_add",
+             "input": {"a": 2, "b": 40.5}},
+        ],
+        "usage": {"input_tokens": 598, "output_tokens": 97}});
+    let expected = protocol.parse_turn(&protocol.parse_response(&whole).unwrap());
+    assert_eq!(expected.requests.len(), 2);
+    assert!(expected.requests.iter().all(|r| r.complete) && expected.diagnostics.is_empty());
+    for size in [1, 3, 7, 64, sse.len()] {
+        let (deltas, error) = stream(protocol.as_ref(), &sse, size);
+        assert!(error.is_none(), "{error:?}");
+        assert_eq!(streamed_requests(&protocol, &deltas), expected, "in chunks of {size}");
+        assert_eq!(protocol.parse_turn(&accumulate(&deltas)), expected, "in chunks of {size}");
+    }
+    // Nothing is reported before the first block's stop; the first call is, right at it.
+    let text = String::from_utf8_lossy(&sse).into_owned();
+    let stop = text.find("content_block_stop").unwrap();
+    let stop_end = stop + text.get(stop..).unwrap().find("\n\n").unwrap() + 2;
+    let counts = requests_after_each_chunk(&protocol, &sse, 1);
+    assert_eq!(counts.iter().position(|&n| n == 1), Some(stop_end - 1));
+
+    // Arguments still not valid JSON at the block's end: the call is incomplete, with a
+    // problem that says why, and never `{}`.
+    let broken = text.replace(r#""partial_json":"lse}""#, r#""partial_json":"lse""#);
+    assert_ne!(broken, text);
+    let (deltas, error) = stream(protocol.as_ref(), broken.as_bytes(), 5);
+    assert!(error.is_none(), "{error:?}");
+    let parsed = streamed_requests(&protocol, &deltas);
+    assert_eq!(parsed.requests.len(), 2);
+    assert!(!parsed.requests[0].complete);
+    assert!(parsed.requests[0].args.is_empty());
+    assert!(parsed.requests[0].problems.join(" ").contains("not valid JSON"), "{parsed:?}");
+    assert!(parsed.diagnostics.iter().any(|d| d.kind == DiagnosticKind::InvalidPayload));
+    assert_eq!(parsed.requests[1], expected.requests[1]);
+}

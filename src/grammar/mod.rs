@@ -426,6 +426,13 @@ impl Syntax {
         if calls.is_empty() {
             return Err(GrammarError::NoMethods);
         }
+        // The document must read back as JSON (serde_json reads 128 levels deep).
+        if let Some(call) = calls.iter().find(|call| depth(&call.arguments) > 100) {
+            return Err(GrammarError::Schema {
+                method: call.name.clone(),
+                message: "the schema nests deeper than 100 levels".into(),
+            });
+        }
         let value = match (dialect, scope) {
             (Dialect::JsonSchema, Scope::Call | Scope::Calls) => {
                 let one: Vec<Value> = calls
@@ -463,9 +470,33 @@ impl Syntax {
     }
 }
 
+/// How deeply `value` nests (without recursion).
+fn depth(value: &Value) -> usize {
+    let mut deepest = 0;
+    let mut stack = vec![(value, 1)];
+    while let Some((value, level)) = stack.pop() {
+        deepest = deepest.max(level);
+        match value {
+            Value::Array(items) => stack.extend(items.iter().map(|v| (v, level + 1))),
+            Value::Object(map) => stack.extend(map.values().map(|v| (v, level + 1))),
+            _ => {}
+        }
+    }
+    deepest
+}
+
 /// `schema` with `"additionalProperties": false` on every object that lists its
 /// properties and says nothing of others: a call may hold no unknown key.
 pub(crate) fn strict(schema: &Value) -> Value {
+    strict_at(schema, 0)
+}
+
+/// [`strict`] at nesting `depth`: deeper than 64 levels, the schema is left as it is.
+fn strict_at(schema: &Value, depth: u32) -> Value {
+    if depth > 64 {
+        return schema.clone();
+    }
+    let strict = |value: &Value| strict_at(value, depth + 1);
     match schema {
         Value::Object(object) => {
             let mut out = serde_json::Map::new();
@@ -478,7 +509,7 @@ pub(crate) fn strict(schema: &Value) -> Value {
                         other => other.clone(),
                     },
                     "items" | "anyOf" | "oneOf" | "allOf" => match value {
-                        Value::Array(items) => Value::Array(items.iter().map(strict).collect()),
+                        Value::Array(items) => Value::Array(items.iter().map(&strict).collect()),
                         other => strict(other),
                     },
                     _ => value.clone(),

@@ -42,21 +42,15 @@ pub(crate) struct Values<'b> {
     builder: &'b mut Builder,
     style: ValueStyle,
     method: String,
-    root: Value,
+    /// The method's whole schema, which `$ref`s point into.
+    root: &'b Value,
     refs: HashMap<String, String>,
     depth: u32,
 }
 
 impl<'b> Values<'b> {
-    pub(crate) fn new(builder: &'b mut Builder, style: ValueStyle, method: &str, root: &Value) -> Self {
-        Values {
-            builder,
-            style,
-            method: method.to_string(),
-            root: root.clone(),
-            refs: HashMap::new(),
-            depth: 0,
-        }
+    pub(crate) fn new(builder: &'b mut Builder, style: ValueStyle, method: &str, root: &'b Value) -> Self {
+        Values { builder, style, method: method.to_string(), root, refs: HashMap::new(), depth: 0 }
     }
 
     fn error(&self, message: impl Into<String>) -> GrammarError {
@@ -298,6 +292,16 @@ impl<'b> Values<'b> {
     /// A value of `schema` written as text (VCP, the XML-like formats): a string is the
     /// protocol's text, numbers and booleans their JSON text, objects and arrays JSON.
     pub(crate) fn text(&mut self, schema: &Value) -> Result<Expr, GrammarError> {
+        self.depth += 1;
+        if self.depth > 64 {
+            return Err(self.error("the schema nests deeper than 64 levels"));
+        }
+        let out = self.text_inner(schema);
+        self.depth -= 1;
+        out
+    }
+
+    fn text_inner(&mut self, schema: &Value) -> Result<Expr, GrammarError> {
         let object = match schema {
             Value::Object(object) => object,
             _ => return self.free_text(),
@@ -379,13 +383,14 @@ impl<'b> Values<'b> {
         if let Some(name) = self.refs.get(reference) {
             return Ok(Expr::Ref(name.clone()));
         }
+        let root = self.root;
         let target =
-            reference.strip_prefix('#').and_then(|pointer| self.root.pointer(pointer)).cloned().ok_or_else(
-                || self.error(format!("`$ref` {reference} does not name a definition of the schema")),
-            )?;
+            reference.strip_prefix('#').and_then(|pointer| root.pointer(pointer)).ok_or_else(|| {
+                self.error(format!("`$ref` {reference} does not name a definition of the schema"))
+            })?;
         let name = self.builder.reserve(reference.rsplit('/').next().unwrap_or("ref"));
         self.refs.insert(reference.to_string(), name.clone());
-        let body = build(self, &target)?;
+        let body = build(self, target)?;
         self.builder.define_reserved(&name, body);
         Ok(Expr::Ref(name))
     }

@@ -212,7 +212,7 @@ struct Part<'a> {
 }
 
 #[derive(Debug, Default, Deserialize)]
-#[serde(default)]
+#[serde(default, rename_all = "camelCase")]
 struct FunctionCallPart<'a> {
     #[serde(borrow, deserialize_with = "lenient::text")]
     id: Option<Cow<'a, str>>,
@@ -222,6 +222,33 @@ struct FunctionCallPart<'a> {
     /// when the call is read).
     #[serde(deserialize_with = "lenient::json")]
     args: Option<Value>,
+    /// Vertex AI's streamed arguments (`streamFunctionCallArguments`): pieces of the
+    /// arguments, each a value at a JSON path.
+    #[serde(borrow, deserialize_with = "lenient::list")]
+    partial_args: Vec<PartialArg<'a>>,
+    /// More of this call follows in a later part (Vertex AI's streamed arguments).
+    #[serde(deserialize_with = "lenient::flag")]
+    will_continue: bool,
+}
+
+/// A piece of a call's arguments (Vertex AI `PartialArg`): one value at `jsonPath`. A
+/// string with `willContinue` goes on in the next piece for the same path.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+struct PartialArg<'a> {
+    #[serde(borrow, deserialize_with = "lenient::text")]
+    json_path: Option<Cow<'a, str>>,
+    #[serde(borrow, deserialize_with = "lenient::text")]
+    string_value: Option<Cow<'a, str>>,
+    #[serde(deserialize_with = "lenient::json")]
+    number_value: Option<Value>,
+    #[serde(deserialize_with = "lenient::json")]
+    bool_value: Option<Value>,
+    /// `nullValue` is there (its value is the enum `NULL_VALUE`).
+    #[serde(deserialize_with = "lenient::seen")]
+    null_value: bool,
+    #[serde(deserialize_with = "lenient::flag")]
+    will_continue: bool,
 }
 
 /// `finishReason`.
@@ -464,12 +491,71 @@ fn model_parts(message: &Message) -> Vec<PartParam<'_>> {
 }
 
 /// Decodes `streamGenerateContent?alt=sse` chunks: each a response holding the next
-/// parts. A call arrives whole in one part, so it starts and ends at once.
+/// parts. A call arrives whole in one part, so it starts and ends at once; or, with
+/// Vertex AI's streamed arguments, it starts with a part that has its name and
+/// `willContinue`, goes on in parts of `partialArgs` and ends with the first part whose
+/// `willContinue` is not set: its arguments are assembled from the pieces and given at
+/// its end.
 #[derive(Debug, Default)]
 pub(crate) struct ChunkDecoder {
     calls: usize,
     /// The last finish reason seen waits for the end (a chunk may still follow).
     finish: Option<GeminiFinishReason>,
+    /// The call whose arguments are streaming in.
+    open: Option<StreamedCall>,
+}
+
+impl ChunkDecoder {
+    /// One part of a chunk.
+    fn part(&mut self, mut part: Part<'_>, deltas: &mut Vec<TurnDelta>) {
+        if let Some(call) = part.function_call.take() {
+            let signature = part.thought_signature.take().map(Cow::into_owned);
+            // A part without a name goes on with the call streaming in.
+            if call.name.is_none()
+                && let Some(open) = self.open.as_mut()
+            {
+                open.signature(signature, deltas);
+                if open.push(call)
+                    && let Some(open) = self.open.take()
+                {
+                    open.end(deltas);
+                }
+                return;
+            }
+            // Another call begins: one still streaming in never got its end.
+            self.cut_open(deltas);
+            if call.will_continue || !call.partial_args.is_empty() {
+                let index = self.calls;
+                self.calls += 1;
+                deltas.push(TurnDelta::ToolCallStart {
+                    index,
+                    id: call.id.as_deref().unwrap_or_default().to_owned(),
+                    name: call.name.as_deref().unwrap_or_default().to_owned(),
+                });
+                let mut open = StreamedCall::new(index, call.args.as_ref());
+                open.signature(signature, deltas);
+                if open.push(call) {
+                    open.end(deltas);
+                } else {
+                    self.open = Some(open);
+                }
+                return;
+            }
+            part.function_call = Some(call);
+            part.thought_signature = signature.map(Cow::Owned);
+        }
+        let mut turn = AssistantTurn::new();
+        read_part(part, &mut turn);
+        self.calls += blocks_into_deltas(turn.content, self.calls, deltas);
+    }
+
+    /// Ends the call still streaming in as incomplete.
+    fn cut_open(&mut self, deltas: &mut Vec<TurnDelta>) {
+        if let Some(mut open) = self.open.take() {
+            open.broken = true;
+            open.end(deltas);
+        }
+    }
 }
 
 impl StreamDecoder for ChunkDecoder {
@@ -482,9 +568,7 @@ impl StreamDecoder for ChunkDecoder {
             return Ok(());
         };
         for part in candidate.content.parts {
-            let mut turn = AssistantTurn::new();
-            read_part(part, &mut turn);
-            self.calls += blocks_into_deltas(turn.content, self.calls, deltas);
+            self.part(part, deltas);
         }
         if let Some(reason) = candidate.finish_reason {
             self.finish = Some(reason);
@@ -496,7 +580,193 @@ impl StreamDecoder for ChunkDecoder {
         if let Some(reason) = self.finish.take().and_then(|r| r.reason(self.calls > 0)) {
             deltas.push(TurnDelta::Finish(reason));
         }
+        // A call still streaming in is left open: the stream marks it cut off.
     }
+}
+
+/// How many steps a `jsonPath` may have: deeper arguments are refused (and could not be
+/// read back as JSON anyway).
+const MAX_PATH_STEPS: usize = 128;
+
+/// A call whose arguments stream in as `partialArgs` pieces.
+#[derive(Debug)]
+struct StreamedCall {
+    index: usize,
+    /// The arguments so far, an object.
+    args: Value,
+    /// The paths whose string goes on in a later piece.
+    open_strings: HashSet<String>,
+    /// A piece could not be placed (or the call was cut off): the call is incomplete.
+    broken: bool,
+}
+
+impl StreamedCall {
+    /// A call starting from `args` (an object; none is `{}`).
+    fn new(index: usize, args: Option<&Value>) -> StreamedCall {
+        let (args, broken) = match args {
+            None | Some(Value::Null) => (Value::Object(serde_json::Map::new()), false),
+            Some(Value::Object(args)) => (Value::Object(args.clone()), false),
+            Some(_) => (Value::Object(serde_json::Map::new()), true),
+        };
+        StreamedCall { index, args, open_strings: HashSet::new(), broken }
+    }
+
+    fn signature(&self, signature: Option<String>, deltas: &mut Vec<TurnDelta>) {
+        if let Some(signature) = signature {
+            deltas.push(TurnDelta::ToolCallSignature { index: self.index, signature });
+        }
+    }
+
+    /// Places the part's pieces; whether the call ends with this part.
+    fn push(&mut self, call: FunctionCallPart<'_>) -> bool {
+        if call.name.is_none()
+            && let Some(Value::Object(args)) = call.args
+            && let Value::Object(so_far) = &mut self.args
+        {
+            so_far.extend(args);
+        }
+        for piece in call.partial_args {
+            if !self.place(piece) {
+                self.broken = true;
+            }
+        }
+        !call.will_continue
+    }
+
+    /// Places one piece; `false` when it cannot be placed.
+    fn place(&mut self, piece: PartialArg<'_>) -> bool {
+        let Some(path) = piece.json_path else { return false };
+        let Some(steps) = json_path(&path) else { return false };
+        let continues = self.open_strings.remove(path.as_ref());
+        let (value, is_string) = if let Some(text) = piece.string_value {
+            (Value::String(text.into_owned()), true)
+        } else if let Some(number) = piece.number_value.filter(Value::is_number) {
+            (number, false)
+        } else if let Some(flag) = piece.bool_value.filter(Value::is_boolean) {
+            (flag, false)
+        } else if piece.null_value {
+            (Value::Null, false)
+        } else {
+            return false;
+        };
+        if is_string && piece.will_continue {
+            self.open_strings.insert(path.into_owned());
+        }
+        let Some(slot) = slot_at(&mut self.args, &steps) else { return false };
+        match (slot, value) {
+            (Value::String(so_far), Value::String(more)) if continues => so_far.push_str(&more),
+            (slot, value) => *slot = value,
+        }
+        true
+    }
+
+    /// The call's arguments, then its end (incomplete if it is broken).
+    fn end(self, deltas: &mut Vec<TurnDelta>) {
+        let index = self.index;
+        deltas.push(TurnDelta::ToolCallArguments { index, fragment: self.args.to_string() });
+        if self.broken {
+            deltas.push(TurnDelta::ToolCallIncomplete { index });
+        }
+        deltas.push(TurnDelta::ToolCallEnd { index });
+    }
+}
+
+/// A step of a JSON path: a member name or an array index.
+#[derive(Debug, PartialEq)]
+enum Step {
+    Key(String),
+    Index(usize),
+}
+
+/// The steps of a JSON path below the root (`$.a.b`, `$.list[0]`, `$['a b']`); `None`
+/// when it is not one, or has no step, or more than [`MAX_PATH_STEPS`].
+fn json_path(path: &str) -> Option<Vec<Step>> {
+    let mut chars = path.strip_prefix('$')?.chars().peekable();
+    let mut steps = Vec::new();
+    while let Some(c) = chars.next() {
+        let step = match c {
+            '.' => {
+                let mut key = String::new();
+                while let Some(&c) = chars.peek() {
+                    if c == '.' || c == '[' {
+                        break;
+                    }
+                    key.push(c);
+                    chars.next();
+                }
+                if key.is_empty() {
+                    return None;
+                }
+                Step::Key(key)
+            }
+            '[' => {
+                let step = match chars.next()? {
+                    quote @ ('\'' | '"') => {
+                        let mut key = String::new();
+                        loop {
+                            match chars.next()? {
+                                '\\' => key.push(chars.next()?),
+                                c if c == quote => break,
+                                c => key.push(c),
+                            }
+                        }
+                        Step::Key(key)
+                    }
+                    digit @ '0'..='9' => {
+                        let mut number = String::from(digit);
+                        while let Some(&c) = chars.peek() {
+                            if !c.is_ascii_digit() {
+                                break;
+                            }
+                            number.push(c);
+                            chars.next();
+                        }
+                        Step::Index(number.parse().ok()?)
+                    }
+                    _ => return None,
+                };
+                if chars.next()? != ']' {
+                    return None;
+                }
+                step
+            }
+            _ => return None,
+        };
+        steps.push(step);
+        if steps.len() > MAX_PATH_STEPS {
+            return None;
+        }
+    }
+    (!steps.is_empty()).then_some(steps)
+}
+
+/// The value at `steps` below `root`, made on the way (objects for names, arrays for
+/// indexes, each index at most one past the end); `None` when a step goes through a
+/// value of another kind, or past the end of an array.
+fn slot_at<'v>(root: &'v mut Value, steps: &[Step]) -> Option<&'v mut Value> {
+    let mut slot = root;
+    for step in steps {
+        slot = match step {
+            Step::Key(key) => {
+                if slot.is_null() {
+                    *slot = Value::Object(serde_json::Map::new());
+                }
+                let Value::Object(members) = slot else { return None };
+                members.entry(key.clone()).or_insert(Value::Null)
+            }
+            Step::Index(index) => {
+                if slot.is_null() {
+                    *slot = Value::Array(Vec::new());
+                }
+                let Value::Array(items) = slot else { return None };
+                if *index == items.len() {
+                    items.push(Value::Null);
+                }
+                items.get_mut(*index)?
+            }
+        };
+    }
+    Some(slot)
 }
 
 #[cfg(test)]
@@ -587,6 +857,115 @@ mod tests {
         let (_, error) =
             decode(Provider::Gemini, &events(&[r#"{"error":{"status":"INTERNAL","message":"m"}}"#]));
         assert_eq!(error, Some(WireError::Provider { kind: Some("INTERNAL".into()), message: "m".into() }));
+    }
+
+    /// The calls a stream gives: name, arguments, whether incomplete.
+    fn streamed_calls(payloads: &[&str]) -> Vec<(String, String, bool)> {
+        // Each payload on one line: one `data:` line each.
+        let lines: Vec<String> = payloads.iter().map(|p| p.replace('\n', " ")).collect();
+        let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
+        let (deltas, error) = decode(Provider::Gemini, &events(&lines));
+        assert_eq!(error, None);
+        let mut turn = crate::model::TurnAccumulator::new();
+        deltas.iter().for_each(|d| turn.push(d));
+        turn.finish().tool_calls().map(|c| (c.name.clone(), c.arguments.clone(), c.incomplete)).collect()
+    }
+
+    #[test]
+    fn json_paths() {
+        let key = |k: &str| Step::Key(k.into());
+        assert_eq!(json_path("$.a"), Some(vec![key("a")]));
+        assert_eq!(
+            json_path("$.a.b[0][12]"),
+            Some(vec![key("a"), key("b"), Step::Index(0), Step::Index(12)])
+        );
+        assert_eq!(json_path(r#"$['a b']["c.d"]['e\'f']"#), Some(vec![key("a b"), key("c.d"), key("e'f")]));
+        for bad in [
+            "",
+            "$",
+            "a",
+            "$a",
+            "$.",
+            "$..a",
+            "$[",
+            "$[x]",
+            "$[1",
+            "$['a",
+            "$[-1]",
+            "$['a'x",
+            "$.a[99999999999999999999999]",
+        ] {
+            assert_eq!(json_path(bad), None, "{bad}");
+        }
+        let deep = format!("${}", ".a".repeat(MAX_PATH_STEPS));
+        assert_eq!(json_path(&deep).map(|s| s.len()), Some(MAX_PATH_STEPS));
+        assert_eq!(json_path(&format!("{deep}.a")), None);
+    }
+
+    #[test]
+    fn streamed_arguments_are_assembled_at_the_calls_end() {
+        let calls = streamed_calls(&[
+            r#"{"candidates":[{"content":{"parts":[{"functionCall":{"name":"f","willContinue":true}}]}}]}"#,
+            // Two strings streaming in at once, interleaved; a list; a string replaced.
+            r#"{"candidates":[{"content":{"parts":[{"functionCall":{"partialArgs":[
+                {"jsonPath":"$.a","stringValue":"x","willContinue":true},
+                {"jsonPath":"$.b.c","stringValue":"1","willContinue":true},
+                {"jsonPath":"$.a","stringValue":"y","willContinue":true},
+                {"jsonPath":"$.b.c","stringValue":"2"},
+                {"jsonPath":"$.l[0]","boolValue":true},
+                {"jsonPath":"$.l[1]","nullValue":"NULL_VALUE"},
+                {"jsonPath":"$.l[1]","numberValue":-1.5},
+                {"jsonPath":"$.s","stringValue":"old"},
+                {"jsonPath":"$.s","stringValue":"new"}
+            ],"willContinue":true}}]}}]}"#,
+            r#"{"candidates":[{"content":{"parts":[{"text":"between"}]}}]}"#,
+            r#"{"candidates":[{"content":{"parts":[{"functionCall":{"partialArgs":[
+                {"jsonPath":"$.a","stringValue":"z"}]}}]}}]}"#,
+        ]);
+        assert_eq!(
+            calls,
+            [("f".into(), r#"{"a":"xyz","b":{"c":"12"},"l":[true,-1.5],"s":"new"}"#.into(), false)]
+        );
+    }
+
+    #[test]
+    fn pieces_that_cannot_be_placed_make_the_call_incomplete() {
+        let start =
+            r#"{"candidates":[{"content":{"parts":[{"functionCall":{"name":"f","willContinue":true}}]}}]}"#;
+        let end = r#"{"candidates":[{"content":{"parts":[{"functionCall":{}}]}}]}"#;
+        for piece in [
+            r#"{"jsonPath":"$.l[1]","numberValue":1}"#,
+            r#"{"jsonPath":"$","numberValue":1}"#,
+            r#"{"jsonPath":"city","stringValue":"x"}"#,
+            r#"{"stringValue":"x"}"#,
+            r#"{"jsonPath":"$.a"}"#,
+            r#"{"jsonPath":"$.a","numberValue":"1"}"#,
+            r#"{"jsonPath":"$.a","boolValue":1}"#,
+        ] {
+            let middle = format!(
+                r#"{{"candidates":[{{"content":{{"parts":[{{"functionCall":{{"partialArgs":[{piece}],"willContinue":true}}}}]}}}}]}}"#
+            );
+            let calls = streamed_calls(&[start, &middle, end]);
+            assert_eq!(calls.len(), 1, "{piece}");
+            assert!(calls.iter().all(|(name, _, incomplete)| name == "f" && *incomplete), "{piece}");
+        }
+        // A path through a value of another kind.
+        let through = r#"{"candidates":[{"content":{"parts":[{"functionCall":{"partialArgs":[
+            {"jsonPath":"$.a","numberValue":1},{"jsonPath":"$.a.b","numberValue":2}],"willContinue":true}}]}}]}"#;
+        assert_eq!(streamed_calls(&[start, through, end]), [("f".into(), r#"{"a":1}"#.into(), true)]);
+        // Another call begins before the first ended: the first is cut off.
+        let next = r#"{"candidates":[{"content":{"parts":[{"functionCall":{"name":"g","args":{"x":1}}}]}}]}"#;
+        assert_eq!(
+            streamed_calls(&[start, next]),
+            [("f".into(), "{}".into(), true), ("g".into(), r#"{"x":1}"#.into(), false)]
+        );
+        // Arguments that are not an object to start from.
+        let odd = r#"{"candidates":[{"content":{"parts":[{"functionCall":{"name":"f","args":[1],"willContinue":true}}]}}]}"#;
+        assert_eq!(streamed_calls(&[odd, end]), [("f".into(), "{}".into(), true)]);
+        // A whole call, and one whose only part has pieces and ends at once.
+        let once = r#"{"candidates":[{"content":{"parts":[{"functionCall":{"name":"h","args":{"a":1},
+            "partialArgs":[{"jsonPath":"$.b","numberValue":2}]}}]}}]}"#;
+        assert_eq!(streamed_calls(&[once]), [("h".into(), r#"{"a":1,"b":2}"#.into(), false)]);
     }
 
     #[test]

@@ -342,7 +342,7 @@ impl TextFormatProtocol {
     }
 
     /// A call of `name` with `args`, written the way the format's grammar admits it
-    /// (the markup its prompt teaches; JSON with one space after `:` and `,`, `<` in
+    /// (the markup its prompt teaches; JSON as `serde_json` writes it, with `<` in
     /// strings written `\u003c`). `None` when an argument holds text the format cannot
     /// carry: Qwen3-Coder's and GLM's text values have no escape, so a value holding
     /// their closing tags (`</parameter>`, `</arg_value>`, `</tool_call>`, …) cannot be
@@ -353,7 +353,7 @@ impl TextFormatProtocol {
     /// let hermes = TextFormatProtocol::new(TextFormat::Hermes);
     /// let args = serde_json::json!({"city": "Paris"});
     /// let text = hermes.format_call("get_weather", args.as_object().unwrap()).unwrap();
-    /// assert_eq!(text, "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>");
+    /// assert_eq!(text, "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\":\"Paris\"}}\n</tool_call>");
     /// assert_eq!(hermes.parse(&text).requests[0].args["city"], "Paris");
     /// ```
     pub fn format_call(&self, name: &str, args: &serde_json::Map<String, Value>) -> Option<String> {
