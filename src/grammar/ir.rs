@@ -408,21 +408,7 @@ impl Builder {
                 .collect::<Vec<_>>()
                 .join(" "),
             Expr::Alt(items) => items.iter().map(|item| self.lark_expr(item)).collect::<Vec<_>>().join(" | "),
-            Expr::Rep(inner, min, max) => {
-                let text = self.lark_expr(inner);
-                let text = match inner.as_ref() {
-                    Expr::Seq(_) | Expr::Alt(_) | Expr::Rep(..) => format!("({text})"),
-                    _ => text,
-                };
-                match (min, max) {
-                    (0, Some(1)) => format!("{text}?"),
-                    (0, None) => format!("{text}*"),
-                    (1, None) => format!("{text}+"),
-                    (m, None) => format!("{text}{{{m},}}"),
-                    (m, Some(n)) if m == n => format!("{text}{{{m}}}"),
-                    (m, Some(n)) => format!("{text}{{{m},{n}}}"),
-                }
-            }
+            Expr::Rep(inner, min, max) => repeated(inner, self.lark_expr(inner), *min, *max),
             // Only as a terminal's whole body (rendered by the caller).
             Expr::Avoid(patterns) => format!("({})", lark_avoid(patterns)),
         }
@@ -475,21 +461,7 @@ impl Builder {
                 .collect::<Vec<_>>()
                 .join(" "),
             Expr::Alt(items) => items.iter().map(|i| self.gbnf_expr(i)).collect::<Vec<_>>().join(" | "),
-            Expr::Rep(inner, min, max) => {
-                let text = self.gbnf_expr(inner);
-                let text = match inner.as_ref() {
-                    Expr::Seq(_) | Expr::Alt(_) | Expr::Rep(..) => format!("({text})"),
-                    _ => text,
-                };
-                match (min, max) {
-                    (0, Some(1)) => format!("{text}?"),
-                    (0, None) => format!("{text}*"),
-                    (1, None) => format!("{text}+"),
-                    (m, None) => format!("{text}{{{m},}}"),
-                    (m, Some(n)) if m == n => format!("{text}{{{m}}}"),
-                    (m, Some(n)) => format!("{text}{{{m},{n}}}"),
-                }
-            }
+            Expr::Rep(inner, min, max) => repeated(inner, self.gbnf_expr(inner), *min, *max),
             // Rendered as rules by the caller.
             Expr::Avoid(_) => "\"\"".to_string(),
         }
@@ -522,6 +494,23 @@ impl Builder {
             Some(name) => Err(format!("undefined {name}")),
             None => Ok(()),
         }
+    }
+}
+
+/// `inner` (rendered as `text`) repeated from `min` to `max` times: the same operators in
+/// Lark and GBNF.
+fn repeated(inner: &Expr, text: String, min: u32, max: Option<u32>) -> String {
+    let text = match inner {
+        Expr::Seq(_) | Expr::Alt(_) | Expr::Rep(..) => format!("({text})"),
+        _ => text,
+    };
+    match (min, max) {
+        (0, Some(1)) => format!("{text}?"),
+        (0, None) => format!("{text}*"),
+        (1, None) => format!("{text}+"),
+        (m, None) => format!("{text}{{{m},}}"),
+        (m, Some(n)) if m == n => format!("{text}{{{m}}}"),
+        (m, Some(n)) => format!("{text}{{{m},{n}}}"),
     }
 }
 

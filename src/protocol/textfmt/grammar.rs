@@ -139,25 +139,21 @@ pub(crate) fn grammar(
     }
     let syntax = match format {
         TextFormat::Hermes => {
-            let mut calls = Vec::new();
-            let mut json_calls = Vec::new();
-            for (name, schema) in &methods {
-                let args = Values::new(&mut b, json_style(), name, schema).json(schema)?;
-                let begin =
-                    format!("\n{{\"name\": {}, \"arguments\": ", json_text(&Value::String(name.clone())));
-                let end = "}\n</tool_call>";
-                calls.push(b.rule(name, Expr::seq([Expr::lit(begin.clone()), args, Expr::lit(end)])));
-                json_calls.push(JsonCall {
-                    name: name.clone(),
-                    arguments: (*schema).clone(),
-                    begin: format!("<tool_call>{begin}"),
-                    end: end.to_string(),
-                });
-            }
+            let head = |name: &str| {
+                format!("\n{{\"name\": {}, \"arguments\": ", json_text(&Value::String(name.to_string())))
+            };
+            let markup = JsonMarkup {
+                head: &head,
+                index: None,
+                tail: "}\n</tool_call>",
+                tag_open: "<tool_call>",
+                tag_close: "",
+            };
+            let (call, json_calls) = json_calls(&mut b, &methods, &markup)?;
             Syntax {
                 protocol: format.id().to_string(),
                 open: "<tool_call>".into(),
-                call: b.rule("call", Expr::alt(calls)),
+                call,
                 section: None,
                 avoid: Vec::new(),
                 reasoning: options.skip_reasoning,
@@ -165,25 +161,16 @@ pub(crate) fn grammar(
             }
         }
         TextFormat::Llama3Json => {
-            let mut calls = Vec::new();
-            let mut json_calls = Vec::new();
-            for (name, schema) in &methods {
-                let args = Values::new(&mut b, json_style(), name, schema).json(schema)?;
-                let begin =
-                    format!("{{\"name\": {}, \"parameters\": ", json_text(&Value::String(name.clone())));
-                let end = "}";
-                calls.push(b.rule(name, Expr::seq([Expr::lit(begin.clone()), args, Expr::lit(end)])));
-                json_calls.push(JsonCall {
-                    name: name.clone(),
-                    arguments: (*schema).clone(),
-                    begin: format!("{LLAMA_TAG}{begin}"),
-                    end: end.to_string(),
-                });
-            }
+            let head = |name: &str| {
+                format!("{{\"name\": {}, \"parameters\": ", json_text(&Value::String(name.to_string())))
+            };
+            let markup =
+                JsonMarkup { head: &head, index: None, tail: "}", tag_open: LLAMA_TAG, tag_close: "" };
+            let (call, json_calls) = json_calls(&mut b, &methods, &markup)?;
             Syntax {
                 protocol: format.id().to_string(),
                 open: LLAMA_TAG.into(),
-                call: b.rule("call", Expr::alt(calls)),
+                call,
                 section: None,
                 // A `{` first in a reply (after blanks), or after a call (after blanks
                 // and `;`), would be read as a call.
