@@ -258,14 +258,28 @@ impl Parser<'_> {
                     't' => out.push('\t'),
                     'r' => out.push('\r'),
                     '0' => out.push('\0'),
-                    'u' => {
-                        let hex = self.text.get(self.pos..self.pos + 4).unwrap_or_default();
+                    'a' => out.push('\u{7}'),
+                    'b' => out.push('\u{8}'),
+                    'f' => out.push('\u{c}'),
+                    'v' => out.push('\u{b}'),
+                    // `\xNN`, `\uNNNN`, `\UNNNNNNNN`: a code point in hex.
+                    'x' | 'u' | 'U' => {
+                        let digits = match escaped {
+                            'x' => 2,
+                            'u' => 4,
+                            _ => 8,
+                        };
+                        let hex = self.text.get(self.pos..self.pos + digits).unwrap_or_default();
+                        let all_hex = hex.len() == digits && hex.bytes().all(|b| b.is_ascii_hexdigit());
                         match u32::from_str_radix(hex, 16).ok().and_then(char::from_u32) {
-                            Some(c) if hex.len() == 4 => {
+                            Some(c) if all_hex => {
                                 out.push(c);
-                                self.pos += 4;
+                                self.pos += digits;
                             }
-                            _ => out.push_str("\\u"),
+                            _ => {
+                                out.push('\\');
+                                out.push(escaped);
+                            }
                         }
                     }
                     '\\' | '\'' | '"' => out.push(escaped),
@@ -315,6 +329,16 @@ mod tests {
             &r#"[get_weather(city="Paris", days=3)"#[calls[0].span.clone()],
             r#"get_weather(city="Paris", days=3)"#
         );
+    }
+
+    #[test]
+    fn string_escapes_are_python_s() {
+        let call = |text: &str| parse_call_list(text).unwrap().remove(0).args;
+        let args = call(r#"[f(a='\x41\u00e9\U0001F600', b="\a\b\f\v\t", c='\xZZ\q', d='\x4')]"#);
+        assert_eq!(args["a"], "Aé😀");
+        assert_eq!(args["b"], "\u{7}\u{8}\u{c}\u{b}\t");
+        assert_eq!(args["c"], "\\xZZ\\q", "an escape Python would refuse is kept as written");
+        assert_eq!(args["d"], "\\x4");
     }
 
     #[test]

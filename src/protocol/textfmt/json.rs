@@ -182,7 +182,10 @@ pub(crate) fn arguments_of(
 pub(crate) fn call_object(text: &str, arg_keys: &[&str]) -> Result<(String, Args), (String, String)> {
     // The common case in one pass: a name and an arguments object, read straight into
     // the request's types. Anything else takes the slow path, which says what is wrong.
-    if let Ok(fast) = serde_json::from_str::<FastCall>(text) {
+    // (Only for an object: serde would also read `["name", {…}]` into the struct.)
+    if text.trim_start().starts_with('{')
+        && let Ok(fast) = serde_json::from_str::<FastCall>(text)
+    {
         let args = match arg_keys.first().copied() {
             Some("parameters") => fast.parameters.or(fast.arguments),
             _ => fast.arguments.or(fast.parameters),
@@ -263,6 +266,17 @@ mod tests {
         let damaged = r#"{"a": "</x>", "b": 1 </x>"#;
         let mut state = ScanState::default();
         assert_eq!(scan_balanced(damaged, 0, &mut state, Quotes::Json, Some("</x>")), Balanced::Tag(21));
+    }
+
+    #[test]
+    fn a_call_is_an_object_not_an_array() {
+        let array = r#"["get_weather", {"city": "Paris"}]"#;
+        assert_eq!(
+            call_object(array, &["arguments"]).unwrap_err().1,
+            "the call is an array, not a JSON object"
+        );
+        let object = r#"{"name": "get_weather", "arguments": {"city": "Paris"}}"#;
+        assert_eq!(call_object(object, &["arguments"]).unwrap().0, "get_weather");
     }
 
     #[test]
