@@ -550,6 +550,15 @@ fn unsupported_pairs_say_so() {
     let error = protocol("openai").grammar(&tools, Dialect::Lark, Scope::Reply).unwrap_err();
     assert!(matches!(error, GrammarError::Unsupported { .. }), "{error}");
     assert_eq!(protocol("hermes").grammar(&[], Dialect::Lark, Scope::Call), Err(GrammarError::NoMethods));
+    // The formats without a grammar yet say so for every dialect and scope.
+    for format in TextFormat::ALL.into_iter().filter(|f| !PROTOCOLS.contains(&f.id())) {
+        for dialect in Dialect::ALL {
+            for scope in [Scope::Call, Scope::Calls, Scope::Reply] {
+                let error = TextFormatProtocol::new(format).grammar(&tools, dialect, scope).unwrap_err();
+                assert!(matches!(error, GrammarError::Unsupported { .. }), "{format}: {error}");
+            }
+        }
+    }
 }
 
 #[test]

@@ -58,6 +58,24 @@ const CALLS: &[(&str, &str)] = &[
     ),
 ];
 
+/// A complete, valid call of `calc_add` with `{"a": 1}` in every protocol: the hand-written
+/// ones above, and for every other format the call its writer writes.
+fn calls() -> Vec<(&'static str, String)> {
+    let mut calls: Vec<(&'static str, String)> =
+        CALLS.iter().map(|(id, call)| (*id, call.to_string())).collect();
+    let args = serde_json::json!({"a": 1});
+    for format in TextFormat::ALL {
+        if calls.iter().any(|(id, _)| *id == format.id()) {
+            continue;
+        }
+        let call = TextFormatProtocol::new(format)
+            .format_call("calc_add", args.as_object().unwrap())
+            .unwrap_or_else(|| panic!("{format} writes calc_add(a=1)"));
+        calls.push((format.id(), call));
+    }
+    calls
+}
+
 /// Markers, tokens, closers and escape forms, each alone.
 const PIECES: &[&str] = &[
     // VCP markers in their exact, fuzzy and escaped forms.
@@ -140,13 +158,76 @@ const PIECES: &[&str] = &[
     "\r\n",
     "calc_add",
     "plain words",
+    // The tokens of the formats added with the serving engines' list.
+    "<|START_ACTION|>",
+    "<|END_ACTION|>",
+    "<|END_TOOL_RESULT|>",
+    "<|START_THINKING|>",
+    "<｜DSML｜function_calls>",
+    "<｜DSML｜tool_calls>",
+    "</｜DSML｜invoke>",
+    "<｜tool_calls_begin｜>",
+    "<steptml:invoke name=\"calc_add\">",
+    "</steptml:parameter>",
+    "<seed:tool_call>",
+    "</seed:think>",
+    "<seed:eos>",
+    "<longcat_tool_call>",
+    "</longcat_tool_response>",
+    "<|action_start|><|plugin|>",
+    "<|action_end|>",
+    "<|function_call|>",
+    "<|message_sep|>",
+    "<start_function_call>",
+    "<end_function_response>",
+    "<escape>",
+    "<|tool_call>",
+    "<tool_call|>",
+    "<tool_response|>",
+    "<|\"|>",
+    "<|channel>",
+    "<function_calls>",
+    "</function_calls>",
+    "<|tool_calls|>",
+    "<|tool_call_start|>",
+    "<|tool_response_end|>",
+    "<|tools_prefix|>",
+    "<|tools_suffix|>",
+    "<|inner_prefix|>",
+    "]<]minimax[>[<tool_call>",
+    "]<]minimax[>[</response>",
+    "<function name=\"calc_add\">",
+    "</param>",
+    "</tool_result>",
+    "<tool_sep>",
+    "</tool_responses>",
+    "<|start|>assistant<|channel|>commentary to=functions.calc_add<|message|>",
+    "<|call|>",
+    "<|end|>",
+    "<|open|>",
+    "<|close|>",
+    "<|sep|>",
+    "<|message_model|>",
+    "<|content_invoke_tool_json|>",
+    "<|end_message|>",
+    "<tool_calls>",
+    "</tool_calls>",
+    "<|tool_call|>",
+    "functools[",
+    "```json\n",
+    "<answer>",
+    "<|start_of_role|>tool_response<|end_of_role|>",
+    "<|end_of_text|>",
+    "[{\"name\": \"calc_add\", \"arguments\": {}}]",
+    "[{'name': 'calc_add', 'arguments': {}}]",
+    "\"\n]",
 ];
 
 /// One piece of hostile text: a marker, a whole call, or short free text.
 fn piece() -> impl Strategy<Value = String> {
     prop_oneof![
         4 => prop::sample::select(PIECES).prop_map(str::to_string),
-        3 => prop::sample::select(CALLS).prop_map(|(_, call)| call.to_string()),
+        3 => prop::sample::select(calls()).prop_map(|(_, call)| call),
         1 => "[ -~]{0,12}",
     ]
 }
@@ -195,20 +276,61 @@ fn count(hay: &str, needle: &str) -> usize {
     hay.matches(needle).count()
 }
 
-/// The closer each format writes once after every result, and how many it writes per
-/// batch besides.
-fn result_closer(format: TextFormat) -> &'static str {
+/// How a format's results are delimited, so that one result cannot end another early.
+enum Shape {
+    /// This closer once after every result.
+    Closed(&'static str),
+    /// This closer once after the whole batch (the results are one JSON value).
+    Batch(&'static str),
+    /// One JSON object per line.
+    JsonLines,
+    /// One JSON array holding one string per result.
+    JsonList,
+    /// Each result begins with a `## Return of` header line (Kimi K2).
+    Headers,
+}
+
+fn result_shape(format: TextFormat) -> Shape {
     match format {
-        TextFormat::Hermes | TextFormat::Qwen3CoderXml | TextFormat::Glm45 | TextFormat::Glm47 => {
-            "</tool_response>"
-        }
-        TextFormat::Mistral => "[/TOOL_RESULTS]",
-        TextFormat::DeepSeekV3 | TextFormat::DeepSeekV31 => "<｜tool▁output▁end｜>",
-        TextFormat::KimiK2 => "## Return of ",
-        TextFormat::MinimaxM2 => "</response>",
-        // One JSON object per line: checked by parsing the lines.
-        TextFormat::Llama3Json | TextFormat::Pythonic => "\n",
-        other => panic!("no closer known for {other:?}"),
+        TextFormat::Hermes
+        | TextFormat::Qwen3CoderXml
+        | TextFormat::Glm45
+        | TextFormat::Glm47
+        | TextFormat::Ernie45
+        | TextFormat::Step3
+        | TextFormat::Minicpm5
+        | TextFormat::HunyuanV3
+        | TextFormat::PoolsideV1
+        | TextFormat::Hunyuan => Shape::Closed("</tool_response>"),
+        TextFormat::Granite => Shape::Closed("<|end_of_text|>"),
+        TextFormat::MinimaxM1 => Shape::Closed("\ntool result: "),
+        TextFormat::Mistral => Shape::Closed("[/TOOL_RESULTS]"),
+        TextFormat::DeepSeekV3 | TextFormat::DeepSeekV31 => Shape::Closed("<｜tool▁output▁end｜>"),
+        TextFormat::KimiK2 => Shape::Headers,
+        TextFormat::MinimaxM2 | TextFormat::MinimaxM3 => Shape::Closed("</response>"),
+        TextFormat::Longcat => Shape::Closed("</longcat_tool_response>"),
+        TextFormat::DeepSeekV32 => Shape::Closed("</result>"),
+        TextFormat::DeepSeekV4 | TextFormat::DeepSeekV41 => Shape::Closed("</tool_result>"),
+        TextFormat::SeedOss => Shape::Closed("<seed:eos>"),
+        TextFormat::FunctionGemma => Shape::Closed("<end_function_response>"),
+        TextFormat::Gemma4 => Shape::Closed("<tool_response|>"),
+        TextFormat::Lfm2 => Shape::Closed("<|tool_response_end|>"),
+        TextFormat::Harmony => Shape::Closed("<|end|>"),
+        TextFormat::KimiK3 => Shape::Closed("<|close|>message<|sep|>"),
+        TextFormat::Inkling => Shape::Closed("<|end_message|>"),
+        TextFormat::Cohere => Shape::Batch("<|END_TOOL_RESULT|>"),
+        TextFormat::Apertus => Shape::JsonList,
+        TextFormat::Llama3Json
+        | TextFormat::Pythonic
+        | TextFormat::Internlm
+        | TextFormat::Gigachat3
+        | TextFormat::Gigachat35
+        | TextFormat::Xlam
+        | TextFormat::Phi4Mini
+        | TextFormat::Jamba
+        | TextFormat::Olmo3
+        | TextFormat::Sarashina => Shape::JsonLines,
+        other => panic!("no result shape known for {other:?}"),
     }
 }
 
@@ -290,31 +412,31 @@ proptest! {
             let protocol = TextFormatProtocol::new(format);
             let messages = protocol.result_messages(&results, &TurnState::default());
             let text = echo(&messages);
-            match format {
-                TextFormat::Llama3Json | TextFormat::Pythonic => {
+            let context = format!("{}: {:?}", format.id(), text);
+            match result_shape(format) {
+                Shape::JsonLines => {
                     let lines: Vec<&str> = text.lines().collect();
-                    prop_assert_eq!(lines.len(), results.len(), "{}: {:?}", format.id(), text);
+                    prop_assert_eq!(lines.len(), results.len(), "{}", context);
                     for line in lines {
                         let object: Value = serde_json::from_str(line)
                             .map_err(|e| TestCaseError::fail(format!("{}: {e}: {line:?}", format.id())))?;
                         prop_assert!(object.is_object(), "{}: {:?}", format.id(), line);
                     }
                 }
-                // A Kimi K2 result begins with a header line.
-                TextFormat::KimiK2 => prop_assert_eq!(
-                    text.lines().filter(|line| line.trim_start().starts_with(result_closer(format))).count(),
+                Shape::JsonList => {
+                    let list: Value = serde_json::from_str(&text)
+                        .map_err(|e| TestCaseError::fail(format!("{context}: {e}")))?;
+                    let strings = list.as_array().map(|items| items.iter().filter(|i| i.is_string()).count());
+                    prop_assert_eq!(strings, Some(results.len()), "{}", context);
+                }
+                Shape::Headers => prop_assert_eq!(
+                    text.lines().filter(|line| line.trim_start().starts_with("## Return of ")).count(),
                     results.len(),
-                    "{}: {:?}",
-                    format.id(),
-                    text
+                    "{}",
+                    context
                 ),
-                _ => prop_assert_eq!(
-                    count(&text, result_closer(format)),
-                    results.len(),
-                    "{}: {:?}",
-                    format.id(),
-                    text
-                ),
+                Shape::Closed(closer) => prop_assert_eq!(count(&text, closer), results.len(), "{}", context),
+                Shape::Batch(closer) => prop_assert_eq!(count(&text, closer), 1, "{}", context),
             }
             no_request_in_echo(format.id(), &protocol, &messages)?;
             no_request_in_echo(&format!("auto reading {}", format.id()), &AutoProtocol::new(), &messages)?;
@@ -328,9 +450,9 @@ proptest! {
         text in hostile(),
         error in any::<bool>(),
     ) {
-        for (format, call) in CALLS {
+        for (format, call) in calls() {
             let auto = AutoProtocol::new();
-            let parsed = auto.parse(call);
+            let parsed = auto.parse(&call);
             prop_assert_eq!(parsed.requests.len(), 1, "{}: {:?}", format, call);
             let id = parsed.requests[0].request_id.clone();
             let results = results(&[id], std::slice::from_ref(&text), &[error]);

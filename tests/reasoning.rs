@@ -39,7 +39,13 @@ fn call(protocol: &str, name: &str) -> String {
         "minimax_m2" => format!(
             "<minimax:tool_call><invoke name=\"{name}\"><parameter name=\"a\">1</parameter></invoke></minimax:tool_call>"
         ),
-        other => panic!("no syntax for {other}"),
+        other => {
+            let format = TextFormat::from_id(other).unwrap_or_else(|| panic!("no syntax for {other}"));
+            let args = serde_json::Map::new();
+            TextFormatProtocol::new(format)
+                .format_call(name, &args)
+                .unwrap_or_else(|| panic!("{other} writes a call of {name}"))
+        }
     }
 }
 

@@ -26,7 +26,11 @@ struct Case {
 fn corpus() -> Vec<Case> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus/textfmt");
     let mut cases = Vec::new();
-    for format in TextFormat::ALL {
+    // `TEXTFMT_CASES=hermes,mistral` reads those formats' cases only (while working on one).
+    let only = std::env::var("TEXTFMT_CASES").ok();
+    let wanted =
+        |format: TextFormat| only.as_deref().is_none_or(|o| o.split(',').any(|id| id == format.id()));
+    for format in TextFormat::ALL.into_iter().filter(|f| wanted(*f)) {
         let dir = root.join(format.id());
         let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
             .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
@@ -117,26 +121,71 @@ fn every_case_streamed_in_chunks_of_every_size() {
     }
 }
 
+/// Formats that write the same markup (`auto` detects the first one, or the one its
+/// tools were offered in).
+const SHARED_MARKUP: &[&[TextFormat]] = &[
+    &[TextFormat::Hermes, TextFormat::Ernie45],
+    &[TextFormat::Hunyuan, TextFormat::Jamba],
+    &[TextFormat::Mistral, TextFormat::Xlam],
+    &[TextFormat::Granite, TextFormat::Xlam],
+    // The two GLM layouts are told apart by the line break after the name; a GLM-4.7
+    // reply in the 4.5 layout reads the same either way.
+    &[TextFormat::Glm45, TextFormat::Glm47, TextFormat::PoolsideV1],
+];
+
+fn shares_markup(a: TextFormat, b: TextFormat) -> bool {
+    a == b || SHARED_MARKUP.iter().any(|group| group.contains(&a) && group.contains(&b))
+}
+
+/// Cases `auto` reads differently from the format, and why.
+const AUTO_DIFFERS: &[(&str, &str)] = &[
+    (
+        "hunyuan/object_not_array",
+        "a JSON object after `<tool_calls>` is MiniMax-M1's markup, which `auto` reads as a call; \
+         Hunyuan A13B writes an array there and reads an object as a damaged call",
+    ),
+    (
+        "hunyuan/text_before_two_calls",
+        "Hunyuan A13B's `助手：` (\"Assistant:\") prefix at the start of a reply is framing only \
+         to `hunyuan`; `auto` cannot take those words for markup in every reply",
+    ),
+    (
+        "kimi_k3/thinking_prefix_hidden_two_calls",
+        "a Kimi K3 reply whose thinking the prompt opened: the text before the first marker is \
+     reasoning, which `kimi_k3` can tell only once that marker comes; `auto` reports text \
+     before any marker as normal text at once",
+    ),
+];
+
 #[test]
 fn auto_detects_each_format_and_reads_the_same_calls() {
-    let auto = AutoProtocol::new()
-        .with_options(TextFormatOptions::default().request_ids(RequestIdStyle::Sequential));
     for case in corpus() {
+        if AUTO_DIFFERS.iter().any(|(name, _)| *name == format!("{}/{}", case.format, case.name)) {
+            continue;
+        }
+        // Offered the tools in the case's format, as the model table does for its model.
+        let auto = AutoProtocol::new()
+            .with_options(TextFormatOptions::default().request_ids(RequestIdStyle::Sequential))
+            .with_prompt_format(Detected::Format(case.format));
         let expected = case.expected["calls"].as_array().unwrap();
         let reply = auto.parse(&case.text);
         let detected = reply.state.dialect.as_deref().and_then(Detected::from_id);
-        if expected.is_empty() && case.expected.get("incomplete").is_none() {
-            // Prose only (or markup of no format): nothing to detect, no requests.
-            assert!(reply.requests.is_empty(), "{}/{}: {reply:#?}", case.format, case.name);
+        if expected.is_empty() && case.expected.get("incomplete").is_none_or(|n| n == 0) {
+            // Prose in this format (it may hold another format's markup, which `auto`
+            // reads as that format's): nothing `auto` would run.
+            assert!(reply.requests.iter().all(|r| !r.complete), "{}/{}: {reply:#?}", case.format, case.name);
             continue;
         }
-        let glm = [Some(Detected::Format(TextFormat::Glm45)), Some(Detected::Format(TextFormat::Glm47))];
-        if glm.contains(&Some(Detected::Format(case.format))) {
-            // The two GLM layouts are told apart by the line break after the name; a
-            // GLM-4.7 reply in the 4.5 layout reads the same either way.
-            assert!(glm.contains(&detected), "{}/{}: {detected:?}", case.format, case.name);
-        } else {
-            assert_eq!(detected, Some(Detected::Format(case.format)), "{}/{}", case.format, case.name);
+        // Without a format of its own, `auto` finds the format or one sharing its markup.
+        match AutoProtocol::detect(&case.text) {
+            Some(Detected::Format(found)) => {
+                assert!(shares_markup(found, case.format), "{}/{}: detected {found}", case.format, case.name)
+            }
+            other => panic!("{}/{}: detected {other:?}", case.format, case.name),
+        }
+        match detected {
+            Some(Detected::Format(found)) if shares_markup(found, case.format) => {}
+            other => panic!("{}/{}: read as {other:?}", case.format, case.name),
         }
         check(&case, &reply, "auto");
         for size in [1, 7] {
@@ -218,6 +267,41 @@ fn model_names_map_to_formats() {
         ("mistralai/Ministral-8B-Instruct-2410", TextFormat::Mistral),
         ("unsloth/Devstral-Small-2505-GGUF", TextFormat::Mistral),
         ("moonshotai/Kimi_K2_Instruct", TextFormat::KimiK2),
+        ("openai/gpt-oss-120b", TextFormat::Harmony),
+        ("XiaomiMiMo/MiMo-V2-Flash", TextFormat::Qwen3CoderXml),
+        ("stepfun-ai/Step-3.5-Flash", TextFormat::Qwen3CoderXml),
+        ("nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B", TextFormat::Qwen3CoderXml),
+        ("internlm/Intern-S1", TextFormat::Internlm),
+        ("gpt-oss:20b", TextFormat::Harmony),
+        ("deepseek-ai/DeepSeek-V3.2", TextFormat::DeepSeekV32),
+        ("deepseek-ai/DeepSeek-V3.2-Exp", TextFormat::DeepSeekV31),
+        ("CohereLabs/c4ai-command-r7b-12-2024", TextFormat::Cohere),
+        ("CohereLabs/command-a-03-2025", TextFormat::Cohere),
+        ("stepfun-ai/step3", TextFormat::Step3),
+        ("moonshotai/Kimi-K3", TextFormat::KimiK3),
+        ("ByteDance-Seed/Seed-OSS-36B-Instruct", TextFormat::SeedOss),
+        ("ibm-granite/granite-3.1-8b-instruct", TextFormat::Granite),
+        ("Salesforce/Llama-xLAM-2-8b-fc-r", TextFormat::Xlam),
+        ("microsoft/Phi-4-mini-instruct", TextFormat::Phi4Mini),
+        ("tencent/Hunyuan-A13B-Instruct", TextFormat::Hunyuan),
+        ("internlm/internlm2_5-7b-chat", TextFormat::Internlm),
+        ("google/functiongemma-270m-it", TextFormat::FunctionGemma),
+        ("google/gemma-4-31b-it", TextFormat::Gemma4),
+        ("ai21labs/AI21-Jamba-Mini-1.7", TextFormat::Jamba),
+        ("allenai/Olmo-3-7B-Instruct", TextFormat::Olmo3),
+        ("meituan-longcat/LongCat-Flash-Chat", TextFormat::Longcat),
+        ("baidu/ERNIE-4.5-21B-A3B-Thinking", TextFormat::Ernie45),
+        ("ai-sage/GigaChat3-10B-A1.8B", TextFormat::Gigachat3),
+        ("MiniMaxAI/MiniMax-M1-80k", TextFormat::MinimaxM1),
+        ("sbintuitions/sarashina2.2-3b-instruct-v0.1", TextFormat::Sarashina),
+        ("MiniMaxAI/MiniMax-M3", TextFormat::MinimaxM3),
+        ("deepseek-ai/DeepSeek-V4-Flash", TextFormat::DeepSeekV4),
+        ("tencent/Hy3-preview", TextFormat::HunyuanV3),
+        ("LiquidAI/LFM2.5-1.2B-Instruct", TextFormat::Lfm2),
+        ("swiss-ai/Apertus-8B-Instruct-2509", TextFormat::Apertus),
+        ("ai-sage/GigaChat3.5-432B-A28B", TextFormat::Gigachat35),
+        ("poolside/Laguna-XS.2", TextFormat::PoolsideV1),
+        ("openbmb/MiniCPM4.1-8B", TextFormat::Minicpm5),
     ] {
         assert_eq!(TextFormat::for_model(model), Some(format), "{model}");
     }

@@ -23,9 +23,8 @@
 //!
 //! `ID` is any built-in protocol of the library (`ProtocolRegistry::builtin_ids`): `vcp`
 //! (the default), the native APIs `openai`, `openai_responses`, `anthropic`, `gemini`,
-//! the open-model formats (`hermes`, `qwen3_coder_xml`, `mistral`, `llama3_json`,
-//! `pythonic`, `deepseek_v3`, `deepseek_v31`, `kimi_k2`, `glm45`, `glm47`, `minimax_m2`)
-//! and `auto`, which detects which text protocol a reply uses.
+//! the open-model formats (`hermes`, `qwen3_coder_xml`, `harmony`, `deepseek_v32`, …: every
+//! id of `TextFormat::ALL`, which `tool-calling parse --help` lists) and `auto`, which detects which text protocol a reply uses.
 //!
 //! Requests without a model-chosen `request_id` get **sequential** ids (`req_1`, `req_2`,
 //! … per run) rather than the library's default random ones, so that the output is

@@ -73,7 +73,7 @@ impl ThinkingStyle {
 /// assert_eq!(TEXT_PROTOCOL_IDS[0], "vcp");
 /// assert!(TEXT_PROTOCOL_IDS.contains(&"qwen3_coder_xml"));
 /// ```
-pub const TEXT_PROTOCOL_IDS: [&str; 12] = [
+pub const TEXT_PROTOCOL_IDS: [&str; 42] = [
     "vcp",
     "hermes",
     "qwen3_coder_xml",
@@ -86,6 +86,36 @@ pub const TEXT_PROTOCOL_IDS: [&str; 12] = [
     "glm45",
     "glm47",
     "minimax_m2",
+    "cohere",
+    "deepseek_v32",
+    "step3",
+    "kimi_k3",
+    "harmony",
+    "seed_oss",
+    "granite",
+    "xlam",
+    "phi4_mini",
+    "hunyuan",
+    "internlm",
+    "function_gemma",
+    "gemma4",
+    "jamba",
+    "olmo3",
+    "longcat",
+    "ernie45",
+    "gigachat3",
+    "minimax_m1",
+    "inkling",
+    "sarashina",
+    "deepseek_v4",
+    "hunyuan_v3",
+    "lfm2",
+    "minimax_m3",
+    "apertus",
+    "minicpm5",
+    "poolside_v1",
+    "gigachat35",
+    "deepseek_v41",
 ];
 
 /// The text protocol a model without native tools is spoken to in, by protocol id: `vcp`
@@ -408,8 +438,8 @@ impl Default for ModelProfiles {
 impl ModelProfiles {
     /// The built-in table of common model families: OpenAI (GPT-4, GPT-5, o-series),
     /// Anthropic Claude, Google Gemini, DeepSeek, and open-weight families served raw
-    /// (Qwen, Llama, Mistral, GLM, Kimi, MiniMax, Gemma), which get no native tools and
-    /// their own text format as fallback.
+    /// (Qwen, Llama, Mistral, GLM, Kimi, MiniMax, gpt-oss, Cohere, Granite, Gemma and the
+    /// rest below), which get no native tools and their own text format as fallback.
     ///
     /// It is the one answer to "which text format does this model write":
     /// `TextFormat::for_model`, the HTTP clients and [`lookup`](Self::lookup) all read it.
@@ -418,18 +448,48 @@ impl ModelProfiles {
     ///
     /// | model name contains | fallback |
     /// | --- | --- |
-    /// | `qwen3-coder`, `qwen3.5` | `qwen3_coder_xml` |
+    /// | `qwen3-coder`, `qwen3.5`, `mimo`, `nemotron-3`, `step-3.5` | `qwen3_coder_xml` |
     /// | `qwen`, `qwq`, `hermes` | `hermes` |
     /// | `mistral`, `mixtral`, `ministral`, `magistral`, `devstral`, `codestral` | `mistral` |
     /// | `llama-4`, `llama4`, `llama-3.2-1b`, `llama-3.2-3b` | `pythonic` |
     /// | `llama-3`, `llama3` | `llama3_json` |
-    /// | `deepseek-v3.1` | `deepseek_v31` |
+    /// | `gpt-oss` | `harmony` |
+    /// | `deepseek-v4.1` | `deepseek_v41` |
+    /// | `deepseek-v4` | `deepseek_v4` |
+    /// | `deepseek-v3.2` (not `-exp`) | `deepseek_v32` |
+    /// | `deepseek-v3.1`, `deepseek-v3.2-exp` | `deepseek_v31` |
     /// | `deepseek-v3`, `deepseek-r1`; `deepseek-chat`, `deepseek-reasoner` (native tools) | `deepseek_v3` |
     /// | `kimi-k2` | `kimi_k2` |
+    /// | `kimi-k3` | `kimi_k3` |
     /// | `glm-4.7`, `glm-5` | `glm47` |
     /// | `glm` | `glm45` |
+    /// | `minimax-m1` | `minimax_m1` |
+    /// | `minimax-m3` | `minimax_m3` |
     /// | `minimax` | `minimax_m2` |
-    /// | names starting `gemma`, `phi` | `vcp` |
+    /// | `command-r`, `command-a`, `c4ai-command` | `cohere` |
+    /// | `step3`, `step-3` | `step3` |
+    /// | `seed-oss` | `seed_oss` |
+    /// | `granite-3`, `granite3` | `granite` |
+    /// | `xlam` | `xlam` |
+    /// | `phi-4-mini`, `phi4-mini` | `phi4_mini` |
+    /// | `hunyuan-a13b` | `hunyuan` |
+    /// | `hy3`, `hunyuan-3` | `hunyuan_v3` |
+    /// | `internlm`, `intern-s1` | `internlm` |
+    /// | `functiongemma`, `function-gemma` | `function_gemma` |
+    /// | `gemma-4`, `gemma4` | `gemma4` |
+    /// | `jamba` | `jamba` |
+    /// | `olmo-3`, `olmo3` | `olmo3` |
+    /// | `longcat` | `longcat` |
+    /// | `ernie-4.5`, `ernie4.5` | `ernie45` |
+    /// | `gigachat3.5`, `gigachat-3.5` | `gigachat35` |
+    /// | `gigachat3`, `gigachat-3` | `gigachat3` |
+    /// | `inkling` | `inkling` |
+    /// | `sarashina` | `sarashina` |
+    /// | `minicpm` | `minicpm5` |
+    /// | `lfm2` | `lfm2` |
+    /// | `apertus` | `apertus` |
+    /// | `laguna` | `poolside_v1` |
+    /// | names starting `gemma`, `phi` (other than the above) | `vcp` |
     ///
     /// ```
     /// use tool_calling::model::ModelProfiles;
@@ -459,6 +519,8 @@ impl ModelProfiles {
             ..Patch::default()
         };
         let builtin = vec![
+            // Open-weight OpenAI models: raw harmony text when served without a parser.
+            e("*gpt-oss*", raw("harmony")),
             e("gpt-5*", native(ThinkingStyle::OpenAi, 400_000, 128_000)),
             e("o1*", native(ThinkingStyle::OpenAi, 200_000, 100_000)),
             e("o3*", native(ThinkingStyle::OpenAi, 200_000, 100_000)),
@@ -475,6 +537,8 @@ impl ModelProfiles {
             e("deepseek-reasoner*", deepseek(native(ThinkingStyle::Always, 128_000, 64_000))),
             e("deepseek-chat*", deepseek(native(ThinkingStyle::None, 128_000, 8_192))),
             e("*qwen3-coder*", raw("qwen3_coder_xml")),
+            e("*mimo*", raw("qwen3_coder_xml")),
+            e("*nemotron-3*", raw("qwen3_coder_xml")),
             e("*qwen3.5*", raw("qwen3_coder_xml")),
             e("*qwen3-5*", raw("qwen3_coder_xml")),
             e("*qwen*", raw("hermes")),
@@ -492,18 +556,72 @@ impl ModelProfiles {
             e("*llama-3.2-3b*", raw("pythonic")),
             e("*llama-3*", raw("llama3_json")),
             e("*llama3*", raw("llama3_json")),
+            e("*deepseek-v4.1*", raw("deepseek_v41")),
+            e("*deepseek-v4-1*", raw("deepseek_v41")),
+            e("*deepseek-v41*", raw("deepseek_v41")),
+            e("*deepseek-v4*", raw("deepseek_v4")),
+            // V3.2-Exp writes V3.1's calls; V3.2 its DSML markup.
+            e("*deepseek-v3.2-exp*", raw("deepseek_v31")),
+            e("*deepseek-v3-2-exp*", raw("deepseek_v31")),
+            e("*deepseek-v3.2*", raw("deepseek_v32")),
+            e("*deepseek-v3-2*", raw("deepseek_v32")),
+            e("*deepseek-v32*", raw("deepseek_v32")),
             e("*deepseek-v3.1*", raw("deepseek_v31")),
             e("*deepseek-v3-1*", raw("deepseek_v31")),
             e("*deepseek-v31*", raw("deepseek_v31")),
             e("*deepseek-v3*", raw("deepseek_v3")),
             e("*deepseek-r1*", raw("deepseek_v3")),
             e("*kimi-k2*", raw("kimi_k2")),
+            e("*kimi-k3*", raw("kimi_k3")),
             e("*glm-4.7*", raw("glm47")),
             e("*glm4.7*", raw("glm47")),
             e("*glm-5*", raw("glm47")),
             e("*glm5*", raw("glm47")),
             e("*glm*", raw("glm45")),
+            e("*minimax-m1*", raw("minimax_m1")),
+            e("*minimax-m3*", raw("minimax_m3")),
             e("*minimax*", raw("minimax_m2")),
+            e("*command-r*", raw("cohere")),
+            e("*command-a*", raw("cohere")),
+            e("*c4ai-command*", raw("cohere")),
+            // Step-3.5 writes Qwen3-Coder's XML.
+            e("*step-3.5*", raw("qwen3_coder_xml")),
+            e("*step3.5*", raw("qwen3_coder_xml")),
+            e("*step3p5*", raw("qwen3_coder_xml")),
+            e("*step3*", raw("step3")),
+            e("*step-3*", raw("step3")),
+            e("*seed-oss*", raw("seed_oss")),
+            e("*granite-3*", raw("granite")),
+            e("*granite3*", raw("granite")),
+            e("*xlam*", raw("xlam")),
+            e("*phi-4-mini*", raw("phi4_mini")),
+            e("*phi4-mini*", raw("phi4_mini")),
+            e("*hunyuan-a13b*", raw("hunyuan")),
+            e("*hy3*", raw("hunyuan_v3")),
+            e("*hunyuan-3*", raw("hunyuan_v3")),
+            e("*internlm*", raw("internlm")),
+            e("*intern-s1*", raw("internlm")),
+            e("*functiongemma*", raw("function_gemma")),
+            e("*function-gemma*", raw("function_gemma")),
+            e("*gemma-4*", raw("gemma4")),
+            e("*gemma4*", raw("gemma4")),
+            e("*jamba*", raw("jamba")),
+            e("*olmo-3*", raw("olmo3")),
+            e("*olmo3*", raw("olmo3")),
+            e("*longcat*", raw("longcat")),
+            e("*ernie-4.5*", raw("ernie45")),
+            e("*ernie4.5*", raw("ernie45")),
+            e("*ernie-4-5*", raw("ernie45")),
+            e("*gigachat3.5*", raw("gigachat35")),
+            e("*gigachat-3.5*", raw("gigachat35")),
+            e("*gigachat3*", raw("gigachat3")),
+            e("*gigachat-3*", raw("gigachat3")),
+            e("*inkling*", raw("inkling")),
+            e("*sarashina*", raw("sarashina")),
+            e("*minicpm*", raw("minicpm5")),
+            e("*lfm2*", raw("lfm2")),
+            e("*apertus*", raw("apertus")),
+            e("*laguna*", raw("poolside_v1")),
             e("gemma*", raw("vcp")),
             e("phi*", raw("vcp")),
         ];

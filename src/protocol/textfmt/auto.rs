@@ -75,13 +75,145 @@ impl Detected {
 }
 
 const VCP_START: &str = "<<<[TOOL_REQUEST";
-const FUNCTION: &str = "<function=";
-const MINIMAX: &str = "<minimax:tool_call>";
 const DS_SEP: &str = "<｜tool▁sep｜>";
 
-/// Markers that decide a format by themselves, or after a look at what follows.
-const MARKERS: [&str; 10] =
-    [VCP_START, TOOL_CALL, FUNCTION, MISTRAL, PYTHON_TAG, PYTHON_START, DS_CALLS, DS_CALL, KIMI, MINIMAX];
+/// What a marker decides.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Then {
+    /// This protocol.
+    Is(Detected),
+    /// `<tool_call>`: hermes, Qwen3-Coder, GLM or Granite, by what follows.
+    ToolCall,
+    /// `<tool_calls>`: Hunyuan A13B's JSON array, Hunyuan 3's calls or MiniMax-M1's
+    /// JSON lines.
+    ToolCalls,
+    /// DeepSeek's section or call token: V3 or V3.1, by the first call.
+    DeepSeek,
+    /// A ```` ```json ```` fence: xLAM when a list of call objects follows.
+    JsonFence,
+}
+
+const fn format(format: TextFormat) -> Then {
+    Then::Is(Detected::Format(format))
+}
+
+/// Markers that decide a protocol by themselves, or after a look at what follows. Where
+/// two formats write the same markup, the first is listed here and the model's own
+/// format is preferred ([`shares_markup`]).
+const MARKERS: &[(&str, Then)] = &[
+    (VCP_START, Then::Is(Detected::Vcp)),
+    (TOOL_CALL, Then::ToolCall),
+    ("<function=", format(TextFormat::Qwen3CoderXml)),
+    (MISTRAL, format(TextFormat::Mistral)),
+    (PYTHON_TAG, format(TextFormat::Llama3Json)),
+    (PYTHON_START, format(TextFormat::Pythonic)),
+    (DS_CALLS, Then::DeepSeek),
+    (DS_CALL, Then::DeepSeek),
+    (KIMI, format(TextFormat::KimiK2)),
+    ("<minimax:tool_call>", format(TextFormat::MinimaxM2)),
+    ("<|START_ACTION|>", format(TextFormat::Cohere)),
+    ("<|START_THINKING|>", format(TextFormat::Cohere)),
+    ("<|START_RESPONSE|>", format(TextFormat::Cohere)),
+    ("<|START_TEXT|>", format(TextFormat::Cohere)),
+    ("<｜DSML｜function_calls>", format(TextFormat::DeepSeekV32)),
+    ("<｜DSML｜tool_calls>", format(TextFormat::DeepSeekV4)),
+    ("<｜GCML｜tool_calls>", format(TextFormat::Gigachat35)),
+    ("<｜DSML｜ calls>", format(TextFormat::DeepSeekV41)),
+    // V4.1's encoder writes a blank line before the block, which the format reads as
+    // markup: the marker starts there.
+    ("\n\n<｜DSML｜ calls>", format(TextFormat::DeepSeekV41)),
+    ("<｜tool_calls_begin｜>", format(TextFormat::Step3)),
+    ("<|open|>", format(TextFormat::KimiK3)),
+    ("<|close|>", format(TextFormat::KimiK3)),
+    ("<|channel|>", format(TextFormat::Harmony)),
+    ("<|start|>", format(TextFormat::Harmony)),
+    ("<|message|>", format(TextFormat::Harmony)),
+    ("<|constrain|>", format(TextFormat::Harmony)),
+    ("<|call|>", format(TextFormat::Harmony)),
+    ("<|return|>", format(TextFormat::Harmony)),
+    ("<seed:tool_call>", format(TextFormat::SeedOss)),
+    ("<seed:think>", format(TextFormat::SeedOss)),
+    ("</seed:think>", format(TextFormat::SeedOss)),
+    ("<|tool_call|>", format(TextFormat::Granite)),
+    ("functools[", format(TextFormat::Phi4Mini)),
+    ("<tool_calls>", Then::ToolCalls),
+    ("<tool_calls:opensource>", format(TextFormat::HunyuanV3)),
+    ("<answer>", format(TextFormat::Hunyuan)),
+    ("<|action_start|>", format(TextFormat::Internlm)),
+    ("<start_function_call>", format(TextFormat::FunctionGemma)),
+    ("<|tool_call>", format(TextFormat::Gemma4)),
+    ("<|channel>", format(TextFormat::Gemma4)),
+    ("<function_calls>", format(TextFormat::Olmo3)),
+    ("<longcat_tool_call>", format(TextFormat::Longcat)),
+    ("<|message_sep|>", format(TextFormat::Gigachat3)),
+    ("<|function_call|>", format(TextFormat::Gigachat3)),
+    ("<|message_model|>", format(TextFormat::Inkling)),
+    ("<|content_text|>", format(TextFormat::Inkling)),
+    ("<|content_invoke", format(TextFormat::Inkling)),
+    ("<|content_thinking|>", format(TextFormat::Inkling)),
+    ("<|end_message|>", format(TextFormat::Inkling)),
+    ("<|content_model_end_sampling|>", format(TextFormat::Inkling)),
+    ("<|tool_calls|>", format(TextFormat::Sarashina)),
+    ("```json", Then::JsonFence),
+    ("]<]minimax[>[", format(TextFormat::MinimaxM3)),
+    ("<mm:think>", format(TextFormat::MinimaxM3)),
+    ("</mm:think>", format(TextFormat::MinimaxM3)),
+    ("<function ", format(TextFormat::Minicpm5)),
+    ("<|tool_call_start|>", format(TextFormat::Lfm2)),
+    ("<|tools_prefix|>", format(TextFormat::Apertus)),
+    ("<|inner_prefix|>", format(TextFormat::Apertus)),
+    ("<|inner_suffix|>", format(TextFormat::Apertus)),
+    ("<|END_THINKING|>", format(TextFormat::Cohere)),
+    ("<channel|>", format(TextFormat::Gemma4)),
+];
+
+/// Formats that write the same markup, so that a reply in one reads the same in the
+/// other: `auto` detects the first of each group, and takes another of the group when
+/// it is the format its tools were offered in (the model table's choice).
+const SHARED_MARKUP: &[&[TextFormat]] = &[
+    &[TextFormat::Hermes, TextFormat::Ernie45],
+    &[TextFormat::Hunyuan, TextFormat::Jamba],
+    &[TextFormat::Mistral, TextFormat::Xlam],
+    &[TextFormat::Granite, TextFormat::Xlam],
+    &[TextFormat::Xlam, TextFormat::Granite],
+    &[TextFormat::Glm45, TextFormat::Glm47, TextFormat::PoolsideV1],
+];
+
+/// Whether a reply detected as `detected` may be read as `preferred` (the two share
+/// their markup).
+fn shares_markup(detected: TextFormat, preferred: TextFormat) -> bool {
+    SHARED_MARKUP.iter().any(|group| group.contains(&detected) && group.contains(&preferred))
+}
+
+/// One search for every marker at once (`None` only if the automaton could not be
+/// built, which fixed markers rule out).
+fn markers() -> Option<&'static aho_corasick::AhoCorasick> {
+    static MARKER_SEARCH: std::sync::OnceLock<Option<aho_corasick::AhoCorasick>> = std::sync::OnceLock::new();
+    MARKER_SEARCH
+        .get_or_init(|| {
+            aho_corasick::AhoCorasick::builder()
+                .match_kind(aho_corasick::MatchKind::LeftmostLongest)
+                .build(MARKERS.iter().map(|(marker, _)| marker))
+                .ok()
+        })
+        .as_ref()
+}
+
+/// Where a tail of `text[from..]` that may begin one of the markers starts (else its
+/// end): only a byte some marker begins with is looked at.
+fn hold_start(text: &str, from: usize) -> usize {
+    const LONGEST: usize = 32;
+    let bytes = text.as_bytes();
+    let first = text.len().saturating_sub(LONGEST).max(from);
+    (first..text.len())
+        .find(|&i| {
+            MARKERS.iter().any(|(m, _)| m.as_bytes().first() == bytes.get(i))
+                && text.get(i..).is_some_and(|tail| {
+                    MARKERS.iter().any(|(m, _)| m.len() > tail.len() && m.starts_with(tail))
+                })
+        })
+        .unwrap_or(text.len())
+}
 
 /// What the text says so far.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -122,47 +254,54 @@ impl Detector {
                     None => return Step::Undecided(self.pos),
                 }
             }
-        }
-        // The earliest marker from here.
-        let from = self.pos;
-        let hay = text.as_bytes().get(from..).unwrap_or_default();
-        let mut best: Option<(usize, usize)> = None;
-        for (i, marker) in MARKERS.iter().enumerate() {
-            if let Some(at) = super::driver::find_in(hay, marker)
-                && best.is_none_or(|(b, _)| from + at < b)
-            {
-                best = Some((from + at, i));
+            match bare_list(rest.get(blank..).unwrap_or_default(), at_end) {
+                Some(Some(format)) => return Step::Decided(Detected::Format(format), self.pos + blank),
+                Some(None) => return Step::Undecided(self.pos),
+                None => {}
             }
         }
-        // A cut-off marker at the end of the text (nothing decides before it).
-        let hold = if at_end { text.len() } else { hold_start(text, from, &MARKERS) };
-        let limit = best.map_or(hold, |(at, _)| at);
-        // A Python call list in prose, before that.
-        if let Some(step) = self.pythonic(text, from, limit, at_end) {
-            return step;
-        }
-        let Some((at, i)) = best else {
-            self.note_prose(text, from, hold);
-            return Step::Undecided(hold);
-        };
-        let detected = match MARKERS.get(i).copied().unwrap_or_default() {
-            VCP_START => Some(Detected::Vcp),
-            TOOL_CALL => after_tool_call(text, at + TOOL_CALL.len(), at_end),
-            FUNCTION => Some(Detected::Format(TextFormat::Qwen3CoderXml)),
-            MISTRAL => Some(Detected::Format(TextFormat::Mistral)),
-            PYTHON_TAG => Some(Detected::Format(TextFormat::Llama3Json)),
-            PYTHON_START => Some(Detected::Format(TextFormat::Pythonic)),
-            DS_CALLS | DS_CALL => deepseek_version(text, at, at_end),
-            KIMI => Some(Detected::Format(TextFormat::KimiK2)),
-            _ => Some(Detected::Format(TextFormat::MinimaxM2)),
-        };
-        self.note_prose(text, from, at);
-        match detected {
-            Some(detected) => Step::Decided(detected, at),
-            None => {
-                self.pos = at;
-                Step::Undecided(at)
+        loop {
+            // The earliest marker from here.
+            let from = self.pos;
+            let hay = text.get(from..).unwrap_or_default();
+            let best = markers()
+                .and_then(|search| search.find(hay))
+                .map(|m| (from + m.start(), m.pattern().as_usize()));
+            // A cut-off marker at the end of the text (nothing decides before it).
+            let hold = if at_end { text.len() } else { hold_start(text, from) };
+            let limit = best.map_or(hold, |(at, _)| at);
+            // A Python call list in prose, before that.
+            if let Some(step) = self.pythonic(text, from, limit, at_end) {
+                return step;
             }
+            let Some((at, i)) = best else {
+                self.note_prose(text, from, hold);
+                return Step::Undecided(hold);
+            };
+            let (marker, then) = MARKERS.get(i).copied().unwrap_or((VCP_START, Then::Is(Detected::Vcp)));
+            let detected = match then {
+                Then::Is(detected) => Some(detected),
+                Then::ToolCall => after_tool_call(text, at + marker.len(), at_end),
+                Then::ToolCalls => after_tool_calls(text, at + marker.len(), at_end),
+                Then::DeepSeek => deepseek_version(text, at, at_end),
+                Then::JsonFence => match after_fence(text, at + marker.len(), at_end) {
+                    Some(true) => Some(Detected::Format(TextFormat::Xlam)),
+                    Some(false) => {
+                        // An ordinary code block: prose, and the search goes on after it.
+                        self.note_prose(text, from, at + marker.len());
+                        continue;
+                    }
+                    None => None,
+                },
+            };
+            self.note_prose(text, from, at);
+            return match detected {
+                Some(detected) => Step::Decided(detected, at),
+                None => {
+                    self.pos = at;
+                    Step::Undecided(at)
+                }
+            };
         }
     }
 
@@ -304,11 +443,6 @@ fn step(
     }
 }
 
-/// Where a tail of `text[from..]` that may begin one of `tokens` starts (else its end).
-fn hold_start(text: &str, from: usize, tokens: &[&str]) -> usize {
-    super::driver::partial_suffix(text, from, tokens).unwrap_or(text.len())
-}
-
 /// How much whitespace a decision waits through before deciding without what follows it
 /// (so that a stream of blanks costs linear time).
 const MAX_UNDECIDED_BLANK: usize = 256;
@@ -331,6 +465,71 @@ fn bare_llama(rest: &str, at_end: bool) -> Option<Option<bool>> {
     Some(Some(false))
 }
 
+/// A reply that opens with `[`: a list of call objects, JSON (`[{"name"`, xLAM) or
+/// Python (`[{'name'`, Sarashina)? `None`: neither; `Some(None)`: undecided.
+fn bare_list(rest: &str, at_end: bool) -> Option<Option<TextFormat>> {
+    let body = rest.strip_prefix('[')?;
+    let trimmed = body.trim_start();
+    if body.len() - trimmed.len() > MAX_UNDECIDED_BLANK {
+        return None;
+    }
+    let Some(object) = trimmed.strip_prefix('{') else {
+        return (!at_end && trimmed.is_empty()).then_some(None);
+    };
+    let key = object.trim_start();
+    if object.len() - key.len() > MAX_UNDECIDED_BLANK {
+        return None;
+    }
+    for (quoted, format) in [("\"name\"", TextFormat::Xlam), ("'name'", TextFormat::Sarashina)] {
+        if key.starts_with(quoted) {
+            return Some(Some(format));
+        }
+        if !at_end && quoted.starts_with(key) {
+            return Some(None);
+        }
+    }
+    None
+}
+
+/// After a ```` ```json ```` fence: a list of call objects (`[{"name"`, xLAM)? `None`:
+/// undecided.
+pub(super) fn after_fence(text: &str, from: usize, at_end: bool) -> Option<bool> {
+    let rest = text.get(from..).unwrap_or_default();
+    let mut tail = rest;
+    for (piece, skip_blanks) in [("[", true), ("{", true), ("\"name\"", true)] {
+        let trimmed = if skip_blanks { tail.trim_start() } else { tail };
+        if rest.len() - trimmed.len() > 3 * MAX_UNDECIDED_BLANK {
+            return Some(false);
+        }
+        if let Some(after) = trimmed.strip_prefix(piece) {
+            tail = after;
+        } else if !at_end && piece.starts_with(trimmed) {
+            return None;
+        } else {
+            return Some(false);
+        }
+    }
+    Some(true)
+}
+
+/// After `<tool_calls>`: a JSON array (Hunyuan A13B, Jamba), `<tool_call>` blocks
+/// (Hunyuan 3) or JSON lines (MiniMax-M1).
+fn after_tool_calls(text: &str, from: usize, at_end: bool) -> Option<Detected> {
+    let rest = text.get(from..).unwrap_or_default();
+    let trimmed = rest.trim_start();
+    if rest.len() - trimmed.len() > MAX_UNDECIDED_BLANK {
+        return Some(Detected::Format(TextFormat::MinimaxM1));
+    }
+    const INNER: &str = "<tool_call";
+    match trimmed.bytes().next() {
+        Some(b'[') => Some(Detected::Format(TextFormat::Hunyuan)),
+        Some(b'<') if trimmed.starts_with(INNER) => Some(Detected::Format(TextFormat::HunyuanV3)),
+        Some(b'<') if !at_end && INNER.starts_with(trimmed) => None,
+        Some(_) => Some(Detected::Format(TextFormat::MinimaxM1)),
+        None => at_end.then_some(Detected::Format(TextFormat::MinimaxM1)),
+    }
+}
+
 /// After `<tool_call>`: a JSON object (hermes), `<function=` (Qwen3-Coder), or a name:
 /// GLM-4.5 when a line break follows the name, else GLM-4.7.
 fn after_tool_call(text: &str, from: usize, at_end: bool) -> Option<Detected> {
@@ -341,8 +540,18 @@ fn after_tool_call(text: &str, from: usize, at_end: bool) -> Option<Detected> {
         // `<tool_call>` and blanks are hermes'.
         return Some(Detected::Format(TextFormat::Hermes));
     }
-    if rest.starts_with('{') || rest.starts_with('[') {
+    if rest.starts_with('{') {
         return Some(Detected::Format(TextFormat::Hermes));
+    }
+    if let Some(list) = rest.strip_prefix('[') {
+        // Granite 3.1 writes a JSON array of calls after `<tool_call>`; hermes reads
+        // anything else after `[` (as a damaged call).
+        let element = list.trim_start();
+        return match element.bytes().next() {
+            Some(b'{') => Some(Detected::Format(TextFormat::Granite)),
+            None if !at_end && list.len() <= MAX_UNDECIDED_BLANK => None,
+            _ => Some(Detected::Format(TextFormat::Hermes)),
+        };
     }
     const FUNCTION_TAG: &str = "<function";
     if rest.starts_with(FUNCTION_TAG) {
@@ -500,6 +709,7 @@ impl AutoProtocol {
             emitted: 0,
             inner: None,
             finished: false,
+            prefer: self.prompt,
         }
     }
 }
@@ -604,6 +814,9 @@ pub struct AutoStreamParser {
     /// After the decision: the chosen parser, and where its text begins in the reply.
     inner: Option<(Inner, usize)>,
     finished: bool,
+    /// The format the tools were offered in: taken over a detected format whose markup
+    /// it shares.
+    prefer: Detected,
 }
 
 impl AutoStreamParser {
@@ -636,6 +849,12 @@ impl AutoStreamParser {
                 }
             }
             Some((detected, at)) => {
+                let detected = match (detected, self.prefer) {
+                    (Detected::Format(found), Detected::Format(offered)) if shares_markup(found, offered) => {
+                        self.prefer
+                    }
+                    _ => detected,
+                };
                 self.prose(at, events);
                 events.push(StreamEvent::TurnState(detected.state()));
                 let parser: Box<dyn StreamParser> = match detected {

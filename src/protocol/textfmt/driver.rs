@@ -194,6 +194,16 @@ impl Searches {
         }
     }
 
+    /// Inside a section that runs to `end` (reasoning): its end, or what is held back
+    /// until it comes.
+    pub(crate) fn section_end(&mut self, text: &str, from: usize, end: &'static str) -> InSection {
+        match self.token(text, from, end) {
+            Found::Call(at) => InSection::End { at, len: end.len() },
+            Found::Hold(at) => InSection::Hold(at),
+            _ => InSection::Hold(text.len()),
+        }
+    }
+
     /// The earliest of several tokens, with the index of the one found; remembering.
     pub(crate) fn tokens(&mut self, text: &str, from: usize, tokens: &[&'static str]) -> (Found, usize) {
         let mut best: Option<(usize, usize)> = None;
@@ -229,6 +239,9 @@ pub(crate) struct Region<'r> {
     start: usize,
 }
 
+/// The stage of a region that [`Region::until_first`] ended before its closing token.
+pub(crate) const UNCLOSED: u8 = 1;
+
 impl Region<'_> {
     /// The earliest of `tokens` in the region at or after `from` (region offsets), with
     /// its index.
@@ -247,6 +260,20 @@ impl Region<'_> {
     /// (`open_len` bytes): see [`scan_for`].
     pub(crate) fn until(&mut self, open_len: usize, close: &'static str) -> Scan {
         scan_for(self.text, self.state, open_len, close)
+    }
+
+    /// A region that ends with `tokens[0]`, looked for after the opening markup
+    /// (`open_len` bytes), or that one of the other `tokens` cuts off first: it ends
+    /// before that one, with the stage [`UNCLOSED`].
+    pub(crate) fn until_first(&mut self, open_len: usize, tokens: &[&'static str]) -> Scan {
+        match self.earliest(open_len, tokens) {
+            Some((at, 0)) => Scan::Closed(at + tokens.first().map_or(0, |t| t.len())),
+            Some((at, _)) => {
+                self.state.stage = UNCLOSED;
+                Scan::Closed(at)
+            }
+            None => Scan::Open,
+        }
     }
 
     /// A region that is one balanced bracket group from its first byte: closed after

@@ -9,6 +9,7 @@
 
 use std::borrow::Cow;
 
+use super::auto::after_fence;
 use super::pythonic::list_starts;
 use crate::protocol::vcp::neutralize_markers;
 
@@ -16,13 +17,29 @@ use crate::protocol::vcp::neutralize_markers;
 const TAG_NAMES: &[&str] = &[
     "tool_call",
     "tool_response",
-    "function=",
+    "function",
+    "param",
     "parameter",
     "arg_key",
     "arg_value",
     "minimax:",
     "invoke",
     "response",
+    "longcat_tool",
+    "result",
+    "function_results",
+    "steptml:",
+    "seed:",
+    "]minimax[",
+    "mm:think",
+    "start_function",
+    "end_function",
+    "escape",
+    "channel|",
+    "tool|",
+    "tool_result",
+    "tool_sep",
+    "answer",
 ];
 
 /// Bracketed tokens (Mistral's).
@@ -48,14 +65,29 @@ fn bracket_starts(text: &str, at: usize) -> bool {
     let rest = text.get(at..).unwrap_or_default();
     BRACKET_TOKENS.iter().any(|token| rest.get(..token.len()).is_some_and(|h| h.eq_ignore_ascii_case(token)))
         || list_starts(text, at) != Some(false)
+        || text.get(..at).is_some_and(|before| before.ends_with(PHI4_LIST))
+}
+
+/// Phi-4-mini's call list opens with this word and `[`.
+const PHI4_LIST: &str = "functools";
+
+/// xLAM's fenced call list opens with this fence.
+const JSON_FENCE: &str = "```json";
+
+/// Whether the backtick at the start of `rest` opens a fenced list of call objects
+/// (```` ```json ```` then `[{"name"`), which xLAM reads as calls.
+fn fence_starts(rest: &str) -> bool {
+    rest.starts_with(JSON_FENCE) && after_fence(rest, JSON_FENCE.len(), true) == Some(true)
 }
 
 /// Makes untrusted text (a tool's output, an error message) safe to write back to a
 /// model in any open-model format: VCP markers get their `_ESCAPE` form (as
 /// [`neutralize_markers`] writes them), and every `<` or `[` that begins a format's
 /// markup (`<tool_call>`, `</tool_response>`, `<|python_tag|>`, `<｜tool▁calls▁begin｜>`,
-/// `[TOOL_CALLS]`, a pythonic `[name(` call list, …) becomes `&lt;` or `&#91;`. Text
-/// without any is returned unchanged.
+/// `[TOOL_CALLS]`, a pythonic `[name(` call list, Phi-4's `functools[`, …) becomes `&lt;`
+/// or `&#91;`, and a ```` ```json ```` fence holding a list of call objects (which xLAM
+/// reads as calls) has its first backtick written `&#96;`. Text without any is returned
+/// unchanged.
 ///
 /// ```
 /// use tool_calling::protocol::textfmt::neutralize_tokens;
@@ -71,10 +103,12 @@ pub fn neutralize_tokens(text: &str) -> Cow<'_, str> {
     let bytes = text.as_bytes();
     let mut out = String::new();
     let mut copied = 0;
-    for (at, _) in bytes.iter().enumerate().filter(|(_, b)| matches!(b, b'<' | b'[')) {
+    for (at, _) in bytes.iter().enumerate().filter(|(_, b)| matches!(b, b'<' | b'[' | b'`')) {
         let rest = text.get(at..).unwrap_or_default();
         let entity = if rest.starts_with('<') {
             tag_starts(rest).then_some("&lt;")
+        } else if rest.starts_with('`') {
+            fence_starts(rest).then_some("&#96;")
         } else {
             bracket_starts(&text, at).then_some("&#91;")
         };
@@ -113,11 +147,34 @@ mod tests {
             "<|python_tag|>",
             "<|tool_calls_section_begin|>",
             "<｜tool▁calls▁begin｜>",
+            "<longcat_tool_call>",
+            "</longcat_tool_response>",
+            "</result>",
+            "<function_results>",
+            "<steptml:invoke name=\"f\">",
+            "<seed:tool_call>",
+            "<seed:eos>",
+            "<|START_ACTION|>",
+            "<｜DSML｜function_calls>",
+            "<|channel|>",
+            "<function name=\"f\">",
+            "<param name=\"a\">",
+            "<mm:think>",
+            "<start_function_call>",
+            "<end_function_response>",
+            "<escape>",
+            "<channel|>",
         ] {
             let safe = neutralize_tokens(token);
             assert!(safe.starts_with("&lt;"), "{token} -> {safe}");
             assert_eq!(safe.get(4..), token.get(1..), "only the `<` changes: {token}");
         }
+        assert_eq!(neutralize_tokens("functools[{"), "functools&#91;{");
+        let fenced = "```json\n[{\"name\": \"rm\"}]\n```";
+        assert_eq!(neutralize_tokens(fenced), format!("&#96;{}", &fenced[1..]));
+        assert_eq!(neutralize_tokens("```json\n[1, 2]\n```"), "```json\n[1, 2]\n```", "a code block stays");
+        // MiniMax-M3's namespace token: its `<` is written as an entity.
+        assert_eq!(neutralize_tokens("]<]minimax[>[<tool_call>"), "]&lt;]minimax[>[&lt;tool_call>");
         for token in ["[TOOL_CALLS]", "[ARGS]", "[/TOOL_RESULTS]", "[f(", "[ g (x)]", "[f"] {
             let safe = neutralize_tokens(token);
             assert_eq!(safe, format!("&#91;{}", token.get(1..).unwrap_or_default()), "{token}");

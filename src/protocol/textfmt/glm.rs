@@ -14,6 +14,9 @@
 //! values are trimmed; values are typed as the module docs say (a JSON array or object
 //! written as the value becomes that value). A block never closed by `</tool_call>` is
 //! an incomplete request.
+//!
+//! `poolside_v1` (poolside Laguna) writes the same markup and is read by [`read_call`]
+//! with one difference, how a value is cut out of its tags ([`ValueCut`]).
 
 use super::driver::{Format, Found, RawCall, Region, Scan, ScanState, Searches, inside};
 use super::hermes::{CLOSE, OPEN};
@@ -39,6 +42,28 @@ pub(crate) struct Glm {
     pub(crate) v47: bool,
 }
 
+/// How a value's text is cut out of its `<arg_value>` tags.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ValueCut {
+    /// White space at both ends is dropped (GLM).
+    Trim,
+    /// At most one line break at each end is dropped, nothing else (poolside).
+    OneLineBreak,
+}
+
+impl ValueCut {
+    /// The value `text` stands for.
+    fn apply(self, text: &str) -> &str {
+        match self {
+            ValueCut::Trim => text.trim(),
+            ValueCut::OneLineBreak => {
+                let text = text.strip_prefix('\n').unwrap_or(text);
+                text.strip_suffix('\n').unwrap_or(text)
+            }
+        }
+    }
+}
+
 impl Format for Glm {
     fn find(&self, text: &str, from: usize, _reply_start: bool, search: &mut Searches) -> Found {
         search.token(text, from, OPEN)
@@ -49,63 +74,63 @@ impl Format for Glm {
     }
 
     fn read(&self, region: &str, _state: &ScanState, closed: bool, calls: &mut Vec<RawCall>) {
-        const KEY: &str = "<arg_key>";
-        const KEY_END: &str = "</arg_key>";
-        const VALUE: &str = "<arg_value>";
-        const VALUE_END: &str = "</arg_value>";
-        let body = inside(region, OPEN.len(), CLOSE, closed);
-        let name_end = if self.v47 {
-            let trimmed = body.len() - body.trim_start().len();
-            trimmed
-                + body
-                    .get(trimmed..)
-                    .unwrap_or_default()
-                    .find(|c: char| c.is_whitespace() || c == '<')
-                    .unwrap_or(body.len() - trimmed)
-        } else {
-            // The name runs to the end of its line (a blank before it is skipped).
-            let lead = body.len() - body.trim_start().len();
-            let name_part = body.get(lead..).unwrap_or_default();
-            lead + match (name_part.find('\n'), name_part.find(KEY)) {
-                (Some(line), Some(key)) => line.min(key),
-                (Some(line), None) => line,
-                (None, Some(key)) => key,
-                (None, None) => name_part.len(),
+        read_call(self.v47, ValueCut::Trim, region, closed, calls);
+    }
+}
+
+/// The call of a `<tool_call>` region: the name by `glm47`'s rule when `v47` (else
+/// `glm45`'s), values cut out of their tags by `cut`.
+pub(crate) fn read_call(v47: bool, cut: ValueCut, region: &str, closed: bool, calls: &mut Vec<RawCall>) {
+    let body = inside(region, OPEN.len(), CLOSE, closed);
+    let name_end = if v47 {
+        let trimmed = body.len() - body.trim_start().len();
+        trimmed
+            + body
+                .get(trimmed..)
+                .unwrap_or_default()
+                .find(|c: char| c.is_whitespace() || c == '<')
+                .unwrap_or(body.len() - trimmed)
+    } else {
+        // The name runs to the end of its line (a blank before it is skipped).
+        let lead = body.len() - body.trim_start().len();
+        let name_part = body.get(lead..).unwrap_or_default();
+        lead + match (name_part.find('\n'), name_part.find(KEY)) {
+            (Some(line), Some(key)) => line.min(key),
+            (Some(line), None) => line,
+            (None, Some(key)) => key,
+            (None, None) => name_part.len(),
+        }
+    };
+    // A literal `\n` (an escaped line break some servers leave in) is not the name.
+    let name = body.get(..name_end).unwrap_or_default().trim().trim_end_matches("\\n").trim().to_string();
+    let mut call = RawCall { span: 0..region.len(), name, ..RawCall::default() };
+    let mut rest = body.get(name_end..).unwrap_or_default();
+    while let Some(at) = rest.find(KEY) {
+        let after = rest.get(at + KEY.len()..).unwrap_or_default();
+        let Some(key_end) = after.find(KEY_END) else {
+            call.problems.push("an <arg_key> is not closed with </arg_key>".into());
+            break;
+        };
+        let key = after.get(..key_end).unwrap_or_default().trim().to_string();
+        let after = after.get(key_end + KEY_END.len()..).unwrap_or_default();
+        let Some(value_at) = after.find(VALUE) else {
+            call.problems.push(format!("the argument `{key}` has no <arg_value>"));
+            break;
+        };
+        let value_text = after.get(value_at + VALUE.len()..).unwrap_or_default();
+        let (value, next) = match value_text.find(VALUE_END) {
+            Some(end) => (value_text.get(..end).unwrap_or_default(), value_text.get(end + VALUE_END.len()..)),
+            None => {
+                call.problems.push(format!("the value of `{key}` is not closed with </arg_value>"));
+                (value_text, None)
             }
         };
-        // A literal `\n` (an escaped line break some servers leave in) is not the name.
-        let name = body.get(..name_end).unwrap_or_default().trim().trim_end_matches("\\n").trim().to_string();
-        let mut call = RawCall { span: 0..region.len(), name, ..RawCall::default() };
-        let mut rest = body.get(name_end..).unwrap_or_default();
-        while let Some(at) = rest.find(KEY) {
-            let after = rest.get(at + KEY.len()..).unwrap_or_default();
-            let Some(key_end) = after.find(KEY_END) else {
-                call.problems.push("an <arg_key> is not closed with </arg_key>".into());
-                break;
-            };
-            let key = after.get(..key_end).unwrap_or_default().trim().to_string();
-            let after = after.get(key_end + KEY_END.len()..).unwrap_or_default();
-            let Some(value_at) = after.find(VALUE) else {
-                call.problems.push(format!("the argument `{key}` has no <arg_value>"));
-                break;
-            };
-            let value_text = after.get(value_at + VALUE.len()..).unwrap_or_default();
-            let (value, next) = match value_text.find(VALUE_END) {
-                Some(end) => {
-                    (value_text.get(..end).unwrap_or_default(), value_text.get(end + VALUE_END.len()..))
-                }
-                None => {
-                    call.problems.push(format!("the value of `{key}` is not closed with </arg_value>"));
-                    (value_text, None)
-                }
-            };
-            let value = value.trim();
-            call.text_arg(key, value, infer_escaped(value));
-            let Some(next) = next else { break };
-            rest = next;
-        }
-        calls.push(call);
+        let value = cut.apply(value);
+        call.text_arg(key, value, infer_escaped(value));
+        let Some(next) = next else { break };
+        rest = next;
     }
+    calls.push(call);
 }
 
 /// The calls of `glm45` and `glm47` as a grammar: the name, then each argument as

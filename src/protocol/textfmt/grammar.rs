@@ -112,6 +112,36 @@ pub(crate) fn write_call(
             super::glm::write_call(format == TextFormat::Glm47, name, args)
         }
         TextFormat::MinimaxM2 => Some(super::minimax::write_call(name, args)),
+        TextFormat::Cohere => super::cohere::write_call(name, args),
+        TextFormat::DeepSeekV32 => super::deepseek_v32::write_call(name, args),
+        TextFormat::Step3 => super::step3::write_call(name, args),
+        TextFormat::KimiK3 => super::kimi_k3::write_call(name, args),
+        TextFormat::Harmony => super::harmony::write_call(name, args),
+        TextFormat::SeedOss => super::seed_oss::write_call(name, args),
+        TextFormat::Granite => super::granite::write_call(name, args),
+        TextFormat::Xlam => super::xlam::write_call(name, args),
+        TextFormat::Phi4Mini => super::phi4_mini::write_call(name, args),
+        TextFormat::Hunyuan => super::hunyuan::write_call(name, args),
+        TextFormat::Internlm => super::internlm::write_call(name, args),
+        TextFormat::FunctionGemma => super::function_gemma::write_call(name, args),
+        TextFormat::Gemma4 => super::gemma4::write_call(name, args),
+        TextFormat::Jamba => super::jamba::write_call(name, args),
+        TextFormat::Olmo3 => super::olmo3::write_call(name, args),
+        TextFormat::Longcat => super::longcat::write_call(name, args),
+        TextFormat::Ernie45 => super::ernie45::write_call(name, args),
+        TextFormat::Gigachat3 => super::gigachat3::write_call(name, args),
+        TextFormat::MinimaxM1 => super::minimax_m1::write_call(name, args),
+        TextFormat::Inkling => super::inkling::write_call(name, args),
+        TextFormat::Sarashina => super::sarashina::write_call(name, args),
+        TextFormat::DeepSeekV4 => super::deepseek_v4::write_call(name, args),
+        TextFormat::HunyuanV3 => super::hunyuan_v3::write_call(name, args),
+        TextFormat::Lfm2 => super::lfm2::write_call(name, args),
+        TextFormat::MinimaxM3 => super::minimax_m3::write_call(name, args),
+        TextFormat::Apertus => super::apertus::write_call(name, args),
+        TextFormat::Minicpm5 => super::minicpm5::write_call(name, args),
+        TextFormat::PoolsideV1 => super::poolside_v1::write_call(name, args),
+        TextFormat::Gigachat35 => super::gigachat35::write_call(name, args),
+        TextFormat::DeepSeekV41 => super::deepseek_v41::write_call(name, args),
         TextFormat::Pythonic => Some(super::pythonic::write_call(name, args)),
         TextFormat::KimiK2 => Some(format!(
             "{KIMI_SECTION}{KIMI_CALL}functions.{name}:0{KIMI_ARGUMENTS}{args_json}{KIMI_CALL_END}{KIMI_SECTION_END}"
@@ -207,6 +237,38 @@ pub(crate) fn grammar(
             super::glm::syntax(format.id(), format == TextFormat::Glm47, options, &mut b, &methods)?
         }
         TextFormat::MinimaxM2 => super::minimax::syntax(format.id(), options, &mut b, &methods)?,
+        TextFormat::Cohere
+        | TextFormat::DeepSeekV32
+        | TextFormat::Step3
+        | TextFormat::KimiK3
+        | TextFormat::Harmony
+        | TextFormat::SeedOss
+        | TextFormat::Granite
+        | TextFormat::Xlam
+        | TextFormat::Phi4Mini
+        | TextFormat::Hunyuan
+        | TextFormat::Internlm
+        | TextFormat::FunctionGemma
+        | TextFormat::Gemma4
+        | TextFormat::Jamba
+        | TextFormat::Olmo3
+        | TextFormat::Longcat
+        | TextFormat::Ernie45
+        | TextFormat::Gigachat3
+        | TextFormat::MinimaxM1
+        | TextFormat::Inkling
+        | TextFormat::Sarashina
+        | TextFormat::DeepSeekV4
+        | TextFormat::HunyuanV3
+        | TextFormat::Lfm2
+        | TextFormat::MinimaxM3
+        | TextFormat::Apertus
+        | TextFormat::Minicpm5
+        | TextFormat::PoolsideV1
+        | TextFormat::Gigachat35
+        | TextFormat::DeepSeekV41 => {
+            return Err(GrammarError::Unsupported { protocol: format.id().to_string(), dialect, scope });
+        }
         TextFormat::Pythonic => super::pythonic::syntax(format.id(), options, &mut b, &methods)?,
         TextFormat::KimiK2 => {
             let head = |name: &str| format!("{KIMI_CALL}functions.{name}:");

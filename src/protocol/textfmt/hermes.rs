@@ -13,40 +13,44 @@
 //! Implementation-defined choices: a block never closed is an incomplete request even
 //! when its JSON is whole.
 
+use serde_json::{Map, Value};
+
 use super::driver::{Format, Found, RawCall, Region, Scan, ScanState, Searches, after_blanks, inside};
+use super::grammar::json_text;
 use super::json::{Balanced, Quotes, call_object, scan_balanced};
+use super::prompt::{functions, lines, wrapped};
+use crate::ToolExecutionResult;
+use crate::tools::ToolDefinition;
 
 pub(crate) const OPEN: &str = "<tool_call>";
 pub(crate) const CLOSE: &str = "</tool_call>";
 
+/// Hermes' rules under a format's tag names: one call object between `open` and `close`.
+pub(crate) struct Tagged {
+    pub open: &'static str,
+    pub close: &'static str,
+}
+
 /// The rules of `hermes`.
-pub(crate) struct Hermes;
+pub(crate) const HERMES: Tagged = Tagged { open: OPEN, close: CLOSE };
 
 /// Stages of a region.
-const BEFORE_JSON: u8 = 0;
-const IN_JSON: u8 = 1;
-const AFTER_JSON: u8 = 2;
-const FALLBACK: u8 = 3;
+pub(crate) const BEFORE_JSON: u8 = 0;
+pub(crate) const IN_JSON: u8 = 1;
+pub(crate) const AFTER_JSON: u8 = 2;
+pub(crate) const FALLBACK: u8 = 3;
 
-impl Format for Hermes {
+impl Format for Tagged {
     fn find(&self, text: &str, from: usize, _reply_start: bool, search: &mut Searches) -> Found {
-        search.token(text, from, OPEN)
+        search.token(text, from, self.open)
     }
 
     fn scan(&self, region: &mut Region<'_>) -> Scan {
-        scan_json_block(region, OPEN.len(), CLOSE)
+        scan_json_block(region, self.open.len(), self.close)
     }
 
     fn read(&self, region: &str, _state: &ScanState, closed: bool, calls: &mut Vec<RawCall>) {
-        let inner = inside(region, OPEN.len(), CLOSE, closed).trim();
-        calls.push(match call_object(inner, &["arguments", "parameters"]) {
-            Ok((name, args)) => RawCall { span: 0..region.len(), name, args, ..RawCall::default() },
-            Err((name, problem)) => RawCall::broken(
-                0..region.len(),
-                name,
-                format!("{problem}: write one JSON object with \"name\" and \"arguments\" inside <tool_call></tool_call>"),
-            ),
-        });
+        read_json_block(region, self.open, self.close, closed, calls);
     }
 }
 
@@ -59,21 +63,8 @@ pub(crate) fn scan_json_block(scan: &mut Region<'_>, open_len: usize, close: &'s
     loop {
         match state.stage {
             BEFORE_JSON => {
-                let at = after_blanks(bytes, state.pos.max(open_len));
-                match bytes.get(at) {
-                    None => {
-                        state.pos = at;
-                        return Scan::Open;
-                    }
-                    Some(b'{') => {
-                        state.stage = IN_JSON;
-                        state.mark = at;
-                        state.pos = at;
-                    }
-                    Some(_) => {
-                        state.stage = FALLBACK;
-                        state.pos = at;
-                    }
+                if !json_start(bytes, state, open_len) {
+                    return Scan::Open;
                 }
             }
             IN_JSON => match scan_balanced(region, state.mark, state, Quotes::Json, Some(close)) {
@@ -103,4 +94,73 @@ pub(crate) fn scan_json_block(scan: &mut Region<'_>, open_len: usize, close: &'s
             }
         }
     }
+}
+
+/// The stage before the JSON object of a block: past the blanks after the opening
+/// (`open_len` bytes), `{` opens the object (stage [`IN_JSON`], `mark` on it) and
+/// anything else sends the region to [`FALLBACK`]; `false` when the text ends first.
+pub(crate) fn json_start(bytes: &[u8], state: &mut ScanState, open_len: usize) -> bool {
+    let at = after_blanks(bytes, state.pos.max(open_len));
+    state.pos = at;
+    match bytes.get(at) {
+        None => return false,
+        Some(b'{') => {
+            state.stage = IN_JSON;
+            state.mark = at;
+        }
+        Some(_) => state.stage = FALLBACK,
+    }
+    true
+}
+
+/// The call of a block that [`scan_json_block`] scanned: one JSON object with `"name"`
+/// and `"arguments"` (or `"parameters"`) between `open` and `close`.
+pub(crate) fn read_json_block(region: &str, open: &str, close: &str, closed: bool, calls: &mut Vec<RawCall>) {
+    let keys = ["arguments", "parameters"];
+    read_call_object(region, open.len(), close, closed, &keys, calls, || {
+        format!("write one JSON object with \"name\" and \"arguments\" inside {open}{close}")
+    });
+}
+
+/// The call object between the opening (`open_len` bytes) and `close` of a region, its
+/// arguments under one of `keys`; `hint` follows the problem of one that is not a call.
+pub(crate) fn read_call_object(
+    region: &str,
+    open_len: usize,
+    close: &str,
+    closed: bool,
+    keys: &[&str],
+    calls: &mut Vec<RawCall>,
+    hint: impl FnOnce() -> String,
+) {
+    let inner = inside(region, open_len, close, closed).trim();
+    calls.push(match call_object(inner, keys) {
+        Ok((name, args)) => RawCall { span: 0..region.len(), name, args, ..RawCall::default() },
+        Err((name, problem)) => RawCall::broken(0..region.len(), name, format!("{problem}: {}", hint())),
+    });
+}
+
+/// The tool-definition prompt of a format that writes Hermes' call objects in tags of
+/// its own (`open`, `close`).
+pub(crate) fn tagged_prompt(tools: &[ToolDefinition], open: &str, close: &str) -> String {
+    format!(
+        "## Tools\n\nYou can call the functions below to help with the user's request. Their \
+         signatures are listed inside <tools></tools> tags:\n<tools>\n{}\n</tools>\n\n\
+         To call a function, write a JSON object with its name and arguments inside \
+         {open}{close} tags, one block per call:\n{open}\n\
+         {{\"name\": <function-name>, \"arguments\": <args-json-object>}}\n{close}",
+        lines(&functions(tools))
+    )
+}
+
+/// Each result between `open` and `close` on lines of their own, one block a line.
+pub(crate) fn tagged_results(results: &[ToolExecutionResult], open: &str, close: &str) -> String {
+    wrapped(results, &format!("{open}\n"), &format!("\n{close}"))
+}
+
+/// A call of `name` with `args` as Hermes writes it, in the tags `open` and `close`.
+pub(crate) fn tagged_call(name: &str, args: &Map<String, Value>, open: &str, close: &str) -> String {
+    let name = json_text(&Value::String(name.to_string()));
+    let args = json_text(&Value::Object(args.clone()));
+    format!("{open}\n{{\"name\": {name}, \"arguments\": {args}}}\n{close}")
 }

@@ -15,7 +15,7 @@
 //! a `name` is an incomplete request; one whose `</invoke>` is missing ends at the next
 //! `<invoke` or at the end of the wrapper, and is incomplete.
 
-use super::driver::{Format, RawCall, Region, Scan, ScanState, SectionTokens};
+use super::driver::{Format, RawCall, Region, Scan, ScanState, SectionTokens, UNCLOSED};
 use super::values::{decode_entities, infer_minimax};
 
 const WRAPPER: &str = "<minimax:tool_call>";
@@ -24,9 +24,6 @@ const INVOKE: &str = "<invoke";
 const INVOKE_END: &str = "</invoke>";
 const PARAMETER: &str = "<parameter";
 const PARAMETER_END: &str = "</parameter>";
-
-/// The region ended without its `</invoke>` (a [`ScanState::stage`]).
-const UNCLOSED: u8 = 1;
 
 /// The rules of `minimax_m2`.
 pub(crate) struct MinimaxM2;
@@ -37,14 +34,7 @@ impl Format for MinimaxM2 {
     }
 
     fn scan(&self, region: &mut Region<'_>) -> Scan {
-        match region.earliest(INVOKE.len(), &[INVOKE_END, INVOKE, WRAPPER_END]) {
-            Some((at, 0)) => Scan::Closed(at + INVOKE_END.len()),
-            Some((at, _)) => {
-                region.state.stage = UNCLOSED;
-                Scan::Closed(at)
-            }
-            None => Scan::Open,
-        }
+        region.until_first(INVOKE.len(), &[INVOKE_END, INVOKE, WRAPPER_END])
     }
 
     fn read(&self, region: &str, state: &ScanState, _closed: bool, calls: &mut Vec<RawCall>) {

@@ -57,22 +57,56 @@
 //! assert!(parsed.requests[0].complete);
 //! ```
 
+mod apertus;
 mod auto;
+mod cohere;
 mod deepseek;
+mod deepseek_v32;
+mod deepseek_v4;
+mod deepseek_v41;
 mod driver;
+mod dsml;
+mod ernie45;
 mod escape;
+mod function_gemma;
+mod gemma4;
+mod gigachat3;
+mod gigachat35;
 mod glm;
 mod grammar;
+mod granite;
+mod harmony;
 mod hermes;
+mod hunyuan;
+mod hunyuan_v3;
+mod inkling;
+mod internlm;
+mod jamba;
 mod json;
+mod json_list;
 mod kimi_k2;
+mod kimi_k3;
+mod lfm2;
 mod llama3;
+mod longcat;
+mod minicpm5;
 mod minimax;
+mod minimax_m1;
+mod minimax_m3;
 mod mistral;
+mod olmo3;
+mod phi4_mini;
+mod poolside_v1;
 mod prompt;
 mod pythonic;
 mod qwen3_coder;
+mod sarashina;
+mod seed_oss;
+mod step3;
+#[cfg(test)]
+pub(crate) mod test_support;
 mod values;
+mod xlam;
 
 use std::ops::Range;
 
@@ -134,11 +168,71 @@ pub enum TextFormat {
     /// `minimax_m2`: `<minimax:tool_call>` with `<invoke name="…">` and `<parameter
     /// name="…">` text values.
     MinimaxM2,
+    /// `cohere`: Cohere Command R / Command A: `<|START_ACTION|>` with a JSON list of `tool_name`/`parameters` objects.
+    Cohere,
+    /// `deepseek_v32`: DeepSeek V3.2: DSML markup, `<｜DSML｜invoke name=…>` with `<｜DSML｜parameter …>` values.
+    DeepSeekV32,
+    /// `step3`: StepFun Step-3: `<｜tool_call_begin｜>function<｜tool_sep｜><steptml:invoke name=…>`.
+    Step3,
+    /// `kimi_k3`: Kimi K3: `<|open|>call tool="…"<|sep|>` blocks in a `tools` channel.
+    KimiK3,
+    /// `harmony`: gpt-oss (OpenAI Harmony): `commentary to=functions.NAME` messages ending in `<|call|>`.
+    Harmony,
+    /// `seed_oss`: ByteDance Seed-OSS: Qwen3-Coder's XML in `<seed:tool_call>` tags.
+    SeedOss,
+    /// `granite`: IBM Granite 3.x: `<|tool_call|>` or `<tool_call>` and a JSON array of calls.
+    Granite,
+    /// `xlam`: Salesforce xLAM: a JSON array of `{"name", "arguments"}` objects.
+    Xlam,
+    /// `phi4_mini`: Phi-4-mini: `functools[…]` with a JSON array of calls.
+    Phi4Mini,
+    /// `hunyuan`: Hunyuan A13B: a JSON array in `<tool_calls>` tags.
+    Hunyuan,
+    /// `internlm`: InternLM2 / 2.5: `<|action_start|><|plugin|>` and a JSON object.
+    Internlm,
+    /// `function_gemma`: FunctionGemma: `<start_function_call>call:NAME{…}<end_function_call>`.
+    FunctionGemma,
+    /// `gemma4`: Gemma 4: `<|tool_call>call:NAME{…}<tool_call|>`.
+    Gemma4,
+    /// `jamba`: AI21 Jamba: a JSON array in `<tool_calls>` tags.
+    Jamba,
+    /// `olmo3`: OLMo 3: Python-style calls in `<function_calls>` tags.
+    Olmo3,
+    /// `longcat`: LongCat-Flash: JSON in `<longcat_tool_call>` tags.
+    Longcat,
+    /// `ernie45`: ERNIE 4.5: JSON in `<tool_call>` tags, after reasoning.
+    Ernie45,
+    /// `gigachat3`: GigaChat 3 / 3.1: one JSON call after a `function call` header.
+    Gigachat3,
+    /// `minimax_m1`: MiniMax-M1: JSON lines in `<tool_calls>` tags.
+    MinimaxM1,
+    /// `inkling`: Inkling: TML frames, `<|content_invoke_tool_json|>` payloads.
+    Inkling,
+    /// `sarashina`: SoftBank Sarashina: a Python-literal list of dicts after `<|tool_calls|>`.
+    Sarashina,
+    /// `deepseek_v4`: DeepSeek V4: DSML invokes in a `<｜DSML｜tool_calls>` block.
+    DeepSeekV4,
+    /// `hunyuan_v3`: Hunyuan 3: `<tool_call>NAME<tool_sep>` and key/value tags in `<tool_calls>`.
+    HunyuanV3,
+    /// `lfm2`: Liquid LFM2: a Python call list between `<|tool_call_start|>` and `<|tool_call_end|>`.
+    Lfm2,
+    /// `minimax_m3`: MiniMax-M3: namespaced `]<]minimax[>[` tags, `<invoke name=…>` with nested value tags.
+    MinimaxM3,
+    /// `apertus`: Swiss AI Apertus: `<|tools_prefix|>[{"NAME": {…}}]<|tools_suffix|>`.
+    Apertus,
+    /// `minicpm5`: MiniCPM 4/5: `<function name=…>` with `<param name=…>` values.
+    Minicpm5,
+    /// `poolside_v1`: poolside Laguna: GLM-4.5's `<tool_call>NAME` with `<arg_key>`/`<arg_value>` pairs.
+    PoolsideV1,
+    /// `gigachat35`: GigaChat 3.5.
+    Gigachat35,
+    /// `deepseek_v41`: DeepSeek V4.1: DSML with spaced tags, `<｜DSML｜ calls>` blocks.
+    DeepSeekV41,
 }
 
 impl TextFormat {
     /// Every format, in the order of the table above.
-    pub const ALL: [TextFormat; 11] = [
+    pub const ALL: [TextFormat; 41] = [
         TextFormat::Hermes,
         TextFormat::Qwen3CoderXml,
         TextFormat::Mistral,
@@ -150,6 +244,36 @@ impl TextFormat {
         TextFormat::Glm45,
         TextFormat::Glm47,
         TextFormat::MinimaxM2,
+        TextFormat::Cohere,
+        TextFormat::DeepSeekV32,
+        TextFormat::Step3,
+        TextFormat::KimiK3,
+        TextFormat::Harmony,
+        TextFormat::SeedOss,
+        TextFormat::Granite,
+        TextFormat::Xlam,
+        TextFormat::Phi4Mini,
+        TextFormat::Hunyuan,
+        TextFormat::Internlm,
+        TextFormat::FunctionGemma,
+        TextFormat::Gemma4,
+        TextFormat::Jamba,
+        TextFormat::Olmo3,
+        TextFormat::Longcat,
+        TextFormat::Ernie45,
+        TextFormat::Gigachat3,
+        TextFormat::MinimaxM1,
+        TextFormat::Inkling,
+        TextFormat::Sarashina,
+        TextFormat::DeepSeekV4,
+        TextFormat::HunyuanV3,
+        TextFormat::Lfm2,
+        TextFormat::MinimaxM3,
+        TextFormat::Apertus,
+        TextFormat::Minicpm5,
+        TextFormat::PoolsideV1,
+        TextFormat::Gigachat35,
+        TextFormat::DeepSeekV41,
     ];
 
     /// The protocol id (`hermes`, `qwen3_coder_xml`, …).
@@ -166,6 +290,36 @@ impl TextFormat {
             TextFormat::Glm45 => "glm45",
             TextFormat::Glm47 => "glm47",
             TextFormat::MinimaxM2 => "minimax_m2",
+            TextFormat::Cohere => "cohere",
+            TextFormat::DeepSeekV32 => "deepseek_v32",
+            TextFormat::Step3 => "step3",
+            TextFormat::KimiK3 => "kimi_k3",
+            TextFormat::Harmony => "harmony",
+            TextFormat::SeedOss => "seed_oss",
+            TextFormat::Granite => "granite",
+            TextFormat::Xlam => "xlam",
+            TextFormat::Phi4Mini => "phi4_mini",
+            TextFormat::Hunyuan => "hunyuan",
+            TextFormat::Internlm => "internlm",
+            TextFormat::FunctionGemma => "function_gemma",
+            TextFormat::Gemma4 => "gemma4",
+            TextFormat::Jamba => "jamba",
+            TextFormat::Olmo3 => "olmo3",
+            TextFormat::Longcat => "longcat",
+            TextFormat::Ernie45 => "ernie45",
+            TextFormat::Gigachat3 => "gigachat3",
+            TextFormat::MinimaxM1 => "minimax_m1",
+            TextFormat::Inkling => "inkling",
+            TextFormat::Sarashina => "sarashina",
+            TextFormat::DeepSeekV4 => "deepseek_v4",
+            TextFormat::HunyuanV3 => "hunyuan_v3",
+            TextFormat::Lfm2 => "lfm2",
+            TextFormat::MinimaxM3 => "minimax_m3",
+            TextFormat::Apertus => "apertus",
+            TextFormat::Minicpm5 => "minicpm5",
+            TextFormat::PoolsideV1 => "poolside_v1",
+            TextFormat::Gigachat35 => "gigachat35",
+            TextFormat::DeepSeekV41 => "deepseek_v41",
         }
     }
 
@@ -217,7 +371,7 @@ impl TextFormat {
     /// The reading rules of this format.
     fn rules(self) -> &'static dyn Format {
         match self {
-            TextFormat::Hermes => &hermes::Hermes,
+            TextFormat::Hermes => &hermes::HERMES,
             TextFormat::Qwen3CoderXml => &qwen3_coder::Qwen3Coder,
             TextFormat::Mistral => &mistral::Mistral,
             TextFormat::Llama3Json => &llama3::Llama3Json,
@@ -228,6 +382,36 @@ impl TextFormat {
             TextFormat::Glm45 => &glm::Glm { v47: false },
             TextFormat::Glm47 => &glm::Glm { v47: true },
             TextFormat::MinimaxM2 => &minimax::MinimaxM2,
+            TextFormat::Cohere => &cohere::Rules,
+            TextFormat::DeepSeekV32 => &deepseek_v32::Rules,
+            TextFormat::Step3 => &step3::Rules,
+            TextFormat::KimiK3 => &kimi_k3::Rules,
+            TextFormat::Harmony => &harmony::Rules,
+            TextFormat::SeedOss => &seed_oss::Rules,
+            TextFormat::Granite => &granite::Rules,
+            TextFormat::Xlam => &xlam::Rules,
+            TextFormat::Phi4Mini => &phi4_mini::Rules,
+            TextFormat::Hunyuan => &hunyuan::Rules,
+            TextFormat::Internlm => &internlm::Rules,
+            TextFormat::FunctionGemma => &function_gemma::Rules,
+            TextFormat::Gemma4 => &gemma4::Rules,
+            TextFormat::Jamba => &jamba::Rules,
+            TextFormat::Olmo3 => &olmo3::Rules,
+            TextFormat::Longcat => &longcat::RULES,
+            TextFormat::Ernie45 => &ernie45::Rules,
+            TextFormat::Gigachat3 => &gigachat3::Rules,
+            TextFormat::MinimaxM1 => &minimax_m1::Rules,
+            TextFormat::Inkling => &inkling::Rules,
+            TextFormat::Sarashina => &sarashina::Rules,
+            TextFormat::DeepSeekV4 => &deepseek_v4::Rules,
+            TextFormat::HunyuanV3 => &hunyuan_v3::Rules,
+            TextFormat::Lfm2 => &lfm2::Rules,
+            TextFormat::MinimaxM3 => &minimax_m3::Rules,
+            TextFormat::Apertus => &apertus::Rules,
+            TextFormat::Minicpm5 => &minicpm5::Rules,
+            TextFormat::PoolsideV1 => &poolside_v1::Rules,
+            TextFormat::Gigachat35 => &gigachat35::Rules,
+            TextFormat::DeepSeekV41 => &deepseek_v41::Rules,
         }
     }
 }

@@ -10,7 +10,7 @@ use crate::model::{Message, Role};
 use crate::tools::ToolDefinition;
 
 /// Every method of `tools` as an OpenAI-style function object.
-fn functions(tools: &[ToolDefinition]) -> Vec<Value> {
+pub(super) fn functions(tools: &[ToolDefinition]) -> Vec<Value> {
     tools
         .iter()
         .flat_map(|tool| {
@@ -26,7 +26,7 @@ fn functions(tools: &[ToolDefinition]) -> Vec<Value> {
 }
 
 /// Every method of `tools`: full name, description, parameter schema.
-fn methods(tools: &[ToolDefinition]) -> Vec<(String, &str, &Value)> {
+pub(super) fn methods(tools: &[ToolDefinition]) -> Vec<(String, &str, &Value)> {
     tools
         .iter()
         .flat_map(|tool| {
@@ -38,7 +38,7 @@ fn methods(tools: &[ToolDefinition]) -> Vec<(String, &str, &Value)> {
 }
 
 /// The bare function objects (`{"name", "description", "parameters"}`).
-fn bare_functions(tools: &[ToolDefinition]) -> Vec<Value> {
+pub(super) fn bare_functions(tools: &[ToolDefinition]) -> Vec<Value> {
     methods(tools)
         .into_iter()
         .map(|(name, description, parameters)| json!({"name": name, "description": description, "parameters": parameters}))
@@ -49,7 +49,7 @@ fn str_at<'v>(value: &'v Value, key: &str) -> &'v str {
     value.get(key).and_then(Value::as_str).unwrap_or_default()
 }
 
-fn lines(values: &[Value]) -> String {
+pub(super) fn lines(values: &[Value]) -> String {
     values.iter().map(Value::to_string).collect::<Vec<_>>().join("\n")
 }
 
@@ -172,6 +172,36 @@ pub(crate) fn prompt(format: TextFormat, tools: &[ToolDefinition]) -> String {
              <arg_key>{{arg-key-2}}</arg_key>\n<arg_value>{{arg-value-2}}</arg_value>\n...\n</tool_call>",
             lines(&functions(tools))
         ),
+        TextFormat::Cohere => super::cohere::prompt(tools),
+        TextFormat::DeepSeekV32 => super::deepseek_v32::prompt(tools),
+        TextFormat::Step3 => super::step3::prompt(tools),
+        TextFormat::KimiK3 => super::kimi_k3::prompt(tools),
+        TextFormat::Harmony => super::harmony::prompt(tools),
+        TextFormat::SeedOss => super::seed_oss::prompt(tools),
+        TextFormat::Granite => super::granite::prompt(tools),
+        TextFormat::Xlam => super::xlam::prompt(tools),
+        TextFormat::Phi4Mini => super::phi4_mini::prompt(tools),
+        TextFormat::Hunyuan => super::hunyuan::prompt(tools),
+        TextFormat::Internlm => super::internlm::prompt(tools),
+        TextFormat::FunctionGemma => super::function_gemma::prompt(tools),
+        TextFormat::Gemma4 => super::gemma4::prompt(tools),
+        TextFormat::Jamba => super::jamba::prompt(tools),
+        TextFormat::Olmo3 => super::olmo3::prompt(tools),
+        TextFormat::Longcat => super::longcat::prompt(tools),
+        TextFormat::Ernie45 => super::ernie45::prompt(tools),
+        TextFormat::Gigachat3 => super::gigachat3::prompt(tools),
+        TextFormat::MinimaxM1 => super::minimax_m1::prompt(tools),
+        TextFormat::Inkling => super::inkling::prompt(tools),
+        TextFormat::Sarashina => super::sarashina::prompt(tools),
+        TextFormat::DeepSeekV4 => super::deepseek_v4::prompt(tools),
+        TextFormat::HunyuanV3 => super::hunyuan_v3::prompt(tools),
+        TextFormat::Lfm2 => super::lfm2::prompt(tools),
+        TextFormat::MinimaxM3 => super::minimax_m3::prompt(tools),
+        TextFormat::Apertus => super::apertus::prompt(tools),
+        TextFormat::Minicpm5 => super::minicpm5::prompt(tools),
+        TextFormat::PoolsideV1 => super::poolside_v1::prompt(tools),
+        TextFormat::Gigachat35 => super::gigachat35::prompt(tools),
+        TextFormat::DeepSeekV41 => super::deepseek_v41::prompt(tools),
         TextFormat::MinimaxM2 => format!(
             "# Tools\nYou may call one or more tools to assist with the user query.\n\
              Here are the tools available in JSONSchema format:\n\n<tools>\n{}\n</tools>\n\n\
@@ -185,9 +215,30 @@ pub(crate) fn prompt(format: TextFormat, tools: &[ToolDefinition]) -> String {
 
 /// A result's text as the model reads it: the output, or the error prefixed, with any
 /// markup in it neutralised.
-fn content(result: &ToolExecutionResult) -> String {
+pub(super) fn content(result: &ToolExecutionResult) -> String {
     let text = neutralize_tokens(&result.result);
     if result.is_success() { text.into_owned() } else { format!("Error: {text}") }
+}
+
+/// Each result's [`content`] between `open` and `close`, one result a line.
+pub(super) fn wrapped(results: &[ToolExecutionResult], open: &str, close: &str) -> String {
+    results.iter().map(|r| format!("{open}{}{close}", content(r))).collect::<Vec<_>>().join("\n")
+}
+
+/// Each result as a JSON object, one a line: `"name"`, then its [`content`] under `ok`
+/// (or `error` when it failed).
+pub(super) fn named_results(results: &[ToolExecutionResult], ok: &str, error: &str) -> String {
+    results
+        .iter()
+        .map(|r| {
+            let mut object = serde_json::Map::new();
+            object.insert("name".into(), Value::String(neutralize_tokens(&r.tool_name).into_owned()));
+            let key = if r.is_success() { ok } else { error };
+            object.insert(key.into(), Value::String(content(r)));
+            Value::Object(object).to_string()
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// `text` with every line that would read as a Kimi K2 result header (`## Return of …`)
@@ -254,6 +305,36 @@ pub(crate) fn result_messages(format: TextFormat, results: &[ToolExecutionResult
             "\n\n",
         ),
         TextFormat::MinimaxM2 => each(&|r| format!("<response>{}</response>", content(r)), "\n"),
+        TextFormat::Cohere => super::cohere::results(results),
+        TextFormat::DeepSeekV32 => super::deepseek_v32::results(results),
+        TextFormat::Step3 => super::step3::results(results),
+        TextFormat::KimiK3 => super::kimi_k3::results(results),
+        TextFormat::Harmony => super::harmony::results(results),
+        TextFormat::SeedOss => super::seed_oss::results(results),
+        TextFormat::Granite => super::granite::results(results),
+        TextFormat::Xlam => super::xlam::results(results),
+        TextFormat::Phi4Mini => super::phi4_mini::results(results),
+        TextFormat::Hunyuan => super::hunyuan::results(results),
+        TextFormat::Internlm => super::internlm::results(results),
+        TextFormat::FunctionGemma => super::function_gemma::results(results),
+        TextFormat::Gemma4 => super::gemma4::results(results),
+        TextFormat::Jamba => super::jamba::results(results),
+        TextFormat::Olmo3 => super::olmo3::results(results),
+        TextFormat::Longcat => super::longcat::results(results),
+        TextFormat::Ernie45 => super::ernie45::results(results),
+        TextFormat::Gigachat3 => super::gigachat3::results(results),
+        TextFormat::MinimaxM1 => super::minimax_m1::results(results),
+        TextFormat::Inkling => super::inkling::results(results),
+        TextFormat::Sarashina => super::sarashina::results(results),
+        TextFormat::DeepSeekV4 => super::deepseek_v4::results(results),
+        TextFormat::HunyuanV3 => super::hunyuan_v3::results(results),
+        TextFormat::Lfm2 => super::lfm2::results(results),
+        TextFormat::MinimaxM3 => super::minimax_m3::results(results),
+        TextFormat::Apertus => super::apertus::results(results),
+        TextFormat::Minicpm5 => super::minicpm5::results(results),
+        TextFormat::PoolsideV1 => super::poolside_v1::results(results),
+        TextFormat::Gigachat35 => super::gigachat35::results(results),
+        TextFormat::DeepSeekV41 => super::deepseek_v41::results(results),
     };
     vec![Message::new(Role::Tool, text).with_tool_results(results.iter().cloned())]
 }

@@ -303,21 +303,7 @@ fn python_text(value: &serde_json::Value) -> String {
     match value {
         Value::String(s) => {
             let mut out = String::with_capacity(s.len() + 2);
-            out.push('"');
-            for c in s.chars() {
-                match c {
-                    '"' => out.push_str("\\\""),
-                    '\\' => out.push_str("\\\\"),
-                    '\n' => out.push_str("\\n"),
-                    '\r' => out.push_str("\\r"),
-                    '\t' => out.push_str("\\t"),
-                    c if (c as u32) < 0x20 || c == '\u{7F}' || c == '<' => {
-                        out.push_str(&format!("\\u{:04x}", c as u32));
-                    }
-                    c => out.push(c),
-                }
-            }
-            out.push('"');
+            python_string(s, '"', &mut out);
             out
         }
         Value::Bool(true) => "True".into(),
@@ -325,6 +311,29 @@ fn python_text(value: &serde_json::Value) -> String {
         Value::Null => "None".into(),
         other => super::grammar::json_text(other),
     }
+}
+
+/// `s` as a Python string literal in `quote`s, appended to `out`: the quote, `\`,
+/// control characters and `<` escaped (so no string opens a tag).
+pub(super) fn python_string(s: &str, quote: char, out: &mut String) {
+    out.push(quote);
+    for c in s.chars() {
+        match c {
+            c if c == quote => {
+                out.push('\\');
+                out.push(c);
+            }
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x20 || c == '\u{7F}' || c == '<' => {
+                out.push_str(&format!("\\u{:04x}", c as u32));
+            }
+            c => out.push(c),
+        }
+    }
+    out.push(quote);
 }
 
 /// A call as [`syntax`] admits it: `[name(key=value, …)]`.

@@ -1,0 +1,108 @@
+//! What the formats' unit tests share: parsing a reply, writing a call and reading it
+//! back, awkward arguments, a tool to prompt with.
+
+use serde_json::{Map, Value};
+
+use super::driver::{Format, RawCall, ScanState};
+use super::{TextFormat, TextFormatProtocol};
+use crate::ToolExecutionResult;
+use crate::protocol::ParseOutcome;
+use crate::tools::{MethodDefinition, ToolDefinition};
+
+/// `text` parsed in `format` in one shot.
+pub(crate) fn parse(format: TextFormat, text: &str) -> ParseOutcome {
+    TextFormatProtocol::new(format).parse(text)
+}
+
+/// Each request of `text` parsed in `format`: its name, its arguments, whether it is
+/// complete.
+pub(crate) fn calls(format: TextFormat, text: &str) -> Vec<(String, Value, bool)> {
+    parse(format, text).requests.into_iter().map(|r| (r.tool_name, object(&r.args), r.complete)).collect()
+}
+
+/// Arguments as one JSON object.
+pub(crate) fn object(args: &crate::request::Args) -> Value {
+    Value::Object(args.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
+}
+
+/// Reads `text` in `format`: one complete request of `name` with `args`, no normal text.
+pub(crate) fn round_trip(format: TextFormat, text: &str, name: &str, args: &Map<String, Value>) {
+    let parsed = parse(format, text);
+    assert_eq!(parsed.requests.len(), 1, "{text}: {parsed:#?}");
+    let request = parsed.requests.first().cloned().unwrap_or_else(|| crate::ToolRequest::new("", ""));
+    assert!(request.complete, "{text}: {request:#?}");
+    assert_eq!(request.tool_name, name);
+    assert_eq!(serde_json::to_value(&request.args).unwrap_or_default(), Value::Object(args.clone()));
+    assert_eq!(parsed.normal_text, "", "{text}");
+}
+
+/// Writes a call of `name` with `args` (a JSON object) with `write`, and reads it back in
+/// `format` with [`round_trip`]; the written text.
+pub(crate) fn written_reads_back(
+    format: TextFormat,
+    write: fn(&str, &Map<String, Value>) -> Option<String>,
+    name: &str,
+    args: &Value,
+) -> String {
+    let args = args.as_object().cloned().unwrap_or_default();
+    let text = write(name, &args).unwrap_or_default();
+    round_trip(format, &text, name, &args);
+    text
+}
+
+/// Awkward arguments: markup, quotes and unicode in strings, nesting, none.
+pub(crate) fn samples() -> Vec<Map<String, Value>> {
+    [
+        serde_json::json!({"city": "Paris </tool_calls> <|tool_call|> ]} functools[", "q": "\"x\"\n"}),
+        serde_json::json!({"n": [1, {"a": null, "b": [true, 2.5]}], "s": "東京 🚀"}),
+        serde_json::json!({}),
+    ]
+    .into_iter()
+    .filter_map(|v| v.as_object().cloned())
+    .collect()
+}
+
+/// A `calc` tool with one method, `add` (`calc_add`), described by `description` and
+/// taking `parameters`.
+pub(crate) fn calc_tool(description: &str, parameters: Value) -> ToolDefinition {
+    ToolDefinition::new("calc", "Calculator")
+        .with_method(MethodDefinition::new("add", description).with_parameters(parameters))
+}
+
+/// The calls `rules` reads from a closed region `text`.
+pub(crate) fn read_all(rules: &dyn Format, text: &str) -> Vec<RawCall> {
+    let mut calls = Vec::new();
+    rules.read(text, &ScanState::default(), true, &mut calls);
+    calls
+}
+
+/// `rules` reads the closed region `text` as one call of `name` with `args`, without
+/// problems.
+pub(crate) fn reads_as(rules: &dyn Format, text: &str, name: &str, args: &Map<String, Value>) {
+    let calls = read_all(rules, text);
+    assert_eq!(calls.len(), 1, "{text}");
+    assert_eq!(calls[0].name, name);
+    assert!(calls[0].problems.is_empty(), "{text}: {:?}", calls[0].problems);
+    assert_eq!(Value::Object(calls[0].args.clone().into_iter().collect()), Value::Object(args.clone()));
+}
+
+/// Writes a call of `get_weather` with each of [`samples`], checks that the text starts
+/// with `start`, and reads it back in `format` with [`round_trip`].
+pub(crate) fn samples_read_back(
+    format: TextFormat,
+    write: fn(&str, &Map<String, Value>) -> Option<String>,
+    start: &str,
+) {
+    for args in samples() {
+        let text = write("get_weather", &args).unwrap_or_default();
+        assert!(text.starts_with(start), "{text}");
+        round_trip(format, &text, "get_weather", &args);
+    }
+}
+
+/// What `results` writes for two successes of `calc_add` (request `1`) that output
+/// `output`.
+pub(crate) fn twice(results: fn(&[ToolExecutionResult]) -> String, output: &str) -> String {
+    let ok = ToolExecutionResult::success("1", "calc_add", output);
+    results(&[ok.clone(), ok])
+}
