@@ -19,12 +19,12 @@ chunk sizes, then a response body; see fuzz_targets/native_stream.rs. Every file
 tests/fixtures/native/PROVIDER/ (streams and bodies alike) is written whole, in 1-byte
 chunks and in mixed chunks (5, 1, 64 bytes in turn).
 
-textfmt_stream: a seed is a protocol byte (the format's position in TextFormat::ALL, 11
-for auto), a byte K, K chunk sizes, then a reply; see fuzz_targets/textfmt_stream.rs. Every
+textfmt_stream: a seed is a protocol byte (the format's position in TextFormat::ALL, their
+number for auto), a byte K, K chunk sizes, then a reply; see fuzz_targets/textfmt_stream.rs. Every
 case of tests/corpus/textfmt/FORMAT/ is written for its format whole and in mixed chunks
 (1, 4, 9), and for auto in 3-byte chunks.
 
-result_roundtrip: a seed is a protocol byte (0-34, see fuzz_targets/result_roundtrip.rs),
+result_roundtrip: a seed is a protocol byte (a slot, see fuzz_targets/result_roundtrip.rs),
 an error-bits byte, then result texts separated by U+001F. For every protocol, the calls
 of every text corpus become results (so every format's markup is in some result), as
 successes and as errors.
@@ -49,6 +49,14 @@ def cases():
     for corpus in ("vcp", "vcp-extra"):
         for txt in sorted((ROOT / "tests" / "corpus" / corpus).glob("*.txt")):
             yield corpus, txt, flags_byte(txt.with_suffix(".json"))
+
+
+def text_formats() -> list[str]:
+    """The format ids in TextFormat::ALL order (TEXT_PROTOCOL_IDS without vcp)."""
+    source = (ROOT / "src" / "model" / "profile.rs").read_text()
+    table = source.split("pub const TEXT_PROTOCOL_IDS", 1)[1].split("];", 1)[0]
+    ids = [line.strip().strip('",') for line in table.splitlines()[1:] if line.strip().startswith('"')]
+    return [i for i in ids if i != "vcp"]
 
 
 def fresh(target: str) -> pathlib.Path:
@@ -102,12 +110,11 @@ def main() -> None:
     print(f"{len(list(out.glob('*.bin')))} seeds in {out.relative_to(ROOT)}")
 
     out = fresh("textfmt_stream")
-    formats = ["hermes", "qwen3_coder_xml", "mistral", "llama3_json", "pythonic", "deepseek_v3",
-               "deepseek_v31", "kimi_k2", "glm45", "glm47", "minimax_m2"]
+    formats = text_formats()
     for number, fmt in enumerate(formats):
         for txt in sorted((ROOT / "tests" / "corpus" / "textfmt" / fmt).glob("*.txt")):
             data = txt.read_bytes()
-            for pick, sizes, label in ((number, [], "whole"), (number, [1, 4, 9], "cmix"), (11, [3], "auto")):
+            for pick, sizes, label in ((number, [], "whole"), (number, [1, 4, 9], "cmix"), (len(formats), [3], "auto")):
                 (out / f"{fmt}__{txt.stem}_{label}.bin").write_bytes(bytes([pick, len(sizes), *sizes]) + data)
     print(f"{len(list(out.glob('*.bin')))} seeds in {out.relative_to(ROOT)}")
 
@@ -116,7 +123,7 @@ def main() -> None:
              for txt in sorted((ROOT / "tests" / "corpus" / "textfmt" / fmt).glob("*.txt"))[:2]]
     calls += [txt.read_bytes() for _, txt, _ in list(cases())[:12]]
     batches = [calls[i:i + 4] for i in range(0, len(calls), 4)]
-    for pick in range(35):
+    for pick in range(8 + 2 * len(formats) + 5):
         for number, batch in enumerate(batches[:6]):
             errors = 0b0101 if number % 2 else 0
             data = bytes([pick, errors]) + b"\x1f".join(batch)

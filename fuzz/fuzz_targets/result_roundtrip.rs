@@ -1,11 +1,11 @@
 //! Fuzz target: results written by every protocol, then read back as the model would
 //! echo them.
 //!
-//! Input layout: the first byte picks the protocol (its value modulo 35: 0–7 VCP under
-//! the option bits as `vcp_parse` reads them, 8–18 the open-model formats in
-//! `TextFormat::ALL` order, 19–30 `auto` after it has read a call in VCP (19) or in each
-//! format (20–30), 31–34 the native wire formats OpenAI Chat, OpenAI Responses,
-//! Anthropic, Gemini); the second byte's bits say which results are errors; the rest,
+//! Input layout: the first byte picks the protocol, its value modulo the number of slots:
+//! 8 for VCP under the option bits as `vcp_parse` reads them, then one per open-model
+//! format in `TextFormat::ALL` order, then `auto` after it has read a call in VCP and
+//! after a call in each format (as the format's writer writes it), then the four native
+//! wire formats OpenAI Chat, OpenAI Responses, Anthropic, Gemini; the second byte's bits say which results are errors; the rest,
 //! cut to its longest valid UTF-8 prefix and split at U+001F into at most eight parts,
 //! is the results' text (untrusted tool output and error messages).
 //!
@@ -35,24 +35,23 @@ use tool_calling::protocol::vcp::VcpProtocol;
 use tool_calling::providers::{Provider, WireFormat};
 use tool_calling::{ErrorKind, ToolExecutionResult};
 
-/// A call `auto` reads, in VCP and then in each format of `TextFormat::ALL`, in order.
-const CALLS: [&str; 12] = [
-    "<<<[TOOL_REQUEST]>>>\ntool_name:「始」calc_add「末」\n<<<[END_TOOL_REQUEST]>>>",
-    "<tool_call>{\"name\": \"calc_add\", \"arguments\": {}}</tool_call>",
-    "<tool_call>\n<function=calc_add>\n</function>\n</tool_call>",
-    "[TOOL_CALLS] [{\"name\": \"calc_add\", \"arguments\": {}}]",
-    "<|python_tag|>{\"name\": \"calc_add\", \"parameters\": {}}",
-    "[calc_add(a=1)]",
-    "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>calc_add\n```json\n{}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>",
-    "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>calc_add<｜tool▁sep｜>{}<｜tool▁call▁end｜><｜tool▁calls▁end｜>",
-    "<|tool_calls_section_begin|><|tool_call_begin|>functions.calc_add:0<|tool_call_argument_begin|>{}<|tool_call_end|><|tool_calls_section_end|>",
-    "<tool_call>calc_add\n<arg_key>a</arg_key>\n<arg_value>1</arg_value>\n</tool_call>",
-    "<tool_call>calc_add<arg_key>a</arg_key><arg_value>1</arg_value></tool_call>",
-    "<minimax:tool_call>\n<invoke name=\"calc_add\">\n</invoke>\n</minimax:tool_call>",
-];
+/// The call `auto` reads in VCP; in each format, the call its writer writes.
+const VCP_CALL: &str = "<<<[TOOL_REQUEST]>>>\ntool_name:「始」calc_add「末」\n<<<[END_TOOL_REQUEST]>>>";
+
+/// A call of `calc_add` in `format`, as its writer writes it.
+fn format_call(format: TextFormat) -> String {
+    let args = serde_json::json!({"a": 1});
+    let Some(args) = args.as_object() else { return String::new() };
+    TextFormatProtocol::new(format).format_call("calc_add", args).unwrap_or_default()
+}
 
 fuzz_target!(|data: &[u8]| {
-    let pick = data.first().copied().unwrap_or(0) % 35;
+    // Slots: 8 VCP option sets, the formats, `auto` after VCP and after each format, the
+    // four native wire formats.
+    let formats = TextFormat::ALL.len();
+    let slots = 8 + formats + 1 + formats + 4;
+    let pick = usize::from(data.first().copied().unwrap_or(0)) % slots;
+    let (first_format, first_auto, first_native) = (8, 8 + formats, 8 + 2 * formats + 1);
     let errors = data.get(1).copied().unwrap_or(0);
     let text = common::utf8_prefix(data.get(2..).unwrap_or_default());
     let texts: Vec<&str> = text.split('\u{1f}').take(8).collect();
@@ -73,8 +72,8 @@ fuzz_target!(|data: &[u8]| {
     let ids: Vec<String> = (0..texts.len()).map(|i| format!("call_{i}")).collect();
 
     match pick {
-        0..=7 => {
-            let protocol = VcpProtocol::new(common::options(pick));
+        _ if pick < first_format => {
+            let protocol = VcpProtocol::new(common::options(pick as u8));
             let results = results(&texts, &ids);
             let messages = protocol.result_messages(&results, &TurnState::default());
             let echoed = echo(&messages);
@@ -83,17 +82,20 @@ fuzz_target!(|data: &[u8]| {
             }
             no_request(&protocol, &echoed);
         }
-        8..=18 => {
-            let Some(&format) = TextFormat::ALL.get(usize::from(pick - 8)) else { return };
+        _ if pick < first_auto => {
+            let Some(&format) = TextFormat::ALL.get(pick - first_format) else { return };
             let protocol = TextFormatProtocol::new(format);
             let echoed = echo(&protocol.result_messages(&results(&texts, &ids), &TurnState::default()));
             no_request(&protocol, &echoed);
             no_request(&AutoProtocol::new(), &echoed);
         }
-        19..=30 => {
+        _ if pick < first_native => {
             let auto = AutoProtocol::new();
-            let Some(call) = CALLS.get(usize::from(pick - 19)) else { return };
-            let parsed = auto.parse(call);
+            let call = match (pick - first_auto).checked_sub(1) {
+                None => VCP_CALL.to_string(),
+                Some(i) => TextFormat::ALL.get(i).map(|f| format_call(*f)).unwrap_or_default(),
+            };
+            let parsed = auto.parse(&call);
             let Some(request) = parsed.requests.first() else {
                 panic!("auto read no call in {call:?}");
             };
@@ -102,10 +104,10 @@ fuzz_target!(|data: &[u8]| {
             no_request(&auto, &echoed);
         }
         _ => {
-            let (protocol, wire): (&dyn ToolCallingProtocol, &dyn WireFormat) = match pick {
-                31 => (&NativeProtocol::openai_chat(), &Provider::OpenAiChat),
-                32 => (&NativeProtocol::openai_responses(), &Provider::OpenAiResponses),
-                33 => (&NativeProtocol::anthropic(), &Provider::Anthropic),
+            let (protocol, wire): (&dyn ToolCallingProtocol, &dyn WireFormat) = match pick - first_native {
+                0 => (&NativeProtocol::openai_chat(), &Provider::OpenAiChat),
+                1 => (&NativeProtocol::openai_responses(), &Provider::OpenAiResponses),
+                2 => (&NativeProtocol::anthropic(), &Provider::Anthropic),
                 _ => (&NativeProtocol::gemini(), &Provider::Gemini),
             };
             let harmless: Vec<&str> = texts.iter().map(|_| "fine").collect();

@@ -1,8 +1,8 @@
 //! Fuzz target: the open-model text formats and `auto`, for arbitrary text cut into
 //! arbitrary chunks.
 //!
-//! Input layout: the first byte picks the protocol (its value modulo 12: the eleven
-//! formats in `TextFormat::ALL` order, then `auto`); the second byte's low six bits give
+//! Input layout: the first byte picks the protocol (its value modulo one more than the
+//! number of formats: the formats in `TextFormat::ALL` order, then `auto`); the second byte's low six bits give
 //! K; the next K bytes are the chunk sizes (cycling; 0 counts as 1); the rest, cut to its
 //! longest valid UTF-8 prefix, is the reply. K = 0 pushes the reply as one chunk.
 //!
@@ -23,7 +23,7 @@ use tool_calling::protocol::vcp::{VcpOptions, VcpProtocol};
 use tool_calling::protocol::{ParseOutcome, RequestIdStyle, StreamCollector, StreamParser};
 
 fuzz_target!(|data: &[u8]| {
-    let pick = data.first().copied().unwrap_or(0) as usize % 12;
+    let pick = data.first().copied().unwrap_or(0) as usize % (TextFormat::ALL.len() + 1);
     let k = usize::from(data.get(1).copied().unwrap_or(0) & 0x3f);
     let rest = data.get(2..).unwrap_or_default();
     let k = k.min(rest.len());
