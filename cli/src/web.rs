@@ -33,11 +33,17 @@ const SCRIPT: &str = include_str!("../web/app.js");
 const STYLE: &str = include_str!("../web/style.css");
 
 /// The bundled samples: name, protocol, text.
-const SAMPLES: [(&str, &str, &str); 5] = [
+const SAMPLES: [(&str, &str, &str); 7] = [
     ("VCP: reasoning, three calls, one cut off", "vcp", include_str!("../samples/demo_reply.txt")),
     ("VCP: calls to the demo tools", "vcp", include_str!("../samples/vcp_demo.txt")),
     ("Hermes (Qwen): two calls", "hermes", include_str!("../samples/hermes.txt")),
     ("Mistral: a call list", "mistral", include_str!("../samples/mistral.txt")),
+    (
+        "gpt-oss (harmony): reasoning, a preamble, two calls",
+        "harmony",
+        include_str!("../samples/harmony.txt"),
+    ),
+    ("DeepSeek V3.2 (DSML): one call", "deepseek_v32", include_str!("../samples/deepseek_v32.txt")),
     ("OpenAI response body", "openai", include_str!("../samples/openai.json")),
 ];
 

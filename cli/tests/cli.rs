@@ -968,6 +968,16 @@ fn serve_answers_what_the_command_line_prints() {
     let protocols: Vec<&str> =
         samples.as_array().unwrap().iter().filter_map(|s| s["protocol"].as_str()).collect();
     assert!(protocols.contains(&"vcp") && protocols.contains(&"openai"), "{protocols:?}");
+    // Every bundled sample parses in its protocol with no diagnostic and at least one call.
+    for sample in samples.as_array().unwrap() {
+        let (status, parsed) = server.json(
+            "POST",
+            "/api/parse",
+            Some(&json!({"protocol": sample["protocol"], "text": sample["text"]})),
+        );
+        assert_eq!(status, 200, "{sample}");
+        assert!(!parsed["requests"].as_array().unwrap().is_empty(), "{}: {parsed}", sample["name"]);
+    }
     let (_, names) = server.json("GET", "/api/protocols", None);
     assert!(names.as_array().unwrap().iter().any(|p| p["name"] == "anthropic" && p["native"] == true));
 

@@ -175,6 +175,17 @@ try {
     assert.equal(await page.locator("#requests > li").count(), 2);
   });
 
+  await check("gpt-oss's harmony reply: its calls, its preamble as text, no reasoning", async () => {
+    await page.selectOption("#sample", { label: "gpt-oss (harmony): reasoning, a preamble, two calls" });
+    assert.equal(await page.inputValue("#parse-protocol"), "harmony");
+    await page.click("#parse-run");
+    await page.waitForSelector("#normal-box:not([hidden])");
+    assert.equal(await page.locator("#requests > li").count(), 2);
+    const normal = await page.textContent("#normal");
+    assert.match(normal, /Adding and echoing\./);
+    assert.doesNotMatch(normal, /independent calls/);
+  });
+
   await check("the API answers a bad request with a JSON error", async () => {
     const response = await fetch(new URL("/api/parse", base), {
       method: "POST", headers: { "content-type": "application/json" },
