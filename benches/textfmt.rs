@@ -1,5 +1,5 @@
-//! The open-model text formats: this crate's `hermes` protocol side by side with the
-//! `tool-parser` crate (the SGLang gateway's parsers) on the same replies, and the
+//! The open-model text formats: this crate's parsers side by side with the `tool-parser`
+//! crate (the SGLang gateway's parsers) on the same replies, every format alone, and the
 //! formats on hostile inputs, to show the cost stays linear.
 //!
 //! Inputs (generated in `support/inputs.rs`, the same bytes every run):
@@ -17,6 +17,15 @@
 //! runs of each), e.g. `textfmt/hermes/dense (…): scan floor … MB/s, tool-calling … MB/s
 //! (…% of the floor), tool-parser … MB/s; tool-calling / tool-parser = …`.
 //!
+//! The `peers` group does the same for every format `tool-parser` also reads (18 of
+//! them), on 256 KiB of prose with three calls and on a reply made only of calls, each
+//! call written by the format's own writer (`TextFormatProtocol::format_call`) with
+//! arguments of several kinds; where `tool-parser` takes one list per reply (Mistral,
+//! Llama 3, pythonic, Sarashina, Kimi K3) the dense reply is one list. It prints the
+//! ratio measured side by side, or says so when `tool-parser` reads fewer of the calls
+//! (it reads some formats only at the start of a reply), rather than comparing unequal
+//! work. The `formats` group times every format alone on the same two shapes.
+//!
 //! The `adversarial` group parses inputs built to defeat a naive parser (unclosed tags
 //! repeated, deep bracket nesting, long runs of `[` or `<`, many calls in one section,
 //! whitespace that keeps `auto` undecided), one-shot and streamed in 16-byte chunks, at
@@ -30,7 +39,12 @@ use std::hint::black_box;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use tool_calling::protocol::StreamParser;
 use tool_calling::protocol::textfmt::{AutoProtocol, TextFormat, TextFormatProtocol};
-use tool_parser::{QwenParser, ToolParser};
+use tool_parser::parsers::{QwenXmlParser, SarashinaParser};
+use tool_parser::{
+    CohereParser, DeepSeek31Parser, DeepSeekDsmlParser, DeepSeekParser, Gemma4Parser, Glm4MoeParser,
+    InklingParser, KimiK2Parser, KimiK3Parser, LlamaParser, MinimaxM2Parser, MinimaxM3Parser, MistralParser,
+    PythonicParser, QwenParser, Step3Parser, ToolParser,
+};
 
 #[path = "../tests/support/chunks.rs"]
 mod chunks;
@@ -82,6 +96,152 @@ fn side_by_side(c: &mut Criterion) {
         group.bench_function(format!("{name}/tool-parser"), |b| {
             b.iter(|| futures::executor::block_on(theirs.parse_complete(black_box(&input))))
         });
+    }
+    group.finish();
+}
+
+/// Every format `tool-parser` also reads, with its parser for it.
+fn peers() -> Vec<(TextFormat, Box<dyn ToolParser>)> {
+    vec![
+        (TextFormat::Hermes, Box::new(QwenParser::new())),
+        (TextFormat::Qwen3CoderXml, Box::new(QwenXmlParser::new())),
+        (TextFormat::Mistral, Box::new(MistralParser::new())),
+        (TextFormat::Llama3Json, Box::new(LlamaParser::new())),
+        (TextFormat::Pythonic, Box::new(PythonicParser::new())),
+        (TextFormat::DeepSeekV3, Box::new(DeepSeekParser::new())),
+        (TextFormat::DeepSeekV31, Box::new(DeepSeek31Parser::new())),
+        (TextFormat::DeepSeekV32, Box::new(DeepSeekDsmlParser::v32())),
+        (TextFormat::DeepSeekV4, Box::new(DeepSeekDsmlParser::v4())),
+        (TextFormat::DeepSeekV41, Box::new(DeepSeekDsmlParser::v41())),
+        (TextFormat::KimiK2, Box::new(KimiK2Parser::new())),
+        (TextFormat::KimiK3, Box::new(KimiK3Parser::new())),
+        (TextFormat::Glm45, Box::new(Glm4MoeParser::glm45())),
+        (TextFormat::Glm47, Box::new(Glm4MoeParser::glm47())),
+        (TextFormat::MinimaxM2, Box::new(MinimaxM2Parser::new())),
+        (TextFormat::MinimaxM3, Box::new(MinimaxM3Parser::new())),
+        (TextFormat::Cohere, Box::new(CohereParser::new())),
+        (TextFormat::Step3, Box::new(Step3Parser::new())),
+        (TextFormat::Gemma4, Box::new(Gemma4Parser::new())),
+        (TextFormat::Inkling, Box::new(InklingParser::new())),
+        (TextFormat::Sarashina, Box::new(SarashinaParser::new())),
+    ]
+}
+
+/// Call number `i` in `format`, as its writer writes it: a name and arguments of several
+/// kinds (a path, a number, a flag, a nested object with a list, non-ASCII text).
+fn format_call(format: TextFormat, i: usize) -> String {
+    let args = serde_json::json!({
+        "path": format!("src/tools/{i}"),
+        "depth": 3,
+        "recursive": false,
+        "options": {"filters": ["*.rs", "*.toml"], "follow": true},
+        "note": "目录结构 ünïcødé",
+    });
+    let args = args.as_object().expect("an object");
+    let call =
+        TextFormatProtocol::new(format).format_call("directory_tree", args).expect("the writer writes it");
+    // `tool-parser` reads Mistral's array only after `[TOOL_CALLS] ` with its blank; this
+    // crate reads both.
+    match format {
+        TextFormat::Mistral => call.replacen("[TOOL_CALLS][", "[TOOL_CALLS] [", 1),
+        _ => call,
+    }
+}
+
+/// `n` calls in one block of `format`, for the formats whose reader (here or in
+/// `tool-parser`) takes one list per reply: the calls `format_call` writes, unwrapped and
+/// joined as the format joins them. `None` for the other formats.
+fn one_block(format: TextFormat, n: usize) -> Option<String> {
+    let (open, close, join) = match format {
+        TextFormat::Mistral => ("[TOOL_CALLS] [", "]", ", "),
+        TextFormat::Llama3Json => ("<|python_tag|>", "", "; "),
+        TextFormat::Pythonic => ("[", "]", ", "),
+        TextFormat::Sarashina => ("<|tool_calls|>[", "]", ", "),
+        TextFormat::KimiK3 => ("<|open|>tools<|sep|>", "<|close|>tools<|sep|>", ""),
+        _ => return None,
+    };
+    let calls: Option<Vec<String>> = (0..n)
+        .map(|i| {
+            let call = format_call(format, i);
+            call.strip_prefix(open).and_then(|c| c.strip_suffix(close)).map(str::to_string)
+        })
+        .collect();
+    Some(format!("{open}{}{close}", calls?.join(join)))
+}
+
+/// Every format `tool-parser` also reads, on prose with three calls and on a reply made
+/// only of calls (written by each format's own writer), side by side with it. Sarashina
+/// and Gemma 4 read only a reply that starts with their calls in `tool-parser`, so their
+/// prose input is skipped when `tool-parser` finds fewer calls than there are: the line
+/// says so rather than comparing unequal work.
+fn peers_side_by_side(c: &mut Criterion) {
+    let mut group = c.benchmark_group("textfmt/peers");
+    group.sample_size(10);
+    const SIZE: usize = 256 << 10;
+    for (format, theirs) in peers() {
+        let ours = TextFormatProtocol::new(format);
+        let call = |i: usize| format_call(format, i);
+        let (mut dense, mut dense_calls) = inputs::calls_with(SIZE, &call);
+        // Where `tool-parser` reads one list per reply, the dense reply is one list.
+        if let Some(block) = one_block(format, dense_calls) {
+            dense = block;
+        }
+        if one_block(format, 1).is_some() {
+            dense_calls = TextFormatProtocol::new(format).parse(&dense).requests.len();
+        }
+        for (name, input, expected) in
+            [("prose", inputs::prose_with(SIZE, &call), 3), ("dense", dense, dense_calls)]
+        {
+            let parsed = ours.parse(&input);
+            assert_eq!(parsed.requests.iter().filter(|r| r.complete).count(), expected, "{format}/{name}");
+            let found =
+                futures::executor::block_on(theirs.parse_complete(&input)).map_or(0, |(_, c)| c.len());
+            if found != expected {
+                println!(
+                    "textfmt/peers/{format}/{name}: tool-parser reads {found} of the {expected} calls; not compared"
+                );
+                continue;
+            }
+            let speeds = alternating(
+                input.len(),
+                &[&|| ours.parse(&input).requests.len(), &|| {
+                    futures::executor::block_on(theirs.parse_complete(&input)).map_or(0, |(_, c)| c.len())
+                }],
+            );
+            println!(
+                "textfmt/peers/{format}/{name} ({} bytes, {expected} calls): tool-calling {:.0} MB/s, \
+                 tool-parser {:.1} MB/s; tool-calling / tool-parser = {:.1} (fastest of 15 alternating runs)",
+                input.len(),
+                speeds[0],
+                speeds[1],
+                speeds[0] / speeds[1],
+            );
+            group.throughput(Throughput::Bytes(input.len() as u64));
+            group.bench_function(format!("{format}/{name}/tool-calling"), |b| {
+                b.iter(|| ours.parse(black_box(&input)))
+            });
+            group.bench_function(format!("{format}/{name}/tool-parser"), |b| {
+                b.iter(|| futures::executor::block_on(theirs.parse_complete(black_box(&input))))
+            });
+        }
+    }
+    group.finish();
+}
+
+/// Every format on prose with three calls and on a reply made only of calls, one-shot
+/// (the formats `tool-parser` does not read have no peer to stand beside).
+fn every_format(c: &mut Criterion) {
+    let mut group = c.benchmark_group("textfmt/formats");
+    group.sample_size(10);
+    const SIZE: usize = 256 << 10;
+    for format in TextFormat::ALL {
+        let ours = TextFormatProtocol::new(format);
+        let call = |i: usize| format_call(format, i);
+        let (dense, _) = inputs::calls_with(SIZE, &call);
+        for (name, input) in [("prose", inputs::prose_with(SIZE, &call)), ("dense", dense)] {
+            group.throughput(Throughput::Bytes(input.len() as u64));
+            group.bench_function(format!("{format}/{name}"), |b| b.iter(|| ours.parse(black_box(&input))));
+        }
     }
     group.finish();
 }
@@ -160,5 +320,5 @@ fn adversarial(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, side_by_side, adversarial);
+criterion_group!(benches, side_by_side, peers_side_by_side, every_format, adversarial);
 criterion_main!(benches);

@@ -462,3 +462,38 @@ pub fn hermes_calls_only(size: usize) -> String {
     }
     dense
 }
+
+/// At least `size` bytes of prose (the Hermes paragraph, repeated) with three calls
+/// written by `call` (given 1, 2, 3): after the first third, after the second, and at
+/// the end.
+pub fn prose_with(size: usize, call: &dyn Fn(usize) -> String) -> String {
+    let mut prose = String::new();
+    while prose.len() < size {
+        prose.push_str(HERMES_PARAGRAPH);
+    }
+    let chars: Vec<char> = prose.chars().collect();
+    let third = chars.len() / 3;
+    let part = |a: usize, b: usize| chars[a..b].iter().collect::<String>();
+    format!(
+        "{}{}\n{}{}\n{}{}",
+        part(0, third),
+        call(1),
+        part(third, 2 * third),
+        call(2),
+        part(2 * third, chars.len()),
+        call(3)
+    )
+}
+
+/// Calls written by `call` (given 0, 1, …) back to back, one per line, until the text
+/// holds at least `size` bytes; and how many.
+pub fn calls_with(size: usize, call: &dyn Fn(usize) -> String) -> (String, usize) {
+    let mut dense = String::new();
+    let mut i = 0;
+    while dense.len() < size {
+        dense.push_str(&call(i));
+        dense.push('\n');
+        i += 1;
+    }
+    (dense, i)
+}
