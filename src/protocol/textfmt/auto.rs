@@ -614,7 +614,10 @@ fn deepseek_version(text: &str, at: usize, at_end: bool) -> Option<Detected> {
 /// `<function=` is `qwen3_coder_xml`, then a name and a line break is `glm45`, a name
 /// and anything else `glm47`; DeepSeek's first call says V3 (`function<｜tool▁sep｜>`) or
 /// V3.1. A reply that starts with `{"name"` is `llama3_json`; a `[name(` list is
-/// `pythonic`. The tools are offered in the format given to
+/// `pythonic`. Every format's markers are in one table (the repository's
+/// `docs/formats.md` shows it); formats that write the same markup (`hermes` and `ernie45`,
+/// `hunyuan` and `jamba`, …) read as the one the tools were offered in. The tools are
+/// offered in the format given to
 /// [`with_prompt_format`](Self::with_prompt_format) (VCP by default).
 ///
 /// ```

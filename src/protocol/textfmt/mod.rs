@@ -11,16 +11,50 @@
 //! | id | models | a call looks like |
 //! | --- | --- | --- |
 //! | `hermes` | Hermes 2 Pro, Qwen 2.5, Qwen 3 | `<tool_call>{"name": …, "arguments": {…}}</tool_call>` |
-//! | `qwen3_coder_xml` | Qwen3-Coder, Qwen 3.5 | `<tool_call><function=NAME><parameter=K>V</parameter></function></tool_call>` |
-//! | `mistral` | Mistral, Mixtral, Mistral Small | `[TOOL_CALLS][{"name": …, "arguments": {…}}]` or `[TOOL_CALLS]NAME[ARGS]{…}` |
-//! | `llama3_json` | Llama 3.1, 3.2 | `<\|python_tag\|>{"name": …, "parameters": {…}}` |
-//! | `pythonic` | Llama 3.2 (light), Llama 4 | `[get_weather(city="Paris"), add(a=1, b=2)]` |
+//! | `qwen3_coder_xml` | Qwen3-Coder, Qwen 3.5, MiMo, Step-3.5, Nemotron 3 | `<tool_call><function=NAME><parameter=K>V</parameter></function></tool_call>` |
+//! | `mistral` | Mistral, Mixtral, Mistral Small, Devstral | `[TOOL_CALLS][{"name": …, "arguments": {…}}]`, `[TOOL_CALLS]NAME[ARGS]{…}` |
+//! | `llama3_json` | Llama 3.1, 3.2, 3.3 (Llama 4 JSON) | `<\|python_tag\|>{"name": …, "parameters": {…}}` |
+//! | `pythonic` | Llama 3.2 (1B, 3B), Llama 4 | `[get_weather(city="Paris")]` |
 //! | `deepseek_v3` | DeepSeek V3, R1 | `<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME` + a fenced JSON block |
-//! | `deepseek_v31` | DeepSeek V3.1 | `<｜tool▁call▁begin｜>NAME<｜tool▁sep｜>{…}<｜tool▁call▁end｜>` |
+//! | `deepseek_v31` | DeepSeek V3.1, V3.2-Exp | `<｜tool▁call▁begin｜>NAME<｜tool▁sep｜>{…}<｜tool▁call▁end｜>` |
 //! | `kimi_k2` | Kimi K2 | `<\|tool_call_begin\|>functions.NAME:0<\|tool_call_argument_begin\|>{…}<\|tool_call_end\|>` |
 //! | `glm45` | GLM-4.5, GLM-4.6 | `<tool_call>NAME\n<arg_key>K</arg_key><arg_value>V</arg_value></tool_call>` |
 //! | `glm47` | GLM-4.7, GLM-5 | as `glm45`, no line breaks needed |
 //! | `minimax_m2` | MiniMax-M2 | `<minimax:tool_call><invoke name="NAME"><parameter name="K">V</parameter></invoke>…` |
+//! | `cohere` | Command R7B, Command A | `<\|START_ACTION\|>[{"tool_name": …, "parameters": {…}}]<\|END_ACTION\|>` |
+//! | `deepseek_v32` | DeepSeek V3.2 | `<｜DSML｜function_calls><｜DSML｜invoke name="NAME"><｜DSML｜parameter name="K" string="true">V</｜DSML｜parameter>…` |
+//! | `step3` | StepFun Step-3 | `<｜tool_calls_begin｜><｜tool_call_begin｜>function<｜tool_sep｜><steptml:invoke name="NAME">…` |
+//! | `kimi_k3` | Kimi K3 | `<\|open\|>call tool="NAME"<\|sep\|><\|open\|>argument key="K" type="string"<\|sep\|>V<\|close\|>argument<\|sep\|>…` |
+//! | `harmony` | gpt-oss | `<\|channel\|>commentary to=functions.NAME <\|constrain\|>json<\|message\|>{…}<\|call\|>` |
+//! | `seed_oss` | Seed-OSS | `<seed:tool_call><function=NAME><parameter=K>V</parameter></function></seed:tool_call>` |
+//! | `granite` | Granite 3.0, 3.1 | `<\|tool_call\|>[{"name": …, "arguments": {…}}]` |
+//! | `xlam` | xLAM 2 | `[{"name": …, "arguments": {…}}]` (bare, fenced, or after a marker) |
+//! | `phi4_mini` | Phi-4-mini | `functools[{"name": …, "arguments": {…}}]` |
+//! | `hunyuan` | Hunyuan A13B | `<tool_calls>[{"name": …, "arguments": {…}}]</tool_calls>` |
+//! | `internlm` | InternLM 2, 2.5, Intern-S1 | `<\|action_start\|><\|plugin\|>{"name": …, "parameters": {…}}<\|action_end\|>` |
+//! | `function_gemma` | FunctionGemma | `<start_function_call>call:NAME{k:<escape>v<escape>}<end_function_call>` |
+//! | `gemma4` | Gemma 4 | `<\|tool_call>call:NAME{k:<\|"\|>v<\|"\|>}<tool_call\|>` |
+//! | `jamba` | Jamba 1.5–1.7 | as `hunyuan` |
+//! | `olmo3` | OLMo 3 | `<function_calls>get_weather(city="Paris")</function_calls>` |
+//! | `longcat` | LongCat-Flash | `<longcat_tool_call>{"name": …, "arguments": {…}}</longcat_tool_call>` |
+//! | `ernie45` | ERNIE 4.5 | as `hermes` |
+//! | `gigachat3` | GigaChat 3, 3.1 | `<\|function_call\|>{"name": …, "arguments": {…}}` |
+//! | `minimax_m1` | MiniMax-M1 | `<tool_calls>\n{"name": …, "arguments": {…}}\n</tool_calls>` |
+//! | `inkling` | Inkling | `<\|message_model\|>NAME<\|content_invoke_tool_json\|>{"name": …, "args": {…}}<\|end_message\|>` |
+//! | `sarashina` | Sarashina | `<\|tool_calls\|>[{'name': …, 'arguments': {…}}]` |
+//! | `deepseek_v4` | DeepSeek V4 | as `deepseek_v32`, in a `<｜DSML｜tool_calls>` block |
+//! | `hunyuan_v3` | Hunyuan 3 (Hy3) | `<tool_calls><tool_call>NAME<tool_sep><arg_key>K</arg_key><arg_value>V</arg_value></tool_call></tool_calls>` |
+//! | `lfm2` | LFM2, LFM2.5 | `<\|tool_call_start\|>[get_weather(city="Paris")]<\|tool_call_end\|>` |
+//! | `minimax_m3` | MiniMax-M3 | `]<]minimax[>[<tool_call>]<]minimax[>[<invoke name="NAME">]<]minimax[>[<K>V]<]minimax[>[</K>…` |
+//! | `apertus` | Apertus | `<\|tools_prefix\|>[{"NAME": {…}}]<\|tools_suffix\|>` |
+//! | `minicpm5` | MiniCPM 4, 5 | `<function name="NAME"><param name="K">V</param></function>` |
+//! | `poolside_v1` | poolside Laguna | as `glm45` |
+//! | `gigachat35` | GigaChat 3.5 | as `deepseek_v4`, with `｜GCML｜` tokens |
+//! | `deepseek_v41` | DeepSeek V4.1 | as `deepseek_v4`, tags spaced: `<｜DSML｜ calls>` |
+//!
+//! Each format's rules (markers, arguments, normal text, the choices where the serving
+//! engines disagree) are on its module and, with the table of what decides each format for
+//! [`AutoProtocol`], in the repository's `docs/formats.md`.
 //!
 //! What every format does alike:
 //! - Calls come out in order, each with its name, its arguments (a JSON object) and its
@@ -33,7 +67,8 @@
 //!   nested, an unclosed tag hiding the rest): it is not normal text, a call drafted
 //!   inside it is not a call, and a call that reasoning interrupts is incomplete (turn
 //!   this off with [`TextFormatOptions::skip_reasoning`]).
-//! - Arguments written as text (`qwen3_coder_xml`, `glm45`, `glm47`, `minimax_m2`) are
+//! - Arguments written as text (`qwen3_coder_xml`, `glm45`, `glm47`, `minimax_m2`, `step3`,
+//!   `seed_oss`, `hunyuan_v3`, `poolside_v1`, DSML values without `string="true"`, …) are
 //!   read without a schema as described in [`ToolRequest::text_args`]: JSON text
 //!   becomes that value, `True`/`False`/`None` become `true`/`false`/`null`, anything else
 //!   stays a string (MiniMax: only `null` is not a string). When the engine resolves the
