@@ -176,12 +176,16 @@ impl NativeStreamParser {
     }
 
     /// Reports the calls, in order, up to the first that has not ended (all of them when
-    /// `all`).
+    /// `all`). A call that ended incomplete waits for the end of the turn: its problem
+    /// names the turn's finish reason, which only the end of the stream gives.
     fn report(&mut self, all: bool, events: &mut Vec<StreamEvent>) {
         while self.reported < self.order.len()
             && (all || self.ended.get(self.reported).copied().unwrap_or(false))
         {
             let index = self.order.get(self.reported).copied().unwrap_or_default();
+            if !all && self.turn.call(index).is_some_and(|call| call.incomplete) {
+                break;
+            }
             self.reported += 1;
             let Some(call) = self.turn.call(index) else { continue };
             let mut diagnostics = Vec::new();
@@ -231,5 +235,57 @@ impl StreamParser for NativeStreamParser {
         }
         self.finished = true;
         self.report(true, events);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::StreamCollector;
+
+    /// A call that ends incomplete in the middle of a stream (a Vertex piece that cannot be
+    /// placed) is reported once the turn's finish reason is known, as the one-shot read
+    /// reports it; the complete call after it waits with it, in order.
+    #[test]
+    fn a_call_cut_mid_stream_is_reported_with_the_turn_s_finish_reason() {
+        let start = |index: usize, name: &str| TurnDelta::ToolCallStart {
+            index,
+            id: String::new(),
+            name: name.to_string(),
+        };
+        let deltas = [
+            start(0, "f"),
+            TurnDelta::ToolCallIncomplete { index: 0 },
+            TurnDelta::ToolCallEnd { index: 0 },
+            start(1, "g"),
+            TurnDelta::ToolCallArguments { index: 1, fragment: "{}".into() },
+            TurnDelta::ToolCallEnd { index: 1 },
+            TurnDelta::Finish(FinishReason::ToolCalls),
+        ];
+        let mut parser = NativeStreamParser::new(RequestIdStyle::Sequential);
+        let mut events = Vec::new();
+        let mut accumulator = TurnAccumulator::new();
+        for delta in &deltas {
+            accumulator.push(delta);
+            parser.push(delta, &mut events);
+            if matches!(delta, TurnDelta::ToolCallEnd { index: 0 }) {
+                assert!(!events.iter().any(|e| matches!(e, StreamEvent::RequestCompleted(_))));
+            }
+        }
+        parser.finish(&mut events);
+        let mut collector = StreamCollector::new();
+        collector.extend(events);
+        let streamed = collector.into_outcome();
+        let one_shot = parse_calls(
+            &accumulator.finish(),
+            &NativeOptions::default().request_ids(RequestIdStyle::Sequential),
+        );
+        assert_eq!(streamed.requests, one_shot.requests);
+        assert!(
+            streamed.requests[0].problems[0].contains("finish reason: tool_calls"),
+            "{:?}",
+            streamed.requests
+        );
+        assert!(streamed.requests[1].complete);
     }
 }
