@@ -121,6 +121,19 @@ fn early_call(header: &str, role_first: bool) -> bool {
         end -= 1;
     }
     let head = header.get(..end).unwrap_or_default();
+    // Only the text before the first token (a role-first header's `<|channel|>` aside):
+    // what any prefix holding that token sees too.
+    let mut cut = 0;
+    let cut = loop {
+        match head.get(cut..).and_then(|rest| rest.find('<')) {
+            Some(at) if role_first && head.get(cut + at..).is_some_and(|r| r.starts_with(CHANNEL)) => {
+                cut += at + CHANNEL.len();
+            }
+            Some(at) => break cut + at,
+            None => break head.len(),
+        }
+    };
+    let head = head.get(..cut).unwrap_or_default();
     let Some(at) = head.find("to=") else { return false };
     let recipient = head.get(at + 3..).unwrap_or_default();
     let stop = recipient.find(|c: char| c.is_whitespace() || c == '<');
@@ -161,14 +174,17 @@ impl Format for Rules {
         if [CALL, END, RETURN, START, CHANNEL].iter().any(|t| t.starts_with(rest)) {
             return InSection::Hold(from);
         }
+        // A header that already names its recipient is a call, whatever follows (a header
+        // cut off by reasoning or the reply's end, or broken by another token, is an
+        // incomplete call: reported, never dropped).
+        if early_call(rest, kind == AFTER_START) {
+            return InSection::Call(from);
+        }
         // A header: up to `<|message|>`.
         let message = match search.tokens(text, from, &HEADER_ENDS) {
             (Found::Call(at), 0) => at,
             // A broken header: dropped, reading goes on at the token.
             (Found::Call(at), _) => return InSection::Leave(at),
-            // A header that already names its recipient is a call even if it is cut off
-            // (by reasoning, or the reply's end): reported incomplete, never dropped.
-            _ if early_call(rest, kind == AFTER_START) => return InSection::Call(from),
             _ => return InSection::Hold(from),
         };
         let header = Header::read(text.get(from..message).unwrap_or_default(), kind == AFTER_START);
@@ -188,10 +204,13 @@ impl Format for Rules {
     }
 
     fn scan(&self, region: &mut Region<'_>) -> Scan {
-        // The region is a header (known to reach `<|message|>`) and a body; it stops
-        // before the token that ends the body. `stage` 1: ended by an end token.
-        let Some((message, _)) = region.earliest(0, &[MESSAGE]) else {
-            return Scan::Open;
+        // The region is a header and a body; it stops before the token that ends the
+        // body. `stage` 1: ended by an end token. A header broken by another token (no
+        // `<|message|>` first) ends the region there: an incomplete call.
+        let message = match region.earliest(0, &HEADER_ENDS) {
+            Some((at, 0)) => at,
+            Some((at, _)) => return Scan::Closed(at),
+            None => return Scan::Open,
         };
         let body = message + MESSAGE.len();
         match region.earliest(body, &BODY_ENDS) {
@@ -395,6 +414,15 @@ mod tests {
         assert!(parse("<|channel|>commentary to=").requests.is_empty());
         assert!(parse("<|channel|>commentary to=assis").requests.is_empty());
         assert!(parse("<|start|>functions.calc_add to=assistant<|chan").requests.is_empty());
+    }
+
+    #[test]
+    fn a_call_header_broken_by_a_token_is_an_incomplete_call_and_ends_there() {
+        let text = "<|start|>assistant to=message|>{\"q\": 1}<|call|>After.";
+        let parsed = parse(text);
+        assert_eq!(parsed.requests.len(), 1, "{parsed:?}");
+        assert!(!parsed.requests[0].complete);
+        assert_eq!(parsed.normal_text, "After.");
     }
 
     #[test]
