@@ -23,8 +23,10 @@
 //!   way results go back) is never a call, and is hidden too.
 //! - **Malformed.** A call whose body is not a JSON object is an incomplete request (the
 //!   other calls still count). A call message that never ends — the reply stops, or a
-//!   new `<|start|>`/`<|channel|>` begins first — is an incomplete request. A header
-//!   cut off by the end of the reply is dropped as markup.
+//!   new `<|start|>`/`<|channel|>` begins first — is an incomplete request. So is a
+//!   header that names its recipient (`to=…`, before any token of the header but
+//!   `<|channel|>`) and is then cut off (by reasoning, or the reply's end) or broken by
+//!   another token before `<|message|>`. Any other header cut off is dropped as markup.
 //!
 //! Implementation-defined choices: a call may end with `<|call|>`, `<|end|>` or
 //! `<|return|>` (the library that parses Harmony ends a message at any of them); text
