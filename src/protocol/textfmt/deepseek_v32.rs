@@ -37,15 +37,14 @@
 
 use serde_json::{Map, Value};
 
-use super::driver::{Format, RawCall, Region, Scan, ScanState, SectionTokens};
-pub(crate) use super::dsml::attribute;
 use super::dsml::{self, Markup};
 use super::prompt::{bare_functions, content};
 use crate::ToolExecutionResult;
 use crate::tools::ToolDefinition;
 
 /// DeepSeek V3.2's tokens.
-pub(super) const V32: Markup = Markup {
+/// (The rules of `deepseek_v32`: the markup is the format.)
+pub(crate) const V32: Markup = Markup {
     block: "<｜DSML｜function_calls>",
     block_end: "</｜DSML｜function_calls>",
     invoke: "<｜DSML｜invoke",
@@ -54,23 +53,6 @@ pub(super) const V32: Markup = Markup {
     param_end: "</｜DSML｜parameter>",
     untagged_is_string: false,
 };
-
-/// The rules of `deepseek_v32`.
-pub(crate) struct Rules;
-
-impl Format for Rules {
-    fn sections(&self) -> Option<SectionTokens> {
-        Some(V32.sections())
-    }
-
-    fn scan(&self, region: &mut Region<'_>) -> Scan {
-        dsml::scan(&V32, region)
-    }
-
-    fn read(&self, region: &str, state: &ScanState, closed: bool, calls: &mut Vec<RawCall>) {
-        dsml::read(&V32, region, state, closed, calls);
-    }
-}
 
 /// The tool-definition prompt, worded as DeepSeek V3.2's template words it.
 pub(crate) fn prompt(tools: &[ToolDefinition]) -> String {

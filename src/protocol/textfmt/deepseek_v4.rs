@@ -41,14 +41,14 @@
 
 use serde_json::{Map, Value};
 
-use super::driver::{Format, RawCall, Region, Scan, ScanState, SectionTokens};
 use super::dsml::{self, Markup};
 use super::prompt::{bare_functions, content};
 use crate::ToolExecutionResult;
 use crate::tools::ToolDefinition;
 
 /// DeepSeek V4's tokens.
-pub(super) const V4: Markup = Markup {
+/// (The rules of `deepseek_v4`: the markup is the format.)
+pub(crate) const V4: Markup = Markup {
     block: "<｜DSML｜tool_calls>",
     block_end: "</｜DSML｜tool_calls>",
     invoke: "<｜DSML｜invoke",
@@ -57,23 +57,6 @@ pub(super) const V4: Markup = Markup {
     param_end: "</｜DSML｜parameter>",
     untagged_is_string: false,
 };
-
-/// The rules of `deepseek_v4`.
-pub(crate) struct Rules;
-
-impl Format for Rules {
-    fn sections(&self) -> Option<SectionTokens> {
-        Some(V4.sections())
-    }
-
-    fn scan(&self, region: &mut Region<'_>) -> Scan {
-        dsml::scan(&V4, region)
-    }
-
-    fn read(&self, region: &str, state: &ScanState, closed: bool, calls: &mut Vec<RawCall>) {
-        dsml::read(&V4, region, state, closed, calls);
-    }
-}
 
 /// The tool-definition prompt, worded as DeepSeek V4's chat encoding words it.
 pub(crate) fn prompt(tools: &[ToolDefinition]) -> String {

@@ -37,12 +37,12 @@
 
 use serde_json::{Map, Value};
 
-use super::driver::{RawCall, Region, Scan, ScanState, SectionTokens};
+use super::driver::{Format, RawCall, Region, Scan, ScanState, SectionTokens};
 use super::values::infer;
 
 /// The tokens of one DSML-style format: a block of invokes, each with parameter tags
 /// carrying a `string` attribute.
-pub(super) struct Markup {
+pub(crate) struct Markup {
     pub block: &'static str,
     pub block_end: &'static str,
     pub invoke: &'static str,
@@ -58,6 +58,22 @@ impl Markup {
     /// The section tokens: the block opens a section, invokes are its calls.
     pub(super) fn sections(&self) -> SectionTokens {
         SectionTokens { open: self.block, call: self.invoke, end: self.block_end }
+    }
+}
+
+/// A DSML format read with its markup and nothing else (DeepSeek V3.2, V4): invokes in
+/// blocks; the formats with more markup around (V4.1, GigaChat 3.5) wrap these readers.
+impl Format for Markup {
+    fn sections(&self) -> Option<SectionTokens> {
+        Some(Markup::sections(self))
+    }
+
+    fn scan(&self, region: &mut Region<'_>) -> Scan {
+        scan(self, region)
+    }
+
+    fn read(&self, region: &str, state: &ScanState, closed: bool, calls: &mut Vec<RawCall>) {
+        read(self, region, state, closed, calls);
     }
 }
 

@@ -32,8 +32,8 @@
 
 use serde_json::{Map, Value};
 
-use super::deepseek_v32::attribute;
 use super::driver::{Format, RawCall, Region, Scan, ScanState, SectionTokens, UNCLOSED, inside};
+use super::dsml::attribute;
 use super::prompt::{functions, lines, wrapped};
 use super::values::infer;
 use crate::ToolExecutionResult;
