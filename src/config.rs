@@ -88,7 +88,7 @@ impl ToolCallConfig {
     /// else `default_tool_enabled`.
     pub fn is_method_enabled(&self, tool_id: &str, method: &str) -> bool {
         self.tool_toggles
-            .get(&format!("{tool_id}_{method}"))
+            .get(&crate::tools::full_name(tool_id, method))
             .or_else(|| self.tool_toggles.get(tool_id))
             .copied()
             .unwrap_or(self.default_tool_enabled)

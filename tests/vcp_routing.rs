@@ -411,3 +411,31 @@ fn the_vcp_protocol_resolves_requests_to_invocations_by_exact_name() {
     let req = request("calc", &[("command", "add"), ("river", "r")]);
     assert_eq!(Exact.resolve(&req, &TurnState::default(), &catalog), [Ok(Invocation::exact(&req))]);
 }
+
+#[test]
+fn a_tool_that_is_one_function_is_called_by_its_own_name() {
+    // A method named "" is the tool itself (an OpenAI function, an MCP tool): its full
+    // name is the tool id, VCP's prompt and grammar name no command for it, and a
+    // request naming the tool reaches it.
+    use tool_calling::grammar::{Dialect, Scope};
+    use tool_calling::tools::{ToolCatalog, ToolDefinition};
+    let weather = ToolDefinition::new("get_weather", "get_weather").with_method(
+        MethodDefinition::new("", "The weather.").with_parameters(json!({
+            "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]
+        })),
+    );
+    assert_eq!(weather.methods[0].full_name("get_weather"), "get_weather");
+    let vcp = VcpProtocol::default();
+    let prompt = vcp.tool_declarations(std::slice::from_ref(&weather));
+    let prompt = prompt.as_prompt().expect("a prompt");
+    let definition = &prompt[prompt.find("<<<[TOOL_DEFINITION]>>>").expect("a definition")..];
+    assert!(definition.contains("tool_name:「始」get_weather「末」"), "{prompt}");
+    assert!(!definition.contains("command:"), "no command for the tool itself: {definition}");
+    let catalog = ToolCatalog::from_definitions(std::slice::from_ref(&weather));
+    let request = vcp.parse("<<<[TOOL_REQUEST]>>>\ntool_name:「始」get_weather「末」,\ncity:「始」Oslo「末」\n<<<[END_TOOL_REQUEST]>>>");
+    let calls = vcp.resolve(&request.requests[0], &TurnState::default(), &catalog);
+    let call = calls[0].as_ref().expect("routed");
+    assert_eq!((call.method.as_str(), call.args["city"].clone()), ("get_weather", json!("Oslo")));
+    let grammar = vcp.grammar(&[weather], Dialect::Lark, Scope::Call).expect("a grammar");
+    assert!(!grammar.text().contains("command"), "{}", grammar.text());
+}

@@ -234,6 +234,28 @@ pub trait ToolCallingProtocol: Send + Sync {
     /// matched to each call by id.
     fn result_messages(&self, results: &[ToolExecutionResult], turn: &TurnState) -> Vec<Message>;
 
+    /// The text this protocol has the model write for a call of `name` (a method's full
+    /// name) with `args`, as its parser reads it back: how a host replays an earlier call
+    /// into a conversation kept as text (a gateway re-sending its client's history, a
+    /// few-shot example). `None` when the protocol's calls are not text (the native
+    /// protocols) or this call cannot be written (a value the format has no way to hold).
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use tool_calling::protocol::ToolCallingProtocol;
+    /// use tool_calling::protocol::vcp::VcpProtocol;
+    /// let vcp = VcpProtocol::default();
+    /// let args = json!({"city": "Paris", "days": 3});
+    /// let text = vcp.write_call("get_weather", args.as_object().unwrap()).unwrap();
+    /// let back = vcp.parse(&text);
+    /// assert_eq!(back.requests[0].tool_name, "get_weather");
+    /// assert_eq!(back.requests[0].arg_str("days"), Some("3"));
+    /// ```
+    fn write_call(&self, name: &str, args: &serde_json::Map<String, Value>) -> Option<String> {
+        let _ = (name, args);
+        None
+    }
+
     /// A grammar for constrained decoding that admits exactly the valid calls to
     /// `tools`' methods, written in this protocol, in `dialect`, for `scope` (see
     /// [`grammar`](crate::grammar)). Text the grammar admits must parse, with this

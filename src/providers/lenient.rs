@@ -446,3 +446,9 @@ mod tests {
         assert!(matches!(payload.text, Some(Cow::Owned(ref s)) if s == "a\"b"));
     }
 }
+
+/// A usage object: kept as it is when it is a JSON object, `None` otherwise (`null`, a
+/// server's placeholder of another type).
+pub(crate) fn usage<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
+    Ok(Some(Value::deserialize(d)?).filter(Value::is_object))
+}

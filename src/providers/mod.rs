@@ -56,6 +56,8 @@ pub use provider::{ANTHROPIC_VERSION, Provider};
 #[cfg(feature = "http")]
 #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 pub use retry::HttpRetry;
+#[cfg(feature = "gateway")]
+pub(crate) use retry::error_details;
 pub use sse::{SseEvent, SseParser};
 pub use stream::{DEFAULT_MAX_STREAM_BYTES, ResponseStream};
 
@@ -195,6 +197,13 @@ pub trait StreamDecoder: Send {
 
     /// The stream has ended: closes calls still open.
     fn finish(&mut self, deltas: &mut Vec<TurnDelta>);
+
+    /// The provider's token counts for the turn, as the stream gave them (the last
+    /// usage object seen, in the provider's shape), if it gave any. The default (and
+    /// every provider but OpenAI Chat Completions, so far) reports none.
+    fn usage(&self) -> Option<&Value> {
+        None
+    }
 }
 
 impl WireFormat for Provider {

@@ -145,6 +145,10 @@ struct ChatResponse<'a> {
     error: Option<Value>,
     #[serde(borrow, deserialize_with = "lenient::list")]
     choices: Vec<ChatChoice<'a>>,
+    /// Token counts: the last chunk of a stream asked for with `include_usage`, or a
+    /// response body's.
+    #[serde(deserialize_with = "lenient::usage")]
+    usage: Option<Value>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -384,6 +388,8 @@ pub(crate) struct ChunkDecoder {
     /// The call being written (our number).
     open: Option<usize>,
     done: bool,
+    /// The last usage object a chunk carried.
+    usage: Option<Value>,
 }
 
 impl ChunkDecoder {
@@ -412,6 +418,9 @@ impl StreamDecoder for ChunkDecoder {
         let chunk: ChatResponse<'_> = parse_event(event)?;
         if let Some(error) = &chunk.error {
             return Err(provider_error(error));
+        }
+        if chunk.usage.is_some() {
+            self.usage = chunk.usage;
         }
         // The usage chunk has empty `choices`; only the first choice is read.
         let Some(choice) = chunk.choices.into_iter().next() else {
@@ -462,6 +471,10 @@ impl StreamDecoder for ChunkDecoder {
             self.done = true;
             self.close_open(deltas);
         }
+    }
+
+    fn usage(&self) -> Option<&Value> {
+        self.usage.as_ref()
     }
 }
 

@@ -122,6 +122,21 @@ impl ResponseStream {
         result
     }
 
+    /// The provider's token counts for the turn, in its own shape, once the stream has
+    /// carried them (OpenAI Chat Completions: the `usage` of the last chunk, sent when
+    /// the request asks for `stream_options.include_usage`).
+    ///
+    /// ```
+    /// use tool_calling::providers::{Provider, ResponseStream};
+    /// let mut stream = ResponseStream::new(&Provider::OpenAiChat);
+    /// let sse = "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":9,\"completion_tokens\":2}}\n\n";
+    /// stream.push(sse.as_bytes(), &mut Vec::new()).unwrap();
+    /// assert_eq!(stream.usage().unwrap()["prompt_tokens"], 9);
+    /// ```
+    pub fn usage(&self) -> Option<&serde_json::Value> {
+        self.decoder.usage()
+    }
+
     /// The stream has ended; appends the last deltas.
     ///
     /// Every call that started is ended. A stream that ended before the provider said

@@ -147,19 +147,7 @@ impl ArgumentValidator {
     }
 
     fn coerce_pairs<'a>(&self, args: impl Iterator<Item = (&'a String, &'a Value)>) -> ArgMap {
-        let empty = Map::new();
-        let properties = self.schema.get("properties").and_then(Value::as_object).unwrap_or(&empty);
-        let required = super::definition::required_keys(&self.schema);
-        let mut out = Map::new();
-        for (key, value) in args {
-            let coerced = match (value, properties.get(key)) {
-                (Value::String(s), _) if s.trim().is_empty() && !required.contains(&key.as_str()) => continue,
-                (Value::String(s), Some(schema)) => TextCoercion::new().coerce(s, schema, &self.schema),
-                (other, _) => other.clone(),
-            };
-            out.insert(key.clone(), coerced);
-        }
-        out
+        TextCoercion::new().coerce_args(args, &self.schema)
     }
 
     /// Validates already-coerced arguments.

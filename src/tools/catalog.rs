@@ -104,9 +104,9 @@ impl CatalogTool {
         self.methods.iter().filter(|m| m.agent_callable)
     }
 
-    /// `toolId_methodName` of `method`.
+    /// `toolId_methodName` of `method` (the tool id alone for a method named `""`).
     pub fn full_name(&self, method: &CatalogMethod) -> String {
-        format!("{}_{}", self.tool_id, method.name)
+        super::full_name(&self.tool_id, &method.name)
     }
 }
 
@@ -123,27 +123,59 @@ impl ToolCatalog {
         Self::default()
     }
 
+    /// A catalog of tools described by `definitions`, every method agent-callable: what a
+    /// host that resolves requests without running them (a gateway that hands calls to
+    /// its client) checks names against. A tool id or full name that comes again is
+    /// left to its first holder.
+    ///
+    /// ```
+    /// use tool_calling::tools::{MethodDefinition, ToolCatalog, ToolDefinition};
+    /// let weather = ToolDefinition::new("get_weather", "get_weather")
+    ///     .with_method(MethodDefinition::new("", "The weather in a city."));
+    /// let catalog = ToolCatalog::from_definitions(&[weather]);
+    /// let (tool, method) = catalog.method("get_weather").unwrap();
+    /// assert_eq!((tool.tool_id.as_str(), method.name.as_str()), ("get_weather", ""));
+    /// assert!(catalog.method("get_weather_").is_none());
+    /// ```
+    pub fn from_definitions(definitions: &[super::ToolDefinition]) -> Self {
+        let mut catalog = ToolCatalog::new();
+        for tool in definitions {
+            if catalog.by_id.contains_key(&tool.tool_id) {
+                continue;
+            }
+            catalog.push(&tool.tool_id, tool.methods.iter().map(|m| (m, true)));
+        }
+        catalog
+    }
+
     /// Adds `spec`'s tool. The registry has checked it: its id is new and its full
     /// names are free.
     #[cfg(feature = "runtime")]
     pub(crate) fn add(&mut self, spec: &ToolSpec) {
+        self.push(&spec.tool_id, spec.methods.iter().map(|m| (&m.definition, m.agent_callable)));
+    }
+
+    /// Adds a tool of these methods (each with whether models may call it).
+    fn push<'d>(
+        &mut self,
+        tool_id: &str,
+        methods: impl Iterator<Item = (&'d super::MethodDefinition, bool)>,
+    ) {
         let tool = self.tools.len();
-        self.by_id.insert(spec.tool_id.clone(), tool);
-        let methods = spec
-            .methods
-            .iter()
+        self.by_id.insert(tool_id.to_string(), tool);
+        let methods = methods
             .enumerate()
-            .map(|(index, m)| {
-                self.by_full_name.insert(m.definition.full_name(&spec.tool_id), (tool, index));
+            .map(|(index, (definition, agent_callable))| {
+                self.by_full_name.entry(definition.full_name(tool_id)).or_insert((tool, index));
                 CatalogMethod {
-                    name: m.definition.name.clone(),
-                    agent_callable: m.agent_callable,
-                    protocol_config: m.definition.protocol_config.clone(),
-                    parameters: m.definition.parameters.clone(),
+                    name: definition.name.clone(),
+                    agent_callable,
+                    protocol_config: definition.protocol_config.clone(),
+                    parameters: definition.parameters.clone(),
                 }
             })
             .collect();
-        self.tools.push(CatalogTool { tool_id: spec.tool_id.clone(), methods });
+        self.tools.push(CatalogTool { tool_id: tool_id.to_string(), methods });
     }
 
     /// Every tool, in registration order.

@@ -113,6 +113,41 @@ impl TextCoercion {
         self.by_schema(text, schema, root).unwrap_or_else(|| Value::String(text.to_string()))
     }
 
+    /// A call's arguments read by its method's parameter schema (`schema`, an object
+    /// schema): each string argument with a declared parameter as [`coerce`](Self::coerce)
+    /// reads it, an empty string for an optional parameter left out, everything else as
+    /// it is. This is how the executor types a text protocol's arguments before
+    /// validation, and how a host that hands calls on (a gateway) types them.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use tool_calling::tools::TextCoercion;
+    /// let schema = json!({"type": "object", "required": ["n"],
+    ///     "properties": {"n": {"type": "integer"}, "note": {"type": "string"}, "on": {"type": "boolean"}}});
+    /// let args = json!({"n": "3", "note": "", "on": true, "extra": "x"});
+    /// let typed = TextCoercion::new().coerce_args(args.as_object().unwrap(), &schema);
+    /// assert_eq!(serde_json::Value::Object(typed), json!({"n": 3, "on": true, "extra": "x"}));
+    /// ```
+    pub fn coerce_args<'a>(
+        &self,
+        args: impl IntoIterator<Item = (&'a String, &'a Value)>,
+        schema: &Value,
+    ) -> serde_json::Map<String, Value> {
+        let empty = serde_json::Map::new();
+        let properties = schema.get("properties").and_then(Value::as_object).unwrap_or(&empty);
+        let required = super::definition::required_keys(schema);
+        let mut out = serde_json::Map::new();
+        for (key, value) in args {
+            let coerced = match (value, properties.get(key)) {
+                (Value::String(s), _) if s.trim().is_empty() && !required.contains(&key.as_str()) => continue,
+                (Value::String(s), Some(parameter)) => self.coerce(s, parameter, schema),
+                (other, _) => other.clone(),
+            };
+            out.insert(key.clone(), coerced);
+        }
+        out
+    }
+
     /// `text` read without a schema: the JSON it is, else a string.
     pub fn infer(&self, text: &str) -> Value {
         if self.python_literals {

@@ -82,7 +82,9 @@ impl ToolDefinition {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct MethodDefinition {
-    /// The method's name (without the tool id).
+    /// The method's name (without the tool id). An empty name makes the method the tool
+    /// itself: its full name is the tool id alone, the way a tool that is one function
+    /// (an OpenAI function, an MCP tool) is called by its own name.
     pub name: String,
     /// What the method does.
     pub description: String,
@@ -175,9 +177,10 @@ impl MethodDefinition {
         self
     }
 
-    /// `toolId_methodName`.
+    /// `toolId_methodName`, or the tool id alone for a method named `""` (see
+    /// [`full_name`]).
     pub fn full_name(&self, tool_id: &str) -> String {
-        format!("{tool_id}_{}", self.name)
+        full_name(tool_id, &self.name)
     }
 
     /// The parameters in schema order, read from the schema's `properties` and
@@ -345,6 +348,19 @@ impl MethodExample {
         self.output = Some(output);
         self
     }
+}
+
+/// The full name of method `method` of tool `tool_id`: `toolId_methodName`, or the tool
+/// id alone when the method is named `""` (a tool that is one function). Every full
+/// name in the crate is made here.
+///
+/// ```
+/// use tool_calling::tools::full_name;
+/// assert_eq!(full_name("calc", "add"), "calc_add");
+/// assert_eq!(full_name("get_weather", ""), "get_weather");
+/// ```
+pub fn full_name(tool_id: &str, method: &str) -> String {
+    if method.is_empty() { tool_id.to_string() } else { format!("{tool_id}_{method}") }
 }
 
 /// The alias a method answers to in `protocol`: the non-empty string `command` of its

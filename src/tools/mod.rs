@@ -30,7 +30,9 @@ mod spec;
 pub use arguments::{ArgumentError, ArgumentErrors, ArgumentValidator};
 pub use catalog::{CatalogMethod, CatalogTool, MAX_SUGGESTION_QUERY, ToolCatalog, closest};
 pub use coerce::TextCoercion;
-pub use definition::{MethodDefinition, MethodExample, ParameterInfo, ToolDefinition, protocol_alias};
+pub use definition::{
+    MethodDefinition, MethodExample, ParameterInfo, ToolDefinition, full_name, protocol_alias,
+};
 #[cfg(feature = "runtime")]
 #[cfg_attr(docsrs, doc(cfg(feature = "runtime")))]
 pub use discovery::{DiscoveredMethod, DiscoveredTool, DiscoveryService, MethodFilter};

@@ -733,6 +733,16 @@ impl ToolCallingProtocol for AutoProtocol {
         self.parse(&turn.text())
     }
 
+    /// Writes the call in the protocol tools are offered in.
+    fn write_call(&self, name: &str, args: &serde_json::Map<String, serde_json::Value>) -> Option<String> {
+        match self.prompt {
+            Detected::Vcp => self.vcp.write_call(name, args),
+            Detected::Format(format) => {
+                TextFormatProtocol::new(format).with_options(self.options).format_call(name, args)
+            }
+        }
+    }
+
     fn stream_parser(&self) -> Box<dyn StreamParser + '_> {
         Box::new(AutoProtocol::stream_parser(self))
     }

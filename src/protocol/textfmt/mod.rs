@@ -619,6 +619,10 @@ impl ToolCallingProtocol for TextFormatProtocol {
         self.format.id()
     }
 
+    fn write_call(&self, name: &str, args: &serde_json::Map<String, Value>) -> Option<String> {
+        self.format_call(name, args)
+    }
+
     fn tool_declarations(&self, tools: &[ToolDefinition]) -> ToolDeclarations {
         if tools.iter().all(|t| t.methods.is_empty()) {
             return ToolDeclarations::Prompt(String::new());

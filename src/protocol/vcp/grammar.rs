@@ -101,11 +101,13 @@ pub(crate) fn grammar(
                 members.push((Expr::seq([Expr::lit(format!(",\n{key}:")), value]), required));
             }
             let fields = values.member_list(members, Expr::lit(""));
-            let head = format!(
-                "\ntool_name:「始」{}「末」,\ncommand:「始」{}「末」",
-                tool.tool_id,
-                command_of(&method.name, &method.protocol_config)
-            );
+            // A method named `""` is the tool itself: its requests name no command.
+            let head = match command_of(&method.name, &method.protocol_config) {
+                "" => format!("\ntool_name:「始」{}「末」", tool.tool_id),
+                command => {
+                    format!("\ntool_name:「始」{}「末」,\ncommand:「始」{command}「末」", tool.tool_id)
+                }
+            };
             let request_id = Expr::seq([Expr::lit(",\nrequest_id:"), plain.clone()]).opt();
             let body = Expr::seq([Expr::lit(head), request_id, fields, Expr::lit(format!("\n{END}"))]);
             calls.push(b.rule(&full_name, body));

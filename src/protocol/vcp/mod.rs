@@ -56,6 +56,7 @@ pub use prompt::{Language, VcpTemplates};
 pub use routing::{CONTROL_KEYS, RouteError, command_alias, command_alias_config, route};
 pub use view::{FieldView, ParseView, RequestView, ViewEvent, ViewEvents};
 
+use serde_json::Value;
 use std::sync::Arc;
 
 use crate::Span;
@@ -309,6 +310,19 @@ impl VcpProtocol {
 impl ToolCallingProtocol for VcpProtocol {
     fn id(&self) -> &str {
         &self.id
+    }
+
+    /// One request block: each argument a field, a string as it is, any other value as
+    /// its JSON text (which the resolver reads back by the method's schema).
+    fn write_call(&self, name: &str, args: &serde_json::Map<String, Value>) -> Option<String> {
+        let fields = args.iter().map(|(key, value)| {
+            let text = match value {
+                Value::String(text) => std::borrow::Cow::Borrowed(text.as_str()),
+                other => std::borrow::Cow::Owned(other.to_string()),
+            };
+            (key.as_str(), text)
+        });
+        self.format_request(name, fields).ok()
     }
 
     /// The definitions prompt: a preamble that teaches the request syntax, then one

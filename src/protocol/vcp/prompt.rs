@@ -283,10 +283,10 @@ fn sample(param: &ParameterInfo<'_>) -> String {
 /// One example request: the method's first declared example, else its required
 /// parameters with sample values.
 fn example(tool_id: &str, method: &MethodDefinition) -> Option<String> {
-    let mut args: Vec<(String, String)> = vec![(
-        "command".to_string(),
-        super::routing::command_of(&method.name, &method.protocol_config).to_string(),
-    )];
+    // A method named `""` is the tool itself: its requests name no command.
+    let command = super::routing::command_of(&method.name, &method.protocol_config);
+    let mut args: Vec<(String, String)> =
+        if command.is_empty() { Vec::new() } else { vec![("command".to_string(), command.to_string())] };
     match method.examples.first().and_then(|e| e.input.as_object()) {
         Some(input) => args.extend(input.iter().map(|(k, v)| (k.clone(), plain(v)))),
         None => args.extend(
@@ -319,12 +319,10 @@ pub(crate) fn generate(tools: &[ToolDefinition], t: &VcpTemplates) -> String {
             let params = method.parameter_list();
             out.push_str("<<<[TOOL_DEFINITION]>>>\n");
             write_field(&mut out, "tool_name", &neutralize_markers(&tool.tool_id), false);
-            write_field(
-                &mut out,
-                "command",
-                &neutralize_markers(super::routing::command_of(&method.name, &method.protocol_config)),
-                false,
-            );
+            let command = super::routing::command_of(&method.name, &method.protocol_config);
+            if !command.is_empty() {
+                write_field(&mut out, "command", &neutralize_markers(command), false);
+            }
             write_field(&mut out, "description", &neutralize_markers(&method.description), params.is_empty());
             for (j, param) in params.iter().enumerate() {
                 let text = describe(param, t);
