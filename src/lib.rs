@@ -99,6 +99,7 @@
 //! | `http` | no | HTTP model clients for OpenAI-compatible, OpenAI Responses, Anthropic and Gemini APIs (implies `runtime`) |
 //! | `rest` | no | REST tools: HTTP endpoints described in TOML or JSON (implies `runtime`) |
 //! | `mcp` | no | the tools of MCP servers, and this crate's tools served to MCP clients, through rmcp (implies `runtime`) |
+//! | `gateway` | no | the `gateway` module: an OpenAI-compatible server (Chat Completions, Responses, Anthropic Messages) giving tool calling to the model of any Chat Completions server through a text protocol (implies `http`) |
 //!
 //! Without any feature (`default-features = false`) the crate is the protocols and the
 //! model types alone: every parser, prompt and result writer, with no tokio, JSON Schema
@@ -207,6 +208,9 @@ pub mod engine;
 #[cfg(feature = "runtime")]
 #[cfg_attr(docsrs, doc(cfg(feature = "runtime")))]
 pub mod exec;
+#[cfg(feature = "gateway")]
+#[cfg_attr(docsrs, doc(cfg(feature = "gateway")))]
+pub mod gateway;
 pub mod grammar;
 pub mod model;
 pub mod protocol;

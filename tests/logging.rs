@@ -68,3 +68,69 @@ fn every_call_is_logged_info_or_warn_and_the_parse_at_debug() {
     assert!(failed.contains("error=") && failed.contains("times"), "the error's text: {failed}");
     assert!(line("reply parsed").contains("DEBUG"));
 }
+
+/// The gateway logs each request as a span with the protocol, the dialect `auto` found
+/// and the calls, closed by an event with its total, upstream and added time.
+#[cfg(feature = "gateway")]
+#[test]
+fn every_gateway_request_is_a_span_with_its_timings() {
+    #[path = "../examples/support/replay_upstream.rs"]
+    mod replay_upstream;
+    use tool_calling::gateway::{Gateway, GatewayConfig};
+
+    let captured = Captured::default();
+    let writer = captured.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::INFO)
+        .with_ansi(false)
+        .with_writer(move || writer.clone())
+        .finish();
+    let logs = || String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    tracing::subscriber::with_default(subscriber, || {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        runtime.block_on(async {
+            let upstream = replay_upstream::start(std::time::Duration::ZERO).await.unwrap();
+            let gateway = Gateway::new(GatewayConfig::new(&upstream.url).protocol("auto")).unwrap();
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let address = listener.local_addr().unwrap();
+            tokio::spawn(async move { axum::serve(listener, gateway.router()).await });
+            let body = serde_json::json!({
+                "model": "replay", "messages": [{"role": "user", "content": "replay:hermes_parallel"}],
+                "tools": [{"type": "function", "function": {"name": "get_weather"}},
+                          {"type": "function", "function": {"name": "get_time"}}],
+            });
+            let reply = reqwest::Client::new()
+                .post(format!("http://{address}/v1/chat/completions"))
+                .header("content-type", "application/json")
+                .body(body.to_string())
+                .send()
+                .await
+                .unwrap()
+                .text()
+                .await
+                .unwrap();
+            assert!(reply.contains("tool_calls"), "{reply}");
+            // The closing event follows the reply's last byte: wait for it, boundedly.
+            let wait = tokio::time::timeout(std::time::Duration::from_secs(10), async {
+                while !logs().contains("gateway request done") {
+                    tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+                }
+            });
+            assert!(wait.await.is_ok(), "no closing event: {}", logs());
+        });
+    });
+    let logs = logs();
+    let line = logs.lines().find(|l| l.contains("gateway request done")).unwrap();
+    for field in [
+        "gateway_request{",
+        "protocol=auto",
+        "model=replay",
+        "dialect=\"hermes\"",
+        "calls=2",
+        "total_ms=",
+        "upstream_ms=",
+        "added_ms=",
+    ] {
+        assert!(line.contains(field), "{field} in {line}");
+    }
+}

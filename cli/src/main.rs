@@ -158,6 +158,23 @@
 //! small JSON API that calls the same functions as the subcommands above (routes in
 //! `web.rs`).
 
+//!
+//! # `gateway`
+//!
+//! ```text
+//! tool-calling gateway --upstream URL [--protocol vcp|auto|FORMAT|native] [--host H] [--port P]
+//!     [--model NAME] [--api-key-env VAR] [--timeout SECONDS] [--no-retry] [--constrain SERVER]
+//! ```
+//!
+//! Serves the library's gateway (`tool_calling::gateway`) on `H:P` (default
+//! `127.0.0.1:4000`; port 0 picks a free one) until killed, and prints
+//! `listening on http://H:PORT` as the first line on stderr. OpenAI clients use
+//! `http://H:PORT/v1` (`POST /v1/chat/completions`, `POST /v1/responses`), Anthropic
+//! clients `http://H:PORT` (`POST /v1/messages`): their `tools` become the protocol's
+//! prompt for the upstream (an OpenAI-compatible Chat Completions server at `URL`, up
+//! to `/v1`), and the upstream's text comes back as tool calls. `RUST_LOG=tool_calling=info`
+//! logs each request with its timings.
+
 #![deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::fmt;
@@ -204,6 +221,9 @@ enum Command {
     Cycle(CycleArgs),
     /// Serve the tester in a browser, on 127.0.0.1.
     Serve(ServeArgs),
+    /// Serve an OpenAI-compatible gateway that gives tool calling to the model of an
+    /// upstream Chat Completions server, through a text protocol.
+    Gateway(GatewayArgs),
 }
 
 /// `--protocol`: the id of one of the library's built-in protocols.
@@ -216,6 +236,50 @@ struct ServeArgs {
     /// The port to listen on (0: any free port).
     #[arg(long, default_value_t = 8787)]
     port: u16,
+}
+
+#[derive(Debug, Args)]
+struct GatewayArgs {
+    /// The upstream's base URL, up to `/v1` (it is sent `POST {URL}/chat/completions`).
+    #[arg(long)]
+    upstream: String,
+    /// How the upstream's model is prompted and read: `vcp`, an open-model format's id,
+    /// `auto` (prompt in the format the model's name suggests, read any), or `native`
+    /// (the upstream's own tools API; requests pass through).
+    #[arg(long, default_value = "vcp", value_parser = gateway_protocols())]
+    protocol: String,
+    /// The address to listen on.
+    #[arg(long, default_value = "127.0.0.1")]
+    host: String,
+    /// The port to listen on (0: any free port).
+    #[arg(long, default_value_t = 4000)]
+    port: u16,
+    /// The model named upstream, whatever the client asks for.
+    #[arg(long)]
+    model: Option<String>,
+    /// The environment variable holding the key sent upstream (without it, the client's
+    /// own `Authorization` is passed on).
+    #[arg(long, value_name = "VAR")]
+    api_key_env: Option<String>,
+    /// The longest one request may take, in seconds.
+    #[arg(long, default_value_t = 600.0)]
+    timeout: f64,
+    /// Do not ask again when `tool_choice` required a call and the reply made none.
+    #[arg(long)]
+    no_retry: bool,
+    /// Send the protocol's grammar for the offered tools, for constrained decoding by
+    /// this server: `vllm` (Lark), `sglang` (GBNF) or `llama-cpp` (GBNF).
+    #[arg(long, value_name = "SERVER", value_parser = ["vllm", "sglang", "llama-cpp"])]
+    constrain: Option<String>,
+}
+
+/// `gateway --protocol`: every built-in text protocol, `auto` and `native`.
+fn gateway_protocols() -> PossibleValuesParser {
+    let ids = ProtocolRegistry::builtin_ids()
+        .into_iter()
+        .filter(|id| !matches!(*id, "openai" | "openai_responses" | "anthropic" | "gemini"))
+        .chain(["native"]);
+    PossibleValuesParser::new(ids)
 }
 
 /// The VCP parser options, shared by `parse` and `cycle`.
@@ -427,7 +491,7 @@ fn main() -> ExitCode {
                 },
                 // No subcommand: clap would print the whole help as an error.
                 ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => fail(&Failure::Usage(format!(
-                    "error: a subcommand is required (parse, bench, discover, prompt, grammar, exec, cycle, serve); \
+                    "error: a subcommand is required (parse, bench, discover, prompt, grammar, exec, cycle, serve, gateway); \
                      try '{PROGRAM} --help'"
                 ))),
                 _ => fail(&Failure::Usage(clap_one_line(&err.to_string()))),
@@ -486,5 +550,62 @@ fn run(cli: Cli) -> Result<(), Failure> {
         Command::Exec(args) => commands::exec(&args),
         Command::Cycle(args) => commands::cycle(&args),
         Command::Serve(args) => web::serve(args.port),
+        Command::Gateway(args) => gateway(args),
     }
+}
+
+/// `gateway`: serves until stopped.
+fn gateway(args: GatewayArgs) -> Result<(), Failure> {
+    use tool_calling::gateway::{Constrain, Gateway, GatewayConfig};
+    use tool_calling::grammar::Dialect;
+    use tool_calling::providers::GrammarServer;
+
+    let timeout = std::time::Duration::try_from_secs_f64(args.timeout)
+        .ok()
+        .filter(|t| !t.is_zero())
+        .ok_or_else(|| {
+            Failure::Usage(format!(
+                "error: --timeout must be a positive number of seconds, not {}",
+                args.timeout
+            ))
+        })?;
+    let mut config = GatewayConfig::new(&args.upstream)
+        .protocol(&args.protocol)
+        .timeout(timeout)
+        .retry_required(!args.no_retry);
+    if let Some(model) = args.model {
+        config = config.model(model);
+    }
+    if let Some(var) = args.api_key_env {
+        let key = std::env::var(&var)
+            .map_err(|_| Failure::Usage(format!("error: the environment variable {var} is not set")))?;
+        config = config.api_key(key);
+    }
+    config.constrain = match args.constrain.as_deref() {
+        Some("vllm") => Some(Constrain::new(GrammarServer::Vllm, Dialect::Lark)),
+        Some("sglang") => Some(Constrain::new(GrammarServer::Sglang, Dialect::Gbnf)),
+        Some("llama-cpp") => Some(Constrain::new(GrammarServer::LlamaCpp, Dialect::Gbnf)),
+        _ => None,
+    };
+    let gateway = Gateway::new(config).map_err(|e| Failure::Usage(format!("error: {e}")))?;
+    // Each request's span and timings, on stderr, when RUST_LOG asks for them.
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(io::stderr).try_init();
+    let runtime = commands::runtime()?;
+    runtime.block_on(async move {
+        let listener = tokio::net::TcpListener::bind((args.host.as_str(), args.port))
+            .await
+            .map_err(|e| Failure::msg(format!("cannot listen on {}:{}: {e}", args.host, args.port)))?;
+        let address = listener.local_addr().map_err(|e| Failure::msg(e.to_string()))?;
+        // One line (whoever started us may read just that one and close the pipe).
+        let _ = writeln!(
+            io::stderr(),
+            "listening on http://{address} (gateway to {}, protocol {}: OpenAI clients use http://{address}/v1, \
+             Anthropic clients http://{address}; Ctrl-C stops it)",
+            args.upstream,
+            args.protocol
+        );
+        axum::serve(listener, gateway.router()).await.map_err(|e| Failure::msg(format!("the server stopped: {e}")))
+    })
 }

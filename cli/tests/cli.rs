@@ -848,9 +848,14 @@ struct Server {
 
 impl Server {
     fn start() -> Self {
+        Server::start_with(&["serve", "--port", "0"])
+    }
+
+    /// Runs the tester with `args`, a server that prints its address on stderr.
+    fn start_with(args: &[&str]) -> Self {
         use std::io::BufRead;
         let mut child = Command::new(tester_path())
-            .args(["serve", "--port", "0"])
+            .args(args)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -862,7 +867,8 @@ impl Server {
         let address = line
             .split("http://")
             .nth(1)
-            .and_then(|rest| rest.split('/').next())
+            .and_then(|rest| rest.split(['/', ' ']).next())
+            .map(str::trim)
             .unwrap_or_else(|| panic!("no address on stderr: {line:?}"))
             .to_string();
         assert!(address.starts_with("127.0.0.1:"), "listens on loopback only: {address}");
@@ -1064,4 +1070,76 @@ fn grammar_prints_each_supported_pair_and_refuses_the_others() {
         assert!(out.stdout.is_empty());
         assert_eq!(String::from_utf8(out.stderr).unwrap(), message);
     }
+}
+
+/// A one-reply upstream on loopback: answers every request with a Chat Completions stream
+/// of `text` (Hermes calls in it), and hands each request body it read to the test.
+fn hermes_upstream(text: &'static str) -> (String, std::sync::mpsc::Receiver<String>) {
+    use std::io::{BufRead, BufReader, Read};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a port");
+    let address = listener.local_addr().expect("an address");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let mut reader = BufReader::new(stream);
+            let mut length = 0;
+            loop {
+                let mut line = String::new();
+                if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                    break;
+                }
+                if let Some(value) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                    length = value.trim().parse().unwrap_or(0);
+                }
+            }
+            let mut body = vec![0; length];
+            let _ = reader.read_exact(&mut body);
+            let _ = tx.send(String::from_utf8_lossy(&body).into_owned());
+            let chunk =
+                json!({"choices": [{"index": 0, "delta": {"content": text}, "finish_reason": "stop"}]});
+            let events = format!("data: {chunk}\n\ndata: [DONE]\n\n");
+            let response = format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{events}",
+                events.len()
+            );
+            let _ = reader.get_mut().write_all(response.as_bytes());
+        }
+    });
+    (format!("http://{address}/v1"), rx)
+}
+
+#[test]
+fn gateway_gives_tool_calls_to_a_server_without_a_tools_api() {
+    let (upstream, sent) = hermes_upstream(
+        "Checking.<tool_call>{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}}</tool_call>",
+    );
+    let gateway =
+        Server::start_with(&["gateway", "--upstream", &upstream, "--protocol", "hermes", "--port", "0"]);
+    let request = json!({
+        "model": "m", "messages": [{"role": "user", "content": "Weather in Oslo?"}],
+        "tools": [{"type": "function", "function": {"name": "get_weather",
+            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}],
+    });
+    let (status, reply) = gateway.json("POST", "/v1/chat/completions", Some(&request));
+    assert_eq!(status, 200, "{reply}");
+    let message = &reply["choices"][0]["message"];
+    assert_eq!(message["content"], "Checking.");
+    assert_eq!(message["tool_calls"][0]["function"]["name"], "get_weather");
+    assert_eq!(message["tool_calls"][0]["function"]["arguments"], r#"{"city":"Oslo"}"#);
+    assert_eq!(reply["choices"][0]["finish_reason"], "tool_calls");
+    let upstream_body: Value = serde_json::from_str(&sent.recv().expect("a request")).expect("JSON");
+    assert!(upstream_body.get("tools").is_none());
+    assert!(upstream_body["messages"][0]["content"].as_str().unwrap_or_default().contains("<tool_call>"));
+    assert_eq!(gateway.json("GET", "/health", None), (200, json!({"status": "ok"})));
+}
+
+#[test]
+fn gateway_refuses_a_bad_configuration_in_one_line() {
+    let out = run(&["gateway", "--upstream", "ftp://example.com"]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("http://"), "{stderr}");
+    let out = run(&["gateway", "--upstream", "http://127.0.0.1:1/v1", "--protocol", "openai"]);
+    assert_eq!(out.status.code(), Some(2), "a provider's API is not a gateway protocol");
 }

@@ -349,6 +349,12 @@ pub(crate) fn from_value<'a, T: Deserialize<'a> + Default>(value: &'a Value) -> 
     object(value)
 }
 
+/// A usage object: kept as it is when it is a JSON object, `None` otherwise (`null`, a
+/// server's placeholder of another type).
+pub(crate) fn usage<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
+    Ok(Some(Value::deserialize(d)?).filter(Value::is_object))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -445,10 +451,4 @@ mod tests {
         let payload: Payload<'_> = from_str(r#"{"text": "a\"b"}"#).unwrap();
         assert!(matches!(payload.text, Some(Cow::Owned(ref s)) if s == "a\"b"));
     }
-}
-
-/// A usage object: kept as it is when it is a JSON object, `None` otherwise (`null`, a
-/// server's placeholder of another type).
-pub(crate) fn usage<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
-    Ok(Some(Value::deserialize(d)?).filter(Value::is_object))
 }
