@@ -509,3 +509,97 @@ async fn the_configuration_is_checked() {
     }
     let _ = ToolChoice::Auto;
 }
+
+#[tokio::test]
+async fn native_behind_the_messages_and_responses_fronts_sends_tools_and_reads_the_calls() {
+    let upstream = replay().await;
+    let url = serve(GatewayConfig::new(&upstream.url).protocol("native")).await;
+    let root = url.trim_end_matches("/v1");
+    let http = reqwest::Client::new();
+    let post_json = |path: String, body: Value| {
+        let http = http.clone();
+        async move {
+            let response = http
+                .post(path)
+                .header("content-type", "application/json")
+                .body(body.to_string())
+                .send()
+                .await
+                .expect("an answer");
+            let text = response.text().await.unwrap_or_default();
+            serde_json::from_str::<Value>(&text).unwrap_or_else(|_| panic!("JSON: {text}"))
+        }
+    };
+    let schema = json!({"type": "object", "properties": {"city": {"type": "string"}}});
+    let message = post_json(
+        format!("{root}/v1/messages"),
+        json!({"model": "replay", "max_tokens": 64, "messages": [{"role": "user", "content": "replay:native_calls"}],
+               "tools": [{"name": "get_weather", "input_schema": schema}, {"name": "get_time", "input_schema": schema}]}),
+    )
+    .await;
+    let uses: Vec<(&str, &Value)> = message["content"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|b| b["type"] == "tool_use")
+        .map(|b| (b["name"].as_str().unwrap_or_default(), &b["input"]))
+        .collect();
+    assert_eq!(
+        uses,
+        [("get_weather", &json!({"city": "Paris"})), ("get_time", &json!({"zone": "Europe/Paris"}))],
+        "{message}"
+    );
+    assert_eq!(message["stop_reason"], "tool_use");
+    let sent = &upstream.requests()[0];
+    assert_eq!(sent["tools"][0]["function"]["name"], "get_weather", "the tools went up natively: {sent}");
+    assert!(sent["messages"].to_string().find("get_weather").is_none(), "no tool prompt: {sent}");
+
+    let response = post_json(
+        format!("{url}/responses"),
+        json!({"model": "replay", "input": "replay:native_calls",
+               "tools": [{"type": "function", "name": "get_weather", "parameters": schema}]}),
+    )
+    .await;
+    let calls: Vec<&Value> = response["output"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|i| i["type"] == "function_call")
+        .collect();
+    assert_eq!(calls.len(), 1, "a call of a tool not offered (get_time) is not handed on: {response}");
+    assert_eq!(
+        (calls[0]["name"].clone(), calls[0]["arguments"].clone()),
+        (json!("get_weather"), json!(r#"{"city": "Paris"}"#))
+    );
+}
+
+#[tokio::test]
+async fn constrain_sends_the_protocols_grammar_for_the_offered_tools() {
+    use tool_calling::gateway::Constrain;
+    use tool_calling::grammar::Dialect;
+    use tool_calling::providers::GrammarServer;
+    let upstream = replay().await;
+    let config = GatewayConfig::new(&upstream.url)
+        .protocol("vcp")
+        .constrain(Constrain::new(GrammarServer::Vllm, Dialect::Lark));
+    let url = serve(config).await;
+    let mut body = chat_body("vcp_parallel");
+    let (status, _, _) = post(&url, &body).await;
+    assert_eq!(status, 200);
+    body["tool_choice"] = json!({"type": "function", "function": {"name": "get_time"}});
+    body["messages"][0]["content"] = json!("replay:vcp_one");
+    post(&url, &body).await;
+    let requests = upstream.requests();
+    let reply = requests[0]["structured_outputs"]["grammar"].as_str().expect("a grammar for the whole reply");
+    assert!(reply.contains("get_weather") && reply.contains("get_time"), "{reply}");
+    let one = requests[1]["structured_outputs"]["grammar"].as_str().expect("a grammar for one call");
+    assert!(one.contains("get_time") && !one.contains("get_weather"), "only the named tool: {one}");
+    // A protocol without a grammar: the request goes unconstrained.
+    let upstream = replay().await;
+    let config = GatewayConfig::new(&upstream.url)
+        .protocol("harmony")
+        .constrain(Constrain::new(GrammarServer::Vllm, Dialect::Lark));
+    let url = serve(config).await;
+    post(&url, &chat_body("text")).await;
+    assert!(upstream.requests()[0].get("structured_outputs").is_none());
+}

@@ -10,6 +10,8 @@
 //!   `chat.completion` body. When the last message holds a result the tests send
 //!   (`18C sunny`, `10:00`: a second round), the reply says which arrived, and in what
 //!   kind of message.
+//! - `native_calls` answers in the server's own tools API: two calls as
+//!   `delta.tool_calls` fragments (for the gateway's `native` protocol).
 //! - `fault_*` scenarios misbehave: an error status, a stream cut off, no answer, an
 //!   error event, bytes that are not events.
 //! - `GET /v1/models` lists one model, `replay`.
@@ -154,6 +156,10 @@ fn complete(body: &Value, pause: Duration, drops: Arc<AtomicUsize>) -> Response 
     // A second round: the last message carries a result the tests send.
     let second_round =
         messages.last().map(content_text).is_some_and(|t| t.contains("18C sunny") || t.contains("10:00"));
+    if name == "native_calls" {
+        // A server with its own tools API: the calls as `delta.tool_calls` fragments.
+        return Response::stream(200, "text/event-stream", paced(native_calls(), pause, End::Close, drops));
+    }
     let (reasoning, text): (&str, String) = match name.as_str() {
         "fault_500" => return error(500, "the replay server was asked to fail"),
         "fault_429" => return error(429, "slow down"),
@@ -299,6 +305,28 @@ fn cuts(text: &str) -> Vec<String> {
         pieces.push(chars.by_ref().take(size).collect());
     }
     pieces
+}
+
+/// A reply of two calls in the server's own tools API, the arguments in fragments.
+fn native_calls() -> Vec<String> {
+    let chunk = |delta: Value, finish: Option<&str>| {
+        let chunk = json!({"id": "chatcmpl-replay", "object": "chat.completion.chunk", "created": 0,
+                           "model": "replay", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]});
+        format!("data: {chunk}\n\n")
+    };
+    let start = |index: u32, id: &str, name: &str| json!({"tool_calls": [{"index": index, "id": id, "type": "function", "function": {"name": name, "arguments": ""}}]});
+    let args =
+        |index: u32, text: &str| json!({"tool_calls": [{"index": index, "function": {"arguments": text}}]});
+    vec![
+        chunk(json!({"role": "assistant", "content": "Both at once."}), None),
+        chunk(start(0, "call_w", "get_weather"), None),
+        chunk(args(0, "{\"city\": "), None),
+        chunk(args(0, "\"Paris\"}"), None),
+        chunk(start(1, "call_t", "get_time"), None),
+        chunk(args(1, "{\"zone\": \"Europe/Paris\"}"), None),
+        chunk(json!({}), Some("tool_calls")),
+        "data: [DONE]\n\n".to_string(),
+    ]
 }
 
 /// The second round's answer: whether the results came back as text.
