@@ -5,16 +5,16 @@ use std::sync::Arc;
 use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::reply::{Call, Piece};
 use super::request::{Function, TurnRequest};
-use super::upstream::{self, End, Item};
+use super::upstream::{End, Item};
 use super::{
-    GatewayError, Mode, RequestBody, Shared, event_stream, json_body, now_seconds, openai_error,
-    request_bytes, sse, started, upstream_auth, with_diagnostic,
+    Front, GatewayError, Mode, Reply, RequestBody, Shared, json_body, now_seconds, openai_error,
+    request_bytes, serve, sse, upstream_auth,
 };
 use crate::ContentPart;
 use crate::model::{ContentBlock, Message, Role, ToolCall, ToolChoice, ToolResultBlock};
@@ -206,71 +206,44 @@ impl ChatRequest {
     }
 }
 
-/// `POST /v1/chat/completions`.
+/// `POST /v1/chat/completions`: with the `native` protocol, a pass-through; else the
+/// translation every front shares.
 pub(crate) async fn handle(
     State(shared): State<Arc<Shared>>,
     headers: HeaderMap,
     body: RequestBody,
 ) -> Response {
-    let body = match request_bytes(body, shared.config.max_request_bytes) {
-        Ok(body) => body,
-        Err(error) => return openai_error(&error),
-    };
-    let auth = upstream_auth(&shared, &headers);
-    if matches!(shared.mode, Mode::Native) {
-        return pass_through(&shared, auth, body).await;
+    if !matches!(shared.mode, Mode::Native) {
+        return serve::<Frames>(State(shared), headers, body).await;
     }
-    let parsed = json_body::<ChatRequest>(&body).and_then(ChatRequest::into_turn);
-    let (turn, include_usage) = match parsed {
-        Ok(parsed) => parsed,
-        Err(error) => return openai_error(&error),
-    };
-    let stream = turn.stream;
-    let model = turn.model.clone();
-    let mut rx = upstream::start(Arc::clone(&shared), turn, auth);
-    let diagnostic = match started(&mut rx).await {
-        Ok(diagnostic) => diagnostic,
-        Err(error) => return openai_error(&error),
-    };
-    let mut frames = Frames::new(model, include_usage);
-    if stream {
-        return event_stream(rx, diagnostic, move |item| frames.frame(item));
+    match request_bytes(body, shared.config.max_request_bytes) {
+        Ok(body) => pass_through(&shared, upstream_auth(&shared, &headers), body).await,
+        Err(error) => openai_error(&error),
     }
-    let mut reply = Reply::default();
-    while let Some(item) = rx.recv().await {
-        match item {
-            Item::Piece(piece) => reply.add(piece),
-            Item::End(end) => {
-                let body = frames.completion(reply, &end);
-                return with_diagnostic(axum::Json(body).into_response(), diagnostic);
-            }
-            Item::Failed(error) => return openai_error(&error),
-            Item::Ready { .. } => {}
-        }
-    }
-    openai_error(&GatewayError::Stream { reason: "the run ended without a reply".into() })
 }
 
-/// A whole reply, gathered for a response body.
-#[derive(Debug, Default)]
-pub(crate) struct Reply {
-    pub text: String,
-    pub reasoning: String,
-    pub calls: Vec<Call>,
-}
+impl Front for Frames {
+    fn read(body: &[u8]) -> Result<(TurnRequest, Self), GatewayError> {
+        let (turn, include_usage) = json_body::<ChatRequest>(body)?.into_turn()?;
+        let frames = Frames::new(turn.model.clone(), include_usage);
+        Ok((turn, frames))
+    }
 
-impl Reply {
-    pub(crate) fn add(&mut self, piece: Piece) {
-        match piece {
-            Piece::Text(text) => self.text.push_str(&text),
-            Piece::Reasoning(text) => self.reasoning.push_str(&text),
-            Piece::Call(call) => self.calls.push(call),
-        }
+    fn error(error: &GatewayError) -> Response {
+        openai_error(error)
+    }
+
+    fn frame(&mut self, item: Item) -> (String, bool) {
+        Frames::frame(self, item)
+    }
+
+    fn body(&self, reply: Reply, end: &End) -> Value {
+        self.completion(reply, end)
     }
 }
 
 /// Writes Chat Completions chunks and bodies for one reply.
-struct Frames {
+pub(crate) struct Frames {
     id: String,
     created: u64,
     model: String,

@@ -7,21 +7,14 @@
 //! named events. Fields of Anthropic's own (`top_k`, `thinking`, `service_tier`, …) are
 //! not Chat Completions fields and are dropped.
 
-use std::sync::Arc;
-
-use axum::extract::State;
-use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use super::chat::Reply;
 use super::reply::{Call, Finish, Piece};
 use super::request::{Function, TurnRequest};
-use super::upstream::{self, End, Item};
-use super::{
-    GatewayError, RequestBody, Shared, event_stream, json_body, sse, started, upstream_auth, with_diagnostic,
-};
+use super::upstream::{End, Item};
+use super::{Front, GatewayError, Reply, json_body, sse};
 use crate::ContentPart;
 use crate::model::{ContentBlock, Message, Role, ToolCall, ToolChoice, ToolResultBlock};
 
@@ -307,45 +300,24 @@ fn assistant_message(index: usize, content: MessageContent) -> Result<Message, G
     Ok(calls.into_iter().fold(Message::assistant(texts.join("\n\n")), Message::with_block))
 }
 
-/// `POST /v1/messages`.
-pub(crate) async fn handle(
-    State(shared): State<Arc<Shared>>,
-    headers: HeaderMap,
-    body: RequestBody,
-) -> Response {
-    let body = match super::request_bytes(body, shared.config.max_request_bytes) {
-        Ok(body) => body,
-        Err(error) => return anthropic_error(&error),
-    };
-    let auth = upstream_auth(&shared, &headers);
-    let turn = match json_body::<MessagesRequest>(&body).and_then(MessagesRequest::into_turn) {
-        Ok(turn) => turn,
-        Err(error) => return anthropic_error(&error),
-    };
-    let stream = turn.stream;
-    let model = turn.model.clone();
-    let mut rx = upstream::start(Arc::clone(&shared), turn, auth);
-    let diagnostic = match started(&mut rx).await {
-        Ok(diagnostic) => diagnostic,
-        Err(error) => return anthropic_error(&error),
-    };
-    let mut frames = Frames::new(model);
-    if stream {
-        return event_stream(rx, diagnostic, move |item| frames.frame(item));
+impl Front for Frames {
+    fn read(body: &[u8]) -> Result<(TurnRequest, Self), GatewayError> {
+        let turn = json_body::<MessagesRequest>(body)?.into_turn()?;
+        let frames = Frames::new(turn.model.clone());
+        Ok((turn, frames))
     }
-    let mut reply = Reply::default();
-    while let Some(item) = rx.recv().await {
-        match item {
-            Item::Piece(piece) => reply.add(piece),
-            Item::End(end) => {
-                let body = frames.message(reply, &end);
-                return with_diagnostic(axum::Json(body).into_response(), diagnostic);
-            }
-            Item::Failed(error) => return anthropic_error(&error),
-            Item::Ready { .. } => {}
-        }
+
+    fn error(error: &GatewayError) -> Response {
+        anthropic_error(error)
     }
-    anthropic_error(&GatewayError::Stream { reason: "the run ended without a reply".into() })
+
+    fn frame(&mut self, item: Item) -> (String, bool) {
+        Frames::frame(self, item)
+    }
+
+    fn body(&self, reply: Reply, end: &End) -> Value {
+        self.message(reply, end)
+    }
 }
 
 /// An error as Anthropic's API answers it.
@@ -362,7 +334,7 @@ enum Open {
 }
 
 /// Writes Messages events and bodies for one reply.
-struct Frames {
+pub(crate) struct Frames {
     id: String,
     model: String,
     /// Whether `message_start` was sent.
@@ -556,7 +528,21 @@ fn tokens(usage: Option<&Value>, field: &str) -> u64 {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
+    use axum::extract::State;
+    use axum::http::HeaderMap;
+
     use super::*;
+
+    /// The route `POST /v1/messages`.
+    async fn handle(
+        state: State<Arc<super::super::Shared>>,
+        headers: HeaderMap,
+        body: super::super::RequestBody,
+    ) -> Response {
+        super::super::serve::<Frames>(state, headers, body).await
+    }
 
     fn turn(body: Value) -> Result<TurnRequest, GatewayError> {
         json_body::<MessagesRequest>(body.to_string().as_bytes()).and_then(MessagesRequest::into_turn)

@@ -356,8 +356,8 @@ impl Gateway {
     pub fn router(&self) -> Router {
         Router::new()
             .route("/v1/chat/completions", post(chat::handle))
-            .route("/v1/responses", post(responses::handle))
-            .route("/v1/messages", post(messages::handle))
+            .route("/v1/responses", post(serve::<responses::Frames>))
+            .route("/v1/messages", post(serve::<messages::Frames>))
             .route("/v1/models", get(models))
             .route("/health", get(health))
             .layer(DefaultBodyLimit::max(self.shared.config.max_request_bytes))
@@ -434,6 +434,75 @@ fn json_body<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, GatewayE
         let param = (path != ".").then_some(path);
         GatewayError::bad(format!("the body is not a valid request: {}", error.inner()), param)
     })
+}
+
+/// What differs between the fronts: how a request is read, and how an error, a streamed
+/// event and a whole reply are written. [`serve`] does the rest, the same for each.
+pub(crate) trait Front: Sized + Send + 'static {
+    /// Reads a request body: the turn, and the writer of its reply.
+    fn read(body: &[u8]) -> Result<(request::TurnRequest, Self), GatewayError>;
+
+    /// An error as this API answers it.
+    fn error(error: &GatewayError) -> Response;
+
+    /// What `item` becomes in the stream, and whether it ends the stream.
+    fn frame(&mut self, item: Item) -> (String, bool);
+
+    /// The body of the whole reply.
+    fn body(&self, reply: Reply, end: &upstream::End) -> Value;
+}
+
+/// A reply gathered whole, for a response body.
+#[derive(Debug, Default)]
+pub(crate) struct Reply {
+    pub text: String,
+    pub reasoning: String,
+    pub calls: Vec<reply::Call>,
+}
+
+impl Reply {
+    pub(crate) fn add(&mut self, piece: reply::Piece) {
+        match piece {
+            reply::Piece::Text(text) => self.text.push_str(&text),
+            reply::Piece::Reasoning(text) => self.reasoning.push_str(&text),
+            reply::Piece::Call(call) => self.calls.push(call),
+        }
+    }
+}
+
+/// One request through a front: read, run upstream, then the reply streamed or whole.
+pub(crate) async fn serve<F: Front>(
+    State(shared): State<Arc<Shared>>,
+    headers: HeaderMap,
+    body: RequestBody,
+) -> Response {
+    let read = request_bytes(body, shared.config.max_request_bytes).and_then(|body| F::read(&body));
+    let (turn, mut front) = match read {
+        Ok(read) => read,
+        Err(error) => return F::error(&error),
+    };
+    let stream = turn.stream;
+    let mut rx = upstream::start(Arc::clone(&shared), turn, upstream_auth(&shared, &headers));
+    let diagnostic = match started(&mut rx).await {
+        Ok(diagnostic) => diagnostic,
+        Err(error) => return F::error(&error),
+    };
+    if stream {
+        return event_stream(rx, diagnostic, move |item| front.frame(item));
+    }
+    let mut reply = Reply::default();
+    while let Some(item) = rx.recv().await {
+        match item {
+            Item::Piece(piece) => reply.add(piece),
+            Item::End(end) => {
+                let body = front.body(reply, &end);
+                return with_diagnostic(axum::Json(body).into_response(), diagnostic);
+            }
+            Item::Failed(error) => return F::error(&error),
+            Item::Ready { .. } => {}
+        }
+    }
+    F::error(&GatewayError::Stream { reason: "the run ended without a reply".into() })
 }
 
 /// Waits for the run to start replying: `Ok(diagnostic)`, or the error it failed with

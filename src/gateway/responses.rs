@@ -11,22 +11,15 @@
 //! function tools. Fields with no Chat Completions equivalent (`text`, `reasoning`,
 //! `store`, `metadata`, `include`, `truncation`, …) are dropped.
 
-use std::sync::Arc;
-
-use axum::extract::State;
-use axum::http::HeaderMap;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use super::chat::{Content, Reply, tool_choice};
+use super::chat::{Content, tool_choice};
 use super::reply::{Call, Finish, Piece};
 use super::request::{Function, TurnRequest};
-use super::upstream::{self, End, Item};
-use super::{
-    GatewayError, RequestBody, Shared, event_stream, json_body, now_seconds, openai_error, request_bytes,
-    sse, started, upstream_auth, with_diagnostic,
-};
+use super::upstream::{End, Item};
+use super::{Front, GatewayError, Reply, json_body, now_seconds, openai_error, sse};
 use crate::ContentPart;
 use crate::model::{ContentBlock, Message, Role, ToolCall, ToolChoice, ToolResultBlock};
 
@@ -309,44 +302,24 @@ impl InputItem {
     }
 }
 
-/// `POST /v1/responses`.
-pub(crate) async fn handle(
-    State(shared): State<Arc<Shared>>,
-    headers: HeaderMap,
-    body: RequestBody,
-) -> Response {
-    let body = match request_bytes(body, shared.config.max_request_bytes) {
-        Ok(body) => body,
-        Err(error) => return openai_error(&error),
-    };
-    let auth = upstream_auth(&shared, &headers);
-    let (turn, echo) = match json_body::<ResponsesRequest>(&body).and_then(ResponsesRequest::into_turn) {
-        Ok(parsed) => parsed,
-        Err(error) => return openai_error(&error),
-    };
-    let stream = turn.stream;
-    let mut frames = Frames::new(turn.model.clone(), echo);
-    let mut rx = upstream::start(Arc::clone(&shared), turn, auth);
-    let diagnostic = match started(&mut rx).await {
-        Ok(diagnostic) => diagnostic,
-        Err(error) => return openai_error(&error),
-    };
-    if stream {
-        return event_stream(rx, diagnostic, move |item| frames.frame(item));
+impl Front for Frames {
+    fn read(body: &[u8]) -> Result<(TurnRequest, Self), GatewayError> {
+        let (turn, echo) = json_body::<ResponsesRequest>(body)?.into_turn()?;
+        let frames = Frames::new(turn.model.clone(), echo);
+        Ok((turn, frames))
     }
-    let mut reply = Reply::default();
-    while let Some(item) = rx.recv().await {
-        match item {
-            Item::Piece(piece) => reply.add(piece),
-            Item::End(end) => {
-                let body = frames.body(reply, &end);
-                return with_diagnostic(axum::Json(body).into_response(), diagnostic);
-            }
-            Item::Failed(error) => return openai_error(&error),
-            Item::Ready { .. } => {}
-        }
+
+    fn error(error: &GatewayError) -> Response {
+        openai_error(error)
     }
-    openai_error(&GatewayError::Stream { reason: "the run ended without a reply".into() })
+
+    fn frame(&mut self, item: Item) -> (String, bool) {
+        Frames::frame(self, item)
+    }
+
+    fn body(&self, reply: Reply, end: &End) -> Value {
+        Frames::body(self, reply, end)
+    }
 }
 
 /// The kind of an output item left open in a stream (a `function_call` item opens and
@@ -369,7 +342,7 @@ struct OpenItem {
 }
 
 /// Writes Responses events and bodies for one reply.
-struct Frames {
+pub(crate) struct Frames {
     id: String,
     created_at: u64,
     model: String,
