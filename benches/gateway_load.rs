@@ -144,6 +144,10 @@ fn child(upstream: &str) {
             .expect("a valid gateway configuration");
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("a free port");
         let address = listener.local_addr().expect("an address");
+        // As `tool-calling gateway` serves it: each event sent at once (TCP_NODELAY).
+        let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+            let _ = tcp.set_nodelay(true);
+        });
         tokio::spawn(async move { axum::serve(listener, gateway.router()).await });
         let mut stdout = std::io::stdout();
         let _ = writeln!(stdout, "{LISTENING}http://{address}/v1");

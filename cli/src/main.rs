@@ -606,6 +606,10 @@ fn gateway(args: GatewayArgs) -> Result<(), Failure> {
             args.upstream,
             args.protocol
         );
+        // Each event goes out at once: no waiting for the last segment's ack (Nagle).
+        let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+            let _ = tcp.set_nodelay(true);
+        });
         axum::serve(listener, gateway.router()).await.map_err(|e| Failure::msg(format!("the server stopped: {e}")))
     })
 }

@@ -52,13 +52,19 @@
 //! `tracing` span (`gateway_request`: protocol, model, detected dialect, calls) ending
 //! with an event giving its total, upstream and added time.
 //!
+//! Served with TCP_NODELAY, so that each event goes out as soon as it is written (as
+//! `tool-calling gateway` serves it):
+//!
 //! ```no_run
+//! use axum::serve::ListenerExt;
 //! use tool_calling::gateway::{Gateway, GatewayConfig};
 //!
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
 //! let config = GatewayConfig::new("http://127.0.0.1:8080/v1").protocol("hermes");
 //! let gateway = Gateway::new(config)?;
-//! let listener = tokio::net::TcpListener::bind("127.0.0.1:4000").await?;
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:4000").await?.tap_io(|tcp| {
+//!     let _ = tcp.set_nodelay(true);
+//! });
 //! axum::serve(listener, gateway.router()).await?;
 //! # Ok(())
 //! # }
