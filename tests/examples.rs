@@ -132,3 +132,15 @@ fn grammar_shows_what_a_constrained_model_may_write_next() {
     let printed = run("grammar", &["--print"]);
     assert!(printed.starts_with("%llguidance {}"), "{printed}");
 }
+
+#[test]
+fn gateway_gives_tool_calls_to_a_server_without_a_tools_api() {
+    let out = run("gateway", &[]);
+    assert!(out.contains("tool call: call_"), "{out}");
+    assert!(out.contains("get_weather {\"city\":\"Paris\"}"), "{out}");
+    assert!(out.contains("get_time {\"zone\":\"Europe/Paris\"}"), "{out}");
+    assert!(out.contains("finish:    Some(ToolCalls)"), "{out}");
+    assert!(out.contains("Round two: the weather and the time arrived in a user message."), "{out}");
+    // The upstream saw one text conversation, the results in Hermes' own markup.
+    assert!(out.contains("user      <tool_response>"), "{out}");
+}
