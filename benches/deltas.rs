@@ -42,12 +42,13 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, SamplingMode, Throughput, criterion_group, criterion_main};
+use tool_calling::Span;
 use tool_calling::model::{TurnAccumulator, TurnDelta};
 use tool_calling::protocol::native::{NativeOptions, NativeProtocol, NativeStreamParser};
 use tool_calling::protocol::textfmt::{AutoProtocol, TextFormat, TextFormatOptions, TextFormatProtocol};
 use tool_calling::protocol::vcp::{VcpOptions, VcpProtocol};
 use tool_calling::protocol::{
-    ParseOutcome, RequestIdStyle, StreamCollector, StreamEvent, StreamParser, ToolCallingProtocol,
+    EventSink, ParseOutcome, RequestIdStyle, StreamCollector, StreamEvent, StreamParser, ToolCallingProtocol,
 };
 use tool_calling::providers::{Provider, ResponseStream};
 
@@ -311,6 +312,19 @@ impl Protocol {
         }
     }
 
+    /// Streams `deltas` to a consumer that borrows the prose ([`Lending`]); `false` for
+    /// the native stream, whose prose the bench reads from owned deltas.
+    fn stream_lending(&self, deltas: &Deltas, scratch: &mut Scratch) -> bool {
+        let sink = &mut scratch.lending;
+        match self {
+            Protocol::Vcp(p) => stream_lending(p.stream_parser(), deltas.text(), sink),
+            Protocol::Hermes(p) => stream_lending(p.stream_parser(), deltas.text(), sink),
+            Protocol::Auto(p) => stream_lending(p.stream_parser(), deltas.text(), sink),
+            Protocol::OpenAi(_) => return false,
+        }
+        true
+    }
+
     /// The events of streaming `deltas`, all kept.
     fn streamed_events(&self, deltas: &Deltas) -> Vec<StreamEvent> {
         let mut events = Vec::new();
@@ -347,6 +361,7 @@ impl Protocol {
 struct Scratch {
     events: Vec<StreamEvent>,
     turn: Vec<TurnDelta>,
+    lending: Lending,
 }
 
 /// A reply cut in deltas: text for a text protocol, the SSE bytes for a native stream.
@@ -376,6 +391,34 @@ impl Deltas<'_> {
             Deltas::Text(_) => panic!("a native stream is given bytes"),
         }
     }
+}
+
+/// A consumer that reads prose as it passes, borrowed ([`EventSink::text`]), and keeps
+/// the other events in a vector it looks at and clears after each push.
+#[derive(Default)]
+struct Lending {
+    events: Vec<StreamEvent>,
+    text_bytes: usize,
+}
+
+impl EventSink for Lending {
+    fn event(&mut self, event: StreamEvent) {
+        self.events.push(event);
+    }
+
+    fn text(&mut self, text: &str, span: Span) {
+        black_box((text, span));
+        self.text_bytes += text.len();
+    }
+}
+
+fn stream_lending(mut parser: impl StreamParser, deltas: &[&str], sink: &mut Lending) {
+    for delta in deltas {
+        parser.push_text(delta, sink);
+        handle(&mut sink.events);
+    }
+    parser.finish(sink);
+    handle(&mut sink.events);
 }
 
 /// Looks at every event (as a consumer handles them), then clears the vector.
@@ -430,11 +473,17 @@ fn check(name: &str, protocol: &Protocol, text: &str, deltas: &Deltas, calls: us
     assert!(collector.into_outcome() == expected, "{name}: streaming differs from the one-shot parse");
 }
 
-/// The fastest one-shot run and the fastest streamed run of `rounds`, alternating, so
-/// that both see the machine at the same speed.
-fn side_by_side(protocol: &Protocol, text: &str, deltas: &Deltas, rounds: usize) -> (Duration, Duration) {
+/// The fastest runs of `rounds`, alternating so that all see the machine at the same
+/// speed: one-shot, streamed to a vector, streamed to a lending sink (`None` for the
+/// native stream).
+fn side_by_side(
+    protocol: &Protocol,
+    text: &str,
+    deltas: &Deltas,
+    rounds: usize,
+) -> (Duration, Duration, Option<Duration>) {
     let mut scratch = Scratch::default();
-    let (mut one_shot, mut streamed) = (Duration::MAX, Duration::MAX);
+    let (mut one_shot, mut streamed, mut lending) = (Duration::MAX, Duration::MAX, None::<Duration>);
     for _ in 0..rounds {
         let start = Instant::now();
         protocol.time_one_shot(text, &mut scratch);
@@ -442,8 +491,13 @@ fn side_by_side(protocol: &Protocol, text: &str, deltas: &Deltas, rounds: usize)
         let start = Instant::now();
         protocol.stream(black_box(deltas), &mut scratch);
         streamed = streamed.min(start.elapsed());
+        let start = Instant::now();
+        if protocol.stream_lending(black_box(deltas), &mut scratch) {
+            let elapsed = start.elapsed();
+            lending = Some(lending.map_or(elapsed, |l| l.min(elapsed)));
+        }
     }
-    (one_shot, streamed)
+    (one_shot, streamed, lending)
 }
 
 fn bench(c: &mut Criterion) {
@@ -470,13 +524,22 @@ fn bench(c: &mut Criterion) {
                     continue;
                 }
                 check(&id, &protocol, &text, &deltas, calls);
-                let (one_shot, streamed) = side_by_side(&protocol, &text, &deltas, rounds);
+                let (one_shot, streamed, lending) = side_by_side(&protocol, &text, &deltas, rounds);
+                let per_push = |time: Duration| time.as_secs_f64() * 1e9 / deltas.len() as f64;
+                let lending = lending.map_or(String::new(), |lending| {
+                    format!(
+                        "; lending sink {:.1} ns/push, {:.2} × one_shot ({:.3} ms)",
+                        per_push(lending),
+                        lending.as_secs_f64() / one_shot.as_secs_f64(),
+                        lending.as_secs_f64() * 1e3
+                    )
+                });
                 println!(
                     "{group_name}/{label}: {} bytes, {} pushes, {:.1} ns/push; streamed / one_shot = {:.2} \
-                     (fastest of {rounds} alternating runs: {:.3} ms / {:.3} ms)",
+                     (fastest of {rounds} alternating runs: {:.3} ms / {:.3} ms){lending}",
                     text.len(),
                     deltas.len(),
-                    streamed.as_secs_f64() * 1e9 / deltas.len() as f64,
+                    per_push(streamed),
                     streamed.as_secs_f64() / one_shot.as_secs_f64(),
                     streamed.as_secs_f64() * 1e3,
                     one_shot.as_secs_f64() * 1e3,

@@ -18,7 +18,9 @@ use tool_calling::protocol::RequestIdStyle;
 use tool_calling::protocol::ToolCallingProtocol;
 use tool_calling::protocol::vcp::VcpOptions;
 use tool_calling::protocol::vcp::VcpProtocol;
-use tool_calling::protocol::{StreamCollector, StreamEvent, StreamParser, ToolDeclarations, TurnState};
+use tool_calling::protocol::{
+    EventSink, StreamCollector, StreamEvent, StreamParser, ToolDeclarations, TurnState,
+};
 use tool_calling::tools::MethodDefinition;
 use tool_calling::tools::ToolDefinition;
 use tool_calling::tools::ToolRegistry;
@@ -657,7 +659,7 @@ struct LineParser {
 }
 
 impl LineParser {
-    fn decide(&mut self, events: &mut Vec<StreamEvent>) {
+    fn decide(&mut self, events: &mut dyn EventSink) {
         let line = std::mem::take(&mut self.line);
         if line.is_empty() {
             return;
@@ -665,11 +667,11 @@ impl LineParser {
         match parse_line(&line, self.offset, self.requests + 1) {
             Some(request) => {
                 self.requests += 1;
-                events.push(StreamEvent::RequestCompleted(request));
+                events.event(StreamEvent::RequestCompleted(request));
             }
             None => {
                 let span = Span::new(self.offset, self.offset + line.len());
-                events.push(StreamEvent::Text { text: line.clone(), span });
+                events.text(&line, span);
             }
         }
         self.offset += line.len();
@@ -677,7 +679,7 @@ impl LineParser {
 }
 
 impl StreamParser for LineParser {
-    fn push(&mut self, delta: &TurnDelta, events: &mut Vec<StreamEvent>) {
+    fn push(&mut self, delta: &TurnDelta, events: &mut dyn EventSink) {
         let TurnDelta::Text(chunk) = delta else { return };
         for piece in chunk.split_inclusive('\n') {
             self.line.push_str(piece);
@@ -687,7 +689,7 @@ impl StreamParser for LineParser {
         }
     }
 
-    fn finish(&mut self, events: &mut Vec<StreamEvent>) {
+    fn finish(&mut self, events: &mut dyn EventSink) {
         self.decide(events);
     }
 }

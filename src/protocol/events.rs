@@ -67,10 +67,77 @@ pub enum StreamEvent {
     TurnState(TurnState),
 }
 
+/// Where a [`StreamParser`] puts what it decides.
+///
+/// A `Vec<StreamEvent>` is a sink: every event is pushed to it, prose as an owned
+/// [`StreamEvent::Text`]. A consumer that reads prose as it passes (a UI, a gateway, a
+/// collector) can implement [`text`](Self::text) to borrow each piece instead: a model
+/// streams its reply a few bytes at a time, and an allocation per piece is most of what
+/// a push of prose costs. [`StreamCollector`] is a sink of that kind.
+///
+/// ```
+/// use tool_calling::Span;
+/// use tool_calling::protocol::vcp::VcpProtocol;
+/// use tool_calling::protocol::{EventSink, StreamEvent, StreamParser};
+///
+/// /// Shows prose as it comes; keeps the rest.
+/// #[derive(Default)]
+/// struct Screen {
+///     shown: String,
+///     events: Vec<StreamEvent>,
+/// }
+///
+/// impl EventSink for Screen {
+///     fn event(&mut self, event: StreamEvent) {
+///         self.events.push(event);
+///     }
+///     fn text(&mut self, text: &str, _span: Span) {
+///         self.shown.push_str(text);
+///     }
+/// }
+///
+/// let mut parser = VcpProtocol::default().stream_parser();
+/// let mut screen = Screen::default();
+/// for chunk in ["Let me ", "check.\n<<<[TOOL_REQUEST]>>>\ntool_name:「始」clock「末」\n", "<<<[END_TOOL_REQUEST]>>>"] {
+///     parser.push_text(chunk, &mut screen);
+/// }
+/// parser.finish(&mut screen);
+/// assert_eq!(screen.shown, "Let me check.\n");
+/// assert!(screen.events.iter().any(|e| matches!(e, StreamEvent::RequestCompleted(r) if r.tool_name == "clock")));
+/// ```
+pub trait EventSink {
+    /// Takes one event. Prose comes through [`text`](Self::text) instead.
+    fn event(&mut self, event: StreamEvent);
+
+    /// Takes a piece of prose, lent for the call: `span` is where it stands in the input,
+    /// as in [`StreamEvent::Text`]. The default makes it that event.
+    fn text(&mut self, text: &str, span: Span) {
+        self.event(StreamEvent::Text { text: text.to_owned(), span });
+    }
+}
+
+impl EventSink for Vec<StreamEvent> {
+    #[inline]
+    fn event(&mut self, event: StreamEvent) {
+        self.push(event);
+    }
+}
+
+impl EventSink for StreamCollector {
+    fn event(&mut self, event: StreamEvent) {
+        self.add(event);
+    }
+
+    fn text(&mut self, text: &str, _span: Span) {
+        self.normal_text.push_str(text);
+    }
+}
+
 /// A parser that reads a turn as it streams in.
 ///
 /// Offsets in events are into the concatenation of all text pushed. Text comes as
-/// `&str`, so a chunk boundary never splits a character.
+/// `&str`, so a chunk boundary never splits a character. Events go to an [`EventSink`],
+/// most simply a `Vec<StreamEvent>`.
 ///
 /// An [`StreamParser`] is fed the turn delta by delta
 /// ([`push`](StreamParser::push)) and reports [`StreamEvent`]s as soon as they are
@@ -106,18 +173,18 @@ pub trait StreamParser: Send {
     /// Feeds the next piece of the turn; appends the events it decides to `events`. A
     /// text protocol reads [`TurnDelta::Text`] and ignores the rest; a native protocol
     /// reads the tool-call deltas.
-    fn push(&mut self, delta: &TurnDelta, events: &mut Vec<StreamEvent>);
+    fn push(&mut self, delta: &TurnDelta, events: &mut dyn EventSink);
 
     /// Feeds the next piece of the turn's text: the same as pushing a
     /// [`TurnDelta::Text`], without making one. Text protocols override it to read the
     /// text in place.
-    fn push_text(&mut self, text: &str, events: &mut Vec<StreamEvent>) {
+    fn push_text(&mut self, text: &str, events: &mut dyn EventSink) {
         self.push(&TurnDelta::Text(text.to_string()), events);
     }
 
     /// Declares the end of the turn; appends the remaining events to `events`. After
     /// this the parser is spent: further pushes and finishes add nothing.
-    fn finish(&mut self, events: &mut Vec<StreamEvent>);
+    fn finish(&mut self, events: &mut dyn EventSink);
 }
 
 /// Assembles stream events into the [`ParseOutcome`] the one-shot parser returns, and
@@ -227,19 +294,19 @@ impl<'p, P: ToolCallingProtocol + ?Sized> WholeTurn<'p, P> {
 }
 
 impl<P: ToolCallingProtocol + ?Sized> StreamParser for WholeTurn<'_, P> {
-    fn push(&mut self, delta: &TurnDelta, _events: &mut Vec<StreamEvent>) {
+    fn push(&mut self, delta: &TurnDelta, _events: &mut dyn EventSink) {
         if !self.finished {
             self.turn.push(delta);
         }
     }
 
-    fn push_text(&mut self, text: &str, _events: &mut Vec<StreamEvent>) {
+    fn push_text(&mut self, text: &str, _events: &mut dyn EventSink) {
         if !self.finished {
             self.turn.push_text(text);
         }
     }
 
-    fn finish(&mut self, events: &mut Vec<StreamEvent>) {
+    fn finish(&mut self, events: &mut dyn EventSink) {
         if std::mem::replace(&mut self.finished, true) {
             return;
         }
@@ -253,7 +320,7 @@ impl<P: ToolCallingProtocol + ?Sized> StreamParser for WholeTurn<'_, P> {
 pub(crate) fn whole_turn_events<P: ToolCallingProtocol + ?Sized>(
     protocol: &P,
     turn: &AssistantTurn,
-    events: &mut Vec<StreamEvent>,
+    events: &mut dyn EventSink,
 ) {
     outcome_events(&turn.text(), protocol.parse_turn(turn), events);
 }
@@ -261,21 +328,21 @@ pub(crate) fn whole_turn_events<P: ToolCallingProtocol + ?Sized>(
 /// The events a whole-turn parse amounts to: the turn's state, then, in order, the
 /// normal text between the requests' spans and the requests, then the diagnostics. The
 /// outcome's own normal text, when it has one, is reported whole instead, first.
-fn outcome_events(text: &str, outcome: ParseOutcome, events: &mut Vec<StreamEvent>) {
+fn outcome_events(text: &str, outcome: ParseOutcome, events: &mut dyn EventSink) {
     if !outcome.state.is_empty() {
-        events.push(StreamEvent::TurnState(outcome.state));
+        events.event(StreamEvent::TurnState(outcome.state));
     }
     if !outcome.normal_text.is_empty() {
         let span = Span::new(0, text.len());
-        events.push(StreamEvent::Text { text: outcome.normal_text, span });
-        events.extend(outcome.requests.into_iter().map(StreamEvent::RequestCompleted));
-        events.extend(outcome.diagnostics.into_iter().map(StreamEvent::Diagnostic));
+        events.event(StreamEvent::Text { text: outcome.normal_text, span });
+        outcome.requests.into_iter().for_each(|r| events.event(StreamEvent::RequestCompleted(r)));
+        outcome.diagnostics.into_iter().for_each(|d| events.event(StreamEvent::Diagnostic(d)));
         return;
     }
     let mut cursor = 0;
-    let prose = |from: usize, to: usize, events: &mut Vec<StreamEvent>| {
+    let prose = |from: usize, to: usize, events: &mut dyn EventSink| {
         if let Some(piece) = text.get(from..to).filter(|p| !p.is_empty()) {
-            events.push(StreamEvent::Text { text: piece.to_string(), span: Span::new(from, to) });
+            events.text(piece, Span::new(from, to));
         }
     };
     for request in outcome.requests {
@@ -284,8 +351,8 @@ fn outcome_events(text: &str, outcome: ParseOutcome, events: &mut Vec<StreamEven
             prose(cursor, span.start, events);
             cursor = span.end;
         }
-        events.push(StreamEvent::RequestCompleted(request));
+        events.event(StreamEvent::RequestCompleted(request));
     }
     prose(cursor, text.len(), events);
-    events.extend(outcome.diagnostics.into_iter().map(StreamEvent::Diagnostic));
+    outcome.diagnostics.into_iter().for_each(|d| events.event(StreamEvent::Diagnostic(d)));
 }

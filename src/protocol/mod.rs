@@ -28,7 +28,7 @@ pub mod vcp;
 use serde_json::Value;
 
 pub use diagnostic::{Diagnostic, DiagnosticKind};
-pub use events::{StreamCollector, StreamEvent, StreamParser};
+pub use events::{EventSink, StreamCollector, StreamEvent, StreamParser};
 pub use ids::RequestIdStyle;
 pub use outcome::{ParseOutcome, TurnState};
 pub use registry::{BuiltinOptions, BuiltinProtocol, ProtocolError, ProtocolRegistry};

@@ -14,7 +14,9 @@ use serde_json::Value;
 use super::NativeOptions;
 use crate::model::{AssistantTurn, FinishReason, ToolCall, TurnAccumulator, TurnDelta};
 use crate::protocol::ids::IdAssigner;
-use crate::protocol::{Diagnostic, DiagnosticKind, ParseOutcome, RequestIdStyle, StreamEvent, StreamParser};
+use crate::protocol::{
+    Diagnostic, DiagnosticKind, EventSink, ParseOutcome, RequestIdStyle, StreamEvent, StreamParser,
+};
 use crate::request::RequestIdSource;
 use crate::{Span, ToolRequest};
 
@@ -178,7 +180,7 @@ impl NativeStreamParser {
     /// Reports the calls, in order, up to the first that has not ended (all of them when
     /// `all`). A call that ended incomplete waits for the end of the turn: its problem
     /// names the turn's finish reason, which only the end of the stream gives.
-    fn report(&mut self, all: bool, events: &mut Vec<StreamEvent>) {
+    fn report(&mut self, all: bool, events: &mut dyn EventSink) {
         while self.reported < self.order.len()
             && (all || self.ended.get(self.reported).copied().unwrap_or(false))
         {
@@ -191,14 +193,14 @@ impl NativeStreamParser {
             let mut diagnostics = Vec::new();
             let finish = self.turn.turn().finish_reason;
             let request = request_from_call(call, finish, &mut self.ids, &mut diagnostics, self.max_depth);
-            events.extend(diagnostics.into_iter().map(StreamEvent::Diagnostic));
-            events.push(StreamEvent::RequestCompleted(request));
+            diagnostics.into_iter().for_each(|d| events.event(StreamEvent::Diagnostic(d)));
+            events.event(StreamEvent::RequestCompleted(request));
         }
     }
 }
 
 impl StreamParser for NativeStreamParser {
-    fn push(&mut self, delta: &TurnDelta, events: &mut Vec<StreamEvent>) {
+    fn push(&mut self, delta: &TurnDelta, events: &mut dyn EventSink) {
         if self.finished {
             return;
         }
@@ -207,11 +209,11 @@ impl StreamParser for NativeStreamParser {
             TurnDelta::Text(text) if !text.is_empty() => {
                 let span = Span::new(self.text_len, self.text_len + text.len());
                 self.text_len += text.len();
-                events.push(StreamEvent::Text { text: text.clone(), span });
+                events.text(text, span);
             }
             TurnDelta::ToolCallStart { index, .. } if !self.position.contains_key(index) => {
                 self.position_of(*index);
-                events.push(StreamEvent::RequestStarted { offset: self.text_len });
+                events.event(StreamEvent::RequestStarted { offset: self.text_len });
             }
             TurnDelta::ToolCallArguments { index, .. }
             | TurnDelta::ToolCallSignature { index, .. }
@@ -229,7 +231,7 @@ impl StreamParser for NativeStreamParser {
         }
     }
 
-    fn finish(&mut self, events: &mut Vec<StreamEvent>) {
+    fn finish(&mut self, events: &mut dyn EventSink) {
         if self.finished {
             return;
         }

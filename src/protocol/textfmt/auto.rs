@@ -13,8 +13,8 @@ use crate::model::{AssistantTurn, Message, TurnDelta};
 use crate::protocol::reasoning::{Piece, ReasoningFilter, unclosed_diagnostic};
 use crate::protocol::vcp::VcpProtocol;
 use crate::protocol::{
-    ParseOutcome, StreamCollector, StreamEvent, StreamParser, ToolCallingProtocol, ToolDeclarations,
-    TurnState,
+    EventSink, ParseOutcome, StreamCollector, StreamEvent, StreamParser, ToolCallingProtocol,
+    ToolDeclarations, TurnState,
 };
 use crate::request::Invocation;
 use crate::tools::ToolCatalog;
@@ -199,6 +199,37 @@ fn markers() -> Option<&'static aho_corasick::AhoCorasick> {
         .as_ref()
 }
 
+/// The bytes some marker begins with.
+static MARKER_LEADS: [bool; 256] = leads(&[]);
+
+/// The bytes that may begin something the detector decides on: a marker, a Python call
+/// list (`[`) or a reasoning tag (`<`). Text without them, after decided prose, is prose.
+static LEADS: [bool; 256] = leads(b"[<");
+
+/// A table of the first bytes of [`MARKERS`] and of `more`.
+#[allow(clippy::indexing_slicing)] // Evaluated at compile time: an index out of range fails the build.
+const fn leads(more: &[u8]) -> [bool; 256] {
+    let mut table = [false; 256];
+    let mut i = 0;
+    while i < MARKERS.len() {
+        if let Some(&lead) = MARKERS[i].0.as_bytes().first() {
+            table[lead as usize] = true;
+        }
+        i += 1;
+    }
+    let mut i = 0;
+    while i < more.len() {
+        table[more[i] as usize] = true;
+        i += 1;
+    }
+    table
+}
+
+/// Whether `bytes` holds a byte of `table`.
+fn holds_lead(table: &[bool; 256], bytes: &[u8]) -> bool {
+    bytes.iter().any(|&b| table.get(usize::from(b)).copied().unwrap_or(false))
+}
+
 /// Where a tail of `text[from..]` that may begin one of the markers starts (else its
 /// end): only a byte some marker begins with is looked at.
 fn hold_start(text: &str, from: usize) -> usize {
@@ -207,7 +238,7 @@ fn hold_start(text: &str, from: usize) -> usize {
     let first = text.len().saturating_sub(LONGEST).max(from);
     (first..text.len())
         .find(|&i| {
-            MARKERS.iter().any(|(m, _)| m.as_bytes().first() == bytes.get(i))
+            bytes.get(i).is_some_and(|&b| MARKER_LEADS.get(usize::from(b)).copied().unwrap_or(false))
                 && text.get(i..).is_some_and(|tail| {
                     MARKERS.iter().any(|(m, _)| m.len() > tail.len() && m.starts_with(tail))
                 })
@@ -414,6 +445,28 @@ impl Lookout {
         }
         let stretch = text.get(..self.visible_to - base).unwrap_or_default();
         step(&mut self.detector, stretch, at_end, seen)
+    }
+
+    /// Whether text that arrives at reply offset `end`, holding no byte of [`LEADS`],
+    /// is prose as it stands: the reply has begun with prose, and everything before is
+    /// decided, visible and reported (the caller's buffer is empty).
+    fn reads_as_prose(&self, end: usize) -> bool {
+        !self.hidden
+            && !self.detector.reply_start
+            && self.detector.pos == 0
+            && self
+                .filter
+                .as_ref()
+                .is_none_or(|filter| filter.passes_plain_text(end) && self.visible_to == end)
+    }
+
+    /// Takes text that [`reads_as_prose`](Self::reads_as_prose), ending at reply offset
+    /// `end`, as read prose. The caller reports it.
+    fn pass_prose(&mut self, end: usize) {
+        if let Some(filter) = &mut self.filter {
+            filter.pass_plain_text(end);
+            self.visible_to = end;
+        }
     }
 
     /// The opening tag of reasoning never closed, once the text has ended.
@@ -838,19 +891,17 @@ impl AutoStreamParser {
         self.inner.as_ref().map(|(inner, _)| inner.detected)
     }
 
-    fn decide(&mut self, at_end: bool, events: &mut Vec<StreamEvent>) {
-        let mut seen = Vec::new();
-        let decision = self.lookout.look(&self.buffer, self.base, at_end, &mut |s| seen.push(s));
-        for s in seen {
-            match s {
-                Seen::Prose(upto) => self.prose(upto, events),
-                Seen::Hidden(to) => self.emitted = self.emitted.max(to),
-            }
-        }
+    fn decide(&mut self, at_end: bool, events: &mut dyn EventSink) {
+        let AutoStreamParser { lookout, buffer, base, emitted, .. } = self;
+        let base = *base;
+        let decision = lookout.look(buffer, base, at_end, &mut |s| match s {
+            Seen::Prose(upto) => prose(buffer, base, emitted, upto, events),
+            Seen::Hidden(to) => *emitted = (*emitted).max(to),
+        });
         match decision {
             None => {
                 if at_end && let Some((start, end)) = self.lookout.unclosed() {
-                    events.push(StreamEvent::Diagnostic(unclosed_diagnostic(start, end)));
+                    events.event(StreamEvent::Diagnostic(unclosed_diagnostic(start, end)));
                 }
                 // Drop reported prose once it is most of the buffer: amortised linear.
                 if self.emitted > 0 && self.emitted >= self.buffer.len() / 2 {
@@ -868,8 +919,8 @@ impl AutoStreamParser {
                     }
                     _ => detected,
                 };
-                self.prose(at, events);
-                events.push(StreamEvent::TurnState(detected.state()));
+                prose(&self.buffer, self.base, &mut self.emitted, at, events);
+                events.event(StreamEvent::TurnState(detected.state()));
                 let parser: Box<dyn StreamParser> = match detected {
                     Detected::Vcp => Box::new(self.vcp.stream_parser()),
                     Detected::Format(format) => {
@@ -885,66 +936,94 @@ impl AutoStreamParser {
         }
     }
 
-    fn prose(&mut self, upto: usize, events: &mut Vec<StreamEvent>) {
-        if upto > self.emitted
-            && let Some(text) = self.buffer.get(self.emitted..upto)
-        {
-            let span = Span::new(self.base + self.emitted, self.base + upto);
-            events.push(StreamEvent::Text { text: text.to_string(), span });
-            self.emitted = upto;
-        }
-    }
-
     /// Feeds the chosen parser `text`, or the end of the reply (`None`); shifts its
     /// offsets into the reply's.
-    fn forward(&mut self, text: Option<&str>, events: &mut Vec<StreamEvent>) {
+    fn forward(&mut self, text: Option<&str>, events: &mut dyn EventSink) {
         let Some((inner, base)) = self.inner.as_mut() else { return };
-        let base = *base;
-        let mut inner_events = Vec::new();
+        let mut shifted = Shifted { base: *base, events };
         match text {
-            Some(text) => inner.parser.push_text(text, &mut inner_events),
-            None => inner.parser.finish(&mut inner_events),
+            Some(text) => inner.parser.push_text(text, &mut shifted),
+            None => inner.parser.finish(&mut shifted),
         }
-        relay(inner_events, base, events);
+    }
+}
+
+/// Reports `buffer` (the reply from offset `base` on) as prose from `emitted` to `upto`.
+fn prose(buffer: &str, base: usize, emitted: &mut usize, upto: usize, events: &mut dyn EventSink) {
+    if upto > *emitted
+        && let Some(text) = buffer.get(*emitted..upto)
+    {
+        events.text(text, Span::new(base + *emitted, base + upto));
+        *emitted = upto;
     }
 }
 
 /// Passes the chosen parser's events on, their offsets shifted by `base` (where its text
 /// begins in the reply).
-fn relay(inner_events: Vec<StreamEvent>, base: usize, events: &mut Vec<StreamEvent>) {
-    let shift = |span: Span| Span::new(span.start + base, span.end + base);
-    for event in inner_events {
-        events.push(match event {
-            StreamEvent::Text { text, span } => StreamEvent::Text { text, span: shift(span) },
-            StreamEvent::RequestStarted { offset } => StreamEvent::RequestStarted { offset: offset + base },
+struct Shifted<'e> {
+    base: usize,
+    events: &'e mut dyn EventSink,
+}
+
+impl Shifted<'_> {
+    fn shift(&self, span: Span) -> Span {
+        Span::new(span.start + self.base, span.end + self.base)
+    }
+}
+
+impl EventSink for Shifted<'_> {
+    fn event(&mut self, event: StreamEvent) {
+        let event = match event {
+            StreamEvent::Text { text, span } => StreamEvent::Text { text, span: self.shift(span) },
+            StreamEvent::RequestStarted { offset } => {
+                StreamEvent::RequestStarted { offset: offset + self.base }
+            }
             StreamEvent::FieldCompleted { key, value, closed, span } => {
-                StreamEvent::FieldCompleted { key, value, closed, span: shift(span) }
+                StreamEvent::FieldCompleted { key, value, closed, span: self.shift(span) }
             }
             StreamEvent::RequestCompleted(mut request) => {
-                request.span = shift(request.span);
+                request.span = self.shift(request.span);
                 StreamEvent::RequestCompleted(request)
             }
-            StreamEvent::BlockDiscarded { span } => StreamEvent::BlockDiscarded { span: shift(span) },
+            StreamEvent::BlockDiscarded { span } => StreamEvent::BlockDiscarded { span: self.shift(span) },
             StreamEvent::Diagnostic(mut diagnostic) => {
-                diagnostic.span = shift(diagnostic.span);
+                diagnostic.span = self.shift(diagnostic.span);
                 StreamEvent::Diagnostic(diagnostic)
             }
             StreamEvent::TurnState(state) => StreamEvent::TurnState(state),
-        });
+        };
+        self.events.event(event);
+    }
+
+    fn text(&mut self, text: &str, span: Span) {
+        let span = self.shift(span);
+        self.events.text(text, span);
     }
 }
 
 impl StreamParser for AutoStreamParser {
-    fn push(&mut self, delta: &TurnDelta, events: &mut Vec<StreamEvent>) {
+    fn push(&mut self, delta: &TurnDelta, events: &mut dyn EventSink) {
         if let TurnDelta::Text(text) = delta {
             self.push_text(text, events);
         }
     }
 
-    fn push_text(&mut self, text: &str, events: &mut Vec<StreamEvent>) {
+    fn push_text(&mut self, text: &str, events: &mut dyn EventSink) {
         match (self.finished || text.is_empty(), self.inner.is_some()) {
             (true, _) => {}
             (false, true) => self.forward(Some(text), events),
+            (false, false)
+                if self.buffer.is_empty()
+                    && !holds_lead(&LEADS, text.as_bytes())
+                    && self.lookout.reads_as_prose(self.base) =>
+            {
+                // Prose after decided prose, with nothing in it to decide on: reported
+                // as it is, without the searches.
+                let start = self.base;
+                self.base += text.len();
+                self.lookout.pass_prose(self.base);
+                events.text(text, Span::new(start, self.base));
+            }
             (false, false) => {
                 self.buffer.push_str(text);
                 self.decide(false, events);
@@ -952,7 +1031,7 @@ impl StreamParser for AutoStreamParser {
         }
     }
 
-    fn finish(&mut self, events: &mut Vec<StreamEvent>) {
+    fn finish(&mut self, events: &mut dyn EventSink) {
         if std::mem::replace(&mut self.finished, true) {
             return;
         }

@@ -303,6 +303,14 @@ pub(crate) trait Format: Send + Sync {
         None
     }
 
+    /// The byte every piece of markup [`find`](Self::find) reports begins with, for a
+    /// format whose markup is found by its tokens alone (whatever `reply_start` says):
+    /// text without that byte then holds no markup, nor the start of any, and a stream
+    /// reads it as prose at once. `None` (the default): no such promise.
+    fn markup_lead(&self) -> Option<u8> {
+        None
+    }
+
     /// The first markup in `text[from..]`. `reply_start`: the reply before `from` is
     /// only whitespace. Token searches go through `search`.
     fn find(&self, text: &str, from: usize, reply_start: bool, search: &mut Searches) -> Found {
@@ -383,6 +391,31 @@ impl Reader {
     /// text).
     pub(crate) fn shift(&mut self, by: usize) {
         self.core.shift(by);
+    }
+
+    /// Whether text that arrives at reply offset `end` with no markup in it (no byte
+    /// that begins the format's markup nor a reasoning tag) is prose as it stands:
+    /// everything before it is decided, visible and read as prose.
+    pub(crate) fn reads_as_prose(&self, end: usize) -> bool {
+        !self.hidden
+            && matches!(self.core.mode, Mode::Prose)
+            && self
+                .filter
+                .as_ref()
+                .is_none_or(|filter| filter.passes_plain_text(end) && self.visible_to == end)
+    }
+
+    /// Takes `text`, which [`reads_as_prose`](Self::reads_as_prose), as read prose
+    /// ending at reply offset `end`: what [`run`](Self::run) would decide, without its
+    /// searches. The caller reports it.
+    pub(crate) fn pass_prose(&mut self, text: &str, end: usize) {
+        if let Some(filter) = &mut self.filter {
+            filter.pass_plain_text(end);
+            self.visible_to = end;
+        }
+        if self.core.reply_start && !is_blank(Some(text)) {
+            self.core.reply_start = false;
+        }
     }
 
     /// Reads `text` (the reply from offset `base` on) from `pos` on, as [`Core::run`]

@@ -41,6 +41,10 @@ pub(crate) const AFTER_JSON: u8 = 2;
 pub(crate) const FALLBACK: u8 = 3;
 
 impl Format for Tagged {
+    fn markup_lead(&self) -> Option<u8> {
+        self.open.as_bytes().first().copied()
+    }
+
     fn find(&self, text: &str, from: usize, _reply_start: bool, search: &mut Searches) -> Found {
         search.token(text, from, self.open)
     }

@@ -153,8 +153,8 @@ pub use escape::neutralize_tokens;
 use super::events::sort_diagnostics;
 use super::ids::IdAssigner;
 use super::{
-    Diagnostic, DiagnosticKind, ParseOutcome, RequestIdStyle, StreamEvent, StreamParser, ToolCallingProtocol,
-    ToolDeclarations, TurnState,
+    Diagnostic, DiagnosticKind, EventSink, ParseOutcome, RequestIdStyle, StreamEvent, StreamParser,
+    ToolCallingProtocol, ToolDeclarations, TurnState,
 };
 use super::{floor_prefix, reply_too_long};
 use crate::model::{AssistantTurn, FallbackProtocol, Message, ModelProfiles, TurnDelta};
@@ -801,11 +801,19 @@ pub struct TextFormatStreamParser {
     max_reply_bytes: usize,
     /// Bytes pushed past the limit; `Some` once it is reached.
     unread: Option<usize>,
+    /// The byte all of the format's markup begins with, when it has one
+    /// ([`Format::markup_lead`]): a push without it (nor `<` while reasoning is hidden)
+    /// after decided prose is prose.
+    lead: Option<u8>,
+    /// Whether reasoning is hidden (its tags begin with `<`).
+    hide_reasoning: bool,
 }
 
 impl TextFormatStreamParser {
     fn new(format: TextFormat, options: TextFormatOptions) -> Self {
         TextFormatStreamParser {
+            lead: format.rules().markup_lead(),
+            hide_reasoning: options.skip_reasoning,
             format,
             reader: Reader::new(options.skip_reasoning),
             buffer: String::new(),
@@ -828,8 +836,24 @@ impl TextFormatStreamParser {
         self.buffer.len() - self.pos
     }
 
-    fn run(&mut self, at_end: bool, events: &mut Vec<StreamEvent>) {
-        let mut sink = EventSink { events, ids: &mut self.ids };
+    /// Whether `text`, pushed now, is prose as it stands: the format promises where its
+    /// markup begins, `text` holds no such byte (nor `<`, while reasoning is hidden),
+    /// and everything before it is decided prose. The common push of a model writing
+    /// prose, read without the searches.
+    #[inline]
+    fn reads_as_prose(&self, text: &str) -> bool {
+        let Some(lead) = self.lead else { return false };
+        let bytes = text.as_bytes();
+        let free = if self.hide_reasoning && lead != b'<' {
+            memchr::memchr2(lead, b'<', bytes).is_none()
+        } else {
+            memchr::memchr(lead, bytes).is_none()
+        };
+        free && self.buffer.is_empty() && self.reader.reads_as_prose(self.base)
+    }
+
+    fn run(&mut self, at_end: bool, events: &mut dyn EventSink) {
+        let mut sink = Events { events, ids: &mut self.ids };
         self.pos = self.reader.run(self.format.rules(), &self.buffer, self.base, self.pos, at_end, &mut sink);
         // Drop decided text once it is most of the buffer: amortised linear.
         if self.pos > 0 && self.pos >= self.buffer.len() / 2 {
@@ -842,13 +866,13 @@ impl TextFormatStreamParser {
 }
 
 impl StreamParser for TextFormatStreamParser {
-    fn push(&mut self, delta: &TurnDelta, events: &mut Vec<StreamEvent>) {
+    fn push(&mut self, delta: &TurnDelta, events: &mut dyn EventSink) {
         if let TurnDelta::Text(text) = delta {
             self.push_text(text, events);
         }
     }
 
-    fn push_text(&mut self, text: &str, events: &mut Vec<StreamEvent>) {
+    fn push_text(&mut self, text: &str, events: &mut dyn EventSink) {
         if self.finished || text.is_empty() {
             return;
         }
@@ -861,11 +885,18 @@ impl StreamParser for TextFormatStreamParser {
         if read.is_empty() {
             return;
         }
+        if self.reads_as_prose(read) {
+            let start = self.base;
+            self.base += read.len();
+            self.reader.pass_prose(read, self.base);
+            events.text(read, Span::new(start, self.base));
+            return;
+        }
         self.buffer.push_str(read);
         self.run(false, events);
     }
 
-    fn finish(&mut self, events: &mut Vec<StreamEvent>) {
+    fn finish(&mut self, events: &mut dyn EventSink) {
         if self.finished {
             return;
         }
@@ -873,47 +904,46 @@ impl StreamParser for TextFormatStreamParser {
         self.run(true, events);
         if let Some(unread) = self.unread {
             let read = self.base + self.buffer.len();
-            events.push(StreamEvent::Diagnostic(reply_too_long(read, read + unread, self.max_reply_bytes)));
+            events.event(StreamEvent::Diagnostic(reply_too_long(read, read + unread, self.max_reply_bytes)));
         }
         self.buffer = String::new();
     }
 }
 
 /// The streaming sink: events.
-struct EventSink<'a> {
-    events: &'a mut Vec<StreamEvent>,
+struct Events<'a> {
+    events: &'a mut dyn EventSink,
     ids: &'a mut IdAssigner,
 }
 
-impl Sink for EventSink<'_> {
+impl Sink for Events<'_> {
     fn prose(&mut self, text: &str, range: Range<usize>) {
-        self.events
-            .push(StreamEvent::Text { text: text.to_string(), span: Span::new(range.start, range.end) });
+        self.events.text(text, Span::new(range.start, range.end));
     }
 
     fn region_started(&mut self, at: usize) {
-        self.events.push(StreamEvent::RequestStarted { offset: at });
+        self.events.event(StreamEvent::RequestStarted { offset: at });
     }
 
     fn diagnostic(&mut self, diagnostic: Diagnostic) {
-        self.events.push(StreamEvent::Diagnostic(diagnostic));
+        self.events.event(StreamEvent::Diagnostic(diagnostic));
     }
 
     fn region(&mut self, text: &str, range: Range<usize>, calls: &mut Vec<RawCall>, end: RegionEnd) {
         let span = Span::new(range.start, range.end);
         if calls.is_empty() {
-            self.events.push(StreamEvent::BlockDiscarded { span });
-            self.events.push(StreamEvent::Text { text: text.to_string(), span });
+            self.events.event(StreamEvent::BlockDiscarded { span });
+            self.events.text(text, span);
             return;
         }
         for (i, call) in calls.drain(..).enumerate() {
             if i > 0 {
-                self.events.push(StreamEvent::RequestStarted { offset: range.start + call.span.start });
+                self.events.event(StreamEvent::RequestStarted { offset: range.start + call.span.start });
             }
             let mut diagnostics = Vec::new();
             let request = to_request(call, range.start, end, self.ids, &mut diagnostics);
-            self.events.extend(diagnostics.into_iter().map(StreamEvent::Diagnostic));
-            self.events.push(StreamEvent::RequestCompleted(request));
+            diagnostics.into_iter().for_each(|d| self.events.event(StreamEvent::Diagnostic(d)));
+            self.events.event(StreamEvent::RequestCompleted(request));
         }
     }
 }

@@ -12,7 +12,7 @@ use crate::Span;
 use crate::model::TurnDelta;
 use crate::protocol::Diagnostic;
 use crate::protocol::reasoning::{ReasoningFilter, unclosed_diagnostic};
-use crate::protocol::{StreamEvent, StreamParser};
+use crate::protocol::{EventSink, StreamEvent, StreamParser};
 use crate::protocol::{floor_prefix, reply_too_long};
 
 /// Bytes kept before the oldest offset the scanner still needs: the look-behind of a
@@ -142,7 +142,7 @@ impl VcpStreamParser {
         }
     }
 
-    fn scan(&mut self, last: bool, events: &mut Vec<StreamEvent>) {
+    fn scan(&mut self, last: bool, events: &mut dyn EventSink) {
         if let Some(fences) = &mut self.fences {
             fences.feed(self.src.text().as_bytes());
             if last {
@@ -173,23 +173,25 @@ impl VcpStreamParser {
 impl StreamParser for VcpStreamParser {
     /// Reads [`TurnDelta::Text`]; VCP lives in the text, so other deltas (reasoning a
     /// provider reports apart, native tool calls) are not read.
-    fn push(&mut self, delta: &TurnDelta, events: &mut Vec<StreamEvent>) {
+    fn push(&mut self, delta: &TurnDelta, events: &mut dyn EventSink) {
         if let TurnDelta::Text(text) = delta {
             self.push_text(text, events);
         }
     }
 
     #[inline]
-    fn push_text(&mut self, chunk: &str, events: &mut Vec<StreamEvent>) {
+    fn push_text(&mut self, chunk: &str, events: &mut dyn EventSink) {
         let room = self.options.limits.max_reply_bytes.saturating_sub(self.offset());
         if chunk.len() > room || self.unread.is_some() {
             self.push_past_limit(chunk, room, events);
+        } else if self.reads_as_prose(chunk) {
+            self.push_prose(chunk, events);
         } else if !self.defer_chunk(chunk) {
             self.run_with_deferred(chunk, events);
         }
     }
 
-    fn finish(&mut self, events: &mut Vec<StreamEvent>) {
+    fn finish(&mut self, events: &mut dyn EventSink) {
         if self.finished {
             return;
         }
@@ -202,12 +204,12 @@ impl StreamParser for VcpStreamParser {
         if !self.options.keep_reasoning {
             self.filter(true);
             if let Some((start, end)) = self.filter.unclosed() {
-                events.push(StreamEvent::Diagnostic(unclosed_diagnostic(start, end)));
+                events.event(StreamEvent::Diagnostic(unclosed_diagnostic(start, end)));
             }
         }
         self.scan(true, events);
         if let Some(unread) = self.unread {
-            events.push(StreamEvent::Diagnostic(reply_too_long(
+            events.event(StreamEvent::Diagnostic(reply_too_long(
                 self.offset(),
                 self.offset() + unread,
                 self.options.limits.max_reply_bytes,
@@ -223,12 +225,49 @@ impl VcpStreamParser {
     /// character boundary, as the one-shot parser cuts the whole reply) and counts the
     /// rest as unread; after the first cut, nothing more is read.
     #[cold]
-    fn push_past_limit(&mut self, chunk: &str, room: usize, events: &mut Vec<StreamEvent>) {
+    fn push_past_limit(&mut self, chunk: &str, room: usize, events: &mut dyn EventSink) {
         let read = if self.unread.is_some() { "" } else { floor_prefix(chunk, room) };
         *self.unread.get_or_insert(0) += chunk.len() - read.len();
         if !read.is_empty() && !self.defer_chunk(read) {
             self.run_with_deferred(read, events);
         }
+    }
+
+    /// Whether `chunk` is prose as it stands, decided at once: it holds no `<` (which
+    /// every marker and reasoning tag begins with), and everything before it is decided
+    /// prose (nothing kept back, no reasoning open, the scanner in prose with all of it
+    /// read, no fences to track). The common push of a model writing prose.
+    #[inline(always)]
+    fn reads_as_prose(&self, chunk: &str) -> bool {
+        !chunk.is_empty()
+            && self.deferred.is_empty()
+            && self.fences.is_none()
+            && !self.finished
+            && self.scanned == self.src.text().len()
+            && self.scanner.prose_read_to(self.scanned)
+            && (self.options.keep_reasoning || self.filter.passes_plain_text(self.total))
+            && !has(chunk.as_bytes(), b'<')
+    }
+
+    /// Reads a chunk of prose that [`reads_as_prose`](Self::reads_as_prose): what the
+    /// pipeline does with it, without its searches. The chunk is one stretch of visible
+    /// text at the end of the input, so it is reported as it is.
+    fn push_prose(&mut self, chunk: &str, events: &mut dyn EventSink) {
+        let start = self.total;
+        self.total += chunk.len();
+        if !self.options.keep_reasoning {
+            self.filter.pass_plain_text(self.total);
+            self.raw.clear();
+            self.raw_base = self.total;
+        }
+        self.src.push_visible(chunk, start);
+        let len = self.src.text().len();
+        self.scanner.read_prose_to(len);
+        self.scanned = len;
+        self.scanned_break = false;
+        self.defer_rule = DeferRule::NONE;
+        events.text(chunk, Span::new(start, self.total));
+        self.compact();
     }
 
     /// Keeps `chunk` back for later, without running the pipeline, when it cannot decide
@@ -284,7 +323,7 @@ impl VcpStreamParser {
 
     /// Runs the pipeline over the kept-back text and `chunk`.
     #[inline(never)]
-    fn run_with_deferred(&mut self, chunk: &str, events: &mut Vec<StreamEvent>) {
+    fn run_with_deferred(&mut self, chunk: &str, events: &mut dyn EventSink) {
         if self.finished || chunk.is_empty() {
             return;
         }
@@ -307,7 +346,7 @@ impl VcpStreamParser {
     }
 
     /// Runs the pipeline over `chunk`: reasoning filter, fences, scanner.
-    fn run_pipeline(&mut self, chunk: &str, events: &mut Vec<StreamEvent>) {
+    fn run_pipeline(&mut self, chunk: &str, events: &mut dyn EventSink) {
         self.defer_rule = DeferRule::NONE;
         let start = self.total;
         self.total += chunk.len();
@@ -444,7 +483,7 @@ fn has(bytes: &[u8], byte: u8) -> bool {
 
 /// Turns what the scanner decides into events.
 struct Events<'e> {
-    events: &'e mut Vec<StreamEvent>,
+    events: &'e mut dyn EventSink,
 }
 
 impl Sink<'static> for Events<'_> {
@@ -455,14 +494,14 @@ impl Sink<'static> for Events<'_> {
             let to = src.next_break_after(at).map_or(end, |b| b.min(end));
             if let Some(text) = src.text().get(at..to) {
                 let span = Span::new(src.original_start(at), src.original_end(to));
-                self.events.push(StreamEvent::Text { text: text.to_string(), span });
+                self.events.text(text, span);
             }
             at = to;
         }
     }
 
     fn started(&mut self, offset: usize) {
-        self.events.push(StreamEvent::RequestStarted { offset });
+        self.events.event(StreamEvent::RequestStarted { offset });
     }
 
     fn wants_fields(&self) -> bool {
@@ -470,7 +509,7 @@ impl Sink<'static> for Events<'_> {
     }
 
     fn field(&mut self, key: &str, value: &str, closed: bool, span: Span) {
-        self.events.push(StreamEvent::FieldCompleted {
+        self.events.event(StreamEvent::FieldCompleted {
             key: key.to_string(),
             value: value.to_string(),
             closed,
@@ -479,14 +518,14 @@ impl Sink<'static> for Events<'_> {
     }
 
     fn request(&mut self, request: RequestView<'static>) {
-        self.events.push(StreamEvent::RequestCompleted(request.into_owned()));
+        self.events.event(StreamEvent::RequestCompleted(request.into_owned()));
     }
 
     fn discarded(&mut self, span: Span) {
-        self.events.push(StreamEvent::BlockDiscarded { span });
+        self.events.event(StreamEvent::BlockDiscarded { span });
     }
 
     fn diagnostic(&mut self, diagnostic: Diagnostic) {
-        self.events.push(StreamEvent::Diagnostic(diagnostic));
+        self.events.event(StreamEvent::Diagnostic(diagnostic));
     }
 }

@@ -249,6 +249,16 @@ impl Scanner {
         }
     }
 
+    /// Counts new prose up to `len` that holds no `<` as read and reported (see
+    /// [`prose_read_to`](Self::prose_read_to)): [`take_prose`](Self::take_prose) for a
+    /// caller that reports it itself.
+    pub(crate) fn read_prose_to(&mut self, len: usize) {
+        if let State::Prose { from, .. } = &mut self.state {
+            *from = len;
+            self.prose_from = len;
+        }
+    }
+
     /// How many more bytes without `<` or `末` may arrive after the text is `len` bytes
     /// long (the scanner having run) before running again could report anything.
     ///
