@@ -240,7 +240,10 @@ fn hold_start(text: &str, from: usize) -> usize {
         .find(|&i| {
             bytes.get(i).is_some_and(|&b| MARKER_LEADS.get(usize::from(b)).copied().unwrap_or(false))
                 && text.get(i..).is_some_and(|tail| {
-                    MARKERS.iter().any(|(m, _)| m.len() > tail.len() && m.starts_with(tail))
+                    MARKERS.iter().any(|(m, _)| {
+                        // Byte by byte: most markers differ from a tail within two bytes.
+                        m.len() > tail.len() && m.bytes().zip(tail.bytes()).all(|(a, b)| a == b)
+                    })
                 })
         })
         .unwrap_or(text.len())
@@ -386,6 +389,8 @@ struct Lookout {
     visible_to: usize,
     /// The text classified last is hidden.
     hidden: bool,
+    /// What the filter decided in one look (kept to reuse its allocation).
+    pieces: Vec<Piece>,
 }
 
 impl Lookout {
@@ -395,6 +400,7 @@ impl Lookout {
             filter: hide_reasoning.then(ReasoningFilter::default),
             visible_to: 0,
             hidden: false,
+            pieces: Vec::new(),
         }
     }
 
@@ -412,11 +418,37 @@ impl Lookout {
             return step(&mut self.detector, text, at_end, seen);
         };
         let from = filter.decided().max(base);
-        let mut pieces = Vec::new();
+        let mut pieces = std::mem::take(&mut self.pieces);
+        pieces.clear();
         filter.advance(text.get(from - base..).unwrap_or_default(), from, at_end, &mut |piece| {
             pieces.push(piece);
         });
-        for piece in pieces {
+        let decided = self.read_pieces(&mut pieces, text, base, seen);
+        self.pieces = pieces;
+        if let Some(decided) = decided {
+            return Some(decided);
+        }
+        let filter = self.filter.as_ref()?;
+        if self.hidden {
+            let done = filter.decided().saturating_sub(base).min(text.len());
+            seen(Seen::Hidden(done));
+            self.detector.pos = self.detector.pos.max(done);
+            return None;
+        }
+        let stretch = text.get(..self.visible_to - base).unwrap_or_default();
+        step(&mut self.detector, stretch, at_end, seen)
+    }
+
+    /// Follows what the reasoning filter decided, reading each visible stretch that
+    /// reasoning ends; returns a decision made in one.
+    fn read_pieces(
+        &mut self,
+        pieces: &mut Vec<Piece>,
+        text: &str,
+        base: usize,
+        seen: &mut dyn FnMut(Seen),
+    ) -> Option<(Detected, usize)> {
+        for piece in pieces.drain(..) {
             match piece {
                 Piece::Visible(start, end) => {
                     if self.hidden {
@@ -437,14 +469,7 @@ impl Lookout {
                 Piece::Hidden => {}
             }
         }
-        if self.hidden {
-            let done = filter.decided().saturating_sub(base).min(text.len());
-            seen(Seen::Hidden(done));
-            self.detector.pos = self.detector.pos.max(done);
-            return None;
-        }
-        let stretch = text.get(..self.visible_to - base).unwrap_or_default();
-        step(&mut self.detector, stretch, at_end, seen)
+        None
     }
 
     /// Whether text that arrives at reply offset `end`, holding no byte of [`LEADS`],

@@ -311,6 +311,14 @@ pub(crate) trait Format: Send + Sync {
         None
     }
 
+    /// The byte every end of a call region begins with, for a format whose regions end
+    /// only at a token (or at the end of the reply): inside a region, text without that
+    /// byte decides nothing, and a stream keeps it until one arrives. `None` (the
+    /// default): no such promise.
+    fn region_end_lead(&self) -> Option<u8> {
+        None
+    }
+
     /// The first markup in `text[from..]`. `reply_start`: the reply before `from` is
     /// only whitespace. Token searches go through `search`.
     fn find(&self, text: &str, from: usize, reply_start: bool, search: &mut Searches) -> Found {
@@ -415,6 +423,27 @@ impl Reader {
         }
         if self.core.reply_start && !is_blank(Some(text)) {
             self.core.reply_start = false;
+        }
+    }
+
+    /// Whether text that arrives at reply offset `end` inside a call region, with no
+    /// byte that ends a region nor `<`, decides nothing: everything before it is
+    /// classified visible, and the core is in a call region.
+    pub(crate) fn waits_in_region(&self, end: usize) -> bool {
+        !self.hidden
+            && matches!(self.core.mode, Mode::Call { .. })
+            && self
+                .filter
+                .as_ref()
+                .is_none_or(|filter| filter.passes_plain_text(end) && self.visible_to == end)
+    }
+
+    /// Takes text up to reply offset `end`, which [`waits_in_region`](Self::waits_in_region),
+    /// as visible: the core reads it with what comes next.
+    pub(crate) fn pass_region_text(&mut self, end: usize) {
+        if let Some(filter) = &mut self.filter {
+            filter.pass_plain_text(end);
+            self.visible_to = end;
         }
     }
 

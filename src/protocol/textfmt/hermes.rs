@@ -45,6 +45,10 @@ impl Format for Tagged {
         self.open.as_bytes().first().copied()
     }
 
+    fn region_end_lead(&self) -> Option<u8> {
+        self.close.as_bytes().first().copied()
+    }
+
     fn find(&self, text: &str, from: usize, _reply_start: bool, search: &mut Searches) -> Found {
         search.token(text, from, self.open)
     }

@@ -805,6 +805,10 @@ pub struct TextFormatStreamParser {
     /// ([`Format::markup_lead`]): a push without it (nor `<` while reasoning is hidden)
     /// after decided prose is prose.
     lead: Option<u8>,
+    /// The byte every end of a call region begins with, when the format has one
+    /// ([`Format::region_end_lead`]): inside a region, a push without it (nor `<`) is
+    /// kept in the buffer without running the reader.
+    region_end: Option<u8>,
     /// Whether reasoning is hidden (its tags begin with `<`).
     hide_reasoning: bool,
 }
@@ -813,6 +817,7 @@ impl TextFormatStreamParser {
     fn new(format: TextFormat, options: TextFormatOptions) -> Self {
         TextFormatStreamParser {
             lead: format.rules().markup_lead(),
+            region_end: format.rules().region_end_lead(),
             hide_reasoning: options.skip_reasoning,
             format,
             reader: Reader::new(options.skip_reasoning),
@@ -843,13 +848,25 @@ impl TextFormatStreamParser {
     #[inline]
     fn reads_as_prose(&self, text: &str) -> bool {
         let Some(lead) = self.lead else { return false };
-        let bytes = text.as_bytes();
-        let free = if self.hide_reasoning && lead != b'<' {
+        self.buffer.is_empty() && self.free_of(lead, text.as_bytes()) && self.reader.reads_as_prose(self.base)
+    }
+
+    /// Whether `text`, pushed now, falls inside a call region and cannot end it (see
+    /// [`Format::region_end_lead`]).
+    #[inline]
+    fn waits_in_region(&self, text: &str) -> bool {
+        let Some(lead) = self.region_end else { return false };
+        self.free_of(lead, text.as_bytes()) && self.reader.waits_in_region(self.base + self.buffer.len())
+    }
+
+    /// Whether `bytes` holds neither `lead` nor, while reasoning is hidden, `<`.
+    #[inline]
+    fn free_of(&self, lead: u8, bytes: &[u8]) -> bool {
+        if self.hide_reasoning && lead != b'<' {
             memchr::memchr2(lead, b'<', bytes).is_none()
         } else {
             memchr::memchr(lead, bytes).is_none()
-        };
-        free && self.buffer.is_empty() && self.reader.reads_as_prose(self.base)
+        }
     }
 
     fn run(&mut self, at_end: bool, events: &mut dyn EventSink) {
@@ -892,7 +909,14 @@ impl StreamParser for TextFormatStreamParser {
             events.text(read, Span::new(start, self.base));
             return;
         }
+        let waits = self.waits_in_region(read);
         self.buffer.push_str(read);
+        if waits {
+            // Inside a call region, text that cannot end it decides nothing: it is read
+            // with the push that can.
+            self.reader.pass_region_text(self.base + self.buffer.len());
+            return;
+        }
         self.run(false, events);
     }
 
