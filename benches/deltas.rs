@@ -410,6 +410,10 @@ impl EventSink for Lending {
         black_box((text, span));
         self.text_bytes += text.len();
     }
+
+    fn field(&mut self, key: &str, value: &str, closed: bool, span: Span) {
+        black_box((key, value, closed, span));
+    }
 }
 
 fn stream_lending(mut parser: impl StreamParser, deltas: &[&str], sink: &mut Lending) {

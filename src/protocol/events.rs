@@ -106,13 +106,26 @@ pub enum StreamEvent {
 /// assert!(screen.events.iter().any(|e| matches!(e, StreamEvent::RequestCompleted(r) if r.tool_name == "clock")));
 /// ```
 pub trait EventSink {
-    /// Takes one event. Prose comes through [`text`](Self::text) instead.
+    /// Takes one event. Prose and fields come through [`text`](Self::text) and
+    /// [`field`](Self::field) instead.
     fn event(&mut self, event: StreamEvent);
 
     /// Takes a piece of prose, lent for the call: `span` is where it stands in the input,
     /// as in [`StreamEvent::Text`]. The default makes it that event.
     fn text(&mut self, text: &str, span: Span) {
         self.event(StreamEvent::Text { text: text.to_owned(), span });
+    }
+
+    /// Takes a completed field of the open request block, lent for the call (see
+    /// [`StreamEvent::FieldCompleted`]). The default makes it that event; a consumer
+    /// that only wants whole requests can ignore it.
+    fn field(&mut self, key: &str, value: &str, closed: bool, span: Span) {
+        self.event(StreamEvent::FieldCompleted {
+            key: key.to_owned(),
+            value: value.to_owned(),
+            closed,
+            span,
+        });
     }
 }
 
@@ -131,6 +144,8 @@ impl EventSink for StreamCollector {
     fn text(&mut self, text: &str, _span: Span) {
         self.normal_text.push_str(text);
     }
+
+    fn field(&mut self, _key: &str, _value: &str, _closed: bool, _span: Span) {}
 }
 
 /// A parser that reads a turn as it streams in.

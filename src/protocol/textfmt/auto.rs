@@ -1024,6 +1024,11 @@ impl EventSink for Shifted<'_> {
         let span = self.shift(span);
         self.events.text(text, span);
     }
+
+    fn field(&mut self, key: &str, value: &str, closed: bool, span: Span) {
+        let span = self.shift(span);
+        self.events.field(key, value, closed, span);
+    }
 }
 
 impl StreamParser for AutoStreamParser {

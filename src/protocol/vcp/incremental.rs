@@ -509,12 +509,7 @@ impl Sink<'static> for Events<'_> {
     }
 
     fn field(&mut self, key: &str, value: &str, closed: bool, span: Span) {
-        self.events.event(StreamEvent::FieldCompleted {
-            key: key.to_string(),
-            value: value.to_string(),
-            closed,
-            span,
-        });
+        self.events.field(key, value, closed, span);
     }
 
     fn request(&mut self, request: RequestView<'static>) {
