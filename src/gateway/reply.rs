@@ -4,8 +4,9 @@
 use serde_json::Value;
 
 use super::request::Offer;
+use crate::Span;
 use crate::model::FinishReason;
-use crate::protocol::{StreamEvent, StreamParser, ToolCallingProtocol, TurnState, reasoning};
+use crate::protocol::{EventSink, StreamEvent, StreamParser, ToolCallingProtocol, TurnState, reasoning};
 use crate::tools::TextCoercion;
 
 /// One piece of the reply, in order.
@@ -63,18 +64,22 @@ impl Finish {
 
 /// Reads the upstream's text with the protocol, one delta at a time.
 pub(crate) struct ReplyReader<'p> {
-    protocol: &'p dyn ToolCallingProtocol,
     parser: Box<dyn StreamParser + 'p>,
-    events: Vec<StreamEvent>,
+    read: Read<'p>,
+}
+
+/// What the reader knows of the reply so far.
+struct Read<'p> {
+    protocol: &'p dyn ToolCallingProtocol,
     /// Everything the upstream wrote, for the spans the parser reports.
     text: String,
     /// Where the last piece that was shown or read ended.
     covered: usize,
     state: TurnState,
     /// Calls handed out so far.
-    pub calls: usize,
+    calls: usize,
     /// Requests returned as text (incomplete, or naming a tool that was not offered).
-    pub refused: usize,
+    refused: usize,
     /// Whether the client gets several calls (`parallel_tool_calls` not `false`).
     parallel: bool,
 }
@@ -82,61 +87,91 @@ pub(crate) struct ReplyReader<'p> {
 impl<'p> ReplyReader<'p> {
     pub(crate) fn new(protocol: &'p dyn ToolCallingProtocol, parallel: bool) -> Self {
         ReplyReader {
-            protocol,
             parser: protocol.stream_parser(),
-            events: Vec::new(),
-            text: String::new(),
-            covered: 0,
-            state: TurnState::default(),
-            calls: 0,
-            refused: 0,
-            parallel,
+            read: Read {
+                protocol,
+                text: String::new(),
+                covered: 0,
+                state: TurnState::default(),
+                calls: 0,
+                refused: 0,
+                parallel,
+            },
         }
+    }
+
+    /// Calls handed out so far.
+    pub(crate) fn calls(&self) -> usize {
+        self.read.calls
+    }
+
+    /// Requests returned as text (incomplete, or naming a tool that was not offered).
+    #[cfg(test)]
+    fn refused(&self) -> usize {
+        self.read.refused
     }
 
     /// What the protocol found the reply written in (`auto`'s detected format).
     pub(crate) fn dialect(&self) -> Option<&str> {
-        self.state.dialect.as_deref()
+        self.read.state.dialect.as_deref()
     }
 
     /// The upstream wrote `text`; appends the pieces now decided.
     pub(crate) fn push(&mut self, text: &str, offer: &Offer, out: &mut Vec<Piece>) {
-        self.text.push_str(text);
-        self.parser.push_text(text, &mut self.events);
-        self.drain(offer, out);
+        self.read.text.push_str(text);
+        self.parser.push_text(text, &mut Pieces { read: &mut self.read, offer, out });
     }
 
     /// The upstream's reply ended; appends the last pieces.
     pub(crate) fn finish(&mut self, offer: &Offer, out: &mut Vec<Piece>) {
-        self.parser.finish(&mut self.events);
-        self.drain(offer, out);
-        self.hidden_until(self.text.len(), out);
+        self.parser.finish(&mut Pieces { read: &mut self.read, offer, out });
+        let end = self.read.text.len();
+        self.read.hidden_until(end, out);
+    }
+}
+
+/// The parser's events as pieces of the reply, in order, as they come (prose borrowed).
+struct Pieces<'r, 'p> {
+    read: &'r mut Read<'p>,
+    offer: &'r Offer,
+    out: &'r mut Vec<Piece>,
+}
+
+impl EventSink for Pieces<'_, '_> {
+    fn event(&mut self, event: StreamEvent) {
+        let Pieces { read, offer, out } = self;
+        match event {
+            StreamEvent::Text { text, span } => read.text_piece(&text, span, out),
+            StreamEvent::RequestCompleted(request) => {
+                read.hidden_until(request.span.start, out);
+                read.request(&request, offer, out);
+                read.covered = read.covered.max(request.span.end);
+            }
+            StreamEvent::BlockDiscarded { span } => {
+                read.hidden_until(span.start, out);
+                read.covered = read.covered.max(span.end);
+            }
+            StreamEvent::TurnState(state) => read.state = state,
+            StreamEvent::Diagnostic(diagnostic) => {
+                tracing::debug!(kind = ?diagnostic.kind, message = %diagnostic.message, "upstream reply");
+            }
+            _ => {}
+        }
     }
 
-    fn drain(&mut self, offer: &Offer, out: &mut Vec<Piece>) {
-        for event in std::mem::take(&mut self.events) {
-            match event {
-                StreamEvent::Text { text, span } => {
-                    self.hidden_until(span.start, out);
-                    push_text(out, text);
-                    self.covered = self.covered.max(span.end);
-                }
-                StreamEvent::RequestCompleted(request) => {
-                    self.hidden_until(request.span.start, out);
-                    self.request(&request, offer, out);
-                    self.covered = self.covered.max(request.span.end);
-                }
-                StreamEvent::BlockDiscarded { span } => {
-                    self.hidden_until(span.start, out);
-                    self.covered = self.covered.max(span.end);
-                }
-                StreamEvent::TurnState(state) => self.state = state,
-                StreamEvent::Diagnostic(diagnostic) => {
-                    tracing::debug!(kind = ?diagnostic.kind, message = %diagnostic.message, "upstream reply");
-                }
-                _ => {}
-            }
-        }
+    fn text(&mut self, text: &str, span: Span) {
+        self.read.text_piece(text, span, self.out);
+    }
+
+    fn field(&mut self, _key: &str, _value: &str, _closed: bool, _span: Span) {}
+}
+
+impl Read<'_> {
+    /// Prose the protocol decided.
+    fn text_piece(&mut self, text: &str, span: Span, out: &mut Vec<Piece>) {
+        self.hidden_until(span.start, out);
+        push_text(out, text);
+        self.covered = self.covered.max(span.end);
     }
 
     /// The text between the last piece and `start` was hidden by the protocol: its
@@ -168,7 +203,7 @@ impl<'p> ReplyReader<'p> {
             self.refused += 1;
             tracing::debug!(tool = %request.tool_name, complete = request.complete, "a request returned as text");
             if let Some(raw) = request.span.slice(&self.text) {
-                push_text(out, raw.to_string());
+                push_text(out, raw);
             }
             return;
         }
@@ -190,13 +225,13 @@ impl<'p> ReplyReader<'p> {
 }
 
 /// Appends text, joined to the text before it when that is the last piece.
-fn push_text(out: &mut Vec<Piece>, text: String) {
+fn push_text(out: &mut Vec<Piece>, text: &str) {
     if text.is_empty() {
         return;
     }
     match out.last_mut() {
-        Some(Piece::Text(last)) => last.push_str(&text),
-        _ => out.push(Piece::Text(text)),
+        Some(Piece::Text(last)) => last.push_str(text),
+        _ => out.push(Piece::Text(text.to_string())),
     }
 }
 
@@ -300,7 +335,7 @@ mod tests {
         reader.finish(&offer, &mut out);
         assert!(matches!(&out[0], Piece::Call(_)));
         assert_eq!(out[1], Piece::Text(one.into()));
-        assert_eq!((reader.calls, reader.refused), (1, 1));
+        assert_eq!((reader.calls(), reader.refused()), (1, 1));
     }
 
     #[test]

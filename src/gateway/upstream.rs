@@ -311,7 +311,7 @@ impl Run<'_> {
                 }
             }
         }
-        let calls = reader.as_ref().map_or(native.calls, |r| r.calls);
+        let calls = reader.as_ref().map_or(native.calls, ReplyReader::calls);
         let end = End { finish: Finish::of(calls, finish), usage: stream.usage().cloned() };
         let dialect = reader.as_ref().and_then(|r| r.dialect().map(str::to_string));
         Ok(Attempt { held: (!ready).then_some(held), end, calls, dialect })
