@@ -200,15 +200,18 @@ fn markers() -> Option<&'static aho_corasick::AhoCorasick> {
 }
 
 /// The bytes some marker begins with.
-static MARKER_LEADS: [bool; 256] = leads(&[]);
+static MARKER_LEADS: [bool; 256] = marker_leads();
 
-/// The bytes that may begin something the detector decides on: a marker, a Python call
-/// list (`[`) or a reasoning tag (`<`). Text without them, after decided prose, is prose.
-static LEADS: [bool; 256] = leads(b"[<");
+/// Bytes of which every marker holds one (a test checks it), and with which the other
+/// things the detector decides on begin: a Python call list (`[`) and a reasoning tag
+/// (`<`). Text without them, after decided prose and with no tail that may begin a
+/// marker, is prose.
+const DECIDING: &[u8] = b"[<`";
+static DECIDING_BYTES: [bool; 256] = byte_table(DECIDING);
 
-/// A table of the first bytes of [`MARKERS`] and of `more`.
+/// A table of the first bytes of [`MARKERS`].
 #[allow(clippy::indexing_slicing)] // Evaluated at compile time: an index out of range fails the build.
-const fn leads(more: &[u8]) -> [bool; 256] {
+const fn marker_leads() -> [bool; 256] {
     let mut table = [false; 256];
     let mut i = 0;
     while i < MARKERS.len() {
@@ -217,9 +220,16 @@ const fn leads(more: &[u8]) -> [bool; 256] {
         }
         i += 1;
     }
+    table
+}
+
+/// A table of `bytes`.
+#[allow(clippy::indexing_slicing)] // Evaluated at compile time: an index out of range fails the build.
+const fn byte_table(bytes: &[u8]) -> [bool; 256] {
+    let mut table = [false; 256];
     let mut i = 0;
-    while i < more.len() {
-        table[more[i] as usize] = true;
+    while i < bytes.len() {
+        table[bytes[i] as usize] = true;
         i += 1;
     }
     table
@@ -472,8 +482,8 @@ impl Lookout {
         None
     }
 
-    /// Whether text that arrives at reply offset `end`, holding no byte of [`LEADS`],
-    /// is prose as it stands: the reply has begun with prose, and everything before is
+    /// Whether text that arrives at reply offset `end`, holding no byte of
+    /// [`DECIDING`] and no tail that may begin a marker, is prose as it stands: the reply has begun with prose, and everything before is
     /// decided, visible and reported (the caller's buffer is empty).
     fn reads_as_prose(&self, end: usize) -> bool {
         !self.hidden
@@ -1044,7 +1054,8 @@ impl StreamParser for AutoStreamParser {
             (false, true) => self.forward(Some(text), events),
             (false, false)
                 if self.buffer.is_empty()
-                    && !holds_lead(&LEADS, text.as_bytes())
+                    && !holds_lead(&DECIDING_BYTES, text.as_bytes())
+                    && hold_start(text, 0) == text.len()
                     && self.lookout.reads_as_prose(self.base) =>
             {
                 // Prose after decided prose, with nothing in it to decide on: reported
@@ -1069,5 +1080,34 @@ impl StreamParser for AutoStreamParser {
             self.decide(true, events);
         }
         self.forward(None, events);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_marker_holds_a_deciding_byte() {
+        // The streaming fast path reads text without these bytes (and with no tail that
+        // may begin a marker) as prose: a marker without one would be missed.
+        for (marker, _) in MARKERS {
+            assert!(marker.bytes().any(|b| DECIDING.contains(&b)), "{marker:?} holds none of {DECIDING:?}");
+        }
+    }
+
+    #[test]
+    fn a_push_ending_in_a_marker_prefix_is_held() {
+        let mut parser = AutoProtocol::new().stream_parser();
+        let mut events = Vec::new();
+        parser.push_text("Some prose. ", &mut events);
+        events.clear();
+        // `f` may begin `functools[`: held until the next push decides it.
+        parser.push_text("if", &mut events);
+        assert_eq!(events, vec![StreamEvent::Text { text: "i".into(), span: Span::new(12, 13) }]);
+        events.clear();
+        parser.push_text("unctools[{\"name\": \"t\", \"arguments\": {}}]", &mut events);
+        parser.finish(&mut events);
+        assert!(events.iter().any(|e| matches!(e, StreamEvent::RequestCompleted(r) if r.tool_name == "t")));
     }
 }
