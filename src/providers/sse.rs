@@ -81,7 +81,7 @@ impl SseParser {
                 bytes = rest;
             }
         }
-        while let Some(end) = memchr::memchr2(b'\n', b'\r', bytes) {
+        while let Some(end) = line_end(bytes) {
             let (head, tail) = bytes.split_at(end);
             if self.started && self.line.is_empty() {
                 // The whole line lies in this chunk: it is read in place.
@@ -111,7 +111,12 @@ impl SseParser {
                 }
             }
         }
-        self.line.extend_from_slice(bytes);
+        if let [byte] = bytes {
+            // (A byte at a time: no call to copy one.)
+            self.line.push(*byte);
+        } else {
+            self.line.extend_from_slice(bytes);
+        }
     }
 
     /// The stream has ended. An event whose blank line never came is dropped, as the
@@ -212,6 +217,16 @@ impl SseParser {
         self.id = None;
         self.data.clear();
         self.has_data = false;
+    }
+}
+
+/// Where the first line ending (`\n` or `\r`) in `bytes` is. A few bytes (a stream
+/// pushed as it trickles in) are scanned directly, without the vector search's set-up.
+fn line_end(bytes: &[u8]) -> Option<usize> {
+    if bytes.len() < 16 {
+        bytes.iter().position(|&byte| byte == b'\n' || byte == b'\r')
+    } else {
+        memchr::memchr2(b'\n', b'\r', bytes)
     }
 }
 
