@@ -125,22 +125,6 @@ fn prose(size: usize) -> String {
     text
 }
 
-/// One OpenAI Chat Completions chunk carrying `delta` (a JSON object).
-fn openai_chunk(delta: &str) -> String {
-    format!(
-        "data: {{\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\",\
-         \"choices\":[{{\"index\":0,\"delta\":{delta},\"finish_reason\":null}}]}}\n\n"
-    )
-}
-
-/// The last chunks of an OpenAI stream: the finish reason, then `[DONE]`.
-fn openai_end(reason: &str) -> String {
-    format!(
-        "data: {{\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\",\
-         \"choices\":[{{\"index\":0,\"delta\":{{}},\"finish_reason\":\"{reason}\"}}]}}\n\ndata: [DONE]\n\n"
-    )
-}
-
 /// An OpenAI stream of about `size` bytes of SSE text carrying prose (no call) in content
 /// deltas of about one token (4 bytes, cut on char boundaries).
 fn openai_prose(size: usize) -> String {
@@ -155,9 +139,9 @@ fn openai_prose(size: usize) -> String {
         let (token, tail) = rest.split_at(cut);
         rest = tail;
         let content = serde_json::to_string(token).expect("a string is JSON");
-        out.push_str(&openai_chunk(&format!("{{\"content\":{content}}}")));
+        out.push_str(&inputs::openai_chunk(&format!("{{\"content\":{content}}}")));
     }
-    out.push_str(&openai_end("stop"));
+    out.push_str(&inputs::openai_end("stop"));
     out
 }
 
@@ -165,26 +149,7 @@ fn openai_prose(size: usize) -> String {
 /// arrive in token-sized fragments (one chunk per fragment); and how many calls.
 fn openai_calls(size: usize) -> (String, usize) {
     let mut out = String::new();
-    let mut calls = 0;
-    while out.len() < size {
-        out.push_str(&openai_chunk(&format!(
-            "{{\"tool_calls\":[{{\"index\":{calls},\"id\":\"call_{calls}\",\"type\":\"function\",\
-             \"function\":{{\"name\":\"search\",\"arguments\":\"\"}}}}]}}"
-        )));
-        out.push_str(&openai_chunk(&format!(
-            "{{\"tool_calls\":[{{\"index\":{calls},\"function\":{{\"arguments\":\"{{\\\"q\\\": \\\"\"}}}}]}}"
-        )));
-        for _ in 0..8 {
-            out.push_str(&openai_chunk(&format!(
-                "{{\"tool_calls\":[{{\"index\":{calls},\"function\":{{\"arguments\":\"lorem \"}}}}]}}"
-            )));
-        }
-        out.push_str(&openai_chunk(&format!(
-            "{{\"tool_calls\":[{{\"index\":{calls},\"function\":{{\"arguments\":\"\\\"}}\"}}}}]}}"
-        )));
-        calls += 1;
-    }
-    out.push_str(&openai_end("tool_calls"));
+    let calls = inputs::openai_calls(&mut out, size, 8, "lorem ");
     (out, calls)
 }
 

@@ -37,43 +37,21 @@ use serde::de::IgnoredAny;
 use tool_calling::model::{AssistantTurn, TurnAccumulator, TurnDelta};
 use tool_calling::providers::{Provider, ResponseStream, WireFormat};
 
+#[path = "support/inputs.rs"]
+mod inputs;
+
 const TOKEN: &str = "lorem ";
 
 /// Generates a stream of about the given size; returns it and its number of calls.
 type Generator = fn(usize) -> (String, usize);
 
-/// An OpenAI Chat Completions stream of about `size` bytes.
+/// An OpenAI Chat Completions stream of about `size` bytes: text, then calls.
 fn openai(size: usize) -> (String, usize) {
-    let chunk = |delta: &str| {
-        format!(
-            "data: {{\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\",\
-             \"choices\":[{{\"index\":0,\"delta\":{delta},\"finish_reason\":null}}]}}\n\n"
-        )
-    };
     let mut out = String::new();
     for _ in 0..64 {
-        out.push_str(&chunk(&format!("{{\"content\":\"{TOKEN}\"}}")));
+        out.push_str(&inputs::openai_chunk(&format!("{{\"content\":\"{TOKEN}\"}}")));
     }
-    let mut calls = 0;
-    while out.len() < size {
-        out.push_str(&chunk(&format!(
-            "{{\"tool_calls\":[{{\"index\":{calls},\"id\":\"call_{calls}\",\"type\":\"function\",\
-             \"function\":{{\"name\":\"search\",\"arguments\":\"\"}}}}]}}"
-        )));
-        out.push_str(&chunk(&format!(
-            "{{\"tool_calls\":[{{\"index\":{calls},\"function\":{{\"arguments\":\"{{\\\"q\\\": \\\"\"}}}}]}}"
-        )));
-        for _ in 0..40 {
-            out.push_str(&chunk(&format!(
-                "{{\"tool_calls\":[{{\"index\":{calls},\"function\":{{\"arguments\":\"{TOKEN}\"}}}}]}}"
-            )));
-        }
-        out.push_str(&chunk(&format!(
-            "{{\"tool_calls\":[{{\"index\":{calls},\"function\":{{\"arguments\":\"\\\"}}\"}}}}]}}"
-        )));
-        calls += 1;
-    }
-    out.push_str("data: {\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"tool_calls\"}]}\n\ndata: [DONE]\n\n");
+    let calls = inputs::openai_calls(&mut out, size, 40, TOKEN);
     (out, calls)
 }
 

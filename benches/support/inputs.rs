@@ -25,6 +25,9 @@
 //!
 //! `cargo run -p tool-calling-benches --bin bench_inputs -- DIR` writes them to files, for
 //! tools that read a file (`tester bench`).
+//!
+//! For the provider-stream benches: OpenAI Chat Completions chunks ([`openai_chunk`],
+//! [`openai_end`]) and a stream of calls ([`openai_calls`]).
 
 #![allow(dead_code)]
 
@@ -496,4 +499,51 @@ pub fn calls_with(size: usize, call: &dyn Fn(usize) -> String) -> (String, usize
         i += 1;
     }
     (dense, i)
+}
+
+/// One OpenAI Chat Completions stream chunk (`data:` line and blank line) carrying
+/// `delta` (a JSON object).
+pub fn openai_chunk(delta: &str) -> String {
+    format!(
+        "data: {{\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\",\
+         \"choices\":[{{\"index\":0,\"delta\":{delta},\"finish_reason\":null}}]}}\n\n"
+    )
+}
+
+/// The last chunks of an OpenAI Chat Completions stream: the finish `reason`, then
+/// `[DONE]`.
+pub fn openai_end(reason: &str) -> String {
+    format!(
+        "data: {{\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\",\
+         \"choices\":[{{\"index\":0,\"delta\":{{}},\"finish_reason\":\"{reason}\"}}]}}\n\ndata: [DONE]\n\n"
+    )
+}
+
+/// OpenAI Chat Completions chunks of calls appended to `out` until it holds about `size`
+/// bytes, then the end (finish reason `tool_calls`); returns how many calls. Each call
+/// (`search`, ids `call_0`, `call_1`, …) starts with a chunk of its id and name, then its
+/// arguments `{"q": "…"}` arrive one piece per chunk: the opening, `fragments` times
+/// `token` (JSON string content, no escapes needed), the closing.
+pub fn openai_calls(out: &mut String, size: usize, fragments: usize, token: &str) -> usize {
+    let mut calls = 0;
+    while out.len() < size {
+        out.push_str(&openai_chunk(&format!(
+            "{{\"tool_calls\":[{{\"index\":{calls},\"id\":\"call_{calls}\",\"type\":\"function\",\
+             \"function\":{{\"name\":\"search\",\"arguments\":\"\"}}}}]}}"
+        )));
+        out.push_str(&openai_chunk(&format!(
+            "{{\"tool_calls\":[{{\"index\":{calls},\"function\":{{\"arguments\":\"{{\\\"q\\\": \\\"\"}}}}]}}"
+        )));
+        for _ in 0..fragments {
+            out.push_str(&openai_chunk(&format!(
+                "{{\"tool_calls\":[{{\"index\":{calls},\"function\":{{\"arguments\":\"{token}\"}}}}]}}"
+            )));
+        }
+        out.push_str(&openai_chunk(&format!(
+            "{{\"tool_calls\":[{{\"index\":{calls},\"function\":{{\"arguments\":\"\\\"}}\"}}}}]}}"
+        )));
+        calls += 1;
+    }
+    out.push_str(&openai_end("tool_calls"));
+    calls
 }

@@ -543,6 +543,12 @@ impl ChunkDecoder {
             }
             part.function_call = Some(call);
             part.thought_signature = signature.map(Cow::Owned);
+        } else if !part.thought && part.thought_signature.is_none() {
+            // Plain text (most parts): as `read_part` reads it, without a turn.
+            if let Some(text) = part.text.filter(|text| !text.is_empty()) {
+                deltas.push(TurnDelta::Text(text.into_owned()));
+            }
+            return;
         }
         let mut turn = AssistantTurn::new();
         read_part(part, &mut turn);
@@ -596,6 +602,11 @@ struct StreamedCall {
     args: Value,
     /// The paths whose string goes on in a later piece.
     open_strings: HashSet<String>,
+    /// The string the last piece left open: its path, its steps, and the text of the
+    /// pieces that went on with it since, not yet appended to its slot in `args`. The
+    /// pieces of one string (one per token) are taken here without reading the path
+    /// again; the text is appended before anything else reads or changes `args`.
+    pending: Option<(String, Vec<Step>, String)>,
     /// A piece could not be placed (or the call was cut off): the call is incomplete.
     broken: bool,
 }
@@ -608,7 +619,7 @@ impl StreamedCall {
             Some(Value::Object(args)) => (Value::Object(args.clone()), false),
             Some(_) => (Value::Object(serde_json::Map::new()), true),
         };
-        StreamedCall { index, args, open_strings: HashSet::new(), broken }
+        StreamedCall { index, args, open_strings: HashSet::new(), pending: None, broken }
     }
 
     fn signature(&self, signature: Option<String>, deltas: &mut Vec<TurnDelta>) {
@@ -619,6 +630,9 @@ impl StreamedCall {
 
     /// Places the part's pieces; whether the call ends with this part.
     fn push(&mut self, call: FunctionCallPart<'_>) -> bool {
+        if call.args.is_some() {
+            self.flush();
+        }
         if call.name.is_none()
             && let Some(Value::Object(args)) = call.args
             && let Value::Object(so_far) = &mut self.args
@@ -635,6 +649,19 @@ impl StreamedCall {
 
     /// Places one piece; `false` when it cannot be placed.
     fn place(&mut self, piece: PartialArg<'_>) -> bool {
+        // The string left open goes on.
+        if let Some((open, _, text)) = &mut self.pending
+            && let (Some(path), Some(more)) = (piece.json_path.as_deref(), piece.string_value.as_deref())
+            && path == open.as_str()
+        {
+            text.push_str(more);
+            if !piece.will_continue {
+                self.open_strings.remove(path);
+                self.flush();
+            }
+            return true;
+        }
+        self.flush();
         let Some(path) = piece.json_path else { return false };
         let Some(steps) = json_path(&path) else { return false };
         let continues = self.open_strings.remove(path.as_ref());
@@ -649,19 +676,34 @@ impl StreamedCall {
         } else {
             return false;
         };
-        if is_string && piece.will_continue {
-            self.open_strings.insert(path.into_owned());
+        let open = is_string && piece.will_continue;
+        if open {
+            self.open_strings.insert(path.clone().into_owned());
         }
         let Some(slot) = slot_at(&mut self.args, &steps) else { return false };
         match (slot, value) {
             (Value::String(so_far), Value::String(more)) if continues => so_far.push_str(&more),
             (slot, value) => *slot = value,
         }
+        if open {
+            self.pending = Some((path.into_owned(), steps, String::new()));
+        }
         true
     }
 
+    /// Appends the text of the string left open to its slot.
+    fn flush(&mut self) {
+        if let Some((_, steps, text)) = self.pending.take()
+            && !text.is_empty()
+            && let Some(Value::String(so_far)) = slot_at(&mut self.args, &steps)
+        {
+            so_far.push_str(&text);
+        }
+    }
+
     /// The call's arguments, then its end (incomplete if it is broken).
-    fn end(self, deltas: &mut Vec<TurnDelta>) {
+    fn end(mut self, deltas: &mut Vec<TurnDelta>) {
+        self.flush();
         let index = self.index;
         deltas.push(TurnDelta::ToolCallArguments { index, fragment: self.args.to_string() });
         if self.broken {

@@ -385,6 +385,9 @@ fn messages<'a>(messages: impl IntoIterator<Item = &'a Message>) -> Vec<ChatMess
 pub(crate) struct ChunkDecoder {
     /// Provider call index → our call number (numbers count up as calls start).
     calls: HashMap<i64, usize>,
+    /// The last provider index looked up and its number: the fragments of one call (one
+    /// per token) are numbered without a look in `calls`.
+    last: Option<(i64, usize)>,
     /// The call being written (our number).
     open: Option<usize>,
     done: bool,
@@ -400,8 +403,14 @@ impl ChunkDecoder {
     }
 
     fn number_of(&mut self, provider_index: i64) -> (usize, bool) {
+        if let Some((index, number)) = self.last
+            && index == provider_index
+        {
+            return (number, false);
+        }
         let next = self.calls.len();
         let number = *self.calls.entry(provider_index).or_insert(next);
+        self.last = Some((provider_index, number));
         (number, number == next)
     }
 }

@@ -461,19 +461,36 @@ pub(crate) struct EventDecoder {
     calls: HashMap<String, (usize, bool)>,
     /// Call item ids by output index, for events that name only the index.
     by_index: HashMap<i64, String>,
+    /// The call item of the last argument delta read, and its number: the next delta
+    /// (one per token) is most likely of the same call, and is matched without a
+    /// look in `calls`.
+    last_call: Option<(String, usize)>,
     /// Summary parts of the reasoning item being written.
     summary_parts: usize,
     has_calls: bool,
 }
 
 impl EventDecoder {
-    /// The call item a delta belongs to: its `item_id`, else the item at its
-    /// `output_index`.
-    fn item_id(&self, delta: &DeltaEvent<'_>) -> Option<String> {
-        match &delta.item_id {
-            Some(id) => Some(id.clone().into_owned()),
-            None => delta.output_index.and_then(|i| self.by_index.get(&i).cloned()),
+    /// The number of the call a delta belongs to (the item its `item_id` names, else the
+    /// item at its `output_index`); argument deltas are noted as seen.
+    fn call_of(&mut self, delta: &DeltaEvent<'_>) -> Option<usize> {
+        let id = match delta.item_id.as_deref() {
+            Some(id) => id,
+            None => self.by_index.get(&delta.output_index?)?.as_str(),
+        };
+        if let Some((last, number)) = &self.last_call
+            && last == id
+        {
+            return Some(*number);
         }
+        let (number, seen) = self.calls.get_mut(id)?;
+        *seen = true;
+        let number = *number;
+        let mut last = self.last_call.take().map(|(last, _)| last).unwrap_or_default();
+        last.clear();
+        last.push_str(id);
+        self.last_call = Some((last, number));
+        Some(number)
     }
 }
 
@@ -486,6 +503,8 @@ impl TypedDecoder<EventKind> for EventDecoder {
                     Some(OutputItem::FunctionCall { id, call_id, name, .. }) => {
                         let id = id.unwrap_or_default();
                         let number = self.calls.len();
+                        // (An item id given again names the new call.)
+                        self.last_call = None;
                         self.calls.insert(id.clone(), (number, false));
                         if let Some(index) = added.output_index {
                             self.by_index.insert(index, id.clone());
@@ -523,10 +542,9 @@ impl TypedDecoder<EventKind> for EventDecoder {
             }
             EventKind::ArgumentsDelta => {
                 let delta: DeltaEvent<'_> = parse_event(event)?;
-                if let Some((number, seen)) = self.item_id(&delta).and_then(|id| self.calls.get_mut(&id)) {
-                    *seen = true;
+                if let Some(number) = self.call_of(&delta) {
                     deltas.push(TurnDelta::ToolCallArguments {
-                        index: *number,
+                        index: number,
                         fragment: delta.delta.unwrap_or_default().into_owned(),
                     });
                 }

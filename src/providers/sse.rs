@@ -54,6 +54,9 @@ pub struct SseParser {
     data: String,
     has_data: bool,
     id: Option<String>,
+    /// The event handed out last by [`push_each`](Self::push_each): its strings are
+    /// reused for the next one, rather than allocated per event.
+    out: SseEvent,
 }
 
 impl SseParser {
@@ -63,7 +66,14 @@ impl SseParser {
     }
 
     /// Takes in the next bytes; appends the events they complete to `events`.
-    pub fn push(&mut self, mut bytes: &[u8], events: &mut Vec<SseEvent>) {
+    pub fn push(&mut self, bytes: &[u8], events: &mut Vec<SseEvent>) {
+        self.push_each(bytes, |event| events.push(std::mem::take(event)));
+    }
+
+    /// Takes in the next bytes; hands each event they complete to `each`, as soon as it
+    /// completes. The event is lent: its strings are reused for the next event unless
+    /// `each` takes them.
+    pub(crate) fn push_each(&mut self, mut bytes: &[u8], mut each: impl FnMut(&mut SseEvent)) {
         // (An empty chunk leaves a pending `\r` pending.)
         if self.after_cr && !bytes.is_empty() {
             self.after_cr = false;
@@ -71,21 +81,26 @@ impl SseParser {
                 bytes = rest;
             }
         }
-        while let Some(end) = memchr::memchr2(b'\n', b'\r', bytes) {
+        while let Some(end) = line_end(bytes) {
             let (head, tail) = bytes.split_at(end);
-            self.line.extend_from_slice(head);
-            let line = std::mem::take(&mut self.line);
-            // The first line may start with a byte-order mark (which may have come in
-            // pieces): it is skipped.
-            let content = if self.started {
-                line.as_slice()
+            if self.started && self.line.is_empty() {
+                // The whole line lies in this chunk: it is read in place.
+                self.take_line(head, &mut each);
             } else {
-                self.started = true;
-                line.strip_prefix("\u{feff}".as_bytes()).unwrap_or(&line)
-            };
-            self.take_line(content, events);
-            self.line = line;
-            self.line.clear();
+                self.line.extend_from_slice(head);
+                let line = std::mem::take(&mut self.line);
+                // The first line may start with a byte-order mark (which may have come
+                // in pieces): it is skipped.
+                let content = if self.started {
+                    line.as_slice()
+                } else {
+                    self.started = true;
+                    line.strip_prefix("\u{feff}".as_bytes()).unwrap_or(&line)
+                };
+                self.take_line(content, &mut each);
+                self.line = line;
+                self.line.clear();
+            }
             let cr = tail.first() == Some(&b'\r');
             bytes = tail.get(1..).unwrap_or_default();
             if cr {
@@ -96,7 +111,12 @@ impl SseParser {
                 }
             }
         }
-        self.line.extend_from_slice(bytes);
+        if let [byte] = bytes {
+            // (A byte at a time: no call to copy one.)
+            self.line.push(*byte);
+        } else {
+            self.line.extend_from_slice(bytes);
+        }
     }
 
     /// The stream has ended. An event whose blank line never came is dropped, as the
@@ -144,9 +164,9 @@ impl SseParser {
     }
 
     /// One complete line (without its ending).
-    fn take_line(&mut self, line: &[u8], events: &mut Vec<SseEvent>) {
+    fn take_line(&mut self, line: &[u8], each: &mut impl FnMut(&mut SseEvent)) {
         if line.is_empty() {
-            self.dispatch(events);
+            self.dispatch(each);
             return;
         }
         if line.first() == Some(&b':') {
@@ -160,7 +180,11 @@ impl SseParser {
             }
             None => (line, &b""[..]),
         };
-        let value = String::from_utf8_lossy(value);
+        // Valid UTF-8 (the rule) is checked without the lossy decoder's bookkeeping.
+        let value = match std::str::from_utf8(value) {
+            Ok(text) => std::borrow::Cow::Borrowed(text),
+            Err(_) => String::from_utf8_lossy(value),
+        };
         match field {
             b"data" => {
                 if self.has_data {
@@ -169,25 +193,40 @@ impl SseParser {
                 self.data.push_str(&value);
                 self.has_data = true;
             }
-            b"event" => self.event = Some(value.into_owned()),
+            b"event" => {
+                // The last event's name, or the one before it, is reused.
+                let mut name = self.event.take().or_else(|| self.out.event.take()).unwrap_or_default();
+                name.clear();
+                name.push_str(&value);
+                self.event = Some(name);
+            }
             b"id" => self.id = Some(value.into_owned()),
             // `retry` and unknown fields are ignored, as the format says.
             _ => {}
         }
     }
 
-    fn dispatch(&mut self, events: &mut Vec<SseEvent>) {
+    fn dispatch(&mut self, each: &mut impl FnMut(&mut SseEvent)) {
         if self.has_data {
-            events.push(SseEvent {
-                event: self.event.take(),
-                data: std::mem::take(&mut self.data),
-                id: self.id.take(),
-            });
+            std::mem::swap(&mut self.out.data, &mut self.data);
+            self.out.event = self.event.take();
+            self.out.id = self.id.take();
+            each(&mut self.out);
         }
         self.event = None;
         self.id = None;
         self.data.clear();
         self.has_data = false;
+    }
+}
+
+/// Where the first line ending (`\n` or `\r`) in `bytes` is. A few bytes (a stream
+/// pushed as it trickles in) are scanned directly, without the vector search's set-up.
+fn line_end(bytes: &[u8]) -> Option<usize> {
+    if bytes.len() < 16 {
+        bytes.iter().position(|&byte| byte == b'\n' || byte == b'\r')
+    } else {
+        memchr::memchr2(b'\n', b'\r', bytes)
     }
 }
 

@@ -26,7 +26,6 @@ use crate::model::{FinishReason, TurnDelta};
 pub struct ResponseStream {
     sse: SseParser,
     decoder: Box<dyn StreamDecoder>,
-    events: Vec<SseEvent>,
     /// The decoder's deltas, before they are checked.
     decoded: Vec<TurnDelta>,
     /// The provider said how the turn finished.
@@ -36,6 +35,9 @@ pub struct ResponseStream {
     /// Each call seen: the position of its first delta while it is open, `None` once it
     /// has ended.
     calls: HashMap<usize, Option<usize>>,
+    /// The call of the last call delta passed on, while it is open: its deltas (one per
+    /// token) pass without a look in `calls`.
+    open_call: Option<usize>,
     /// The stream went past `max_bytes`: whatever the provider said, the turn was cut.
     cut: bool,
     /// Bytes taken in so far.
@@ -64,11 +66,11 @@ impl ResponseStream {
         ResponseStream {
             sse: SseParser::new(),
             decoder,
-            events: Vec::new(),
             decoded: Vec::new(),
             finished: false,
             failed: false,
             calls: HashMap::new(),
+            open_call: None,
             cut: false,
             read: 0,
             max_bytes: DEFAULT_MAX_STREAM_BYTES,
@@ -111,9 +113,17 @@ impl ResponseStream {
             _ => (bytes, false),
         };
         self.read += taken.len();
-        self.sse.push(taken, &mut self.events);
-        let result = self.decode();
-        self.check(deltas);
+        // Each event is decoded as soon as it completes, in the parser's reused event.
+        let (decoder, decoded, failed) = (&mut self.decoder, &mut self.decoded, &mut self.failed);
+        let mut result = Ok(());
+        self.sse.push_each(taken, |event| {
+            if let Err(error) = decode(decoder.as_mut(), event, decoded, failed) {
+                result = Err(error);
+            }
+        });
+        if !self.decoded.is_empty() {
+            self.check(deltas);
+        }
         if over && result.is_ok() {
             self.failed = true;
             self.cut = true;
@@ -166,9 +176,8 @@ impl ResponseStream {
     /// assert_eq!(deltas, [TurnDelta::Text("Hi".into()), TurnDelta::Finish(FinishReason::Error)]);
     /// ```
     pub fn finish(&mut self, deltas: &mut Vec<TurnDelta>) -> Result<(), WireError> {
-        let dropped = self.sse.finish(&mut self.events);
-        let _ = self.decode();
-        self.check(deltas);
+        // (The end of the stream completes no event.)
+        let dropped = self.sse.finish(&mut Vec::new());
         // What the decoder decides at the end: a finish reason it held back, the calls
         // it closes.
         self.decoder.finish(&mut self.decoded);
@@ -197,6 +206,7 @@ impl ResponseStream {
         let mut open: Vec<(usize, usize)> =
             self.calls.iter().filter_map(|(index, open)| open.map(|at| (at, *index))).collect();
         open.sort_unstable();
+        self.open_call = None;
         for (_, index) in open {
             self.calls.insert(index, None);
             deltas.push(TurnDelta::ToolCallIncomplete { index });
@@ -222,31 +232,42 @@ impl ResponseStream {
                 _ => None,
             };
             if let Some(index) = index {
+                let end = matches!(delta, TurnDelta::ToolCallEnd { .. });
+                if self.open_call == Some(index) && !end {
+                    deltas.push(delta);
+                    continue;
+                }
+                self.open_call = None;
                 let seen = self.calls.len();
                 let state = self.calls.entry(index).or_insert(Some(seen));
                 if state.is_none() {
                     continue;
                 }
-                if matches!(delta, TurnDelta::ToolCallEnd { .. }) {
+                if end {
                     *state = None;
+                } else {
+                    self.open_call = Some(index);
                 }
             }
             deltas.push(delta);
         }
     }
+}
 
-    /// Decodes the events read so far into `self.decoded`, up to the first error.
-    fn decode(&mut self) -> Result<(), WireError> {
-        let mut result = Ok(());
-        for event in self.events.drain(..) {
-            // An event without data (a bare `data` line) says nothing.
-            if !self.failed && !event.data.trim().is_empty() {
-                result = self.decoder.event(&event, &mut self.decoded);
-                self.failed = result.is_err();
-            }
-        }
-        result
+/// Decodes one event into `decoded`, unless an error came before it.
+fn decode(
+    decoder: &mut dyn StreamDecoder,
+    event: &SseEvent,
+    decoded: &mut Vec<TurnDelta>,
+    failed: &mut bool,
+) -> Result<(), WireError> {
+    // An event without data (a bare `data` line) says nothing.
+    if *failed || event.data.trim().is_empty() {
+        return Ok(());
     }
+    let result = decoder.event(event, decoded);
+    *failed = result.is_err();
+    result
 }
 
 #[cfg(test)]
