@@ -44,7 +44,7 @@
 //! assert_eq!(spans[2].slice(reply), Some("<think>rest"), "an unclosed tag hides the rest");
 //! ```
 
-use memchr::memchr;
+use memchr::{memchr, memchr2};
 
 use crate::Span;
 use crate::protocol::Diagnostic;
@@ -66,45 +66,54 @@ fn ascii_word(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b == b'_'
 }
 
-/// Whether the bytes after a `<` rule out a tag: a head is white space, an optional
-/// `/` and white space, then `think` in any case. `false` when they do not decide (too
-/// few bytes, or `think` is there and what follows it decides).
-fn not_a_tag(after: &[u8]) -> bool {
-    const THINK: &[u8] = b"think";
-    let mut slash = false;
-    // Letters of `think` read so far (then the head automaton decides what follows).
-    let mut letters = 0;
-    for &b in after {
-        if letters == THINK.len() {
-            return false;
-        }
-        if letters > 0 {
-            if THINK.get(letters) != Some(&b.to_ascii_lowercase()) {
-                return true;
-            }
-            letters += 1;
-            continue;
-        }
-        match b {
-            _ if ascii_space(b) => {}
-            b'/' if !slash => slash = true,
-            b't' | b'T' => letters = 1,
-            _ => return true,
+/// The next `<` at or after `from` in `bytes` that may begin a tag: one whose head
+/// `\s*/?\s*` is followed by `think` in any case, or (unless `last`) by the end of
+/// `bytes` after a proper prefix of `thin`, so that more text decides it. Every other `<`
+/// is no tag (markup, comparisons, HTML), so the search runs from `k` to `k` (rarer in
+/// prose than `<`) and looks back from each one: a `<` that stands before a `think`
+/// is found at that `think`, and the heads of two candidates never overlap, so they are
+/// found in order. Looking back never passes `from`, and each `k` is looked at once:
+/// linear.
+fn next_candidate(bytes: &[u8], from: usize, last: bool) -> Option<usize> {
+    let mut at = from;
+    while let Some(i) = bytes.get(at..).and_then(|rest| memchr2(b'k', b'K', rest)) {
+        let k = at + i;
+        at = k + 1;
+        let Some(t) = k.checked_sub(4).filter(|&t| t > from) else { continue };
+        if bytes.get(t..k).is_some_and(|thin| thin.eq_ignore_ascii_case(b"thin"))
+            && let Some(lt) = lt_before(bytes, t, from)
+        {
+            return Some(lt);
         }
     }
-    false
+    if last {
+        return None;
+    }
+    // A head cut by the end of the text: `<`, white space, `/`, and up to `thin`.
+    let letters = bytes.iter().rev().take(5).take_while(|b| b.is_ascii_alphabetic()).count();
+    let t = bytes.len() - letters;
+    let prefix = b"thin".get(..letters)?;
+    if !bytes.get(t..)?.eq_ignore_ascii_case(prefix) {
+        return None;
+    }
+    lt_before(bytes, t, from)
 }
 
-/// How many `<` `bytes` begins with, sixteen at a time where it can (a long run is an
-/// attack, not prose). Most `<` stand alone (HTML, comparisons): one byte says so.
-#[inline]
-fn run_of_lt(bytes: &[u8]) -> usize {
-    const LANES: usize = 16;
-    if bytes.first() != Some(&b'<') {
-        return 0;
+/// The `<` that begins a head ending just before `t` (`<\s*/?\s*` before it), not
+/// before `floor`.
+fn lt_before(bytes: &[u8], t: usize, floor: usize) -> Option<usize> {
+    let before = |i: usize| i.checked_sub(1).filter(|&j| j >= floor).and_then(|j| bytes.get(j).copied());
+    let mut i = t;
+    while before(i).is_some_and(ascii_space) {
+        i -= 1;
     }
-    let whole = bytes.chunks_exact(LANES).take_while(|chunk| *chunk == [b'<'; LANES]).count() * LANES;
-    whole + bytes.get(whole..).unwrap_or_default().iter().take_while(|&&b| b == b'<').count()
+    if before(i) == Some(b'/') {
+        i -= 1;
+        while before(i).is_some_and(ascii_space) {
+            i -= 1;
+        }
+    }
+    (before(i) == Some(b'<')).then(|| i - 1)
 }
 
 /// Where the head `<\s*/?\s*think(ing)?\b` of a candidate tag stands.
@@ -293,23 +302,16 @@ impl ReasoningFilter {
                     }
                 }
             }
+            // Most `<` are no tag (markers, comparisons, HTML): only those the bytes
+            // after them do not rule out are read with the head automaton.
             let next_lt = if self.exhausted {
                 None
             } else {
-                bytes.get(self.search_from.max(base) - base..).and_then(|b| memchr(b'<', b))
+                next_candidate(bytes, self.search_from.max(base) - base, last)
             };
             match next_lt {
                 Some(i) => {
-                    let mut lt = self.search_from.max(base) + i;
-                    // In a run of `<` (every marker begins `<<<`) only the last can begin
-                    // a tag: each of the others is followed by `<`.
-                    lt += run_of_lt(bytes.get(lt + 1 - base..).unwrap_or_default());
-                    // Most `<` are no tag (markers, comparisons, HTML): skip them without
-                    // the head automaton when the bytes after them say so.
-                    if not_a_tag(bytes.get(lt + 1 - base..).unwrap_or_default()) {
-                        self.search_from = lt + 1;
-                        continue;
-                    }
+                    let lt = base + i;
                     self.classify(lt, out);
                     self.pending = Some(Pending { lt, closing: false, head: Some(Head::Lead), at: lt + 1 });
                 }
@@ -473,10 +475,29 @@ mod tests {
     fn runs_of_angle_brackets() {
         for n in [0, 1, 15, 16, 17, 33, 100] {
             let run = "<".repeat(n);
-            assert_eq!(run_of_lt(format!("{run}x<").as_bytes()), n);
-            assert_eq!(run_of_lt(run.as_bytes()), n);
             assert_eq!(cut(&format!("a{run}<think>b</think>c")), format!("a{run}c"));
+            assert_eq!(cut(&format!("a{run}< / Think>b")), format!("a{run}b"));
         }
+    }
+
+    #[test]
+    fn candidates_are_found_from_their_think() {
+        let bytes = b"<b>x</b> <thinker <//think < /\tTHINK a<thin";
+        let found: Vec<usize> = {
+            let mut from = 0;
+            std::iter::from_fn(|| {
+                let lt = next_candidate(bytes, from, false)?;
+                from = lt + 1;
+                Some(lt)
+            })
+            .collect()
+        };
+        assert_eq!(found, [9, 27, 38]);
+        assert_eq!(next_candidate(bytes, 0, true), Some(9));
+        assert_eq!(next_candidate(bytes, 39, false), None, "the search never looks back past `from`");
+        assert_eq!(next_candidate(b"x< /", 0, false), Some(1));
+        assert_eq!(next_candidate(b"x< /", 0, true), None);
+        assert_eq!(next_candidate(b"x<thinx", 0, false), None);
     }
 
     #[test]
