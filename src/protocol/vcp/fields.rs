@@ -108,6 +108,13 @@ fn opener(input: &str, fuzzy: bool) -> Option<(ValueKind, usize)> {
 /// likewise END, and escaped openers → `「始」`). Borrowed text stays borrowed unless
 /// one of those changes applies.
 pub(super) fn normalize<'a>(raw: Cow<'a, str>, kind: ValueKind) -> Cow<'a, str> {
+    // The usual value: borrowed, not escaped, no `\r`: only trimmed.
+    let raw = match raw {
+        Cow::Borrowed(text) if kind != ValueKind::Escaped && !has_cr(text.as_bytes()) => {
+            return Cow::Borrowed(trim(text));
+        }
+        raw => raw,
+    };
     let raw = if kind == ValueKind::Escaped && (raw.contains("_ESCAPE]>>>") || raw.contains('始')) {
         Cow::Owned(restore_escaped(&raw))
     } else {
@@ -236,7 +243,23 @@ enum Bracket {
 const LONGEST_OPENER: usize = "「始ESCAPE」".len();
 
 /// Skips white space (any) from `from` up to `limit`.
+#[inline]
 pub(super) fn skip_ws(text: &str, from: usize, limit: usize) -> usize {
+    // The usual case, a key or a value opener right there: its first character looked
+    // at, no loop.
+    if from < limit && limit <= text.len() {
+        let rest = text.as_bytes().get(from..limit).unwrap_or_default();
+        match rest.first() {
+            Some(&b) if b.is_ascii() && !ascii_white(b) => return from,
+            Some(&b) if !b.is_ascii() && wide_white(rest) == 0 => return from,
+            _ => {}
+        }
+    }
+    skip_ws_from(text, from, limit)
+}
+
+/// [`skip_ws`] past its first byte's check.
+fn skip_ws_from(text: &str, from: usize, limit: usize) -> usize {
     let Some(rest) = text.as_bytes().get(from..limit) else { return from.max(limit) };
     let mut at = 0;
     while let Some(&b) = rest.get(at) {

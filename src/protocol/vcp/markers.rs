@@ -208,15 +208,25 @@ impl MarkerFinder {
     ) -> Search {
         let text = src.text();
         let bytes = text.as_bytes();
-        if WANT_END && bytes.get(from..).is_none_or(|rest| memchr::memchr(b'<', rest).is_none()) {
+        // Every marker begins with `<`: no marker can start before the first one.
+        let Some(first) = bytes.get(from..).and_then(|rest| memchr::memchr(b'<', rest)) else {
             // Nothing that could begin a marker (the common case for a short stretch of
-            // new text in a block): skip the substring searcher's set-up.
+            // new text in a block): skip the substring searcher's set-up. (The text ends
+            // with no `<`, so none is held back either.)
             return Search::NotBefore(text.len());
-        }
+        };
         // In prose only START matters, and its searcher finds nothing else.
-        let searcher = if WANT_END { &self.any_exact } else { &self.exact_start };
-        let mut at = from;
-        while let Some(i) = bytes.get(at..).and_then(|b| searcher.find(b)) {
+        let (searcher, needle) =
+            if WANT_END { (&self.any_exact, "<<<[") } else { (&self.exact_start, START) };
+        let mut at = from + first;
+        // The next occurrence of the needle from `at`: one comparison when it stands
+        // right there (the next marker of a request-dense reply, found by the `memchr`
+        // above), else the substring searcher.
+        let next = |at: usize| {
+            let rest = bytes.get(at..)?;
+            if rest.starts_with(needle.as_bytes()) { Some(0) } else { searcher.find(rest) }
+        };
+        while let Some(i) = next(at) {
             let start = at + i;
             at = start + 1;
             let rest = text.get(start..).unwrap_or("");

@@ -204,8 +204,7 @@ impl VcpProtocol {
     /// owned form of [`parse_view`](Self::parse_view), and what
     /// [`parse_turn`](ToolCallingProtocol::parse_turn) returns for a turn of this text.
     pub fn parse(&self, text: &str) -> ParseOutcome {
-        let (view, normal_text) = scanner::parse_view(text, &self.options, Arc::clone(&self.templates), true);
-        view.into_owned().with_normal_text(normal_text)
+        scanner::parse_owned(text, &self.options, Arc::clone(&self.templates))
     }
 
     /// The pull parser: the requests and diagnostics of `text` one at a time, each
@@ -246,7 +245,7 @@ impl VcpProtocol {
     /// assert_eq!(owned.requests[0].args["b"], "40");
     /// ```
     pub fn parse_view<'a>(&self, text: &'a str) -> ParseView<'a> {
-        scanner::parse_view(text, &self.options, Arc::clone(&self.templates), false).0
+        scanner::parse_view(text, &self.options, Arc::clone(&self.templates))
     }
 
     /// The parts of `text` this parser does not read requests in: reasoning

@@ -36,6 +36,7 @@ use super::{VcpLimits, VcpOptions, VcpTemplates};
 use crate::Span;
 use crate::protocol::Diagnostic;
 use crate::protocol::DiagnosticKind;
+use crate::protocol::ParseOutcome;
 use crate::protocol::ids::IdAssigner;
 use crate::protocol::reasoning::{self, unclosed_diagnostic};
 use crate::protocol::{floor_prefix, reply_too_long};
@@ -580,15 +581,18 @@ impl BlockReader {
 }
 
 /// Collects what the one-shot parser returns, borrowing from the input, and the normal
-/// text when asked for it.
-struct Collect<'i> {
+/// text when asked for it. Each request is kept as `keep` makes it: as is for the view,
+/// owned at once for [`parse_owned`] (so that no list of borrowed requests is built
+/// only to be converted and dropped).
+struct Collect<'i, R, F> {
     input: &'i str,
-    requests: Vec<RequestView<'i>>,
+    requests: Vec<R>,
+    keep: F,
     diagnostics: Vec<Diagnostic>,
     normal_text: Option<String>,
 }
 
-impl<'i> Sink<'i> for Collect<'i> {
+impl<'i, R, F: FnMut(RequestView<'i>) -> R> Sink<'i> for Collect<'i, R, F> {
     fn input(&self) -> Option<&'i str> {
         Some(self.input)
     }
@@ -600,7 +604,7 @@ impl<'i> Sink<'i> for Collect<'i> {
     }
 
     fn request(&mut self, request: RequestView<'i>) {
-        self.requests.push(request);
+        self.requests.push((self.keep)(request));
     }
 
     fn diagnostic(&mut self, diagnostic: Diagnostic) {
@@ -608,23 +612,42 @@ impl<'i> Sink<'i> for Collect<'i> {
     }
 }
 
-/// Parses `text` with `options` (see the module docs), borrowing from it; with
+/// Runs the one-shot parser over `text`, keeping each request as `keep` makes it; with
 /// `normal_text`, also gathers the prose around the blocks (reasoning cut out).
-pub(crate) fn parse_view<'i>(
+fn collect<'i, R>(
     text: &'i str,
     options: &VcpOptions,
     templates: Arc<VcpTemplates>,
     normal_text: bool,
-) -> (ParseView<'i>, String) {
+    keep: impl FnMut(RequestView<'i>) -> R,
+) -> (Vec<R>, Vec<Diagnostic>, String) {
     let normal_text = normal_text.then(String::new);
-    let mut sink = Collect { input: text, requests: Vec::new(), diagnostics: Vec::new(), normal_text };
+    let mut sink = Collect { input: text, requests: Vec::new(), keep, diagnostics: Vec::new(), normal_text };
     let (src, fences, first) = prepare(text, options);
     sink.diagnostics.extend(first);
     Scanner::new(options, templates).run(&src, fences.as_ref(), true, &mut sink);
     let Collect { requests, mut diagnostics, normal_text, .. } = sink;
     crate::protocol::sort_diagnostics(&mut diagnostics);
     log_parsed(text.len(), requests.len(), &diagnostics);
-    (ParseView { requests, diagnostics }, normal_text.unwrap_or_default())
+    (requests, diagnostics, normal_text.unwrap_or_default())
+}
+
+/// Parses `text` with `options` (see the module docs), borrowing from it.
+pub(crate) fn parse_view<'i>(
+    text: &'i str,
+    options: &VcpOptions,
+    templates: Arc<VcpTemplates>,
+) -> ParseView<'i> {
+    let (requests, diagnostics, _) = collect(text, options, templates, false, |request| request);
+    ParseView { requests, diagnostics }
+}
+
+/// Parses `text` with `options` into owned requests, with the normal text: what
+/// `parse_view(text).into_owned()` gives, each request made owned as its block ends.
+pub(crate) fn parse_owned(text: &str, options: &VcpOptions, templates: Arc<VcpTemplates>) -> ParseOutcome {
+    let (requests, diagnostics, normal_text) =
+        collect(text, options, templates, true, RequestView::into_owned);
+    ParseOutcome::new(requests, diagnostics).with_normal_text(normal_text)
 }
 
 /// The text the scanner reads (the reply up to its length limit, reasoning cut out
