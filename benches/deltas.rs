@@ -153,23 +153,6 @@ fn openai_calls(size: usize) -> (String, usize) {
     (out, calls)
 }
 
-/// `text` in deltas of `size` bytes, each cut moved back to a char boundary, every delta
-/// at least one char.
-fn char_deltas(text: &str, size: usize) -> Vec<&str> {
-    let mut deltas = Vec::with_capacity(text.len() / size + 1);
-    let mut rest = text;
-    while let Some(first) = rest.chars().next() {
-        let mut cut = size.min(rest.len());
-        while !rest.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        let (delta, tail) = rest.split_at(cut.max(first.len_utf8()));
-        deltas.push(delta);
-        rest = tail;
-    }
-    deltas
-}
-
 // ---------------------------------------------------------------------------------------
 // The protocols.
 
@@ -236,7 +219,7 @@ impl Protocol {
     fn deltas<'t>(&self, text: &'t str, size: usize) -> Deltas<'t> {
         match self {
             Protocol::OpenAi(_) => Deltas::Bytes(text.as_bytes().chunks(size).collect()),
-            _ => Deltas::Text(char_deltas(text, size)),
+            _ => Deltas::Text(inputs::char_pieces(text, size)),
         }
     }
 

@@ -38,23 +38,6 @@ mod inputs;
 const MIB: usize = 1024 * 1024;
 const CHUNK_SIZES: [usize; 3] = [1, 16, 4096];
 
-/// `text` in chunks of `size` bytes, each cut moved back to a char boundary, every chunk
-/// at least one char.
-fn chunks(text: &str, size: usize) -> Vec<&str> {
-    let mut chunks = Vec::with_capacity(text.len() / size + 1);
-    let mut rest = text;
-    while let Some(first) = rest.chars().next() {
-        let mut cut = size.min(rest.len());
-        while !rest.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        let (chunk, tail) = rest.split_at(cut.max(first.len_utf8()));
-        chunks.push(chunk);
-        rest = tail;
-    }
-    chunks
-}
-
 /// Streams `chunks` as a consumer would: after each push, the events are handled (here:
 /// looked at) and the vector is cleared for the next push.
 fn stream(protocol: &VcpProtocol, chunks: &[&str], events: &mut Vec<StreamEvent>) {
@@ -143,7 +126,7 @@ fn bench_input(c: &mut Criterion, input: &str, text: &str) {
     // baseline for what chunking itself costs.
     let sizes = CHUNK_SIZES.map(|size| (format!("chunk_{size}"), size));
     for (label, size) in std::iter::once(("whole".to_string(), text.len())).chain(sizes) {
-        let chunks = chunks(text, size);
+        let chunks = inputs::char_pieces(text, size);
         check(&format!("{group_name}/{label}"), text, &chunks);
         if size <= 16 {
             side_by_side(&group_name, &label, &protocol, text, &chunks);

@@ -547,3 +547,21 @@ pub fn openai_calls(out: &mut String, size: usize, fragments: usize, token: &str
     out.push_str(&openai_end("tool_calls"));
     calls
 }
+
+/// `text` in pieces of `size` bytes as a stream delivers it, each cut moved back to a
+/// char boundary, every piece at least one char (so a piece may be longer than `size`
+/// only when one char is).
+pub fn char_pieces(text: &str, size: usize) -> Vec<&str> {
+    let mut pieces = Vec::with_capacity(text.len() / size.max(1) + 1);
+    let mut rest = text;
+    while let Some(first) = rest.chars().next() {
+        let mut cut = size.min(rest.len());
+        while !rest.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        let (piece, tail) = rest.split_at(cut.max(first.len_utf8()));
+        pieces.push(piece);
+        rest = tail;
+    }
+    pieces
+}
