@@ -405,22 +405,14 @@ impl Reader {
     /// that begins the format's markup nor a reasoning tag) is prose as it stands:
     /// everything before it is decided, visible and read as prose.
     pub(crate) fn reads_as_prose(&self, end: usize) -> bool {
-        !self.hidden
-            && matches!(self.core.mode, Mode::Prose)
-            && self
-                .filter
-                .as_ref()
-                .is_none_or(|filter| filter.passes_plain_text(end) && self.visible_to == end)
+        matches!(self.core.mode, Mode::Prose) && self.all_visible(end)
     }
 
     /// Takes `text`, which [`reads_as_prose`](Self::reads_as_prose), as read prose
     /// ending at reply offset `end`: what [`run`](Self::run) would decide, without its
     /// searches. The caller reports it.
     pub(crate) fn pass_prose(&mut self, text: &str, end: usize) {
-        if let Some(filter) = &mut self.filter {
-            filter.pass_plain_text(end);
-            self.visible_to = end;
-        }
+        self.pass_visible(end);
         if self.core.reply_start && !is_blank(Some(text)) {
             self.core.reply_start = false;
         }
@@ -430,17 +422,24 @@ impl Reader {
     /// byte that ends a region nor `<`, decides nothing: everything before it is
     /// classified visible, and the core is in a call region.
     pub(crate) fn waits_in_region(&self, end: usize) -> bool {
+        matches!(self.core.mode, Mode::Call { .. }) && self.all_visible(end)
+    }
+
+    /// Whether the reasoning rule has classified everything up to reply offset `end`
+    /// as visible, and text without `<` arriving there is visible as it is.
+    fn all_visible(&self, end: usize) -> bool {
         !self.hidden
-            && matches!(self.core.mode, Mode::Call { .. })
             && self
                 .filter
                 .as_ref()
                 .is_none_or(|filter| filter.passes_plain_text(end) && self.visible_to == end)
     }
 
-    /// Takes text up to reply offset `end`, which [`waits_in_region`](Self::waits_in_region),
-    /// as visible: the core reads it with what comes next.
-    pub(crate) fn pass_region_text(&mut self, end: usize) {
+    /// Text without `<` up to reply offset `end` arrived while everything before it was
+    /// visible ([`reads_as_prose`](Self::reads_as_prose),
+    /// [`waits_in_region`](Self::waits_in_region)): it is visible, and the core reads it
+    /// with what comes next.
+    pub(crate) fn pass_visible(&mut self, end: usize) {
         if let Some(filter) = &mut self.filter {
             filter.pass_plain_text(end);
             self.visible_to = end;

@@ -914,7 +914,7 @@ impl StreamParser for TextFormatStreamParser {
         if waits {
             // Inside a call region, text that cannot end it decides nothing: it is read
             // with the push that can.
-            self.reader.pass_region_text(self.base + self.buffer.len());
+            self.reader.pass_visible(self.base + self.buffer.len());
             return;
         }
         self.run(false, events);
