@@ -69,20 +69,16 @@ fn ascii_word(b: u8) -> bool {
 /// The next `<` at or after `from` in `bytes` that may begin a tag: one whose head
 /// `\s*/?\s*` is followed by `think` in any case, or (unless `last`) by the end of
 /// `bytes` after a proper prefix of `thin`, so that more text decides it. Every other `<`
-/// is no tag (markup, comparisons, HTML), so the search runs from `k` to `k` (rarer in
-/// prose than `<`) and looks back from each one: a `<` that stands before a `think`
-/// is found at that `think`, and the heads of two candidates never overlap, so they are
-/// found in order. Looking back never passes `from`, and each `k` is looked at once:
-/// linear.
+/// is no tag (markup, comparisons, HTML), so the search runs from `think` to `think`
+/// (rare in prose, where `<` is not) and looks back from each one: a `<` that stands
+/// before a `think` is found at that `think`, and the heads of two candidates never
+/// overlap, so they are found in order. Looking back never passes `from`, and each
+/// `think` is looked at once: linear.
 fn next_candidate(bytes: &[u8], from: usize, last: bool) -> Option<usize> {
-    let mut at = from;
-    while let Some(i) = bytes.get(at..).and_then(|rest| memchr2(b'k', b'K', rest)) {
-        let k = at + i;
-        at = k + 1;
-        let Some(t) = k.checked_sub(4).filter(|&t| t > from) else { continue };
-        if bytes.get(t..k).is_some_and(|thin| thin.eq_ignore_ascii_case(b"thin"))
-            && let Some(lt) = lt_before(bytes, t, from)
-        {
+    let mut at = from + 1;
+    while let Some(t) = next_think(bytes, at) {
+        at = t + 1;
+        if let Some(lt) = lt_before(bytes, t, from) {
             return Some(lt);
         }
     }
@@ -97,6 +93,48 @@ fn next_candidate(bytes: &[u8], from: usize, last: bool) -> Option<usize> {
         return None;
     }
     lt_before(bytes, t, from)
+}
+
+/// Texts at least this long are searched for `think` with [`think_searcher`]; shorter
+/// ones (a streamed delta) from `k` to `k`, which costs less to start.
+const LONG_SEARCH: usize = 64;
+
+/// A vectorized search for `hink` in every ASCII case (16 patterns), where the CPU has
+/// one (Teddy, in `aho-corasick`): `think` is found at its `hink`, whose first letter
+/// is rarer still than `k`, without stopping at every `k` of the prose.
+fn think_searcher() -> Option<&'static aho_corasick::packed::Searcher> {
+    static SEARCHER: std::sync::OnceLock<Option<aho_corasick::packed::Searcher>> = std::sync::OnceLock::new();
+    SEARCHER
+        .get_or_init(|| {
+            let variants = (0..16u8).map(|upper| {
+                let mut hink = *b"hink";
+                for (i, b) in hink.iter_mut().enumerate() {
+                    if upper >> i & 1 == 1 {
+                        b.make_ascii_uppercase();
+                    }
+                }
+                hink
+            });
+            aho_corasick::packed::Searcher::new(variants)
+        })
+        .as_ref()
+}
+
+/// Where the next `think` (any ASCII case) at or after `at` in `bytes` begins.
+fn next_think(bytes: &[u8], mut at: usize) -> Option<usize> {
+    let searcher = think_searcher().filter(|_| bytes.len().saturating_sub(at) >= LONG_SEARCH);
+    loop {
+        let t = match searcher {
+            // `hink` at `h`: the `t` would be at `h - 1`.
+            Some(searcher) => at + searcher.find(bytes.get(at + 1..)?)?.start(),
+            // `k` at `k`: the `t` would be at `k - 4`.
+            None => at + memchr2(b'k', b'K', bytes.get(at + 4..)?)?,
+        };
+        if bytes.get(t..t + 5).is_some_and(|word| word.eq_ignore_ascii_case(b"think")) {
+            return Some(t);
+        }
+        at = t + 1;
+    }
 }
 
 /// The `<` that begins a head ending just before `t` (`<\s*/?\s*` before it), not
@@ -498,6 +536,34 @@ mod tests {
         assert_eq!(next_candidate(b"x< /", 0, false), Some(1));
         assert_eq!(next_candidate(b"x< /", 0, true), None);
         assert_eq!(next_candidate(b"x<thinx", 0, false), None);
+    }
+
+    #[test]
+    fn both_searches_find_every_think() {
+        // Texts built from fragments, long enough for the vectorized search and, near
+        // their ends, short enough for the `k` search; every start is compared with a
+        // plain scan.
+        let fragments = ["think", "THINK", "tHiNk", "hink", "HINK", "thin", "k", "K", "t", "<", " ", "xx", "我", "tthink"];
+        let mut seed = 0x2545_f491_4f6c_dd1d_u64;
+        let mut long = 0;
+        for _ in 0..300 {
+            let mut text = Vec::new();
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            for j in 0..(seed % 60) {
+                let pick = (seed >> (j % 50)) as usize ^ j as usize;
+                text.extend_from_slice(fragments[pick % fragments.len()].as_bytes());
+            }
+            long += usize::from(text.len() > LONG_SEARCH + 5);
+            for at in 0..=text.len() + 1 {
+                let plain = (at..text.len()).find(|&t| {
+                    text.get(t..t + 5).is_some_and(|word| word.eq_ignore_ascii_case(b"think"))
+                });
+                assert_eq!(next_think(&text, at), plain, "{:?} from {at}", String::from_utf8_lossy(&text));
+            }
+        }
+        assert!(long > 100, "the vectorized search ran on {long} texts");
     }
 
     #[test]
