@@ -131,12 +131,12 @@ impl SseParser {
     /// let mut parser = SseParser::new();
     /// parser.push(b"data: {\"a\": 1}\n\ndata: {\"b\"", &mut events);
     /// assert_eq!(events.len(), 1);
-    /// assert!(parser.finish(&mut events), "the second event was cut off");
+    /// assert!(parser.finish(), "the second event was cut off");
     /// let mut parser = SseParser::new();
     /// parser.push(b"data: [DONE]\n\n: keep-alive", &mut events);
-    /// assert!(!parser.finish(&mut events), "a comment cut off drops nothing");
+    /// assert!(!parser.finish(), "a comment cut off drops nothing");
     /// ```
-    pub fn finish(&mut self, _events: &mut Vec<SseEvent>) -> bool {
+    pub fn finish(&mut self) -> bool {
         let dropped = self.has_data || self.last_line_may_be_data();
         self.line.clear();
         self.event = None;
@@ -240,7 +240,7 @@ mod tests {
         for piece in bytes.chunks(chunk.max(1)) {
             parser.push(piece, &mut events);
         }
-        let _ = parser.finish(&mut events);
+        let _ = parser.finish();
         events
     }
 
@@ -311,13 +311,13 @@ mod tests {
                 for piece in text.as_bytes().chunks(size) {
                     parser.push(piece, &mut events);
                 }
-                assert_eq!(parser.finish(&mut events), dropped, "{text:?} in chunks of {size}");
+                assert_eq!(parser.finish(), dropped, "{text:?} in chunks of {size}");
             }
         }
         // A byte-order mark cut off is not an event.
         let mut parser = SseParser::new();
         parser.push(&"\u{feff}".as_bytes()[..2], &mut Vec::new());
-        assert!(!parser.finish(&mut Vec::new()));
+        assert!(!parser.finish());
     }
 
     #[test]

@@ -177,7 +177,7 @@ impl ResponseStream {
     /// ```
     pub fn finish(&mut self, deltas: &mut Vec<TurnDelta>) -> Result<(), WireError> {
         // (The end of the stream completes no event.)
-        let dropped = self.sse.finish(&mut Vec::new());
+        let dropped = self.sse.finish();
         // What the decoder decides at the end: a finish reason it held back, the calls
         // it closes.
         self.decoder.finish(&mut self.decoded);
