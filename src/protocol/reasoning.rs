@@ -379,6 +379,133 @@ impl ReasoningFilter {
     }
 }
 
+/// What the reasoning rule's classification means for a reader of the visible text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Change {
+    /// Reasoning begins: the visible stretch up to this reply offset is complete.
+    StretchEnds(usize),
+    /// Visible text resumes at this reply offset, after reasoning.
+    StretchResumes(usize),
+}
+
+/// The reasoning rule in front of a reader (a text format's, `auto`'s detector): it
+/// classifies the text as it arrives and tells the reader where each visible stretch
+/// ends and the next one resumes, so that the reader reads each stretch as a whole (no
+/// marker, token or key spans reasoning). With reasoning read like any other text it
+/// classifies nothing and says nothing.
+#[derive(Debug, Clone)]
+pub(crate) struct VisibleStretches {
+    /// `None` when reasoning is read like any other text.
+    filter: Option<ReasoningFilter>,
+    /// The end (in the reply) of the visible text classified so far.
+    visible_to: usize,
+    /// The text classified last is hidden.
+    hidden: bool,
+    /// What the filter decided in one look (kept to reuse its allocation).
+    pieces: Vec<Piece>,
+}
+
+impl VisibleStretches {
+    /// Stretches of the reply with reasoning hidden when `hide_reasoning`.
+    pub(crate) fn new(hide_reasoning: bool) -> Self {
+        VisibleStretches {
+            filter: hide_reasoning.then(ReasoningFilter::default),
+            visible_to: 0,
+            hidden: false,
+            pieces: Vec::new(),
+        }
+    }
+
+    /// Whether reasoning is hidden at all.
+    pub(crate) fn hides(&self) -> bool {
+        self.filter.is_some()
+    }
+
+    /// Classifies `text` (the reply from offset `base` on, `base` at most
+    /// [`decided`](Self::decided)) as far as it is decided, and tells `on` of every
+    /// stretch that ends or resumes; stops at the first `on` that breaks.
+    pub(crate) fn advance<B>(
+        &mut self,
+        text: &str,
+        base: usize,
+        at_end: bool,
+        mut on: impl FnMut(Change) -> std::ops::ControlFlow<B>,
+    ) -> std::ops::ControlFlow<B> {
+        use std::ops::ControlFlow;
+        let Some(filter) = self.filter.as_mut() else { return ControlFlow::Continue(()) };
+        let from = filter.decided().max(base);
+        let mut pieces = std::mem::take(&mut self.pieces);
+        pieces.clear();
+        filter.advance(text.get(from - base..).unwrap_or_default(), from, at_end, &mut |piece| {
+            pieces.push(piece);
+        });
+        let mut flow = ControlFlow::Continue(());
+        for piece in pieces.drain(..) {
+            match piece {
+                Piece::Visible(start, end) => {
+                    if self.hidden {
+                        self.hidden = false;
+                        flow = on(Change::StretchResumes(start));
+                    }
+                    self.visible_to = end;
+                }
+                Piece::Hidden if !self.hidden => {
+                    flow = on(Change::StretchEnds(self.visible_to));
+                    if flow.is_continue() {
+                        self.hidden = true;
+                    }
+                }
+                Piece::Hidden => {}
+            }
+            if flow.is_break() {
+                break;
+            }
+        }
+        self.pieces = pieces;
+        flow
+    }
+
+    /// The end (in the reply) of the visible text classified so far (while reasoning is
+    /// hidden).
+    pub(crate) fn visible_to(&self) -> usize {
+        self.visible_to
+    }
+
+    /// Whether the text classified last is hidden.
+    pub(crate) fn hidden(&self) -> bool {
+        self.hidden
+    }
+
+    /// Everything before this reply offset is classified.
+    pub(crate) fn decided(&self) -> usize {
+        self.filter.as_ref().map_or(0, ReasoningFilter::decided)
+    }
+
+    /// Whether everything up to reply offset `end` is classified visible, and text
+    /// without `<` arriving there is visible as it is.
+    pub(crate) fn all_visible(&self, end: usize) -> bool {
+        !self.hidden
+            && self
+                .filter
+                .as_ref()
+                .is_none_or(|filter| filter.passes_plain_text(end) && self.visible_to == end)
+    }
+
+    /// Text without `<` up to reply offset `end` arrived while
+    /// [`all_visible`](Self::all_visible) held: it is visible.
+    pub(crate) fn pass_visible(&mut self, end: usize) {
+        if let Some(filter) = &mut self.filter {
+            filter.pass_plain_text(end);
+            self.visible_to = end;
+        }
+    }
+
+    /// The opening tag of reasoning never closed, once the text has ended.
+    pub(crate) fn unclosed(&self) -> Option<(usize, usize)> {
+        self.filter.as_ref().and_then(ReasoningFilter::unclosed)
+    }
+}
+
 /// Classifies a whole text: its pieces in order, and the unclosed opening tag if any.
 pub(crate) fn pieces(text: &str) -> (Vec<Piece>, Option<(usize, usize)>) {
     let mut filter = ReasoningFilter::default();
@@ -554,6 +681,42 @@ mod tests {
             }
         }
         assert!(long > 100, "the vectorized search ran on {long} texts");
+    }
+
+    #[test]
+    fn stretches_end_and_resume_around_reasoning() {
+        use std::ops::ControlFlow;
+        let text = "ab<think>x</think>cd<think>y";
+        let mut stretches = VisibleStretches::new(true);
+        let mut changes = Vec::new();
+        // Streamed in two pieces: the second resumes where the first was decided.
+        let cut = 5;
+        let flow = stretches.advance::<()>(&text[..cut], 0, false, |c| {
+            changes.push(c);
+            ControlFlow::Continue(())
+        });
+        assert!(flow.is_continue());
+        assert_eq!((changes.as_slice(), stretches.visible_to(), stretches.decided()), (&[][..], 2, 2));
+        let from = stretches.decided();
+        let _ = stretches.advance::<()>(&text[from..], from, true, |c| {
+            changes.push(c);
+            ControlFlow::Continue(())
+        });
+        assert_eq!(changes, [Change::StretchEnds(2), Change::StretchResumes(18), Change::StretchEnds(20)]);
+        assert!(stretches.hidden());
+        assert_eq!(stretches.unclosed(), Some((20, 27)));
+        // A reader that stops at the first end of a stretch leaves the rest unread.
+        let mut stretches = VisibleStretches::new(true);
+        let flow = stretches.advance(text, 0, true, |c| match c {
+            Change::StretchEnds(at) => ControlFlow::Break(at),
+            Change::StretchResumes(_) => ControlFlow::Continue(()),
+        });
+        assert_eq!((flow, stretches.hidden()), (ControlFlow::Break(2), false));
+        // Reasoning read as text: nothing is classified or said.
+        let mut plain = VisibleStretches::new(false);
+        assert!(!plain.hides());
+        let flow = plain.advance::<()>(text, 0, true, |_| panic!("no change without hiding"));
+        assert!(flow.is_continue() && plain.all_visible(text.len()));
     }
 
     #[test]

@@ -1,6 +1,8 @@
 //! `auto`: recognises which text protocol a reply uses (VCP or one of the open-model
 //! formats) from the reply itself, and reads it with that protocol.
 
+use std::ops::ControlFlow;
+
 use super::deepseek::{CALL_BEGIN as DS_CALL, CALLS_BEGIN as DS_CALLS};
 use super::escape::neutralize_tokens;
 use super::hermes::OPEN as TOOL_CALL;
@@ -10,7 +12,7 @@ use super::mistral::TOKEN as MISTRAL;
 use super::pythonic::{START as PYTHON_START, list_starts};
 use super::{TextFormat, TextFormatOptions, TextFormatProtocol};
 use crate::model::{AssistantTurn, Message, TurnDelta};
-use crate::protocol::reasoning::{Piece, ReasoningFilter, unclosed_diagnostic};
+use crate::protocol::reasoning::{Change, VisibleStretches, unclosed_diagnostic};
 use crate::protocol::vcp::VcpProtocol;
 use crate::protocol::{
     EventSink, ParseOutcome, StreamCollector, StreamEvent, StreamParser, ToolCallingProtocol,
@@ -393,25 +395,12 @@ enum Seen {
 #[derive(Debug, Clone)]
 struct Lookout {
     detector: Detector,
-    /// `None` when reasoning is read like any other text.
-    filter: Option<ReasoningFilter>,
-    /// The end (in the reply) of the visible text classified so far.
-    visible_to: usize,
-    /// The text classified last is hidden.
-    hidden: bool,
-    /// What the filter decided in one look (kept to reuse its allocation).
-    pieces: Vec<Piece>,
+    stretches: VisibleStretches,
 }
 
 impl Lookout {
     fn new(hide_reasoning: bool) -> Self {
-        Lookout {
-            detector: Detector::new(),
-            filter: hide_reasoning.then(ReasoningFilter::default),
-            visible_to: 0,
-            hidden: false,
-            pieces: Vec::new(),
-        }
+        Lookout { detector: Detector::new(), stretches: VisibleStretches::new(hide_reasoning) }
     }
 
     /// Reads `text` (the reply from offset `base` on, from where it stopped); returns the
@@ -424,89 +413,55 @@ impl Lookout {
         at_end: bool,
         seen: &mut dyn FnMut(Seen),
     ) -> Option<(Detected, usize)> {
-        let Some(filter) = self.filter.as_mut() else {
+        if !self.stretches.hides() {
             return step(&mut self.detector, text, at_end, seen);
-        };
-        let from = filter.decided().max(base);
-        let mut pieces = std::mem::take(&mut self.pieces);
-        pieces.clear();
-        filter.advance(text.get(from - base..).unwrap_or_default(), from, at_end, &mut |piece| {
-            pieces.push(piece);
+        }
+        let detector = &mut self.detector;
+        let flow = self.stretches.advance(text, base, at_end, |change| match change {
+            Change::StretchResumes(start) => {
+                seen(Seen::Hidden(start - base));
+                detector.pos = detector.pos.max(start - base);
+                ControlFlow::Continue(())
+            }
+            Change::StretchEnds(visible_to) => {
+                // Reasoning begins: the visible stretch before it is complete.
+                let stretch = text.get(..visible_to - base).unwrap_or_default();
+                match step(detector, stretch, true, seen) {
+                    Some(decided) => ControlFlow::Break(decided),
+                    None => ControlFlow::Continue(()),
+                }
+            }
         });
-        let decided = self.read_pieces(&mut pieces, text, base, seen);
-        self.pieces = pieces;
-        if let Some(decided) = decided {
+        if let ControlFlow::Break(decided) = flow {
             return Some(decided);
         }
-        let filter = self.filter.as_ref()?;
-        if self.hidden {
-            let done = filter.decided().saturating_sub(base).min(text.len());
+        if self.stretches.hidden() {
+            let done = self.stretches.decided().saturating_sub(base).min(text.len());
             seen(Seen::Hidden(done));
             self.detector.pos = self.detector.pos.max(done);
             return None;
         }
-        let stretch = text.get(..self.visible_to - base).unwrap_or_default();
+        let stretch = text.get(..self.stretches.visible_to() - base).unwrap_or_default();
         step(&mut self.detector, stretch, at_end, seen)
     }
 
-    /// Follows what the reasoning filter decided, reading each visible stretch that
-    /// reasoning ends; returns a decision made in one.
-    fn read_pieces(
-        &mut self,
-        pieces: &mut Vec<Piece>,
-        text: &str,
-        base: usize,
-        seen: &mut dyn FnMut(Seen),
-    ) -> Option<(Detected, usize)> {
-        for piece in pieces.drain(..) {
-            match piece {
-                Piece::Visible(start, end) => {
-                    if self.hidden {
-                        self.hidden = false;
-                        seen(Seen::Hidden(start - base));
-                        self.detector.pos = self.detector.pos.max(start - base);
-                    }
-                    self.visible_to = end;
-                }
-                Piece::Hidden if !self.hidden => {
-                    // Reasoning begins: the visible stretch before it is complete.
-                    let stretch = text.get(..self.visible_to - base).unwrap_or_default();
-                    if let Some(decided) = step(&mut self.detector, stretch, true, seen) {
-                        return Some(decided);
-                    }
-                    self.hidden = true;
-                }
-                Piece::Hidden => {}
-            }
-        }
-        None
-    }
-
     /// Whether text that arrives at reply offset `end`, holding no byte of
-    /// [`DECIDING`] and no tail that may begin a marker, is prose as it stands: the reply has begun with prose, and everything before is
-    /// decided, visible and reported (the caller's buffer is empty).
+    /// [`DECIDING`] and no tail that may begin a marker, is prose as it stands: the
+    /// reply has begun with prose, and everything before is decided, visible and
+    /// reported (the caller's buffer is empty).
     fn reads_as_prose(&self, end: usize) -> bool {
-        !self.hidden
-            && !self.detector.reply_start
-            && self.detector.pos == 0
-            && self
-                .filter
-                .as_ref()
-                .is_none_or(|filter| filter.passes_plain_text(end) && self.visible_to == end)
+        !self.detector.reply_start && self.detector.pos == 0 && self.stretches.all_visible(end)
     }
 
     /// Takes text that [`reads_as_prose`](Self::reads_as_prose), ending at reply offset
     /// `end`, as read prose. The caller reports it.
     fn pass_prose(&mut self, end: usize) {
-        if let Some(filter) = &mut self.filter {
-            filter.pass_plain_text(end);
-            self.visible_to = end;
-        }
+        self.stretches.pass_visible(end);
     }
 
     /// The opening tag of reasoning never closed, once the text has ended.
     fn unclosed(&self) -> Option<(usize, usize)> {
-        self.filter.as_ref().and_then(ReasoningFilter::unclosed)
+        self.stretches.unclosed()
     }
 
     /// Moves offsets `by` bytes back (the caller dropped that much text).

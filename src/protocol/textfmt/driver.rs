@@ -12,14 +12,14 @@
 //! undecided. Both make the same decisions, so they give the same requests whatever the
 //! chunking, and each byte is scanned a bounded number of times.
 
-use std::ops::Range;
+use std::ops::{ControlFlow, Range};
 
 use indexmap::IndexMap;
 use memchr::memmem;
 
 use super::json::{Balanced, Quotes, scan_balanced};
 use crate::protocol::Diagnostic;
-use crate::protocol::reasoning::{Piece, ReasoningFilter, unclosed_diagnostic};
+use crate::protocol::reasoning::{Change, VisibleStretches, unclosed_diagnostic};
 use crate::request::Args;
 
 /// What a format sees in prose, from a given position on.
@@ -369,30 +369,17 @@ pub(crate) trait Sink {
 
 /// Reads a reply with a format: reasoning hidden by the one rule, the [`Core`] run over
 /// each stretch of visible text. Offsets are those of the [`Core`] (into the text it is
-/// run on), except the filter's and `visible_to`, which are the reply's.
+/// run on), except the stretches', which are the reply's.
 #[derive(Debug, Clone)]
 pub(crate) struct Reader {
     core: Core,
-    /// `None` when reasoning is read like any other text.
-    filter: Option<ReasoningFilter>,
-    /// The end (in the reply) of the visible text classified so far.
-    visible_to: usize,
-    /// The text classified last is hidden: the core resumes at the next visible piece.
-    hidden: bool,
-    /// What the filter decided in one run (kept to reuse its allocation).
-    pieces: Vec<Piece>,
+    stretches: VisibleStretches,
 }
 
 impl Reader {
     /// A reader that hides reasoning when `hide_reasoning`.
     pub(crate) fn new(hide_reasoning: bool) -> Self {
-        Reader {
-            core: Core::new(),
-            filter: hide_reasoning.then(ReasoningFilter::default),
-            visible_to: 0,
-            hidden: false,
-            pieces: Vec::new(),
-        }
+        Reader { core: Core::new(), stretches: VisibleStretches::new(hide_reasoning) }
     }
 
     /// Moves the core's offsets `by` bytes back (the caller dropped that much decided
@@ -405,7 +392,7 @@ impl Reader {
     /// that begins the format's markup nor a reasoning tag) is prose as it stands:
     /// everything before it is decided, visible and read as prose.
     pub(crate) fn reads_as_prose(&self, end: usize) -> bool {
-        matches!(self.core.mode, Mode::Prose) && self.all_visible(end)
+        matches!(self.core.mode, Mode::Prose) && self.stretches.all_visible(end)
     }
 
     /// Takes `text`, which [`reads_as_prose`](Self::reads_as_prose), as read prose
@@ -422,17 +409,7 @@ impl Reader {
     /// byte that ends a region nor `<`, decides nothing: everything before it is
     /// classified visible, and the core is in a call region.
     pub(crate) fn waits_in_region(&self, end: usize) -> bool {
-        matches!(self.core.mode, Mode::Call { .. }) && self.all_visible(end)
-    }
-
-    /// Whether the reasoning rule has classified everything up to reply offset `end`
-    /// as visible, and text without `<` arriving there is visible as it is.
-    fn all_visible(&self, end: usize) -> bool {
-        !self.hidden
-            && self
-                .filter
-                .as_ref()
-                .is_none_or(|filter| filter.passes_plain_text(end) && self.visible_to == end)
+        matches!(self.core.mode, Mode::Call { .. }) && self.stretches.all_visible(end)
     }
 
     /// Text without `<` up to reply offset `end` arrived while everything before it was
@@ -440,10 +417,7 @@ impl Reader {
     /// [`waits_in_region`](Self::waits_in_region)): it is visible, and the core reads it
     /// with what comes next.
     pub(crate) fn pass_visible(&mut self, end: usize) {
-        if let Some(filter) = &mut self.filter {
-            filter.pass_plain_text(end);
-            self.visible_to = end;
-        }
+        self.stretches.pass_visible(end);
     }
 
     /// Reads `text` (the reply from offset `base` on) from `pos` on, as [`Core::run`]
@@ -457,44 +431,32 @@ impl Reader {
         at_end: bool,
         sink: &mut dyn Sink,
     ) -> usize {
-        let Some(filter) = self.filter.as_mut() else {
+        if !self.stretches.hides() {
             return self.core.run(format, Window { text, base, at_end }, pos, sink);
-        };
-        let from = filter.decided().max(base);
-        let mut pieces = std::mem::take(&mut self.pieces);
-        pieces.clear();
-        filter.advance(text.get(from - base..).unwrap_or_default(), from, at_end, &mut |piece| {
-            pieces.push(piece);
-        });
-        for piece in pieces.drain(..) {
-            match piece {
-                Piece::Visible(start, end) => {
-                    if self.hidden {
-                        self.hidden = false;
-                        pos = start - base;
-                    }
-                    self.visible_to = end;
-                }
-                Piece::Hidden if !self.hidden => {
-                    // Reasoning begins: the visible stretch before it is read to its end.
-                    let stretch = text.get(..self.visible_to - base).unwrap_or_default();
-                    self.core.cut = RegionEnd::ReasoningBegan;
-                    self.core.run(format, Window { text: stretch, base, at_end: true }, pos, sink);
-                    self.core.cut = RegionEnd::ReplyEnded;
-                    self.hidden = true;
-                }
-                Piece::Hidden => {}
-            }
         }
-        self.pieces = pieces;
-        if at_end && let Some((start, end)) = filter.unclosed() {
+        let core = &mut self.core;
+        let flow = self.stretches.advance::<()>(text, base, at_end, |change| {
+            match change {
+                Change::StretchResumes(start) => pos = start - base,
+                Change::StretchEnds(visible_to) => {
+                    // Reasoning begins: the visible stretch before it is read to its end.
+                    let stretch = text.get(..visible_to - base).unwrap_or_default();
+                    core.cut = RegionEnd::ReasoningBegan;
+                    core.run(format, Window { text: stretch, base, at_end: true }, pos, sink);
+                    core.cut = RegionEnd::ReplyEnded;
+                }
+            }
+            ControlFlow::Continue(())
+        });
+        debug_assert!(flow.is_continue());
+        if at_end && let Some((start, end)) = self.stretches.unclosed() {
             sink.diagnostic(unclosed_diagnostic(start, end));
         }
-        if self.hidden {
-            // Everything the filter decided is hidden or read.
-            return filter.decided().saturating_sub(base).max(pos).min(text.len());
+        if self.stretches.hidden() {
+            // Everything the rule decided is hidden or read.
+            return self.stretches.decided().saturating_sub(base).max(pos).min(text.len());
         }
-        let stretch = text.get(..self.visible_to - base).unwrap_or_default();
+        let stretch = text.get(..self.stretches.visible_to() - base).unwrap_or_default();
         self.core.run(format, Window { text: stretch, base, at_end }, pos, sink)
     }
 }
