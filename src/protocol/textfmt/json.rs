@@ -180,6 +180,12 @@ pub(crate) fn arguments_of(
 /// A call written as a JSON object with a `"name"` and arguments under one of
 /// `arg_keys` (absent: `{}`). `Err` says what is wrong, with the name when one was read.
 pub(crate) fn call_object(text: &str, arg_keys: &[&str]) -> Result<(String, Args), (String, String)> {
+    call_parts(text, arg_keys).map(|(name, args)| (name, args.unwrap_or_default()))
+}
+
+/// As [`call_object`], with `None` for arguments when none of `arg_keys` is there (a
+/// format that requires them says so).
+pub(crate) fn call_parts(text: &str, arg_keys: &[&str]) -> Result<(String, Option<Args>), (String, String)> {
     // The common case in one pass: a name and an arguments object, read straight into
     // the request's types. Anything else takes the slow path, which says what is wrong.
     // (Only for an object: serde would also read `["name", {…}]` into the struct.)
@@ -193,14 +199,14 @@ pub(crate) fn call_object(text: &str, arg_keys: &[&str]) -> Result<(String, Args
         if !fast.name.is_empty()
             && let Some(args) = args
         {
-            return Ok((fast.name, args));
+            return Ok((fast.name, Some(args)));
         }
     }
     let value: Value = match serde_json::from_str(text) {
         Ok(value) => value,
         Err(e) => return Err((name_guess(text), format!("the call is not valid JSON ({e})"))),
     };
-    call_value(value, arg_keys)
+    value_parts(value, arg_keys)
 }
 
 /// A call object of the usual shape.
@@ -215,6 +221,11 @@ struct FastCall {
 
 /// As [`call_object`], for a parsed value.
 pub(crate) fn call_value(value: Value, arg_keys: &[&str]) -> Result<(String, Args), (String, String)> {
+    value_parts(value, arg_keys).map(|(name, args)| (name, args.unwrap_or_default()))
+}
+
+/// As [`call_parts`], for a parsed value.
+fn value_parts(value: Value, arg_keys: &[&str]) -> Result<(String, Option<Args>), (String, String)> {
     let Value::Object(mut object) = value else {
         return Err((String::new(), format!("the call is {}, not a JSON object", json_kind(&value))));
     };
@@ -224,7 +235,7 @@ pub(crate) fn call_value(value: Value, arg_keys: &[&str]) -> Result<(String, Arg
         None => return Err((String::new(), "the call has no `name`".into())),
     };
     match arguments_of(&mut object, arg_keys) {
-        Ok(args) => Ok((name, args.unwrap_or_default())),
+        Ok(args) => Ok((name, args)),
         Err(problem) => Err((name, problem)),
     }
 }

@@ -17,16 +17,14 @@
 //! list ends at the first text that is not a call object, `;` or the tag.
 
 use super::driver::{Format, Found, InSection, RawCall, Region, Scan, ScanState, Searches, partial_suffix};
-use super::json::{Quotes, call_object};
+use super::json::{Quotes, call_parts};
 
 /// A Llama call: a name and `parameters` (or `arguments`), which must be present.
 fn llama_call(text: &str) -> Result<(String, crate::request::Args), (String, String)> {
-    let (name, args) = call_object(text, &["parameters", "arguments"])?;
-    let has_key = serde_json::from_str::<serde_json::Value>(text)
-        .ok()
-        .and_then(|v| v.as_object().map(|o| o.contains_key("parameters") || o.contains_key("arguments")))
-        .unwrap_or(false);
-    if has_key { Ok((name, args)) } else { Err((name, "the call has no `parameters`".to_string())) }
+    match call_parts(text, &["parameters", "arguments"])? {
+        (name, Some(args)) => Ok((name, args)),
+        (name, None) => Err((name, "the call has no `parameters`".to_string())),
+    }
 }
 
 pub(crate) const TAG: &str = "<|python_tag|>";
@@ -99,5 +97,27 @@ impl Format for Llama3Json {
                 format!("{problem}: write {{\"name\": …, \"parameters\": {{…}}}} after <|python_tag|>"),
             ),
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::llama_call;
+
+    #[test]
+    fn a_call_needs_parameters_or_arguments() {
+        let (name, args) = llama_call(r#"{"name": "f", "parameters": {"a": 1}}"#).unwrap();
+        assert_eq!((name.as_str(), args["a"].as_i64()), ("f", Some(1)));
+        let (_, args) = llama_call(r#"{"name": "f", "arguments": "{\"b\": 2}"}"#).unwrap();
+        assert_eq!(args["b"], 2);
+        assert!(
+            llama_call(r#"{"name": "f", "parameters": null}"#).unwrap().1.is_empty(),
+            "null: no arguments"
+        );
+        assert_eq!(
+            llama_call(r#"{"name": "f", "other": {}}"#).unwrap_err(),
+            ("f".to_string(), "the call has no `parameters`".to_string())
+        );
+        assert!(llama_call(r#"{"parameters": {}}"#).is_err(), "no name");
     }
 }

@@ -16,7 +16,7 @@
 
 use super::deepseek::arguments;
 use super::driver::{Format, Found, RawCall, Region, Scan, ScanState, Searches, after_blanks};
-use super::json::{Balanced, Quotes, call_value, name_guess, scan_balanced, split_elements};
+use super::json::{Balanced, Quotes, call_object, name_guess, scan_balanced, split_elements};
 
 pub(crate) const TOKEN: &str = "[TOOL_CALLS]";
 const ARGS: &str = "[ARGS]";
@@ -146,7 +146,9 @@ impl Format for Mistral {
 /// The calls of a closed array (`json` starts at `offset` in the region).
 fn read_array(json: &str, offset: usize, calls: &mut Vec<RawCall>) {
     let whole = offset..offset + json.len();
-    if let Err(e) = serde_json::from_str::<serde_json::Value>(json) {
+    // Checked whole first (without building it: each element is read into its call
+    // below), so that a damaged array is one broken call, not a run of guesses.
+    if let Err(e) = serde_json::from_str::<serde::de::IgnoredAny>(json) {
         calls.push(RawCall::broken(
             whole,
             name_guess(json),
@@ -162,8 +164,7 @@ fn read_array(json: &str, offset: usize, calls: &mut Vec<RawCall>) {
     for element in elements {
         let span = offset + element.start..offset + element.end;
         let text = json.get(element).unwrap_or_default();
-        let value = serde_json::from_str(text).unwrap_or(serde_json::Value::Null);
-        calls.push(match call_value(value, &["arguments", "parameters"]) {
+        calls.push(match call_object(text, &["arguments", "parameters"]) {
             Ok((name, args)) => RawCall { span, name, args, ..RawCall::default() },
             Err((name, problem)) => {
                 RawCall::broken(span, name, format!("{problem}: write {{\"name\": …, \"arguments\": {{…}}}}"))
