@@ -876,6 +876,40 @@ pub struct AutoStreamParser {
 }
 
 impl AutoStreamParser {
+    /// Reads `text` while no protocol is chosen. Prose after decided prose, with nothing
+    /// in it to decide on (no byte of [`DECIDING`], here or in what is held back), is
+    /// reported at once without the searches, but for a tail that may begin a marker (a
+    /// `\n` may begin `\n\n<｜DSML｜`, an `f` `functools[`), which is held back until
+    /// the next push shows what it is. Anything else goes through the lookout.
+    fn push_undecided(&mut self, text: &str, events: &mut dyn EventSink) {
+        let held = self.buffer.len();
+        let prose = !holds_lead(&DECIDING_BYTES, text.as_bytes())
+            && !holds_lead(&DECIDING_BYTES, self.buffer.as_bytes())
+            && self.lookout.reads_as_prose(self.base + held);
+        if !prose {
+            self.buffer.push_str(text);
+            self.decide(false, events);
+            return;
+        }
+        self.lookout.pass_prose(self.base + held + text.len());
+        if held > 0 {
+            self.buffer.push_str(text);
+        }
+        let prose = if held == 0 { text } else { self.buffer.as_str() };
+        // Where the held tail begins: a marker's first byte, so a char boundary (else
+        // nothing is reported yet, and nothing is lost).
+        let keep = Some(hold_start(prose, 0)).filter(|&at| prose.is_char_boundary(at)).unwrap_or(0);
+        if let Some(reported) = prose.get(..keep).filter(|p| !p.is_empty()) {
+            events.text(reported, Span::new(self.base, self.base + keep));
+        }
+        self.base += keep;
+        if held == 0 {
+            self.buffer.push_str(text.get(keep..).unwrap_or_default());
+        } else {
+            self.buffer.replace_range(..keep, "");
+        }
+    }
+
     /// The protocol decided so far.
     pub fn detected(&self) -> Option<Detected> {
         self.inner.as_ref().map(|(inner, _)| inner.detected)
@@ -1007,23 +1041,7 @@ impl StreamParser for AutoStreamParser {
         match (self.finished || text.is_empty(), self.inner.is_some()) {
             (true, _) => {}
             (false, true) => self.forward(Some(text), events),
-            (false, false)
-                if self.buffer.is_empty()
-                    && !holds_lead(&DECIDING_BYTES, text.as_bytes())
-                    && hold_start(text, 0) == text.len()
-                    && self.lookout.reads_as_prose(self.base) =>
-            {
-                // Prose after decided prose, with nothing in it to decide on: reported
-                // as it is, without the searches.
-                let start = self.base;
-                self.base += text.len();
-                self.lookout.pass_prose(self.base);
-                events.text(text, Span::new(start, self.base));
-            }
-            (false, false) => {
-                self.buffer.push_str(text);
-                self.decide(false, events);
-            }
+            (false, false) => self.push_undecided(text, events),
         }
     }
 
@@ -1060,6 +1078,13 @@ mod tests {
         // `f` may begin `functools[`: held until the next push decides it.
         parser.push_text("if", &mut events);
         assert_eq!(events, vec![StreamEvent::Text { text: "i".into(), span: Span::new(12, 13) }]);
+        events.clear();
+        // A held tail that the next push shows to be prose comes out with it.
+        parser.push_text("f.\n", &mut events);
+        assert_eq!(events, vec![StreamEvent::Text { text: "ff.".into(), span: Span::new(13, 16) }]);
+        events.clear();
+        parser.push_text("More.\nif", &mut events);
+        assert_eq!(events, vec![StreamEvent::Text { text: "\nMore.\ni".into(), span: Span::new(16, 24) }]);
         events.clear();
         parser.push_text("unctools[{\"name\": \"t\", \"arguments\": {}}]", &mut events);
         parser.finish(&mut events);
