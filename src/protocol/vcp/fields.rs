@@ -106,11 +106,13 @@ fn opener(input: &str, fuzzy: bool) -> Option<(ValueKind, usize)> {
 /// `\r\n` → `\n`, then surrounding white space trimmed; escaped values also get their
 /// escaped literals restored (`<<<[TOOL_REQUEST_ESCAPE]>>>` → `<<<[TOOL_REQUEST]>>>`,
 /// likewise END, and escaped openers → `「始」`). Borrowed text stays borrowed unless
-/// one of those changes applies.
-pub(super) fn normalize<'a>(raw: Cow<'a, str>, kind: ValueKind) -> Cow<'a, str> {
+/// one of those changes applies. With `cr_free`, `raw` is known to hold no `\r` (its
+/// whole text has none), and is not searched for one.
+pub(super) fn normalize<'a>(raw: Cow<'a, str>, kind: ValueKind, cr_free: bool) -> Cow<'a, str> {
+    let may_hold_cr = |text: &str| !cr_free && has_cr(text.as_bytes());
     // The usual value: borrowed, not escaped, no `\r`: only trimmed.
     let raw = match raw {
-        Cow::Borrowed(text) if kind != ValueKind::Escaped && !has_cr(text.as_bytes()) => {
+        Cow::Borrowed(text) if kind != ValueKind::Escaped && !may_hold_cr(text) => {
             return Cow::Borrowed(trim(text));
         }
         raw => raw,
@@ -120,7 +122,7 @@ pub(super) fn normalize<'a>(raw: Cow<'a, str>, kind: ValueKind) -> Cow<'a, str> 
     } else {
         raw
     };
-    if has_cr(raw.as_bytes()) && raw.contains("\r\n") {
+    if may_hold_cr(&raw) && raw.contains("\r\n") {
         return Cow::Owned(raw.replace("\r\n", "\n").trim().to_string());
     }
     match raw {

@@ -18,12 +18,23 @@ pub(crate) struct VisibleText<'a> {
     segments: Vec<(usize, usize)>,
     /// Cleaned offsets where hidden text was removed, ascending, without repeats.
     breaks: Vec<usize>,
+    /// The cleaned text is known to hold no `\r`: checked once for a whole text (one
+    /// SIMD search), never claimed for a growing one. Values then need no search for
+    /// `\r\n` each (see [`normalize`](super::fields::normalize)).
+    cr_free: bool,
 }
 
 impl<'a> VisibleText<'a> {
     /// The input as is.
     pub(crate) fn unchanged(text: &'a str) -> Self {
-        VisibleText { text: Cow::Borrowed(text), segments: Vec::new(), breaks: Vec::new() }
+        VisibleText { text: Cow::Borrowed(text), segments: Vec::new(), breaks: Vec::new(), cr_free: false }
+            .checked_for_cr()
+    }
+
+    /// Records whether the (whole) text holds no `\r`.
+    fn checked_for_cr(mut self) -> Self {
+        self.cr_free = memchr::memchr(b'\r', self.text.as_bytes()).is_none();
+        self
     }
 
     /// The input as the reasoning filter classified it (`pieces`, in order, covering
@@ -37,6 +48,7 @@ impl<'a> VisibleText<'a> {
             text: Cow::Owned(String::with_capacity(text.len())),
             segments: Vec::with_capacity(pieces.len()),
             breaks: Vec::with_capacity(pieces.len()),
+            cr_free: false,
         };
         for &piece in pieces {
             src.push_piece(piece, text, 0);
@@ -45,13 +57,18 @@ impl<'a> VisibleText<'a> {
             // Everything was hidden: a single empty segment keeps the map total.
             src.segments.push((0, text.len()));
         }
-        src
+        src.checked_for_cr()
     }
 
     /// An empty text to be filled as it arrives ([`push_visible`](Self::push_visible),
     /// [`push_break`](Self::push_break)).
     pub(crate) fn growing() -> Self {
-        VisibleText { text: Cow::Owned(String::new()), segments: Vec::new(), breaks: Vec::new() }
+        VisibleText {
+            text: Cow::Owned(String::new()),
+            segments: Vec::new(),
+            breaks: Vec::new(),
+            cr_free: false,
+        }
     }
 
     /// Applies what the reasoning filter decided: `raw` is the input from offset `base`.
@@ -69,6 +86,8 @@ impl<'a> VisibleText<'a> {
         if visible.is_empty() {
             return;
         }
+        // (False from the start for a growing text: no search then.)
+        self.cr_free = self.cr_free && !visible.as_bytes().contains(&b'\r');
         let at = self.text.len();
         let continues =
             self.segments.last().is_some_and(|&(c, o)| o + (at - c) == original_start) && !self.is_break(at);
@@ -157,6 +176,11 @@ impl<'a> VisibleText<'a> {
     /// The cleaned text.
     pub(crate) fn text(&self) -> &str {
         &self.text
+    }
+
+    /// Whether the cleaned text is known to hold no `\r` (`false`: it may).
+    pub(crate) fn cr_free(&self) -> bool {
+        self.cr_free
     }
 
     /// Whether hidden text stands at the end of the cleaned text.
