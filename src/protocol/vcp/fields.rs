@@ -85,6 +85,9 @@ fn escaped_opener(input: &str) -> Option<usize> {
     bracketed_word(input, '始', "ESCAPE")
 }
 
+/// The usual field head after its key: a `:` right before a plain value opener.
+const PLAIN_HEAD: &str = ":「始」";
+
 /// The value opener `input` begins with: `「始」`, escaped, documentation, or (with
 /// `fuzzy`) a plain one with `{`/`}` for either bracket; its kind and length.
 fn opener(input: &str, fuzzy: bool) -> Option<(ValueKind, usize)> {
@@ -339,6 +342,13 @@ pub(super) fn read_head(
     if key_end == limit && !settled {
         return HeadRead::NeedMore { key_end };
     }
+    let key = (at, key_end);
+    // The usual head, `key:「始」`: separator and opener compared at once, with none of
+    // the readers below (which would find the same).
+    if text.as_bytes().get(key_end..limit).is_some_and(|rest| rest.starts_with(PLAIN_HEAD.as_bytes())) {
+        let sep_end = key_end + 1;
+        return head(src, key, sep_end, sep_end, (ValueKind::Plain, "「始」".len()));
+    }
     // Every suffix of this key fails the same way, so resume after what was read.
     let sep_end = match separator_len(text.get(key_end..limit).unwrap_or("")) {
         Ok(len) => key_end + len,
@@ -350,16 +360,26 @@ pub(super) fn read_head(
         return HeadRead::NeedMore { key_end };
     }
     match opener(text.get(opener_at..limit).unwrap_or(""), fuzzy) {
-        Some((kind, len)) => {
-            let opener_end = opener_at + len;
-            if src.crosses_break(opener_at, opener_end) {
-                return HeadRead::Resume(sep_end);
-            }
-            HeadRead::Field(Head { key: (at, key_end), kind, opener_end })
-        }
+        Some(opener) => head(src, key, sep_end, opener_at, opener),
         None if !settled && limit - opener_at < LONGEST_OPENER => HeadRead::NeedMore { key_end },
         None => HeadRead::Resume(sep_end),
     }
+}
+
+/// The head of `key` whose value opener (its kind and length) is at `opener_at`, after
+/// a separator that ends at `sep_end`; no head when hidden text splits the opener.
+fn head(
+    src: &VisibleText<'_>,
+    key: (usize, usize),
+    sep_end: usize,
+    opener_at: usize,
+    (kind, len): (ValueKind, usize),
+) -> HeadRead {
+    let opener_end = opener_at + len;
+    if src.crosses_break(opener_at, opener_end) {
+        return HeadRead::Resume(sep_end);
+    }
+    HeadRead::Field(Head { key, kind, opener_end })
 }
 
 /// A bracketed closer around the `末` at `mid` (bytes of `末`: `mid..mid + 3`), whose
