@@ -250,13 +250,15 @@ const LONGEST_OPENER: usize = "「始ESCAPE」".len();
 /// Skips white space (any) from `from` up to `limit`.
 #[inline]
 pub(super) fn skip_ws(text: &str, from: usize, limit: usize) -> usize {
-    // The usual case, a key or a value opener right there: its first character looked
-    // at, no loop.
+    // The usual cases, a key or a value opener right there or after one line break (the
+    // next field's key): its first characters looked at, no call, no loop.
     if from < limit && limit <= text.len() {
         let rest = text.as_bytes().get(from..limit).unwrap_or_default();
-        match rest.first() {
-            Some(&b) if b.is_ascii() && !ascii_white(b) => return from,
-            Some(&b) if !b.is_ascii() && wide_white(rest) == 0 => return from,
+        let plain = |b: u8| b.is_ascii() && !ascii_white(b);
+        match *rest {
+            [b, ..] if plain(b) => return from,
+            [b'\n', b, ..] if plain(b) => return from + 1,
+            [b, ..] if !b.is_ascii() && wide_white(rest) == 0 => return from,
             _ => {}
         }
     }
