@@ -145,7 +145,7 @@ pub(super) fn finish_block<'i>(
     // A value past the length limit is emptied (an empty piece where it began).
     let value_of = |field: &Field| {
         let end = if too_long(field) { field.value.0 } else { field.value.1 };
-        normalize(src.piece(input, field.value.0, end), field.kind)
+        normalize(src.piece(input, field.value.0, end), field.kind, src.cr_free())
     };
     // One pass: the arguments in order, diagnostics for unclosed values and repeated
     // keys, and where the tool name (and a non-empty request id, and `archery`) were

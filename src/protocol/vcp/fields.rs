@@ -85,6 +85,9 @@ fn escaped_opener(input: &str) -> Option<usize> {
     bracketed_word(input, '始', "ESCAPE")
 }
 
+/// The usual field head after its key: a `:` right before a plain value opener.
+const PLAIN_HEAD: &str = ":「始」";
+
 /// The value opener `input` begins with: `「始」`, escaped, documentation, or (with
 /// `fuzzy`) a plain one with `{`/`}` for either bracket; its kind and length.
 fn opener(input: &str, fuzzy: bool) -> Option<(ValueKind, usize)> {
@@ -106,11 +109,13 @@ fn opener(input: &str, fuzzy: bool) -> Option<(ValueKind, usize)> {
 /// `\r\n` → `\n`, then surrounding white space trimmed; escaped values also get their
 /// escaped literals restored (`<<<[TOOL_REQUEST_ESCAPE]>>>` → `<<<[TOOL_REQUEST]>>>`,
 /// likewise END, and escaped openers → `「始」`). Borrowed text stays borrowed unless
-/// one of those changes applies.
-pub(super) fn normalize<'a>(raw: Cow<'a, str>, kind: ValueKind) -> Cow<'a, str> {
+/// one of those changes applies. With `cr_free`, `raw` is known to hold no `\r` (its
+/// whole text has none), and is not searched for one.
+pub(super) fn normalize<'a>(raw: Cow<'a, str>, kind: ValueKind, cr_free: bool) -> Cow<'a, str> {
+    let may_hold_cr = |text: &str| !cr_free && has_cr(text.as_bytes());
     // The usual value: borrowed, not escaped, no `\r`: only trimmed.
     let raw = match raw {
-        Cow::Borrowed(text) if kind != ValueKind::Escaped && !has_cr(text.as_bytes()) => {
+        Cow::Borrowed(text) if kind != ValueKind::Escaped && !may_hold_cr(text) => {
             return Cow::Borrowed(trim(text));
         }
         raw => raw,
@@ -120,7 +125,7 @@ pub(super) fn normalize<'a>(raw: Cow<'a, str>, kind: ValueKind) -> Cow<'a, str> 
     } else {
         raw
     };
-    if has_cr(raw.as_bytes()) && raw.contains("\r\n") {
+    if may_hold_cr(&raw) && raw.contains("\r\n") {
         return Cow::Owned(raw.replace("\r\n", "\n").trim().to_string());
     }
     match raw {
@@ -245,13 +250,15 @@ const LONGEST_OPENER: usize = "「始ESCAPE」".len();
 /// Skips white space (any) from `from` up to `limit`.
 #[inline]
 pub(super) fn skip_ws(text: &str, from: usize, limit: usize) -> usize {
-    // The usual case, a key or a value opener right there: its first character looked
-    // at, no loop.
+    // The usual cases, a key or a value opener right there or after one line break (the
+    // next field's key): its first characters looked at, no call, no loop.
     if from < limit && limit <= text.len() {
         let rest = text.as_bytes().get(from..limit).unwrap_or_default();
-        match rest.first() {
-            Some(&b) if b.is_ascii() && !ascii_white(b) => return from,
-            Some(&b) if !b.is_ascii() && wide_white(rest) == 0 => return from,
+        let plain = |b: u8| b.is_ascii() && !ascii_white(b);
+        match *rest {
+            [b, ..] if plain(b) => return from,
+            [b'\n', b, ..] if plain(b) => return from + 1,
+            [b, ..] if !b.is_ascii() && wide_white(rest) == 0 => return from,
             _ => {}
         }
     }
@@ -337,6 +344,13 @@ pub(super) fn read_head(
     if key_end == limit && !settled {
         return HeadRead::NeedMore { key_end };
     }
+    let key = (at, key_end);
+    // The usual head, `key:「始」`: separator and opener compared at once, with none of
+    // the readers below (which would find the same).
+    if text.as_bytes().get(key_end..limit).is_some_and(|rest| rest.starts_with(PLAIN_HEAD.as_bytes())) {
+        let sep_end = key_end + 1;
+        return head(src, key, sep_end, sep_end, (ValueKind::Plain, "「始」".len()));
+    }
     // Every suffix of this key fails the same way, so resume after what was read.
     let sep_end = match separator_len(text.get(key_end..limit).unwrap_or("")) {
         Ok(len) => key_end + len,
@@ -348,16 +362,26 @@ pub(super) fn read_head(
         return HeadRead::NeedMore { key_end };
     }
     match opener(text.get(opener_at..limit).unwrap_or(""), fuzzy) {
-        Some((kind, len)) => {
-            let opener_end = opener_at + len;
-            if src.crosses_break(opener_at, opener_end) {
-                return HeadRead::Resume(sep_end);
-            }
-            HeadRead::Field(Head { key: (at, key_end), kind, opener_end })
-        }
+        Some(opener) => head(src, key, sep_end, opener_at, opener),
         None if !settled && limit - opener_at < LONGEST_OPENER => HeadRead::NeedMore { key_end },
         None => HeadRead::Resume(sep_end),
     }
+}
+
+/// The head of `key` whose value opener (its kind and length) is at `opener_at`, after
+/// a separator that ends at `sep_end`; no head when hidden text splits the opener.
+fn head(
+    src: &VisibleText<'_>,
+    key: (usize, usize),
+    sep_end: usize,
+    opener_at: usize,
+    (kind, len): (ValueKind, usize),
+) -> HeadRead {
+    let opener_end = opener_at + len;
+    if src.crosses_break(opener_at, opener_end) {
+        return HeadRead::Resume(sep_end);
+    }
+    HeadRead::Field(Head { key, kind, opener_end })
 }
 
 /// A bracketed closer around the `末` at `mid` (bytes of `末`: `mid..mid + 3`), whose

@@ -514,7 +514,7 @@ impl BlockReader {
                         } else {
                             text.get(value_from..raw_end).unwrap_or("")
                         };
-                        let value = normalize(Cow::Borrowed(raw), kind);
+                        let value = normalize(Cow::Borrowed(raw), kind, src.cr_free());
                         sink.field(key, &value, closed, span);
                     }
                     if keep {

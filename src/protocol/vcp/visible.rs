@@ -18,12 +18,23 @@ pub(crate) struct VisibleText<'a> {
     segments: Vec<(usize, usize)>,
     /// Cleaned offsets where hidden text was removed, ascending, without repeats.
     breaks: Vec<usize>,
+    /// The cleaned text is known to hold no `\r`: checked once for a whole text (one
+    /// SIMD search), never claimed for a growing one. Values then need no search for
+    /// `\r\n` each (see [`normalize`](super::fields::normalize)).
+    cr_free: bool,
 }
 
 impl<'a> VisibleText<'a> {
     /// The input as is.
     pub(crate) fn unchanged(text: &'a str) -> Self {
-        VisibleText { text: Cow::Borrowed(text), segments: Vec::new(), breaks: Vec::new() }
+        VisibleText { text: Cow::Borrowed(text), segments: Vec::new(), breaks: Vec::new(), cr_free: false }
+            .checked_for_cr()
+    }
+
+    /// Records whether the (whole) text holds no `\r`.
+    fn checked_for_cr(mut self) -> Self {
+        self.cr_free = memchr::memchr(b'\r', self.text.as_bytes()).is_none();
+        self
     }
 
     /// The input as the reasoning filter classified it (`pieces`, in order, covering
@@ -37,6 +48,7 @@ impl<'a> VisibleText<'a> {
             text: Cow::Owned(String::with_capacity(text.len())),
             segments: Vec::with_capacity(pieces.len()),
             breaks: Vec::with_capacity(pieces.len()),
+            cr_free: false,
         };
         for &piece in pieces {
             src.push_piece(piece, text, 0);
@@ -45,13 +57,18 @@ impl<'a> VisibleText<'a> {
             // Everything was hidden: a single empty segment keeps the map total.
             src.segments.push((0, text.len()));
         }
-        src
+        src.checked_for_cr()
     }
 
     /// An empty text to be filled as it arrives ([`push_visible`](Self::push_visible),
     /// [`push_break`](Self::push_break)).
     pub(crate) fn growing() -> Self {
-        VisibleText { text: Cow::Owned(String::new()), segments: Vec::new(), breaks: Vec::new() }
+        VisibleText {
+            text: Cow::Owned(String::new()),
+            segments: Vec::new(),
+            breaks: Vec::new(),
+            cr_free: false,
+        }
     }
 
     /// Applies what the reasoning filter decided: `raw` is the input from offset `base`.
@@ -69,6 +86,8 @@ impl<'a> VisibleText<'a> {
         if visible.is_empty() {
             return;
         }
+        // (False from the start for a growing text: no search then.)
+        self.cr_free = self.cr_free && !visible.as_bytes().contains(&b'\r');
         let at = self.text.len();
         let continues =
             self.segments.last().is_some_and(|&(c, o)| o + (at - c) == original_start) && !self.is_break(at);
@@ -118,21 +137,30 @@ impl<'a> VisibleText<'a> {
     /// Cleaned `start..end` as a slice of `input` (the text this one was made from)
     /// when it is one piece of it, else copied (the range crosses hidden text, or no
     /// input is given: a streaming window).
-    #[inline]
+    // (Always inlined: a plain `#[inline]` left it a call, at about 40 instructions a
+    // piece, several pieces a request.)
+    #[inline(always)]
     pub(crate) fn piece<'i>(&self, input: Option<&'i str>, start: usize, end: usize) -> Cow<'i, str> {
-        if let Some(input) = input {
-            if self.segments.is_empty() {
-                // Nothing was hidden: the cleaned text is the input (or, past the reply
-                // length limit, the part of it that is read).
-                debug_assert_eq!(
-                    input.get(start..end),
-                    self.text.get(start..end),
-                    "an unchanged text is the input"
-                );
-                if let Some(piece) = input.get(start..end.max(start)) {
-                    return Cow::Borrowed(piece);
-                }
-            } else if start >= end {
+        // The usual piece, of a text with nothing hidden, is borrowed here (no call): the
+        // cleaned text is then the input (or, past the reply length limit, the part of it
+        // that is read).
+        if let (Some(input), true) = (input, self.segments.is_empty()) {
+            debug_assert_eq!(
+                input.get(start..end),
+                self.text.get(start..end),
+                "an unchanged text is the input"
+            );
+            if let Some(piece) = input.get(start..end.max(start)) {
+                return Cow::Borrowed(piece);
+            }
+        }
+        self.mapped_piece(input, start, end)
+    }
+
+    /// [`piece`](Self::piece) past its first case.
+    fn mapped_piece<'i>(&self, input: Option<&'i str>, start: usize, end: usize) -> Cow<'i, str> {
+        if let (Some(input), false) = (input, self.segments.is_empty()) {
+            if start >= end {
                 // An empty piece where hidden text was cut out: borrow it from before the
                 // hidden text, where the range that holds it ends (see `original_end`).
                 let at = self.original_end(start);
@@ -159,18 +187,25 @@ impl<'a> VisibleText<'a> {
         &self.text
     }
 
+    /// Whether the cleaned text is known to hold no `\r` (`false`: it may).
+    pub(crate) fn cr_free(&self) -> bool {
+        self.cr_free
+    }
+
     /// Whether hidden text stands at the end of the cleaned text.
     pub(crate) fn ends_with_break(&self) -> bool {
         self.breaks.last() == Some(&self.text.len())
     }
 
     /// Whether hidden text stood right before cleaned offset `pos`.
+    #[inline]
     pub(crate) fn is_break(&self, pos: usize) -> bool {
         !self.breaks.is_empty() && self.breaks.binary_search(&pos).is_ok()
     }
 
     /// Whether a break lies strictly inside `start..end` (the range is then not one
     /// piece of text).
+    #[inline]
     pub(crate) fn crosses_break(&self, start: usize, end: usize) -> bool {
         if self.breaks.is_empty() {
             return false;
@@ -180,6 +215,7 @@ impl<'a> VisibleText<'a> {
     }
 
     /// The first break after `pos`, or `None`.
+    #[inline]
     pub(crate) fn next_break_after(&self, pos: usize) -> Option<usize> {
         let i = self.breaks.partition_point(|&b| b <= pos);
         self.breaks.get(i).copied()
