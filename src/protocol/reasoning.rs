@@ -712,6 +712,18 @@ mod tests {
             Change::StretchResumes(_) => ControlFlow::Continue(()),
         });
         assert_eq!((flow, stretches.hidden()), (ControlFlow::Break(2), false));
+        // Text without `<` that arrives after all-visible text is visible as it is;
+        // a held-back head or hidden text is not.
+        let mut stretches = VisibleStretches::new(true);
+        let _ = stretches.advance::<()>("ab", 0, false, |_| ControlFlow::Continue(()));
+        assert!(stretches.all_visible(2));
+        assert!(!stretches.all_visible(3), "nothing is classified past 2");
+        stretches.pass_visible(5);
+        assert!(stretches.all_visible(5) && !stretches.all_visible(2));
+        let _ = stretches.advance::<()>("<th", 5, false, |_| ControlFlow::Continue(()));
+        assert!(!stretches.all_visible(5) && !stretches.all_visible(8), "a head is held back");
+        let _ = stretches.advance::<()>("<think>x", 5, false, |_| ControlFlow::Continue(()));
+        assert!(!stretches.all_visible(13), "inside reasoning");
         // Reasoning read as text: nothing is classified or said.
         let mut plain = VisibleStretches::new(false);
         assert!(!plain.hides());
