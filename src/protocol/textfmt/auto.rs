@@ -883,9 +883,11 @@ impl AutoStreamParser {
     /// the next push shows what it is. Anything else goes through the lookout.
     fn push_undecided(&mut self, text: &str, events: &mut dyn EventSink) {
         let held = self.buffer.len();
-        let prose = !holds_lead(&DECIDING_BYTES, text.as_bytes())
-            && !holds_lead(&DECIDING_BYTES, self.buffer.as_bytes())
-            && self.lookout.reads_as_prose(self.base + held);
+        // The lookout's state first: when it holds, what is held back is at most a
+        // marker's start, so the byte checks below never sweep a long buffer per push.
+        let prose = self.lookout.reads_as_prose(self.base + held)
+            && !holds_lead(&DECIDING_BYTES, text.as_bytes())
+            && !holds_lead(&DECIDING_BYTES, self.buffer.as_bytes());
         if !prose {
             self.buffer.push_str(text);
             self.decide(false, events);
