@@ -16,7 +16,7 @@ use llguidance::api::TopLevelGrammar;
 use llguidance::toktrie::ApproximateTokEnv;
 use llguidance::{Matcher, ParserFactory};
 use serde_json::json;
-use tool_calling::grammar::{Dialect, Scope};
+use tool_calling::grammar::{Constraint, Dialect, Scope};
 use tool_calling::protocol::ToolCallingProtocol;
 use tool_calling::protocol::textfmt::{TextFormat, TextFormatProtocol};
 use tool_calling::protocol::vcp::VcpProtocol;
@@ -61,7 +61,10 @@ fn grammar_cost(c: &mut Criterion) {
         for n in [1, 10, 100] {
             let tools = tools(n);
             for dialect in [Dialect::Lark, Dialect::Gbnf] {
-                let text = protocol.grammar(&tools, dialect, Scope::Reply).expect("a grammar").into_text();
+                let text = protocol
+                    .grammar(&tools, &Constraint::new(dialect, Scope::Reply))
+                    .expect("a grammar")
+                    .into_text();
                 println!("grammar size: {id} {dialect} reply, {n} tools: {} bytes", text.len());
             }
         }
@@ -72,7 +75,11 @@ fn grammar_cost(c: &mut Criterion) {
             let tools = tools(n);
             for dialect in [Dialect::Lark, Dialect::Gbnf] {
                 build.bench_with_input(BenchmarkId::new(format!("{id}_{dialect}"), n), &tools, |b, tools| {
-                    b.iter(|| protocol.grammar(black_box(tools), dialect, Scope::Reply).expect("a grammar"))
+                    b.iter(|| {
+                        protocol
+                            .grammar(black_box(tools), &Constraint::new(dialect, Scope::Reply))
+                            .expect("a grammar")
+                    })
                 });
             }
         }
@@ -82,8 +89,10 @@ fn grammar_cost(c: &mut Criterion) {
     compile.sample_size(10);
     for (id, protocol) in protocols() {
         for n in [1, 10, 100] {
-            let lark =
-                protocol.grammar(&tools(n), Dialect::Lark, Scope::Reply).expect("a grammar").into_text();
+            let lark = protocol
+                .grammar(&tools(n), &Constraint::new(Dialect::Lark, Scope::Reply))
+                .expect("a grammar")
+                .into_text();
             compile.bench_with_input(BenchmarkId::new(format!("{id}_lark"), n), &lark, |b, lark| {
                 b.iter(|| {
                     let mut matcher =

@@ -14,7 +14,7 @@ use llguidance::api::TopLevelGrammar;
 use llguidance::toktrie::ApproximateTokEnv;
 use llguidance::{Matcher, ParserFactory};
 use serde_json::json;
-use tool_calling::grammar::{Dialect, Scope};
+use tool_calling::grammar::{Constraint, Dialect, Scope};
 use tool_calling::protocol::ToolCallingProtocol;
 use tool_calling::protocol::vcp::VcpProtocol;
 use tool_calling::tools::{MethodDefinition, ToolDefinition};
@@ -60,7 +60,9 @@ fn allowed(matcher: &mut Matcher) -> String {
 fn main() {
     let tools = tools();
     let protocol = VcpProtocol::default();
-    let grammar = protocol.grammar(&tools, Dialect::Lark, Scope::Call).expect("VCP writes Lark grammars");
+    let grammar = protocol
+        .grammar(&tools, &Constraint::new(Dialect::Lark, Scope::Call))
+        .expect("VCP writes Lark grammars");
     if std::env::args().any(|a| a == "--print") {
         println!("{}", grammar.text());
         return;

@@ -32,7 +32,7 @@ use proptest::prelude::*;
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 use serde_json::{Map, Value, json};
 use tool_calling::config::ToolCallConfig;
-use tool_calling::grammar::{Dialect, Grammar, GrammarError, Scope};
+use tool_calling::grammar::{Constraint, Dialect, Grammar, GrammarError, Scope};
 use tool_calling::protocol::textfmt::{TextFormat, TextFormatProtocol};
 use tool_calling::protocol::vcp::VcpProtocol;
 use tool_calling::protocol::{BuiltinOptions, ProtocolRegistry, ToolCallingProtocol};
@@ -86,7 +86,9 @@ fn methods(tools: &[ToolDefinition]) -> Vec<(String, String, String, Value)> {
 }
 
 fn grammar(id: &str, tools: &[ToolDefinition], dialect: Dialect, scope: Scope) -> Grammar {
-    protocol(id).grammar(tools, dialect, scope).unwrap_or_else(|e| panic!("{id} {dialect} {scope}: {e}"))
+    protocol(id)
+        .grammar(tools, &Constraint::new(dialect, scope))
+        .unwrap_or_else(|e| panic!("{id} {dialect} {scope}: {e}"))
 }
 
 /// A call of a method written the way `id` writes calls; `None` when an argument holds
@@ -152,7 +154,7 @@ fn every_grammar_compiles_without_warnings() {
     for id in PROTOCOLS {
         for dialect in Dialect::ALL {
             for scope in Scope::ALL {
-                match protocol(id).grammar(&tools, dialect, scope) {
+                match protocol(id).grammar(&tools, &Constraint::new(dialect, scope)) {
                     Ok(grammar) => {
                         if let Err(e) = llg::compile(&grammar) {
                             panic!("{id} {dialect} {scope}: {e}\n{}", grammar.text());
@@ -188,9 +190,11 @@ fn the_calls_vcp_prompts_show_are_admitted() {
         for block in &blocks {
             llg::admits(&one, block).unwrap_or_else(|e| panic!("{dialect}: {e}\n{block}"));
         }
-        let calls = grammar("vcp", &tools, dialect, Scope::Calls);
+        // (One call per method: more than the default bound of four.)
+        let every = |scope| Constraint::new(dialect, scope).max_calls(blocks.len() as u32);
+        let calls = protocol("vcp").grammar(&tools, &every(Scope::Calls)).unwrap();
         llg::admits(&calls, &blocks.join("\n")).unwrap_or_else(|e| panic!("{dialect}: {e}"));
-        let reply = grammar("vcp", &tools, dialect, Scope::Reply);
+        let reply = protocol("vcp").grammar(&tools, &every(Scope::Reply)).unwrap();
         let text = format!("<think>Which tool?</think>Let me check.\n{}\nDone.", blocks.join("\n\n"));
         llg::admits(&reply, &text).unwrap_or_else(|e| panic!("{dialect}: {e}\n{text}"));
     }
@@ -545,16 +549,23 @@ fn near_misses_are_refused() {
 #[test]
 fn unsupported_pairs_say_so() {
     let tools = definitions();
-    let error = protocol("vcp").grammar(&tools, Dialect::JsonSchema, Scope::Call).unwrap_err();
+    let error =
+        protocol("vcp").grammar(&tools, &Constraint::new(Dialect::JsonSchema, Scope::Call)).unwrap_err();
     assert_eq!(error.to_string(), "protocol `vcp` has no json-schema grammar for scope `call`");
-    let error = protocol("openai").grammar(&tools, Dialect::Lark, Scope::Reply).unwrap_err();
+    let error =
+        protocol("openai").grammar(&tools, &Constraint::new(Dialect::Lark, Scope::Reply)).unwrap_err();
     assert!(matches!(error, GrammarError::Unsupported { .. }), "{error}");
-    assert_eq!(protocol("hermes").grammar(&[], Dialect::Lark, Scope::Call), Err(GrammarError::NoMethods));
+    assert_eq!(
+        protocol("hermes").grammar(&[], &Constraint::new(Dialect::Lark, Scope::Call)),
+        Err(GrammarError::NoMethods)
+    );
     // The formats without a grammar yet say so for every dialect and scope.
     for format in TextFormat::ALL.into_iter().filter(|f| !PROTOCOLS.contains(&f.id())) {
         for dialect in Dialect::ALL {
             for scope in [Scope::Call, Scope::Calls, Scope::Reply] {
-                let error = TextFormatProtocol::new(format).grammar(&tools, dialect, scope).unwrap_err();
+                let error = TextFormatProtocol::new(format)
+                    .grammar(&tools, &Constraint::new(dialect, scope))
+                    .unwrap_err();
                 assert!(matches!(error, GrammarError::Unsupported { .. }), "{format}: {error}");
             }
         }
@@ -565,13 +576,13 @@ fn unsupported_pairs_say_so() {
 fn the_engine_gives_the_grammar_of_the_tools_it_offers() {
     let engine = tool_calling::engine::Engine::new(registry());
     let ctx = tool_calling::exec::ExecutionContext::default();
-    let from_engine = engine.grammar(&ctx, Dialect::Gbnf, Scope::Calls).unwrap();
+    let from_engine = engine.grammar(&ctx, &Constraint::new(Dialect::Gbnf, Scope::Calls)).unwrap();
     assert_eq!(*from_engine, grammar("vcp", &definitions(), Dialect::Gbnf, Scope::Calls), "VCP by default");
     assert!(!from_engine.text().contains("secret_internal"), "internal methods are not offered");
-    let again = engine.grammar(&ctx, Dialect::Gbnf, Scope::Calls).unwrap();
+    let again = engine.grammar(&ctx, &Constraint::new(Dialect::Gbnf, Scope::Calls)).unwrap();
     assert!(Arc::ptr_eq(&from_engine, &again), "built once, then cached");
     engine.invalidate_declarations();
-    let rebuilt = engine.grammar(&ctx, Dialect::Gbnf, Scope::Calls).unwrap();
+    let rebuilt = engine.grammar(&ctx, &Constraint::new(Dialect::Gbnf, Scope::Calls)).unwrap();
     assert!(!Arc::ptr_eq(&from_engine, &rebuilt) && rebuilt == from_engine, "rebuilt after invalidation");
 }
 
@@ -741,7 +752,7 @@ fn any_schema_gives_a_grammar_or_a_typed_error_never_a_panic() {
                 for dialect in Dialect::ALL {
                     for scope in Scope::ALL {
                         // Ok or an error that says what and where; a panic fails the test.
-                        if let Err(e) = protocol(id).grammar(&tools, dialect, scope) {
+                        if let Err(e) = protocol(id).grammar(&tools, &Constraint::new(dialect, scope)) {
                             prop_assert!(!e.to_string().is_empty());
                         }
                     }
@@ -764,9 +775,152 @@ fn any_schema_gives_a_grammar_or_a_typed_error_never_a_panic() {
         ),
     ];
     for id in ["vcp", "hermes", "qwen3_coder_xml"] {
-        let error = protocol(id).grammar(&tools, Dialect::Lark, Scope::Call).unwrap_err();
+        let error = protocol(id).grammar(&tools, &Constraint::new(Dialect::Lark, Scope::Call)).unwrap_err();
         assert!(error.to_string().contains("deeper than 64"), "{id}: {error}");
     }
-    let error = protocol("hermes").grammar(&tools, Dialect::JsonSchema, Scope::Call).unwrap_err();
+    let error =
+        protocol("hermes").grammar(&tools, &Constraint::new(Dialect::JsonSchema, Scope::Call)).unwrap_err();
     assert!(error.to_string().contains("deeper than 64"), "the JSON dialects too: {error}");
+}
+
+/// A tool whose parameters carry the bounds a small model needs: a string of at most 12
+/// characters, a free string, an integer with no bounds of its own.
+fn bounded_tools() -> Vec<ToolDefinition> {
+    vec![ToolDefinition::new("notes", "Notes").with_method(
+        MethodDefinition::new("put", "Put a note.").with_parameters(json!({
+            "type": "object",
+            "properties": {
+                "title": {"type": "string", "maxLength": 12},
+                "body": {"type": "string"},
+                "count": {"type": "integer"}
+            },
+            "required": ["title", "body", "count"]
+        })),
+    )]
+}
+
+#[test]
+fn lengths_integers_and_counts_are_bounded() {
+    let tools = bounded_tools();
+    let put = |id: &str, title: &str, body: &str, count: Value| {
+        write_call(
+            id,
+            "notes",
+            "put",
+            "notes_put",
+            json!({"title": title, "body": body, "count": count}).as_object().unwrap(),
+        )
+        .expect("plain values are written")
+    };
+    for id in PROTOCOLS {
+        for dialect in TEXT_DIALECTS {
+            let constraint = Constraint::new(dialect, Scope::Call).max_text(20);
+            let one =
+                protocol(id).grammar(&tools, &constraint).unwrap_or_else(|e| panic!("{id} {dialect}: {e}"));
+            assert!(one.notes().is_empty(), "{id} {dialect}: {:?}", one.notes());
+            let fits = put(id, "twelve chars", "twenty characters ok", json!(u64::MAX));
+            llg::admits(&one, &fits).unwrap_or_else(|e| panic!("{id} {dialect}: {e}\n{fits}"));
+            let low = put(id, "t", "b", json!(i64::MIN));
+            llg::admits(&one, &low).unwrap_or_else(|e| panic!("{id} {dialect}: {e}\n{low}"));
+            // Integers no integer type holds, as a model may write them (written in
+            // place of a number the format wrote itself).
+            let with_count = |digits: &str| put(id, "t", "b", json!(777_777)).replacen("777777", digits, 1);
+            for (what, text) in [
+                ("a title over its maxLength", put(id, "thirteen char", "b", json!(1))),
+                ("a body over max_text", put(id, "t", "twenty-one characters", json!(1))),
+                ("an integer past u64", with_count("18446744073709551616")),
+                ("an integer below i64", with_count("-9223372036854775809")),
+                ("a run of 20 digits", with_count("41250876931111111111")),
+            ] {
+                assert!(llg::admits(&one, &text).is_err(), "{id} {dialect} admits {what}:\n{text}");
+            }
+        }
+    }
+}
+
+#[test]
+fn a_reply_holds_at_most_max_calls() {
+    let tools = definitions();
+    for id in PROTOCOLS {
+        for dialect in TEXT_DIALECTS {
+            let call = |n: i64| {
+                let args = json!({"a": n, "b": 1});
+                write_call(id, "calc", "add", "calc_add", args.as_object().unwrap()).expect("a call")
+            };
+            for scope in [Scope::Calls, Scope::Reply] {
+                let two = protocol(id)
+                    .grammar(&tools, &Constraint::new(dialect, scope).max_calls(2))
+                    .unwrap_or_else(|e| panic!("{id} {dialect} {scope}: {e}"));
+                let (one_call, two_calls, three_calls) =
+                    (call(1), joined(id, &[call(1), call(2)]), joined(id, &[call(1), call(2), call(3)]));
+                for text in [&one_call, &two_calls] {
+                    llg::admits(&two, text).unwrap_or_else(|e| panic!("{id} {dialect} {scope}: {e}\n{text}"));
+                }
+                assert!(
+                    llg::admits(&two, &three_calls).is_err(),
+                    "{id} {dialect} {scope} admits 3 calls:\n{three_calls}"
+                );
+            }
+        }
+    }
+    // Kimi K2's call index counts calls: it cannot run on.
+    let one = grammar("kimi_k2", &tools, Dialect::Lark, Scope::Call);
+    let good = write_call("kimi_k2", "calc", "add", "calc_add", json!({"a": 1, "b": 2}).as_object().unwrap())
+        .unwrap();
+    llg::admits(&one, &good).unwrap();
+    for index in [":00", ":4", ":1234"] {
+        let bad = good.replacen(":0", index, 1);
+        assert!(llg::admits(&one, &bad).is_err(), "kimi_k2 admits the index {index}");
+    }
+}
+
+/// Several calls of `id` as one reply of the `calls` scope writes them: VCP and the
+/// tag formats one after the other on lines of their own; the section formats inside
+/// one section.
+fn joined(id: &str, calls: &[String]) -> String {
+    let sections: &[(&str, &str, &str, &str)] = &[
+        ("mistral", "[TOOL_CALLS][", ", ", "]"),
+        ("pythonic", "[", ", ", "]"),
+        ("deepseek_v3", "<｜tool▁calls▁begin｜>", "", "<｜tool▁calls▁end｜>"),
+        ("deepseek_v31", "<｜tool▁calls▁begin｜>", "", "<｜tool▁calls▁end｜>"),
+        ("kimi_k2", "<|tool_calls_section_begin|>", "", "<|tool_calls_section_end|>"),
+        ("minimax_m2", "<minimax:tool_call>", "", "\n</minimax:tool_call>"),
+    ];
+    match sections.iter().find(|(name, ..)| *name == id) {
+        Some((_, open, between, close)) => {
+            let inner: Vec<&str> = calls
+                .iter()
+                .map(|c| {
+                    c.strip_prefix(open).and_then(|c| c.strip_suffix(close)).expect("one call in a section")
+                })
+                .collect();
+            format!("{open}{}{close}", inner.join(between))
+        }
+        None => calls.join("\n"),
+    }
+}
+
+#[test]
+fn a_bound_too_large_for_gbnf_is_left_to_validation_with_a_note() {
+    let tools = vec![ToolDefinition::new("notes", "Notes").with_method(
+        MethodDefinition::new("put", "Put a note.").with_parameters(json!({
+            "type": "object",
+            "properties": {"body": {"type": "string", "maxLength": 100000}},
+            "required": ["body"]
+        })),
+    )];
+    for dialect in TEXT_DIALECTS {
+        let grammar = protocol("vcp").grammar(&tools, &Constraint::new(dialect, Scope::Call)).unwrap();
+        assert!(grammar.notes().iter().any(|n| n.contains("left to validation")), "{:?}", grammar.notes());
+        let one = "<<<[TOOL_REQUEST]>>>\ntool_name:「始」notes「末」,\ncommand:「始」put「末」,\nbody:「始」a note「末」\n<<<[END_TOOL_REQUEST]>>>";
+        llg::admits(&grammar, one).unwrap_or_else(|e| panic!("{dialect}: {e}"));
+    }
+    // A bound the automaton can hold is enforced, whatever the protocol.
+    let small = |max: u32| {
+        vec![ToolDefinition::new("notes", "Notes").with_method(MethodDefinition::new("put", "Put a note.").with_parameters(
+            json!({"type": "object", "properties": {"body": {"type": "string", "maxLength": max}}, "required": ["body"]}),
+        ))]
+    };
+    let grammar = protocol("vcp").grammar(&small(200), &Constraint::new(Dialect::Gbnf, Scope::Call)).unwrap();
+    assert!(grammar.notes().is_empty(), "{:?}", grammar.notes());
 }

@@ -357,7 +357,7 @@ async fn the_config_grammar_is_sent_in_the_servers_field() {
         let engine = Engine::new(registry()).with_protocol(model.protocol());
         let mut ctx = ExecutionContext::default();
         ctx.config.grammar = Some(Constraint::new(dialect, Scope::Reply));
-        let expected = engine.grammar(&ctx, dialect, Scope::Reply).unwrap();
+        let expected = engine.grammar(&ctx, &Constraint::new(dialect, Scope::Reply)).unwrap();
         let mut conversation = Conversation::new();
         conversation.push(Message::user("What is 2 + 40?"));
         let outcome = engine.run_conversation_streamed(&model, &mut conversation, &ctx).await.unwrap();

@@ -417,7 +417,7 @@ fn a_tool_that_is_one_function_is_called_by_its_own_name() {
     // A method named "" is the tool itself (an OpenAI function, an MCP tool): its full
     // name is the tool id, VCP's prompt and grammar name no command for it, and a
     // request naming the tool reaches it.
-    use tool_calling::grammar::{Dialect, Scope};
+    use tool_calling::grammar::{Constraint, Dialect, Scope};
     use tool_calling::tools::{ToolCatalog, ToolDefinition};
     let weather = ToolDefinition::new("get_weather", "get_weather").with_method(
         MethodDefinition::new("", "The weather.").with_parameters(json!({
@@ -436,6 +436,6 @@ fn a_tool_that_is_one_function_is_called_by_its_own_name() {
     let calls = vcp.resolve(&request.requests[0], &TurnState::default(), &catalog);
     let call = calls[0].as_ref().expect("routed");
     assert_eq!((call.method.as_str(), call.args["city"].clone()), ("get_weather", json!("Oslo")));
-    let grammar = vcp.grammar(&[weather], Dialect::Lark, Scope::Call).expect("a grammar");
+    let grammar = vcp.grammar(&[weather], &Constraint::new(Dialect::Lark, Scope::Call)).expect("a grammar");
     assert!(!grammar.text().contains("command"), "{}", grammar.text());
 }

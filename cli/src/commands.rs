@@ -29,7 +29,7 @@ use tool_calling::tools::{DiscoveryService, MethodFilter, MethodSpec, ToolMetada
 use tool_calling::{ErrorKind, Span, ToolExecutionResult, ToolRequest};
 
 use super::{BenchApi, CycleArgs, ExecArgs, Failure, Lang};
-use tool_calling::grammar::{Dialect, GrammarError, Scope};
+use tool_calling::grammar::{Constraint, Dialect, GrammarError, Scope};
 
 /// The keys of a request in the output, in order (the contract's; the library's type
 /// has more).
@@ -372,16 +372,27 @@ pub(crate) fn prompt_value(protocol_id: &str, lang: Lang) -> Result<Value, Failu
 
 /// `grammar`: the grammar of `protocol` for the demo tools' offered methods, printed as
 /// the server takes it (text for Lark and GBNF, a JSON document for the JSON dialects).
-pub(crate) fn grammar(protocol_id: &str, dialect: &str, scope: &str) -> Result<(), Failure> {
+pub(crate) fn grammar(
+    protocol_id: &str,
+    dialect: &str,
+    scope: &str,
+    max_text: Option<u32>,
+    max_calls: u32,
+) -> Result<(), Failure> {
     let dialect: Dialect = dialect.parse().map_err(|e: GrammarError| Failure::msg(e.to_string()))?;
     let scope: Scope = scope.parse().map_err(|e: GrammarError| Failure::msg(e.to_string()))?;
+    let mut constraint = Constraint::new(dialect, scope).max_calls(max_calls);
+    if let Some(n) = max_text {
+        constraint = constraint.max_text(n);
+    }
     let discovery = DiscoveryService::new(demo_registry()?);
     let definitions = discovery.enabled_definitions(&ToolCallConfig::default());
     let protocol = protocol(protocol_id, VcpOptions::default())?;
-    let grammar = protocol
-        .as_protocol()
-        .grammar(&definitions, dialect, scope)
-        .map_err(|e| Failure::msg(e.to_string()))?;
+    let grammar =
+        protocol.as_protocol().grammar(&definitions, &constraint).map_err(|e| Failure::msg(e.to_string()))?;
+    for note in grammar.notes() {
+        eprintln!("note: {note}");
+    }
     print_text(grammar.text())
 }
 

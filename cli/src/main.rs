@@ -271,6 +271,14 @@ struct GatewayArgs {
     /// this server: `vllm` (Lark), `sglang` (GBNF) or `llama-cpp` (GBNF).
     #[arg(long, value_name = "SERVER", value_parser = ["vllm", "sglang", "llama-cpp"])]
     constrain: Option<String>,
+    /// With --constrain: the most characters of a string value whose schema sets no
+    /// smaller `maxLength` (default: unbounded).
+    #[arg(long, value_name = "N", requires = "constrain")]
+    max_text: Option<u32>,
+    /// With --constrain: the most calls in one reply (`parallel_tool_calls: false`
+    /// allows one).
+    #[arg(long, value_name = "N", default_value_t = 4, requires = "constrain")]
+    max_calls: u32,
 }
 
 /// `gateway --protocol`: every built-in text protocol, `auto` and `native`.
@@ -366,6 +374,13 @@ struct GrammarArgs {
     /// `reply` (text with calls anywhere).
     #[arg(long, default_value = "reply")]
     scope: String,
+    /// The most characters of a string value whose schema sets no smaller `maxLength`
+    /// (default: unbounded).
+    #[arg(long, value_name = "N")]
+    max_text: Option<u32>,
+    /// The most calls of the `calls` and `reply` scopes.
+    #[arg(long, value_name = "N", default_value_t = 4)]
+    max_calls: u32,
 }
 
 /// The VCP parsing APIs `bench` can time, by shape.
@@ -546,7 +561,9 @@ fn run(cli: Cli) -> Result<(), Failure> {
         }
         Command::Discover(args) => commands::print_json(&commands::discover_value(args.all)?),
         Command::Prompt(args) => commands::prompt(&args.protocol, args.lang),
-        Command::Grammar(args) => commands::grammar(&args.protocol, &args.dialect, &args.scope),
+        Command::Grammar(args) => {
+            commands::grammar(&args.protocol, &args.dialect, &args.scope, args.max_text, args.max_calls)
+        }
         Command::Exec(args) => commands::exec(&args),
         Command::Cycle(args) => commands::cycle(&args),
         Command::Serve(args) => web::serve(args.port),
@@ -586,7 +603,14 @@ fn gateway(args: GatewayArgs) -> Result<(), Failure> {
         Some("sglang") => Some(Constrain::new(GrammarServer::Sglang, Dialect::Gbnf)),
         Some("llama-cpp") => Some(Constrain::new(GrammarServer::LlamaCpp, Dialect::Gbnf)),
         _ => None,
-    };
+    }
+    .map(|constrain| {
+        let constrain = constrain.max_calls(args.max_calls);
+        match args.max_text {
+            Some(n) => constrain.max_text(n),
+            None => constrain,
+        }
+    });
     let gateway = Gateway::new(config).map_err(|e| Failure::Usage(format!("error: {e}")))?;
     // Each request's span and timings, on stderr, when RUST_LOG asks for them.
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()

@@ -12,7 +12,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
-use tool_calling::grammar::{Dialect, Scope};
+use tool_calling::grammar::{Constraint, Dialect, Scope};
 use tool_calling::protocol::ToolCallingProtocol;
 use tool_calling::protocol::textfmt::{TextFormat, TextFormatProtocol};
 use tool_calling::protocol::vcp::VcpProtocol;
@@ -30,7 +30,7 @@ fuzz_target!(|data: &[u8]| {
     for protocol in &protocols {
         for dialect in Dialect::ALL {
             for scope in Scope::ALL {
-                match protocol.grammar(&tools, dialect, scope) {
+                match protocol.grammar(&tools, &Constraint::new(dialect, scope)) {
                     Ok(grammar) => {
                         assert!(!grammar.text().is_empty());
                         if matches!(dialect, Dialect::JsonSchema | Dialect::StructuralTag) {

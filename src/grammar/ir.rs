@@ -195,6 +195,9 @@ impl Pattern {
 pub(crate) enum Expr {
     /// This text, exactly.
     Lit(String),
+    /// This text, exactly, written in GBNF one character at a time
+    /// ([`Expr::spelled`]).
+    Spelled(String),
     /// One character of the set.
     Set(CharSet),
     /// The definition of that name.
@@ -205,9 +208,23 @@ pub(crate) enum Expr {
     Alt(Vec<Expr>),
     /// From `min` to `max` (unbounded: `None`) times.
     Rep(Box<Expr>, u32, Option<u32>),
-    /// Any text (valid UTF-8) that holds none of the patterns. Only as the whole body of
-    /// a terminal ([`Builder::avoiding`]).
-    Avoid(Vec<Pattern>),
+    /// Any text (valid UTF-8) that holds none of the patterns, of a bounded length. Only
+    /// as the whole body of a terminal ([`Builder::avoiding`]).
+    Avoid(AvoidText),
+}
+
+/// Free text: any text holding none of `patterns`, of `min` to `max` characters.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct AvoidText {
+    pub patterns: Vec<Pattern>,
+    pub min: u32,
+    pub max: Option<u32>,
+}
+
+impl AvoidText {
+    fn bounded(&self) -> bool {
+        self.min > 0 || self.max.is_some()
+    }
 }
 
 impl Expr {
@@ -237,6 +254,12 @@ impl Expr {
         if merged.len() == 1 { merged.pop().unwrap_or(Expr::Lit(String::new())) } else { Expr::Seq(merged) }
     }
 
+    /// The literal `text`, one character at a time: the same text, but GBNF writes each
+    /// character as a literal of its own (for a literal where free text may stand too).
+    pub(crate) fn spelled(text: &str) -> Expr {
+        Expr::Spelled(text.to_string())
+    }
+
     /// One of `items` (a single item is itself).
     pub(crate) fn alt(items: impl IntoIterator<Item = Expr>) -> Expr {
         let mut out: Vec<Expr> = Vec::new();
@@ -259,9 +282,13 @@ impl Expr {
         Expr::Rep(Box::new(self), 0, None)
     }
 
-    /// `self` from `min` to `max` times.
+    /// `self` from `min` to `max` times (at most 0 times: the empty text).
     pub(crate) fn times(self, min: u32, max: Option<u32>) -> Expr {
-        Expr::Rep(Box::new(self), min, max)
+        match max {
+            Some(0) => Expr::lit(""),
+            Some(1) if min == 1 => self,
+            _ => Expr::Rep(Box::new(self), min, max),
+        }
     }
 
     /// One character of `set`.
@@ -283,13 +310,23 @@ struct Def {
 /// render them with a start expression.
 #[derive(Debug, Default)]
 pub(crate) struct Builder {
+    /// The most characters a string value may hold where its schema sets no smaller
+    /// `maxLength` ([`Constraint::max_text`](super::Constraint::max_text)).
+    pub max_text: Option<u32>,
     defs: Vec<Def>,
     names: HashMap<String, usize>,
     /// Definitions by content, so that equal terminals and rules are written once.
     by_body: HashMap<(bool, String), String>,
+    /// Every name as GBNF writes it ([`gbnf_name`]).
+    gbnf_names: std::collections::HashSet<String>,
 }
 
 impl Builder {
+    /// A builder for a grammar `constraint` asks for.
+    pub(crate) fn new(constraint: &super::Constraint) -> Self {
+        Builder { max_text: constraint.max_text, ..Builder::default() }
+    }
+
     /// A rule named after `hint` (made unique); returns a reference to it.
     pub(crate) fn rule(&mut self, hint: &str, body: Expr) -> Expr {
         self.define(hint, body, false)
@@ -312,7 +349,8 @@ impl Builder {
 
     fn regular(&self, expr: &Expr) -> bool {
         match expr {
-            Expr::Lit(_) | Expr::Set(_) | Expr::Avoid(_) => true,
+            Expr::Lit(_) | Expr::Spelled(_) | Expr::Set(_) => true,
+            Expr::Avoid(text) => !text.bounded(),
             Expr::Ref(name) => self.is_terminal(name),
             Expr::Seq(items) | Expr::Alt(items) => items.iter().all(|i| self.regular(i)),
             Expr::Rep(inner, ..) => self.regular(inner),
@@ -321,7 +359,29 @@ impl Builder {
 
     /// A terminal that is any text holding none of `patterns`.
     pub(crate) fn avoiding(&mut self, hint: &str, patterns: Vec<Pattern>) -> Expr {
-        self.define(hint, Expr::Avoid(patterns), true)
+        self.avoiding_bounded(hint, patterns, 0, None)
+    }
+
+    /// A terminal that is any text of `min` to `max` characters holding none of
+    /// `patterns`.
+    pub(crate) fn avoiding_bounded(
+        &mut self,
+        hint: &str,
+        patterns: Vec<Pattern>,
+        min: u32,
+        max: Option<u32>,
+    ) -> Expr {
+        let max = max.map(|max| max.max(min));
+        let text = AvoidText { patterns, min, max };
+        // Bounded text is written out as an automaton of rules in both dialects: as one
+        // regular expression, its count times the patterns' states is more than
+        // llguidance's lexer takes.
+        let terminal = !text.bounded();
+        self.define(
+            &if terminal { hint.to_string() } else { hint.to_ascii_lowercase() },
+            Expr::Avoid(text),
+            terminal,
+        )
     }
 
     /// A name reserved now and defined later with [`Builder::define_reserved`] (for
@@ -368,10 +428,16 @@ impl Builder {
         }
         let mut name = base.clone();
         let mut n = 1;
-        while self.names.contains_key(&name) || name == "start" || name == "root" {
+        // Unique as GBNF writes names too (lower case, `-` for `_`): a terminal `VALUE`
+        // and a rule `value` would be one rule there.
+        while self.names.contains_key(&name)
+            || self.gbnf_names.contains(&gbnf_name(&name))
+            || matches!(gbnf_name(&name).as_str(), "start" | "root")
+        {
             n += 1;
             name = format!("{base}_{n}");
         }
+        self.gbnf_names.insert(gbnf_name(&name));
         name
     }
 
@@ -379,55 +445,86 @@ impl Builder {
         self.names.get(name).and_then(|&at| self.defs.get(at)).is_some_and(|d| d.terminal)
     }
 
-    /// The grammar in llguidance's Lark, starting at `start`.
-    pub(crate) fn lark(&self, start: &Expr) -> String {
+    /// The grammar in llguidance's Lark, starting at `start`, and what it leaves to
+    /// validation (a length of free text whose automaton would be too large).
+    pub(crate) fn lark(&self, start: &Expr) -> (String, Vec<String>) {
         let mut out = String::from("%llguidance {}\n\n");
+        let mut notes = Vec::new();
         let _ = writeln!(out, "start: {}", self.lark_expr(start));
         for def in &self.defs {
-            let body = match &def.body {
-                Expr::Avoid(patterns) => lark_avoid(patterns),
-                body => self.lark_expr(body),
-            };
-            let _ = writeln!(out, "{}: {body}", def.name);
+            match &def.body {
+                Expr::Avoid(text) if def.terminal => {
+                    let _ = writeln!(out, "{}: {}", def.name, lark_avoid(text));
+                }
+                Expr::Avoid(text) => {
+                    if let Err(note) = write_avoid(&mut out, &def.name, text, Rules::Lark) {
+                        notes.push(note);
+                    }
+                }
+                body => {
+                    let _ = writeln!(out, "{}: {}", def.name, self.lark_expr(body));
+                }
+            }
         }
-        out
+        (out, notes)
     }
 
     fn lark_expr(&self, expr: &Expr) -> String {
         match expr {
-            Expr::Lit(text) => lark_string(text),
+            Expr::Lit(text) | Expr::Spelled(text) => lark_string(text),
             Expr::Set(set) => format!("/{}/", set.lark()),
             Expr::Ref(name) => name.clone(),
             Expr::Seq(items) if items.is_empty() => "\"\"".to_string(),
             Expr::Seq(items) => items
                 .iter()
-                .map(|item| {
-                    let text = self.lark_expr(item);
-                    if matches!(item, Expr::Alt(_)) { format!("({text})") } else { text }
+                .enumerate()
+                .map(|(i, item)| match item {
+                    // A literal right after free text written as rules, one character at
+                    // a time (see `gbnf_expr`).
+                    Expr::Lit(text)
+                        if i.checked_sub(1)
+                            .and_then(|j| items.get(j))
+                            .is_some_and(|prev| self.is_avoid_rule(prev)) =>
+                    {
+                        text.chars().map(|c| lark_string(&c.to_string())).collect::<Vec<_>>().join(" ")
+                    }
+                    Expr::Alt(_) => format!("({})", self.lark_expr(item)),
+                    _ => self.lark_expr(item),
                 })
                 .collect::<Vec<_>>()
                 .join(" "),
             Expr::Alt(items) => items.iter().map(|item| self.lark_expr(item)).collect::<Vec<_>>().join(" | "),
             Expr::Rep(inner, min, max) => repeated(inner, self.lark_expr(inner), *min, *max),
             // Only as a terminal's whole body (rendered by the caller).
-            Expr::Avoid(patterns) => format!("({})", lark_avoid(patterns)),
+            Expr::Avoid(text) => format!("({})", lark_avoid(text)),
         }
     }
 
-    /// The grammar in llama.cpp's GBNF, starting at `start`.
-    pub(crate) fn gbnf(&self, start: &Expr) -> String {
+    /// The grammar in llama.cpp's GBNF, starting at `start`, and what it leaves to
+    /// validation (a length of free text whose automaton would be too large).
+    pub(crate) fn gbnf(&self, start: &Expr) -> (String, Vec<String>) {
         let mut out = String::new();
+        let mut notes = Vec::new();
         let _ = writeln!(out, "root ::= {}", self.gbnf_expr(start));
         for def in &self.defs {
             let name = gbnf_name(&def.name);
             match &def.body {
-                Expr::Avoid(patterns) => gbnf_avoid(&mut out, &name, patterns),
+                Expr::Avoid(text) => {
+                    if let Err(note) = write_avoid(&mut out, &name, text, Rules::Gbnf) {
+                        notes.push(note);
+                    }
+                }
                 body => {
                     let _ = writeln!(out, "{name} ::= {}", self.gbnf_expr(body));
                 }
             }
         }
-        out
+        (out, notes)
+    }
+
+    /// Whether `expr` names free text written as rules (bounded text, in Lark).
+    fn is_avoid_rule(&self, expr: &Expr) -> bool {
+        matches!(expr, Expr::Ref(name) if self.names.get(name).and_then(|&at| self.defs.get(at)).is_some_and(|d| !d.terminal && matches!(d.body, Expr::Avoid(_))))
     }
 
     fn is_avoid(&self, expr: &Expr) -> bool {
@@ -437,6 +534,9 @@ impl Builder {
     fn gbnf_expr(&self, expr: &Expr) -> String {
         match expr {
             Expr::Lit(text) => gbnf_string(text),
+            Expr::Spelled(text) => {
+                text.chars().map(|c| gbnf_string(&c.to_string())).collect::<Vec<_>>().join(" ")
+            }
             Expr::Set(set) => set.gbnf(),
             Expr::Ref(name) => gbnf_name(name),
             Expr::Seq(items) if items.is_empty() => "\"\"".to_string(),
@@ -554,9 +654,15 @@ fn regex_char(out: &mut String, c: char) {
     }
 }
 
-/// `(?s:.*)` minus every text holding a pattern.
-fn lark_avoid(patterns: &[Pattern]) -> String {
-    let mut out = String::from("/(?s:.*)/");
+/// `(?s:.*)` (or as many characters as the text may have) minus every text holding a
+/// pattern.
+fn lark_avoid(text: &AvoidText) -> String {
+    let patterns = &text.patterns;
+    let mut out = match (text.min, text.max) {
+        (0, None) => String::from("/(?s:.*)/"),
+        (min, None) => format!("/(?s:.{{{min},}})/"),
+        (min, Some(max)) => format!("/(?s:.{{{min},{max}}})/"),
+    };
     let anywhere: Vec<String> =
         patterns.iter().filter(|p| !p.at_start && !p.at_end).map(Pattern::lark).collect();
     if !anywhere.is_empty() {
@@ -620,24 +726,161 @@ fn gbnf_string(text: &str) -> String {
     out
 }
 
-/// Writes avoiding text as rules `NAME` (the start state) and `NAME-sK`: a deterministic
-/// automaton over the characters that tracks every partial match of the patterns.
-fn gbnf_avoid(out: &mut String, name: &str, patterns: &[Pattern]) {
-    let automaton = Automaton::new(patterns);
-    for (index, state) in automaton.states.iter().enumerate() {
-        let rule = if index == 0 { name.to_string() } else { format!("{name}-s{index}") };
-        let mut alternatives: Vec<String> = Vec::new();
-        for (target, set) in &state.moves {
-            let next = if *target == 0 { name.to_string() } else { format!("{name}-s{target}") };
-            alternatives.push(format!("{} {next}", set.gbnf()));
+/// The most rules a length-bounded free text may take (its automaton's states times the
+/// lengths it counts); past it the length is left to validation.
+pub(crate) const BOUNDED_TEXT_RULES: usize = 20_000;
+
+/// How automaton rules are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Rules {
+    Lark,
+    Gbnf,
+}
+
+impl Rules {
+    fn set(self, set: &CharSet) -> String {
+        match self {
+            Rules::Lark => format!("/{}/", set.lark()),
+            Rules::Gbnf => set.gbnf(),
         }
-        let body = match (alternatives.is_empty(), state.accepting) {
-            (true, _) => "\"\"".to_string(),
-            (false, true) => format!("({})?", alternatives.join(" | ")),
-            (false, false) => alternatives.join(" | "),
-        };
-        let _ = writeln!(out, "{rule} ::= {body}");
     }
+
+    /// A rule's name for state `state` of the rule `name` (GBNF joins with `-`).
+    fn state(self, name: &str, state: &str) -> String {
+        match self {
+            Rules::Lark => format!("{name}_{}", state.replace('-', "_")),
+            Rules::Gbnf => format!("{name}-{state}"),
+        }
+    }
+
+    fn line(self, out: &mut String, rule: &str, body: &str) {
+        let _ = match self {
+            Rules::Lark => writeln!(out, "{rule}: {body}"),
+            Rules::Gbnf => writeln!(out, "{rule} ::= {body}"),
+        };
+    }
+}
+
+/// Writes avoiding text as rules `NAME` (the start state) and `NAME-sK`: a deterministic
+/// automaton over the characters that tracks every partial match of the patterns (and,
+/// for a text of bounded length, how many characters it holds: `NAME-sK-nC`). `Err`
+/// with a note when a bounded text would take more than [`BOUNDED_TEXT_RULES`] rules:
+/// the text is then written without its bounds.
+fn write_avoid(out: &mut String, name: &str, text: &AvoidText, rules: Rules) -> Result<(), String> {
+    let automaton = Automaton::new(&text.patterns);
+    let rule =
+        |index: usize| if index == 0 { name.to_string() } else { rules.state(name, &format!("s{index}")) };
+    if !text.bounded() {
+        for (index, state) in automaton.states.iter().enumerate() {
+            let moves = state.moves.iter().map(|(target, set)| (set, rule(*target)));
+            write_state(out, &rule(index), moves, state.accepting, rules);
+        }
+        return Ok(());
+    }
+    let unbounded = |out: &mut String, why: String| {
+        let unbounded = AvoidText { patterns: text.patterns.clone(), min: 0, max: None };
+        write_avoid(out, name, &unbounded, rules)?;
+        Err(format!(
+            "a text of {}..{} characters {why}: its length is left to validation",
+            text.min,
+            text.max.map_or("∞".to_string(), |m| m.to_string())
+        ))
+    };
+    // The product of the automaton and a count of characters, capped where it stops
+    // mattering (at `max`, or at `min` when the text is unbounded above).
+    let cap = text.max.unwrap_or(text.min) as usize;
+    // Product states, numbered in the order they are reached.
+    let mut index: HashMap<(usize, usize), usize> = HashMap::from([((0, 0), 0)]);
+    let mut order = vec![(0usize, 0usize)];
+    let mut at = 0;
+    while let Some(&(state, count)) = order.get(at) {
+        at += 1;
+        if order.len() > BOUNDED_TEXT_RULES {
+            return unbounded(out, format!("would take more than {BOUNDED_TEXT_RULES} rules"));
+        }
+        if text.max.is_some_and(|max| count >= max as usize) {
+            continue;
+        }
+        let next_count = (count + 1).min(cap);
+        for (target, _) in automaton.states.get(state).map(|s| s.moves.as_slice()).unwrap_or_default() {
+            if !index.contains_key(&(*target, next_count)) {
+                index.insert((*target, next_count), order.len());
+                order.push((*target, next_count));
+            }
+        }
+    }
+    let name_of = |state: usize, count: usize| {
+        if (state, count) == (0, 0) {
+            name.to_string()
+        } else {
+            rules.state(name, &format!("s{state}-n{count}"))
+        }
+    };
+    let moves_of = |state: usize, count: usize| -> Vec<(usize, &CharSet)> {
+        if text.max.is_some_and(|max| count >= max as usize) {
+            return Vec::new();
+        }
+        let next_count = (count + 1).min(cap);
+        let moves = automaton.states.get(state).map(|s| s.moves.as_slice()).unwrap_or_default();
+        moves.iter().filter_map(|(target, set)| Some((*index.get(&(*target, next_count))?, set))).collect()
+    };
+    let accepting = |state: usize, count: usize| {
+        automaton.states.get(state).is_some_and(|s| s.accepting) && count >= text.min as usize
+    };
+    // Only states from which the text can still end are written (a count at its bound
+    // in a state that may not end the text leads nowhere).
+    let mut live = vec![false; order.len()];
+    let mut changed = true;
+    while changed {
+        changed = false;
+        for (i, &(state, count)) in order.iter().enumerate().rev() {
+            let on = |j: usize| live.get(j).copied().unwrap_or(false);
+            if on(i) {
+                continue;
+            }
+            if accepting(state, count) || moves_of(state, count).iter().any(|(j, _)| on(*j)) {
+                if let Some(flag) = live.get_mut(i) {
+                    *flag = true;
+                }
+                changed = true;
+            }
+        }
+    }
+    let on = |j: usize| live.get(j).copied().unwrap_or(false);
+    if !on(0) {
+        return unbounded(out, "cannot avoid the protocol's markup".to_string());
+    }
+    for (i, &(state, count)) in order.iter().enumerate() {
+        if !on(i) {
+            continue;
+        }
+        let moves: Vec<(&CharSet, String)> = moves_of(state, count)
+            .into_iter()
+            .filter(|(j, _)| on(*j))
+            .filter_map(|(j, set)| order.get(j).map(|&(s, c)| (set, name_of(s, c))))
+            .collect();
+        write_state(out, &name_of(state, count), moves.into_iter(), accepting(state, count), rules);
+    }
+    Ok(())
+}
+
+/// One state's rule: a character of each set and the state it leads to, or (where the
+/// text may end) nothing.
+fn write_state<'s>(
+    out: &mut String,
+    rule: &str,
+    moves: impl Iterator<Item = (&'s CharSet, String)>,
+    accepting: bool,
+    rules: Rules,
+) {
+    let alternatives: Vec<String> = moves.map(|(set, next)| format!("{} {next}", rules.set(set))).collect();
+    let body = match (alternatives.is_empty(), accepting) {
+        // (Only states from which the text can end are written.)
+        (true, _) => "\"\"".to_string(),
+        (false, true) => format!("({})?", alternatives.join(" | ")),
+        (false, false) => alternatives.join(" | "),
+    };
+    rules.line(out, rule, &body);
 }
 
 /// A position in a pattern: `(pattern, piece)`.
@@ -850,15 +1093,32 @@ mod tests {
     }
 
     #[test]
+    fn names_stay_apart_in_gbnf() {
+        // A terminal and a rule whose names differ in case only (a number value, an
+        // array value) are two rules in GBNF too, which writes names in lower case.
+        let mut b = Builder::default();
+        let number = b.terminal("VALUE", Expr::set(CharSet::range('0', '9')));
+        let array = b.rule("value", Expr::seq([Expr::lit("["), Expr::Ref("json".into()), Expr::lit("]")]));
+        let start = Expr::alt([number, array]);
+        let (gbnf, _) = b.gbnf(&start);
+        let heads: Vec<&str> = gbnf.lines().filter_map(|line| line.split(" ::= ").next()).collect();
+        let mut unique = heads.clone();
+        unique.sort_unstable();
+        unique.dedup();
+        assert_eq!(heads.len(), unique.len(), "{gbnf}");
+    }
+
+    #[test]
     fn renderings_name_every_definition() {
         let mut b = Builder::default();
         let text = b.avoiding("text", vec![Pattern::text("ab")]);
         let until = b.terminal("until", Expr::seq([text.clone(), Expr::lit("ab")]));
         let start = Expr::seq([until, text]);
         b.check(&start).unwrap();
-        let lark = b.lark(&start);
+        let (lark, _) = b.lark(&start);
         assert!(lark.contains("TEXT: /(?s:.*)/ & ~/(?s:.*)([a][b])(?s:.*)/"), "{lark}");
-        let gbnf = b.gbnf(&start);
+        let (gbnf, notes) = b.gbnf(&start);
+        assert!(notes.is_empty(), "{notes:?}");
         assert!(gbnf.starts_with("root ::= until text\n"), "{gbnf}");
         // The automaton: after an `a`, a `b` would complete the pattern.
         assert!(gbnf.contains("text ::= ([^a] text | [a] text-s1)?\n"), "{gbnf}");

@@ -40,7 +40,7 @@
 //! `if`/`then`/`else`, `patternProperties`.
 //!
 //! ```
-//! use tool_calling::grammar::{Dialect, Scope};
+//! use tool_calling::grammar::{Constraint, Dialect, Scope};
 //! use tool_calling::protocol::ToolCallingProtocol;
 //! use tool_calling::protocol::vcp::VcpProtocol;
 //! use tool_calling::tools::{MethodDefinition, ToolDefinition};
@@ -52,7 +52,7 @@
 //!         "required": ["a", "b"]
 //!     })),
 //! );
-//! let grammar = VcpProtocol::default().grammar(&[calc], Dialect::Lark, Scope::Call)?;
+//! let grammar = VcpProtocol::default().grammar(&[calc], &Constraint::new(Dialect::Lark, Scope::Call))?;
 //! assert!(grammar.text().starts_with("%llguidance {}"));
 //! assert!(grammar.text().contains("command:「始」add「末」"));
 //! # Ok::<(), tool_calling::grammar::GrammarError>(())
@@ -68,7 +68,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 pub(crate) use ir::{Builder, CharSet, Expr, Pattern};
-pub(crate) use values::{ValueStyle, Values};
+pub(crate) use values::{TextForm, ValueStyle, Values, integer_range};
 
 /// The language a grammar is written in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -172,13 +172,48 @@ pub struct Grammar {
     dialect: Dialect,
     scope: Scope,
     text: String,
+    /// What the grammar leaves to validation, and why.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    notes: Vec<String>,
 }
 
 impl Grammar {
     /// A grammar of `dialect` and `scope` whose text is `text` (for protocols of your
     /// own).
     pub fn new(dialect: Dialect, scope: Scope, text: impl Into<String>) -> Self {
-        Grammar { dialect, scope, text: text.into() }
+        Grammar { dialect, scope, text: text.into(), notes: Vec::new() }
+    }
+
+    /// With a note on what the grammar leaves to validation.
+    #[must_use]
+    pub fn with_note(mut self, note: impl Into<String>) -> Self {
+        self.notes.push(note.into());
+        self
+    }
+
+    /// What the grammar leaves to validation, and why: a schema keyword the dialect
+    /// cannot express (a `pattern` in GBNF, a text length whose automaton would be too
+    /// large), each said once. Text the grammar admits still parses into complete
+    /// requests; validation refuses what these keywords rule out.
+    ///
+    /// ```
+    /// use tool_calling::grammar::{Constraint, Dialect, Scope};
+    /// use tool_calling::protocol::ToolCallingProtocol;
+    /// use tool_calling::protocol::vcp::VcpProtocol;
+    /// use tool_calling::tools::{MethodDefinition, ToolDefinition};
+    /// let shout = ToolDefinition::new("shout", "Shout").with_method(
+    ///     MethodDefinition::new("say", "Say it loud.").with_parameters(serde_json::json!({
+    ///         "type": "object",
+    ///         "properties": {"text": {"type": "string", "maxLength": 40}},
+    ///         "required": ["text"]
+    ///     })),
+    /// );
+    /// let grammar = VcpProtocol::default().grammar(&[shout], &Constraint::new(Dialect::Gbnf, Scope::Call))?;
+    /// assert!(grammar.notes().is_empty(), "40 characters are written out in GBNF");
+    /// # Ok::<(), tool_calling::grammar::GrammarError>(())
+    /// ```
+    pub fn notes(&self) -> &[String] {
+        &self.notes
     }
 
     /// Its dialect.
@@ -210,28 +245,93 @@ impl Grammar {
     }
 }
 
-/// Which grammar to send with each model request: its dialect and scope (in a
-/// [`ToolCallConfig`](crate::config::ToolCallConfig), `{"dialect": "lark", "scope":
-/// "reply"}`).
+/// Which grammar to build: its dialect, its scope, and the bounds it sets on what a
+/// model may write (in a [`ToolCallConfig`](crate::config::ToolCallConfig),
+/// `{"dialect": "gbnf", "scope": "calls", "max_text": 200}`).
+///
+/// The bounds are what a small model needs to finish: without one, a model that does
+/// not know when to stop writes a value, or another call, until its token limit.
+///
+/// - [`max_calls`](Self::max_calls) bounds the calls of the `calls` and `reply` scopes
+///   (4 by default; 1 gives exactly one call).
+/// - [`max_text`](Self::max_text) bounds every string value whose schema sets no smaller
+///   `maxLength` (off by default). It costs a long value its end: a model that needs
+///   more characters is cut off where the grammar closes the value, and the value it
+///   wrote is the first `max_text` characters of the one it meant. In GBNF a bounded
+///   text value of a protocol whose values are plain text is written out as an
+///   automaton of one rule per character counted, so the grammar grows with the bound
+///   (a few thousand rules for 200 characters of VCP).
 ///
 /// ```
 /// use tool_calling::grammar::{Constraint, Dialect, Scope};
 /// let constraint: Constraint = serde_json::from_str(r#"{"dialect": "gbnf", "scope": "calls"}"#).unwrap();
 /// assert_eq!(constraint, Constraint::new(Dialect::Gbnf, Scope::Calls));
+/// assert_eq!(constraint.max_calls, 4);
+/// let bounded = Constraint::new(Dialect::Lark, Scope::Call).max_text(200);
+/// assert_eq!(bounded.max_text, Some(200));
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct Constraint {
     /// The grammar's dialect (what the server reads).
     pub dialect: Dialect,
-    /// How much of the reply it covers.
+    /// How much of the reply it covers. In a conversation loop (the engine's, the
+    /// gateway's) this is the scope of a turn that must call; a turn after tool results
+    /// gets [`Scope::Reply`].
     pub scope: Scope,
+    /// The most characters of a string value whose schema sets no smaller `maxLength`
+    /// (`None`, the default: unbounded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_text: Option<u32>,
+    /// The most calls in one reply ([`Scope::Calls`], [`Scope::Reply`]); at least 1.
+    #[serde(default = "default_max_calls")]
+    pub max_calls: u32,
+}
+
+/// [`Constraint::max_calls`] by default.
+const DEFAULT_MAX_CALLS: u32 = 4;
+
+fn default_max_calls() -> u32 {
+    DEFAULT_MAX_CALLS
 }
 
 impl Constraint {
-    /// A grammar of `dialect` for `scope`.
+    /// A grammar of `dialect` for `scope`, with the default bounds.
     pub fn new(dialect: Dialect, scope: Scope) -> Self {
-        Constraint { dialect, scope }
+        Constraint { dialect, scope, max_text: None, max_calls: DEFAULT_MAX_CALLS }
+    }
+
+    /// Sets [`dialect`](Self::dialect).
+    #[must_use]
+    pub fn dialect(mut self, dialect: Dialect) -> Self {
+        self.dialect = dialect;
+        self
+    }
+
+    /// Sets [`scope`](Self::scope).
+    #[must_use]
+    pub fn scope(mut self, scope: Scope) -> Self {
+        self.scope = scope;
+        self
+    }
+
+    /// Sets [`max_text`](Self::max_text).
+    #[must_use]
+    pub fn max_text(mut self, characters: u32) -> Self {
+        self.max_text = Some(characters);
+        self
+    }
+
+    /// Sets [`max_calls`](Self::max_calls) (0 is taken as 1).
+    #[must_use]
+    pub fn max_calls(mut self, calls: u32) -> Self {
+        self.max_calls = calls.max(1);
+        self
+    }
+
+    /// The calls a reply may hold under this constraint.
+    fn call_bound(&self) -> u32 {
+        self.max_calls.max(1)
     }
 }
 
@@ -327,21 +427,28 @@ pub(crate) fn reasoning_heads() -> Vec<Pattern> {
 }
 
 impl Syntax {
-    /// The grammar of `scope` in `dialect`.
+    /// The grammar `constraint` asks for.
     pub(crate) fn grammar(
         self,
         mut builder: Builder,
-        dialect: Dialect,
-        scope: Scope,
+        constraint: &Constraint,
     ) -> Result<Grammar, GrammarError> {
+        let (dialect, scope) = (constraint.dialect, constraint.scope);
         match dialect {
             Dialect::Lark | Dialect::Gbnf => {
-                let start = self.start(&mut builder, scope);
+                let start = self.start(&mut builder, scope, constraint.call_bound());
                 debug_assert_eq!(builder.check(&start), Ok(()));
-                let text = if dialect == Dialect::Lark { builder.lark(&start) } else { builder.gbnf(&start) };
-                Ok(Grammar::new(dialect, scope, text))
+                let (text, notes) =
+                    if dialect == Dialect::Lark { builder.lark(&start) } else { builder.gbnf(&start) };
+                let mut grammar = Grammar::new(dialect, scope, text);
+                for note in notes {
+                    if !grammar.notes.contains(&note) {
+                        grammar.notes.push(note);
+                    }
+                }
+                Ok(grammar)
             }
-            Dialect::JsonSchema | Dialect::StructuralTag => self.json_grammar(dialect, scope),
+            Dialect::JsonSchema | Dialect::StructuralTag => self.json_grammar(dialect, scope, constraint),
         }
     }
 
@@ -349,16 +456,13 @@ impl Syntax {
         GrammarError::Unsupported { protocol: self.protocol.clone(), dialect, scope }
     }
 
-    /// What follows `open` for one or more calls.
-    fn after_open(&self, many: bool) -> Expr {
+    /// What follows `open` for one call, or for one to `most` calls in a section.
+    fn after_open(&self, most: u32) -> Expr {
         match &self.section {
             Some(section) => Expr::seq([
                 self.call.clone(),
-                if many {
-                    Expr::seq([section.between.clone(), self.call.clone()]).star()
-                } else {
-                    Expr::lit("")
-                },
+                Expr::seq([section.between.clone(), self.call.clone()])
+                    .times(0, Some(most.saturating_sub(1))),
                 Expr::lit(section.close.clone()),
             ]),
             None => self.call.clone(),
@@ -374,17 +478,21 @@ impl Syntax {
         patterns
     }
 
-    fn start(&self, b: &mut Builder, scope: Scope) -> Expr {
+    /// The start of a grammar of `scope`, whose replies hold at most `most` calls.
+    fn start(&self, b: &mut Builder, scope: Scope, most: u32) -> Expr {
         let open = Expr::lit(self.open.clone());
         match scope {
-            Scope::Call => b.rule("call", Expr::seq([open, self.after_open(false)])),
+            Scope::Call => b.rule("call", Expr::seq([open, self.after_open(1)])),
             Scope::Calls => {
-                let first = Expr::seq([open.clone(), self.after_open(true)]);
+                let first = Expr::seq([open.clone(), self.after_open(most)]);
                 let body = if self.section.is_some() {
                     first
                 } else {
-                    let space = b.terminal("WS", Expr::set(CharSet::of(" \t\n")).times(1, None));
-                    Expr::seq([first, Expr::seq([space.opt(), open, self.after_open(true)]).star()])
+                    // Between calls, a line break or two (what a model writes), never a
+                    // run of white space it could write until its token limit.
+                    let space = b.terminal("WS", Expr::set(CharSet::of(" \t\n")).times(1, Some(2)));
+                    let more = Expr::seq([space.opt(), open, self.after_open(1)]);
+                    Expr::seq([first, more.times(0, Some(most.saturating_sub(1)))])
                 };
                 b.rule("calls", body)
             }
@@ -397,17 +505,24 @@ impl Syntax {
                 before_patterns.extend(self.avoid_before_open());
                 let before = b.avoiding("TEXT_BEFORE_CALL", before_patterns);
                 let lead = b.terminal("TEXT_THEN_CALL", Expr::seq([before, open]));
-                let calls = b.rule("calls", Expr::seq([lead, self.after_open(true)]));
+                let calls = b.rule("calls", Expr::seq([lead, self.after_open(most)]));
                 let mut items = Vec::new();
                 if self.reasoning {
                     let inner = b.avoiding("REASONING_TEXT", reasoning_heads());
+                    // The opening tag spelled out: a reply may also start with free text
+                    // or a call, which begin with `<` too, and an engine that reads a
+                    // literal as one lexeme (llguidance's GBNF reader) would otherwise
+                    // commit to `<think>` at the `<` of `<tool_call>`.
                     let block = b.terminal(
                         "REASONING",
-                        Expr::seq([Expr::lit("<think>"), inner, Expr::lit("</think>")]),
+                        Expr::seq([Expr::spelled("<think>"), inner, Expr::lit("</think>")]),
                     );
                     items.push(block.opt());
                 }
-                items.push(calls.star());
+                // At most `most` calls: in that many places, or in one section of that
+                // many.
+                let places = if self.section.is_some() { 1 } else { most };
+                items.push(calls.times(0, Some(places)));
                 items.push(text);
                 b.rule("reply", Expr::seq(items))
             }
@@ -419,7 +534,12 @@ impl Syntax {
         if self.open.starts_with("<<<[") { vec![Pattern::text("`").at_end()] } else { Vec::new() }
     }
 
-    fn json_grammar(&self, dialect: Dialect, scope: Scope) -> Result<Grammar, GrammarError> {
+    fn json_grammar(
+        &self,
+        dialect: Dialect,
+        scope: Scope,
+        constraint: &Constraint,
+    ) -> Result<Grammar, GrammarError> {
         let Some((name_key, args_key, calls)) = &self.json else {
             return Err(self.unsupported(dialect, scope));
         };
@@ -442,7 +562,7 @@ impl Syntax {
                             "type": "object",
                             "properties": {
                                 *name_key: {"const": call.name},
-                                *args_key: strict(&call.arguments),
+                                *args_key: strict(&call.arguments, constraint.max_text),
                             },
                             "required": [name_key, args_key],
                             "additionalProperties": false,
@@ -454,12 +574,18 @@ impl Syntax {
                 } else {
                     json!({"anyOf": one})
                 };
-                if scope == Scope::Call { one } else { json!({"type": "array", "items": one, "minItems": 1}) }
+                if scope == Scope::Call {
+                    one
+                } else {
+                    json!({"type": "array", "items": one, "minItems": 1, "maxItems": constraint.call_bound()})
+                }
             }
             (Dialect::StructuralTag, Scope::Reply) => {
                 let structures: Vec<Value> = calls
                     .iter()
-                    .map(|call| json!({"begin": call.begin, "schema": strict(&call.arguments), "end": call.end}))
+                    .map(|call| {
+                        json!({"begin": call.begin, "schema": strict(&call.arguments, constraint.max_text), "end": call.end})
+                    })
                     .collect();
                 json!({"type": "structural_tag", "structures": structures, "triggers": [self.open]})
             }
@@ -486,17 +612,18 @@ fn depth(value: &Value) -> usize {
 }
 
 /// `schema` with `"additionalProperties": false` on every object that lists its
-/// properties and says nothing of others: a call may hold no unknown key.
-pub(crate) fn strict(schema: &Value) -> Value {
-    strict_at(schema, 0)
+/// properties and says nothing of others (a call may hold no unknown key), and, with
+/// `max_text`, every string bounded by it ([`Constraint::max_text`]).
+pub(crate) fn strict(schema: &Value, max_text: Option<u32>) -> Value {
+    strict_at(schema, max_text, 0)
 }
 
 /// [`strict`] at nesting `depth`: deeper than 64 levels, the schema is left as it is.
-fn strict_at(schema: &Value, depth: u32) -> Value {
+fn strict_at(schema: &Value, max_text: Option<u32>, depth: u32) -> Value {
     if depth > 64 {
         return schema.clone();
     }
-    let strict = |value: &Value| strict_at(value, depth + 1);
+    let strict = |value: &Value| strict_at(value, max_text, depth + 1);
     match schema {
         Value::Object(object) => {
             let mut out = serde_json::Map::new();
@@ -518,6 +645,18 @@ fn strict_at(schema: &Value, depth: u32) -> Value {
             }
             if out.contains_key("properties") && !out.contains_key("additionalProperties") {
                 out.insert("additionalProperties".into(), Value::Bool(false));
+            }
+            if let Some(cap) = max_text {
+                let string = match out.get("type") {
+                    Some(Value::String(kind)) => kind == "string",
+                    Some(Value::Array(kinds)) => kinds.iter().any(|k| k == "string"),
+                    _ => false,
+                };
+                let own = out.get("maxLength").and_then(Value::as_u64);
+                let least = out.get("minLength").and_then(Value::as_u64).unwrap_or(0);
+                if string && own.is_none_or(|own| own > u64::from(cap)) {
+                    out.insert("maxLength".into(), Value::from(u64::from(cap).max(least)));
+                }
             }
             Value::Object(out)
         }

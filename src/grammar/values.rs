@@ -16,7 +16,7 @@ use std::collections::HashMap;
 use serde_json::{Map, Value};
 
 use super::GrammarError;
-use super::ir::{Builder, CharSet, Expr};
+use super::ir::{Builder, CharSet, Expr, Pattern};
 
 /// Digits an integer or a number's integer part may have: enough for every `i64` and
 /// `u64`, few enough that every such number reads back as a finite JSON number.
@@ -28,12 +28,45 @@ pub(crate) struct ValueStyle {
     /// Characters JSON strings must escape beyond JSON's own (`<`, so that no string
     /// can open a reasoning tag or close the call's markup; VCP adds `「`).
     pub string_escapes: String,
-    /// For protocols whose values are text: a string value, delimiters included (its
-    /// forms, each a terminal that ends with the closing delimiter).
-    pub text: Option<Expr>,
+    /// For protocols whose values are text: the forms a string value may take (empty:
+    /// the protocol writes no text values).
+    pub text: Vec<TextForm>,
     /// For protocols whose values are text: what opens and closes a value that is not
     /// a string (a number, a boolean, JSON).
     pub open: String,
+    pub close: String,
+    /// For protocols that trim their text values: text a value may hold before its
+    /// closing delimiter beyond what the writer writes (VCP: a line break).
+    pub slack: Option<String>,
+}
+
+impl ValueStyle {
+    /// JSON values, strings escaping `escapes` beyond JSON's own.
+    pub(crate) fn json(escapes: &str) -> Self {
+        ValueStyle {
+            string_escapes: escapes.into(),
+            text: Vec::new(),
+            open: String::new(),
+            close: String::new(),
+            slack: None,
+        }
+    }
+
+    /// The slack before a closing delimiter, if any.
+    fn slack(&self) -> Expr {
+        self.slack.as_ref().map_or(Expr::lit(""), |slack| Expr::lit(slack.clone()).opt())
+    }
+}
+
+/// One form of a string value in a protocol whose values are text: `open`, any text that
+/// holds none of `avoid`, then `close` (VCP has two: plain and escaped).
+#[derive(Debug, Clone)]
+pub(crate) struct TextForm {
+    /// The names of its terminals: the text alone, and the whole value.
+    pub text_name: &'static str,
+    pub value_name: &'static str,
+    pub open: String,
+    pub avoid: Vec<Pattern>,
     pub close: String,
 }
 
@@ -51,6 +84,16 @@ pub(crate) struct Values<'b> {
 impl<'b> Values<'b> {
     pub(crate) fn new(builder: &'b mut Builder, style: ValueStyle, method: &str, root: &'b Value) -> Self {
         Values { builder, style, method: method.to_string(), root, refs: HashMap::new(), depth: 0 }
+    }
+
+    /// The bounds of a string of `schema`: its `minLength`, and its `maxLength` capped by
+    /// the grammar's [`max_text`](super::Constraint::max_text).
+    fn string_bounds(&self, schema: &Map<String, Value>) -> (u32, Option<u32>) {
+        let max = match (count(schema, "maxLength"), self.builder.max_text) {
+            (Some(own), Some(cap)) => Some(own.min(cap)),
+            (own, cap) => own.or(cap),
+        };
+        (count(schema, "minLength").unwrap_or(0), max)
     }
 
     fn error(&self, message: impl Into<String>) -> GrammarError {
@@ -206,8 +249,8 @@ impl<'b> Values<'b> {
     fn json_of_type(&mut self, kind: &str, schema: &Map<String, Value>) -> Result<Expr, GrammarError> {
         Ok(match kind {
             "string" => {
-                let (min, max) = (count(schema, "minLength"), count(schema, "maxLength"));
-                self.string(min.unwrap_or(0), max)
+                let (min, max) = self.string_bounds(schema);
+                self.string(min, max)
             }
             "integer" => {
                 let (min, max) = integer_bounds(schema);
@@ -304,7 +347,7 @@ impl<'b> Values<'b> {
     fn text_inner(&mut self, schema: &Value) -> Result<Expr, GrammarError> {
         let object = match schema {
             Value::Object(object) => object,
-            _ => return self.free_text(),
+            _ => return self.free_text(0, self.builder.max_text),
         };
         if let Some(reference) = object.get("$ref").and_then(Value::as_str) {
             return self.reference(reference, |values, target| values.text(target));
@@ -337,11 +380,8 @@ impl<'b> Values<'b> {
         };
         // A string alternative admits any text, so it stands alone.
         if kinds.contains(&"string") {
-            let (min, max) = (count(object, "minLength"), count(object, "maxLength"));
-            if min.is_some() || max.is_some() {
-                return Err(self.error("`minLength`/`maxLength` on a text value are not supported"));
-            }
-            return self.free_text();
+            let (min, max) = self.string_bounds(object);
+            return self.free_text(min, max);
         }
         let mut alternatives = Vec::new();
         for kind in kinds {
@@ -366,13 +406,31 @@ impl<'b> Values<'b> {
 
     /// `inner` between the value delimiters: one lexeme when it is regular.
     fn delimited(&mut self, inner: Expr) -> Expr {
-        let body =
-            Expr::seq([Expr::lit(self.style.open.clone()), inner, Expr::lit(self.style.close.clone())]);
+        let body = Expr::seq([
+            Expr::lit(self.style.open.clone()),
+            inner,
+            self.style.slack(),
+            Expr::lit(self.style.close.clone()),
+        ]);
         self.builder.token("VALUE", body)
     }
 
-    fn free_text(&mut self) -> Result<Expr, GrammarError> {
-        self.style.text.clone().ok_or_else(|| self.error("this protocol writes no text values"))
+    /// A string value of `min` to `max` characters, in each of the protocol's text forms.
+    fn free_text(&mut self, min: u32, max: Option<u32>) -> Result<Expr, GrammarError> {
+        if self.style.text.is_empty() {
+            return Err(self.error("this protocol writes no text values"));
+        }
+        let mut forms = Vec::new();
+        for form in self.style.text.clone() {
+            let text = self.builder.avoiding_bounded(form.text_name, form.avoid, min, max);
+            // The closer after the slack spelled out, as after free text (see
+            // `Expr::spelled`).
+            let close =
+                if self.style.slack.is_some() { Expr::spelled(&form.close) } else { Expr::lit(form.close) };
+            let value = Expr::seq([Expr::lit(form.open), text, self.style.slack(), close]);
+            forms.push(self.builder.token(form.value_name, value));
+        }
+        Ok(Expr::alt(forms))
     }
 
     fn reference(
@@ -480,9 +538,12 @@ fn integer_bounds(schema: &Map<String, Value>) -> (Option<i128>, Option<i128>) {
 }
 
 /// Every integer from `min` to `max` (either may be open), in its shortest decimal text.
+/// An open bound is the end of what the crate reads as an integer (an `i64` below zero,
+/// a `u64` above it): a longer run of digits would read as a float, or stay text in a
+/// text protocol, and fail an `integer` schema.
 pub(crate) fn integer_range(min: Option<i128>, max: Option<i128>) -> Expr {
-    let limit = 10i128.pow(MAX_DIGITS) - 1;
-    let (min, max) = (min.unwrap_or(-limit).max(-limit), max.unwrap_or(limit).min(limit));
+    let (lowest, highest) = (i128::from(i64::MIN), i128::from(u64::MAX));
+    let (min, max) = (min.unwrap_or(lowest).max(lowest), max.unwrap_or(highest).min(highest));
     if min > max {
         // No integer: a text no value has, so that nothing is admitted.
         return Expr::Alt(Vec::new());
@@ -567,7 +628,7 @@ mod tests {
         // A small backtracking matcher over the regular subset, for these tests only.
         fn go<'t>(expr: &Expr, text: &'t str, k: &mut dyn FnMut(&'t str) -> bool) -> bool {
             match expr {
-                Expr::Lit(l) => text.strip_prefix(l.as_str()).is_some_and(&mut *k),
+                Expr::Lit(l) | Expr::Spelled(l) => text.strip_prefix(l.as_str()).is_some_and(&mut *k),
                 Expr::Set(set) => {
                     let mut chars = text.chars();
                     chars.next().is_some_and(|c| set.contains(c)) && k(chars.as_str())

@@ -16,7 +16,7 @@
 mod diagnostic;
 mod events;
 pub(crate) mod ids;
-use crate::grammar::{Dialect, Grammar, GrammarError, Scope};
+use crate::grammar::{Constraint, Grammar, GrammarError};
 
 pub mod native;
 mod outcome;
@@ -257,21 +257,20 @@ pub trait ToolCallingProtocol: Send + Sync {
     }
 
     /// A grammar for constrained decoding that admits exactly the valid calls to
-    /// `tools`' methods, written in this protocol, in `dialect`, for `scope` (see
-    /// [`grammar`](crate::grammar)). Text the grammar admits must parse, with this
-    /// protocol, into complete requests whose methods exist and whose arguments pass
-    /// validation.
+    /// `tools`' methods, written in this protocol, in the dialect and scope `constraint`
+    /// asks for, within its bounds (see [`grammar`](crate::grammar)). Text the grammar
+    /// admits must parse, with this protocol, into complete requests whose methods exist
+    /// and whose arguments pass validation.
     ///
     /// The default has none ([`GrammarError::Unsupported`]); VCP and the open-model
     /// text formats write theirs.
-    fn grammar(
-        &self,
-        tools: &[ToolDefinition],
-        dialect: Dialect,
-        scope: Scope,
-    ) -> Result<Grammar, GrammarError> {
+    fn grammar(&self, tools: &[ToolDefinition], constraint: &Constraint) -> Result<Grammar, GrammarError> {
         let _ = tools;
-        Err(GrammarError::Unsupported { protocol: self.id().to_string(), dialect, scope })
+        Err(GrammarError::Unsupported {
+            protocol: self.id().to_string(),
+            dialect: constraint.dialect,
+            scope: constraint.scope,
+        })
     }
 }
 

@@ -146,7 +146,9 @@ pub(crate) fn syntax(
     b: &mut crate::grammar::Builder,
     methods: &[(String, &serde_json::Value)],
 ) -> Result<crate::grammar::Syntax, crate::grammar::GrammarError> {
-    use crate::grammar::{CharSet, Expr, Pattern, Syntax, ValueStyle, Values, properties, reasoning_heads};
+    use crate::grammar::{
+        CharSet, Expr, Pattern, Syntax, TextForm, ValueStyle, Values, properties, reasoning_heads,
+    };
     let mut patterns = vec![
         Pattern::new().then(CharSet::unicode_space()).at_start(),
         Pattern::new().then(CharSet::unicode_space()).at_end(),
@@ -156,13 +158,19 @@ pub(crate) fn syntax(
     if options.skip_reasoning {
         patterns.extend(reasoning_heads());
     }
-    let text = b.avoiding("VALUE_TEXT", patterns);
-    let string = b.terminal("STRING_VALUE", Expr::seq([Expr::lit(VALUE), text, Expr::lit(VALUE_END)]));
+    let string = TextForm {
+        text_name: "VALUE_TEXT",
+        value_name: "STRING_VALUE",
+        open: VALUE.into(),
+        avoid: patterns,
+        close: VALUE_END.into(),
+    };
     let style = ValueStyle {
         string_escapes: "<".into(),
-        text: Some(string),
+        text: vec![string],
         open: VALUE.into(),
         close: VALUE_END.into(),
+        slack: None,
     };
     let line = if v47 { "" } else { "\n" };
     let mut calls = Vec::new();

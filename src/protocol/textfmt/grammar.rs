@@ -9,7 +9,8 @@
 //! - `deepseek_v31`: calls inside `<｜tool▁calls▁begin｜>` … `<｜tool▁calls▁end｜>`, chained
 //!   with nothing between them.
 //! - `kimi_k2`: calls inside `<|tool_calls_section_begin|>` … `<|tool_calls_section_end|>`,
-//!   chained with nothing between them; the id is `functions.NAME:` and any digits.
+//!   chained with nothing between them; the id is `functions.NAME:` and an index below
+//!   the grammar's most calls.
 //! - `mistral`: the array layout only, `[TOOL_CALLS][` then call objects joined by `, `
 //!   then `]` (never the name layout).
 //! - `hermes`: `<tool_call>\n{"name": …, "arguments": …}\n</tool_call>` per call.
@@ -20,7 +21,7 @@ use serde_json::Value;
 
 use super::{TextFormat, TextFormatOptions};
 use crate::grammar::{
-    Builder, CharSet, Dialect, Expr, Grammar, GrammarError, JsonCall, Pattern, Scope, Section, Syntax,
+    Builder, CharSet, Constraint, Expr, Grammar, GrammarError, JsonCall, Pattern, Section, Syntax,
     ValueStyle, Values, methods,
 };
 use crate::tools::ToolDefinition;
@@ -41,7 +42,7 @@ const KIMI_CALL_END: &str = "<|tool_call_end|>";
 /// How JSON strings are written in every JSON-bodied format: `<` escaped, so that no
 /// string opens a reasoning tag or closes the call's markup.
 fn json_style() -> ValueStyle {
-    ValueStyle { string_escapes: "<".into(), text: None, open: String::new(), close: String::new() }
+    ValueStyle::json("<")
 }
 
 /// A JSON string's text, as [`write_call`] writes it.
@@ -159,10 +160,10 @@ pub(crate) fn grammar(
     format: TextFormat,
     options: &TextFormatOptions,
     tools: &[ToolDefinition],
-    dialect: Dialect,
-    scope: Scope,
+    constraint: &Constraint,
 ) -> Result<Grammar, GrammarError> {
-    let mut b = Builder::default();
+    let (dialect, scope) = (constraint.dialect, constraint.scope);
+    let mut b = Builder::new(constraint);
     let methods = methods(tools);
     if methods.is_empty() {
         return Err(GrammarError::NoMethods);
@@ -272,7 +273,11 @@ pub(crate) fn grammar(
         TextFormat::Pythonic => super::pythonic::syntax(format.id(), options, &mut b, &methods)?,
         TextFormat::KimiK2 => {
             let head = |name: &str| format!("{KIMI_CALL}functions.{name}:");
-            let index = b.terminal("INDEX", Expr::set(CharSet::range('0', '9')).times(1, None));
+            // The index counts the reply's calls from 0: no more digits than that takes.
+            let index = b.terminal(
+                "INDEX",
+                crate::grammar::integer_range(Some(0), Some(i128::from(constraint.max_calls.max(1) - 1))),
+            );
             let markup = JsonMarkup {
                 head: &head,
                 index: Some((index, KIMI_ARGUMENTS)),
@@ -332,5 +337,5 @@ pub(crate) fn grammar(
             }
         }
     };
-    syntax.grammar(b, dialect, scope)
+    syntax.grammar(b, constraint)
 }

@@ -118,7 +118,9 @@ pub(crate) fn syntax(
     b: &mut crate::grammar::Builder,
     methods: &[(String, &serde_json::Value)],
 ) -> Result<crate::grammar::Syntax, crate::grammar::GrammarError> {
-    use crate::grammar::{Expr, Pattern, Section, Syntax, ValueStyle, Values, properties, reasoning_heads};
+    use crate::grammar::{
+        Expr, Pattern, Section, Syntax, TextForm, ValueStyle, Values, properties, reasoning_heads,
+    };
     let mut patterns = vec![
         Pattern::text(PARAMETER),
         Pattern::text(PARAMETER_END),
@@ -129,13 +131,19 @@ pub(crate) fn syntax(
     if options.skip_reasoning {
         patterns.extend(reasoning_heads());
     }
-    let text = b.avoiding("VALUE_TEXT", patterns);
-    let string = b.terminal("STRING_VALUE", Expr::seq([text, Expr::lit(PARAMETER_END)]));
+    let string = TextForm {
+        text_name: "VALUE_TEXT",
+        value_name: "STRING_VALUE",
+        open: String::new(),
+        avoid: patterns,
+        close: PARAMETER_END.into(),
+    };
     let style = ValueStyle {
         string_escapes: "<".into(),
-        text: Some(string),
+        text: vec![string],
         open: String::new(),
         close: PARAMETER_END.into(),
+        slack: None,
     };
     let mut calls = Vec::new();
     for (name, schema) in methods {

@@ -643,10 +643,9 @@ impl ToolCallingProtocol for TextFormatProtocol {
     fn grammar(
         &self,
         tools: &[ToolDefinition],
-        dialect: crate::grammar::Dialect,
-        scope: crate::grammar::Scope,
+        constraint: &crate::grammar::Constraint,
     ) -> Result<crate::grammar::Grammar, crate::grammar::GrammarError> {
-        grammar::grammar(self.format, &self.options, tools, dialect, scope)
+        grammar::grammar(self.format, &self.options, tools, constraint)
     }
 
     /// The call the request names, its text arguments typed by the method's schema.

@@ -147,8 +147,7 @@ pub(crate) fn syntax(
     methods: &[(String, &serde_json::Value)],
 ) -> Result<crate::grammar::Syntax, crate::grammar::GrammarError> {
     use crate::grammar::{Expr, Pattern, Section, Syntax, ValueStyle, Values, properties};
-    let style =
-        ValueStyle { string_escapes: "<".into(), text: None, open: String::new(), close: String::new() };
+    let style = ValueStyle::json("<");
     let mut calls = Vec::new();
     for (name, schema) in methods {
         let mut members = Vec::new();
@@ -246,7 +245,11 @@ fn literal(
                 let count = |key: &str| {
                     object.get(key).and_then(Value::as_u64).map(|n| n.min(u32::MAX.into()) as u32)
                 };
-                string(b, no_raw_lt, count("minLength").unwrap_or(0), count("maxLength"))
+                let max = match (count("maxLength"), b.max_text) {
+                    (Some(own), Some(cap)) => Some(own.min(cap)),
+                    (own, cap) => own.or(cap),
+                };
+                string(b, no_raw_lt, count("minLength").unwrap_or(0), max)
             }
             "boolean" => Expr::alt([Expr::lit("True"), Expr::lit("False")]),
             "null" => Expr::lit("None"),

@@ -103,7 +103,9 @@ pub(crate) fn syntax(
     b: &mut crate::grammar::Builder,
     methods: &[(String, &serde_json::Value)],
 ) -> Result<crate::grammar::Syntax, crate::grammar::GrammarError> {
-    use crate::grammar::{CharSet, Expr, Pattern, Syntax, ValueStyle, Values, properties, reasoning_heads};
+    use crate::grammar::{
+        CharSet, Expr, Pattern, Syntax, TextForm, ValueStyle, Values, properties, reasoning_heads,
+    };
     let mut patterns = vec![
         Pattern::new().then(CharSet::unicode_space()).at_start(),
         Pattern::new().then(CharSet::unicode_space()).at_end(),
@@ -115,10 +117,16 @@ pub(crate) fn syntax(
     if options.skip_reasoning {
         patterns.extend(reasoning_heads());
     }
-    let text = b.avoiding("VALUE_TEXT", patterns);
     let close = format!("\n{PARAMETER_END}");
-    let string = b.terminal("STRING_VALUE", Expr::seq([Expr::lit("\n"), text, Expr::lit(close.clone())]));
-    let style = ValueStyle { string_escapes: "<".into(), text: Some(string), open: "\n".into(), close };
+    let string = TextForm {
+        text_name: "VALUE_TEXT",
+        value_name: "STRING_VALUE",
+        open: "\n".into(),
+        avoid: patterns,
+        close: close.clone(),
+    };
+    let style =
+        ValueStyle { string_escapes: "<".into(), text: vec![string], open: "\n".into(), close, slack: None };
     let mut calls = Vec::new();
     for (name, schema) in methods {
         let mut values = Values::new(b, style.clone(), name, schema);

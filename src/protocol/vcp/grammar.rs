@@ -3,6 +3,15 @@
 //! schema, one field a line), with plain values that cannot close early and the
 //! escaped form for string values that hold markers.
 //!
+//! Two things a model may write beyond what the writer writes, and two it may not, all
+//! for small models, which write VCP worse than the JSON formats they were trained on:
+//! - a line break before a value's closer (`10\n「末」`: values are trimmed, so it reads
+//!   as `10`): after a value a small model wants to end the line, and the closer
+//!   `「末」` is a rare run of byte tokens it seldom picks, so that without the line
+//!   break it goes on writing digits (measured in docs/grammar.md);
+//! - no `request_id` field: the parser names each request, and a model that may write
+//!   an id writes one at length.
+//!
 //! A parameter named like a control key (`archery`, `ink`, `river`, `vref`) never
 //! reaches its method as an argument under VCP: the grammar leaves out a method that
 //! requires one, and the key where it is optional.
@@ -12,8 +21,8 @@
 use super::VcpOptions;
 use super::routing::{CONTROL_KEYS, command_of};
 use crate::grammar::{
-    Builder, CharSet, Dialect, Expr, Grammar, GrammarError, Pattern, Scope, Syntax, ValueStyle, Values,
-    reasoning_heads,
+    Builder, CharSet, Constraint, Dialect, Expr, Grammar, GrammarError, Pattern, Syntax, TextForm,
+    ValueStyle, Values, reasoning_heads,
 };
 use crate::tools::ToolDefinition;
 
@@ -36,16 +45,21 @@ fn value_patterns(options: &VcpOptions) -> Vec<Pattern> {
 }
 
 /// A plain value: `「始」…「末」`, holding no closer and no marker.
-fn plain_value(b: &mut Builder, options: &VcpOptions) -> Expr {
+fn plain_value(options: &VcpOptions) -> TextForm {
     let mut patterns = value_patterns(options);
     patterns.extend([Pattern::text("「末」"), Pattern::text(START), Pattern::text(END)]);
-    let text = b.avoiding("PLAIN_TEXT", patterns);
-    b.terminal("PLAIN_VALUE", Expr::seq([Expr::lit("「始」"), text, Expr::lit("「末」")]))
+    TextForm {
+        text_name: "PLAIN_TEXT",
+        value_name: "PLAIN_VALUE",
+        open: "「始」".into(),
+        avoid: patterns,
+        close: "「末」".into(),
+    }
 }
 
 /// An escaped value: `「始ESCAPE」…「末ESCAPE」`, holding no escaped opener or closer in
 /// any form and no escaped marker (those would be rewritten).
-fn escaped_value(b: &mut Builder, options: &VcpOptions) -> Expr {
+fn escaped_value(options: &VcpOptions) -> TextForm {
     let bracket = |open: bool| CharSet::of(if open { "「{" } else { "」}" });
     let escape_form = |word: &str| {
         Pattern::new().then(bracket(true)).then_text(word).then_any_case("escape").then(bracket(false))
@@ -57,31 +71,36 @@ fn escaped_value(b: &mut Builder, options: &VcpOptions) -> Expr {
         Pattern::text("<<<[TOOL_REQUEST_ESCAPE]>>>"),
         Pattern::text("<<<[END_TOOL_REQUEST_ESCAPE]>>>"),
     ]);
-    let text = b.avoiding("ESCAPED_TEXT", patterns);
-    b.terminal("ESCAPED_VALUE", Expr::seq([Expr::lit("「始ESCAPE」"), text, Expr::lit("「末ESCAPE」")]))
+    TextForm {
+        text_name: "ESCAPED_TEXT",
+        value_name: "ESCAPED_VALUE",
+        open: "「始ESCAPE」".into(),
+        avoid: patterns,
+        close: "「末ESCAPE」".into(),
+    }
 }
 
 pub(crate) fn grammar(
     options: &VcpOptions,
     id: &str,
     tools: &[ToolDefinition],
-    dialect: Dialect,
-    scope: Scope,
+    constraint: &Constraint,
 ) -> Result<Grammar, GrammarError> {
+    let (dialect, scope) = (constraint.dialect, constraint.scope);
     let unsupported = || GrammarError::Unsupported { protocol: id.to_string(), dialect, scope };
     // Fuzzy markers make too many texts markers to list; JSON dialects need JSON calls.
     if options.fuzzy_markers || matches!(dialect, Dialect::JsonSchema | Dialect::StructuralTag) {
         return Err(unsupported());
     }
-    let mut b = Builder::default();
-    let plain = plain_value(&mut b, options);
-    let escaped = escaped_value(&mut b, options);
+    let mut b = Builder::new(constraint);
     let style = ValueStyle {
         string_escapes: "<「".into(),
-        text: Some(Expr::alt([plain.clone(), escaped])),
+        text: vec![plain_value(options), escaped_value(options)],
         open: "「始」".into(),
         close: "「末」".into(),
+        slack: Some("\n".into()),
     };
+
     let mut calls = Vec::new();
     for tool in tools {
         for method in &tool.methods {
@@ -108,8 +127,7 @@ pub(crate) fn grammar(
                     format!("\ntool_name:「始」{}「末」,\ncommand:「始」{command}「末」", tool.tool_id)
                 }
             };
-            let request_id = Expr::seq([Expr::lit(",\nrequest_id:"), plain.clone()]).opt();
-            let body = Expr::seq([Expr::lit(head), request_id, fields, Expr::lit(format!("\n{END}"))]);
+            let body = Expr::seq([Expr::lit(head), fields, Expr::lit(format!("\n{END}"))]);
             calls.push(b.rule(&full_name, body));
         }
     }
@@ -130,5 +148,5 @@ pub(crate) fn grammar(
         reasoning: !options.keep_reasoning,
         json: None,
     };
-    syntax.grammar(b, dialect, scope)
+    syntax.grammar(b, constraint)
 }

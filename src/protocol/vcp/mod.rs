@@ -338,10 +338,9 @@ impl ToolCallingProtocol for VcpProtocol {
     fn grammar(
         &self,
         tools: &[ToolDefinition],
-        dialect: crate::grammar::Dialect,
-        scope: crate::grammar::Scope,
+        constraint: &crate::grammar::Constraint,
     ) -> Result<crate::grammar::Grammar, crate::grammar::GrammarError> {
-        grammar::grammar(&self.options, self.id(), tools, dialect, scope)
+        grammar::grammar(&self.options, self.id(), tools, constraint)
     }
 
     /// Reads the turn's text (its text blocks joined); native tool calls in the turn are
