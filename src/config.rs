@@ -62,7 +62,10 @@ pub struct ToolCallConfig {
     pub protocol: Option<String>,
     /// A grammar to send with every model request of a conversation loop, built by the
     /// protocol for the tools offered (see [`grammar`](crate::grammar)); `None` (the
-    /// default) sends none.
+    /// default) sends none. The grammar follows the turn: its scope is the one of a
+    /// turn that must call (the first, or any turn that does not follow tool results),
+    /// and a turn after tool results gets [`Scope::Reply`](crate::grammar::Scope::Reply),
+    /// so that the model can answer in plain text.
     pub grammar: Option<crate::grammar::Constraint>,
 }
 
@@ -110,6 +113,31 @@ impl ToolCallConfig {
 
         /// Sets `enabled`.
         pub fn with_enabled(enabled: bool) { self.enabled = enabled }
+
+        /// Sets `mode`.
+        pub fn with_mode(mode: ToolCallMode) { self.mode = mode }
+
+        /// Sets `max_iterations`.
+        pub fn with_max_iterations(turns: u32) { self.max_iterations = turns }
+
+        /// Sets `timeout_ms`.
+        pub fn with_timeout_ms(ms: u64) { self.timeout_ms = ms }
+
+        /// Sets `require_confirmation`.
+        pub fn with_require_confirmation(on: bool) { self.require_confirmation = on }
+
+        /// Sets `parallel_execution`.
+        pub fn with_parallel_execution(on: bool) { self.parallel_execution = on }
+
+        /// Sets the grammar sent with each model request (see [`grammar`](Self::grammar)).
+        ///
+        /// ```
+        /// use tool_calling::config::ToolCallConfig;
+        /// use tool_calling::grammar::{Constraint, Dialect, Scope};
+        /// let config = ToolCallConfig::default().with_grammar(Constraint::new(Dialect::Gbnf, Scope::Call));
+        /// assert_eq!(config.grammar.unwrap().scope, Scope::Call);
+        /// ```
+        pub fn with_grammar(constraint: crate::grammar::Constraint) { self.grammar = Some(constraint) }
     }
 
     /// A hash of the settings that change what a prompt holds (`enabled`, toggles,

@@ -8,6 +8,7 @@ use super::cycle::{Reading, TurnBudget, TurnStreamItem, delta_cost};
 use super::{Engine, EngineError, ToolCallCycleResult};
 use crate::ToolRequest;
 use crate::exec::ExecutionContext;
+use crate::grammar::Scope;
 use crate::model::{
     AssistantTurn, ChatModel, ChatModelError, Conversation, FinishReason, Message, ModelRequest, RequestNote,
     TurnAccumulator, TurnDelta,
@@ -139,9 +140,14 @@ pub struct LoopOutcome {
 }
 
 impl LoopOutcome {
-    /// The text of the last assistant turn.
+    /// The answer: the normal text of the last assistant turn, as its protocol read it
+    /// (without call markup, whole or cut short, and without reasoning); with tool
+    /// calling off, the turn's text.
     pub fn final_text(&self) -> std::borrow::Cow<'_, str> {
-        self.final_turn.text()
+        match self.rounds.last() {
+            Some(round) => std::borrow::Cow::Borrowed(round.cycle.normal_text.as_str()),
+            None => self.final_turn.text(),
+        }
     }
 }
 
@@ -151,6 +157,17 @@ fn call_signature(requests: &[ToolRequest]) -> Vec<(String, String)> {
         .iter()
         .map(|r| (r.tool_name.clone(), serde_json::to_string(&r.args).unwrap_or_default()))
         .collect()
+}
+
+/// The scope of the grammar for the next turn: after tool results, a reply (the model
+/// answers, or calls again, in its own words); else the configured scope (a turn that
+/// must call gets `call` or `calls`).
+fn turn_scope(configured: Scope, conversation: &Conversation) -> Scope {
+    let after_results = conversation
+        .messages()
+        .last()
+        .is_some_and(|last| last.role == crate::model::Role::Tool || !last.tool_results.is_empty());
+    if after_results { Scope::Reply } else { configured }
 }
 
 /// The bookkeeping of a conversation loop between model turns.
@@ -278,9 +295,15 @@ impl Engine {
         let mut request = ModelRequest::new(conversation.messages().to_vec());
         if ctx.config.enabled {
             self.declarations_for(protocol, &ctx.config, ctx.agent_id.as_deref()).apply(&mut request);
-            if let Some(c) = ctx.config.grammar {
-                match self.grammar_for(protocol, &ctx.config, ctx.agent_id.as_deref(), c.dialect, c.scope) {
-                    Ok(grammar) => request.grammar = Some(grammar.as_ref().clone()),
+            if let Some(constraint) = ctx.config.grammar {
+                let constraint = constraint.scope(turn_scope(constraint.scope, conversation));
+                match self.grammar_for(protocol, &ctx.config, ctx.agent_id.as_deref(), &constraint) {
+                    Ok(grammar) => {
+                        for note in grammar.notes() {
+                            tracing::debug!(%note, "the grammar leaves a keyword to validation");
+                        }
+                        request.grammar = Some(grammar.as_ref().clone());
+                    }
                     Err(error) => tracing::warn!(%error, "no grammar sent with the request"),
                 }
             }

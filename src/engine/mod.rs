@@ -172,11 +172,9 @@ pub(crate) fn require_runtime() -> Result<(), EngineError> {
 /// generation it was made from.
 type DeclarationMap = HashMap<(String, Option<String>, u64), (u64, Arc<ToolDeclarations>)>;
 
-/// Grammars cached like declarations, also by dialect and scope.
-type GrammarMap = HashMap<
-    (String, Option<String>, u64, crate::grammar::Dialect, crate::grammar::Scope),
-    (u64, Arc<crate::grammar::Grammar>),
->;
+/// Grammars cached like declarations, also by what was asked for.
+type GrammarMap =
+    HashMap<(String, Option<String>, u64, crate::grammar::Constraint), (u64, Arc<crate::grammar::Grammar>)>;
 
 /// Parses replies, runs their requests, formats the results, and drives conversations.
 /// `Send + Sync`: share one engine across tasks.
@@ -409,28 +407,27 @@ impl Engine {
 
     /// A grammar for constrained decoding that admits exactly the valid calls to the
     /// tools offered under `ctx` (the same tools as [`declarations`](Self::declarations)),
-    /// in the config's protocol (see [`grammar`](crate::grammar)).
+    /// in the config's protocol, as `constraint` asks (see [`grammar`](crate::grammar)).
     ///
     /// ```
     /// use std::sync::Arc;
     /// use tool_calling::engine::Engine;
     /// use tool_calling::exec::ExecutionContext;
-    /// use tool_calling::grammar::{Dialect, GrammarError, Scope};
+    /// use tool_calling::grammar::{Constraint, Dialect, GrammarError, Scope};
     /// use tool_calling::tools::ToolRegistry;
     /// let engine = Engine::new(Arc::new(ToolRegistry::new()));
     /// let ctx = ExecutionContext::default();
     /// // No tool is registered: no call can be written.
-    /// let err = engine.grammar(&ctx, Dialect::Lark, Scope::Call).unwrap_err();
+    /// let err = engine.grammar(&ctx, &Constraint::new(Dialect::Lark, Scope::Call)).unwrap_err();
     /// assert!(matches!(err, tool_calling::engine::EngineError::Grammar(GrammarError::NoMethods)));
     /// ```
     pub fn grammar(
         &self,
         ctx: &ExecutionContext,
-        dialect: crate::grammar::Dialect,
-        scope: crate::grammar::Scope,
+        constraint: &crate::grammar::Constraint,
     ) -> Result<Arc<crate::grammar::Grammar>, EngineError> {
         let protocol = self.protocol_for(&ctx.config)?;
-        Ok(self.grammar_for(protocol.as_ref(), &ctx.config, ctx.agent_id.as_deref(), dialect, scope)?)
+        Ok(self.grammar_for(protocol.as_ref(), &ctx.config, ctx.agent_id.as_deref(), constraint)?)
     }
 
     /// The grammar of the tools offered under `config`, cached like the declarations
@@ -440,11 +437,10 @@ impl Engine {
         protocol: &dyn ToolCallingProtocol,
         config: &ToolCallConfig,
         agent_id: Option<&str>,
-        dialect: crate::grammar::Dialect,
-        scope: crate::grammar::Scope,
+        constraint: &crate::grammar::Constraint,
     ) -> Result<Arc<crate::grammar::Grammar>, crate::grammar::GrammarError> {
         let key =
-            (protocol.id().to_string(), agent_id.map(str::to_string), config.prompt_hash(), dialect, scope);
+            (protocol.id().to_string(), agent_id.map(str::to_string), config.prompt_hash(), *constraint);
         let generation = self.registry().generation();
         let mut cache = self.grammars.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         if let Some((made_at, grammar)) = cache.get(&key)
@@ -452,8 +448,7 @@ impl Engine {
         {
             return Ok(grammar.clone());
         }
-        let grammar =
-            Arc::new(protocol.grammar(&self.discovery.enabled_definitions(config), dialect, scope)?);
+        let grammar = Arc::new(protocol.grammar(&self.discovery.enabled_definitions(config), constraint)?);
         cache.insert(key, (generation, grammar.clone()));
         Ok(grammar)
     }

@@ -145,14 +145,22 @@ pub struct GatewayConfig {
     pub constrain: Option<Constrain>,
 }
 
-/// Where, and in which dialect, the gateway sends the grammar of the offered tools.
+/// Where, and in which dialect, the gateway sends the grammar of the offered tools, and
+/// the bounds it sets (see [`Constraint`](crate::grammar::Constraint)).
+///
+/// The grammar follows each request: with `tool_choice` `required` (or a named
+/// function, whose grammar offers that function alone) it holds calls only (scope
+/// `calls`, or `call` with `parallel_tool_calls: false`); otherwise it is a whole reply
+/// (scope `reply`, so that a turn after tool results can answer in text) of at most
+/// [`max_calls`](Self::max_calls) calls (one with `parallel_tool_calls: false`).
 ///
 /// ```
 /// use tool_calling::gateway::Constrain;
 /// use tool_calling::grammar::Dialect;
 /// use tool_calling::providers::GrammarServer;
-/// let vllm = Constrain::new(GrammarServer::Vllm, Dialect::Lark);
-/// assert_eq!(vllm.dialect, Dialect::Lark);
+/// let llama = Constrain::new(GrammarServer::LlamaCpp, Dialect::Gbnf).max_text(200);
+/// assert_eq!(llama.dialect, Dialect::Gbnf);
+/// assert_eq!((llama.max_text, llama.max_calls), (Some(200), 4));
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
@@ -161,12 +169,33 @@ pub struct Constrain {
     pub server: GrammarServer,
     /// The grammar's dialect.
     pub dialect: Dialect,
+    /// The most characters of a string value whose schema sets no smaller `maxLength`
+    /// (`None`, the default: unbounded; see
+    /// [`Constraint::max_text`](crate::grammar::Constraint::max_text)).
+    pub max_text: Option<u32>,
+    /// The most calls in one reply (4 by default).
+    pub max_calls: u32,
 }
 
 impl Constrain {
     /// Grammars in `dialect`, sent as `server` takes them.
     pub fn new(server: GrammarServer, dialect: Dialect) -> Self {
-        Constrain { server, dialect }
+        let defaults = crate::grammar::Constraint::new(dialect, crate::grammar::Scope::Reply);
+        Constrain { server, dialect, max_text: defaults.max_text, max_calls: defaults.max_calls }
+    }
+
+    /// Sets [`max_text`](Self::max_text).
+    #[must_use]
+    pub fn max_text(mut self, characters: u32) -> Self {
+        self.max_text = Some(characters);
+        self
+    }
+
+    /// Sets [`max_calls`](Self::max_calls) (0 is taken as 1).
+    #[must_use]
+    pub fn max_calls(mut self, calls: u32) -> Self {
+        self.max_calls = calls.max(1);
+        self
     }
 }
 

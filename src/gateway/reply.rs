@@ -78,8 +78,13 @@ struct Read<'p> {
     state: TurnState,
     /// Calls handed out so far.
     calls: usize,
-    /// Requests returned as text (incomplete, or naming a tool that was not offered).
+    /// Requests returned as text (naming a tool that was not offered, or past the one
+    /// call `parallel_tool_calls: false` allows).
     refused: usize,
+    /// Calls withheld, each with why: cut off by the end of the reply, or with
+    /// arguments that fail the tool's schema. Neither reaches the client, as a call or
+    /// as its markup.
+    withheld: Vec<String>,
     /// Whether the client gets several calls (`parallel_tool_calls` not `false`).
     parallel: bool,
 }
@@ -95,6 +100,7 @@ impl<'p> ReplyReader<'p> {
                 state: TurnState::default(),
                 calls: 0,
                 refused: 0,
+                withheld: Vec::new(),
                 parallel,
             },
         }
@@ -105,10 +111,17 @@ impl<'p> ReplyReader<'p> {
         self.read.calls
     }
 
-    /// Requests returned as text (incomplete, or naming a tool that was not offered).
+    /// Requests returned as text (naming a tool that was not offered, or past the one
+    /// call `parallel_tool_calls: false` allows).
     #[cfg(test)]
     fn refused(&self) -> usize {
         self.read.refused
+    }
+
+    /// Calls withheld (cut off, or with arguments that fail the tool's schema), each
+    /// with why, in words meant for the model.
+    pub(crate) fn withheld(&self) -> &[String] {
+        &self.read.withheld
     }
 
     /// What the protocol found the reply written in (`auto`'s detected format).
@@ -192,31 +205,47 @@ impl Read<'_> {
         self.covered = start;
     }
 
-    /// A request the protocol read: a call of an offered tool, else its text as written.
+    /// A request the protocol read: a call of an offered tool whose arguments fit its
+    /// schema; a request cut off or whose arguments do not fit, withheld (its markup
+    /// shown to no one); any other, its text as written.
     fn request(&mut self, request: &crate::ToolRequest, offer: &Offer, out: &mut Vec<Piece>) {
+        if !request.complete {
+            let why = request.problems.first().map_or("the call is incomplete", String::as_str);
+            tracing::warn!(tool = %request.tool_name, problem = %why, "a call cut off: not handed on, nor shown");
+            self.withheld.push(format!("Your call to `{}` was not made: {why}.", request.tool_name));
+            return;
+        }
         let invocations = self.protocol.resolve(request, &self.state, &offer.catalog);
-        let callable = request.complete
-            && !invocations.is_empty()
+        let callable = !invocations.is_empty()
             && invocations.iter().all(|i| i.as_ref().is_ok_and(|i| offer.callable.contains(&i.method)))
             && (self.parallel || self.calls + invocations.len() <= 1);
         if !callable {
             self.refused += 1;
-            tracing::debug!(tool = %request.tool_name, complete = request.complete, "a request returned as text");
+            tracing::debug!(tool = %request.tool_name, "a request returned as text");
             if let Some(raw) = request.span.slice(&self.text) {
                 push_text(out, raw);
             }
             return;
         }
+        let mut calls = Vec::new();
         for invocation in invocations.into_iter().flatten() {
             let schema = offer.catalog.method(&invocation.method).map(|(_, m)| &m.parameters);
             let args = match schema {
                 Some(schema) => TextCoercion::new().coerce_args(&invocation.args, schema),
                 None => invocation.args.into_iter().collect(),
             };
+            if let Some(Err(errors)) = offer.validators.get(&invocation.method).map(|v| v.validate(&args)) {
+                tracing::warn!(tool = %invocation.method, %errors, "a call whose arguments fail the tool's schema: not handed on");
+                self.withheld.push(format!("Your call to `{}` was not made: {errors}.", invocation.method));
+                return;
+            }
+            calls.push((invocation.method, args));
+        }
+        for (name, args) in calls {
             out.push(Piece::Call(Call {
                 index: self.calls,
                 id: call_id(),
-                name: invocation.method,
+                name,
                 arguments: Value::Object(args).to_string(),
             }));
             self.calls += 1;
@@ -315,13 +344,42 @@ mod tests {
     }
 
     #[test]
-    fn calls_of_tools_not_offered_or_cut_off_are_text() {
+    fn calls_of_tools_not_offered_are_text_and_cut_off_calls_are_withheld() {
         let hermes = TextFormatProtocol::new(TextFormat::Hermes);
         let offer = offer(&["count"]);
-        let reply =
-            r#"A<tool_call>{"name": "rm_rf", "arguments": {}}</tool_call>B<tool_call>{"name": "count", "arg"#;
-        let pieces = read(&hermes, &[reply], &offer);
-        assert_eq!(pieces, [Piece::Text(reply.into())], "nothing is a call, nothing is lost");
+        let unknown = r#"A<tool_call>{"name": "rm_rf", "arguments": {}}</tool_call>B"#;
+        let reply = format!(r#"{unknown}<tool_call>{{"name": "count", "arg"#);
+        for chunks in [vec![reply.as_str()], reply.split_inclusive('"').collect()] {
+            let mut reader = ReplyReader::new(&hermes, true);
+            let mut out = Vec::new();
+            for chunk in &chunks {
+                reader.push(chunk, &offer, &mut out);
+            }
+            reader.finish(&offer, &mut out);
+            let text: String =
+                out.iter().map(|p| if let Piece::Text(t) = p { t.as_str() } else { "" }).collect();
+            assert_eq!(text, unknown, "the unknown call is text; the cut one is not shown");
+            assert!(!out.iter().any(|p| matches!(p, Piece::Call(_))));
+            assert_eq!(reader.withheld().len(), 1, "{:?}", reader.withheld());
+            assert!(reader.withheld()[0].contains("`count`"), "{:?}", reader.withheld());
+        }
+    }
+
+    #[test]
+    fn calls_whose_arguments_fail_the_schema_are_withheld() {
+        let hermes = TextFormatProtocol::new(TextFormat::Hermes);
+        let offer = offer(&["count"]);
+        // `n` is an integer: a string of digits is coerced, a word is not.
+        let good = r#"<tool_call>{"name": "count", "arguments": {"n": "7"}}</tool_call>"#;
+        let bad = r#"<tool_call>{"name": "count", "arguments": {"n": "seven"}}</tool_call>"#;
+        let mut reader = ReplyReader::new(&hermes, true);
+        let mut out = Vec::new();
+        reader.push(&format!("{bad}{good}"), &offer, &mut out);
+        reader.finish(&offer, &mut out);
+        assert_eq!(out.len(), 1, "{out:?}");
+        assert!(matches!(&out[0], Piece::Call(c) if c.arguments == r#"{"n":7}"#), "{out:?}");
+        assert_eq!(reader.calls(), 1);
+        assert!(reader.withheld()[0].contains("invalid arguments"), "{:?}", reader.withheld());
     }
 
     #[test]

@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 use super::GatewayError;
 use crate::model::{AssistantTurn, ContentBlock, Message, Role, ToolChoice};
 use crate::protocol::ToolCallingProtocol;
-use crate::tools::{MethodDefinition, ToolCatalog, ToolDefinition};
+use crate::tools::{ArgumentValidator, MethodDefinition, ToolCatalog, ToolDefinition};
 use crate::{ErrorKind, ToolExecutionResult};
 
 /// A function the client offers (OpenAI's `tools[].function`, Anthropic's `tools[]`).
@@ -50,6 +50,9 @@ pub(crate) struct Offer {
     pub callable: HashSet<String>,
     /// Whether the reply must hold a call (`required`, or a named function).
     pub required: bool,
+    /// Each offered function's arguments validator (none for a schema that does not
+    /// compile: its calls are handed on as coerced).
+    pub validators: HashMap<String, ArgumentValidator>,
 }
 
 impl TurnRequest {
@@ -89,7 +92,20 @@ impl TurnRequest {
             .collect();
         let catalog = ToolCatalog::from_definitions(&definitions);
         let callable = offered.iter().map(|f| f.name.clone()).collect();
-        Ok(Offer { definitions, catalog, callable, required })
+        let mut validators = HashMap::new();
+        for definition in &definitions {
+            for method in &definition.methods {
+                match ArgumentValidator::new(&method.parameters) {
+                    Ok(validator) => {
+                        validators.insert(method.full_name(&definition.tool_id), validator);
+                    }
+                    Err(error) => {
+                        tracing::warn!(tool = %definition.tool_id, %error, "a tool schema that does not compile: its calls are not validated");
+                    }
+                }
+            }
+        }
+        Ok(Offer { definitions, catalog, callable, required, validators })
     }
 
     /// The messages sent upstream: the tool prompt joined to the system prompt, the

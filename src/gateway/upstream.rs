@@ -134,11 +134,15 @@ impl Run<'_> {
             match attempt.held {
                 Some(reply) if retry.is_none() && self.shared.config.retry_required => {
                     tracing::debug!(parent: span, "no call where one was required: one retry with a reminder");
-                    retry = Some((reply.text, self.reminder()));
+                    retry = Some((reply.text, self.reminder(&attempt.withheld)));
                 }
                 Some(reply) => {
+                    let why = match attempt.withheld.first() {
+                        Some(first) => format!(" (the last attempt's call was withheld: {first})"),
+                        None => String::new(),
+                    };
                     let diagnostic = format!(
-                        "the model wrote no tool call, though `tool_choice` asked for one{}",
+                        "the model wrote no valid tool call, though `tool_choice` asked for one{}{why}",
                         if retry.is_some() { ", even when reminded" } else { "" }
                     );
                     self.send(Item::Ready { diagnostic: Some(diagnostic) }).await.ok();
@@ -152,17 +156,19 @@ impl Run<'_> {
         }
     }
 
-    /// The reminder after a reply that called nothing.
-    fn reminder(&self) -> String {
+    /// The reminder after a reply that called nothing: what was wrong with the calls it
+    /// did write (as the engine tells a model whose call it could not run), then what to
+    /// do.
+    fn reminder(&self, withheld: &[String]) -> String {
+        let mut text =
+            if withheld.is_empty() { "Your reply called no tool.".to_string() } else { withheld.join(" ") };
         match &self.request.tool_choice {
             crate::model::ToolChoice::Tool(name) => {
-                format!(
-                    "Your reply called no tool. Answer again with a call to `{name}`, written as described."
-                )
+                text.push_str(&format!(" Answer again with a call to `{name}`, written as described."));
             }
-            _ => "Your reply called no tool. Answer again with at least one tool call, written as described."
-                .to_string(),
+            _ => text.push_str(" Answer again with at least one tool call, written as described."),
         }
+        text
     }
 
     fn waited(&self, since: Instant) {
@@ -208,13 +214,25 @@ impl Run<'_> {
         if offer.definitions.is_empty() {
             return None;
         }
-        let scope = match (offer.required, self.request.parallel_tool_calls) {
-            (true, Some(false)) => crate::grammar::Scope::Call,
-            (true, _) => crate::grammar::Scope::Calls,
+        let one = self.request.parallel_tool_calls == Some(false);
+        let scope = match (offer.required, one) {
+            (true, true) => crate::grammar::Scope::Call,
+            (true, false) => crate::grammar::Scope::Calls,
             (false, _) => crate::grammar::Scope::Reply,
         };
+        let mut constraint = crate::grammar::Constraint::new(constrain.dialect, scope).max_calls(if one {
+            1
+        } else {
+            constrain.max_calls
+        });
+        constraint.max_text = constrain.max_text;
         let fields = protocol
-            .grammar(&offer.definitions, constrain.dialect, scope)
+            .grammar(&offer.definitions, &constraint)
+            .inspect(|grammar| {
+                for note in grammar.notes() {
+                    tracing::debug!(%note, "the grammar leaves a keyword to validation");
+                }
+            })
             .map_err(|e| e.to_string())
             .and_then(|grammar| constrain.server.request_fields(&grammar));
         match fields {
@@ -314,7 +332,8 @@ impl Run<'_> {
         let calls = reader.as_ref().map_or(native.calls, ReplyReader::calls);
         let end = End { finish: Finish::of(calls, finish), usage: stream.usage().cloned() };
         let dialect = reader.as_ref().and_then(|r| r.dialect().map(str::to_string));
-        Ok(Attempt { held: (!ready).then_some(held), end, calls, dialect })
+        let withheld = reader.as_ref().map(|r| r.withheld().to_vec()).unwrap_or_default();
+        Ok(Attempt { held: (!ready).then_some(held), end, calls, dialect, withheld })
     }
 
     /// Posts `body`; the response once its status says it streams.
@@ -375,6 +394,8 @@ struct Attempt {
     end: End,
     calls: usize,
     dialect: Option<String>,
+    /// Why each call the reply wrote was withheld (cut off, or invalid arguments).
+    withheld: Vec<String>,
 }
 
 /// A reply held back, and its text (for the retry's history).

@@ -639,6 +639,19 @@ impl ModelProfiles {
         ModelProfiles { builtin: Vec::new(), config: Vec::new() }
     }
 
+    /// Whether an entry (built-in or configured) matches `model`: `false` means
+    /// [`lookup`](Self::lookup) gives the defaults of a model of unknown family.
+    ///
+    /// ```
+    /// use tool_calling::model::ModelProfiles;
+    /// let profiles = ModelProfiles::builtin();
+    /// assert!(profiles.knows("Qwen3-8B"));
+    /// assert!(!profiles.knows("smollm2"));
+    /// ```
+    pub fn knows(&self, model: &str) -> bool {
+        self.builtin.iter().chain(&self.config).any(|e| matches_model(&e.pattern, model))
+    }
+
     /// The capabilities of `model`.
     pub fn lookup(&self, model: &str) -> ModelCapabilities {
         let mut caps = ModelCapabilities::default();

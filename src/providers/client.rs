@@ -39,8 +39,8 @@ use serde_json::Value;
 use super::retry::{self, HttpRetry};
 use super::{DEFAULT_MAX_STREAM_BYTES, GrammarServer, Provider, ResponseStream, WireError, WireFormat};
 use crate::model::{
-    AssistantTurn, ChatModel, ChatModelError, ModelCapabilities, ModelProfiles, ModelRequest, RequestNote,
-    RequestOptions, TurnDelta,
+    AssistantTurn, ChatModel, ChatModelError, FallbackProtocol, ModelCapabilities, ModelProfiles,
+    ModelRequest, RequestNote, RequestOptions, TurnDelta,
 };
 use crate::protocol::ToolCallingProtocol;
 use crate::protocol::native::NativeOptions;
@@ -100,6 +100,9 @@ struct Inner {
     max_response_bytes: usize,
     retry: HttpRetry,
     capabilities: ModelCapabilities,
+    /// Whether the capabilities are known (the model table has the model, or they were
+    /// given), not a guess.
+    known: bool,
     /// Where a request's grammar goes (OpenAI-compatible servers only).
     grammar_server: Option<GrammarServer>,
     /// The provider's protocol.
@@ -127,6 +130,10 @@ impl fmt::Debug for HttpChatModel {
             .finish_non_exhaustive()
     }
 }
+
+/// The text protocol a model the table does not know is spoken to in behind a grammar
+/// server (see [`HttpChatModel::protocol_choice`]).
+const UNKNOWN_MODEL_FALLBACK: FallbackProtocol = FallbackProtocol::VCP;
 
 /// Reads an environment variable; the builder's source of defaults.
 type EnvLookup = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
@@ -239,8 +246,40 @@ impl HttpChatModel {
     }
 
     /// Which protocol [`protocol`](Self::protocol) is, and why.
+    ///
+    /// A model the built-in table does not know is taken to have native tools, unless
+    /// the client sends grammars ([`HttpChatModelBuilder::grammar_server`]): a grammar
+    /// server (llama.cpp, vLLM, SGLang) hosts open models that are then spoken to in a
+    /// text protocol, the one small models wrote best in the project's measurements
+    /// (`docs/grammar.md`). Either is a guess, and the text says so; a profile of the
+    /// model ([`ModelProfiles::with_config_file`](crate::model::ModelProfiles::with_config_file),
+    /// [`HttpChatModelBuilder::capabilities`]) decides instead.
+    ///
+    /// ```
+    /// use tool_calling::providers::{GrammarServer, HttpChatModel, Provider};
+    /// let local = HttpChatModel::builder(Provider::OpenAiChat)
+    ///     .base_url("http://127.0.0.1:8080/v1")
+    ///     .model("smollm2")
+    ///     .grammar_server(GrammarServer::LlamaCpp)
+    ///     .build()
+    ///     .unwrap();
+    /// assert!(local.protocol_choice().contains("a guess"));
+    /// assert_ne!(local.protocol().id(), "openai");
+    /// ```
     pub fn protocol_choice(&self) -> String {
         let inner = &*self.inner;
+        if !inner.known {
+            let why = if inner.capabilities.native_tools {
+                "a model of unknown family is taken to have native tools"
+            } else {
+                "a model behind a grammar server is taken to have no native tools, so the tools are offered as text"
+            };
+            return format!(
+                "`{}`: a guess: {} is not in the model table, and {why} (give the model a profile to choose)",
+                inner.protocol.id(),
+                inner.model
+            );
+        }
         if inner.capabilities.native_tools {
             format!("`{}`: {} has native tools", inner.protocol.id(), inner.model)
         } else {
@@ -652,8 +691,21 @@ impl HttpChatModelBuilder {
         };
         let native: Arc<dyn ToolCallingProtocol> = Arc::new(provider.protocol().with_options(self.options));
         let format: Arc<dyn WireFormat> = Arc::new(provider);
-        let capabilities =
-            self.capabilities.unwrap_or_else(|| self.profiles.unwrap_or_default().lookup(&model));
+        let profiles = self.profiles.unwrap_or_default();
+        // A model the table does not know, served behind a grammar server: such a server
+        // constrains text, and a model it serves is most likely one it hosts without a
+        // tool API of its own. A guess, said so in `protocol_choice`.
+        let known = self.capabilities.is_some() || profiles.knows(&model);
+        let capabilities = match self.capabilities {
+            Some(capabilities) => capabilities,
+            None if !known && self.grammar_server.is_some() => {
+                let mut capabilities = profiles.lookup(&model);
+                capabilities.native_tools = false;
+                capabilities.fallback = UNKNOWN_MODEL_FALLBACK;
+                capabilities
+            }
+            None => profiles.lookup(&model),
+        };
         let protocol: Arc<dyn ToolCallingProtocol> =
             match (capabilities.native_tools, TextFormat::from_fallback(capabilities.fallback)) {
                 (true, _) => native.clone(),
@@ -679,6 +731,7 @@ impl HttpChatModelBuilder {
                 max_response_bytes: self.max_response_bytes,
                 retry: self.retry,
                 capabilities,
+                known,
                 grammar_server: self.grammar_server,
                 native,
                 protocol,
