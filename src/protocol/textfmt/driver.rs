@@ -1,9 +1,9 @@
 //! The reading machine every text format shares, one-shot and streamed.
 //!
-//! A reply is prose with call markup in it. A format says where markup begins
-//! ([`Format::find`]), what sits inside a section that groups calls
-//! ([`Format::in_section`]), where a call region ends ([`Format::scan`], resumable), and
-//! what calls a region holds ([`Format::read`]). The [`Core`] walks the text with those
+//! A reply is prose with call markup in it. A format's [`Reading`] says where markup
+//! begins ([`Reading::find`]), what sits inside a section that groups calls
+//! ([`Reading::in_section`]), where a call region ends ([`Reading::scan`], resumable), and
+//! what calls a region holds ([`Reading::read`]). The [`Core`] walks the text with those
 //! answers and tells a [`Sink`] what it decided. The [`Reader`] puts the reasoning rule
 //! (`protocol::reasoning`) in front of it: reasoning is cut out, and the core reads each
 //! stretch of visible text between two pieces of reasoning as a whole (markup never spans
@@ -17,7 +17,7 @@ use std::ops::{ControlFlow, Range};
 use indexmap::IndexMap;
 use memchr::memmem;
 
-use super::json::{Balanced, Quotes, scan_balanced};
+use super::readers::json::{Balanced, Quotes, scan_balanced};
 use crate::protocol::Diagnostic;
 use crate::protocol::reasoning::{Change, VisibleStretches, unclosed_diagnostic};
 use crate::request::Args;
@@ -224,7 +224,7 @@ impl Searches {
     }
 }
 
-/// A call region being scanned ([`Format::scan`]).
+/// A call region being scanned ([`Reading::scan`]).
 #[derive(Debug)]
 pub(crate) struct Region<'r> {
     /// The region's text so far (it starts with the region's markup).
@@ -295,8 +295,10 @@ pub(crate) struct SectionTokens {
     pub end: &'static str,
 }
 
-/// One text format: where its markup is, and what it means.
-pub(crate) trait Format: Send + Sync {
+/// How a format's calls are found and read: where its markup is, and what it means.
+/// A format hands its reading over with [`Format::reading`](super::format::Format::reading);
+/// formats that read alike share one implementation (a reader of `readers/`).
+pub(crate) trait Reading: Send + Sync {
     /// For a format whose calls stand in sections and nowhere else, their tokens: the
     /// default [`find`](Self::find) and [`in_section`](Self::in_section) read them.
     fn sections(&self) -> Option<SectionTokens> {
@@ -424,7 +426,7 @@ impl Reader {
     /// does; returns where the undecided text begins.
     pub(crate) fn run(
         &mut self,
-        format: &dyn Format,
+        format: &dyn Reading,
         text: &str,
         base: usize,
         mut pos: usize,
@@ -523,7 +525,13 @@ impl Core {
 
     /// Reads the window's text from `pos` on; returns where the undecided text begins
     /// (everything before it was told to `sink`).
-    fn run(&mut self, format: &dyn Format, window: Window<'_>, mut pos: usize, sink: &mut dyn Sink) -> usize {
+    fn run(
+        &mut self,
+        format: &dyn Reading,
+        window: Window<'_>,
+        mut pos: usize,
+        sink: &mut dyn Sink,
+    ) -> usize {
         let Window { text, base, at_end } = window;
         loop {
             match self.mode {
@@ -626,7 +634,7 @@ impl Core {
     #[allow(clippy::too_many_arguments)]
     fn region(
         &mut self,
-        format: &dyn Format,
+        format: &dyn Reading,
         text: &str,
         base: usize,
         start: usize,

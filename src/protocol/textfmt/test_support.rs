@@ -3,7 +3,7 @@
 
 use serde_json::{Map, Value};
 
-use super::driver::{Format, RawCall, ScanState};
+use super::driver::{RawCall, Reading, ScanState};
 use super::{TextFormat, TextFormatProtocol};
 use crate::ToolExecutionResult;
 use crate::protocol::ParseOutcome;
@@ -70,7 +70,7 @@ pub(crate) fn calc_tool(description: &str, parameters: Value) -> ToolDefinition 
 }
 
 /// The calls `rules` reads from a closed region `text`.
-pub(crate) fn read_all(rules: &dyn Format, text: &str) -> Vec<RawCall> {
+pub(crate) fn read_all(rules: &dyn Reading, text: &str) -> Vec<RawCall> {
     let mut calls = Vec::new();
     rules.read(text, &ScanState::default(), true, &mut calls);
     calls
@@ -78,7 +78,7 @@ pub(crate) fn read_all(rules: &dyn Format, text: &str) -> Vec<RawCall> {
 
 /// `rules` reads the closed region `text` as one call of `name` with `args`, without
 /// problems.
-pub(crate) fn reads_as(rules: &dyn Format, text: &str, name: &str, args: &Map<String, Value>) {
+pub(crate) fn reads_as(rules: &dyn Reading, text: &str, name: &str, args: &Map<String, Value>) {
     let calls = read_all(rules, text);
     assert_eq!(calls.len(), 1, "{text}");
     assert_eq!(calls[0].name, name);

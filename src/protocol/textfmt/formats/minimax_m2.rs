@@ -1,0 +1,240 @@
+//! `minimax_m2`: `<invoke>` elements in a `<minimax:tool_call>` wrapper (MiniMax-M2).
+//!
+//! ```text
+//! <minimax:tool_call>
+//! <invoke name="get_weather">
+//! <parameter name="city">Paris</parameter>
+//! </invoke>
+//! </minimax:tool_call>
+//! ```
+//!
+//! Several calls: several `<invoke>` elements, or several wrappers. A value ends at the
+//! last `</parameter>` before the next parameter, so it may contain `</parameter>`. Values are raw text
+//! with the five XML entities decoded and surrounding whitespace kept; without a schema
+//! only `null` is not a string (JSON-looking text stays a string). An `<invoke>` without
+//! a `name` is an incomplete request; one whose `</invoke>` is missing ends at the next
+//! `<invoke` or at the end of the wrapper, and is incomplete.
+
+use serde_json::{Map, Value};
+
+use crate::ToolExecutionResult;
+use crate::grammar::{Builder, Dialect, GrammarError, Scope, Syntax};
+use crate::protocol::textfmt::TextFormatOptions;
+use crate::protocol::textfmt::driver::{RawCall, Reading, Region, Scan, ScanState, SectionTokens, UNCLOSED};
+use crate::protocol::textfmt::format::{Escape, Format, Marker};
+use crate::protocol::textfmt::prompt::{bare_functions, content, each};
+use crate::protocol::textfmt::readers::values::{decode_entities, infer_minimax};
+use crate::tools::ToolDefinition;
+
+const WRAPPER: &str = "<minimax:tool_call>";
+const WRAPPER_END: &str = "</minimax:tool_call>";
+const INVOKE: &str = "<invoke";
+const INVOKE_END: &str = "</invoke>";
+const PARAMETER: &str = "<parameter";
+const PARAMETER_END: &str = "</parameter>";
+
+/// The rules of `minimax_m2`.
+pub(crate) struct Rules;
+
+impl Reading for Rules {
+    fn sections(&self) -> Option<SectionTokens> {
+        Some(SectionTokens { open: WRAPPER, call: INVOKE, end: WRAPPER_END })
+    }
+
+    fn scan(&self, region: &mut Region<'_>) -> Scan {
+        region.until_first(INVOKE.len(), &[INVOKE_END, INVOKE, WRAPPER_END])
+    }
+
+    fn read(&self, region: &str, state: &ScanState, _closed: bool, calls: &mut Vec<RawCall>) {
+        let span = 0..region.len();
+        let head_end = region.find('>').unwrap_or(region.len());
+        let head = region.get(INVOKE.len()..head_end).unwrap_or_default();
+        let mut call =
+            RawCall { span, name: attribute(head, "name").unwrap_or_default(), ..RawCall::default() };
+        if call.name.is_empty() {
+            call.problems.push("the <invoke> has no name attribute: write <invoke name=\"…\">".into());
+        }
+        if state.stage == UNCLOSED {
+            call.problems.push("the <invoke> is not closed with </invoke>".into());
+        }
+        let mut rest = region.get(head_end + 1..).unwrap_or_default();
+        while let Some(at) = rest.find(PARAMETER) {
+            let after = rest.get(at + PARAMETER.len()..).unwrap_or_default();
+            let Some(tag_end) = after.find('>') else { break };
+            let key = attribute(after.get(..tag_end).unwrap_or_default(), "name").unwrap_or_default();
+            let value_text = after.get(tag_end + 1..).unwrap_or_default();
+            // The value ends at the last `</parameter>` before the next parameter (or the
+            // end of the invoke), so a value may hold `</parameter>` itself.
+            let limit = [value_text.find(PARAMETER), value_text.find(INVOKE_END)]
+                .into_iter()
+                .flatten()
+                .min()
+                .unwrap_or(value_text.len());
+            let end = value_text.get(..limit).and_then(|scope| scope.rfind(PARAMETER_END));
+            let (value, next) = match end {
+                Some(end) => {
+                    (value_text.get(..end).unwrap_or_default(), value_text.get(end + PARAMETER_END.len()..))
+                }
+                None => {
+                    call.problems.push(format!("the parameter `{key}` is not closed with </parameter>"));
+                    (
+                        value_text.find(INVOKE_END).and_then(|e| value_text.get(..e)).unwrap_or(value_text),
+                        None,
+                    )
+                }
+            };
+            let value = decode_entities(value);
+            call.text_arg(key, &value, infer_minimax(&value));
+            let Some(next) = next else { break };
+            rest = next;
+        }
+        calls.push(call);
+    }
+}
+
+/// The value of attribute `name` (in double or single quotes) in a tag's text.
+fn attribute(tag: &str, name: &str) -> Option<String> {
+    let mut rest = tag;
+    while let Some(at) = rest.find(name) {
+        let after = rest.get(at + name.len()..).unwrap_or_default().trim_start();
+        let boundary = at == 0 || rest.as_bytes().get(at - 1).is_some_and(|b| b.is_ascii_whitespace());
+        if let (true, Some(value)) = (boundary, after.strip_prefix('=')) {
+            let value = value.trim_start();
+            let quote = value.chars().next()?;
+            if quote == '"' || quote == '\'' {
+                let inner = value.get(1..)?;
+                let end = inner.find(quote)?;
+                return Some(decode_entities(inner.get(..end)?).into_owned());
+            }
+            let end = value.find(|c: char| c.is_whitespace() || c == '>').unwrap_or(value.len());
+            return Some(value.get(..end)?.to_string());
+        }
+        rest = rest.get(at + name.len()..).unwrap_or_default();
+    }
+    None
+}
+
+/// The calls of `minimax_m2` as a grammar: one `<minimax:tool_call>` wrapper holding
+/// the calls, each `<invoke name="NAME">` with one `<parameter name="K">V</parameter>`
+/// a line in schema order, as the prompt shows. A value holds no `<parameter`,
+/// `</parameter>`, `<invoke`, `</invoke>` or `</minimax:tool_call>` (each would end it
+/// or the call) and no reasoning tag when reasoning is hidden; its white space is kept
+/// and its XML entities are decoded (so [`write_call`] writes `&` and `<` as entities).
+pub(crate) fn syntax(
+    id: &str,
+    options: &crate::protocol::textfmt::TextFormatOptions,
+    b: &mut crate::grammar::Builder,
+    methods: &[(String, &serde_json::Value)],
+) -> Result<crate::grammar::Syntax, crate::grammar::GrammarError> {
+    use crate::grammar::{Expr, Pattern, Section, Syntax, ValueStyle, Values, properties, reasoning_heads};
+    let mut patterns = vec![
+        Pattern::text(PARAMETER),
+        Pattern::text(PARAMETER_END),
+        Pattern::text(INVOKE),
+        Pattern::text(INVOKE_END),
+        Pattern::text(WRAPPER_END),
+    ];
+    if options.skip_reasoning {
+        patterns.extend(reasoning_heads());
+    }
+    let text = b.avoiding("VALUE_TEXT", patterns);
+    let string = b.terminal("STRING_VALUE", Expr::seq([text, Expr::lit(PARAMETER_END)]));
+    let style = ValueStyle {
+        string_escapes: "<".into(),
+        text: Some(string),
+        open: String::new(),
+        close: PARAMETER_END.into(),
+    };
+    let mut calls = Vec::new();
+    for (name, schema) in methods {
+        let mut values = Values::new(b, style.clone(), name, schema);
+        let mut members = Vec::new();
+        for (key, property, required) in properties(schema) {
+            let value = values.text(property)?;
+            members.push((Expr::seq([Expr::lit(format!("\n{PARAMETER} name=\"{key}\">")), value]), required));
+        }
+        let list = values.member_list(members, Expr::lit(""));
+        let body = Expr::seq([
+            Expr::lit(format!("\n{INVOKE} name=\"{name}\">")),
+            list,
+            Expr::lit(format!("\n{INVOKE_END}")),
+        ]);
+        calls.push(b.rule(name, body));
+    }
+    Ok(Syntax {
+        protocol: id.to_string(),
+        open: WRAPPER.into(),
+        call: b.rule("call", Expr::alt(calls)),
+        section: Some(Section { between: Expr::lit(""), close: format!("\n{WRAPPER_END}") }),
+        avoid: Vec::new(),
+        reasoning: options.skip_reasoning,
+        json: None,
+    })
+}
+
+/// A call as [`syntax`] admits it, in a wrapper of its own: strings with `&` and `<`
+/// written as entities, other values as JSON (entities likewise).
+pub(crate) fn write_call(name: &str, args: &serde_json::Map<String, serde_json::Value>) -> String {
+    let mut out = format!("{WRAPPER}\n{INVOKE} name=\"{name}\">");
+    for (key, value) in args {
+        let text = match value {
+            serde_json::Value::String(s) => s.clone(),
+            other => crate::protocol::textfmt::grammar::json_text(other),
+        };
+        let text = text.replace('&', "&amp;").replace('<', "&lt;");
+        out.push_str(&format!("\n{PARAMETER} name=\"{key}\">{text}{PARAMETER_END}"));
+    }
+    out.push_str(&format!("\n{INVOKE_END}\n{WRAPPER_END}"));
+    out
+}
+
+/// The format's id.
+pub(crate) const ID: &str = "minimax_m2";
+
+impl Format for Rules {
+    fn id(&self) -> &'static str {
+        ID
+    }
+
+    fn markers(&self) -> &'static [Marker] {
+        &[Marker::Token(WRAPPER)]
+    }
+
+    fn escapes(&self) -> &'static [Escape] {
+        &[Escape::Tag("minimax:"), Escape::Tag("invoke"), Escape::Tag("parameter"), Escape::Tag("response")]
+    }
+
+    fn reading(&self) -> &dyn Reading {
+        self
+    }
+
+    fn prompt(&self, tools: &[ToolDefinition]) -> String {
+        format!(
+            "# Tools\nYou may call one or more tools to assist with the user query.\n\
+             Here are the tools available in JSONSchema format:\n\n<tools>\n{}\n</tools>\n\n\
+             When making tool calls, use XML format to invoke tools and pass parameters:\n\n\
+             <minimax:tool_call>\n<invoke name=\"tool-name-1\">\n<parameter name=\"param-key-1\">param-value-1</parameter>\n\
+             <parameter name=\"param-key-2\">param-value-2</parameter>\n...\n</invoke>\n</minimax:tool_call>",
+            bare_functions(tools).iter().map(|f| format!("<tool>{f}</tool>")).collect::<Vec<_>>().join("\n")
+        )
+    }
+
+    fn results(&self, results: &[ToolExecutionResult]) -> String {
+        each(results, |r| format!("<response>{}</response>", content(r)), "\n")
+    }
+
+    fn write_call(&self, name: &str, args: &Map<String, Value>) -> Option<String> {
+        Some(write_call(name, args))
+    }
+
+    fn syntax(
+        &self,
+        b: &mut Builder,
+        methods: &[(String, &Value)],
+        options: &TextFormatOptions,
+        _dialect: Dialect,
+        _scope: Scope,
+    ) -> Result<Syntax, GrammarError> {
+        syntax(ID, options, b, methods)
+    }
+}
