@@ -63,13 +63,30 @@ impl Detected {
 
     /// What a turn written in this protocol tells the resolving and writing steps.
     fn state(self) -> TurnState {
-        TurnState::dialect(self.id())
+        TurnState::dialect(self)
     }
 
     /// The protocol a turn was read in, from its state: VCP when it says nothing (a reply
     /// without markup has no requests to answer).
     fn of(state: &TurnState) -> Detected {
-        state.dialect.as_deref().and_then(Detected::from_id).unwrap_or(Detected::Vcp)
+        state.dialect.unwrap_or(Detected::Vcp)
+    }
+}
+
+/// Written as its id.
+impl serde::Serialize for Detected {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.id())
+    }
+}
+
+/// Read from its id; an id that names no protocol `auto` reads is an error.
+impl<'de> serde::Deserialize<'de> for Detected {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let id = String::deserialize(deserializer)?;
+        Detected::from_id(&id).ok_or_else(|| {
+            serde::de::Error::custom(format!("unknown text protocol `{id}`: `vcp` or a text format's id"))
+        })
     }
 }
 
@@ -455,7 +472,7 @@ fn step(
 /// let reply = "Sure.\n[TOOL_CALLS][{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}]";
 /// assert_eq!(AutoProtocol::detect(reply), Some(Detected::Format(TextFormat::Mistral)));
 /// let parsed = auto.parse(reply);
-/// assert_eq!(parsed.state.dialect.as_deref(), Some("mistral"));
+/// assert_eq!(parsed.state.dialect, Some(Detected::Format(TextFormat::Mistral)));
 /// assert_eq!(parsed.requests[0].tool_name, "get_weather");
 /// assert_eq!(parsed.normal_text, "Sure.\n");
 /// ```
