@@ -157,6 +157,24 @@ fn table() -> &'static Table {
     })
 }
 
+/// The formats that `token`, found in a reply, may decide (for the layout test).
+#[cfg(test)]
+pub(super) fn formats_of(token: &str) -> Vec<TextFormat> {
+    let decided = |then: &Then| match then {
+        Then::Is(Detected::Format(format)) => vec![*format],
+        Then::Is(Detected::Vcp) => Vec::new(),
+        Then::Look { claims, .. } => claims.iter().map(|(_, format)| *format).collect(),
+    };
+    table().markers.iter().filter(|(known, _)| *known == token).flat_map(|(_, then)| decided(then)).collect()
+}
+
+/// The formats a reply's opening decides, and the one a Python call list decides (for
+/// the layout test).
+#[cfg(test)]
+pub(super) fn openings_and_call_list() -> (Vec<(&'static [&'static str], TextFormat)>, Option<TextFormat>) {
+    (table().openings.clone(), table().call_list)
+}
+
 /// Whether a reply detected as `detected` may be read as `preferred`: the two share
 /// their markup (one names the other in its
 /// [`same_markup`](super::format::Format::same_markup)). `auto` detects the format that

@@ -56,6 +56,19 @@ fn escapes() -> &'static Escapes {
     })
 }
 
+/// Whether `escape` is among what [`neutralize_tokens`] covers (for the layout test).
+#[cfg(test)]
+pub(super) fn covers(escape: &Escape) -> bool {
+    let all = escapes();
+    match *escape {
+        Escape::Tag(tag) => all.tags.contains(&tag),
+        Escape::Bracket(token) => all.brackets.contains(&token),
+        Escape::ListAfter(word) => all.list_words.contains(&word),
+        Escape::CallFence(fence) => all.fences.contains(&fence),
+        Escape::CallList => all.call_lists,
+    }
+}
+
 /// Whether the `<` at the start of `rest` begins markup of some format: a special token
 /// (`<|…`, `<｜…`) or one of the tags, opening or closing.
 fn tag_starts(rest: &str) -> bool {

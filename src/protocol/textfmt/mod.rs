@@ -98,6 +98,8 @@ mod escape;
 mod format;
 mod formats;
 mod grammar;
+#[cfg(test)]
+mod layout;
 mod prompt;
 mod readers;
 mod registry;

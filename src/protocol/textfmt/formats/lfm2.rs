@@ -7,7 +7,7 @@
 //! ```
 //!
 //! Between the two tokens stands a Python list of calls with keyword arguments, read
-//! as [`pythonic`](super::pythonic) reads its lists: values are Python literals (strings
+//! as the `pythonic` format reads its lists: values are Python literals (strings
 //! in either quote, numbers, `True`/`False`/`None` and the JSON words
 //! `true`/`false`/`null`, lists, tuples, dicts), converted to JSON; `f()` has `{}`;
 //! names may be dotted (`grocery.order(…)`). Blanks around the list are allowed. Two
