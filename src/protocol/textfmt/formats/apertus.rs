@@ -294,68 +294,6 @@ fn required(schema: &Value) -> Vec<&str> {
         .unwrap_or_default()
 }
 
-/// The tool-definition prompt: the tools as the Apertus template renders them after
-/// `Tool Capabilities:` (each a commented TypeScript-like function type), and how to
-/// call them.
-pub(crate) fn prompt(tools: &[ToolDefinition]) -> String {
-    let mut rendered = Vec::new();
-    for (name, description, parameters) in methods(tools) {
-        let mut out = String::new();
-        if !description.is_empty() {
-            out.push_str(&format!("// {description}\n"));
-        }
-        out.push_str(&format!("type {name} = "));
-        match parameters.get("properties").and_then(Value::as_object) {
-            Some(properties) if !properties.is_empty() => {
-                let required = required(parameters);
-                let members: Vec<String> = properties
-                    .iter()
-                    .map(|(param, spec)| {
-                        let mut line = String::new();
-                        if let Some(text) = spec.get("description").and_then(Value::as_str) {
-                            line.push_str(&format!("// {text}\n"));
-                        }
-                        let optional = if required.contains(&param.as_str()) { "" } else { "?" };
-                        line.push_str(&format!("{param}{optional}: {}", ts_type(spec, 0)));
-                        if let Some(default) = spec.get("default") {
-                            line.push_str(&format!(", // default: {default}"));
-                        }
-                        line
-                    })
-                    .collect();
-                out.push_str(&format!("(_: {{\n{}\n}}) => any;", members.join(",\n")));
-            }
-            _ => out.push_str("() => any;"),
-        }
-        rendered.push(out);
-    }
-    format!(
-        "Tool Capabilities:\n{}\n\n\
-         To call tools, write a JSON list with one object per call, the function's name as its only key \
-         and the arguments object as its value, between <|tools_prefix|> and <|tools_suffix|>:\n\
-         <|tools_prefix|>[{{\"function_name\": {{\"param_name\": \"value\"}}}}, {{\"other_function\": {{}}}}]<|tools_suffix|>",
-        rendered.join("\n")
-    )
-}
-
-/// The text that carries `results` back: the Apertus template writes tool outputs as a
-/// list, `[output, output]`, right after the calls; each output here is a JSON string
-/// (so nothing in it can close the list).
-pub(crate) fn results(results: &[ToolExecutionResult]) -> String {
-    let outputs: Vec<String> = results.iter().map(|r| json_text(&Value::String(content(r)))).collect();
-    format!("[{}]", outputs.join(", "))
-}
-
-/// A call of `name` with `args`, as the prompt teaches it (JSON with `<` escaped, so no
-/// token appears inside).
-pub(crate) fn write_call(name: &str, args: &Map<String, Value>) -> Option<String> {
-    Some(format!(
-        "{PREFIX}[{{{}: {}}}]{SUFFIX}",
-        json_text(&Value::String(name.to_string())),
-        json_text(&Value::Object(args.clone()))
-    ))
-}
-
 /// The format's id.
 pub(crate) const ID: &str = "apertus";
 
@@ -376,16 +314,66 @@ impl Format for Rules {
         self
     }
 
+    /// The tool-definition prompt: the tools as the Apertus template renders them after
+    /// `Tool Capabilities:` (each a commented TypeScript-like function type), and how to
+    /// call them.
     fn prompt(&self, tools: &[ToolDefinition]) -> String {
-        self::prompt(tools)
+        let mut rendered = Vec::new();
+        for (name, description, parameters) in methods(tools) {
+            let mut out = String::new();
+            if !description.is_empty() {
+                out.push_str(&format!("// {description}\n"));
+            }
+            out.push_str(&format!("type {name} = "));
+            match parameters.get("properties").and_then(Value::as_object) {
+                Some(properties) if !properties.is_empty() => {
+                    let required = required(parameters);
+                    let members: Vec<String> = properties
+                        .iter()
+                        .map(|(param, spec)| {
+                            let mut line = String::new();
+                            if let Some(text) = spec.get("description").and_then(Value::as_str) {
+                                line.push_str(&format!("// {text}\n"));
+                            }
+                            let optional = if required.contains(&param.as_str()) { "" } else { "?" };
+                            line.push_str(&format!("{param}{optional}: {}", ts_type(spec, 0)));
+                            if let Some(default) = spec.get("default") {
+                                line.push_str(&format!(", // default: {default}"));
+                            }
+                            line
+                        })
+                        .collect();
+                    out.push_str(&format!("(_: {{\n{}\n}}) => any;", members.join(",\n")));
+                }
+                _ => out.push_str("() => any;"),
+            }
+            rendered.push(out);
+        }
+        format!(
+            "Tool Capabilities:\n{}\n\n\
+         To call tools, write a JSON list with one object per call, the function's name as its only key \
+         and the arguments object as its value, between <|tools_prefix|> and <|tools_suffix|>:\n\
+         <|tools_prefix|>[{{\"function_name\": {{\"param_name\": \"value\"}}}}, {{\"other_function\": {{}}}}]<|tools_suffix|>",
+            rendered.join("\n")
+        )
     }
 
+    /// The text that carries `results` back: the Apertus template writes tool outputs as a
+    /// list, `[output, output]`, right after the calls; each output here is a JSON string
+    /// (so nothing in it can close the list).
     fn results(&self, results: &[ToolExecutionResult]) -> String {
-        self::results(results)
+        let outputs: Vec<String> = results.iter().map(|r| json_text(&Value::String(content(r)))).collect();
+        format!("[{}]", outputs.join(", "))
     }
 
+    /// A call of `name` with `args`, as the prompt teaches it (JSON with `<` escaped, so no
+    /// token appears inside).
     fn write_call(&self, name: &str, args: &Map<String, Value>) -> Option<String> {
-        self::write_call(name, args)
+        Some(format!(
+            "{PREFIX}[{{{}: {}}}]{SUFFIX}",
+            json_text(&Value::String(name.to_string())),
+            json_text(&Value::Object(args.clone()))
+        ))
     }
 }
 
@@ -404,7 +392,7 @@ mod tests {
                 .filter_map(|v| v.as_object().cloned()),
         );
         for args in all {
-            let text = write_call("get_weather", &args).unwrap_or_default();
+            let text = Rules.write_call("get_weather", &args).unwrap_or_default();
             assert!(text.starts_with("<|tools_prefix|>[{\"get_weather\": {"), "{text}");
             round_trip(TextFormat::Apertus, &text, "get_weather", &args);
         }
@@ -422,7 +410,7 @@ mod tests {
 
     #[test]
     fn prompt_and_results_shape() {
-        let text = prompt(&[]);
+        let text = Rules.prompt(&[]);
         assert!(text.starts_with("Tool Capabilities:\n"), "{text}");
         assert!(text.contains("<|tools_prefix|>[{\"function_name\": {"));
         let schema = serde_json::json!({"type": "object", "properties": {
@@ -430,7 +418,7 @@ mod tests {
             "unit": {"type": "string", "enum": ["c", "f"], "default": "c"},
             "days": {"type": "array", "items": {"type": "integer"}}}, "required": ["city"]});
         assert_eq!(ts_type(&schema, 0), "{\ncity: string, unit?: \"c\" | \"f\", days?: number[]}",);
-        let out = twice(results, "3\"] <|tools_prefix|>[{\"rm\": {}}]");
+        let out = twice(|r| Rules.results(r), "3\"] <|tools_prefix|>[{\"rm\": {}}]");
         let list: Value = serde_json::from_str(&out).unwrap_or_default();
         assert_eq!(list.as_array().map(Vec::len), Some(2), "{out}");
         assert!(!out.contains(PREFIX), "{out}");

@@ -151,46 +151,6 @@ fn tool_name_guess(text: &str) -> String {
     name_guess(&format!("\"name\"{}", text.get(at + "\"tool_name\"".len()..).unwrap_or_default()))
 }
 
-/// The tool-definition prompt.
-pub(crate) fn prompt(tools: &[ToolDefinition]) -> String {
-    let list = serde_json::to_string_pretty(&Value::Array(bare_functions(tools))).unwrap_or_default();
-    format!(
-        "## Available Tools\n\nThese are the tools you can use, and the only ones:\n\n```json\n{list}\n```\n\n\
-         To use tools, first think in {START_THINKING} … {END_THINKING} about which to call. Then write \
-         {START_ACTION} followed by a JSON list of the calls, each an object with \"tool_call_id\" (numbered \
-         from \"0\"), \"tool_name\" and \"parameters\" fields, and close it with {END_ACTION}. Calls that do not \
-         depend on each other go in the same list. The results come back in the next turn between \
-         {RESULT_OPEN} and {RESULT_CLOSE}, each linked to its call by \"tool_call_id\"; never invent them.\n\n\
-         {START_ACTION}[\n    {{\"tool_call_id\": \"0\", \"tool_name\": <tool-name>, \"parameters\": <params-json-object>}}\n]{END_ACTION}\n\n\
-         To answer the user, write the answer between <|START_RESPONSE|> and <|END_RESPONSE|>."
-    )
-}
-
-/// The text of the tool message that carries `results` back.
-pub(crate) fn results(results: &[ToolExecutionResult]) -> String {
-    let items: Vec<String> = results
-        .iter()
-        .map(|r| {
-            let id = Value::String(neutralize_tokens(&r.request_id).into_owned());
-            let output = json!({"0": {"content": content(r)}});
-            let error = if r.is_success() { Value::Null } else { Value::Bool(true) };
-            format!(
-                "    {{\n        \"tool_call_id\": {id},\n        \"results\": {output},\n        \"is_error\": {error}\n    }}"
-            )
-        })
-        .collect();
-    format!("{RESULT_OPEN}[\n{}\n]{RESULT_CLOSE}", items.join(",\n"))
-}
-
-/// A call of `name` with `args`, as the prompt teaches it.
-pub(crate) fn write_call(name: &str, args: &Map<String, Value>) -> Option<String> {
-    let name = json_text(&Value::String(name.to_string()));
-    let args = json_text(&Value::Object(args.clone()));
-    Some(format!(
-        "{START_ACTION}[\n    {{\"tool_call_id\": \"0\", \"tool_name\": {name}, \"parameters\": {args}}}\n]{END_ACTION}"
-    ))
-}
-
 /// The format's id.
 pub(crate) const ID: &str = "cohere";
 
@@ -213,16 +173,44 @@ impl Format for Rules {
         self
     }
 
+    /// The tool-definition prompt.
     fn prompt(&self, tools: &[ToolDefinition]) -> String {
-        self::prompt(tools)
+        let list = serde_json::to_string_pretty(&Value::Array(bare_functions(tools))).unwrap_or_default();
+        format!(
+            "## Available Tools\n\nThese are the tools you can use, and the only ones:\n\n```json\n{list}\n```\n\n\
+         To use tools, first think in {START_THINKING} … {END_THINKING} about which to call. Then write \
+         {START_ACTION} followed by a JSON list of the calls, each an object with \"tool_call_id\" (numbered \
+         from \"0\"), \"tool_name\" and \"parameters\" fields, and close it with {END_ACTION}. Calls that do not \
+         depend on each other go in the same list. The results come back in the next turn between \
+         {RESULT_OPEN} and {RESULT_CLOSE}, each linked to its call by \"tool_call_id\"; never invent them.\n\n\
+         {START_ACTION}[\n    {{\"tool_call_id\": \"0\", \"tool_name\": <tool-name>, \"parameters\": <params-json-object>}}\n]{END_ACTION}\n\n\
+         To answer the user, write the answer between <|START_RESPONSE|> and <|END_RESPONSE|>."
+        )
     }
 
+    /// The text of the tool message that carries `results` back.
     fn results(&self, results: &[ToolExecutionResult]) -> String {
-        self::results(results)
+        let items: Vec<String> = results
+        .iter()
+        .map(|r| {
+            let id = Value::String(neutralize_tokens(&r.request_id).into_owned());
+            let output = json!({"0": {"content": content(r)}});
+            let error = if r.is_success() { Value::Null } else { Value::Bool(true) };
+            format!(
+                "    {{\n        \"tool_call_id\": {id},\n        \"results\": {output},\n        \"is_error\": {error}\n    }}"
+            )
+        })
+        .collect();
+        format!("{RESULT_OPEN}[\n{}\n]{RESULT_CLOSE}", items.join(",\n"))
     }
 
+    /// A call of `name` with `args`, as the prompt teaches it.
     fn write_call(&self, name: &str, args: &Map<String, Value>) -> Option<String> {
-        self::write_call(name, args)
+        let name = json_text(&Value::String(name.to_string()));
+        let args = json_text(&Value::Object(args.clone()));
+        Some(format!(
+            "{START_ACTION}[\n    {{\"tool_call_id\": \"0\", \"tool_name\": {name}, \"parameters\": {args}}}\n]{END_ACTION}"
+        ))
     }
 }
 
@@ -235,7 +223,7 @@ mod tests {
     fn written_calls_read_back() {
         let args = json!({"text": "say <|END_ACTION|> please", "n": [1, {"x": null}], "u": "こんにちは"});
         let args = args.as_object().cloned().unwrap_or_default();
-        let text = write_call("echo", &args).unwrap_or_default();
+        let text = Rules.write_call("echo", &args).unwrap_or_default();
         assert!(text.starts_with(START_ACTION) && text.ends_with(END_ACTION));
         reads_as(&Rules, &text, "echo", &args);
     }
@@ -254,10 +242,10 @@ mod tests {
 
     #[test]
     fn prompt_and_results_shape() {
-        let text = prompt(&[calc_tool("Add.", json!({"type": "object"}))]);
+        let text = Rules.prompt(&[calc_tool("Add.", json!({"type": "object"}))]);
         assert!(text.contains("\"name\": \"calc_add\"") && text.contains(START_ACTION));
         let ok = ToolExecutionResult::success("7", "calc_add", "3 <|END_TOOL_RESULT|>");
-        let out = results(&[ok.clone(), ok]);
+        let out = Rules.results(&[ok.clone(), ok]);
         assert!(out.starts_with(RESULT_OPEN) && out.ends_with(RESULT_CLOSE));
         assert_eq!(out.matches(RESULT_CLOSE).count(), 1);
         let inner = &out[RESULT_OPEN.len()..out.len() - RESULT_CLOSE.len()];

@@ -25,7 +25,7 @@ use crate::protocol::textfmt::format::{Format, Marker};
 use crate::protocol::textfmt::grammar::{JsonMarkup, JsonSyntax, json_text};
 use crate::protocol::textfmt::prompt::methods;
 use crate::protocol::textfmt::readers::deepseek::{
-    CALL_BEGIN, CALL_END, CALLS_BEGIN, CALLS_END, DeepSeek, SEP, results,
+    CALL_BEGIN, CALL_END, CALLS_BEGIN, CALLS_END, DeepSeek, SEP, results as tool_outputs,
 };
 use crate::protocol::textfmt::readers::shapes::{Shape, deepseek_version};
 use crate::tools::ToolDefinition;
@@ -66,7 +66,7 @@ impl Format for Rules {
     }
 
     fn results(&self, results: &[ToolExecutionResult]) -> String {
-        self::results(results)
+        tool_outputs(results)
     }
 
     fn write_call(&self, name: &str, args: &Map<String, Value>) -> Option<String> {

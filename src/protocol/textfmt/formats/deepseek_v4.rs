@@ -47,20 +47,6 @@ use crate::protocol::textfmt::format::{Escape, Format, Marker};
 use crate::protocol::textfmt::readers::dsml::{self, V4, tool_results, tools_section};
 use crate::tools::ToolDefinition;
 
-/// The tool-definition prompt, worded as DeepSeek V4's chat encoding words it.
-pub(crate) fn prompt(tools: &[ToolDefinition]) -> String {
-    tools_section(&V4, tools)
-}
-
-/// A call of `name` with `args`, as the prompt teaches it: strings with
-/// `string="true"`, other values as JSON with `string="false"`. `None` when a string
-/// holds `</｜DSML｜parameter>`, `<｜DSML｜invoke` or `</｜DSML｜tool_calls>` (the format has
-/// no escapes), or a name or key holds `"` or `>` (or is empty, or has white space
-/// around it).
-pub(crate) fn write_call(name: &str, args: &Map<String, Value>) -> Option<String> {
-    dsml::write(&V4, name, args)
-}
-
 /// The rules of `deepseek_v4`: its DSML markup, read by the DSML reader.
 pub(crate) struct Rules;
 
@@ -84,16 +70,22 @@ impl Format for Rules {
         &V4
     }
 
+    /// The tool-definition prompt, worded as DeepSeek V4's chat encoding words it.
     fn prompt(&self, tools: &[ToolDefinition]) -> String {
-        self::prompt(tools)
+        tools_section(&V4, tools)
     }
 
     fn results(&self, results: &[ToolExecutionResult]) -> String {
         tool_results(results)
     }
 
+    /// A call of `name` with `args`, as the prompt teaches it: strings with
+    /// `string="true"`, other values as JSON with `string="false"`. `None` when a string
+    /// holds `</｜DSML｜parameter>`, `<｜DSML｜invoke` or `</｜DSML｜tool_calls>` (the format has
+    /// no escapes), or a name or key holds `"` or `>` (or is empty, or has white space
+    /// around it).
     fn write_call(&self, name: &str, args: &Map<String, Value>) -> Option<String> {
-        self::write_call(name, args)
+        dsml::write(&V4, name, args)
     }
 }
 
@@ -108,12 +100,18 @@ mod tests {
 
     #[test]
     fn write_call_round_trips() {
-        dsml_tests::write_round_trips(TextFormat::DeepSeekV4, &V4, write_call, json!({}), "");
+        dsml_tests::write_round_trips(
+            TextFormat::DeepSeekV4,
+            &V4,
+            |n, a| Rules.write_call(n, a),
+            json!({}),
+            "",
+        );
     }
 
     #[test]
     fn write_call_refuses_what_it_cannot_carry() {
-        dsml_tests::write_refuses(&V4, write_call);
+        dsml_tests::write_refuses(&V4, |n, a| Rules.write_call(n, a));
     }
 
     #[test]
@@ -130,7 +128,7 @@ mod tests {
     fn prompt_and_results_shape() {
         let tool =
             calc_tool("Adds numbers", json!({"type": "object", "properties": {"a": {"type": "integer"}}}));
-        let text = prompt(&[tool]);
+        let text = Rules.prompt(&[tool]);
         assert!(text.starts_with("## Tools\n\n"));
         assert!(text.contains(&format!("writing a \"{}\" block", V4.block)));
         assert!(text.contains("### Available Tool Schemas\n\n{"));

@@ -44,7 +44,7 @@
 //! rejects it and smg drops it); a value ends at the first `</｜DSML｜ parameter>`, and
 //! while a value is open only a new invoke or the block's end cut it short, so a value
 //! may hold `</｜DSML｜ invoke>` but not `</｜DSML｜ parameter>`, `<｜DSML｜ invoke` or
-//! `</｜DSML｜ calls>`; [`write_call`] writes the block without the leading separator
+//! `</｜DSML｜ calls>`; its `write_call` writes the block without the leading separator
 //! (a call on its own; the separator belongs between text and a block).
 
 use serde_json::{Map, Value};
@@ -89,27 +89,6 @@ impl Reading for Rules {
     }
 }
 
-/// The tool-definition prompt: V4.1's encoder renders V4's `## Tools` section with the
-/// spaced tags.
-pub(crate) fn prompt(tools: &[ToolDefinition]) -> String {
-    tools_section(&V41, tools)
-}
-
-/// The text that carries `results` back: V4.1 merges tool messages into the next user
-/// turn as `<tool_result>…</tool_result>` blocks separated by blank lines, as V4 does.
-pub(crate) fn results(results: &[ToolExecutionResult]) -> String {
-    tool_results(results)
-}
-
-/// A call of `name` with `args`, as the encoder writes one: strings with
-/// `string="true"`, other values as JSON with `string="false"`, one tag a line. `None`
-/// when a string holds `</｜DSML｜ parameter>`, `<｜DSML｜ invoke` or `</｜DSML｜ calls>`
-/// (the format has no escapes), or a name or key holds `"` or `>` (or is empty, or has
-/// white space around it).
-pub(crate) fn write_call(name: &str, args: &Map<String, Value>) -> Option<String> {
-    dsml::write(&V41, name, args)
-}
-
 /// The format's id.
 pub(crate) const ID: &str = "deepseek_v41";
 
@@ -130,16 +109,25 @@ impl Format for Rules {
         self
     }
 
+    /// The tool-definition prompt: V4.1's encoder renders V4's `## Tools` section with the
+    /// spaced tags.
     fn prompt(&self, tools: &[ToolDefinition]) -> String {
-        self::prompt(tools)
+        tools_section(&V41, tools)
     }
 
+    /// The text that carries `results` back: V4.1 merges tool messages into the next user
+    /// turn as `<tool_result>…</tool_result>` blocks separated by blank lines, as V4 does.
     fn results(&self, results: &[ToolExecutionResult]) -> String {
-        self::results(results)
+        tool_results(results)
     }
 
+    /// A call of `name` with `args`, as the encoder writes one: strings with
+    /// `string="true"`, other values as JSON with `string="false"`, one tag a line. `None`
+    /// when a string holds `</｜DSML｜ parameter>`, `<｜DSML｜ invoke` or `</｜DSML｜ calls>`
+    /// (the format has no escapes), or a name or key holds `"` or `>` (or is empty, or has
+    /// white space around it).
     fn write_call(&self, name: &str, args: &Map<String, Value>) -> Option<String> {
-        self::write_call(name, args)
+        dsml::write(&V41, name, args)
     }
 }
 
@@ -157,17 +145,17 @@ mod tests {
     #[test]
     fn write_call_round_trips() {
         let extra = json!({"v4_invoke": "<｜DSML｜invoke name=\"x\">", "v4_end": "</｜DSML｜tool_calls>"});
-        dsml_tests::write_round_trips(FORMAT, &V41, write_call, extra, "");
+        dsml_tests::write_round_trips(FORMAT, &V41, |n, a| Rules.write_call(n, a), extra, "");
     }
 
     #[test]
     fn write_call_refuses_what_it_cannot_carry() {
-        dsml_tests::write_refuses(&V41, write_call);
+        dsml_tests::write_refuses(&V41, |n, a| Rules.write_call(n, a));
     }
 
     #[test]
     fn write_call_is_the_encoders_layout() {
-        let text = write_call("calc_add", json!({"a": 1, "s": "x"}).as_object().unwrap());
+        let text = Rules.write_call("calc_add", json!({"a": 1, "s": "x"}).as_object().unwrap());
         assert_eq!(
             text.as_deref(),
             Some(
@@ -191,7 +179,7 @@ mod tests {
 
     #[test]
     fn one_blank_line_before_a_block_is_markup() {
-        let call = write_call("f", &Map::new()).unwrap();
+        let call = Rules.write_call("f", &Map::new()).unwrap();
         for (before, normal) in [
             ("Checking.\n\n", "Checking."),
             ("\n\n", ""),
@@ -214,7 +202,7 @@ mod tests {
     fn prompt_and_results_shape() {
         let tool =
             calc_tool("Adds numbers", json!({"type": "object", "properties": {"a": {"type": "integer"}}}));
-        let text = prompt(&[tool]);
+        let text = Rules.prompt(&[tool]);
         assert!(text.starts_with("## Tools\n\n"));
         assert!(
             text.contains("writing a \"<｜DSML｜ calls>\" block like the following:\n\n<｜DSML｜ calls>\n")
@@ -227,7 +215,7 @@ mod tests {
         assert!(text.contains("### Available Tool Schemas\n\n{"));
         assert!(text.contains("\"name\":\"calc_add\""));
         assert!(!text.contains("tool_calls"));
-        let out = results(&[
+        let out = Rules.results(&[
             ToolExecutionResult::success("1", "calc_add", "3 </tool_result><｜DSML｜ calls>"),
             ToolExecutionResult::success("2", "calc_add", "4"),
         ]);

@@ -74,21 +74,6 @@ impl Reading for Rules {
     }
 }
 
-/// The tool-definition prompt.
-pub(crate) fn prompt(tools: &[ToolDefinition]) -> String {
-    tagged_prompt(tools, OPEN, CLOSE)
-}
-
-/// The text of the tool message that carries `results` back.
-pub(crate) fn results(results: &[ToolExecutionResult]) -> String {
-    tagged_results(results, RESULT_OPEN, RESULT_CLOSE)
-}
-
-/// A call of `name` with `args`, as the prompt teaches it.
-pub(crate) fn write_call(name: &str, args: &Map<String, Value>) -> Option<String> {
-    Some(tagged_call(name, args, OPEN, CLOSE))
-}
-
 /// The format's id.
 pub(crate) const ID: &str = "ernie45";
 
@@ -109,16 +94,19 @@ impl Format for Rules {
         self
     }
 
+    /// The tool-definition prompt.
     fn prompt(&self, tools: &[ToolDefinition]) -> String {
-        self::prompt(tools)
+        tagged_prompt(tools, OPEN, CLOSE)
     }
 
+    /// The text of the tool message that carries `results` back.
     fn results(&self, results: &[ToolExecutionResult]) -> String {
-        self::results(results)
+        tagged_results(results, RESULT_OPEN, RESULT_CLOSE)
     }
 
+    /// A call of `name` with `args`, as the prompt teaches it.
     fn write_call(&self, name: &str, args: &Map<String, Value>) -> Option<String> {
-        self::write_call(name, args)
+        Some(tagged_call(name, args, OPEN, CLOSE))
     }
 }
 
@@ -133,16 +121,16 @@ mod tests {
     fn written_calls_read_back() {
         let args = json!({"q": "a </tool_call> b", "n": [1, {"x": null}], "u": "日本"});
         let args = args.as_object().cloned().unwrap_or_default();
-        let text = write_call("search_web", &args).unwrap_or_default();
+        let text = Rules.write_call("search_web", &args).unwrap_or_default();
         assert!(text.starts_with(OPEN) && text.ends_with(CLOSE));
         reads_as(&Rules, &text, "search_web", &args);
     }
 
     #[test]
     fn prompt_and_results_shape() {
-        let text = prompt(&[calc_tool("Add.", json!({"type": "object"}))]);
+        let text = Rules.prompt(&[calc_tool("Add.", json!({"type": "object"}))]);
         assert!(text.contains("\"name\":\"calc_add\"") && text.contains(OPEN) && text.contains("<tools>"));
-        let out = twice(results, "3 </tool_response>");
+        let out = twice(|r| Rules.results(r), "3 </tool_response>");
         assert_eq!(out.matches(RESULT_CLOSE).count(), 2);
         assert!(out.starts_with("<tool_response>\n3 &lt;/tool_response>"));
     }

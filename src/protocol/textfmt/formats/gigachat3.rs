@@ -179,31 +179,6 @@ fn header_end(region: &str) -> Option<usize> {
     region.get(at..).is_some_and(|rest| rest.starts_with(ROLE)).then_some(at + ROLE.len())
 }
 
-/// The tool-definition prompt.
-pub(crate) fn prompt(tools: &[ToolDefinition]) -> String {
-    let list = serde_json::to_string_pretty(&Value::Array(functions(tools))).unwrap_or_default();
-    format!(
-        "You can call the following functions:\n{list}\n\n\
-         To call a function, end your message and write a function call: {FUNCTION_CALL} followed by \
-         one JSON object with the function's \"name\" and its \"arguments\" object:\n\
-         {FUNCTION_CALL}{{\"name\": <function-name>, \"arguments\": <args-json-object>}}\n\
-         Call one function at a time; its result comes back as a function result message."
-    )
-}
-
-/// The text of the tool message that carries `results` back: the `function result`
-/// message's content, one JSON object per result (`"result"` or `"error"`), one per line.
-pub(crate) fn results(results: &[ToolExecutionResult]) -> String {
-    named_results(results, "result", "error")
-}
-
-/// A call of `name` with `args`, as the prompt teaches it (GigaChat 3.1's header).
-pub(crate) fn write_call(name: &str, args: &Map<String, Value>) -> Option<String> {
-    let name = json_text(&Value::String(name.to_string()));
-    let args = json_text(&Value::Object(args.clone()));
-    Some(format!("{FUNCTION_CALL}{{\"name\": {name}, \"arguments\": {args}}}"))
-}
-
 /// The format's id.
 pub(crate) const ID: &str = "gigachat3";
 
@@ -220,16 +195,29 @@ impl Format for Rules {
         self
     }
 
+    /// The tool-definition prompt.
     fn prompt(&self, tools: &[ToolDefinition]) -> String {
-        self::prompt(tools)
+        let list = serde_json::to_string_pretty(&Value::Array(functions(tools))).unwrap_or_default();
+        format!(
+            "You can call the following functions:\n{list}\n\n\
+         To call a function, end your message and write a function call: {FUNCTION_CALL} followed by \
+         one JSON object with the function's \"name\" and its \"arguments\" object:\n\
+         {FUNCTION_CALL}{{\"name\": <function-name>, \"arguments\": <args-json-object>}}\n\
+         Call one function at a time; its result comes back as a function result message."
+        )
     }
 
+    /// The text of the tool message that carries `results` back: the `function result`
+    /// message's content, one JSON object per result (`"result"` or `"error"`), one per line.
     fn results(&self, results: &[ToolExecutionResult]) -> String {
-        self::results(results)
+        named_results(results, "result", "error")
     }
 
+    /// A call of `name` with `args`, as the prompt teaches it (GigaChat 3.1's header).
     fn write_call(&self, name: &str, args: &Map<String, Value>) -> Option<String> {
-        self::write_call(name, args)
+        let name = json_text(&Value::String(name.to_string()));
+        let args = json_text(&Value::Object(args.clone()));
+        Some(format!("{FUNCTION_CALL}{{\"name\": {name}, \"arguments\": {args}}}"))
     }
 }
 
@@ -245,7 +233,7 @@ mod tests {
     fn written_calls_read_back() {
         let args = json!({"q": "a </s> b", "n": [1, {"x": null}], "u": "Привет"});
         let args = args.as_object().cloned().unwrap_or_default();
-        let text = write_call("search", &args).unwrap_or_default();
+        let text = Rules.write_call("search", &args).unwrap_or_default();
         let reply = parse(TextFormat::Gigachat3, &format!("Sure.{text}</s>"));
         assert_eq!(reply.requests.len(), 1);
         assert_eq!(reply.requests[0].tool_name, "search");
@@ -256,8 +244,10 @@ mod tests {
 
     #[test]
     fn prompt_and_results_shape() {
-        assert!(prompt(&[calc_tool("Add.", json!({"type": "object"}))]).contains("\"name\": \"calc_add\""));
-        let out = twice(results, "3 <|function_call|>");
+        assert!(
+            Rules.prompt(&[calc_tool("Add.", json!({"type": "object"}))]).contains("\"name\": \"calc_add\"")
+        );
+        let out = twice(|r| Rules.results(r), "3 <|function_call|>");
         let lines: Vec<Value> = out.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
         assert_eq!(lines.len(), 2);
         assert_eq!(lines[0]["result"], "3 &lt;|function_call|>");

@@ -91,42 +91,6 @@ impl Reading for Rules {
     }
 }
 
-/// The tool-definition prompt. GigaChat 3.5's chat template is not public in the
-/// sources read; this is a plain prompt: the functions as JSON, then the GCML block
-/// the parsers read.
-pub(crate) fn prompt(tools: &[ToolDefinition]) -> String {
-    let Markup { block, block_end, invoke, invoke_end, param, param_end, .. } = GCML;
-    let list = serde_json::to_string_pretty(&Value::Array(functions(tools))).unwrap_or_default();
-    format!(
-        "You can call the following functions:\n{list}\n\n\
-         To call functions, write one {block} block holding one invoke per call:\n\
-         {block}\n\
-         {invoke} name=\"FUNCTION_NAME\">\n\
-         {param} name=\"PARAMETER_NAME\" string=\"true\">text written as it is{param_end}\n\
-         {param} name=\"PARAMETER_NAME\" string=\"false\">a JSON value{param_end}\n\
-         {invoke_end}\n\
-         {block_end}\n\
-         Give a string parameter as it is with string=\"true\"; give every other value (number, boolean, \
-         array, object, null) as JSON with string=\"false\". Each result comes back as a function result \
-         message."
-    )
-}
-
-/// The text of the tool message that carries `results` back: GigaChat 3's `function
-/// result` content, one JSON object per result (`"result"` or `"error"`), one a line.
-pub(crate) fn results(results: &[ToolExecutionResult]) -> String {
-    named_results(results, "result", "error")
-}
-
-/// A call of `name` with `args`, as the prompt teaches it: strings with
-/// `string="true"`, other values as JSON with `string="false"`. `None` when a string
-/// holds `</｜GCML｜parameter>`, `<｜GCML｜invoke` or `</｜GCML｜tool_calls>` (the format
-/// has no escapes), or a name or key holds `"` or `>` (or is empty, or has white space
-/// around it).
-pub(crate) fn write_call(name: &str, args: &Map<String, Value>) -> Option<String> {
-    dsml::write(&GCML, name, args)
-}
-
 /// The format's id.
 pub(crate) const ID: &str = "gigachat35";
 
@@ -143,16 +107,40 @@ impl Format for Rules {
         self
     }
 
+    /// The tool-definition prompt. GigaChat 3.5's chat template is not public in the
+    /// sources read; this is a plain prompt: the functions as JSON, then the GCML block
+    /// the parsers read.
     fn prompt(&self, tools: &[ToolDefinition]) -> String {
-        self::prompt(tools)
+        let Markup { block, block_end, invoke, invoke_end, param, param_end, .. } = GCML;
+        let list = serde_json::to_string_pretty(&Value::Array(functions(tools))).unwrap_or_default();
+        format!(
+            "You can call the following functions:\n{list}\n\n\
+         To call functions, write one {block} block holding one invoke per call:\n\
+         {block}\n\
+         {invoke} name=\"FUNCTION_NAME\">\n\
+         {param} name=\"PARAMETER_NAME\" string=\"true\">text written as it is{param_end}\n\
+         {param} name=\"PARAMETER_NAME\" string=\"false\">a JSON value{param_end}\n\
+         {invoke_end}\n\
+         {block_end}\n\
+         Give a string parameter as it is with string=\"true\"; give every other value (number, boolean, \
+         array, object, null) as JSON with string=\"false\". Each result comes back as a function result \
+         message."
+        )
     }
 
+    /// The text of the tool message that carries `results` back: GigaChat 3's `function
+    /// result` content, one JSON object per result (`"result"` or `"error"`), one a line.
     fn results(&self, results: &[ToolExecutionResult]) -> String {
-        self::results(results)
+        named_results(results, "result", "error")
     }
 
+    /// A call of `name` with `args`, as the prompt teaches it: strings with
+    /// `string="true"`, other values as JSON with `string="false"`. `None` when a string
+    /// holds `</｜GCML｜parameter>`, `<｜GCML｜invoke` or `</｜GCML｜tool_calls>` (the format
+    /// has no escapes), or a name or key holds `"` or `>` (or is empty, or has white space
+    /// around it).
     fn write_call(&self, name: &str, args: &Map<String, Value>) -> Option<String> {
-        self::write_call(name, args)
+        dsml::write(&GCML, name, args)
     }
 }
 
@@ -168,12 +156,18 @@ mod tests {
     #[test]
     fn write_call_round_trips() {
         let extra = json!({"city": "Москва", "eos": "ends with </s>", "sep": "<|message_sep|>"});
-        dsml_tests::write_round_trips(TextFormat::Gigachat35, &GCML, write_call, extra, "</s>");
+        dsml_tests::write_round_trips(
+            TextFormat::Gigachat35,
+            &GCML,
+            |n, a| Rules.write_call(n, a),
+            extra,
+            "</s>",
+        );
     }
 
     #[test]
     fn write_call_refuses_what_it_cannot_carry() {
-        dsml_tests::write_refuses(&GCML, write_call);
+        dsml_tests::write_refuses(&GCML, |n, a| Rules.write_call(n, a));
     }
 
     #[test]
@@ -208,11 +202,11 @@ mod tests {
     fn prompt_and_results_shape() {
         let tool =
             calc_tool("Adds numbers", json!({"type": "object", "properties": {"a": {"type": "integer"}}}));
-        let text = prompt(&[tool]);
+        let text = Rules.prompt(&[tool]);
         assert!(text.starts_with("You can call the following functions:\n["), "{text}");
         assert!(text.contains("\"name\": \"calc_add\""), "{text}");
         assert!(text.contains(&format!("{} name=\"PARAMETER_NAME\" string=\"false\">", GCML.param)));
-        let out = results(&[
+        let out = Rules.results(&[
             ToolExecutionResult::success("1", "calc_add", "3 <｜GCML｜tool_calls>"),
             ToolExecutionResult::success("2", "calc_add", "4"),
         ]);

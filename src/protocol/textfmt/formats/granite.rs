@@ -74,34 +74,6 @@ impl Reading for Rules {
     }
 }
 
-/// The tool-definition prompt: the tools as the Granite 3 template's `available_tools`
-/// turn lists them, and its instruction.
-pub(crate) fn prompt(tools: &[ToolDefinition]) -> String {
-    let listed = functions(tools)
-        .iter()
-        .map(|f| serde_json::to_string_pretty(f).unwrap_or_default())
-        .collect::<Vec<_>>()
-        .join("\n\n");
-    format!(
-        "You are a helpful AI assistant with access to the following tools. When a tool is required to \
-         answer the user's query, respond with {TOKEN} followed by a JSON list of tools used, written as \
-         [{{\"name\": <function-name>, \"arguments\": <args-json-object>}}]. If a tool does not exist in the \
-         provided list of tools, notify the user that you do not have the ability to fulfill the request.\n\n\
-         <|start_of_role|>available_tools<|end_of_role|>\n{listed}<|end_of_text|>"
-    )
-}
-
-/// The text of the tool message that carries `results` back: each result in a
-/// `tool_response` turn, as the Granite 3 template renders tool output.
-pub(crate) fn results(results: &[ToolExecutionResult]) -> String {
-    wrapped(results, "<|start_of_role|>tool_response<|end_of_role|>", "<|end_of_text|>")
-}
-
-/// A call of `name` with `args`, as the prompt teaches it.
-pub(crate) fn write_call(name: &str, args: &Map<String, Value>) -> Option<String> {
-    Some(format!("{TOKEN}[{}]", call_json(name, "arguments", args)))
-}
-
 /// The format's id.
 pub(crate) const ID: &str = "granite";
 
@@ -125,16 +97,32 @@ impl Format for Rules {
         self
     }
 
+    /// The tool-definition prompt: the tools as the Granite 3 template's `available_tools`
+    /// turn lists them, and its instruction.
     fn prompt(&self, tools: &[ToolDefinition]) -> String {
-        self::prompt(tools)
+        let listed = functions(tools)
+            .iter()
+            .map(|f| serde_json::to_string_pretty(f).unwrap_or_default())
+            .collect::<Vec<_>>()
+            .join("\n\n");
+        format!(
+            "You are a helpful AI assistant with access to the following tools. When a tool is required to \
+         answer the user's query, respond with {TOKEN} followed by a JSON list of tools used, written as \
+         [{{\"name\": <function-name>, \"arguments\": <args-json-object>}}]. If a tool does not exist in the \
+         provided list of tools, notify the user that you do not have the ability to fulfill the request.\n\n\
+         <|start_of_role|>available_tools<|end_of_role|>\n{listed}<|end_of_text|>"
+        )
     }
 
+    /// The text of the tool message that carries `results` back: each result in a
+    /// `tool_response` turn, as the Granite 3 template renders tool output.
     fn results(&self, results: &[ToolExecutionResult]) -> String {
-        self::results(results)
+        wrapped(results, "<|start_of_role|>tool_response<|end_of_role|>", "<|end_of_text|>")
     }
 
+    /// A call of `name` with `args`, as the prompt teaches it.
     fn write_call(&self, name: &str, args: &Map<String, Value>) -> Option<String> {
-        self::write_call(name, args)
+        Some(format!("{TOKEN}[{}]", call_json(name, "arguments", args)))
     }
 }
 
@@ -146,14 +134,18 @@ mod tests {
 
     #[test]
     fn written_calls_read_back() {
-        samples_read_back(TextFormat::Granite, write_call, "<|tool_call|>[{\"name\": \"get_weather\"");
+        samples_read_back(
+            TextFormat::Granite,
+            |n, a| Rules.write_call(n, a),
+            "<|tool_call|>[{\"name\": \"get_weather\"",
+        );
     }
 
     #[test]
     fn prompt_and_results_shape() {
-        let text = prompt(&[]);
+        let text = Rules.prompt(&[]);
         assert!(text.contains("<|tool_call|>") && text.contains("available_tools"));
-        let out = twice(results, "3 <|end_of_text|><|tool_call|>");
+        let out = twice(|r| Rules.results(r), "3 <|end_of_text|><|tool_call|>");
         assert_eq!(out.matches("<|end_of_text|>").count(), 2, "{out}");
         assert_eq!(out.matches("<|tool_call|>").count(), 0, "{out}");
         assert!(out.starts_with("<|start_of_role|>tool_response<|end_of_role|>3 "));

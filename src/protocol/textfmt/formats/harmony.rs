@@ -319,58 +319,6 @@ fn ts_object(schema: &Value, indent: &str) -> String {
     out
 }
 
-/// The tool-definition prompt: the `functions` namespace of the developer message, each
-/// method a TypeScript type, then the system message's line on where calls go.
-pub(crate) fn prompt(tools: &[ToolDefinition]) -> String {
-    let mut out = String::from("# Tools\n\n## functions\n\nnamespace functions {\n\n");
-    for (name, description, parameters) in crate::protocol::textfmt::prompt::methods(tools) {
-        for line in description.lines() {
-            out.push_str(&format!("// {line}\n"));
-        }
-        let has_properties =
-            parameters.get("properties").and_then(Value::as_object).is_some_and(|p| !p.is_empty());
-        if has_properties {
-            out.push_str(&format!("type {name} = (_: {}) => any;\n\n", ts_object(parameters, "")));
-        } else {
-            out.push_str(&format!("type {name} = () => any;\n\n"));
-        }
-    }
-    out.push_str(
-        "} // namespace functions\n\n\
-         # Valid channels: analysis, commentary, final. Channel must be included for every message.\n\
-         Calls to these tools must go to the commentary channel: 'functions'.\n\
-         A call is one message: <|start|>assistant<|channel|>commentary to=functions.NAME <|constrain|>json<|message|>{JSON arguments}<|call|>",
-    );
-    out
-}
-
-/// The tool messages that carry `results` back, one per result:
-/// `<|start|>functions.NAME to=assistant<|channel|>commentary<|message|>…<|end|>`.
-pub(crate) fn results(results: &[ToolExecutionResult]) -> String {
-    results
-        .iter()
-        .map(|r| {
-            let name = neutralize_tokens(&r.tool_name).split_whitespace().collect::<Vec<_>>().join("_");
-            format!(
-                "{START}functions.{name} to=assistant{CHANNEL}commentary{MESSAGE}{}{END}",
-                crate::protocol::textfmt::prompt::content(r)
-            )
-        })
-        .collect()
-}
-
-/// A call of `name` with `args`, as the prompt teaches it. `None` when the name holds
-/// white space or markup (it would not read back as one recipient).
-pub(crate) fn write_call(name: &str, args: &Map<String, Value>) -> Option<String> {
-    if name.is_empty() || name.contains(char::is_whitespace) || name.contains("<|") {
-        return None;
-    }
-    let args = crate::protocol::textfmt::grammar::json_text(&Value::Object(args.clone()));
-    Some(format!(
-        "{START}assistant{CHANNEL}commentary to=functions.{name} {CONSTRAIN}json{MESSAGE}{args}{CALL}"
-    ))
-}
-
 /// The format's id.
 pub(crate) const ID: &str = "harmony";
 
@@ -394,16 +342,56 @@ impl Format for Rules {
         self
     }
 
+    /// The tool-definition prompt: the `functions` namespace of the developer message, each
+    /// method a TypeScript type, then the system message's line on where calls go.
     fn prompt(&self, tools: &[ToolDefinition]) -> String {
-        self::prompt(tools)
+        let mut out = String::from("# Tools\n\n## functions\n\nnamespace functions {\n\n");
+        for (name, description, parameters) in crate::protocol::textfmt::prompt::methods(tools) {
+            for line in description.lines() {
+                out.push_str(&format!("// {line}\n"));
+            }
+            let has_properties =
+                parameters.get("properties").and_then(Value::as_object).is_some_and(|p| !p.is_empty());
+            if has_properties {
+                out.push_str(&format!("type {name} = (_: {}) => any;\n\n", ts_object(parameters, "")));
+            } else {
+                out.push_str(&format!("type {name} = () => any;\n\n"));
+            }
+        }
+        out.push_str(
+        "} // namespace functions\n\n\
+         # Valid channels: analysis, commentary, final. Channel must be included for every message.\n\
+         Calls to these tools must go to the commentary channel: 'functions'.\n\
+         A call is one message: <|start|>assistant<|channel|>commentary to=functions.NAME <|constrain|>json<|message|>{JSON arguments}<|call|>",
+    );
+        out
     }
 
+    /// The tool messages that carry `results` back, one per result:
+    /// `<|start|>functions.NAME to=assistant<|channel|>commentary<|message|>…<|end|>`.
     fn results(&self, results: &[ToolExecutionResult]) -> String {
-        self::results(results)
+        results
+            .iter()
+            .map(|r| {
+                let name = neutralize_tokens(&r.tool_name).split_whitespace().collect::<Vec<_>>().join("_");
+                format!(
+                    "{START}functions.{name} to=assistant{CHANNEL}commentary{MESSAGE}{}{END}",
+                    crate::protocol::textfmt::prompt::content(r)
+                )
+            })
+            .collect()
     }
 
+    /// A call of `name` with `args`, as the prompt teaches it. `None` when the name holds
+    /// white space or markup (it would not read back as one recipient).
     fn write_call(&self, name: &str, args: &Map<String, Value>) -> Option<String> {
-        self::write_call(name, args)
+        if name.is_empty() || name.contains(char::is_whitespace) || name.contains("<|") {
+            return None;
+        }
+        let args = crate::protocol::textfmt::grammar::json_text(&Value::Object(args.clone()));
+        Some(format!(
+            "{START}assistant{CHANNEL}commentary to=functions.{name} {CONSTRAIN}json{MESSAGE}{args}{CALL}"
+        ))
     }
 }
 
@@ -426,7 +414,7 @@ mod tests {
             ("nested.name", json!({"q": "a <|call|> b </x>", "list": [1, {"k": null}], "u": "Grüße ☃"})),
         ] {
             let args = args.as_object().cloned().unwrap_or_default();
-            let text = write_call(name, &args).unwrap_or_default();
+            let text = Rules.write_call(name, &args).unwrap_or_default();
             let parsed = parse(&text);
             assert_eq!(parsed.requests.len(), 1, "{text}");
             let request = parsed.requests.first().cloned().unwrap_or_else(|| panic!("{text}"));
@@ -435,7 +423,7 @@ mod tests {
             assert_eq!(Value::Object(request.args.into_iter().collect()), Value::Object(args));
             assert_eq!(parsed.normal_text, "");
         }
-        assert_eq!(write_call("two words", &Map::new()), None);
+        assert_eq!(Rules.write_call("two words", &Map::new()), None);
     }
 
     #[test]
@@ -499,9 +487,9 @@ mod tests {
         assert!(text.contains("// The city\nlocation: string,\n"), "{text}");
         assert!(text.contains("format?: \"celsius\" | \"fahrenheit\", // default: celsius\n"), "{text}");
         assert!(text.contains("days?: number[],\n"), "{text}");
-        assert!(prompt(&[]).contains("namespace functions {"));
+        assert!(Rules.prompt(&[]).contains("namespace functions {"));
         let result = ToolExecutionResult::success("r1", "calc_add", "3 <|end|>");
-        let out = results(&[result]);
+        let out = Rules.results(&[result]);
         assert!(
             out.starts_with("<|start|>functions.calc_add to=assistant<|channel|>commentary<|message|>3 "),
             "{out}"

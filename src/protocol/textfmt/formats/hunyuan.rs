@@ -100,35 +100,6 @@ impl Reading for Rules {
     }
 }
 
-/// The tool-definition prompt: the Hunyuan A13B template's instruction (it writes it in
-/// Chinese; this is its meaning), then the tools as one JSON list.
-pub(crate) fn prompt(tools: &[ToolDefinition]) -> String {
-    format!(
-        "You are an expert in composing functions. You are given a question and a set of possible functions. \
-         Based on the question, you will need to make one or more function/tool calls to achieve the purpose.\n\
-         If none of the functions can be used, reply to the user in natural language.\n\
-         If the given question lacks the parameters required by the function, ask the user for them in natural \
-         language.\n\
-         If the call results already answer the question, summarise them and reply in natural language.\n\
-         You should only return function calls in the tool call section. If you decide to invoke any of the \
-         function(s), you MUST put it in the format of <tool_calls>[{{\"name\": \"func_name1\", \"arguments\": \
-         {{\"argument1\": \"value1\", \"argument2\": \"value2\"}}}},...]</tool_calls>. You SHOULD NOT include any \
-         other text in the response. Here is a list of functions in JSON format that you can invoke.\n\n{}\n",
-        Value::Array(functions(tools))
-    )
-}
-
-/// The text of the tool message that carries `results` back: each result in
-/// `<tool_response>` tags, as the Hunyuan A13B template renders tool output.
-pub(crate) fn results(results: &[ToolExecutionResult]) -> String {
-    wrapped(results, "<tool_response>", "</tool_response>")
-}
-
-/// A call of `name` with `args`, as the prompt teaches it.
-pub(crate) fn write_call(name: &str, args: &Map<String, Value>) -> Option<String> {
-    Some(tagged_calls(name, args))
-}
-
 /// The format's id.
 pub(crate) const ID: &str = "hunyuan";
 
@@ -152,16 +123,33 @@ impl Format for Rules {
         self
     }
 
+    /// The tool-definition prompt: the Hunyuan A13B template's instruction (it writes it in
+    /// Chinese; this is its meaning), then the tools as one JSON list.
     fn prompt(&self, tools: &[ToolDefinition]) -> String {
-        self::prompt(tools)
+        format!(
+            "You are an expert in composing functions. You are given a question and a set of possible functions. \
+         Based on the question, you will need to make one or more function/tool calls to achieve the purpose.\n\
+         If none of the functions can be used, reply to the user in natural language.\n\
+         If the given question lacks the parameters required by the function, ask the user for them in natural \
+         language.\n\
+         If the call results already answer the question, summarise them and reply in natural language.\n\
+         You should only return function calls in the tool call section. If you decide to invoke any of the \
+         function(s), you MUST put it in the format of <tool_calls>[{{\"name\": \"func_name1\", \"arguments\": \
+         {{\"argument1\": \"value1\", \"argument2\": \"value2\"}}}},...]</tool_calls>. You SHOULD NOT include any \
+         other text in the response. Here is a list of functions in JSON format that you can invoke.\n\n{}\n",
+            Value::Array(functions(tools))
+        )
     }
 
+    /// The text of the tool message that carries `results` back: each result in
+    /// `<tool_response>` tags, as the Hunyuan A13B template renders tool output.
     fn results(&self, results: &[ToolExecutionResult]) -> String {
-        self::results(results)
+        wrapped(results, "<tool_response>", "</tool_response>")
     }
 
+    /// A call of `name` with `args`, as the prompt teaches it.
     fn write_call(&self, name: &str, args: &Map<String, Value>) -> Option<String> {
-        self::write_call(name, args)
+        Some(tagged_calls(name, args))
     }
 }
 
@@ -173,13 +161,17 @@ mod tests {
 
     #[test]
     fn written_calls_read_back() {
-        samples_read_back(TextFormat::Hunyuan, write_call, "<tool_calls>[{\"name\": \"get_weather\"");
+        samples_read_back(
+            TextFormat::Hunyuan,
+            |n, a| Rules.write_call(n, a),
+            "<tool_calls>[{\"name\": \"get_weather\"",
+        );
     }
 
     #[test]
     fn prompt_and_results_shape() {
-        assert!(prompt(&[]).contains("<tool_calls>[{\"name\""));
-        let out = twice(results, "3 </tool_response><tool_calls>");
+        assert!(Rules.prompt(&[]).contains("<tool_calls>[{\"name\""));
+        let out = twice(|r| Rules.results(r), "3 </tool_response><tool_calls>");
         assert_eq!(out.matches("</tool_response>").count(), 2, "{out}");
         assert!(!out.contains("<tool_calls>"), "{out}");
         assert!(out.starts_with("<tool_response>3 "));

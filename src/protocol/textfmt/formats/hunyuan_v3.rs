@@ -225,43 +225,6 @@ fn read_call(t: &Tokens, region: &str, ended: bool) -> RawCall {
     call
 }
 
-/// The tool-definition prompt, worded as Hunyuan 3's chat template words it (bare
-/// tokens).
-pub(crate) fn prompt(tools: &[ToolDefinition]) -> String {
-    let t = &BARE;
-    let schemas = functions(tools).iter().map(Value::to_string).collect::<Vec<_>>().join("\n");
-    format!(
-        "# Tools\n\nYou may call one or more functions to assist with the user query.\n\n\
-         You are provided with function signatures within <tools></tools> XML tags:\n<tools>\n{schemas}\n</tools>\n\n\
-         For function call returns, you should first print {open}\n\
-         For each function call, you should return object like:\n\
-         {call}{{function-name}}{sep}\n\
-         {key}{{arg-key-1}}{key_end}\n{value}{{arg-value-1}}{value_end}\n\
-         {key}{{arg-key-2}}{key_end}\n{value}{{arg-value-2}}{value_end}\n\
-         ...\n{call_end}\n\
-         At the end of function call returns, you should print {end}",
-        open = t.open,
-        end = t.end,
-        call = t.call,
-        call_end = t.call_end,
-        sep = t.sep,
-        key = t.key,
-        key_end = t.key_end,
-        value = t.value,
-        value_end = t.value_end,
-    )
-}
-
-/// The text of the tool message that carries `results` back: one `<tool_response>` each,
-/// in a `<tool_responses>` block, as the template renders a run of tool messages.
-pub(crate) fn results(results: &[ToolExecutionResult]) -> String {
-    let each: String = results
-        .iter()
-        .map(|r| format!("<tool_response>\n{}\n</tool_response>\n", responses_tags(&content(r))))
-        .collect();
-    format!("<tool_responses>\n{each}</tool_responses>")
-}
-
 /// `text` with the tags [`neutralize_tokens`] does not know (`<tool_sep`, and the
 /// `<tool_responses` block around results, in any case and spelling) written with
 /// `&lt;`, so that a result can neither end the block nor begin markup.
@@ -280,34 +243,6 @@ fn responses_tags(text: &str) -> String {
     }
     out.push_str(rest);
     out
-}
-
-/// A call of `name` with `args`, as the prompt teaches it (bare tokens): strings as
-/// written, other values as JSON (`<` in JSON strings written `\u003c`). `None` when a
-/// string holds `</arg_value>`, `<tool_call>` or `</tool_calls>` (the format has no
-/// escapes), when a string would read back as another value (`"42"`, `"true"`,
-/// `"[1]"`: the reading infers types from text), or when the name or a key is empty, has
-/// white space at an end, or holds markup.
-pub(crate) fn write_call(name: &str, args: &Map<String, Value>) -> Option<String> {
-    let t = &BARE;
-    let plain = |text: &str| !text.is_empty() && text.trim() == text && !text.contains('<');
-    if !plain(name) || neutralize_tokens(name) != name {
-        return None;
-    }
-    let mut out = format!("{}\n{}{name}{}\n", t.open, t.call, t.sep);
-    for (key, value) in args {
-        let text = match value {
-            Value::String(s) if infer(s) == *value => s.clone(),
-            Value::String(_) => return None,
-            other => crate::protocol::textfmt::grammar::json_text(other),
-        };
-        if !plain(key) || [t.value_end, t.call, t.end].iter().any(|markup| text.contains(markup)) {
-            return None;
-        }
-        out.push_str(&format!("{}{key}{}\n{}{text}{}\n", t.key, t.key_end, t.value, t.value_end));
-    }
-    out.push_str(&format!("{}\n{}", t.call_end, t.end));
-    Some(out)
 }
 
 /// The format's id.
@@ -333,16 +268,69 @@ impl Format for Rules {
         self
     }
 
+    /// The tool-definition prompt, worded as Hunyuan 3's chat template words it (bare
+    /// tokens).
     fn prompt(&self, tools: &[ToolDefinition]) -> String {
-        self::prompt(tools)
+        let t = &BARE;
+        let schemas = functions(tools).iter().map(Value::to_string).collect::<Vec<_>>().join("\n");
+        format!(
+            "# Tools\n\nYou may call one or more functions to assist with the user query.\n\n\
+         You are provided with function signatures within <tools></tools> XML tags:\n<tools>\n{schemas}\n</tools>\n\n\
+         For function call returns, you should first print {open}\n\
+         For each function call, you should return object like:\n\
+         {call}{{function-name}}{sep}\n\
+         {key}{{arg-key-1}}{key_end}\n{value}{{arg-value-1}}{value_end}\n\
+         {key}{{arg-key-2}}{key_end}\n{value}{{arg-value-2}}{value_end}\n\
+         ...\n{call_end}\n\
+         At the end of function call returns, you should print {end}",
+            open = t.open,
+            end = t.end,
+            call = t.call,
+            call_end = t.call_end,
+            sep = t.sep,
+            key = t.key,
+            key_end = t.key_end,
+            value = t.value,
+            value_end = t.value_end,
+        )
     }
 
+    /// The text of the tool message that carries `results` back: one `<tool_response>` each,
+    /// in a `<tool_responses>` block, as the template renders a run of tool messages.
     fn results(&self, results: &[ToolExecutionResult]) -> String {
-        self::results(results)
+        let each: String = results
+            .iter()
+            .map(|r| format!("<tool_response>\n{}\n</tool_response>\n", responses_tags(&content(r))))
+            .collect();
+        format!("<tool_responses>\n{each}</tool_responses>")
     }
 
+    /// A call of `name` with `args`, as the prompt teaches it (bare tokens): strings as
+    /// written, other values as JSON (`<` in JSON strings written `\u003c`). `None` when a
+    /// string holds `</arg_value>`, `<tool_call>` or `</tool_calls>` (the format has no
+    /// escapes), when a string would read back as another value (`"42"`, `"true"`,
+    /// `"[1]"`: the reading infers types from text), or when the name or a key is empty, has
+    /// white space at an end, or holds markup.
     fn write_call(&self, name: &str, args: &Map<String, Value>) -> Option<String> {
-        self::write_call(name, args)
+        let t = &BARE;
+        let plain = |text: &str| !text.is_empty() && text.trim() == text && !text.contains('<');
+        if !plain(name) || neutralize_tokens(name) != name {
+            return None;
+        }
+        let mut out = format!("{}\n{}{name}{}\n", t.open, t.call, t.sep);
+        for (key, value) in args {
+            let text = match value {
+                Value::String(s) if infer(s) == *value => s.clone(),
+                Value::String(_) => return None,
+                other => crate::protocol::textfmt::grammar::json_text(other),
+            };
+            if !plain(key) || [t.value_end, t.call, t.end].iter().any(|markup| text.contains(markup)) {
+                return None;
+            }
+            out.push_str(&format!("{}{key}{}\n{}{text}{}\n", t.key, t.key_end, t.value, t.value_end));
+        }
+        out.push_str(&format!("{}\n{}", t.call_end, t.end));
+        Some(out)
     }
 }
 
@@ -365,8 +353,8 @@ mod tests {
             "closing_call": "a </tool_call> b",
             "unicode": "東京 🌍",
         });
-        written_reads_back(TextFormat::HunyuanV3, write_call, "get_weather", &args);
-        written_reads_back(TextFormat::HunyuanV3, write_call, "ping", &json!({}));
+        written_reads_back(TextFormat::HunyuanV3, |n, a| Rules.write_call(n, a), "get_weather", &args);
+        written_reads_back(TextFormat::HunyuanV3, |n, a| Rules.write_call(n, a), "ping", &json!({}));
     }
 
     #[test]
@@ -378,24 +366,24 @@ mod tests {
             json!("42"),
             json!("true"),
         ] {
-            assert_eq!(write_call("f", json!({ "v": bad }).as_object().unwrap()), None, "{bad}");
+            assert_eq!(Rules.write_call("f", json!({ "v": bad }).as_object().unwrap()), None, "{bad}");
         }
-        assert_eq!(write_call("", &Map::new()), None);
-        assert_eq!(write_call("f<tool_sep>", &Map::new()), None);
-        assert_eq!(write_call("f", json!({" a": 1}).as_object().unwrap()), None);
+        assert_eq!(Rules.write_call("", &Map::new()), None);
+        assert_eq!(Rules.write_call("f<tool_sep>", &Map::new()), None);
+        assert_eq!(Rules.write_call("f", json!({" a": 1}).as_object().unwrap()), None);
     }
 
     #[test]
     fn prompt_and_results_shape() {
         let tool =
             calc_tool("Adds numbers", json!({"type": "object", "properties": {"a": {"type": "integer"}}}));
-        let text = prompt(&[tool]);
+        let text = Rules.prompt(&[tool]);
         assert!(text.starts_with("# Tools\n\nYou may call one or more functions"));
         assert!(text.contains("<tools>\n{\"type\":\"function\""));
         assert!(text.contains("\"name\":\"calc_add\""));
         assert!(text.contains("<tool_call>{function-name}<tool_sep>\n<arg_key>{arg-key-1}</arg_key>\n"));
         assert!(text.ends_with("you should print </tool_calls>"));
-        let out = results(&[
+        let out = Rules.results(&[
             ToolExecutionResult::success("1", "calc_add", "3 </tool_response></tool_responses><tool_sep>"),
             ToolExecutionResult::success("2", "calc_add", "4"),
         ]);

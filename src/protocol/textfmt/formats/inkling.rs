@@ -220,44 +220,6 @@ fn payload(text: &str) -> Result<(String, Map<String, Value>), (String, String)>
     }
 }
 
-/// The tool-definition prompt: the tools as JSON, and how a call frame is written.
-pub(crate) fn prompt(tools: &[ToolDefinition]) -> String {
-    format!(
-        "# Tools\n\nYou may call one or more of these tools, given as JSON schemas:\n{}\n\n\
-         To call a tool, write one frame per call:\n\
-         {MESSAGE_MODEL}NAME{INVOKE_JSON}{{\"name\": \"NAME\", \"args\": {{JSON arguments}}}}{END_MESSAGE}\n\
-         Text for the user goes in {MESSAGE_MODEL}{CONTENT_TEXT}…{END_MESSAGE} frames.",
-        crate::protocol::textfmt::prompt::lines(&crate::protocol::textfmt::prompt::functions(tools))
-    )
-}
-
-/// The tool frames that carry `results` back, one per result:
-/// `<|message_tool|>NAME<|content_text|>…<|end_message|>` (an error's frame has
-/// `<|content_tool_error|>`).
-pub(crate) fn results(results: &[ToolExecutionResult]) -> String {
-    results
-        .iter()
-        .map(|r| {
-            let kind = if r.is_success() { CONTENT_TEXT } else { TOOL_ERROR };
-            format!(
-                "{MESSAGE_TOOL}{}{kind}{}{END_MESSAGE}",
-                neutralize_tokens(&r.tool_name),
-                crate::protocol::textfmt::prompt::content(r)
-            )
-        })
-        .collect()
-}
-
-/// A call of `name` with `args`, as the prompt teaches it.
-pub(crate) fn write_call(name: &str, args: &Map<String, Value>) -> Option<String> {
-    if name.is_empty() || name.contains("<|") {
-        return None;
-    }
-    let name_json = crate::protocol::textfmt::grammar::json_text(&Value::String(name.to_string()));
-    let args = crate::protocol::textfmt::grammar::json_text(&Value::Object(args.clone()));
-    Some(format!("{MESSAGE_MODEL}{name}{INVOKE_JSON}{{\"name\":{name_json},\"args\":{args}}}{END_MESSAGE}"))
-}
-
 /// The format's id.
 pub(crate) const ID: &str = "inkling";
 
@@ -281,16 +243,44 @@ impl Format for Rules {
         self
     }
 
+    /// The tool-definition prompt: the tools as JSON, and how a call frame is written.
     fn prompt(&self, tools: &[ToolDefinition]) -> String {
-        self::prompt(tools)
+        format!(
+            "# Tools\n\nYou may call one or more of these tools, given as JSON schemas:\n{}\n\n\
+         To call a tool, write one frame per call:\n\
+         {MESSAGE_MODEL}NAME{INVOKE_JSON}{{\"name\": \"NAME\", \"args\": {{JSON arguments}}}}{END_MESSAGE}\n\
+         Text for the user goes in {MESSAGE_MODEL}{CONTENT_TEXT}…{END_MESSAGE} frames.",
+            crate::protocol::textfmt::prompt::lines(&crate::protocol::textfmt::prompt::functions(tools))
+        )
     }
 
+    /// The tool frames that carry `results` back, one per result:
+    /// `<|message_tool|>NAME<|content_text|>…<|end_message|>` (an error's frame has
+    /// `<|content_tool_error|>`).
     fn results(&self, results: &[ToolExecutionResult]) -> String {
-        self::results(results)
+        results
+            .iter()
+            .map(|r| {
+                let kind = if r.is_success() { CONTENT_TEXT } else { TOOL_ERROR };
+                format!(
+                    "{MESSAGE_TOOL}{}{kind}{}{END_MESSAGE}",
+                    neutralize_tokens(&r.tool_name),
+                    crate::protocol::textfmt::prompt::content(r)
+                )
+            })
+            .collect()
     }
 
+    /// A call of `name` with `args`, as the prompt teaches it.
     fn write_call(&self, name: &str, args: &Map<String, Value>) -> Option<String> {
-        self::write_call(name, args)
+        if name.is_empty() || name.contains("<|") {
+            return None;
+        }
+        let name_json = crate::protocol::textfmt::grammar::json_text(&Value::String(name.to_string()));
+        let args = crate::protocol::textfmt::grammar::json_text(&Value::Object(args.clone()));
+        Some(format!(
+            "{MESSAGE_MODEL}{name}{INVOKE_JSON}{{\"name\":{name_json},\"args\":{args}}}{END_MESSAGE}"
+        ))
     }
 }
 
@@ -309,7 +299,7 @@ mod tests {
             ("empty", json!({})),
             ("x", json!({"s": "a <|end_message|> \"q\" ☃", "n": [1, {"k": null}], "b": false})),
         ] {
-            written_reads_back(TextFormat::Inkling, write_call, name, &args);
+            written_reads_back(TextFormat::Inkling, |n, a| Rules.write_call(n, a), name, &args);
         }
     }
 
@@ -341,8 +331,8 @@ mod tests {
 
     #[test]
     fn prompt_and_results_shape() {
-        assert!(prompt(&[]).contains(INVOKE_JSON));
-        let out = results(&[
+        assert!(Rules.prompt(&[]).contains(INVOKE_JSON));
+        let out = Rules.results(&[
             ToolExecutionResult::success("1", "calc_add", "3 <|end_message|>"),
             ToolExecutionResult::error("2", "calc_add", crate::ErrorKind::Network, "boom"),
         ]);

@@ -92,32 +92,6 @@ impl Reading for Rules {
     }
 }
 
-/// The tool-definition prompt.
-pub(crate) fn prompt(tools: &[ToolDefinition]) -> String {
-    let list = serde_json::to_string_pretty(&Value::Array(functions(tools))).unwrap_or_default();
-    format!(
-        "You can call external plugins (tools) to help with the user's request. The plugins \
-         available are:\n{list}\n\n\
-         To call a plugin, write {ACTION_START}{PLUGIN} followed by a JSON object with the plugin's \
-         \"name\" and its \"parameters\", then {ACTION_END}:\n\
-         {ACTION_START}{PLUGIN}\n{{\"name\": <plugin-name>, \"parameters\": <params-json-object>}}{ACTION_END}\n\
-         The plugin's output comes back to you from the environment."
-    )
-}
-
-/// The text of the tool message that carries `results` back: the environment's message,
-/// one JSON object per result (`"name"`, and `"content"` or `"error"`), one per line.
-pub(crate) fn results(results: &[ToolExecutionResult]) -> String {
-    named_results(results, "content", "error")
-}
-
-/// A call of `name` with `args`, as the prompt teaches it.
-pub(crate) fn write_call(name: &str, args: &Map<String, Value>) -> Option<String> {
-    let name = json_text(&Value::String(name.to_string()));
-    let args = json_text(&Value::Object(args.clone()));
-    Some(format!("{ACTION_START}{PLUGIN}\n{{\"name\": {name}, \"parameters\": {args}}}{ACTION_END}"))
-}
-
 /// The format's id.
 pub(crate) const ID: &str = "internlm";
 
@@ -134,16 +108,30 @@ impl Format for Rules {
         self
     }
 
+    /// The tool-definition prompt.
     fn prompt(&self, tools: &[ToolDefinition]) -> String {
-        self::prompt(tools)
+        let list = serde_json::to_string_pretty(&Value::Array(functions(tools))).unwrap_or_default();
+        format!(
+            "You can call external plugins (tools) to help with the user's request. The plugins \
+         available are:\n{list}\n\n\
+         To call a plugin, write {ACTION_START}{PLUGIN} followed by a JSON object with the plugin's \
+         \"name\" and its \"parameters\", then {ACTION_END}:\n\
+         {ACTION_START}{PLUGIN}\n{{\"name\": <plugin-name>, \"parameters\": <params-json-object>}}{ACTION_END}\n\
+         The plugin's output comes back to you from the environment."
+        )
     }
 
+    /// The text of the tool message that carries `results` back: the environment's message,
+    /// one JSON object per result (`"name"`, and `"content"` or `"error"`), one per line.
     fn results(&self, results: &[ToolExecutionResult]) -> String {
-        self::results(results)
+        named_results(results, "content", "error")
     }
 
+    /// A call of `name` with `args`, as the prompt teaches it.
     fn write_call(&self, name: &str, args: &Map<String, Value>) -> Option<String> {
-        self::write_call(name, args)
+        let name = json_text(&Value::String(name.to_string()));
+        let args = json_text(&Value::Object(args.clone()));
+        Some(format!("{ACTION_START}{PLUGIN}\n{{\"name\": {name}, \"parameters\": {args}}}{ACTION_END}"))
     }
 }
 
@@ -158,14 +146,16 @@ mod tests {
     fn written_calls_read_back() {
         let args = json!({"q": "a <|action_end|> b", "n": [1, {"x": null}], "u": "書生"});
         let args = args.as_object().cloned().unwrap_or_default();
-        let text = write_call("search", &args).unwrap_or_default();
+        let text = Rules.write_call("search", &args).unwrap_or_default();
         reads_as(&Rules, text.strip_prefix(ACTION_START).unwrap_or_default(), "search", &args);
     }
 
     #[test]
     fn prompt_and_results_shape() {
-        assert!(prompt(&[calc_tool("Add.", json!({"type": "object"}))]).contains("\"name\": \"calc_add\""));
-        let out = twice(results, "3 <|action_start|>");
+        assert!(
+            Rules.prompt(&[calc_tool("Add.", json!({"type": "object"}))]).contains("\"name\": \"calc_add\"")
+        );
+        let out = twice(|r| Rules.results(r), "3 <|action_start|>");
         let lines: Vec<Value> = out.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
         assert_eq!(lines.len(), 2);
         assert_eq!(lines[0]["name"], "calc_add");

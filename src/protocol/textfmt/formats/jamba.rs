@@ -34,27 +34,6 @@ use crate::tools::ToolDefinition;
 /// reader.
 pub(crate) struct Rules;
 
-/// The tool-definition prompt: the tools as JSON, one a line, and how to call them.
-pub(crate) fn prompt(tools: &[ToolDefinition]) -> String {
-    let listed = functions(tools).iter().map(Value::to_string).collect::<Vec<_>>().join("\n");
-    format!(
-        "# Tools\n\nYou have access to the following functions:\n\n{listed}\n\n\
-         To call functions, reply with a JSON list of calls between <tool_calls> and </tool_calls>:\n\
-         <tool_calls>[{{\"name\": <function-name>, \"arguments\": <args-json-object>}}, ...]</tool_calls>"
-    )
-}
-
-/// The text of the tool message that carries `results` back: one JSON object per line,
-/// `{"name": …, "content": …}` (Jamba's tool turn carries the output as JSON).
-pub(crate) fn results(results: &[ToolExecutionResult]) -> String {
-    named_results(results, "content", "content")
-}
-
-/// A call of `name` with `args`, as the prompt teaches it.
-pub(crate) fn write_call(name: &str, args: &Map<String, Value>) -> Option<String> {
-    Some(tagged_calls(name, args))
-}
-
 /// The format's id.
 pub(crate) const ID: &str = "jamba";
 
@@ -71,16 +50,25 @@ impl Format for Rules {
         &TAGGED_ARRAY
     }
 
+    /// The tool-definition prompt: the tools as JSON, one a line, and how to call them.
     fn prompt(&self, tools: &[ToolDefinition]) -> String {
-        self::prompt(tools)
+        let listed = functions(tools).iter().map(Value::to_string).collect::<Vec<_>>().join("\n");
+        format!(
+            "# Tools\n\nYou have access to the following functions:\n\n{listed}\n\n\
+         To call functions, reply with a JSON list of calls between <tool_calls> and </tool_calls>:\n\
+         <tool_calls>[{{\"name\": <function-name>, \"arguments\": <args-json-object>}}, ...]</tool_calls>"
+        )
     }
 
+    /// The text of the tool message that carries `results` back: one JSON object per line,
+    /// `{"name": …, "content": …}` (Jamba's tool turn carries the output as JSON).
     fn results(&self, results: &[ToolExecutionResult]) -> String {
-        self::results(results)
+        named_results(results, "content", "content")
     }
 
+    /// A call of `name` with `args`, as the prompt teaches it.
     fn write_call(&self, name: &str, args: &Map<String, Value>) -> Option<String> {
-        self::write_call(name, args)
+        Some(tagged_calls(name, args))
     }
 }
 
@@ -92,13 +80,17 @@ mod tests {
 
     #[test]
     fn written_calls_read_back() {
-        samples_read_back(TextFormat::Jamba, write_call, "<tool_calls>[{\"name\": \"get_weather\"");
+        samples_read_back(
+            TextFormat::Jamba,
+            |n, a| Rules.write_call(n, a),
+            "<tool_calls>[{\"name\": \"get_weather\"",
+        );
     }
 
     #[test]
     fn prompt_and_results_shape() {
-        assert!(prompt(&[]).contains("<tool_calls>[{\"name\""));
-        let out = twice(results, "3\"} <tool_calls>");
+        assert!(Rules.prompt(&[]).contains("<tool_calls>[{\"name\""));
+        let out = twice(|r| Rules.results(r), "3\"} <tool_calls>");
         assert_eq!(out.lines().count(), 2, "{out}");
         assert!(out.lines().all(|l| serde_json::from_str::<Value>(l).is_ok()), "{out}");
         assert!(!out.contains("<tool_calls>"), "{out}");

@@ -287,66 +287,6 @@ fn sorted(value: &Value) -> Value {
     }
 }
 
-/// The tool-definition prompt: the `tool-declare` system message's text (the tools as
-/// compact, key-sorted JSON), then how a call is written.
-pub(crate) fn prompt(tools: &[ToolDefinition]) -> String {
-    let list = sorted(&Value::Array(crate::protocol::textfmt::prompt::functions(tools)));
-    format!(
-        "# Tools\nHere are the available tools, described in JSONSchema.\n\n```json\n{list}\n```\n\n\
-         To call tools, write {OPEN}tools{SEP}, then for each call \
-         {OPEN}call tool=\"NAME\" index=\"N\"{SEP} with one \
-         {OPEN}argument key=\"KEY\" type=\"TYPE\"{SEP}VALUE{CLOSE_ARGUMENT} per argument \
-         (a string as raw text, any other type as JSON) and {CLOSE_CALL}, then {CLOSE_TOOLS}."
-    )
-}
-
-/// The tool messages that carry `results` back, one per result, numbered from 1 as
-/// Kimi's renderer numbers them:
-/// `<|open|>message role="tool" tool="NAME" index="N"<|sep|>…<|close|>message<|sep|><|end_of_msg|>`.
-pub(crate) fn results(results: &[ToolExecutionResult]) -> String {
-    results
-        .iter()
-        .enumerate()
-        .map(|(i, r)| {
-            format!(
-                "{OPEN}message role=\"tool\" tool=\"{}\" index=\"{}\"{SEP}{}{CLOSE}message{SEP}{END_OF_MSG}",
-                escape_attribute(&neutralize_tokens(&r.tool_name)),
-                i + 1,
-                crate::protocol::textfmt::prompt::content(r)
-            )
-        })
-        .collect()
-}
-
-/// A call of `name` with `args`, as the prompt teaches it. `None` when a string value
-/// holds a marker (`<|`), which a raw value cannot carry.
-pub(crate) fn write_call(name: &str, args: &Map<String, Value>) -> Option<String> {
-    if name.is_empty() || name.contains("<|") {
-        return None;
-    }
-    let mut out = format!("{OPEN}tools{SEP}{OPEN}call tool=\"{}\" index=\"1\"{SEP}", escape_attribute(name));
-    for (key, value) in args {
-        if key.contains("<|") {
-            return None;
-        }
-        let (kind, text) = match value {
-            Value::String(s) if s.contains("<|") => return None,
-            Value::String(s) => ("string", s.clone()),
-            Value::Number(_) => ("number", value.to_string()),
-            Value::Bool(_) => ("boolean", value.to_string()),
-            Value::Null => ("null", value.to_string()),
-            Value::Array(_) => ("array", crate::protocol::textfmt::grammar::json_text(value)),
-            Value::Object(_) => ("object", crate::protocol::textfmt::grammar::json_text(value)),
-        };
-        out.push_str(&format!(
-            "{OPEN}argument key=\"{}\" type=\"{kind}\"{SEP}{text}{CLOSE_ARGUMENT}",
-            escape_attribute(key)
-        ));
-    }
-    out.push_str(&format!("{CLOSE_CALL}{CLOSE_TOOLS}"));
-    Some(out)
-}
-
 /// The format's id.
 pub(crate) const ID: &str = "kimi_k3";
 
@@ -363,16 +303,65 @@ impl Format for Rules {
         self
     }
 
+    /// The tool-definition prompt: the `tool-declare` system message's text (the tools as
+    /// compact, key-sorted JSON), then how a call is written.
     fn prompt(&self, tools: &[ToolDefinition]) -> String {
-        self::prompt(tools)
+        let list = sorted(&Value::Array(crate::protocol::textfmt::prompt::functions(tools)));
+        format!(
+            "# Tools\nHere are the available tools, described in JSONSchema.\n\n```json\n{list}\n```\n\n\
+         To call tools, write {OPEN}tools{SEP}, then for each call \
+         {OPEN}call tool=\"NAME\" index=\"N\"{SEP} with one \
+         {OPEN}argument key=\"KEY\" type=\"TYPE\"{SEP}VALUE{CLOSE_ARGUMENT} per argument \
+         (a string as raw text, any other type as JSON) and {CLOSE_CALL}, then {CLOSE_TOOLS}."
+        )
     }
 
+    /// The tool messages that carry `results` back, one per result, numbered from 1 as
+    /// Kimi's renderer numbers them:
+    /// `<|open|>message role="tool" tool="NAME" index="N"<|sep|>…<|close|>message<|sep|><|end_of_msg|>`.
     fn results(&self, results: &[ToolExecutionResult]) -> String {
-        self::results(results)
+        results
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            format!(
+                "{OPEN}message role=\"tool\" tool=\"{}\" index=\"{}\"{SEP}{}{CLOSE}message{SEP}{END_OF_MSG}",
+                escape_attribute(&neutralize_tokens(&r.tool_name)),
+                i + 1,
+                crate::protocol::textfmt::prompt::content(r)
+            )
+        })
+        .collect()
     }
 
+    /// A call of `name` with `args`, as the prompt teaches it. `None` when a string value
+    /// holds a marker (`<|`), which a raw value cannot carry.
     fn write_call(&self, name: &str, args: &Map<String, Value>) -> Option<String> {
-        self::write_call(name, args)
+        if name.is_empty() || name.contains("<|") {
+            return None;
+        }
+        let mut out =
+            format!("{OPEN}tools{SEP}{OPEN}call tool=\"{}\" index=\"1\"{SEP}", escape_attribute(name));
+        for (key, value) in args {
+            if key.contains("<|") {
+                return None;
+            }
+            let (kind, text) = match value {
+                Value::String(s) if s.contains("<|") => return None,
+                Value::String(s) => ("string", s.clone()),
+                Value::Number(_) => ("number", value.to_string()),
+                Value::Bool(_) => ("boolean", value.to_string()),
+                Value::Null => ("null", value.to_string()),
+                Value::Array(_) => ("array", crate::protocol::textfmt::grammar::json_text(value)),
+                Value::Object(_) => ("object", crate::protocol::textfmt::grammar::json_text(value)),
+            };
+            out.push_str(&format!(
+                "{OPEN}argument key=\"{}\" type=\"{kind}\"{SEP}{text}{CLOSE_ARGUMENT}",
+                escape_attribute(key)
+            ));
+        }
+        out.push_str(&format!("{CLOSE_CALL}{CLOSE_TOOLS}"));
+        Some(out)
     }
 }
 
@@ -395,10 +384,10 @@ mod tests {
             ),
             ("numeric_text", json!({"s": "42", "t": "{not json"})),
         ] {
-            written_reads_back(TextFormat::KimiK3, write_call, name, &args);
+            written_reads_back(TextFormat::KimiK3, |n, a| Rules.write_call(n, a), name, &args);
         }
         let marker = json!({"s": "a <|close|>argument<|sep|> b"});
-        assert_eq!(write_call("f", marker.as_object().unwrap_or(&Map::new())), None);
+        assert_eq!(Rules.write_call("f", marker.as_object().unwrap_or(&Map::new())), None);
     }
 
     #[test]
@@ -410,10 +399,11 @@ mod tests {
 
     #[test]
     fn prompt_and_results_shape() {
-        assert!(prompt(&[]).starts_with(
+        assert!(Rules.prompt(&[]).starts_with(
             "# Tools\nHere are the available tools, described in JSONSchema.\n\n```json\n[]\n```"
         ));
-        let out = results(&[ToolExecutionResult::success("1", "calc_add", "3 <|close|>message<|sep|>")]);
+        let out =
+            Rules.results(&[ToolExecutionResult::success("1", "calc_add", "3 <|close|>message<|sep|>")]);
         assert!(
             out.starts_with("<|open|>message role=\"tool\" tool=\"calc_add\" index=\"1\"<|sep|>3 "),
             "{out}"

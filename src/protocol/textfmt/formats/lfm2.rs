@@ -222,32 +222,6 @@ fn read_json(body: &str, offset: usize, calls: &mut Vec<RawCall>) {
     }
 }
 
-/// The tool-definition prompt: the tools as a JSON list between `<|tool_list_start|>`
-/// and `<|tool_list_end|>` (as LFM2's template writes them into the system turn), and
-/// how to call them.
-pub(crate) fn prompt(tools: &[ToolDefinition]) -> String {
-    let listed = bare_functions(tools).iter().map(Value::to_string).collect::<Vec<_>>().join(", ");
-    format!(
-        "List of tools: <|tool_list_start|>[{listed}]<|tool_list_end|>\n\n\
-         To call tools, write a Python list of calls with keyword arguments between \
-         <|tool_call_start|> and <|tool_call_end|>, values as Python literals:\n\
-         <|tool_call_start|>[function_name(param_name=\"value\", other_param=2)]<|tool_call_end|>"
-    )
-}
-
-/// The text of the tool message that carries `results` back: each result between
-/// `<|tool_response_start|>` and `<|tool_response_end|>`, as LFM2's template wraps a
-/// tool turn, one a line.
-pub(crate) fn results(results: &[ToolExecutionResult]) -> String {
-    wrapped(results, RESPONSE_START, RESPONSE_END)
-}
-
-/// A call of `name` with `args`, as the prompt teaches it: one Python call list between
-/// the tokens (strings in double quotes, `<` escaped, so no token appears inside).
-pub(crate) fn write_call(name: &str, args: &Map<String, Value>) -> Option<String> {
-    Some(format!("{START}{}{END}", crate::protocol::textfmt::readers::pythonic::write_list(name, args)))
-}
-
 /// The format's id.
 pub(crate) const ID: &str = "lfm2";
 
@@ -264,16 +238,30 @@ impl Format for Rules {
         self
     }
 
+    /// The tool-definition prompt: the tools as a JSON list between `<|tool_list_start|>`
+    /// and `<|tool_list_end|>` (as LFM2's template writes them into the system turn), and
+    /// how to call them.
     fn prompt(&self, tools: &[ToolDefinition]) -> String {
-        self::prompt(tools)
+        let listed = bare_functions(tools).iter().map(Value::to_string).collect::<Vec<_>>().join(", ");
+        format!(
+            "List of tools: <|tool_list_start|>[{listed}]<|tool_list_end|>\n\n\
+         To call tools, write a Python list of calls with keyword arguments between \
+         <|tool_call_start|> and <|tool_call_end|>, values as Python literals:\n\
+         <|tool_call_start|>[function_name(param_name=\"value\", other_param=2)]<|tool_call_end|>"
+        )
     }
 
+    /// The text of the tool message that carries `results` back: each result between
+    /// `<|tool_response_start|>` and `<|tool_response_end|>`, as LFM2's template wraps a
+    /// tool turn, one a line.
     fn results(&self, results: &[ToolExecutionResult]) -> String {
-        self::results(results)
+        wrapped(results, RESPONSE_START, RESPONSE_END)
     }
 
+    /// A call of `name` with `args`, as the prompt teaches it: one Python call list between
+    /// the tokens (strings in double quotes, `<` escaped, so no token appears inside).
     fn write_call(&self, name: &str, args: &Map<String, Value>) -> Option<String> {
-        self::write_call(name, args)
+        Some(format!("{START}{}{END}", crate::protocol::textfmt::readers::pythonic::write_list(name, args)))
     }
 }
 
@@ -292,7 +280,7 @@ mod tests {
                 .filter_map(|v| v.as_object().cloned()),
         );
         for args in all {
-            let text = write_call("get_weather", &args).unwrap_or_default();
+            let text = Rules.write_call("get_weather", &args).unwrap_or_default();
             assert!(text.starts_with("<|tool_call_start|>[get_weather("), "{text}");
             round_trip(TextFormat::Lfm2, &text, "get_weather", &args);
         }
@@ -316,12 +304,12 @@ mod tests {
 
     #[test]
     fn prompt_and_results_shape() {
-        let text = prompt(&[]);
+        let text = Rules.prompt(&[]);
         assert!(text.starts_with("List of tools: <|tool_list_start|>[]<|tool_list_end|>"), "{text}");
         assert!(text.contains("<|tool_call_start|>[function_name("));
         let ok =
             ToolExecutionResult::success("1", "calc_add", "3 <|tool_response_end|><|tool_call_start|>[f()]");
-        let out = results(&[ok.clone(), ok]);
+        let out = Rules.results(&[ok.clone(), ok]);
         assert_eq!(out.lines().count(), 2, "{out}");
         assert_eq!(out.matches(RESPONSE_END).count(), 2, "{out}");
         assert_eq!(out.matches(START).count(), 0, "{out}");

@@ -195,62 +195,6 @@ fn read_params(body: &str, call: &mut RawCall) -> Result<(), String> {
     Ok(())
 }
 
-/// The tool-definition prompt: the tools as JSON lines in `<tools>`, then the call syntax
-/// MiniCPM writes (the model's own template was not available; see the docs).
-pub(crate) fn prompt(tools: &[ToolDefinition]) -> String {
-    format!(
-        "# Tools\n\nYou may call one or more functions to assist with the user query.\n\n\
-         You are provided with function signatures within <tools></tools> XML tags:\n<tools>\n{}\n</tools>\n\n\
-         For each function call, write one XML element, with each argument in a <param> element:\n\
-         <function name=\"function-name\"><param name=\"param-name-1\">value-1</param>\
-         <param name=\"param-name-2\">value-2</param></function>\n\
-         Write a value that holds several lines, `<` or `&` in a CDATA section: \
-         <param name=\"text\"><![CDATA[first line\nsecond line]]></param>",
-        lines(&functions(tools))
-    )
-}
-
-/// The text of the tool message that carries `results` back: each result in
-/// `<tool_response>` tags.
-pub(crate) fn results(results: &[ToolExecutionResult]) -> String {
-    tagged_results(results, RESULT_OPEN, RESULT_CLOSE)
-}
-
-/// A call of `name` with `args`, as the prompt teaches it: strings as text (in a CDATA
-/// section when they hold `<`, `&`, a line break or white space at either end), other
-/// values as JSON (`<` written `\u003c`). `None` when something would not read back as
-/// written: a string that reads as another value (`"42"`, `"true"`), a string holding
-/// `]]>` that needs a CDATA section, or a name or key that is empty or holds a quote,
-/// `<`, `>` or `&`, or white space at either end.
-pub(crate) fn write_call(name: &str, args: &Map<String, Value>) -> Option<String> {
-    let plain = |s: &str| !s.is_empty() && !s.contains(['"', '<', '>', '&']) && s.trim() == s;
-    if !plain(name) {
-        return None;
-    }
-    let mut out = format!("<function name=\"{name}\">");
-    for (key, value) in args {
-        if !plain(key) {
-            return None;
-        }
-        let text = match value {
-            Value::String(s) => {
-                if infer(s) != *value {
-                    return None;
-                }
-                let needs_cdata = s.contains(['<', '&', '\n', '\r']) || s.trim() != s;
-                if needs_cdata && s.contains(CDATA_END) {
-                    return None;
-                }
-                if needs_cdata { format!("{CDATA}{s}{CDATA_END}") } else { s.clone() }
-            }
-            other => crate::protocol::textfmt::grammar::json_text(other).replace('&', "\\u0026"),
-        };
-        out.push_str(&format!("<param name=\"{key}\">{text}{PARAM_END}"));
-    }
-    out.push_str(FUNCTION_END);
-    Some(out)
-}
-
 /// The format's id.
 pub(crate) const ID: &str = "minicpm5";
 
@@ -271,16 +215,60 @@ impl Format for Rules {
         self
     }
 
+    /// The tool-definition prompt: the tools as JSON lines in `<tools>`, then the call syntax
+    /// MiniCPM writes (the model's own template was not available; see the docs).
     fn prompt(&self, tools: &[ToolDefinition]) -> String {
-        self::prompt(tools)
+        format!(
+            "# Tools\n\nYou may call one or more functions to assist with the user query.\n\n\
+         You are provided with function signatures within <tools></tools> XML tags:\n<tools>\n{}\n</tools>\n\n\
+         For each function call, write one XML element, with each argument in a <param> element:\n\
+         <function name=\"function-name\"><param name=\"param-name-1\">value-1</param>\
+         <param name=\"param-name-2\">value-2</param></function>\n\
+         Write a value that holds several lines, `<` or `&` in a CDATA section: \
+         <param name=\"text\"><![CDATA[first line\nsecond line]]></param>",
+            lines(&functions(tools))
+        )
     }
 
+    /// The text of the tool message that carries `results` back: each result in
+    /// `<tool_response>` tags.
     fn results(&self, results: &[ToolExecutionResult]) -> String {
-        self::results(results)
+        tagged_results(results, RESULT_OPEN, RESULT_CLOSE)
     }
 
+    /// A call of `name` with `args`, as the prompt teaches it: strings as text (in a CDATA
+    /// section when they hold `<`, `&`, a line break or white space at either end), other
+    /// values as JSON (`<` written `\u003c`). `None` when something would not read back as
+    /// written: a string that reads as another value (`"42"`, `"true"`), a string holding
+    /// `]]>` that needs a CDATA section, or a name or key that is empty or holds a quote,
+    /// `<`, `>` or `&`, or white space at either end.
     fn write_call(&self, name: &str, args: &Map<String, Value>) -> Option<String> {
-        self::write_call(name, args)
+        let plain = |s: &str| !s.is_empty() && !s.contains(['"', '<', '>', '&']) && s.trim() == s;
+        if !plain(name) {
+            return None;
+        }
+        let mut out = format!("<function name=\"{name}\">");
+        for (key, value) in args {
+            if !plain(key) {
+                return None;
+            }
+            let text = match value {
+                Value::String(s) => {
+                    if infer(s) != *value {
+                        return None;
+                    }
+                    let needs_cdata = s.contains(['<', '&', '\n', '\r']) || s.trim() != s;
+                    if needs_cdata && s.contains(CDATA_END) {
+                        return None;
+                    }
+                    if needs_cdata { format!("{CDATA}{s}{CDATA_END}") } else { s.clone() }
+                }
+                other => crate::protocol::textfmt::grammar::json_text(other).replace('&', "\\u0026"),
+            };
+            out.push_str(&format!("<param name=\"{key}\">{text}{PARAM_END}"));
+        }
+        out.push_str(FUNCTION_END);
+        Some(out)
     }
 }
 
@@ -303,17 +291,17 @@ mod tests {
             "padded": "  spaced  ",
             "empty": "",
         });
-        written_reads_back(TextFormat::Minicpm5, write_call, "write_file", &args);
-        written_reads_back(TextFormat::Minicpm5, write_call, "ping", &json!({}));
+        written_reads_back(TextFormat::Minicpm5, |n, a| Rules.write_call(n, a), "write_file", &args);
+        written_reads_back(TextFormat::Minicpm5, |n, a| Rules.write_call(n, a), "ping", &json!({}));
     }
 
     #[test]
     fn write_call_refuses_what_it_cannot_carry() {
         for args in [json!({"v": "42"}), json!({"v": "a\n]]>"}), json!({"a\"b": 1}), json!({"": 1})] {
-            assert_eq!(write_call("f", args.as_object().unwrap()), None, "{args}");
+            assert_eq!(Rules.write_call("f", args.as_object().unwrap()), None, "{args}");
         }
-        assert_eq!(write_call("f\"", &Map::new()), None);
-        assert_eq!(write_call("", &Map::new()), None);
+        assert_eq!(Rules.write_call("f\"", &Map::new()), None);
+        assert_eq!(Rules.write_call("", &Map::new()), None);
     }
 
     #[test]
@@ -337,11 +325,11 @@ mod tests {
                 "properties": {"a": {"type": "integer"}},
             }),
         );
-        let text = prompt(&[tool]);
+        let text = Rules.prompt(&[tool]);
         assert!(text.contains("<tools>\n{\"type\":\"function\""), "{text}");
         assert!(text.contains("\"name\":\"calc_add\""), "{text}");
         assert!(text.contains("<function name=\"function-name\"><param name=\"param-name-1\">"));
-        let out = results(&[
+        let out = Rules.results(&[
             ToolExecutionResult::success("1", "calc_add", "3"),
             ToolExecutionResult::success("2", "calc_add", "4"),
         ]);

@@ -124,37 +124,6 @@ impl Reading for Rules {
     }
 }
 
-/// The tool-definition prompt, as the MiniMax-M1 template words it: the tools as JSON
-/// lines in `<tools>`, then the call format.
-pub(crate) fn prompt(tools: &[ToolDefinition]) -> String {
-    let mut out = String::from("You are provided with these tools:\n<tools>\n");
-    for function in functions(tools) {
-        out.push_str(&function.to_string());
-        out.push('\n');
-    }
-    out.push_str(
-        "</tools>\n\nIf you need to call tools, please respond with <tool_calls></tool_calls> XML tags, and provide \
-         tool-name and json-object of arguments, following the format below:\n<tool_calls>\n\
-         {\"name\": <tool-name>, \"arguments\": <args-json-object>}\n...\n</tool_calls>",
-    );
-    out
-}
-
-/// The text of the tool message that carries `results` back, as the MiniMax-M1 template
-/// renders a tool turn: `tool name: NAME`, `tool result: TEXT`, and a blank line, per
-/// result.
-pub(crate) fn results(results: &[ToolExecutionResult]) -> String {
-    results
-        .iter()
-        .map(|r| format!("tool name: {}\ntool result: {}\n\n", neutralize_tokens(&r.tool_name), content(r)))
-        .collect()
-}
-
-/// A call of `name` with `args`, as the prompt teaches it.
-pub(crate) fn write_call(name: &str, args: &Map<String, Value>) -> Option<String> {
-    Some(format!("{OPEN}\n{}\n{CLOSE}", call_json(name, "arguments", args)))
-}
-
 /// The format's id.
 pub(crate) const ID: &str = "minimax_m1";
 
@@ -171,16 +140,37 @@ impl Format for Rules {
         self
     }
 
+    /// The tool-definition prompt, as the MiniMax-M1 template words it: the tools as JSON
+    /// lines in `<tools>`, then the call format.
     fn prompt(&self, tools: &[ToolDefinition]) -> String {
-        self::prompt(tools)
+        let mut out = String::from("You are provided with these tools:\n<tools>\n");
+        for function in functions(tools) {
+            out.push_str(&function.to_string());
+            out.push('\n');
+        }
+        out.push_str(
+        "</tools>\n\nIf you need to call tools, please respond with <tool_calls></tool_calls> XML tags, and provide \
+         tool-name and json-object of arguments, following the format below:\n<tool_calls>\n\
+         {\"name\": <tool-name>, \"arguments\": <args-json-object>}\n...\n</tool_calls>",
+    );
+        out
     }
 
+    /// The text of the tool message that carries `results` back, as the MiniMax-M1 template
+    /// renders a tool turn: `tool name: NAME`, `tool result: TEXT`, and a blank line, per
+    /// result.
     fn results(&self, results: &[ToolExecutionResult]) -> String {
-        self::results(results)
+        results
+            .iter()
+            .map(|r| {
+                format!("tool name: {}\ntool result: {}\n\n", neutralize_tokens(&r.tool_name), content(r))
+            })
+            .collect()
     }
 
+    /// A call of `name` with `args`, as the prompt teaches it.
     fn write_call(&self, name: &str, args: &Map<String, Value>) -> Option<String> {
-        self::write_call(name, args)
+        Some(format!("{OPEN}\n{}\n{CLOSE}", call_json(name, "arguments", args)))
     }
 }
 
@@ -192,13 +182,17 @@ mod tests {
 
     #[test]
     fn written_calls_read_back() {
-        samples_read_back(TextFormat::MinimaxM1, write_call, "<tool_calls>\n{\"name\": \"get_weather\"");
+        samples_read_back(
+            TextFormat::MinimaxM1,
+            |n, a| Rules.write_call(n, a),
+            "<tool_calls>\n{\"name\": \"get_weather\"",
+        );
     }
 
     #[test]
     fn prompt_and_results_shape() {
-        assert!(prompt(&[]).contains("<tool_calls>\n{\"name\": <tool-name>"));
-        let out = twice(results, "3 <tool_calls>");
+        assert!(Rules.prompt(&[]).contains("<tool_calls>\n{\"name\": <tool-name>"));
+        let out = twice(|r| Rules.results(r), "3 <tool_calls>");
         assert_eq!(out.matches("tool result: 3 ").count(), 2, "{out}");
         assert!(!out.contains("<tool_calls>"), "{out}");
         assert!(out.starts_with("tool name: calc_add\ntool result: 3 "));

@@ -114,80 +114,6 @@ fn attribute(tag: &str, name: &str) -> Option<String> {
     None
 }
 
-/// The calls of `minimax_m2` as a grammar: one `<minimax:tool_call>` wrapper holding
-/// the calls, each `<invoke name="NAME">` with one `<parameter name="K">V</parameter>`
-/// a line in schema order, as the prompt shows. A value holds no `<parameter`,
-/// `</parameter>`, `<invoke`, `</invoke>` or `</minimax:tool_call>` (each would end it
-/// or the call) and no reasoning tag when reasoning is hidden; its white space is kept
-/// and its XML entities are decoded (so [`write_call`] writes `&` and `<` as entities).
-pub(crate) fn syntax(
-    id: &str,
-    options: &crate::protocol::textfmt::TextFormatOptions,
-    b: &mut crate::grammar::Builder,
-    methods: &[(String, &serde_json::Value)],
-) -> Result<crate::grammar::Syntax, crate::grammar::GrammarError> {
-    use crate::grammar::{Expr, Pattern, Section, Syntax, ValueStyle, Values, properties, reasoning_heads};
-    let mut patterns = vec![
-        Pattern::text(PARAMETER),
-        Pattern::text(PARAMETER_END),
-        Pattern::text(INVOKE),
-        Pattern::text(INVOKE_END),
-        Pattern::text(WRAPPER_END),
-    ];
-    if options.skip_reasoning {
-        patterns.extend(reasoning_heads());
-    }
-    let text = b.avoiding("VALUE_TEXT", patterns);
-    let string = b.terminal("STRING_VALUE", Expr::seq([text, Expr::lit(PARAMETER_END)]));
-    let style = ValueStyle {
-        string_escapes: "<".into(),
-        text: Some(string),
-        open: String::new(),
-        close: PARAMETER_END.into(),
-    };
-    let mut calls = Vec::new();
-    for (name, schema) in methods {
-        let mut values = Values::new(b, style.clone(), name, schema);
-        let mut members = Vec::new();
-        for (key, property, required) in properties(schema) {
-            let value = values.text(property)?;
-            members.push((Expr::seq([Expr::lit(format!("\n{PARAMETER} name=\"{key}\">")), value]), required));
-        }
-        let list = values.member_list(members, Expr::lit(""));
-        let body = Expr::seq([
-            Expr::lit(format!("\n{INVOKE} name=\"{name}\">")),
-            list,
-            Expr::lit(format!("\n{INVOKE_END}")),
-        ]);
-        calls.push(b.rule(name, body));
-    }
-    Ok(Syntax {
-        protocol: id.to_string(),
-        open: WRAPPER.into(),
-        call: b.rule("call", Expr::alt(calls)),
-        section: Some(Section { between: Expr::lit(""), close: format!("\n{WRAPPER_END}") }),
-        avoid: Vec::new(),
-        reasoning: options.skip_reasoning,
-        json: None,
-    })
-}
-
-/// A call as [`syntax`] admits it, in a wrapper of its own: strings with `&` and `<`
-/// written as entities, other values as JSON (entities likewise).
-pub(crate) fn write_call(name: &str, args: &serde_json::Map<String, serde_json::Value>) -> String {
-    let mut out = format!("{WRAPPER}\n{INVOKE} name=\"{name}\">");
-    for (key, value) in args {
-        let text = match value {
-            serde_json::Value::String(s) => s.clone(),
-            other => crate::protocol::textfmt::grammar::json_text(other),
-        };
-        let text = text.replace('&', "&amp;").replace('<', "&lt;");
-        out.push_str(&format!("\n{PARAMETER} name=\"{key}\">{text}{PARAMETER_END}"));
-    }
-    out.push_str(&format!("\n{INVOKE_END}\n{WRAPPER_END}"));
-    out
-}
-
 /// The format's id.
 pub(crate) const ID: &str = "minimax_m2";
 
@@ -223,10 +149,28 @@ impl Format for Rules {
         each(results, |r| format!("<response>{}</response>", content(r)), "\n")
     }
 
+    /// A call as the grammar admits it, in a wrapper of its own: strings with `&` and `<`
+    /// written as entities, other values as JSON (entities likewise).
     fn write_call(&self, name: &str, args: &Map<String, Value>) -> Option<String> {
-        Some(write_call(name, args))
+        let mut out = format!("{WRAPPER}\n{INVOKE} name=\"{name}\">");
+        for (key, value) in args {
+            let text = match value {
+                serde_json::Value::String(s) => s.clone(),
+                other => crate::protocol::textfmt::grammar::json_text(other),
+            };
+            let text = text.replace('&', "&amp;").replace('<', "&lt;");
+            out.push_str(&format!("\n{PARAMETER} name=\"{key}\">{text}{PARAMETER_END}"));
+        }
+        out.push_str(&format!("\n{INVOKE_END}\n{WRAPPER_END}"));
+        Some(out)
     }
 
+    /// The calls of `minimax_m2` as a grammar: one `<minimax:tool_call>` wrapper holding
+    /// the calls, each `<invoke name="NAME">` with one `<parameter name="K">V</parameter>`
+    /// a line in schema order, as the prompt shows. A value holds no `<parameter`,
+    /// `</parameter>`, `<invoke`, `</invoke>` or `</minimax:tool_call>` (each would end it
+    /// or the call) and no reasoning tag when reasoning is hidden; its white space is kept
+    /// and its XML entities are decoded (so a written call has `&` and `<` as entities).
     fn syntax(
         &self,
         b: &mut Builder,
@@ -235,6 +179,54 @@ impl Format for Rules {
         _dialect: Dialect,
         _scope: Scope,
     ) -> Result<Syntax, GrammarError> {
-        syntax(ID, options, b, methods)
+        use crate::grammar::{
+            Expr, Pattern, Section, Syntax, ValueStyle, Values, properties, reasoning_heads,
+        };
+        let mut patterns = vec![
+            Pattern::text(PARAMETER),
+            Pattern::text(PARAMETER_END),
+            Pattern::text(INVOKE),
+            Pattern::text(INVOKE_END),
+            Pattern::text(WRAPPER_END),
+        ];
+        if options.skip_reasoning {
+            patterns.extend(reasoning_heads());
+        }
+        let text = b.avoiding("VALUE_TEXT", patterns);
+        let string = b.terminal("STRING_VALUE", Expr::seq([text, Expr::lit(PARAMETER_END)]));
+        let style = ValueStyle {
+            string_escapes: "<".into(),
+            text: Some(string),
+            open: String::new(),
+            close: PARAMETER_END.into(),
+        };
+        let mut calls = Vec::new();
+        for (name, schema) in methods {
+            let mut values = Values::new(b, style.clone(), name, schema);
+            let mut members = Vec::new();
+            for (key, property, required) in properties(schema) {
+                let value = values.text(property)?;
+                members.push((
+                    Expr::seq([Expr::lit(format!("\n{PARAMETER} name=\"{key}\">")), value]),
+                    required,
+                ));
+            }
+            let list = values.member_list(members, Expr::lit(""));
+            let body = Expr::seq([
+                Expr::lit(format!("\n{INVOKE} name=\"{name}\">")),
+                list,
+                Expr::lit(format!("\n{INVOKE_END}")),
+            ]);
+            calls.push(b.rule(name, body));
+        }
+        Ok(Syntax {
+            protocol: ID.to_string(),
+            open: WRAPPER.into(),
+            call: b.rule("call", Expr::alt(calls)),
+            section: Some(Section { between: Expr::lit(""), close: format!("\n{WRAPPER_END}") }),
+            avoid: Vec::new(),
+            reasoning: options.skip_reasoning,
+            json: None,
+        })
     }
 }

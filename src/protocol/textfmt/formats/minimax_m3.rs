@@ -222,53 +222,6 @@ fn read_elements(body: &str, call: &mut RawCall) -> Result<(), String> {
     }
 }
 
-/// The tool-definition prompt, in the shape of MiniMax's templates: the tools as JSON in
-/// `<tools>`, then the namespaced call syntax with nested elements for objects and
-/// `<item>` elements for arrays.
-pub(crate) fn prompt(tools: &[ToolDefinition]) -> String {
-    let defs =
-        bare_functions(tools).iter().map(|f| format!("<tool>{f}</tool>")).collect::<Vec<_>>().join("\n");
-    format!(
-        "# Tools\nYou may call one or more tools to assist with the user query.\n\
-         Here are the tools available in JSONSchema format:\n\n<tools>\n{defs}\n</tools>\n\n\
-         When making tool calls, use XML format to invoke tools and pass parameters, every tag \
-         beginning with {NS}:\n\n\
-         {BLOCK}\n{NS}<invoke name=\"tool-name-1\">\n\
-         {NS}<param-key-1>param-value-1{NS}</param-key-1>\n\
-         {NS}<param-key-2>{NS}<nested-key>nested-value{NS}</nested-key>{NS}</param-key-2>\n\
-         {NS}<param-key-3>{NS}<item>list-value-1{NS}</item>{NS}<item>list-value-2{NS}</item>{NS}</param-key-3>\n\
-         ...\n{INVOKE_END}\n{BLOCK_END}\n\n\
-         Write an object parameter as nested elements and a list as <item> elements; \
-         write `&` as &amp; and `<` as &lt; in values."
-    )
-}
-
-/// The text of the tool message that carries `results` back: each result in
-/// `<response>` tags, as MiniMax's templates render tool output.
-pub(crate) fn results(results: &[ToolExecutionResult]) -> String {
-    wrapped(results, RESULT_OPEN, RESULT_CLOSE)
-}
-
-/// A call of `name` with `args`, as the prompt teaches it: one block, one element a line;
-/// strings as text with `&` and `<` written as entities, numbers, booleans and null as
-/// JSON, objects as nested elements, arrays as `<item>` elements (empty ones as `{}` and
-/// `[]`). `None` when something would not read back as written: a string that reads as
-/// another value (`"42"`, `"true"`), a key that is empty, holds `<`, `>`, `/` or white
-/// space at either end, an object whose keys are all `item` (it reads as an array) or
-/// that has a key `$text`, or a name that holds a quote or `>`.
-pub(crate) fn write_call(name: &str, args: &Map<String, Value>) -> Option<String> {
-    if name.is_empty() || name.contains(['"', '>', '&']) || name.trim() != name {
-        return None;
-    }
-    let mut out = format!("{BLOCK}\n{NS}<invoke name=\"{name}\">");
-    for (key, value) in args {
-        out.push('\n');
-        write_element(&mut out, key, value, 0)?;
-    }
-    out.push_str(&format!("\n{INVOKE_END}\n{BLOCK_END}"));
-    Some(out)
-}
-
 /// How deep [`write_element`] nests before it gives up.
 const MAX_DEPTH: usize = 128;
 
@@ -325,16 +278,51 @@ impl Format for Rules {
         self
     }
 
+    /// The tool-definition prompt, in the shape of MiniMax's templates: the tools as JSON in
+    /// `<tools>`, then the namespaced call syntax with nested elements for objects and
+    /// `<item>` elements for arrays.
     fn prompt(&self, tools: &[ToolDefinition]) -> String {
-        self::prompt(tools)
+        let defs =
+            bare_functions(tools).iter().map(|f| format!("<tool>{f}</tool>")).collect::<Vec<_>>().join("\n");
+        format!(
+            "# Tools\nYou may call one or more tools to assist with the user query.\n\
+         Here are the tools available in JSONSchema format:\n\n<tools>\n{defs}\n</tools>\n\n\
+         When making tool calls, use XML format to invoke tools and pass parameters, every tag \
+         beginning with {NS}:\n\n\
+         {BLOCK}\n{NS}<invoke name=\"tool-name-1\">\n\
+         {NS}<param-key-1>param-value-1{NS}</param-key-1>\n\
+         {NS}<param-key-2>{NS}<nested-key>nested-value{NS}</nested-key>{NS}</param-key-2>\n\
+         {NS}<param-key-3>{NS}<item>list-value-1{NS}</item>{NS}<item>list-value-2{NS}</item>{NS}</param-key-3>\n\
+         ...\n{INVOKE_END}\n{BLOCK_END}\n\n\
+         Write an object parameter as nested elements and a list as <item> elements; \
+         write `&` as &amp; and `<` as &lt; in values."
+        )
     }
 
+    /// The text of the tool message that carries `results` back: each result in
+    /// `<response>` tags, as MiniMax's templates render tool output.
     fn results(&self, results: &[ToolExecutionResult]) -> String {
-        self::results(results)
+        wrapped(results, RESULT_OPEN, RESULT_CLOSE)
     }
 
+    /// A call of `name` with `args`, as the prompt teaches it: one block, one element a line;
+    /// strings as text with `&` and `<` written as entities, numbers, booleans and null as
+    /// JSON, objects as nested elements, arrays as `<item>` elements (empty ones as `{}` and
+    /// `[]`). `None` when something would not read back as written: a string that reads as
+    /// another value (`"42"`, `"true"`), a key that is empty, holds `<`, `>`, `/` or white
+    /// space at either end, an object whose keys are all `item` (it reads as an array) or
+    /// that has a key `$text`, or a name that holds a quote or `>`.
     fn write_call(&self, name: &str, args: &Map<String, Value>) -> Option<String> {
-        self::write_call(name, args)
+        if name.is_empty() || name.contains(['"', '>', '&']) || name.trim() != name {
+            return None;
+        }
+        let mut out = format!("{BLOCK}\n{NS}<invoke name=\"{name}\">");
+        for (key, value) in args {
+            out.push('\n');
+            write_element(&mut out, key, value, 0)?;
+        }
+        out.push_str(&format!("\n{INVOKE_END}\n{BLOCK_END}"));
+        Some(out)
     }
 }
 
@@ -359,8 +347,8 @@ mod tests {
             "unicode": "Zürich — 東京",
             "padded": "  spaced  ",
         });
-        written_reads_back(TextFormat::MinimaxM3, write_call, "write_file", &args);
-        written_reads_back(TextFormat::MinimaxM3, write_call, "ping", &json!({}));
+        written_reads_back(TextFormat::MinimaxM3, |n, a| Rules.write_call(n, a), "write_file", &args);
+        written_reads_back(TextFormat::MinimaxM3, |n, a| Rules.write_call(n, a), "ping", &json!({}));
     }
 
     #[test]
@@ -373,10 +361,10 @@ mod tests {
             json!({"": 1}),
             json!({"$text": 1}),
         ] {
-            assert_eq!(write_call("f", args.as_object().unwrap()), None, "{args}");
+            assert_eq!(Rules.write_call("f", args.as_object().unwrap()), None, "{args}");
         }
-        assert_eq!(write_call("f\"", &Map::new()), None);
-        assert_eq!(write_call("", &Map::new()), None);
+        assert_eq!(Rules.write_call("f\"", &Map::new()), None);
+        assert_eq!(Rules.write_call("", &Map::new()), None);
     }
 
     #[test]
@@ -429,11 +417,11 @@ mod tests {
                 "properties": {"a": {"type": "integer"}},
             }),
         );
-        let text = prompt(&[tool]);
+        let text = Rules.prompt(&[tool]);
         assert!(text.contains("<tools>\n<tool>{"), "{text}");
         assert!(text.contains("\"name\":\"calc_add\""), "{text}");
         assert!(text.contains(&format!("{BLOCK}\n{NS}<invoke name=\"tool-name-1\">\n")));
-        let out = results(&[
+        let out = Rules.results(&[
             ToolExecutionResult::success("1", "calc_add", "3"),
             ToolExecutionResult::success("2", "calc_add", "4"),
         ]);

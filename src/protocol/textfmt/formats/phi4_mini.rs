@@ -57,44 +57,6 @@ impl Reading for Rules {
     }
 }
 
-/// The tool-definition prompt: the Phi-4-mini template's rules for calling functions,
-/// then each tool as indented JSON.
-pub(crate) fn prompt(tools: &[ToolDefinition]) -> String {
-    pretty_functions(
-        "In addition to plain text responses, you can choose to call one or more of the provided functions.\n\n\
-         Use the following rule to decide when to call a function:\n  \
-         * if the response can be generated from your internal knowledge (e.g., as in the case of queries like \
-         \"What is the capital of Poland?\"), do so\n  \
-         * if you need external information that can be obtained by calling one or more of the provided \
-         functions, generate a function calls\n\n\
-         If you decide to call functions:\n  \
-         * prefix function calls with functools marker (no closing marker required)\n  \
-         * all function calls should be generated in a single JSON list formatted as \
-         functools[{\"name\": [function name], \"arguments\": [function arguments as JSON]}, ...]\n  \
-         * follow the provided JSON schema. Do not hallucinate arguments or values. Do not blindly copy values \
-         from the provided samples\n  \
-         * respect the argument type formatting. E.g., if the type is number and format is float, write value 7 \
-         as 7.0\n  \
-         * make sure you pick the right functions that match the user intent\n\n",
-        tools,
-    )
-}
-
-/// The text of the tool message that carries `results` back: `{"result": …}` per result,
-/// one a line, as the Phi-4-mini template wraps tool output.
-pub(crate) fn results(results: &[ToolExecutionResult]) -> String {
-    results
-        .iter()
-        .map(|r| serde_json::json!({"result": content(r)}).to_string())
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
-/// A call of `name` with `args`, as the prompt teaches it.
-pub(crate) fn write_call(name: &str, args: &Map<String, Value>) -> Option<String> {
-    Some(format!("functools[{}]", call_json(name, "arguments", args)))
-}
-
 /// The format's id.
 pub(crate) const ID: &str = "phi4_mini";
 
@@ -115,16 +77,42 @@ impl Format for Rules {
         self
     }
 
+    /// The tool-definition prompt: the Phi-4-mini template's rules for calling functions,
+    /// then each tool as indented JSON.
     fn prompt(&self, tools: &[ToolDefinition]) -> String {
-        self::prompt(tools)
+        pretty_functions(
+            "In addition to plain text responses, you can choose to call one or more of the provided functions.\n\n\
+         Use the following rule to decide when to call a function:\n  \
+         * if the response can be generated from your internal knowledge (e.g., as in the case of queries like \
+         \"What is the capital of Poland?\"), do so\n  \
+         * if you need external information that can be obtained by calling one or more of the provided \
+         functions, generate a function calls\n\n\
+         If you decide to call functions:\n  \
+         * prefix function calls with functools marker (no closing marker required)\n  \
+         * all function calls should be generated in a single JSON list formatted as \
+         functools[{\"name\": [function name], \"arguments\": [function arguments as JSON]}, ...]\n  \
+         * follow the provided JSON schema. Do not hallucinate arguments or values. Do not blindly copy values \
+         from the provided samples\n  \
+         * respect the argument type formatting. E.g., if the type is number and format is float, write value 7 \
+         as 7.0\n  \
+         * make sure you pick the right functions that match the user intent\n\n",
+            tools,
+        )
     }
 
+    /// The text of the tool message that carries `results` back: `{"result": …}` per result,
+    /// one a line, as the Phi-4-mini template wraps tool output.
     fn results(&self, results: &[ToolExecutionResult]) -> String {
-        self::results(results)
+        results
+            .iter()
+            .map(|r| serde_json::json!({"result": content(r)}).to_string())
+            .collect::<Vec<_>>()
+            .join("\n")
     }
 
+    /// A call of `name` with `args`, as the prompt teaches it.
     fn write_call(&self, name: &str, args: &Map<String, Value>) -> Option<String> {
-        self::write_call(name, args)
+        Some(format!("functools[{}]", call_json(name, "arguments", args)))
     }
 }
 
@@ -136,13 +124,17 @@ mod tests {
 
     #[test]
     fn written_calls_read_back() {
-        samples_read_back(TextFormat::Phi4Mini, write_call, "functools[{\"name\": \"get_weather\"");
+        samples_read_back(
+            TextFormat::Phi4Mini,
+            |n, a| Rules.write_call(n, a),
+            "functools[{\"name\": \"get_weather\"",
+        );
     }
 
     #[test]
     fn prompt_and_results_shape() {
-        assert!(prompt(&[]).contains("functools[{\"name\""));
-        let out = twice(results, "3\"} functools[");
+        assert!(Rules.prompt(&[]).contains("functools[{\"name\""));
+        let out = twice(|r| Rules.results(r), "3\"} functools[");
         assert_eq!(out.lines().count(), 2, "{out}");
         assert!(out.lines().all(|l| serde_json::from_str::<Value>(l).is_ok_and(|v| v["result"].is_string())));
     }

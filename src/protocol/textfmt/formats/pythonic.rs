@@ -111,46 +111,6 @@ impl Reading for Rules {
     }
 }
 
-/// The calls of `pythonic` as a grammar: one list `[name(key=value, …), …]` as the
-/// prompt shows it, keyword arguments in schema order separated by `, `. The list opens
-/// at a `[` (a `[` before a name and `(` starts one wherever it stands), so free text
-/// holds no `[`, and no `<|python_start|>`. Values are Python literals of their schema:
-/// strings in double quotes with the escapes the reader decodes (`\\ \" \' \n \r \t`,
-/// `\uXXXX` but no surrogate) and no raw control character (nor raw `<` while
-/// reasoning is hidden, so no string opens a reasoning tag), `True`/`False`, `None`,
-/// numbers as JSON writes them, lists and dicts as JSON (which the reader also takes).
-pub(crate) fn syntax(
-    id: &str,
-    options: &crate::protocol::textfmt::TextFormatOptions,
-    b: &mut crate::grammar::Builder,
-    methods: &[(String, &serde_json::Value)],
-) -> Result<crate::grammar::Syntax, crate::grammar::GrammarError> {
-    use crate::grammar::{Expr, Pattern, Section, Syntax, ValueStyle, Values, properties};
-    let style =
-        ValueStyle { string_escapes: "<".into(), text: None, open: String::new(), close: String::new() };
-    let mut calls = Vec::new();
-    for (name, schema) in methods {
-        let mut members = Vec::new();
-        for (key, property, required) in properties(schema) {
-            let value = literal(b, &style, options.skip_reasoning, name, property, schema, 0)?;
-            members.push((Expr::seq([Expr::lit(format!("{key}=")), value]), required));
-        }
-        let mut values = Values::new(b, style.clone(), name, schema);
-        let list = values.member_list(members, Expr::lit(", "));
-        let body = Expr::seq([Expr::lit(format!("{name}(")), list, Expr::lit(")")]);
-        calls.push(b.rule(name, body));
-    }
-    Ok(Syntax {
-        protocol: id.to_string(),
-        open: "[".into(),
-        call: b.rule("call", Expr::alt(calls)),
-        section: Some(Section { between: Expr::lit(", "), close: "]".into() }),
-        avoid: vec![Pattern::text(START)],
-        reasoning: options.skip_reasoning,
-        json: None,
-    })
-}
-
 /// A Python literal of `schema` (`root`: the method's parameters, which `$ref`s point
 /// into).
 fn literal(
@@ -315,6 +275,14 @@ impl Format for Rules {
         Some(write_list(name, args))
     }
 
+    /// The calls of `pythonic` as a grammar: one list `[name(key=value, …), …]` as the
+    /// prompt shows it, keyword arguments in schema order separated by `, `. The list opens
+    /// at a `[` (a `[` before a name and `(` starts one wherever it stands), so free text
+    /// holds no `[`, and no `<|python_start|>`. Values are Python literals of their schema:
+    /// strings in double quotes with the escapes the reader decodes (`\\ \" \' \n \r \t`,
+    /// `\uXXXX` but no surrogate) and no raw control character (nor raw `<` while
+    /// reasoning is hidden, so no string opens a reasoning tag), `True`/`False`, `None`,
+    /// numbers as JSON writes them, lists and dicts as JSON (which the reader also takes).
     fn syntax(
         &self,
         b: &mut Builder,
@@ -323,6 +291,29 @@ impl Format for Rules {
         _dialect: Dialect,
         _scope: Scope,
     ) -> Result<Syntax, GrammarError> {
-        syntax(ID, options, b, methods)
+        use crate::grammar::{Expr, Pattern, Section, Syntax, ValueStyle, Values, properties};
+        let style =
+            ValueStyle { string_escapes: "<".into(), text: None, open: String::new(), close: String::new() };
+        let mut calls = Vec::new();
+        for (name, schema) in methods {
+            let mut members = Vec::new();
+            for (key, property, required) in properties(schema) {
+                let value = literal(b, &style, options.skip_reasoning, name, property, schema, 0)?;
+                members.push((Expr::seq([Expr::lit(format!("{key}=")), value]), required));
+            }
+            let mut values = Values::new(b, style.clone(), name, schema);
+            let list = values.member_list(members, Expr::lit(", "));
+            let body = Expr::seq([Expr::lit(format!("{name}(")), list, Expr::lit(")")]);
+            calls.push(b.rule(name, body));
+        }
+        Ok(Syntax {
+            protocol: ID.to_string(),
+            open: "[".into(),
+            call: b.rule("call", Expr::alt(calls)),
+            section: Some(Section { between: Expr::lit(", "), close: "]".into() }),
+            avoid: vec![Pattern::text(START)],
+            reasoning: options.skip_reasoning,
+            json: None,
+        })
     }
 }

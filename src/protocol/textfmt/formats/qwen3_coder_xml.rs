@@ -55,82 +55,6 @@ impl Reading for Rules {
     }
 }
 
-/// The calls of `qwen3_coder_xml` as a grammar: the prompt's layout, one tag a line,
-/// each value on lines of its own, parameters in schema order. A value holds no white
-/// space at either end (a value on one line is trimmed; one on lines of its own loses a
-/// line break on each side), no `</parameter>`,
-/// `<parameter=`, `</function>` or `</tool_call>` (each ends it or the call, and the
-/// format has no escapes: entities are kept as written), and no reasoning tag when
-/// reasoning is hidden.
-pub(crate) fn syntax(
-    id: &str,
-    options: &crate::protocol::textfmt::TextFormatOptions,
-    b: &mut crate::grammar::Builder,
-    methods: &[(String, &serde_json::Value)],
-) -> Result<crate::grammar::Syntax, crate::grammar::GrammarError> {
-    use crate::grammar::{CharSet, Expr, Pattern, Syntax, ValueStyle, Values, properties, reasoning_heads};
-    let mut patterns = vec![
-        Pattern::new().then(CharSet::unicode_space()).at_start(),
-        Pattern::new().then(CharSet::unicode_space()).at_end(),
-        Pattern::text(PARAMETER_END),
-        Pattern::text(PARAMETER),
-        Pattern::text(FUNCTION_END),
-        Pattern::text(CLOSE),
-    ];
-    if options.skip_reasoning {
-        patterns.extend(reasoning_heads());
-    }
-    let text = b.avoiding("VALUE_TEXT", patterns);
-    let close = format!("\n{PARAMETER_END}");
-    let string = b.terminal("STRING_VALUE", Expr::seq([Expr::lit("\n"), text, Expr::lit(close.clone())]));
-    let style = ValueStyle { string_escapes: "<".into(), text: Some(string), open: "\n".into(), close };
-    let mut calls = Vec::new();
-    for (name, schema) in methods {
-        let mut values = Values::new(b, style.clone(), name, schema);
-        let mut members = Vec::new();
-        for (key, property, required) in properties(schema) {
-            let value = values.text(property)?;
-            members.push((Expr::seq([Expr::lit(format!("\n{PARAMETER}{key}>")), value]), required));
-        }
-        let list = values.member_list(members, Expr::lit(""));
-        let body = Expr::seq([
-            Expr::lit(format!("\n{FUNCTION}{name}>")),
-            list,
-            Expr::lit(format!("\n{FUNCTION_END}\n{CLOSE}")),
-        ]);
-        calls.push(b.rule(name, body));
-    }
-    Ok(Syntax {
-        protocol: id.to_string(),
-        open: OPEN.into(),
-        call: b.rule("call", Expr::alt(calls)),
-        section: None,
-        avoid: vec![Pattern::text(FUNCTION)],
-        reasoning: options.skip_reasoning,
-        json: None,
-    })
-}
-
-/// A call as [`syntax`] admits it: strings as written, other values as JSON (`<` in
-/// JSON strings written `\u003c`).
-/// `None` when a value holds markup the format has no escape for (a value ends at the
-/// first `</parameter>`, a call at the first `</tool_call>`).
-pub(crate) fn write_call(name: &str, args: &serde_json::Map<String, serde_json::Value>) -> Option<String> {
-    let mut out = format!("{OPEN}\n{FUNCTION}{name}>");
-    for (key, value) in args {
-        let text = match value {
-            serde_json::Value::String(s) => s.clone(),
-            other => crate::protocol::textfmt::grammar::json_text(other),
-        };
-        if [PARAMETER_END, PARAMETER, FUNCTION_END, CLOSE].iter().any(|markup| text.contains(markup)) {
-            return None;
-        }
-        out.push_str(&format!("\n{PARAMETER}{key}>\n{text}\n{PARAMETER_END}"));
-    }
-    out.push_str(&format!("\n{FUNCTION_END}\n{CLOSE}"));
-    Some(out)
-}
-
 /// The format's id.
 pub(crate) const ID: &str = "qwen3_coder_xml";
 
@@ -199,10 +123,33 @@ impl Format for Rules {
         tagged_results(results, "<tool_response>", "</tool_response>")
     }
 
+    /// A call as the grammar admits it: strings as written, other values as JSON (`<` in
+    /// JSON strings written `\u003c`).
+    /// `None` when a value holds markup the format has no escape for (a value ends at the
+    /// first `</parameter>`, a call at the first `</tool_call>`).
     fn write_call(&self, name: &str, args: &Map<String, Value>) -> Option<String> {
-        self::write_call(name, args)
+        let mut out = format!("{OPEN}\n{FUNCTION}{name}>");
+        for (key, value) in args {
+            let text = match value {
+                serde_json::Value::String(s) => s.clone(),
+                other => crate::protocol::textfmt::grammar::json_text(other),
+            };
+            if [PARAMETER_END, PARAMETER, FUNCTION_END, CLOSE].iter().any(|markup| text.contains(markup)) {
+                return None;
+            }
+            out.push_str(&format!("\n{PARAMETER}{key}>\n{text}\n{PARAMETER_END}"));
+        }
+        out.push_str(&format!("\n{FUNCTION_END}\n{CLOSE}"));
+        Some(out)
     }
 
+    /// The calls of `qwen3_coder_xml` as a grammar: the prompt's layout, one tag a line,
+    /// each value on lines of its own, parameters in schema order. A value holds no white
+    /// space at either end (a value on one line is trimmed; one on lines of its own loses a
+    /// line break on each side), no `</parameter>`,
+    /// `<parameter=`, `</function>` or `</tool_call>` (each ends it or the call, and the
+    /// format has no escapes: entities are kept as written), and no reasoning tag when
+    /// reasoning is hidden.
     fn syntax(
         &self,
         b: &mut Builder,
@@ -211,6 +158,48 @@ impl Format for Rules {
         _dialect: Dialect,
         _scope: Scope,
     ) -> Result<Syntax, GrammarError> {
-        syntax(ID, options, b, methods)
+        use crate::grammar::{
+            CharSet, Expr, Pattern, Syntax, ValueStyle, Values, properties, reasoning_heads,
+        };
+        let mut patterns = vec![
+            Pattern::new().then(CharSet::unicode_space()).at_start(),
+            Pattern::new().then(CharSet::unicode_space()).at_end(),
+            Pattern::text(PARAMETER_END),
+            Pattern::text(PARAMETER),
+            Pattern::text(FUNCTION_END),
+            Pattern::text(CLOSE),
+        ];
+        if options.skip_reasoning {
+            patterns.extend(reasoning_heads());
+        }
+        let text = b.avoiding("VALUE_TEXT", patterns);
+        let close = format!("\n{PARAMETER_END}");
+        let string = b.terminal("STRING_VALUE", Expr::seq([Expr::lit("\n"), text, Expr::lit(close.clone())]));
+        let style = ValueStyle { string_escapes: "<".into(), text: Some(string), open: "\n".into(), close };
+        let mut calls = Vec::new();
+        for (name, schema) in methods {
+            let mut values = Values::new(b, style.clone(), name, schema);
+            let mut members = Vec::new();
+            for (key, property, required) in properties(schema) {
+                let value = values.text(property)?;
+                members.push((Expr::seq([Expr::lit(format!("\n{PARAMETER}{key}>")), value]), required));
+            }
+            let list = values.member_list(members, Expr::lit(""));
+            let body = Expr::seq([
+                Expr::lit(format!("\n{FUNCTION}{name}>")),
+                list,
+                Expr::lit(format!("\n{FUNCTION_END}\n{CLOSE}")),
+            ]);
+            calls.push(b.rule(name, body));
+        }
+        Ok(Syntax {
+            protocol: ID.to_string(),
+            open: OPEN.into(),
+            call: b.rule("call", Expr::alt(calls)),
+            section: None,
+            avoid: vec![Pattern::text(FUNCTION)],
+            reasoning: options.skip_reasoning,
+            json: None,
+        })
     }
 }

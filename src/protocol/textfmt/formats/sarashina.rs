@@ -158,42 +158,6 @@ fn python(value: &Value, out: &mut String) {
     }
 }
 
-/// The tool-definition prompt: the functions as JSON, and how to call them.
-pub(crate) fn prompt(tools: &[ToolDefinition]) -> String {
-    format!(
-        "# Tools\n\nYou can call the following functions, given as JSON schemas:\n{}\n\n\
-         To call functions, write {MARKER} followed by a Python list with one dict per call:\n\
-         {MARKER}[{{'name': 'function_name', 'arguments': {{'key': 'value'}}}}]",
-        crate::protocol::textfmt::prompt::lines(&crate::protocol::textfmt::prompt::functions(tools))
-    )
-}
-
-/// The text of the tool message that carries `results` back: one JSON object a line,
-/// `{"name": …, "output": …}` (or `"error"`).
-pub(crate) fn results(results: &[ToolExecutionResult]) -> String {
-    results
-        .iter()
-        .map(|r| {
-            let name = crate::protocol::textfmt::escape::neutralize_tokens(&r.tool_name);
-            let text = crate::protocol::textfmt::escape::neutralize_tokens(&r.result);
-            let key = if r.is_success() { "output" } else { "error" };
-            serde_json::json!({"name": name, key: text}).to_string()
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
-/// A call of `name` with `args`, as the prompt teaches it:
-/// `<|tool_calls|>[{'name': 'NAME', 'arguments': {…}}]`.
-pub(crate) fn write_call(name: &str, args: &Map<String, Value>) -> Option<String> {
-    let mut out = format!("{MARKER}[{{'name': ");
-    python(&Value::String(name.to_string()), &mut out);
-    out.push_str(", 'arguments': ");
-    python(&Value::Object(args.clone()), &mut out);
-    out.push_str("}]");
-    Some(out)
-}
-
 /// The format's id.
 pub(crate) const ID: &str = "sarashina";
 
@@ -210,16 +174,40 @@ impl Format for Rules {
         self
     }
 
+    /// The tool-definition prompt: the functions as JSON, and how to call them.
     fn prompt(&self, tools: &[ToolDefinition]) -> String {
-        self::prompt(tools)
+        format!(
+            "# Tools\n\nYou can call the following functions, given as JSON schemas:\n{}\n\n\
+         To call functions, write {MARKER} followed by a Python list with one dict per call:\n\
+         {MARKER}[{{'name': 'function_name', 'arguments': {{'key': 'value'}}}}]",
+            crate::protocol::textfmt::prompt::lines(&crate::protocol::textfmt::prompt::functions(tools))
+        )
     }
 
+    /// The text of the tool message that carries `results` back: one JSON object a line,
+    /// `{"name": …, "output": …}` (or `"error"`).
     fn results(&self, results: &[ToolExecutionResult]) -> String {
-        self::results(results)
+        results
+            .iter()
+            .map(|r| {
+                let name = crate::protocol::textfmt::escape::neutralize_tokens(&r.tool_name);
+                let text = crate::protocol::textfmt::escape::neutralize_tokens(&r.result);
+                let key = if r.is_success() { "output" } else { "error" };
+                serde_json::json!({"name": name, key: text}).to_string()
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
     }
 
+    /// A call of `name` with `args`, as the prompt teaches it:
+    /// `<|tool_calls|>[{'name': 'NAME', 'arguments': {…}}]`.
     fn write_call(&self, name: &str, args: &Map<String, Value>) -> Option<String> {
-        self::write_call(name, args)
+        let mut out = format!("{MARKER}[{{'name': ");
+        python(&Value::String(name.to_string()), &mut out);
+        out.push_str(", 'arguments': ");
+        python(&Value::Object(args.clone()), &mut out);
+        out.push_str("}]");
+        Some(out)
     }
 }
 
@@ -239,7 +227,8 @@ mod tests {
             json!({"unicode": "日本語 ✓ \u{1F600}", "ctl": "\u{1}"}),
         ];
         for args in cases {
-            let text = written_reads_back(TextFormat::Sarashina, write_call, "calc_add", &args);
+            let text =
+                written_reads_back(TextFormat::Sarashina, |n, a| Rules.write_call(n, a), "calc_add", &args);
             let bare = calls(TextFormat::Sarashina, text.strip_prefix(MARKER).unwrap());
             assert_eq!(bare, vec![("calc_add".to_string(), args, true)]);
         }
@@ -249,11 +238,11 @@ mod tests {
     fn prompt_and_results_shape() {
         let tools =
             vec![calc_tool("Add.", json!({"type": "object", "properties": {"a": {"type": "integer"}}}))];
-        let prompt = prompt(&tools);
+        let prompt = Rules.prompt(&tools);
         assert!(prompt.starts_with("# Tools\n"));
         assert!(prompt.contains("\"name\":\"calc_add\""), "{prompt}");
         assert!(prompt.contains("<|tool_calls|>[{'name': 'function_name', 'arguments': {'key': 'value'}}]"));
         let ok = ToolExecutionResult::success("1", "calc_add", "3");
-        assert_eq!(results(&[ok]), r#"{"name":"calc_add","output":"3"}"#);
+        assert_eq!(Rules.results(&[ok]), r#"{"name":"calc_add","output":"3"}"#);
     }
 }

@@ -103,75 +103,6 @@ fn python_type(schema: &Value) -> &'static str {
     }
 }
 
-/// The tool-definition prompt, the way Seed-OSS's template renders tools: each function
-/// as a Python signature with a docstring, then the call format.
-pub(crate) fn prompt(tools: &[ToolDefinition]) -> String {
-    let mut defs = Vec::new();
-    for (name, description, parameters) in methods(tools) {
-        let properties = parameters.get("properties").and_then(Value::as_object);
-        let required: Vec<&str> = parameters
-            .get("required")
-            .and_then(Value::as_array)
-            .map(|r| r.iter().filter_map(Value::as_str).collect())
-            .unwrap_or_default();
-        let signature = properties
-            .map(|p| p.iter().map(|(k, s)| format!("{k}: {}", python_type(s))).collect::<Vec<_>>().join(","))
-            .unwrap_or_default();
-        let mut def = format!("Function:\ndef {name}({signature}):\n    \"\"\"\n    {}", description.trim());
-        if let Some(properties) = properties.filter(|p| !p.is_empty()) {
-            def.push_str("\n\n    Args:");
-            for (key, schema) in properties {
-                let tag = if required.contains(&key.as_str()) { "[必填]" } else { "[选填]" };
-                let description = schema.get("description").and_then(Value::as_str).unwrap_or_default();
-                def.push_str(&format!("\n    - {key} ({}) {tag}: {description}", python_type(schema)));
-            }
-        }
-        def.push_str("\n\n    \"\"\"");
-        defs.push(def);
-    }
-    format!(
-        "You are Doubao, a helpful AI assistant. You may call one or more functions to assist with the user query.\n\n\
-         {}\n\
-         工具调用请遵循如下格式:\n\
-         {OPEN}\n{FUNCTION}example_function_name>\n\
-         {PARAMETER}example_parameter_1>value_1{PARAMETER_END}\n\
-         {PARAMETER}example_parameter_2>This is the value for the second parameter\nthat can span\nmultiple lines{PARAMETER_END}\n\
-         {FUNCTION_END}\n{CLOSE}",
-        defs.join("\n\n")
-    )
-}
-
-/// The text that carries `results` back: each result as a `tool` turn of its own.
-pub(crate) fn results(results: &[ToolExecutionResult]) -> String {
-    results.iter().map(|r| format!("{RESULT_OPEN}{}{RESULT_CLOSE}", content(r))).collect()
-}
-
-/// A call of `name` with `args`, as the template writes calls: each parameter on a line,
-/// its value inline; strings as written, other values as JSON (`<` written `\u003c`).
-/// `None` when a value holds markup the format has no escape for (`</parameter>`,
-/// `<parameter=`, `</function>`, `</seed:tool_call>`, `<seed:tool_call>`), or a string
-/// that would not read back as written (white space at either end), or a name or key
-/// holds `>`.
-pub(crate) fn write_call(name: &str, args: &Map<String, Value>) -> Option<String> {
-    if name.contains('>') || name.trim() != name {
-        return None;
-    }
-    let mut out = format!("{OPEN}\n{FUNCTION}{name}>");
-    for (key, value) in args {
-        let text = match value {
-            Value::String(s) => s.clone(),
-            other => crate::protocol::textfmt::grammar::json_text(other),
-        };
-        let markup = [PARAMETER_END, PARAMETER, FUNCTION_END, CLOSE, OPEN].iter().any(|m| text.contains(m));
-        if markup || unwrap_lines(&text) != text || key.contains('>') || key.trim() != key {
-            return None;
-        }
-        out.push_str(&format!("\n{PARAMETER}{key}>{text}{PARAMETER_END}"));
-    }
-    out.push_str(&format!("\n{FUNCTION_END}\n{CLOSE}"));
-    Some(out)
-}
-
 /// The format's id.
 pub(crate) const ID: &str = "seed_oss";
 
@@ -192,16 +123,77 @@ impl Format for Rules {
         self
     }
 
+    /// The tool-definition prompt, the way Seed-OSS's template renders tools: each function
+    /// as a Python signature with a docstring, then the call format.
     fn prompt(&self, tools: &[ToolDefinition]) -> String {
-        self::prompt(tools)
+        let mut defs = Vec::new();
+        for (name, description, parameters) in methods(tools) {
+            let properties = parameters.get("properties").and_then(Value::as_object);
+            let required: Vec<&str> = parameters
+                .get("required")
+                .and_then(Value::as_array)
+                .map(|r| r.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            let signature = properties
+                .map(|p| {
+                    p.iter().map(|(k, s)| format!("{k}: {}", python_type(s))).collect::<Vec<_>>().join(",")
+                })
+                .unwrap_or_default();
+            let mut def =
+                format!("Function:\ndef {name}({signature}):\n    \"\"\"\n    {}", description.trim());
+            if let Some(properties) = properties.filter(|p| !p.is_empty()) {
+                def.push_str("\n\n    Args:");
+                for (key, schema) in properties {
+                    let tag = if required.contains(&key.as_str()) { "[必填]" } else { "[选填]" };
+                    let description = schema.get("description").and_then(Value::as_str).unwrap_or_default();
+                    def.push_str(&format!("\n    - {key} ({}) {tag}: {description}", python_type(schema)));
+                }
+            }
+            def.push_str("\n\n    \"\"\"");
+            defs.push(def);
+        }
+        format!(
+            "You are Doubao, a helpful AI assistant. You may call one or more functions to assist with the user query.\n\n\
+         {}\n\
+         工具调用请遵循如下格式:\n\
+         {OPEN}\n{FUNCTION}example_function_name>\n\
+         {PARAMETER}example_parameter_1>value_1{PARAMETER_END}\n\
+         {PARAMETER}example_parameter_2>This is the value for the second parameter\nthat can span\nmultiple lines{PARAMETER_END}\n\
+         {FUNCTION_END}\n{CLOSE}",
+            defs.join("\n\n")
+        )
     }
 
+    /// The text that carries `results` back: each result as a `tool` turn of its own.
     fn results(&self, results: &[ToolExecutionResult]) -> String {
-        self::results(results)
+        results.iter().map(|r| format!("{RESULT_OPEN}{}{RESULT_CLOSE}", content(r))).collect()
     }
 
+    /// A call of `name` with `args`, as the template writes calls: each parameter on a line,
+    /// its value inline; strings as written, other values as JSON (`<` written `\u003c`).
+    /// `None` when a value holds markup the format has no escape for (`</parameter>`,
+    /// `<parameter=`, `</function>`, `</seed:tool_call>`, `<seed:tool_call>`), or a string
+    /// that would not read back as written (white space at either end), or a name or key
+    /// holds `>`.
     fn write_call(&self, name: &str, args: &Map<String, Value>) -> Option<String> {
-        self::write_call(name, args)
+        if name.contains('>') || name.trim() != name {
+            return None;
+        }
+        let mut out = format!("{OPEN}\n{FUNCTION}{name}>");
+        for (key, value) in args {
+            let text = match value {
+                Value::String(s) => s.clone(),
+                other => crate::protocol::textfmt::grammar::json_text(other),
+            };
+            let markup =
+                [PARAMETER_END, PARAMETER, FUNCTION_END, CLOSE, OPEN].iter().any(|m| text.contains(m));
+            if markup || unwrap_lines(&text) != text || key.contains('>') || key.trim() != key {
+                return None;
+            }
+            out.push_str(&format!("\n{PARAMETER}{key}>{text}{PARAMETER_END}"));
+        }
+        out.push_str(&format!("\n{FUNCTION_END}\n{CLOSE}"));
+        Some(out)
     }
 }
 
@@ -222,14 +214,14 @@ mod tests {
             "flag": true,
             "unicode": "Zürich — 東京",
         });
-        written_reads_back(TextFormat::SeedOss, write_call, "write_file", &args);
-        written_reads_back(TextFormat::SeedOss, write_call, "ping", &json!({}));
+        written_reads_back(TextFormat::SeedOss, |n, a| Rules.write_call(n, a), "write_file", &args);
+        written_reads_back(TextFormat::SeedOss, |n, a| Rules.write_call(n, a), "ping", &json!({}));
     }
 
     #[test]
     fn write_call_refuses_what_it_cannot_carry() {
         for value in [format!("a{PARAMETER_END}"), CLOSE.to_string(), " padded".into(), "\nx".into()] {
-            assert_eq!(write_call("f", json!({"v": value}).as_object().unwrap()), None, "{value:?}");
+            assert_eq!(Rules.write_call("f", json!({"v": value}).as_object().unwrap()), None, "{value:?}");
         }
     }
 
@@ -263,13 +255,13 @@ mod tests {
                 "required": ["a"],
             }),
         );
-        let text = prompt(&[tool]);
+        let text = Rules.prompt(&[tool]);
         assert!(text.contains(
             "Function:\ndef calc_add(a: int,b: str):\n    \"\"\"\n    Adds numbers\n\n    Args:\n"
         ));
         assert!(text.contains("    - a (int) [必填]: first\n    - b (str) [选填]: \n"));
         assert!(text.ends_with(&format!("{FUNCTION_END}\n{CLOSE}")));
-        let out = results(&[
+        let out = Rules.results(&[
             ToolExecutionResult::success("1", "calc_add", "3"),
             ToolExecutionResult::success("2", "calc_add", "4"),
         ]);

@@ -135,53 +135,6 @@ impl Reading for Rules {
     }
 }
 
-/// The tool-definition prompt: the functions as JSON, one a line, and the call format.
-pub(crate) fn prompt(tools: &[ToolDefinition]) -> String {
-    format!(
-        "# Tools\n\nYou may call one or more tools to assist with the user query.\n\n\
-         You are provided with tool signatures within <tools></tools> XML tags:\n<tools>\n{}\n</tools>\n\n\
-         To call tools, write them in one section, each call on a line of its own:\n\
-         {CALLS_BEGIN}\n\
-         {CALL_BEGIN}function{SEP}{INVOKE} name=\"function_name\">\n\
-         {PARAMETER} name=\"parameter_name\">value{PARAMETER_END}\n\
-         ...\n\
-         {INVOKE_END}{CALL_END}\n\
-         {CALLS_END}\n\
-         Values are written as they are, without escaping or quotes; lists and objects are written as JSON.",
-        lines(&functions(tools))
-    )
-}
-
-/// The text that carries `results` back: one `<tool_response>` each.
-pub(crate) fn results(results: &[ToolExecutionResult]) -> String {
-    wrapped(results, "<tool_response>\n", "\n</tool_response>")
-}
-
-/// A call of `name` with `args`, as the prompt teaches it: strings as written, other
-/// values as JSON (`<` written `\u003c`). `None` when a string holds
-/// `</steptml:parameter>` or one of the format's tokens (`<｜tool_call_end｜>`, …), or
-/// white space at either end (values are trimmed), or a name or key holds `"` or `>`.
-pub(crate) fn write_call(name: &str, args: &Map<String, Value>) -> Option<String> {
-    let plain = |text: &str| !text.contains(['"', '>']) && text.trim() == text && !text.is_empty();
-    if !plain(name) {
-        return None;
-    }
-    let mut out = format!("{CALLS_BEGIN}\n{CALL_BEGIN}function{SEP}{INVOKE} name=\"{name}\">");
-    for (key, value) in args {
-        let text = match value {
-            Value::String(s) => s.clone(),
-            other => crate::protocol::textfmt::grammar::json_text(other),
-        };
-        let markup = [PARAMETER_END, CALL_END, CALL_BEGIN, CALLS_END].iter().any(|m| text.contains(m));
-        if markup || text.trim() != text || !plain(key) {
-            return None;
-        }
-        out.push_str(&format!("\n{PARAMETER} name=\"{key}\">{text}{PARAMETER_END}"));
-    }
-    out.push_str(&format!("\n{INVOKE_END}{CALL_END}\n{CALLS_END}"));
-    Some(out)
-}
-
 /// The format's id.
 pub(crate) const ID: &str = "step3";
 
@@ -202,16 +155,51 @@ impl Format for Rules {
         self
     }
 
+    /// The tool-definition prompt: the functions as JSON, one a line, and the call format.
     fn prompt(&self, tools: &[ToolDefinition]) -> String {
-        self::prompt(tools)
+        format!(
+            "# Tools\n\nYou may call one or more tools to assist with the user query.\n\n\
+         You are provided with tool signatures within <tools></tools> XML tags:\n<tools>\n{}\n</tools>\n\n\
+         To call tools, write them in one section, each call on a line of its own:\n\
+         {CALLS_BEGIN}\n\
+         {CALL_BEGIN}function{SEP}{INVOKE} name=\"function_name\">\n\
+         {PARAMETER} name=\"parameter_name\">value{PARAMETER_END}\n\
+         ...\n\
+         {INVOKE_END}{CALL_END}\n\
+         {CALLS_END}\n\
+         Values are written as they are, without escaping or quotes; lists and objects are written as JSON.",
+            lines(&functions(tools))
+        )
     }
 
+    /// The text that carries `results` back: one `<tool_response>` each.
     fn results(&self, results: &[ToolExecutionResult]) -> String {
-        self::results(results)
+        wrapped(results, "<tool_response>\n", "\n</tool_response>")
     }
 
+    /// A call of `name` with `args`, as the prompt teaches it: strings as written, other
+    /// values as JSON (`<` written `\u003c`). `None` when a string holds
+    /// `</steptml:parameter>` or one of the format's tokens (`<｜tool_call_end｜>`, …), or
+    /// white space at either end (values are trimmed), or a name or key holds `"` or `>`.
     fn write_call(&self, name: &str, args: &Map<String, Value>) -> Option<String> {
-        self::write_call(name, args)
+        let plain = |text: &str| !text.contains(['"', '>']) && text.trim() == text && !text.is_empty();
+        if !plain(name) {
+            return None;
+        }
+        let mut out = format!("{CALLS_BEGIN}\n{CALL_BEGIN}function{SEP}{INVOKE} name=\"{name}\">");
+        for (key, value) in args {
+            let text = match value {
+                Value::String(s) => s.clone(),
+                other => crate::protocol::textfmt::grammar::json_text(other),
+            };
+            let markup = [PARAMETER_END, CALL_END, CALL_BEGIN, CALLS_END].iter().any(|m| text.contains(m));
+            if markup || text.trim() != text || !plain(key) {
+                return None;
+            }
+            out.push_str(&format!("\n{PARAMETER} name=\"{key}\">{text}{PARAMETER_END}"));
+        }
+        out.push_str(&format!("\n{INVOKE_END}{CALL_END}\n{CALLS_END}"));
+        Some(out)
     }
 }
 
@@ -233,26 +221,26 @@ mod tests {
             "unicode": "Zürich — 東京",
             "invoke_end_inside": "</steptml:invoke>",
         });
-        written_reads_back(TextFormat::Step3, write_call, "compare", &args);
-        written_reads_back(TextFormat::Step3, write_call, "ping", &json!({}));
+        written_reads_back(TextFormat::Step3, |n, a| Rules.write_call(n, a), "compare", &args);
+        written_reads_back(TextFormat::Step3, |n, a| Rules.write_call(n, a), "ping", &json!({}));
     }
 
     #[test]
     fn write_call_refuses_what_it_cannot_carry() {
         for value in [format!("a{PARAMETER_END}"), CALL_END.to_string(), " padded".into()] {
-            assert_eq!(write_call("f", json!({"v": value}).as_object().unwrap()), None, "{value:?}");
+            assert_eq!(Rules.write_call("f", json!({"v": value}).as_object().unwrap()), None, "{value:?}");
         }
-        assert_eq!(write_call("", &Map::new()), None);
+        assert_eq!(Rules.write_call("", &Map::new()), None);
     }
 
     #[test]
     fn prompt_and_results_shape() {
         let tool =
             calc_tool("Adds numbers", json!({"type": "object", "properties": {"a": {"type": "integer"}}}));
-        let text = prompt(&[tool]);
+        let text = Rules.prompt(&[tool]);
         assert!(text.contains("<tools>\n{\"type\":\"function\",\"function\":{"));
         assert!(text.contains(&format!("{CALL_BEGIN}function{SEP}{INVOKE} name=\"function_name\">")));
-        let out = results(&[
+        let out = Rules.results(&[
             ToolExecutionResult::success("1", "calc_add", "3"),
             ToolExecutionResult::success("2", "calc_add", "4"),
         ]);

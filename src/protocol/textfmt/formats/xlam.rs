@@ -128,34 +128,6 @@ fn call_begun(region: &str) -> bool {
         .is_some_and(|rest| blanks(rest).starts_with("\"name\""))
 }
 
-/// The tool-definition prompt, as the xLAM template words it: the instruction, then each
-/// tool as indented JSON.
-pub(crate) fn prompt(tools: &[ToolDefinition]) -> String {
-    pretty_functions(
-        "You have access to a set of tools. When using tools, make calls in a single JSON array: \n\n\
-         [{\"name\": \"tool_call_name\", \"arguments\": {\"arg1\": \"value1\", \"arg2\": \"value2\"}}, ... \
-         (additional parallel tool calls as needed)]\n\n\
-         If no tool is suitable, state that explicitly. If the user's input lacks required parameters, ask for \
-         clarification. Do not interpret or respond until tool results are returned. Once they are available, \
-         process them or make additional calls if needed. For tasks that don't require tools, such as casual \
-         conversation or general advice, respond directly in plain text. The available tools are:\n\n",
-        tools,
-    )
-}
-
-/// The text of the tool message that carries `results` back: one JSON object per line,
-/// `{"name": …, "content": …}` (the xLAM template writes a tool turn's content as is, or
-/// as JSON when it is structured).
-pub(crate) fn results(results: &[ToolExecutionResult]) -> String {
-    named_results(results, "content", "content")
-}
-
-/// A call of `name` with `args`, as the prompt teaches it: a one-element array (which
-/// reads as a call when it opens the reply).
-pub(crate) fn write_call(name: &str, args: &Map<String, Value>) -> Option<String> {
-    Some(format!("[{}]", call_json(name, "arguments", args)))
-}
-
 /// The format's id.
 pub(crate) const ID: &str = "xlam";
 
@@ -183,16 +155,32 @@ impl Format for Rules {
         self
     }
 
+    /// The tool-definition prompt, as the xLAM template words it: the instruction, then each
+    /// tool as indented JSON.
     fn prompt(&self, tools: &[ToolDefinition]) -> String {
-        self::prompt(tools)
+        pretty_functions(
+            "You have access to a set of tools. When using tools, make calls in a single JSON array: \n\n\
+         [{\"name\": \"tool_call_name\", \"arguments\": {\"arg1\": \"value1\", \"arg2\": \"value2\"}}, ... \
+         (additional parallel tool calls as needed)]\n\n\
+         If no tool is suitable, state that explicitly. If the user's input lacks required parameters, ask for \
+         clarification. Do not interpret or respond until tool results are returned. Once they are available, \
+         process them or make additional calls if needed. For tasks that don't require tools, such as casual \
+         conversation or general advice, respond directly in plain text. The available tools are:\n\n",
+            tools,
+        )
     }
 
+    /// The text of the tool message that carries `results` back: one JSON object per line,
+    /// `{"name": …, "content": …}` (the xLAM template writes a tool turn's content as is, or
+    /// as JSON when it is structured).
     fn results(&self, results: &[ToolExecutionResult]) -> String {
-        self::results(results)
+        named_results(results, "content", "content")
     }
 
+    /// A call of `name` with `args`, as the prompt teaches it: a one-element array (which
+    /// reads as a call when it opens the reply).
     fn write_call(&self, name: &str, args: &Map<String, Value>) -> Option<String> {
-        self::write_call(name, args)
+        Some(format!("[{}]", call_json(name, "arguments", args)))
     }
 }
 
@@ -205,7 +193,7 @@ mod tests {
     #[test]
     fn written_calls_read_back() {
         for args in samples() {
-            let text = write_call("get_weather", &args).unwrap_or_default();
+            let text = Rules.write_call("get_weather", &args).unwrap_or_default();
             assert!(text.starts_with("[{\"name\": \"get_weather\""));
             round_trip(TextFormat::Xlam, &text, "get_weather", &args);
             round_trip(TextFormat::Xlam, &format!("{TOOL_CALLS}{text}"), "get_weather", &args);
@@ -232,8 +220,8 @@ mod tests {
 
     #[test]
     fn prompt_and_results_shape() {
-        assert!(prompt(&[]).contains("make calls in a single JSON array"));
-        let out = twice(results, "3\"} <tool_call>");
+        assert!(Rules.prompt(&[]).contains("make calls in a single JSON array"));
+        let out = twice(|r| Rules.results(r), "3\"} <tool_call>");
         assert_eq!(out.lines().count(), 2, "{out}");
         assert!(out.lines().all(|l| serde_json::from_str::<Value>(l).is_ok()), "{out}");
         assert!(!out.contains("<tool_call>"), "{out}");
