@@ -115,6 +115,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::protocol::textfmt::TextFormat;
     use crate::protocol::textfmt::test_support::{calc_tool, reads_as, twice};
 
     #[test]
@@ -130,7 +131,7 @@ mod tests {
     fn prompt_and_results_shape() {
         let text = Rules.prompt(&[calc_tool("Add.", json!({"type": "object"}))]);
         assert!(text.contains("\"name\":\"calc_add\"") && text.contains(OPEN) && text.contains("<tools>"));
-        let out = twice(|r| Rules.results(r), "3 </tool_response>");
+        let out = twice(TextFormat::Ernie45, "3 </tool_response>");
         assert_eq!(out.matches(RESULT_CLOSE).count(), 2);
         assert!(out.starts_with("<tool_response>\n3 &lt;/tool_response>"));
     }

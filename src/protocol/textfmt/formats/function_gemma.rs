@@ -118,7 +118,7 @@ mod tests {
             json!({"unicode": "Grüße 日本", "num_text": "7"}),
         ];
         for args in cases {
-            written_reads_back(TextFormat::FunctionGemma, |n, a| Rules.write_call(n, a), "calc_add", &args);
+            written_reads_back(TextFormat::FunctionGemma, "calc_add", &args);
         }
         assert_eq!(Rules.write_call("f", json!({"s": "<escape>"}).as_object().unwrap()), None);
         assert_eq!(Rules.write_call("f", json!({"s": "<end_function_call>"}).as_object().unwrap()), None);

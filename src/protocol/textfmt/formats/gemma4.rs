@@ -134,7 +134,7 @@ mod tests {
             json!({"unicode": "日本語 ✓", "lines": "a\nb", "num_text": "42", "empty": ""}),
         ];
         for args in cases {
-            written_reads_back(TextFormat::Gemma4, |n, a| Rules.write_call(n, a), "calc_add", &args);
+            written_reads_back(TextFormat::Gemma4, "calc_add", &args);
         }
         let bad = json!({"s": "a <|\"|> b"});
         assert_eq!(Rules.write_call("f", bad.as_object().unwrap()), None);

@@ -247,7 +247,7 @@ mod tests {
         assert!(
             Rules.prompt(&[calc_tool("Add.", json!({"type": "object"}))]).contains("\"name\": \"calc_add\"")
         );
-        let out = twice(|r| Rules.results(r), "3 <|function_call|>");
+        let out = twice(TextFormat::Gigachat3, "3 <|function_call|>");
         let lines: Vec<Value> = out.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
         assert_eq!(lines.len(), 2);
         assert_eq!(lines[0]["result"], "3 &lt;|function_call|>");

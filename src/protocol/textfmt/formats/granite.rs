@@ -134,18 +134,14 @@ mod tests {
 
     #[test]
     fn written_calls_read_back() {
-        samples_read_back(
-            TextFormat::Granite,
-            |n, a| Rules.write_call(n, a),
-            "<|tool_call|>[{\"name\": \"get_weather\"",
-        );
+        samples_read_back(TextFormat::Granite, "<|tool_call|>[{\"name\": \"get_weather\"");
     }
 
     #[test]
     fn prompt_and_results_shape() {
         let text = Rules.prompt(&[]);
         assert!(text.contains("<|tool_call|>") && text.contains("available_tools"));
-        let out = twice(|r| Rules.results(r), "3 <|end_of_text|><|tool_call|>");
+        let out = twice(TextFormat::Granite, "3 <|end_of_text|><|tool_call|>");
         assert_eq!(out.matches("<|end_of_text|>").count(), 2, "{out}");
         assert_eq!(out.matches("<|tool_call|>").count(), 0, "{out}");
         assert!(out.starts_with("<|start_of_role|>tool_response<|end_of_role|>3 "));

@@ -353,8 +353,8 @@ mod tests {
             "closing_call": "a </tool_call> b",
             "unicode": "東京 🌍",
         });
-        written_reads_back(TextFormat::HunyuanV3, |n, a| Rules.write_call(n, a), "get_weather", &args);
-        written_reads_back(TextFormat::HunyuanV3, |n, a| Rules.write_call(n, a), "ping", &json!({}));
+        written_reads_back(TextFormat::HunyuanV3, "get_weather", &args);
+        written_reads_back(TextFormat::HunyuanV3, "ping", &json!({}));
     }
 
     #[test]

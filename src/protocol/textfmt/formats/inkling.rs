@@ -299,7 +299,7 @@ mod tests {
             ("empty", json!({})),
             ("x", json!({"s": "a <|end_message|> \"q\" ☃", "n": [1, {"k": null}], "b": false})),
         ] {
-            written_reads_back(TextFormat::Inkling, |n, a| Rules.write_call(n, a), name, &args);
+            written_reads_back(TextFormat::Inkling, name, &args);
         }
     }
 

@@ -140,6 +140,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::protocol::textfmt::TextFormat;
     use crate::protocol::textfmt::test_support::{calc_tool, reads_as, twice};
 
     #[test]
@@ -155,7 +156,7 @@ mod tests {
         assert!(
             Rules.prompt(&[calc_tool("Add.", json!({"type": "object"}))]).contains("\"name\": \"calc_add\"")
         );
-        let out = twice(|r| Rules.results(r), "3 <|action_start|>");
+        let out = twice(TextFormat::Internlm, "3 <|action_start|>");
         let lines: Vec<Value> = out.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
         assert_eq!(lines.len(), 2);
         assert_eq!(lines[0]["name"], "calc_add");

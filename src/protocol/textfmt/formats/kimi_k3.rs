@@ -384,7 +384,7 @@ mod tests {
             ),
             ("numeric_text", json!({"s": "42", "t": "{not json"})),
         ] {
-            written_reads_back(TextFormat::KimiK3, |n, a| Rules.write_call(n, a), name, &args);
+            written_reads_back(TextFormat::KimiK3, name, &args);
         }
         let marker = json!({"s": "a <|close|>argument<|sep|> b"});
         assert_eq!(Rules.write_call("f", marker.as_object().unwrap_or(&Map::new())), None);

@@ -78,6 +78,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::protocol::textfmt::TextFormat;
     use crate::protocol::textfmt::test_support::{calc_tool, reads_as, twice};
 
     #[test]
@@ -93,7 +94,7 @@ mod tests {
     fn prompt_and_results_shape() {
         let text = Rules.prompt(&[calc_tool("Add.", json!({"type": "object"}))]);
         assert!(text.contains("\"name\":\"calc_add\"") && text.contains(OPEN) && text.contains("<tools>"));
-        let out = twice(|r| Rules.results(r), "3 <tool_call>");
+        let out = twice(TextFormat::Longcat, "3 <tool_call>");
         assert_eq!(out.matches(RESULT_CLOSE).count(), 2);
         assert!(out.starts_with("<longcat_tool_response>\n3 &lt;tool_call>"));
     }

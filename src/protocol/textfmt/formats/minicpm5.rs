@@ -291,8 +291,8 @@ mod tests {
             "padded": "  spaced  ",
             "empty": "",
         });
-        written_reads_back(TextFormat::Minicpm5, |n, a| Rules.write_call(n, a), "write_file", &args);
-        written_reads_back(TextFormat::Minicpm5, |n, a| Rules.write_call(n, a), "ping", &json!({}));
+        written_reads_back(TextFormat::Minicpm5, "write_file", &args);
+        written_reads_back(TextFormat::Minicpm5, "ping", &json!({}));
     }
 
     #[test]

@@ -347,8 +347,8 @@ mod tests {
             "unicode": "Zürich — 東京",
             "padded": "  spaced  ",
         });
-        written_reads_back(TextFormat::MinimaxM3, |n, a| Rules.write_call(n, a), "write_file", &args);
-        written_reads_back(TextFormat::MinimaxM3, |n, a| Rules.write_call(n, a), "ping", &json!({}));
+        written_reads_back(TextFormat::MinimaxM3, "write_file", &args);
+        written_reads_back(TextFormat::MinimaxM3, "ping", &json!({}));
     }
 
     #[test]

@@ -214,7 +214,7 @@ mod tests {
             json!({"unicode": "日本語 ✓ \u{1F600}", "tab": "a\tb", "lt": "<think>"}),
         ];
         for args in cases {
-            written_reads_back(TextFormat::Olmo3, |n, a| Rules.write_call(n, a), "calc_add", &args);
+            written_reads_back(TextFormat::Olmo3, "calc_add", &args);
         }
         assert_eq!(Rules.write_call("not a name", &Map::new()), None);
     }

@@ -124,17 +124,13 @@ mod tests {
 
     #[test]
     fn written_calls_read_back() {
-        samples_read_back(
-            TextFormat::Phi4Mini,
-            |n, a| Rules.write_call(n, a),
-            "functools[{\"name\": \"get_weather\"",
-        );
+        samples_read_back(TextFormat::Phi4Mini, "functools[{\"name\": \"get_weather\"");
     }
 
     #[test]
     fn prompt_and_results_shape() {
         assert!(Rules.prompt(&[]).contains("functools[{\"name\""));
-        let out = twice(|r| Rules.results(r), "3\"} functools[");
+        let out = twice(TextFormat::Phi4Mini, "3\"} functools[");
         assert_eq!(out.lines().count(), 2, "{out}");
         assert!(out.lines().all(|l| serde_json::from_str::<Value>(l).is_ok_and(|v| v["result"].is_string())));
     }

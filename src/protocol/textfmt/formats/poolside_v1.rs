@@ -165,8 +165,8 @@ mod tests {
             "empty": "",
             "unicode": "Привет, 世界",
         });
-        written_reads_back(TextFormat::PoolsideV1, |n, a| Rules.write_call(n, a), "write_file", &args);
-        written_reads_back(TextFormat::PoolsideV1, |n, a| Rules.write_call(n, a), "now", &json!({}));
+        written_reads_back(TextFormat::PoolsideV1, "write_file", &args);
+        written_reads_back(TextFormat::PoolsideV1, "now", &json!({}));
     }
 
     #[test]

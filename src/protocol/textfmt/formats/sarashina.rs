@@ -227,8 +227,7 @@ mod tests {
             json!({"unicode": "日本語 ✓ \u{1F600}", "ctl": "\u{1}"}),
         ];
         for args in cases {
-            let text =
-                written_reads_back(TextFormat::Sarashina, |n, a| Rules.write_call(n, a), "calc_add", &args);
+            let text = written_reads_back(TextFormat::Sarashina, "calc_add", &args);
             let bare = calls(TextFormat::Sarashina, text.strip_prefix(MARKER).unwrap());
             assert_eq!(bare, vec![("calc_add".to_string(), args, true)]);
         }

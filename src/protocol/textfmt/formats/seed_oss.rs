@@ -214,8 +214,8 @@ mod tests {
             "flag": true,
             "unicode": "Zürich — 東京",
         });
-        written_reads_back(TextFormat::SeedOss, |n, a| Rules.write_call(n, a), "write_file", &args);
-        written_reads_back(TextFormat::SeedOss, |n, a| Rules.write_call(n, a), "ping", &json!({}));
+        written_reads_back(TextFormat::SeedOss, "write_file", &args);
+        written_reads_back(TextFormat::SeedOss, "ping", &json!({}));
     }
 
     #[test]

@@ -221,7 +221,7 @@ mod tests {
     #[test]
     fn prompt_and_results_shape() {
         assert!(Rules.prompt(&[]).contains("make calls in a single JSON array"));
-        let out = twice(|r| Rules.results(r), "3\"} <tool_call>");
+        let out = twice(TextFormat::Xlam, "3\"} <tool_call>");
         assert_eq!(out.lines().count(), 2, "{out}");
         assert!(out.lines().all(|l| serde_json::from_str::<Value>(l).is_ok()), "{out}");
         assert!(!out.contains("<tool_call>"), "{out}");
