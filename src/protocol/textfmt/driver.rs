@@ -286,6 +286,78 @@ impl Region<'_> {
     }
 }
 
+/// The tokens around the values of a call whose arguments are tagged values (DSML's
+/// parameters, Hunyuan 3's `<arg_value>`), for [`Region::until_call_end`].
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ValueTags {
+    /// What opens a value: the value begins after it, or, with `tag_ends_at_gt`, after
+    /// the next `>` (the tag has attributes).
+    pub open: &'static str,
+    pub tag_ends_at_gt: bool,
+    /// What closes a value.
+    pub close: &'static str,
+    /// What closes the call.
+    pub call_end: &'static str,
+    /// What opens the next call, and what ends the section: either cuts the call short.
+    pub call: &'static str,
+    pub end: &'static str,
+}
+
+/// Where [`Region::until_call_end`] stands ([`ScanState::stage`]): between values, inside
+/// a value's opening tag, inside a value, or cut short (no closing token).
+const BETWEEN_VALUES: u8 = 0;
+const VALUE_TAG: u8 = 1;
+const IN_VALUE: u8 = 2;
+/// The stage of a region that [`Region::until_call_end`] cut short.
+pub(crate) const CUT: u8 = 3;
+
+impl Region<'_> {
+    /// A call region of tagged values (the call's opening is `open_len` bytes): it ends
+    /// after `call_end`, or is cut short (stage [`CUT`]) where the next call or the
+    /// section's end begins. Inside a value only those two cut it; outside one,
+    /// `call_end` ends it.
+    pub(crate) fn until_call_end(&mut self, open_len: usize, t: &ValueTags) -> Scan {
+        self.state.pos = self.state.pos.max(open_len);
+        loop {
+            let pos = self.state.pos;
+            match self.state.stage {
+                VALUE_TAG => {
+                    let rest = self.text.as_bytes().get(pos..).unwrap_or_default();
+                    let Some(gt) = rest.iter().position(|&b| b == b'>') else {
+                        self.state.pos = self.text.len();
+                        return Scan::Open;
+                    };
+                    self.state.stage = IN_VALUE;
+                    self.state.pos = pos + gt + 1;
+                }
+                IN_VALUE => match self.earliest(pos, &[t.close, t.call, t.end]) {
+                    Some((at, 0)) => {
+                        self.state.stage = BETWEEN_VALUES;
+                        self.state.pos = at + t.close.len();
+                    }
+                    Some((at, _)) => {
+                        self.state.stage = CUT;
+                        return Scan::Closed(at);
+                    }
+                    None => return Scan::Open,
+                },
+                _ => match self.earliest(pos, &[t.open, t.call_end, t.call, t.end]) {
+                    Some((at, 0)) => {
+                        self.state.stage = if t.tag_ends_at_gt { VALUE_TAG } else { IN_VALUE };
+                        self.state.pos = at + t.open.len();
+                    }
+                    Some((at, 1)) => return Scan::Closed(at + t.call_end.len()),
+                    Some((at, _)) => {
+                        self.state.stage = CUT;
+                        return Scan::Closed(at);
+                    }
+                    None => return Scan::Open,
+                },
+            }
+        }
+    }
+}
+
 /// The tokens of a format whose calls stand in sections: a section opens with `open`,
 /// each call in it begins with `call`, and `end` closes it.
 #[derive(Debug, Clone, Copy)]

@@ -22,7 +22,7 @@ use serde_json::Value;
 use super::{TextFormat, TextFormatOptions};
 use crate::grammar::{
     Builder, Dialect, Expr, Grammar, GrammarError, JsonCall, Pattern, Scope, Section, Syntax, ValueStyle,
-    Values, methods,
+    Values, methods, properties, reasoning_heads,
 };
 use crate::tools::ToolDefinition;
 
@@ -36,6 +36,15 @@ fn json_style() -> ValueStyle {
 pub(crate) fn json_text(value: &Value) -> String {
     let text = value.to_string();
     if text.contains('<') { text.replace('<', "\\u003c") } else { text }
+}
+
+/// A value as the text-valued formats write it: a string as it is, anything else as its
+/// JSON ([`json_text`]).
+pub(crate) fn value_text(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        other => json_text(other),
+    }
 }
 
 /// Each method's call in a JSON-bodied format: `head(name)` (the markup up to the
@@ -107,6 +116,61 @@ impl JsonSyntax<'_> {
             reasoning: options.skip_reasoning,
             json: Some(("name", self.arguments, json_calls)),
         })
+    }
+}
+
+/// The calls of a format whose arguments are text between tags (Qwen3-Coder's, the GLM
+/// formats', MiniMax-M2's): each method a rule of its own, its arguments in schema order,
+/// each the markup `key(KEY)` then its value, the whole between the two parts of
+/// `call(NAME)`. A string value is text between `open` and `close` that holds none of
+/// `avoid` (nor a reasoning tag while reasoning is hidden); other values are as the
+/// schema types them, between the same tags.
+pub(crate) struct TextValues<'a> {
+    pub avoid: Vec<Pattern>,
+    pub open: &'a str,
+    pub close: &'a str,
+    pub key: &'a dyn Fn(&str) -> String,
+    pub call: &'a dyn Fn(&str) -> (String, String),
+}
+
+impl TextValues<'_> {
+    /// The rule of one call of any of `methods`, its rules in `b`.
+    pub(crate) fn calls(
+        self,
+        b: &mut Builder,
+        methods: &[(String, &Value)],
+        options: &TextFormatOptions,
+    ) -> Result<Expr, GrammarError> {
+        let mut patterns = self.avoid;
+        if options.skip_reasoning {
+            patterns.extend(reasoning_heads());
+        }
+        let text = b.avoiding("VALUE_TEXT", patterns);
+        let mut string = Vec::new();
+        if !self.open.is_empty() {
+            string.push(Expr::lit(self.open));
+        }
+        string.extend([text, Expr::lit(self.close)]);
+        let string = b.terminal("STRING_VALUE", Expr::seq(string));
+        let style = ValueStyle {
+            string_escapes: "<".into(),
+            text: Some(string),
+            open: self.open.into(),
+            close: self.close.into(),
+        };
+        let mut calls = Vec::new();
+        for (name, schema) in methods {
+            let mut values = Values::new(b, style.clone(), name, schema);
+            let mut members = Vec::new();
+            for (key, property, required) in properties(schema) {
+                let value = values.text(property)?;
+                members.push((Expr::seq([Expr::lit((self.key)(key)), value]), required));
+            }
+            let list = values.member_list(members, Expr::lit(""));
+            let (head, tail) = (self.call)(name);
+            calls.push(b.rule(name, Expr::seq([Expr::lit(head), list, Expr::lit(tail)])));
+        }
+        Ok(b.rule("call", Expr::alt(calls)))
     }
 }
 

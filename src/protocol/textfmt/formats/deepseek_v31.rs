@@ -15,20 +15,22 @@
 use serde_json::{Map, Value};
 
 use crate::ToolExecutionResult;
-use crate::grammar::{Builder, Dialect, Expr, GrammarError, Pattern, Scope, Section, Syntax};
+use crate::grammar::{Builder, Dialect, GrammarError, Scope, Syntax};
 use crate::protocol::textfmt::TextFormatOptions;
 use crate::protocol::textfmt::driver::Reading;
 use crate::protocol::textfmt::format::{Format, Marker};
-use crate::protocol::textfmt::grammar::{JsonMarkup, JsonSyntax, json_text};
 use crate::protocol::textfmt::prompt::methods;
 use crate::protocol::textfmt::readers::deepseek::{
-    CALL_BEGIN, CALL_END, CALLS_BEGIN, CALLS_END, DeepSeek, SEP, results as tool_outputs,
+    CALL_BEGIN, CALL_END, CALLS_BEGIN, CallLayout, DeepSeek, SEP, results as tool_outputs,
 };
 use crate::protocol::textfmt::readers::shapes::{Shape, deepseek_version};
 use crate::tools::ToolDefinition;
 
 /// The format's id.
 pub(crate) const ID: &str = "deepseek_v31";
+
+/// How a call is written.
+const LAYOUT: CallLayout = CallLayout { head: |name| format!("{CALL_BEGIN}{name}{SEP}"), tail: CALL_END };
 
 /// The rules of `deepseek_v31`.
 pub(crate) struct Rules;
@@ -70,8 +72,7 @@ impl Format for Rules {
     }
 
     fn write_call(&self, name: &str, args: &Map<String, Value>) -> Option<String> {
-        let args = json_text(&Value::Object(args.clone()));
-        Some(format!("{CALLS_BEGIN}{CALL_BEGIN}{name}{SEP}{args}{CALL_END}{CALLS_END}"))
+        Some(LAYOUT.write(name, args))
     }
 
     fn syntax(
@@ -82,22 +83,6 @@ impl Format for Rules {
         _dialect: Dialect,
         _scope: Scope,
     ) -> Result<Syntax, GrammarError> {
-        let head = |name: &str| format!("{CALL_BEGIN}{name}{SEP}");
-        let markup = JsonMarkup {
-            head: &head,
-            index: None,
-            tail: CALL_END,
-            tag_open: CALLS_BEGIN,
-            tag_close: CALLS_END,
-        };
-        JsonSyntax {
-            markup,
-            open: CALLS_BEGIN,
-            section: Some(Section { between: Expr::lit(""), close: CALLS_END.into() }),
-            // The parser reads a call outside a section too.
-            avoid: vec![Pattern::text(CALL_BEGIN)],
-            arguments: "arguments",
-        }
-        .build(ID, b, methods, options)
+        LAYOUT.syntax(ID, b, methods, options)
     }
 }

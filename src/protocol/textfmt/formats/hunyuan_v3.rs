@@ -46,8 +46,9 @@
 use serde_json::{Map, Value};
 
 use crate::ToolExecutionResult;
-use crate::protocol::textfmt::driver::Reading;
-use crate::protocol::textfmt::driver::{Found, InSection, RawCall, Region, Scan, ScanState, Searches};
+use crate::protocol::textfmt::driver::{
+    CUT, Found, InSection, RawCall, Reading, Region, Scan, ScanState, Searches, ValueTags,
+};
 use crate::protocol::textfmt::escape::neutralize_tokens;
 use crate::protocol::textfmt::format::{Escape, Format, Marker};
 use crate::protocol::textfmt::prompt::{content, functions};
@@ -100,12 +101,6 @@ fn tokens(kind: u8) -> &'static Tokens {
     if kind == 2 { &SUFFIXED } else { &BARE }
 }
 
-/// Where a region's scan stands ([`ScanState::stage`]): outside a value, inside one, or
-/// cut short (no `</tool_call>`).
-const OUTSIDE_VALUE: u8 = 0;
-const VALUE: u8 = 1;
-const CUT: u8 = 2;
-
 /// The rules of `hunyuan_v3`.
 pub(crate) struct Rules;
 
@@ -127,36 +122,15 @@ impl Reading for Rules {
 
     fn scan(&self, region: &mut Region<'_>) -> Scan {
         let t = tokens(region.state.kind);
-        region.state.pos = region.state.pos.max(t.call.len());
-        loop {
-            let pos = region.state.pos;
-            if region.state.stage == VALUE {
-                match region.earliest(pos, &[t.value_end, t.call, t.end]) {
-                    Some((at, 0)) => {
-                        region.state.stage = OUTSIDE_VALUE;
-                        region.state.pos = at + t.value_end.len();
-                    }
-                    Some((at, _)) => {
-                        region.state.stage = CUT;
-                        return Scan::Closed(at);
-                    }
-                    None => return Scan::Open,
-                }
-            } else {
-                match region.earliest(pos, &[t.value, t.call_end, t.call, t.end]) {
-                    Some((at, 0)) => {
-                        region.state.stage = VALUE;
-                        region.state.pos = at + t.value.len();
-                    }
-                    Some((at, 1)) => return Scan::Closed(at + t.call_end.len()),
-                    Some((at, _)) => {
-                        region.state.stage = CUT;
-                        return Scan::Closed(at);
-                    }
-                    None => return Scan::Open,
-                }
-            }
-        }
+        let tags = ValueTags {
+            open: t.value,
+            tag_ends_at_gt: false,
+            close: t.value_end,
+            call_end: t.call_end,
+            call: t.call,
+            end: t.end,
+        };
+        region.until_call_end(t.call.len(), &tags)
     }
 
     fn read(&self, region: &str, state: &ScanState, closed: bool, calls: &mut Vec<RawCall>) {

@@ -22,6 +22,7 @@ use crate::grammar::{Builder, Dialect, GrammarError, Scope, Syntax};
 use crate::protocol::textfmt::TextFormatOptions;
 use crate::protocol::textfmt::driver::{RawCall, Reading, Region, Scan, ScanState, SectionTokens, UNCLOSED};
 use crate::protocol::textfmt::format::{Escape, Format, Marker};
+use crate::protocol::textfmt::grammar::{TextValues, value_text};
 use crate::protocol::textfmt::prompt::{bare_functions, content, each};
 use crate::protocol::textfmt::readers::values::{decode_entities, infer_minimax};
 use crate::tools::ToolDefinition;
@@ -154,10 +155,7 @@ impl Format for Rules {
     fn write_call(&self, name: &str, args: &Map<String, Value>) -> Option<String> {
         let mut out = format!("{WRAPPER}\n{INVOKE} name=\"{name}\">");
         for (key, value) in args {
-            let text = match value {
-                serde_json::Value::String(s) => s.clone(),
-                other => crate::protocol::textfmt::grammar::json_text(other),
-            };
+            let text = value_text(value);
             let text = text.replace('&', "&amp;").replace('<', "&lt;");
             out.push_str(&format!("\n{PARAMETER} name=\"{key}\">{text}{PARAMETER_END}"));
         }
@@ -179,50 +177,25 @@ impl Format for Rules {
         _dialect: Dialect,
         _scope: Scope,
     ) -> Result<Syntax, GrammarError> {
-        use crate::grammar::{
-            Expr, Pattern, Section, Syntax, ValueStyle, Values, properties, reasoning_heads,
-        };
-        let mut patterns = vec![
-            Pattern::text(PARAMETER),
-            Pattern::text(PARAMETER_END),
-            Pattern::text(INVOKE),
-            Pattern::text(INVOKE_END),
-            Pattern::text(WRAPPER_END),
-        ];
-        if options.skip_reasoning {
-            patterns.extend(reasoning_heads());
+        use crate::grammar::{Expr, Pattern, Section};
+        let call = TextValues {
+            avoid: vec![
+                Pattern::text(PARAMETER),
+                Pattern::text(PARAMETER_END),
+                Pattern::text(INVOKE),
+                Pattern::text(INVOKE_END),
+                Pattern::text(WRAPPER_END),
+            ],
+            open: "",
+            close: PARAMETER_END,
+            key: &|key| format!("\n{PARAMETER} name=\"{key}\">"),
+            call: &|name| (format!("\n{INVOKE} name=\"{name}\">"), format!("\n{INVOKE_END}")),
         }
-        let text = b.avoiding("VALUE_TEXT", patterns);
-        let string = b.terminal("STRING_VALUE", Expr::seq([text, Expr::lit(PARAMETER_END)]));
-        let style = ValueStyle {
-            string_escapes: "<".into(),
-            text: Some(string),
-            open: String::new(),
-            close: PARAMETER_END.into(),
-        };
-        let mut calls = Vec::new();
-        for (name, schema) in methods {
-            let mut values = Values::new(b, style.clone(), name, schema);
-            let mut members = Vec::new();
-            for (key, property, required) in properties(schema) {
-                let value = values.text(property)?;
-                members.push((
-                    Expr::seq([Expr::lit(format!("\n{PARAMETER} name=\"{key}\">")), value]),
-                    required,
-                ));
-            }
-            let list = values.member_list(members, Expr::lit(""));
-            let body = Expr::seq([
-                Expr::lit(format!("\n{INVOKE} name=\"{name}\">")),
-                list,
-                Expr::lit(format!("\n{INVOKE_END}")),
-            ]);
-            calls.push(b.rule(name, body));
-        }
+        .calls(b, methods, options)?;
         Ok(Syntax {
             protocol: ID.to_string(),
             open: WRAPPER.into(),
-            call: b.rule("call", Expr::alt(calls)),
+            call,
             section: Some(Section { between: Expr::lit(""), close: format!("\n{WRAPPER_END}") }),
             avoid: Vec::new(),
             reasoning: options.skip_reasoning,

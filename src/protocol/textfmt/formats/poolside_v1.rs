@@ -45,6 +45,7 @@ use crate::ToolExecutionResult;
 use crate::protocol::textfmt::TextFormat;
 use crate::protocol::textfmt::driver::{Found, RawCall, Reading, Region, Scan, ScanState, Searches};
 use crate::protocol::textfmt::format::{Escape, Format};
+use crate::protocol::textfmt::grammar::value_text;
 use crate::protocol::textfmt::prompt::{functions, wrapped};
 use crate::protocol::textfmt::readers::glm::{
     ESCAPES, Glm, KEY, KEY_END, VALUE, VALUE_END, ValueCut, read_call,
@@ -126,10 +127,7 @@ impl Format for Rules {
         }
         let mut out = format!("{OPEN}{name}\n");
         for (key, value) in args {
-            let text = match value {
-                Value::String(s) => s.clone(),
-                other => crate::protocol::textfmt::grammar::json_text(other),
-            };
+            let text = value_text(value);
             if !plain(key) || text.contains(VALUE_END) || text.contains(CLOSE) {
                 return None;
             }

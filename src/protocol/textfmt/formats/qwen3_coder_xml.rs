@@ -24,10 +24,11 @@
 use serde_json::{Map, Value};
 
 use crate::ToolExecutionResult;
-use crate::grammar::{Builder, Dialect, GrammarError, Scope, Syntax};
+use crate::grammar::{Builder, CharSet, Dialect, GrammarError, Pattern, Scope, Syntax};
 use crate::protocol::textfmt::TextFormatOptions;
 use crate::protocol::textfmt::driver::{Found, RawCall, Reading, Region, Scan, ScanState, Searches};
 use crate::protocol::textfmt::format::{Escape, Format, Marker};
+use crate::protocol::textfmt::grammar::{TextValues, value_text};
 use crate::protocol::textfmt::prompt::{methods, str_at};
 use crate::protocol::textfmt::readers::shapes::{Shape, after_tool_call};
 use crate::protocol::textfmt::readers::tagged::{TOOL_CALL as OPEN, TOOL_CALL_END as CLOSE, tagged_results};
@@ -130,10 +131,7 @@ impl Format for Rules {
     fn write_call(&self, name: &str, args: &Map<String, Value>) -> Option<String> {
         let mut out = format!("{OPEN}\n{FUNCTION}{name}>");
         for (key, value) in args {
-            let text = match value {
-                serde_json::Value::String(s) => s.clone(),
-                other => crate::protocol::textfmt::grammar::json_text(other),
-            };
+            let text = value_text(value);
             if [PARAMETER_END, PARAMETER, FUNCTION_END, CLOSE].iter().any(|markup| text.contains(markup)) {
                 return None;
             }
@@ -158,44 +156,26 @@ impl Format for Rules {
         _dialect: Dialect,
         _scope: Scope,
     ) -> Result<Syntax, GrammarError> {
-        use crate::grammar::{
-            CharSet, Expr, Pattern, Syntax, ValueStyle, Values, properties, reasoning_heads,
-        };
-        let mut patterns = vec![
-            Pattern::new().then(CharSet::unicode_space()).at_start(),
-            Pattern::new().then(CharSet::unicode_space()).at_end(),
-            Pattern::text(PARAMETER_END),
-            Pattern::text(PARAMETER),
-            Pattern::text(FUNCTION_END),
-            Pattern::text(CLOSE),
-        ];
-        if options.skip_reasoning {
-            patterns.extend(reasoning_heads());
-        }
-        let text = b.avoiding("VALUE_TEXT", patterns);
         let close = format!("\n{PARAMETER_END}");
-        let string = b.terminal("STRING_VALUE", Expr::seq([Expr::lit("\n"), text, Expr::lit(close.clone())]));
-        let style = ValueStyle { string_escapes: "<".into(), text: Some(string), open: "\n".into(), close };
-        let mut calls = Vec::new();
-        for (name, schema) in methods {
-            let mut values = Values::new(b, style.clone(), name, schema);
-            let mut members = Vec::new();
-            for (key, property, required) in properties(schema) {
-                let value = values.text(property)?;
-                members.push((Expr::seq([Expr::lit(format!("\n{PARAMETER}{key}>")), value]), required));
-            }
-            let list = values.member_list(members, Expr::lit(""));
-            let body = Expr::seq([
-                Expr::lit(format!("\n{FUNCTION}{name}>")),
-                list,
-                Expr::lit(format!("\n{FUNCTION_END}\n{CLOSE}")),
-            ]);
-            calls.push(b.rule(name, body));
+        let call = TextValues {
+            avoid: vec![
+                Pattern::new().then(CharSet::unicode_space()).at_start(),
+                Pattern::new().then(CharSet::unicode_space()).at_end(),
+                Pattern::text(PARAMETER_END),
+                Pattern::text(PARAMETER),
+                Pattern::text(FUNCTION_END),
+                Pattern::text(CLOSE),
+            ],
+            open: "\n",
+            close: &close,
+            key: &|key| format!("\n{PARAMETER}{key}>"),
+            call: &|name| (format!("\n{FUNCTION}{name}>"), format!("\n{FUNCTION_END}\n{CLOSE}")),
         }
+        .calls(b, methods, options)?;
         Ok(Syntax {
             protocol: ID.to_string(),
             open: OPEN.into(),
-            call: b.rule("call", Expr::alt(calls)),
+            call,
             section: None,
             avoid: vec![Pattern::text(FUNCTION)],
             reasoning: options.skip_reasoning,

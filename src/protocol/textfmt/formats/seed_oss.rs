@@ -40,6 +40,7 @@ use crate::protocol::textfmt::driver::{
     Found, InSection, RawCall, Reading, Region, Scan, ScanState, Searches, UNCLOSED,
 };
 use crate::protocol::textfmt::format::{Escape, Format, Marker};
+use crate::protocol::textfmt::grammar::value_text;
 use crate::protocol::textfmt::prompt::{content, methods};
 use crate::protocol::textfmt::readers::values::unwrap_lines;
 use crate::protocol::textfmt::readers::xml_function::{
@@ -181,10 +182,7 @@ impl Format for Rules {
         }
         let mut out = format!("{OPEN}\n{FUNCTION}{name}>");
         for (key, value) in args {
-            let text = match value {
-                Value::String(s) => s.clone(),
-                other => crate::protocol::textfmt::grammar::json_text(other),
-            };
+            let text = value_text(value);
             let markup =
                 [PARAMETER_END, PARAMETER, FUNCTION_END, CLOSE, OPEN].iter().any(|m| text.contains(m));
             if markup || unwrap_lines(&text) != text || key.contains('>') || key.trim() != key {

@@ -37,6 +37,7 @@ use crate::protocol::textfmt::driver::{
     RawCall, Reading, Region, Scan, ScanState, SectionTokens, UNCLOSED, inside,
 };
 use crate::protocol::textfmt::format::{Escape, Format, Marker};
+use crate::protocol::textfmt::grammar::value_text;
 use crate::protocol::textfmt::prompt::{functions, lines, wrapped};
 use crate::protocol::textfmt::readers::dsml::attribute;
 use crate::protocol::textfmt::readers::values::infer;
@@ -188,10 +189,7 @@ impl Format for Rules {
         }
         let mut out = format!("{CALLS_BEGIN}\n{CALL_BEGIN}function{SEP}{INVOKE} name=\"{name}\">");
         for (key, value) in args {
-            let text = match value {
-                Value::String(s) => s.clone(),
-                other => crate::protocol::textfmt::grammar::json_text(other),
-            };
+            let text = value_text(value);
             let markup = [PARAMETER_END, CALL_END, CALL_BEGIN, CALLS_END].iter().any(|m| text.contains(m));
             if markup || text.trim() != text || !plain(key) {
                 return None;

@@ -15,11 +15,16 @@
 //! choices: the V3 type word is not checked; a call outside a `<｜tool▁calls▁begin｜>`
 //! section is read too; an `<｜end▁of▁sentence｜>` right after the section is markup.
 
+use serde_json::{Map, Value};
+
 use super::json::arguments;
 use crate::ToolExecutionResult;
+use crate::grammar::{Builder, Expr, GrammarError, Pattern, Section, Syntax};
+use crate::protocol::textfmt::TextFormatOptions;
 use crate::protocol::textfmt::driver::{
     Found, InSection, RawCall, Reading, Region, Scan, ScanState, Searches, inside,
 };
+use crate::protocol::textfmt::grammar::{JsonMarkup, JsonSyntax, json_text};
 use crate::protocol::textfmt::prompt::{content, each};
 
 pub(crate) const CALLS_BEGIN: &str = "<｜tool▁calls▁begin｜>";
@@ -107,4 +112,46 @@ pub(crate) fn results(results: &[ToolExecutionResult]) -> String {
         "<｜tool▁outputs▁begin｜>{}<｜tool▁outputs▁end｜>",
         each(results, |r| format!("<｜tool▁output▁begin｜>{}<｜tool▁output▁end｜>", content(r)), "")
     )
+}
+
+/// How a DeepSeek version writes one call: `head(NAME)`, the JSON arguments, then `tail`,
+/// in a `<｜tool▁calls▁begin｜>` section.
+pub(crate) struct CallLayout {
+    pub head: fn(&str) -> String,
+    pub tail: &'static str,
+}
+
+impl CallLayout {
+    /// A section of one call of `name` with `args`.
+    pub(crate) fn write(&self, name: &str, args: &Map<String, Value>) -> String {
+        let args = json_text(&Value::Object(args.clone()));
+        format!("{CALLS_BEGIN}{}{args}{}{CALLS_END}", (self.head)(name), self.tail)
+    }
+
+    /// The calls of format `id` as a grammar: calls chained in one section, as
+    /// [`write`](Self::write) writes them.
+    pub(crate) fn syntax(
+        &self,
+        id: &str,
+        b: &mut Builder,
+        methods: &[(String, &Value)],
+        options: &TextFormatOptions,
+    ) -> Result<Syntax, GrammarError> {
+        let markup = JsonMarkup {
+            head: &self.head,
+            index: None,
+            tail: self.tail,
+            tag_open: CALLS_BEGIN,
+            tag_close: CALLS_END,
+        };
+        JsonSyntax {
+            markup,
+            open: CALLS_BEGIN,
+            section: Some(Section { between: Expr::lit(""), close: CALLS_END.into() }),
+            // The parser reads a call outside a section too.
+            avoid: vec![Pattern::text(CALL_BEGIN)],
+            arguments: "arguments",
+        }
+        .build(id, b, methods, options)
+    }
 }

@@ -39,7 +39,9 @@ use serde_json::{Map, Value};
 
 use super::values::infer;
 use crate::ToolExecutionResult;
-use crate::protocol::textfmt::driver::{RawCall, Reading, Region, Scan, ScanState, SectionTokens};
+use crate::protocol::textfmt::driver::{
+    CUT, RawCall, Reading, Region, Scan, ScanState, SectionTokens, ValueTags,
+};
 use crate::protocol::textfmt::prompt::{bare_functions, content};
 use crate::tools::ToolDefinition;
 
@@ -80,55 +82,19 @@ impl Reading for Markup {
     }
 }
 
-/// Where a region's scan stands ([`ScanState::stage`]): between tags, inside a
-/// parameter's opening tag, inside its value, or cut short (no closing invoke tag).
-const OUTSIDE_VALUE: u8 = 0;
-const OPENING_TAG: u8 = 1;
-const VALUE: u8 = 2;
-const CUT: u8 = 3;
-
 /// Scans an invoke region of `m`: it ends after its closing invoke tag, or is cut short
 /// where the next invoke or the block's end begins (inside a value, only those two cut
 /// it; outside one, the closing invoke tag ends it).
 pub(crate) fn scan(m: &Markup, region: &mut Region<'_>) -> Scan {
-    region.state.pos = region.state.pos.max(m.invoke.len());
-    loop {
-        let pos = region.state.pos;
-        match region.state.stage {
-            OPENING_TAG => {
-                let rest = region.text.as_bytes().get(pos..).unwrap_or_default();
-                let Some(gt) = rest.iter().position(|&b| b == b'>') else {
-                    region.state.pos = region.text.len();
-                    return Scan::Open;
-                };
-                region.state.stage = VALUE;
-                region.state.pos = pos + gt + 1;
-            }
-            VALUE => match region.earliest(pos, &[m.param_end, m.invoke, m.block_end]) {
-                Some((at, 0)) => {
-                    region.state.stage = OUTSIDE_VALUE;
-                    region.state.pos = at + m.param_end.len();
-                }
-                Some((at, _)) => {
-                    region.state.stage = CUT;
-                    return Scan::Closed(at);
-                }
-                None => return Scan::Open,
-            },
-            _ => match region.earliest(pos, &[m.param, m.invoke_end, m.invoke, m.block_end]) {
-                Some((at, 0)) => {
-                    region.state.stage = OPENING_TAG;
-                    region.state.pos = at + m.param.len();
-                }
-                Some((at, 1)) => return Scan::Closed(at + m.invoke_end.len()),
-                Some((at, _)) => {
-                    region.state.stage = CUT;
-                    return Scan::Closed(at);
-                }
-                None => return Scan::Open,
-            },
-        }
-    }
+    let tags = ValueTags {
+        open: m.param,
+        tag_ends_at_gt: true,
+        close: m.param_end,
+        call_end: m.invoke_end,
+        call: m.invoke,
+        end: m.block_end,
+    };
+    region.until_call_end(m.invoke.len(), &tags)
 }
 
 /// The call of an invoke region of `m` that ended (`closed`) or that the reply cut off.

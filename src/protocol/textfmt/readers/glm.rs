@@ -23,6 +23,7 @@ use super::values::infer;
 use crate::ToolExecutionResult;
 use crate::protocol::textfmt::driver::{Found, RawCall, Reading, Region, Scan, ScanState, Searches, inside};
 use crate::protocol::textfmt::format::Escape;
+use crate::protocol::textfmt::grammar::{TextValues, value_text};
 use crate::protocol::textfmt::prompt::{content, each, functions, lines};
 use crate::tools::ToolDefinition;
 
@@ -150,42 +151,25 @@ pub(crate) fn syntax(
     b: &mut crate::grammar::Builder,
     methods: &[(String, &serde_json::Value)],
 ) -> Result<crate::grammar::Syntax, crate::grammar::GrammarError> {
-    use crate::grammar::{CharSet, Expr, Pattern, Syntax, ValueStyle, Values, properties, reasoning_heads};
-    let mut patterns = vec![
-        Pattern::new().then(CharSet::unicode_space()).at_start(),
-        Pattern::new().then(CharSet::unicode_space()).at_end(),
-        Pattern::text(VALUE_END),
-        Pattern::text(CLOSE),
-    ];
-    if options.skip_reasoning {
-        patterns.extend(reasoning_heads());
-    }
-    let text = b.avoiding("VALUE_TEXT", patterns);
-    let string = b.terminal("STRING_VALUE", Expr::seq([Expr::lit(VALUE), text, Expr::lit(VALUE_END)]));
-    let style = ValueStyle {
-        string_escapes: "<".into(),
-        text: Some(string),
-        open: VALUE.into(),
-        close: VALUE_END.into(),
-    };
+    use crate::grammar::{CharSet, Pattern, Syntax};
     let line = if v47 { "" } else { "\n" };
-    let mut calls = Vec::new();
-    for (name, schema) in methods {
-        let mut values = Values::new(b, style.clone(), name, schema);
-        let mut members = Vec::new();
-        for (key, property, required) in properties(schema) {
-            let value = values.text(property)?;
-            members
-                .push((Expr::seq([Expr::lit(format!("{line}{KEY}{key}{KEY_END}{line}")), value]), required));
-        }
-        let list = values.member_list(members, Expr::lit(""));
-        let body = Expr::seq([Expr::lit(name.clone()), list, Expr::lit(format!("{line}{CLOSE}"))]);
-        calls.push(b.rule(name, body));
+    let call = TextValues {
+        avoid: vec![
+            Pattern::new().then(CharSet::unicode_space()).at_start(),
+            Pattern::new().then(CharSet::unicode_space()).at_end(),
+            Pattern::text(VALUE_END),
+            Pattern::text(CLOSE),
+        ],
+        open: VALUE,
+        close: VALUE_END,
+        key: &|key| format!("{line}{KEY}{key}{KEY_END}{line}"),
+        call: &|name| (name.to_string(), format!("{line}{CLOSE}")),
     }
+    .calls(b, methods, options)?;
     Ok(Syntax {
         protocol: id.to_string(),
         open: OPEN.into(),
-        call: b.rule("call", Expr::alt(calls)),
+        call,
         section: None,
         avoid: Vec::new(),
         reasoning: options.skip_reasoning,
@@ -205,10 +189,7 @@ pub(crate) fn write_call(
     let line = if v47 { "" } else { "\n" };
     let mut out = format!("{OPEN}{name}");
     for (key, value) in args {
-        let text = match value {
-            serde_json::Value::String(s) => s.clone(),
-            other => crate::protocol::textfmt::grammar::json_text(other),
-        };
+        let text = value_text(value);
         if text.contains(VALUE_END) || text.contains(CLOSE) {
             return None;
         }
