@@ -119,3 +119,23 @@ pub(crate) fn output_objects(results: &[ToolExecutionResult]) -> String {
         "\n",
     )
 }
+
+/// `text` with every tag named by one of `tags` (`<NAME` or `</NAME`, any case, a name
+/// that begins with it counts) written with `&lt;`: for the tags of a result block that
+/// [`neutralize_tokens`] does not know, so that a result can neither end its block nor
+/// begin another.
+pub(crate) fn plain_tags(text: &str, tags: &[&str]) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find('<') {
+        out.push_str(rest.get(..at).unwrap_or_default());
+        let after = rest.get(at + 1..).unwrap_or_default();
+        let name = after.strip_prefix('/').unwrap_or(after);
+        let is_tag =
+            tags.iter().any(|tag| name.get(..tag.len()).is_some_and(|head| head.eq_ignore_ascii_case(tag)));
+        out.push_str(if is_tag { "&lt;" } else { "<" });
+        rest = after;
+    }
+    out.push_str(rest);
+    out
+}

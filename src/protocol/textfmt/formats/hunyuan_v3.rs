@@ -51,7 +51,7 @@ use crate::protocol::textfmt::driver::{
 };
 use crate::protocol::textfmt::escape::neutralize_tokens;
 use crate::protocol::textfmt::format::{Escape, Format, Marker};
-use crate::protocol::textfmt::prompt::{content, functions};
+use crate::protocol::textfmt::prompt::{content, functions, plain_tags};
 use crate::protocol::textfmt::readers::json_list::TOOL_CALLS;
 use crate::protocol::textfmt::readers::shapes::{Shape, after_tool_calls};
 use crate::protocol::textfmt::readers::values::infer;
@@ -199,26 +199,6 @@ fn read_call(t: &Tokens, region: &str, ended: bool) -> RawCall {
     call
 }
 
-/// `text` with the tags [`neutralize_tokens`] does not know (`<tool_sep`, and the
-/// `<tool_responses` block around results, in any case and spelling) written with
-/// `&lt;`, so that a result can neither end the block nor begin markup.
-fn responses_tags(text: &str) -> String {
-    const TAGS: [&str; 2] = ["tool_sep", "tool_response"];
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(at) = rest.find('<') {
-        out.push_str(rest.get(..at).unwrap_or_default());
-        let after = rest.get(at + 1..).unwrap_or_default();
-        let name = after.strip_prefix('/').unwrap_or(after);
-        let is_tag =
-            TAGS.iter().any(|tag| name.get(..tag.len()).is_some_and(|head| head.eq_ignore_ascii_case(tag)));
-        out.push_str(if is_tag { "&lt;" } else { "<" });
-        rest = after;
-    }
-    out.push_str(rest);
-    out
-}
-
 /// The format's id.
 pub(crate) const ID: &str = "hunyuan_v3";
 
@@ -274,7 +254,12 @@ impl Format for Rules {
     fn results(&self, results: &[ToolExecutionResult]) -> String {
         let each: String = results
             .iter()
-            .map(|r| format!("<tool_response>\n{}\n</tool_response>\n", responses_tags(&content(r))))
+            .map(|r| {
+                format!(
+                    "<tool_response>\n{}\n</tool_response>\n",
+                    plain_tags(&content(r), &["tool_sep", "tool_response"])
+                )
+            })
             .collect();
         format!("<tool_responses>\n{each}</tool_responses>")
     }

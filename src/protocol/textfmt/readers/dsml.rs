@@ -42,7 +42,7 @@ use crate::ToolExecutionResult;
 use crate::protocol::textfmt::driver::{
     CUT, RawCall, Reading, Region, Scan, ScanState, SectionTokens, ValueTags,
 };
-use crate::protocol::textfmt::prompt::{bare_functions, content};
+use crate::protocol::textfmt::prompt::{bare_functions, content, plain_tags};
 use crate::tools::ToolDefinition;
 
 /// The tokens of one DSML-style format: a block of invokes, each with parameter tags
@@ -281,28 +281,9 @@ pub(crate) fn tools_section(m: &Markup, tools: &[ToolDefinition]) -> String {
 pub(crate) fn tool_results(results: &[ToolExecutionResult]) -> String {
     results
         .iter()
-        .map(|r| format!("<tool_result>{}</tool_result>", result_tags(&content(r))))
+        .map(|r| format!("<tool_result>{}</tool_result>", plain_tags(&content(r), &["tool_result"])))
         .collect::<Vec<_>>()
         .join("\n\n")
-}
-
-/// `text` with every `<tool_result` / `</tool_result` tag (any case) written with
-/// `&lt;`, so that a result can neither close its own block nor open another
-/// (`neutralize_tokens` does not know this tag).
-fn result_tags(text: &str) -> String {
-    const TAG: &str = "tool_result";
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(at) = rest.find('<') {
-        out.push_str(rest.get(..at).unwrap_or_default());
-        let after = rest.get(at + 1..).unwrap_or_default();
-        let name = after.strip_prefix('/').unwrap_or(after);
-        let is_tag = name.get(..TAG.len()).is_some_and(|head| head.eq_ignore_ascii_case(TAG));
-        out.push_str(if is_tag { "&lt;" } else { "<" });
-        rest = after;
-    }
-    out.push_str(rest);
-    out
 }
 
 /// A call of `name` with `args` in `m`'s markup, one tag a line: strings with
