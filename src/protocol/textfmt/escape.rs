@@ -5,7 +5,9 @@
 //! a model that echoes the context back would then have written a call it never meant.
 //! Every token that begins markup in any format (and every VCP marker, since `auto`
 //! reads VCP too) has its first character written as an HTML entity, which no parser
-//! reads as markup and every model reads as the character.
+//! reads as markup and every model reads as the character. The tokens are the special
+//! tokens every format shares the shape of (`<|…`, `<｜…`) and what each format declares
+//! in its file ([`Format::escapes`](super::format::Format::escapes)).
 
 use std::borrow::Cow;
 use std::sync::OnceLock;

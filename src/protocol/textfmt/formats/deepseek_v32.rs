@@ -26,7 +26,7 @@
 //! incomplete request; the other invokes still count. A block that never closes keeps
 //! its closed invokes.
 //!
-//! The grammar is read by the shared DSML reader (`dsml.rs`), with V3.2's tokens.
+//! The grammar is read by the shared DSML reader (`readers/dsml.rs`), with V3.2's tokens.
 //!
 //! Implementation-defined choices: invokes count only inside a `function_calls` block
 //! (a bare `<｜DSML｜invoke …>` is text); DeepSeek V4's `tool_calls` block name is not

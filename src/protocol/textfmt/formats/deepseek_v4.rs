@@ -11,7 +11,7 @@
 //! ```
 //!
 //! This is DeepSeek V3.2's DSML grammar with the block named `tool_calls` instead of
-//! `function_calls`, read by the shared DSML reader (`dsml.rs`).
+//! `function_calls`, read by the shared DSML reader (`readers/dsml.rs`).
 //!
 //! Arguments: one key per `<｜DSML｜parameter>` tag. `string="true"`: the value is the
 //! text between the tags exactly as written (quotes, `<`, `&`, line breaks; nothing is

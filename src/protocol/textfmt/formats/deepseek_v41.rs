@@ -13,7 +13,7 @@
 //! ```
 //!
 //! This is DeepSeek V4's grammar with every tag name spaced and the block renamed
-//! (`tool_calls` → ` calls`), read by the shared DSML reader (`dsml.rs`). V4.1's
+//! (`tool_calls` → ` calls`), read by the shared DSML reader (`readers/dsml.rs`). V4.1's
 //! encoder joins the reply's text and the block with a blank line (`\n\n`), and writes
 //! it even when there is no text: exactly one `\n\n` right before a block is that
 //! separator and is markup, not normal text (more line breaks before it stay text).

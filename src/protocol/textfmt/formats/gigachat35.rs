@@ -11,7 +11,7 @@
 //! ```
 //!
 //! This is DeepSeek V4's DSML markup with `GCML` in place of `DSML`, read by the shared
-//! DSML reader (`dsml.rs`). One reading differs: a parameter without a `string`
+//! DSML reader (`readers/dsml.rs`). One reading differs: a parameter without a `string`
 //! attribute is a string (vLLM's default), where DeepSeek V4 types its text.
 //!
 //! Arguments: one key per `<｜GCML｜parameter>` tag. `string="true"`: the value is the

@@ -11,7 +11,7 @@
 //! </tool_call>
 //! ```
 //!
-//! The markup is `glm45`'s and is read by the same reader (`glm.rs`): after
+//! The markup is `glm45`'s and is read by the same reader (`readers/glm.rs`): after
 //! `<tool_call>` the name runs to the end of its line (or to the first `<arg_key>`, so
 //! `<tool_call>NAME<arg_key>…` and `<tool_call>NAME</tool_call>` are calls too); each
 //! argument is a `<arg_key>K</arg_key>` followed by `<arg_value>V</arg_value>`, white
