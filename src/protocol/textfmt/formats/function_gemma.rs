@@ -27,9 +27,9 @@
 use serde_json::{Map, Value};
 
 use crate::ToolExecutionResult;
-use crate::protocol::textfmt::driver::{Found, RawCall, Reading, Region, Scan, ScanState, Searches, inside};
+use crate::protocol::textfmt::driver::Reading;
 use crate::protocol::textfmt::format::{Escape, Format, Marker};
-use crate::protocol::textfmt::readers::gemma::{declarations, read_block, responses, write_block};
+use crate::protocol::textfmt::readers::gemma::{Blocks, declarations, responses};
 use crate::tools::ToolDefinition;
 
 pub(crate) const OPEN: &str = "<start_function_call>";
@@ -38,22 +38,11 @@ const QUOTE: &str = "<escape>";
 const RESPONSE_OPEN: &str = "<start_function_response>";
 const RESPONSE_CLOSE: &str = "<end_function_response>";
 
+/// The reading of `function_gemma`: Gemma's blocks with its tokens.
+const BLOCKS: Blocks = Blocks { open: OPEN, close: CLOSE, quote: QUOTE };
+
 /// The rules of `function_gemma`.
 pub(crate) struct Rules;
-
-impl Reading for Rules {
-    fn find(&self, text: &str, from: usize, _reply_start: bool, search: &mut Searches) -> Found {
-        search.token(text, from, OPEN)
-    }
-
-    fn scan(&self, region: &mut Region<'_>) -> Scan {
-        region.until(OPEN.len(), CLOSE)
-    }
-
-    fn read(&self, region: &str, _state: &ScanState, closed: bool, calls: &mut Vec<RawCall>) {
-        read_block(region, inside(region, OPEN.len(), CLOSE, closed), closed, QUOTE, CLOSE, calls);
-    }
-}
 
 /// The format's id.
 pub(crate) const ID: &str = "function_gemma";
@@ -72,7 +61,7 @@ impl Format for Rules {
     }
 
     fn reading(&self) -> &dyn Reading {
-        self
+        &BLOCKS
     }
 
     /// The tool-definition prompt: FunctionGemma's trigger sentence and declarations.
@@ -98,7 +87,7 @@ impl Format for Rules {
 
     /// A call of `name` with `args`, as the prompt teaches it.
     fn write_call(&self, name: &str, args: &Map<String, Value>) -> Option<String> {
-        write_block(name, args, QUOTE, OPEN, CLOSE)
+        BLOCKS.write(name, args)
     }
 }
 

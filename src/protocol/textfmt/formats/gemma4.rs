@@ -27,10 +27,10 @@ use serde_json::{Map, Value};
 
 use crate::ToolExecutionResult;
 use crate::protocol::textfmt::driver::{
-    Found, InSection, RawCall, Reading, Region, Scan, ScanState, Searches, inside,
+    Found, InSection, RawCall, Reading, Region, Scan, ScanState, Searches,
 };
 use crate::protocol::textfmt::format::{Escape, Format, Marker};
-use crate::protocol::textfmt::readers::gemma::{declarations, read_block, responses, write_block};
+use crate::protocol::textfmt::readers::gemma::{Blocks, declarations, responses};
 use crate::tools::ToolDefinition;
 
 pub(crate) const OPEN: &str = "<|tool_call>";
@@ -42,6 +42,9 @@ const CHANNEL_CLOSE: &str = "<channel|>";
 /// Section kinds: the thought channel, and a stray channel end.
 const CHANNEL: u8 = 2;
 const STRAY: u8 = 3;
+
+/// Gemma 4's call blocks.
+const BLOCKS: Blocks = Blocks { open: OPEN, close: CLOSE, quote: QUOTE };
 
 /// The rules of `gemma4`.
 pub(crate) struct Rules;
@@ -68,11 +71,11 @@ impl Reading for Rules {
     }
 
     fn scan(&self, region: &mut Region<'_>) -> Scan {
-        region.until(OPEN.len(), CLOSE)
+        BLOCKS.scan(region)
     }
 
-    fn read(&self, region: &str, _state: &ScanState, closed: bool, calls: &mut Vec<RawCall>) {
-        read_block(region, inside(region, OPEN.len(), CLOSE, closed), closed, QUOTE, CLOSE, calls);
+    fn read(&self, region: &str, state: &ScanState, closed: bool, calls: &mut Vec<RawCall>) {
+        BLOCKS.read(region, state, closed, calls);
     }
 }
 
@@ -114,7 +117,7 @@ impl Format for Rules {
 
     /// A call of `name` with `args`, as the prompt teaches it.
     fn write_call(&self, name: &str, args: &Map<String, Value>) -> Option<String> {
-        write_block(name, args, QUOTE, OPEN, CLOSE)
+        BLOCKS.write(name, args)
     }
 }
 

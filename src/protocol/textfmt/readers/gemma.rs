@@ -13,13 +13,44 @@ use serde_json::{Map, Value};
 
 use super::values::infer;
 use crate::ToolExecutionResult;
-use crate::protocol::textfmt::driver::RawCall;
+use crate::protocol::textfmt::driver::{Found, RawCall, Reading, Region, Scan, ScanState, Searches, inside};
 use crate::protocol::textfmt::escape::neutralize_tokens;
 use crate::protocol::textfmt::prompt::{content, methods};
 use crate::tools::ToolDefinition;
 
 /// Deepest nesting of argument values read.
 const MAX_DEPTH: usize = 128;
+
+/// Gemma-style call blocks between `open` and `close`, strings between `quote`s: the
+/// reading of `function_gemma`, and the calls of `gemma4` (which also has a thought
+/// channel).
+pub(crate) struct Blocks {
+    pub open: &'static str,
+    pub close: &'static str,
+    pub quote: &'static str,
+}
+
+impl Reading for Blocks {
+    fn find(&self, text: &str, from: usize, _reply_start: bool, search: &mut Searches) -> Found {
+        search.token(text, from, self.open)
+    }
+
+    fn scan(&self, region: &mut Region<'_>) -> Scan {
+        region.until(self.open.len(), self.close)
+    }
+
+    fn read(&self, region: &str, _state: &ScanState, closed: bool, calls: &mut Vec<RawCall>) {
+        let body = inside(region, self.open.len(), self.close, closed);
+        read_block(region, body, closed, self.quote, self.close, calls);
+    }
+}
+
+impl Blocks {
+    /// One call, as [`write_block`] writes it with these tokens.
+    pub(crate) fn write(&self, name: &str, args: &Map<String, Value>) -> Option<String> {
+        write_block(name, args, self.quote, self.open, self.close)
+    }
+}
 
 /// Reads one Gemma-style call block (`body` is what stands between its tokens) into
 /// `calls`: the call, or an incomplete request saying what is wrong.
