@@ -108,6 +108,8 @@ enum Then {
 struct Table {
     /// Markers that decide a protocol by themselves, or after a look at what follows.
     markers: Vec<(&'static str, Then)>,
+    /// The markers alone, in the same order (for the search and the held tail).
+    tokens: Vec<&'static str>,
     /// One search for every marker at once (`None` only if the automaton could not be
     /// built, which fixed markers rule out).
     search: Option<aho_corasick::AhoCorasick>,
@@ -143,17 +145,18 @@ fn table() -> &'static Table {
                 }
             }
         }
+        let tokens: Vec<&'static str> = markers.iter().map(|(marker, _)| *marker).collect();
         let search = aho_corasick::AhoCorasick::builder()
             .match_kind(aho_corasick::MatchKind::LeftmostLongest)
-            .build(markers.iter().map(|(marker, _)| marker))
+            .build(&tokens)
             .ok();
         let mut leads = [false; 256];
-        for lead in markers.iter().filter_map(|(marker, _)| marker.bytes().next()) {
+        for lead in tokens.iter().filter_map(|marker| marker.bytes().next()) {
             if let Some(slot) = leads.get_mut(usize::from(lead)) {
                 *slot = true;
             }
         }
-        Table { markers, search, leads, openings, call_list }
+        Table { markers, tokens, search, leads, openings, call_list }
     })
 }
 
@@ -220,7 +223,7 @@ fn hold_start(text: &str, from: usize) -> usize {
         .find(|&i| {
             bytes.get(i).is_some_and(|&b| table.leads.get(usize::from(b)).copied().unwrap_or(false))
                 && text.get(i..).is_some_and(|tail| {
-                    table.markers.iter().any(|(m, _)| {
+                    table.tokens.iter().any(|m| {
                         // Byte by byte: most markers differ from a tail within two bytes.
                         m.len() > tail.len() && m.bytes().zip(tail.bytes()).all(|(a, b)| a == b)
                     })

@@ -20,10 +20,13 @@ use crate::protocol::vcp::neutralize_markers;
 
 /// What every format declares ([`Format::escapes`](super::format::Format::escapes)),
 /// gathered once.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Escapes {
     /// Names that follow `<` or `</` in some format's markup.
     tags: Vec<&'static str>,
+    /// The first bytes of `tags`, in either case: a name that begins with none of them is
+    /// no tag, without comparing it with each.
+    tag_leads: [bool; 256],
     /// Bracketed tokens (Mistral's).
     brackets: Vec<&'static str>,
     /// Words whose `[` opens a call list (Phi-4's `functools`).
@@ -38,7 +41,14 @@ struct Escapes {
 fn escapes() -> &'static Escapes {
     static ESCAPES: OnceLock<Escapes> = OnceLock::new();
     ESCAPES.get_or_init(|| {
-        let mut all = Escapes::default();
+        let mut all = Escapes {
+            tags: Vec::new(),
+            tag_leads: [false; 256],
+            brackets: Vec::new(),
+            list_words: Vec::new(),
+            fences: Vec::new(),
+            call_lists: false,
+        };
         for escape in TextFormat::ALL.iter().flat_map(|format| format.format().escapes()) {
             let (list, item) = match *escape {
                 Escape::Tag(tag) => (&mut all.tags, tag),
@@ -52,6 +62,13 @@ fn escapes() -> &'static Escapes {
             };
             if !list.contains(&item) {
                 list.push(item);
+            }
+        }
+        for lead in all.tags.iter().filter_map(|tag| tag.bytes().next()) {
+            for byte in [lead.to_ascii_lowercase(), lead.to_ascii_uppercase()] {
+                if let Some(slot) = all.tag_leads.get_mut(usize::from(byte)) {
+                    *slot = true;
+                }
             }
         }
         all
@@ -73,7 +90,7 @@ pub(super) fn covers(escape: &Escape) -> bool {
 
 /// Whether the `<` at the start of `rest` begins markup of some format: a special token
 /// (`<|…`, `<｜…`) or one of the tags, opening or closing.
-fn tag_starts(rest: &str) -> bool {
+fn tag_starts(rest: &str, escapes: &Escapes) -> bool {
     let Some(after) = rest.strip_prefix('<') else {
         return false;
     };
@@ -82,14 +99,17 @@ fn tag_starts(rest: &str) -> bool {
     }
     let after = after.trim_start();
     let name = after.strip_prefix('/').unwrap_or(after).trim_start();
-    escapes().tags.iter().any(|tag| name.get(..tag.len()).is_some_and(|head| head.eq_ignore_ascii_case(tag)))
+    let lead = name.bytes().next().and_then(|b| escapes.tag_leads.get(usize::from(b)));
+    if lead != Some(&true) {
+        return false;
+    }
+    escapes.tags.iter().any(|tag| name.get(..tag.len()).is_some_and(|head| head.eq_ignore_ascii_case(tag)))
 }
 
 /// Whether the `[` at `at` in `text` begins markup: a bracketed token, what could be a
 /// pythonic call list (`[name(`), or a call list after its word (`functools[`).
-fn bracket_starts(text: &str, at: usize) -> bool {
+fn bracket_starts(text: &str, at: usize, escapes: &Escapes) -> bool {
     let rest = text.get(at..).unwrap_or_default();
-    let escapes = escapes();
     escapes
         .brackets
         .iter()
@@ -100,8 +120,8 @@ fn bracket_starts(text: &str, at: usize) -> bool {
 
 /// Whether the backtick at the start of `rest` opens a fenced list of call objects
 /// (```` ```json ```` then `[{"name"`), which xLAM reads as calls.
-fn fence_starts(rest: &str) -> bool {
-    escapes()
+fn fence_starts(rest: &str, escapes: &Escapes) -> bool {
+    escapes
         .fences
         .iter()
         .any(|fence| rest.starts_with(fence) && fence_holds_calls(rest, fence.len(), true) == Some(true))
@@ -127,17 +147,18 @@ fn fence_starts(rest: &str) -> bool {
 /// ```
 pub fn neutralize_tokens(text: &str) -> Cow<'_, str> {
     let text = neutralize_markers(text);
+    let escapes = escapes();
     let bytes = text.as_bytes();
     let mut out = String::new();
     let mut copied = 0;
     for (at, _) in bytes.iter().enumerate().filter(|(_, b)| matches!(b, b'<' | b'[' | b'`')) {
         let rest = text.get(at..).unwrap_or_default();
         let entity = if rest.starts_with('<') {
-            tag_starts(rest).then_some("&lt;")
+            tag_starts(rest, escapes).then_some("&lt;")
         } else if rest.starts_with('`') {
-            fence_starts(rest).then_some("&#96;")
+            fence_starts(rest, escapes).then_some("&#96;")
         } else {
-            bracket_starts(&text, at).then_some("&#91;")
+            bracket_starts(&text, at, escapes).then_some("&#91;")
         };
         if let Some(entity) = entity {
             out.push_str(text.get(copied..at).unwrap_or_default());
