@@ -160,35 +160,37 @@ pub(crate) fn after_fence(text: &str, at: usize, len: usize, at_end: bool) -> Lo
     }
 }
 
-/// Whether a list of call objects (`[{"name"`) follows `from`; `None`: undecided.
+/// Whether a list of call objects (`[{"name"`) follows `from`, blanks allowed before
+/// each piece, at most three times [`MAX_UNDECIDED_BLANK`] bytes in all; `None`:
+/// undecided.
 pub(crate) fn fence_holds_calls(text: &str, from: usize, at_end: bool) -> Option<bool> {
     let rest = text.get(from..).unwrap_or_default();
-    let mut tail = rest;
-    for (piece, skip_blanks) in [("[", true), ("{", true), ("\"name\"", true)] {
-        let trimmed = if skip_blanks { tail.trim_start() } else { tail };
-        if rest.len() - trimmed.len() > 3 * MAX_UNDECIDED_BLANK {
-            return Some(false);
-        }
-        if let Some(after) = trimmed.strip_prefix(piece) {
-            tail = after;
-        } else if !at_end && piece.starts_with(trimmed) {
-            return None;
-        } else {
-            return Some(false);
-        }
-    }
-    Some(true)
+    follow(rest, &["[", "{", "\"name\""], at_end, |_, read| read > 3 * MAX_UNDECIDED_BLANK)
 }
 
 /// Whether `rest` (a reply after its leading blanks) opens with `pieces`, blanks allowed
-/// between them: `Some(true)` yes, `Some(false)` no, `None` undecided. The first piece
-/// must be there.
+/// between them (at most [`MAX_UNDECIDED_BLANK`] bytes each): `Some(true)` yes,
+/// `Some(false)` no, `None` undecided. The first piece must be there.
 pub(crate) fn opens_with(rest: &str, pieces: &[&str], at_end: bool) -> Option<bool> {
     let Some((first, later)) = pieces.split_first() else { return Some(false) };
-    let Some(mut tail) = rest.strip_prefix(first) else { return Some(false) };
-    for piece in later {
+    let Some(tail) = rest.strip_prefix(first) else { return Some(false) };
+    follow(tail, later, at_end, |blank, _| blank > MAX_UNDECIDED_BLANK)
+}
+
+/// Whether `pieces` follow in `rest`, blanks allowed before each, until `too_long(blank,
+/// read)` (the blanks before a piece, and all that was read of `rest`) says the blanks
+/// have run too long: `Some(true)` yes, `Some(false)` no, `None` undecided (the text ends
+/// inside a piece, before `at_end`).
+fn follow(
+    rest: &str,
+    pieces: &[&str],
+    at_end: bool,
+    too_long: impl Fn(usize, usize) -> bool,
+) -> Option<bool> {
+    let mut tail = rest;
+    for piece in pieces {
         let trimmed = tail.trim_start();
-        if tail.len() - trimmed.len() > MAX_UNDECIDED_BLANK {
+        if too_long(tail.len() - trimmed.len(), rest.len() - trimmed.len()) {
             return Some(false);
         }
         if let Some(after) = trimmed.strip_prefix(piece) {
