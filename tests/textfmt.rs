@@ -169,7 +169,7 @@ fn auto_detects_each_format_and_reads_the_same_calls() {
             .with_prompt_format(Detected::Format(case.format));
         let expected = case.expected["calls"].as_array().unwrap();
         let reply = auto.parse(&case.text);
-        let detected = reply.state.dialect.as_deref().and_then(Detected::from_id);
+        let detected = reply.state.dialect;
         if expected.is_empty() && case.expected.get("incomplete").is_none_or(|n| n == 0) {
             // Prose in this format (it may hold another format's markup, which `auto`
             // reads as that format's): nothing `auto` would run.
@@ -199,7 +199,7 @@ fn auto_detects_each_format_and_reads_the_same_calls() {
 fn auto_reads_vcp_too() {
     let reply = "Listing.\n<<<[TOOL_REQUEST]>>>\ntool_name:「始」fs「末」,\npath:「始」src「末」\n<<<[END_TOOL_REQUEST]>>>";
     let parsed = AutoProtocol::new().parse(reply);
-    assert_eq!(parsed.state.dialect.as_deref(), Some("vcp"));
+    assert_eq!(parsed.state.dialect, Some(Detected::Vcp));
     assert_eq!(parsed.requests[0].tool_name, "fs");
     assert_eq!(parsed.requests[0].args["path"], "src");
     assert_eq!(parsed.requests[0].span.slice(reply).unwrap().len(), reply.len() - "Listing.\n".len());

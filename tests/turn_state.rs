@@ -14,7 +14,7 @@ use tool_calling::model::{
     AssistantTurn, ChatModel, ChatModelError, Conversation, Message, ModelRequest, Role,
 };
 use tool_calling::protocol::RequestIdStyle;
-use tool_calling::protocol::textfmt::{AutoProtocol, TextFormatOptions};
+use tool_calling::protocol::textfmt::{AutoProtocol, Detected, TextFormat, TextFormatOptions};
 use tool_calling::protocol::vcp::VcpOptions;
 use tool_calling::protocol::vcp::VcpProtocol;
 use tool_calling::tools::MethodDefinition;
@@ -134,8 +134,8 @@ fn the_turn_state_not_the_request_id_decides_the_format_of_the_results() {
     let hermes = auto.parse(HERMES);
     let mistral = auto.parse(MISTRAL);
     assert_eq!(hermes.requests[0].request_id, mistral.requests[0].request_id, "the same id in both");
-    assert_eq!(hermes.state.dialect.as_deref(), Some("hermes"));
-    assert_eq!(mistral.state.dialect.as_deref(), Some("mistral"));
+    assert_eq!(hermes.state.dialect, Some(Detected::Format(TextFormat::Hermes)));
+    assert_eq!(mistral.state.dialect, Some(Detected::Format(TextFormat::Mistral)));
     let result = [ToolExecutionResult::success("req_1", "t_echo", "ok")];
     // Written after the Mistral turn was read, for the Hermes turn: Hermes.
     let for_hermes = auto.result_messages(&result, &hermes.state)[0].text().into_owned();

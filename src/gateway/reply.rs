@@ -6,6 +6,7 @@ use serde_json::Value;
 use super::request::Offer;
 use crate::Span;
 use crate::model::FinishReason;
+use crate::protocol::textfmt::Detected;
 use crate::protocol::{EventSink, StreamEvent, StreamParser, ToolCallingProtocol, TurnState, reasoning};
 use crate::tools::TextCoercion;
 
@@ -125,8 +126,8 @@ impl<'p> ReplyReader<'p> {
     }
 
     /// What the protocol found the reply written in (`auto`'s detected format).
-    pub(crate) fn dialect(&self) -> Option<&str> {
-        self.read.state.dialect.as_deref()
+    pub(crate) fn dialect(&self) -> Option<&'static str> {
+        self.read.state.dialect.map(Detected::id)
     }
 
     /// The upstream wrote `text`; appends the pieces now decided.

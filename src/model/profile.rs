@@ -6,6 +6,7 @@ use std::path::Path;
 use serde_json::Value;
 
 use super::{Effort, RequestNote, RequestOptions, Thinking};
+use crate::protocol::textfmt::{IDS as FORMAT_IDS, TextFormat};
 
 /// How a model takes a request to reason.
 ///
@@ -64,59 +65,27 @@ impl ThinkingStyle {
 
 /// The ids of the text protocols a model can be spoken to in when it has no native
 /// tools: `vcp`, then the open-model formats in the order of
-/// `TextFormat::ALL` of `protocol::textfmt`. This list is the one
-/// place the model layer knows them by; the formats' own tests check it against the
-/// formats, so the two cannot drift apart.
+/// `TextFormat::ALL` of `protocol::textfmt`. It is made from the formats' registry
+/// (`protocol/textfmt/registry.rs`), so the two cannot drift apart.
 ///
 /// ```
 /// use tool_calling::model::TEXT_PROTOCOL_IDS;
 /// assert_eq!(TEXT_PROTOCOL_IDS[0], "vcp");
 /// assert!(TEXT_PROTOCOL_IDS.contains(&"qwen3_coder_xml"));
 /// ```
-pub const TEXT_PROTOCOL_IDS: [&str; 42] = [
-    "vcp",
-    "hermes",
-    "qwen3_coder_xml",
-    "mistral",
-    "llama3_json",
-    "pythonic",
-    "deepseek_v3",
-    "deepseek_v31",
-    "kimi_k2",
-    "glm45",
-    "glm47",
-    "minimax_m2",
-    "cohere",
-    "deepseek_v32",
-    "step3",
-    "kimi_k3",
-    "harmony",
-    "seed_oss",
-    "granite",
-    "xlam",
-    "phi4_mini",
-    "hunyuan",
-    "internlm",
-    "function_gemma",
-    "gemma4",
-    "jamba",
-    "olmo3",
-    "longcat",
-    "ernie45",
-    "gigachat3",
-    "minimax_m1",
-    "inkling",
-    "sarashina",
-    "deepseek_v4",
-    "hunyuan_v3",
-    "lfm2",
-    "minimax_m3",
-    "apertus",
-    "minicpm5",
-    "poolside_v1",
-    "gigachat35",
-    "deepseek_v41",
-];
+pub const TEXT_PROTOCOL_IDS: [&str; TextFormat::ALL.len() + 1] = text_protocol_ids();
+
+/// `vcp`, then every format's id.
+#[allow(clippy::indexing_slicing)] // Evaluated at compile time: an index out of range fails the build.
+const fn text_protocol_ids() -> [&'static str; TextFormat::ALL.len() + 1] {
+    let mut ids = ["vcp"; TextFormat::ALL.len() + 1];
+    let mut i = 0;
+    while i < FORMAT_IDS.len() {
+        ids[i + 1] = FORMAT_IDS[i];
+        i += 1;
+    }
+    ids
+}
 
 /// The text protocol a model without native tools is spoken to in, by protocol id: `vcp`
 /// (the default) or the id of the open-model format the model was trained on. Always one

@@ -1,11 +1,10 @@
 //! What reading one turn gives: the requests, the diagnostics, the normal text, and what
 //! the protocol learnt about the turn ([`TurnState`]).
 
-use std::borrow::Cow;
-
 use serde::{Deserialize, Serialize};
 
 use super::Diagnostic;
+use super::textfmt::Detected;
 use crate::ToolRequest;
 
 /// What a protocol learnt about one turn while reading it, handed back to the protocol
@@ -21,29 +20,33 @@ use crate::ToolRequest;
 ///
 /// ```
 /// use tool_calling::protocol::TurnState;
-/// use tool_calling::protocol::textfmt::AutoProtocol;
+/// use tool_calling::protocol::textfmt::{AutoProtocol, Detected, TextFormat};
 ///
 /// let auto = AutoProtocol::new();
 /// let hermes = auto.parse(r#"<tool_call>{"name": "clock", "arguments": {}}</tool_call>"#);
-/// assert_eq!(hermes.state, TurnState::dialect("hermes"));
+/// assert_eq!(hermes.state, TurnState::dialect(Detected::Format(TextFormat::Hermes)));
 /// let vcp = auto.parse("<<<[TOOL_REQUEST]>>>\ntool_name:「始」clock「末」\n<<<[END_TOOL_REQUEST]>>>");
-/// assert_eq!(vcp.state.dialect.as_deref(), Some("vcp"));
+/// assert_eq!(vcp.state.dialect, Some(Detected::Vcp));
 /// assert_eq!(auto.parse("No call.").state, TurnState::default());
+/// // It travels as the protocol's id; an id no protocol has is refused where it is read.
+/// assert_eq!(serde_json::to_string(&hermes.state).unwrap(), r#"{"dialect":"hermes"}"#);
+/// assert!(serde_json::from_str::<TurnState>(r#"{"dialect":"smoke-signals"}"#).is_err());
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct TurnState {
     /// The dialect the turn is written in, for a protocol that reads several (`auto`:
-    /// `vcp` or a text format's id); `None` when the protocol has one, or the turn held
-    /// no markup to tell.
+    /// VCP or a text format); `None` when the protocol has one, or the turn held no
+    /// markup to tell. Serialized as the protocol's id (`vcp`, `hermes`, …); an id that
+    /// names no protocol fails to deserialize.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub dialect: Option<Cow<'static, str>>,
+    pub dialect: Option<Detected>,
 }
 
 impl TurnState {
     /// A turn written in `dialect`.
-    pub fn dialect(dialect: impl Into<Cow<'static, str>>) -> Self {
-        TurnState { dialect: Some(dialect.into()) }
+    pub fn dialect(dialect: Detected) -> Self {
+        TurnState { dialect: Some(dialect) }
     }
 
     /// Whether the protocol learnt nothing about the turn.

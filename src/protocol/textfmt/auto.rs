@@ -3,13 +3,10 @@
 
 use std::ops::ControlFlow;
 
-use super::deepseek::{CALL_BEGIN as DS_CALL, CALLS_BEGIN as DS_CALLS};
 use super::escape::neutralize_tokens;
-use super::hermes::OPEN as TOOL_CALL;
-use super::kimi_k2::SECTION as KIMI;
-use super::llama3::TAG as PYTHON_TAG;
-use super::mistral::TOKEN as MISTRAL;
-use super::pythonic::{START as PYTHON_START, list_starts};
+use super::format::Marker;
+use super::readers::pythonic::list_starts;
+use super::readers::shapes::{Look, Looked, Shape, opens_with};
 use super::{TextFormat, TextFormatOptions, TextFormatProtocol};
 use crate::model::{AssistantTurn, Message, TurnDelta};
 use crate::protocol::reasoning::{Change, VisibleStretches, unclosed_diagnostic};
@@ -66,143 +63,130 @@ impl Detected {
 
     /// What a turn written in this protocol tells the resolving and writing steps.
     fn state(self) -> TurnState {
-        TurnState::dialect(self.id())
+        TurnState::dialect(self)
     }
 
     /// The protocol a turn was read in, from its state: VCP when it says nothing (a reply
     /// without markup has no requests to answer).
     fn of(state: &TurnState) -> Detected {
-        state.dialect.as_deref().and_then(Detected::from_id).unwrap_or(Detected::Vcp)
+        state.dialect.unwrap_or(Detected::Vcp)
+    }
+}
+
+/// Written as its id.
+impl serde::Serialize for Detected {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.id())
+    }
+}
+
+/// Read from its id; an id that names no protocol `auto` reads is an error.
+impl<'de> serde::Deserialize<'de> for Detected {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let id = String::deserialize(deserializer)?;
+        Detected::from_id(&id).ok_or_else(|| {
+            serde::de::Error::custom(format!("unknown text protocol `{id}`: `vcp` or a text format's id"))
+        })
     }
 }
 
 const VCP_START: &str = "<<<[TOOL_REQUEST";
-const DS_SEP: &str = "<｜tool▁sep｜>";
 
 /// What a marker decides.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 enum Then {
     /// This protocol.
     Is(Detected),
-    /// `<tool_call>`: hermes, Qwen3-Coder, GLM or Granite, by what follows.
-    ToolCall,
-    /// `<tool_calls>`: Hunyuan A13B's JSON array, Hunyuan 3's calls or MiniMax-M1's
-    /// JSON lines.
-    ToolCalls,
-    /// DeepSeek's section or call token: V3 or V3.1, by the first call.
-    DeepSeek,
-    /// A ```` ```json ```` fence: xLAM when a list of call objects follows.
-    JsonFence,
+    /// A marker several formats write: `look` names the shape of what follows, and the
+    /// format that declared that shape takes the reply.
+    Look { look: Look, claims: Vec<(Shape, TextFormat)> },
 }
 
-const fn format(format: TextFormat) -> Then {
-    Then::Is(Detected::Format(format))
+/// What `auto` looks for, gathered from every format's
+/// [`markers`](super::format::Format::markers), in the order of [`TextFormat::ALL`]
+/// (VCP's marker first).
+struct Table {
+    /// Markers that decide a protocol by themselves, or after a look at what follows.
+    markers: Vec<(&'static str, Then)>,
+    /// The markers alone, in the same order (for the search and the held tail).
+    tokens: Vec<&'static str>,
+    /// One search for every marker at once (`None` only if the automaton could not be
+    /// built, which fixed markers rule out).
+    search: Option<aho_corasick::AhoCorasick>,
+    /// The bytes some marker begins with.
+    leads: [bool; 256],
+    /// Openings of a reply that decide a format (a bare JSON call or call list).
+    openings: Vec<(&'static [&'static str], TextFormat)>,
+    /// The format that reads a Python call list in prose.
+    call_list: Option<TextFormat>,
 }
 
-/// Markers that decide a protocol by themselves, or after a look at what follows. Where
-/// two formats write the same markup, the first is listed here and the model's own
-/// format is preferred ([`shares_markup`]).
-const MARKERS: &[(&str, Then)] = &[
-    (VCP_START, Then::Is(Detected::Vcp)),
-    (TOOL_CALL, Then::ToolCall),
-    ("<function=", format(TextFormat::Qwen3CoderXml)),
-    (MISTRAL, format(TextFormat::Mistral)),
-    (PYTHON_TAG, format(TextFormat::Llama3Json)),
-    (PYTHON_START, format(TextFormat::Pythonic)),
-    (DS_CALLS, Then::DeepSeek),
-    (DS_CALL, Then::DeepSeek),
-    (KIMI, format(TextFormat::KimiK2)),
-    ("<minimax:tool_call>", format(TextFormat::MinimaxM2)),
-    ("<|START_ACTION|>", format(TextFormat::Cohere)),
-    ("<|START_THINKING|>", format(TextFormat::Cohere)),
-    ("<|START_RESPONSE|>", format(TextFormat::Cohere)),
-    ("<|START_TEXT|>", format(TextFormat::Cohere)),
-    ("<｜DSML｜function_calls>", format(TextFormat::DeepSeekV32)),
-    ("<｜DSML｜tool_calls>", format(TextFormat::DeepSeekV4)),
-    ("<｜GCML｜tool_calls>", format(TextFormat::Gigachat35)),
-    ("<｜DSML｜ calls>", format(TextFormat::DeepSeekV41)),
-    // V4.1's encoder writes a blank line before the block, which the format reads as
-    // markup: the marker starts there.
-    ("\n\n<｜DSML｜ calls>", format(TextFormat::DeepSeekV41)),
-    ("<｜tool_calls_begin｜>", format(TextFormat::Step3)),
-    ("<|open|>", format(TextFormat::KimiK3)),
-    ("<|close|>", format(TextFormat::KimiK3)),
-    ("<|channel|>", format(TextFormat::Harmony)),
-    ("<|start|>", format(TextFormat::Harmony)),
-    ("<|message|>", format(TextFormat::Harmony)),
-    ("<|constrain|>", format(TextFormat::Harmony)),
-    ("<|call|>", format(TextFormat::Harmony)),
-    ("<|return|>", format(TextFormat::Harmony)),
-    ("<seed:tool_call>", format(TextFormat::SeedOss)),
-    ("<seed:think>", format(TextFormat::SeedOss)),
-    ("</seed:think>", format(TextFormat::SeedOss)),
-    ("<|tool_call|>", format(TextFormat::Granite)),
-    ("functools[", format(TextFormat::Phi4Mini)),
-    ("<tool_calls>", Then::ToolCalls),
-    ("<tool_calls:opensource>", format(TextFormat::HunyuanV3)),
-    ("<answer>", format(TextFormat::Hunyuan)),
-    ("<|action_start|>", format(TextFormat::Internlm)),
-    ("<start_function_call>", format(TextFormat::FunctionGemma)),
-    ("<|tool_call>", format(TextFormat::Gemma4)),
-    ("<|channel>", format(TextFormat::Gemma4)),
-    ("<function_calls>", format(TextFormat::Olmo3)),
-    ("<longcat_tool_call>", format(TextFormat::Longcat)),
-    ("<|message_sep|>", format(TextFormat::Gigachat3)),
-    ("<|function_call|>", format(TextFormat::Gigachat3)),
-    ("<|message_model|>", format(TextFormat::Inkling)),
-    ("<|content_text|>", format(TextFormat::Inkling)),
-    ("<|content_invoke", format(TextFormat::Inkling)),
-    ("<|content_thinking|>", format(TextFormat::Inkling)),
-    ("<|end_message|>", format(TextFormat::Inkling)),
-    ("<|content_model_end_sampling|>", format(TextFormat::Inkling)),
-    ("<|tool_calls|>", format(TextFormat::Sarashina)),
-    ("```json", Then::JsonFence),
-    ("]<]minimax[>[", format(TextFormat::MinimaxM3)),
-    ("<mm:think>", format(TextFormat::MinimaxM3)),
-    ("</mm:think>", format(TextFormat::MinimaxM3)),
-    ("<function ", format(TextFormat::Minicpm5)),
-    ("<|tool_call_start|>", format(TextFormat::Lfm2)),
-    ("<|tools_prefix|>", format(TextFormat::Apertus)),
-    ("<|inner_prefix|>", format(TextFormat::Apertus)),
-    ("<|inner_suffix|>", format(TextFormat::Apertus)),
-    ("<|END_THINKING|>", format(TextFormat::Cohere)),
-    ("<channel|>", format(TextFormat::Gemma4)),
-];
+/// The table, built once.
+fn table() -> &'static Table {
+    static TABLE: std::sync::OnceLock<Table> = std::sync::OnceLock::new();
+    TABLE.get_or_init(|| {
+        let mut markers: Vec<(&'static str, Then)> = vec![(VCP_START, Then::Is(Detected::Vcp))];
+        let mut openings = Vec::new();
+        let mut call_list = None;
+        for format in TextFormat::ALL {
+            for marker in format.format().markers() {
+                match *marker {
+                    Marker::Token(token) => markers.push((token, Then::Is(Detected::Format(format)))),
+                    Marker::Shared { token, look, shape } => {
+                        match markers.iter_mut().find(|(known, _)| *known == token) {
+                            Some((_, Then::Look { claims, .. })) => claims.push((shape, format)),
+                            _ => markers.push((token, Then::Look { look, claims: vec![(shape, format)] })),
+                        }
+                    }
+                    Marker::Opening(pieces) => openings.push((pieces, format)),
+                    Marker::CallList => {
+                        call_list.get_or_insert(format);
+                    }
+                }
+            }
+        }
+        let tokens: Vec<&'static str> = markers.iter().map(|(marker, _)| *marker).collect();
+        let search = aho_corasick::AhoCorasick::builder()
+            .match_kind(aho_corasick::MatchKind::LeftmostLongest)
+            .build(&tokens)
+            .ok();
+        let mut leads = [false; 256];
+        for lead in tokens.iter().filter_map(|marker| marker.bytes().next()) {
+            if let Some(slot) = leads.get_mut(usize::from(lead)) {
+                *slot = true;
+            }
+        }
+        Table { markers, tokens, search, leads, openings, call_list }
+    })
+}
 
-/// Formats that write the same markup, so that a reply in one reads the same in the
-/// other: `auto` detects the first of each group, and takes another of the group when
-/// it is the format its tools were offered in (the model table's choice).
-const SHARED_MARKUP: &[&[TextFormat]] = &[
-    &[TextFormat::Hermes, TextFormat::Ernie45],
-    &[TextFormat::Hunyuan, TextFormat::Jamba],
-    &[TextFormat::Mistral, TextFormat::Xlam],
-    &[TextFormat::Granite, TextFormat::Xlam],
-    &[TextFormat::Xlam, TextFormat::Granite],
-    &[TextFormat::Glm45, TextFormat::Glm47, TextFormat::PoolsideV1],
-];
+/// The formats that `token`, found in a reply, may decide (for the layout test).
+#[cfg(test)]
+pub(super) fn formats_of(token: &str) -> Vec<TextFormat> {
+    let decided = |then: &Then| match then {
+        Then::Is(Detected::Format(format)) => vec![*format],
+        Then::Is(Detected::Vcp) => Vec::new(),
+        Then::Look { claims, .. } => claims.iter().map(|(_, format)| *format).collect(),
+    };
+    table().markers.iter().filter(|(known, _)| *known == token).flat_map(|(_, then)| decided(then)).collect()
+}
 
-/// Whether a reply detected as `detected` may be read as `preferred` (the two share
-/// their markup).
+/// The formats a reply's opening decides, and the one a Python call list decides (for
+/// the layout test).
+#[cfg(test)]
+pub(super) fn openings_and_call_list() -> (Vec<(&'static [&'static str], TextFormat)>, Option<TextFormat>) {
+    (table().openings.clone(), table().call_list)
+}
+
+/// Whether a reply detected as `detected` may be read as `preferred`: the two share
+/// their markup (one names the other in its
+/// [`same_markup`](super::format::Format::same_markup)). `auto` detects the format that
+/// declares the markers, and takes the other when it is the format its tools were
+/// offered in (the model table's choice).
 fn shares_markup(detected: TextFormat, preferred: TextFormat) -> bool {
-    SHARED_MARKUP.iter().any(|group| group.contains(&detected) && group.contains(&preferred))
+    preferred.format().same_markup().contains(&detected)
+        || detected.format().same_markup().contains(&preferred)
 }
-
-/// One search for every marker at once (`None` only if the automaton could not be
-/// built, which fixed markers rule out).
-fn markers() -> Option<&'static aho_corasick::AhoCorasick> {
-    static MARKER_SEARCH: std::sync::OnceLock<Option<aho_corasick::AhoCorasick>> = std::sync::OnceLock::new();
-    MARKER_SEARCH
-        .get_or_init(|| {
-            aho_corasick::AhoCorasick::builder()
-                .match_kind(aho_corasick::MatchKind::LeftmostLongest)
-                .build(MARKERS.iter().map(|(marker, _)| marker))
-                .ok()
-        })
-        .as_ref()
-}
-
-/// The bytes some marker begins with.
-static MARKER_LEADS: [bool; 256] = marker_leads();
 
 /// Bytes of which every marker holds one (a test checks it), and with which the other
 /// things the detector decides on begin: a Python call list (`[`) and a reasoning tag
@@ -210,20 +194,6 @@ static MARKER_LEADS: [bool; 256] = marker_leads();
 /// marker, is prose.
 const DECIDING: &[u8] = b"[<`";
 static DECIDING_BYTES: [bool; 256] = byte_table(DECIDING);
-
-/// A table of the first bytes of [`MARKERS`].
-#[allow(clippy::indexing_slicing)] // Evaluated at compile time: an index out of range fails the build.
-const fn marker_leads() -> [bool; 256] {
-    let mut table = [false; 256];
-    let mut i = 0;
-    while i < MARKERS.len() {
-        if let Some(&lead) = MARKERS[i].0.as_bytes().first() {
-            table[lead as usize] = true;
-        }
-        i += 1;
-    }
-    table
-}
 
 /// A table of `bytes`.
 #[allow(clippy::indexing_slicing)] // Evaluated at compile time: an index out of range fails the build.
@@ -246,13 +216,14 @@ fn holds_lead(table: &[bool; 256], bytes: &[u8]) -> bool {
 /// end): only a byte some marker begins with is looked at.
 fn hold_start(text: &str, from: usize) -> usize {
     const LONGEST: usize = 32;
+    let table = table();
     let bytes = text.as_bytes();
     let first = text.len().saturating_sub(LONGEST).max(from);
     (first..text.len())
         .find(|&i| {
-            bytes.get(i).is_some_and(|&b| MARKER_LEADS.get(usize::from(b)).copied().unwrap_or(false))
+            bytes.get(i).is_some_and(|&b| table.leads.get(usize::from(b)).copied().unwrap_or(false))
                 && text.get(i..).is_some_and(|tail| {
-                    MARKERS.iter().any(|(m, _)| {
+                    table.tokens.iter().any(|m| {
                         // Byte by byte: most markers differ from a tail within two bytes.
                         m.len() > tail.len() && m.bytes().zip(tail.bytes()).all(|(a, b)| a == b)
                     })
@@ -288,56 +259,59 @@ impl Detector {
     /// Looks at `text` (the reply so far, up to the end of the visible stretch being
     /// read) from where it stopped. `at_end`: the stretch is complete.
     fn step(&mut self, text: &str, at_end: bool) -> Step {
+        let table = table();
         if self.reply_start {
             let rest = text.get(self.pos..).unwrap_or_default();
             let blank = rest.len() - rest.trim_start().len();
-            if let Some(decision) = bare_llama(rest.get(blank..).unwrap_or_default(), at_end) {
-                match decision {
-                    Some(true) => {
-                        return Step::Decided(Detected::Format(TextFormat::Llama3Json), self.pos + blank);
-                    }
+            let opening = rest.get(blank..).unwrap_or_default();
+            for (pieces, format) in &table.openings {
+                match opens_with(opening, pieces, at_end) {
+                    Some(true) => return Step::Decided(Detected::Format(*format), self.pos + blank),
                     Some(false) => {}
                     None => return Step::Undecided(self.pos),
                 }
-            }
-            match bare_list(rest.get(blank..).unwrap_or_default(), at_end) {
-                Some(Some(format)) => return Step::Decided(Detected::Format(format), self.pos + blank),
-                Some(None) => return Step::Undecided(self.pos),
-                None => {}
             }
         }
         loop {
             // The earliest marker from here.
             let from = self.pos;
             let hay = text.get(from..).unwrap_or_default();
-            let best = markers()
+            let best = table
+                .search
+                .as_ref()
                 .and_then(|search| search.find(hay))
                 .map(|m| (from + m.start(), m.pattern().as_usize()));
             // A cut-off marker at the end of the text (nothing decides before it).
             let hold = if at_end { text.len() } else { hold_start(text, from) };
             let limit = best.map_or(hold, |(at, _)| at);
             // A Python call list in prose, before that.
-            if let Some(step) = self.pythonic(text, from, limit, at_end) {
+            if let Some(format) = table.call_list
+                && let Some(step) = self.call_list(format, text, from, limit, at_end)
+            {
                 return step;
             }
             let Some((at, i)) = best else {
                 self.note_prose(text, from, hold);
                 return Step::Undecided(hold);
             };
-            let (marker, then) = MARKERS.get(i).copied().unwrap_or((VCP_START, Then::Is(Detected::Vcp)));
+            let Some((marker, then)) = table.markers.get(i) else {
+                self.note_prose(text, from, hold);
+                return Step::Undecided(hold);
+            };
             let detected = match then {
-                Then::Is(detected) => Some(detected),
-                Then::ToolCall => after_tool_call(text, at + marker.len(), at_end),
-                Then::ToolCalls => after_tool_calls(text, at + marker.len(), at_end),
-                Then::DeepSeek => deepseek_version(text, at, at_end),
-                Then::JsonFence => match after_fence(text, at + marker.len(), at_end) {
-                    Some(true) => Some(Detected::Format(TextFormat::Xlam)),
-                    Some(false) => {
+                Then::Is(detected) => Some(*detected),
+                Then::Look { look, claims } => match look(text, at, marker.len(), at_end) {
+                    Looked::Shape(shape) => claims
+                        .iter()
+                        .find(|(claimed, _)| *claimed == shape)
+                        .or(claims.first())
+                        .map(|(_, format)| Detected::Format(*format)),
+                    Looked::Prose => {
                         // An ordinary code block: prose, and the search goes on after it.
                         self.note_prose(text, from, at + marker.len());
                         continue;
                     }
-                    None => None,
+                    Looked::Undecided => None,
                 },
             };
             self.note_prose(text, from, at);
@@ -351,15 +325,22 @@ impl Detector {
         }
     }
 
-    /// A pythonic call list before `limit`: decided, undecided, or none.
-    fn pythonic(&mut self, text: &str, from: usize, limit: usize, at_end: bool) -> Option<Step> {
+    /// A Python call list (read by `format`) before `limit`: decided, undecided, or none.
+    fn call_list(
+        &mut self,
+        format: TextFormat,
+        text: &str,
+        from: usize,
+        limit: usize,
+        at_end: bool,
+    ) -> Option<Step> {
         let mut search = from;
         while let Some(found) = text.as_bytes().get(search..limit).and_then(|hay| memchr::memchr(b'[', hay)) {
             let at = search + found;
             match list_starts(text, at) {
                 Some(true) => {
                     self.note_prose(text, from, at);
-                    return Some(Step::Decided(Detected::Format(TextFormat::Pythonic), at));
+                    return Some(Step::Decided(Detected::Format(format), at));
                 }
                 None if !at_end => {
                     self.note_prose(text, from, at);
@@ -486,164 +467,6 @@ fn step(
     }
 }
 
-/// How much whitespace a decision waits through before deciding without what follows it
-/// (so that a stream of blanks costs linear time).
-const MAX_UNDECIDED_BLANK: usize = 256;
-
-/// A reply that opens with `{`: is it a Llama call (`{"name": …`)? `None`: not a bare
-/// object at all; `Some(None)`: undecided.
-fn bare_llama(rest: &str, at_end: bool) -> Option<Option<bool>> {
-    let body = rest.strip_prefix('{')?;
-    if body.len() - body.trim_start().len() > MAX_UNDECIDED_BLANK {
-        return Some(Some(false));
-    }
-    let body = body.trim_start();
-    const KEY: &str = "\"name\"";
-    if body.starts_with(KEY) {
-        return Some(Some(true));
-    }
-    if !at_end && (body.is_empty() || KEY.starts_with(body)) {
-        return Some(None);
-    }
-    Some(Some(false))
-}
-
-/// A reply that opens with `[`: a list of call objects, JSON (`[{"name"`, xLAM) or
-/// Python (`[{'name'`, Sarashina)? `None`: neither; `Some(None)`: undecided.
-fn bare_list(rest: &str, at_end: bool) -> Option<Option<TextFormat>> {
-    let body = rest.strip_prefix('[')?;
-    let trimmed = body.trim_start();
-    if body.len() - trimmed.len() > MAX_UNDECIDED_BLANK {
-        return None;
-    }
-    let Some(object) = trimmed.strip_prefix('{') else {
-        return (!at_end && trimmed.is_empty()).then_some(None);
-    };
-    let key = object.trim_start();
-    if object.len() - key.len() > MAX_UNDECIDED_BLANK {
-        return None;
-    }
-    for (quoted, format) in [("\"name\"", TextFormat::Xlam), ("'name'", TextFormat::Sarashina)] {
-        if key.starts_with(quoted) {
-            return Some(Some(format));
-        }
-        if !at_end && quoted.starts_with(key) {
-            return Some(None);
-        }
-    }
-    None
-}
-
-/// After a ```` ```json ```` fence: a list of call objects (`[{"name"`, xLAM)? `None`:
-/// undecided.
-pub(super) fn after_fence(text: &str, from: usize, at_end: bool) -> Option<bool> {
-    let rest = text.get(from..).unwrap_or_default();
-    let mut tail = rest;
-    for (piece, skip_blanks) in [("[", true), ("{", true), ("\"name\"", true)] {
-        let trimmed = if skip_blanks { tail.trim_start() } else { tail };
-        if rest.len() - trimmed.len() > 3 * MAX_UNDECIDED_BLANK {
-            return Some(false);
-        }
-        if let Some(after) = trimmed.strip_prefix(piece) {
-            tail = after;
-        } else if !at_end && piece.starts_with(trimmed) {
-            return None;
-        } else {
-            return Some(false);
-        }
-    }
-    Some(true)
-}
-
-/// After `<tool_calls>`: a JSON array (Hunyuan A13B, Jamba), `<tool_call>` blocks
-/// (Hunyuan 3) or JSON lines (MiniMax-M1).
-fn after_tool_calls(text: &str, from: usize, at_end: bool) -> Option<Detected> {
-    let rest = text.get(from..).unwrap_or_default();
-    let trimmed = rest.trim_start();
-    if rest.len() - trimmed.len() > MAX_UNDECIDED_BLANK {
-        return Some(Detected::Format(TextFormat::MinimaxM1));
-    }
-    const INNER: &str = "<tool_call";
-    match trimmed.bytes().next() {
-        Some(b'[') => Some(Detected::Format(TextFormat::Hunyuan)),
-        Some(b'<') if trimmed.starts_with(INNER) => Some(Detected::Format(TextFormat::HunyuanV3)),
-        Some(b'<') if !at_end && INNER.starts_with(trimmed) => None,
-        Some(_) => Some(Detected::Format(TextFormat::MinimaxM1)),
-        None => at_end.then_some(Detected::Format(TextFormat::MinimaxM1)),
-    }
-}
-
-/// After `<tool_call>`: a JSON object (hermes), `<function=` (Qwen3-Coder), or a name:
-/// GLM-4.5 when a line break follows the name, else GLM-4.7.
-fn after_tool_call(text: &str, from: usize, at_end: bool) -> Option<Detected> {
-    let rest = text.get(from..).unwrap_or_default().trim_start();
-    let blank = text.get(from..).map_or(0, |r| r.len() - r.trim_start().len());
-    if blank > MAX_UNDECIDED_BLANK {
-        // A decision does not wait through unbounded whitespace (whatever follows it):
-        // `<tool_call>` and blanks are hermes'.
-        return Some(Detected::Format(TextFormat::Hermes));
-    }
-    if rest.starts_with('{') {
-        return Some(Detected::Format(TextFormat::Hermes));
-    }
-    if let Some(list) = rest.strip_prefix('[') {
-        // Granite 3.1 writes a JSON array of calls after `<tool_call>`; hermes reads
-        // anything else after `[` (as a damaged call).
-        let element = list.trim_start();
-        return match element.bytes().next() {
-            Some(b'{') => Some(Detected::Format(TextFormat::Granite)),
-            None if !at_end && list.len() <= MAX_UNDECIDED_BLANK => None,
-            _ => Some(Detected::Format(TextFormat::Hermes)),
-        };
-    }
-    const FUNCTION_TAG: &str = "<function";
-    if rest.starts_with(FUNCTION_TAG) {
-        return Some(Detected::Format(TextFormat::Qwen3CoderXml));
-    }
-    if rest.is_empty() || (rest.starts_with('<') && FUNCTION_TAG.starts_with(rest)) {
-        return at_end.then_some(Detected::Format(TextFormat::Hermes));
-    }
-    let name_end = rest.find(|c: char| c.is_whitespace() || c == '<');
-    if name_end.unwrap_or(rest.len()) > MAX_UNDECIDED_BLANK {
-        // Not a name a model writes; GLM-4.7's reading takes anything.
-        return Some(Detected::Format(TextFormat::Glm47));
-    }
-    match name_end.and_then(|end| rest.get(end..)) {
-        // A carriage return may be the first half of a line break.
-        Some("\r") if !at_end => None,
-        Some(after) if after.starts_with('\n') || after.starts_with("\r\n") => {
-            Some(Detected::Format(TextFormat::Glm45))
-        }
-        Some(_) => Some(Detected::Format(TextFormat::Glm47)),
-        None => at_end.then_some(Detected::Format(TextFormat::Glm47)),
-    }
-}
-
-/// DeepSeek V3 writes `function<｜tool▁sep｜>NAME`, V3.1 `NAME<｜tool▁sep｜>`: decided at
-/// the first separator, looked for within a bounded distance of the markers (beyond it,
-/// V3.1).
-fn deepseek_version(text: &str, at: usize, at_end: bool) -> Option<Detected> {
-    let window = |from: usize| {
-        let rest = text.get(from..).unwrap_or_default();
-        let mut end = rest.len().min(MAX_UNDECIDED_BLANK + DS_CALL.len() + DS_SEP.len());
-        while !rest.is_char_boundary(end) {
-            end -= 1;
-        }
-        (rest.get(..end).unwrap_or_default(), rest.len() > end)
-    };
-    let (rest, longer) = window(at);
-    let Some(call) = rest.find(DS_CALL).map(|c| at + c + DS_CALL.len()) else {
-        return (longer || at_end).then_some(Detected::Format(TextFormat::DeepSeekV31));
-    };
-    let (head, longer) = window(call);
-    match head.find(DS_SEP).and_then(|s| head.get(..s)) {
-        Some(head) if head.trim() == "function" => Some(Detected::Format(TextFormat::DeepSeekV3)),
-        Some(_) => Some(Detected::Format(TextFormat::DeepSeekV31)),
-        None if longer => Some(Detected::Format(TextFormat::DeepSeekV31)),
-        None => at_end.then_some(Detected::Format(TextFormat::DeepSeekV3)),
-    }
-}
-
 /// The `auto` protocol: reads a reply in whichever text protocol it uses, VCP or one of
 /// the [`TextFormat`]s, deciding as soon as the text decides it (streaming included),
 /// and answers each turn's results in the protocol it was read in. It keeps no memory
@@ -657,8 +480,8 @@ fn deepseek_version(text: &str, at: usize, at_end: bool) -> Option<Detected> {
 /// `<function=` is `qwen3_coder_xml`, then a name and a line break is `glm45`, a name
 /// and anything else `glm47`; DeepSeek's first call says V3 (`function<｜tool▁sep｜>`) or
 /// V3.1. A reply that starts with `{"name"` is `llama3_json`; a `[name(` list is
-/// `pythonic`. Every format's markers are in one table (the repository's
-/// `docs/formats.md` shows it); formats that write the same markup (`hermes` and `ernie45`,
+/// `pythonic`. Every format's markers are in one table, made from what each format
+/// declares (the repository's `docs/formats.md` shows it); formats that write the same markup (`hermes` and `ernie45`,
 /// `hunyuan` and `jamba`, …) read as the one the tools were offered in. The tools are
 /// offered in the format given to
 /// [`with_prompt_format`](Self::with_prompt_format) (VCP by default).
@@ -670,7 +493,7 @@ fn deepseek_version(text: &str, at: usize, at_end: bool) -> Option<Detected> {
 /// let reply = "Sure.\n[TOOL_CALLS][{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}]";
 /// assert_eq!(AutoProtocol::detect(reply), Some(Detected::Format(TextFormat::Mistral)));
 /// let parsed = auto.parse(reply);
-/// assert_eq!(parsed.state.dialect.as_deref(), Some("mistral"));
+/// assert_eq!(parsed.state.dialect, Some(Detected::Format(TextFormat::Mistral)));
 /// assert_eq!(parsed.requests[0].tool_name, "get_weather");
 /// assert_eq!(parsed.normal_text, "Sure.\n");
 /// ```
@@ -1066,7 +889,7 @@ mod tests {
     fn every_marker_holds_a_deciding_byte() {
         // The streaming fast path reads text without these bytes (and with no tail that
         // may begin a marker) as prose: a marker without one would be missed.
-        for (marker, _) in MARKERS {
+        for (marker, _) in &table().markers {
             assert!(marker.bytes().any(|b| DECIDING.contains(&b)), "{marker:?} holds none of {DECIDING:?}");
         }
     }

@@ -1,9 +1,9 @@
 //! The reading machine every text format shares, one-shot and streamed.
 //!
-//! A reply is prose with call markup in it. A format says where markup begins
-//! ([`Format::find`]), what sits inside a section that groups calls
-//! ([`Format::in_section`]), where a call region ends ([`Format::scan`], resumable), and
-//! what calls a region holds ([`Format::read`]). The [`Core`] walks the text with those
+//! A reply is prose with call markup in it. A format's [`Reading`] says where markup
+//! begins ([`Reading::find`]), what sits inside a section that groups calls
+//! ([`Reading::in_section`]), where a call region ends ([`Reading::scan`], resumable), and
+//! what calls a region holds ([`Reading::read`]). The [`Core`] walks the text with those
 //! answers and tells a [`Sink`] what it decided. The [`Reader`] puts the reasoning rule
 //! (`protocol::reasoning`) in front of it: reasoning is cut out, and the core reads each
 //! stretch of visible text between two pieces of reasoning as a whole (markup never spans
@@ -17,7 +17,7 @@ use std::ops::{ControlFlow, Range};
 use indexmap::IndexMap;
 use memchr::memmem;
 
-use super::json::{Balanced, Quotes, scan_balanced};
+use super::readers::json::{Balanced, Quotes, scan_balanced};
 use crate::protocol::Diagnostic;
 use crate::protocol::reasoning::{Change, VisibleStretches, unclosed_diagnostic};
 use crate::request::Args;
@@ -224,7 +224,7 @@ impl Searches {
     }
 }
 
-/// A call region being scanned ([`Format::scan`]).
+/// A call region being scanned ([`Reading::scan`]).
 #[derive(Debug)]
 pub(crate) struct Region<'r> {
     /// The region's text so far (it starts with the region's markup).
@@ -286,6 +286,78 @@ impl Region<'_> {
     }
 }
 
+/// The tokens around the values of a call whose arguments are tagged values (DSML's
+/// parameters, Hunyuan 3's `<arg_value>`), for [`Region::until_call_end`].
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ValueTags {
+    /// What opens a value: the value begins after it, or, with `tag_ends_at_gt`, after
+    /// the next `>` (the tag has attributes).
+    pub open: &'static str,
+    pub tag_ends_at_gt: bool,
+    /// What closes a value.
+    pub close: &'static str,
+    /// What closes the call.
+    pub call_end: &'static str,
+    /// What opens the next call, and what ends the section: either cuts the call short.
+    pub call: &'static str,
+    pub end: &'static str,
+}
+
+/// Where [`Region::until_call_end`] stands ([`ScanState::stage`]): between values, inside
+/// a value's opening tag, inside a value, or cut short (no closing token).
+const BETWEEN_VALUES: u8 = 0;
+const VALUE_TAG: u8 = 1;
+const IN_VALUE: u8 = 2;
+/// The stage of a region that [`Region::until_call_end`] cut short.
+pub(crate) const CUT: u8 = 3;
+
+impl Region<'_> {
+    /// A call region of tagged values (the call's opening is `open_len` bytes): it ends
+    /// after `call_end`, or is cut short (stage [`CUT`]) where the next call or the
+    /// section's end begins. Inside a value only those two cut it; outside one,
+    /// `call_end` ends it.
+    pub(crate) fn until_call_end(&mut self, open_len: usize, t: &ValueTags) -> Scan {
+        self.state.pos = self.state.pos.max(open_len);
+        loop {
+            let pos = self.state.pos;
+            match self.state.stage {
+                VALUE_TAG => {
+                    let rest = self.text.as_bytes().get(pos..).unwrap_or_default();
+                    let Some(gt) = rest.iter().position(|&b| b == b'>') else {
+                        self.state.pos = self.text.len();
+                        return Scan::Open;
+                    };
+                    self.state.stage = IN_VALUE;
+                    self.state.pos = pos + gt + 1;
+                }
+                IN_VALUE => match self.earliest(pos, &[t.close, t.call, t.end]) {
+                    Some((at, 0)) => {
+                        self.state.stage = BETWEEN_VALUES;
+                        self.state.pos = at + t.close.len();
+                    }
+                    Some((at, _)) => {
+                        self.state.stage = CUT;
+                        return Scan::Closed(at);
+                    }
+                    None => return Scan::Open,
+                },
+                _ => match self.earliest(pos, &[t.open, t.call_end, t.call, t.end]) {
+                    Some((at, 0)) => {
+                        self.state.stage = if t.tag_ends_at_gt { VALUE_TAG } else { IN_VALUE };
+                        self.state.pos = at + t.open.len();
+                    }
+                    Some((at, 1)) => return Scan::Closed(at + t.call_end.len()),
+                    Some((at, _)) => {
+                        self.state.stage = CUT;
+                        return Scan::Closed(at);
+                    }
+                    None => return Scan::Open,
+                },
+            }
+        }
+    }
+}
+
 /// The tokens of a format whose calls stand in sections: a section opens with `open`,
 /// each call in it begins with `call`, and `end` closes it.
 #[derive(Debug, Clone, Copy)]
@@ -295,8 +367,10 @@ pub(crate) struct SectionTokens {
     pub end: &'static str,
 }
 
-/// One text format: where its markup is, and what it means.
-pub(crate) trait Format: Send + Sync {
+/// How a format's calls are found and read: where its markup is, and what it means.
+/// A format hands its reading over with [`Format::reading`](super::format::Format::reading);
+/// formats that read alike share one implementation (a reader of `readers/`).
+pub(crate) trait Reading: Send + Sync {
     /// For a format whose calls stand in sections and nowhere else, their tokens: the
     /// default [`find`](Self::find) and [`in_section`](Self::in_section) read them.
     fn sections(&self) -> Option<SectionTokens> {
@@ -424,7 +498,7 @@ impl Reader {
     /// does; returns where the undecided text begins.
     pub(crate) fn run(
         &mut self,
-        format: &dyn Format,
+        format: &dyn Reading,
         text: &str,
         base: usize,
         mut pos: usize,
@@ -523,7 +597,13 @@ impl Core {
 
     /// Reads the window's text from `pos` on; returns where the undecided text begins
     /// (everything before it was told to `sink`).
-    fn run(&mut self, format: &dyn Format, window: Window<'_>, mut pos: usize, sink: &mut dyn Sink) -> usize {
+    fn run(
+        &mut self,
+        format: &dyn Reading,
+        window: Window<'_>,
+        mut pos: usize,
+        sink: &mut dyn Sink,
+    ) -> usize {
         let Window { text, base, at_end } = window;
         loop {
             match self.mode {
@@ -626,7 +706,7 @@ impl Core {
     #[allow(clippy::too_many_arguments)]
     fn region(
         &mut self,
-        format: &dyn Format,
+        format: &dyn Reading,
         text: &str,
         base: usize,
         start: usize,

@@ -5,49 +5,92 @@
 //! a model that echoes the context back would then have written a call it never meant.
 //! Every token that begins markup in any format (and every VCP marker, since `auto`
 //! reads VCP too) has its first character written as an HTML entity, which no parser
-//! reads as markup and every model reads as the character.
+//! reads as markup and every model reads as the character. The tokens are the special
+//! tokens every format shares the shape of (`<|…`, `<｜…`) and what each format declares
+//! in its file ([`Format::escapes`](super::format::Format::escapes)).
 
 use std::borrow::Cow;
+use std::sync::OnceLock;
 
-use super::auto::after_fence;
-use super::pythonic::list_starts;
+use super::TextFormat;
+use super::format::Escape;
+use super::readers::pythonic::list_starts;
+use super::readers::shapes::fence_holds_calls;
 use crate::protocol::vcp::neutralize_markers;
 
-/// Names that follow `<` or `</` in some format's markup.
-const TAG_NAMES: &[&str] = &[
-    "tool_call",
-    "tool_response",
-    "function",
-    "param",
-    "parameter",
-    "arg_key",
-    "arg_value",
-    "minimax:",
-    "invoke",
-    "response",
-    "longcat_tool",
-    "result",
-    "function_results",
-    "steptml:",
-    "seed:",
-    "]minimax[",
-    "mm:think",
-    "start_function",
-    "end_function",
-    "escape",
-    "channel|",
-    "tool|",
-    "tool_result",
-    "tool_sep",
-    "answer",
-];
+/// What every format declares ([`Format::escapes`](super::format::Format::escapes)),
+/// gathered once.
+#[derive(Debug)]
+struct Escapes {
+    /// Names that follow `<` or `</` in some format's markup.
+    tags: Vec<&'static str>,
+    /// The first bytes of `tags`, in either case: a name that begins with none of them is
+    /// no tag, without comparing it with each.
+    tag_leads: [bool; 256],
+    /// Bracketed tokens (Mistral's).
+    brackets: Vec<&'static str>,
+    /// Words whose `[` opens a call list (Phi-4's `functools`).
+    list_words: Vec<&'static str>,
+    /// Fences that open a list of call objects (xLAM's ```` ```json ````).
+    fences: Vec<&'static str>,
+    /// Whether some format reads a Python call list (`[name(`).
+    call_lists: bool,
+}
 
-/// Bracketed tokens (Mistral's).
-const BRACKET_TOKENS: &[&str] = &["[TOOL_CALLS]", "[ARGS]", "[TOOL_RESULTS]", "[/TOOL_RESULTS]", "[CALL_ID]"];
+/// Every format's escapes.
+fn escapes() -> &'static Escapes {
+    static ESCAPES: OnceLock<Escapes> = OnceLock::new();
+    ESCAPES.get_or_init(|| {
+        let mut all = Escapes {
+            tags: Vec::new(),
+            tag_leads: [false; 256],
+            brackets: Vec::new(),
+            list_words: Vec::new(),
+            fences: Vec::new(),
+            call_lists: false,
+        };
+        for escape in TextFormat::ALL.iter().flat_map(|format| format.format().escapes()) {
+            let (list, item) = match *escape {
+                Escape::Tag(tag) => (&mut all.tags, tag),
+                Escape::Bracket(token) => (&mut all.brackets, token),
+                Escape::ListAfter(word) => (&mut all.list_words, word),
+                Escape::CallFence(fence) => (&mut all.fences, fence),
+                Escape::CallList => {
+                    all.call_lists = true;
+                    continue;
+                }
+            };
+            if !list.contains(&item) {
+                list.push(item);
+            }
+        }
+        for lead in all.tags.iter().filter_map(|tag| tag.bytes().next()) {
+            for byte in [lead.to_ascii_lowercase(), lead.to_ascii_uppercase()] {
+                if let Some(slot) = all.tag_leads.get_mut(usize::from(byte)) {
+                    *slot = true;
+                }
+            }
+        }
+        all
+    })
+}
+
+/// Whether `escape` is among what [`neutralize_tokens`] covers (for the layout test).
+#[cfg(test)]
+pub(super) fn covers(escape: &Escape) -> bool {
+    let all = escapes();
+    match *escape {
+        Escape::Tag(tag) => all.tags.contains(&tag),
+        Escape::Bracket(token) => all.brackets.contains(&token),
+        Escape::ListAfter(word) => all.list_words.contains(&word),
+        Escape::CallFence(fence) => all.fences.contains(&fence),
+        Escape::CallList => all.call_lists,
+    }
+}
 
 /// Whether the `<` at the start of `rest` begins markup of some format: a special token
 /// (`<|…`, `<｜…`) or one of the tags, opening or closing.
-fn tag_starts(rest: &str) -> bool {
+fn tag_starts(rest: &str, escapes: &Escapes) -> bool {
     let Some(after) = rest.strip_prefix('<') else {
         return false;
     };
@@ -56,28 +99,32 @@ fn tag_starts(rest: &str) -> bool {
     }
     let after = after.trim_start();
     let name = after.strip_prefix('/').unwrap_or(after).trim_start();
-    TAG_NAMES.iter().any(|tag| name.get(..tag.len()).is_some_and(|head| head.eq_ignore_ascii_case(tag)))
+    let lead = name.bytes().next().and_then(|b| escapes.tag_leads.get(usize::from(b)));
+    if lead != Some(&true) {
+        return false;
+    }
+    escapes.tags.iter().any(|tag| name.get(..tag.len()).is_some_and(|head| head.eq_ignore_ascii_case(tag)))
 }
 
-/// Whether the `[` at `at` in `text` begins markup: a Mistral token, or what could be a
-/// pythonic call list (`[name(`).
-fn bracket_starts(text: &str, at: usize) -> bool {
+/// Whether the `[` at `at` in `text` begins markup: a bracketed token, what could be a
+/// pythonic call list (`[name(`), or a call list after its word (`functools[`).
+fn bracket_starts(text: &str, at: usize, escapes: &Escapes) -> bool {
     let rest = text.get(at..).unwrap_or_default();
-    BRACKET_TOKENS.iter().any(|token| rest.get(..token.len()).is_some_and(|h| h.eq_ignore_ascii_case(token)))
-        || list_starts(text, at) != Some(false)
-        || text.get(..at).is_some_and(|before| before.ends_with(PHI4_LIST))
+    escapes
+        .brackets
+        .iter()
+        .any(|token| rest.get(..token.len()).is_some_and(|h| h.eq_ignore_ascii_case(token)))
+        || (escapes.call_lists && list_starts(text, at) != Some(false))
+        || text.get(..at).is_some_and(|before| escapes.list_words.iter().any(|word| before.ends_with(word)))
 }
-
-/// Phi-4-mini's call list opens with this word and `[`.
-const PHI4_LIST: &str = "functools";
-
-/// xLAM's fenced call list opens with this fence.
-const JSON_FENCE: &str = "```json";
 
 /// Whether the backtick at the start of `rest` opens a fenced list of call objects
 /// (```` ```json ```` then `[{"name"`), which xLAM reads as calls.
-fn fence_starts(rest: &str) -> bool {
-    rest.starts_with(JSON_FENCE) && after_fence(rest, JSON_FENCE.len(), true) == Some(true)
+fn fence_starts(rest: &str, escapes: &Escapes) -> bool {
+    escapes
+        .fences
+        .iter()
+        .any(|fence| rest.starts_with(fence) && fence_holds_calls(rest, fence.len(), true) == Some(true))
 }
 
 /// Makes untrusted text (a tool's output, an error message) safe to write back to a
@@ -100,17 +147,18 @@ fn fence_starts(rest: &str) -> bool {
 /// ```
 pub fn neutralize_tokens(text: &str) -> Cow<'_, str> {
     let text = neutralize_markers(text);
+    let escapes = escapes();
     let bytes = text.as_bytes();
     let mut out = String::new();
     let mut copied = 0;
     for (at, _) in bytes.iter().enumerate().filter(|(_, b)| matches!(b, b'<' | b'[' | b'`')) {
         let rest = text.get(at..).unwrap_or_default();
         let entity = if rest.starts_with('<') {
-            tag_starts(rest).then_some("&lt;")
+            tag_starts(rest, escapes).then_some("&lt;")
         } else if rest.starts_with('`') {
-            fence_starts(rest).then_some("&#96;")
+            fence_starts(rest, escapes).then_some("&#96;")
         } else {
-            bracket_starts(&text, at).then_some("&#91;")
+            bracket_starts(&text, at, escapes).then_some("&#91;")
         };
         if let Some(entity) = entity {
             out.push_str(text.get(copied..at).unwrap_or_default());

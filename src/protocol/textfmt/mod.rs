@@ -56,6 +56,16 @@
 //! engines disagree) are on its module and, with the table of what decides each format for
 //! [`AutoProtocol`], in the repository's `docs/formats.md`.
 //!
+//! A format is one file of `formats/`, named by its id, that implements one trait
+//! (`format.rs`): its id, its markers for [`AutoProtocol`], the markup
+//! [`neutralize_tokens`] makes plain, how its calls are found and read (the reading
+//! machine of `driver.rs` runs them), its tool prompt, its results, how it writes a call
+//! and its grammar. `registry.rs` lists the formats, one line each, and makes
+//! [`TextFormat`] from that list; `auto`'s markers, the tokens [`neutralize_tokens`] covers
+//! and [`TEXT_PROTOCOL_IDS`](crate::model::TEXT_PROTOCOL_IDS) follow from it. What several
+//! formats share is in `readers/`; no format file imports another. `docs/formats.md` says
+//! what adding a format takes.
+//!
 //! What every format does alike:
 //! - Calls come out in order, each with its name, its arguments (a JSON object) and its
 //!   bytes in the reply. A call whose markup opens and never closes, or whose JSON cannot
@@ -92,56 +102,19 @@
 //! assert!(parsed.requests[0].complete);
 //! ```
 
-mod apertus;
 mod auto;
-mod cohere;
-mod deepseek;
-mod deepseek_v32;
-mod deepseek_v4;
-mod deepseek_v41;
 mod driver;
-mod dsml;
-mod ernie45;
 mod escape;
-mod function_gemma;
-mod gemma4;
-mod gigachat3;
-mod gigachat35;
-mod glm;
+mod format;
+mod formats;
 mod grammar;
-mod granite;
-mod harmony;
-mod hermes;
-mod hunyuan;
-mod hunyuan_v3;
-mod inkling;
-mod internlm;
-mod jamba;
-mod json;
-mod json_list;
-mod kimi_k2;
-mod kimi_k3;
-mod lfm2;
-mod llama3;
-mod longcat;
-mod minicpm5;
-mod minimax;
-mod minimax_m1;
-mod minimax_m3;
-mod mistral;
-mod olmo3;
-mod phi4_mini;
-mod poolside_v1;
+#[cfg(test)]
+mod layout;
 mod prompt;
-mod pythonic;
-mod qwen3_coder;
-mod sarashina;
-mod seed_oss;
-mod step3;
+mod readers;
+mod registry;
 #[cfg(test)]
 pub(crate) mod test_support;
-mod values;
-mod xlam;
 
 use std::ops::Range;
 
@@ -162,202 +135,11 @@ use crate::request::{Invocation, RequestIdSource};
 use crate::tools::ToolCatalog;
 use crate::tools::ToolDefinition;
 use crate::{Span, ToolError, ToolExecutionResult, ToolRequest};
-use driver::{Format, RawCall, Reader, RegionEnd, Sink};
-
-/// One of the open-weight models' text formats.
-///
-/// ```
-/// use tool_calling::protocol::textfmt::{TextFormat, TextFormatProtocol};
-/// let format = TextFormat::for_model("Qwen/Qwen3-8B").unwrap();
-/// assert_eq!(format, TextFormat::Hermes);
-/// assert_eq!(format.to_string(), "hermes");
-/// let reply = r#"<tool_call>{"name": "clock", "arguments": {}}</tool_call>"#;
-/// let parsed = TextFormatProtocol::new(format).parse(reply);
-/// assert_eq!(parsed.requests[0].tool_name, "clock");
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum TextFormat {
-    /// `hermes`: JSON in `<tool_call>` tags (Hermes 2 Pro, Qwen 2.5, Qwen 3).
-    Hermes,
-    /// `qwen3_coder_xml`: `<function=NAME>` with `<parameter=KEY>` text values.
-    Qwen3CoderXml,
-    /// `mistral`: `[TOOL_CALLS]` with a JSON array, or `NAME[ARGS]{…}` per call.
-    Mistral,
-    /// `llama3_json`: `<|python_tag|>` (or a bare reply) with `{"name", "parameters"}`
-    /// objects separated by `;`.
-    Llama3Json,
-    /// `pythonic`: a Python list of calls with keyword arguments.
-    Pythonic,
-    /// `deepseek_v3`: DeepSeek's tokens, `function<｜tool▁sep｜>NAME` and a fenced JSON
-    /// block.
-    DeepSeekV3,
-    /// `deepseek_v31`: DeepSeek's tokens, `NAME<｜tool▁sep｜>{…}`.
-    DeepSeekV31,
-    /// `kimi_k2`: Kimi's section tokens, `functions.NAME:INDEX` ids.
-    KimiK2,
-    /// `glm45`: `<tool_call>NAME` on its own line, `<arg_key>`/`<arg_value>` pairs.
-    Glm45,
-    /// `glm47`: as `glm45`, line breaks optional.
-    Glm47,
-    /// `minimax_m2`: `<minimax:tool_call>` with `<invoke name="…">` and `<parameter
-    /// name="…">` text values.
-    MinimaxM2,
-    /// `cohere`: Cohere Command R / Command A: `<|START_ACTION|>` with a JSON list of `tool_name`/`parameters` objects.
-    Cohere,
-    /// `deepseek_v32`: DeepSeek V3.2: DSML markup, `<｜DSML｜invoke name=…>` with `<｜DSML｜parameter …>` values.
-    DeepSeekV32,
-    /// `step3`: StepFun Step-3: `<｜tool_call_begin｜>function<｜tool_sep｜><steptml:invoke name=…>`.
-    Step3,
-    /// `kimi_k3`: Kimi K3: `<|open|>call tool="…"<|sep|>` blocks in a `tools` channel.
-    KimiK3,
-    /// `harmony`: gpt-oss (OpenAI Harmony): `commentary to=functions.NAME` messages ending in `<|call|>`.
-    Harmony,
-    /// `seed_oss`: ByteDance Seed-OSS: Qwen3-Coder's XML in `<seed:tool_call>` tags.
-    SeedOss,
-    /// `granite`: IBM Granite 3.x: `<|tool_call|>` or `<tool_call>` and a JSON array of calls.
-    Granite,
-    /// `xlam`: Salesforce xLAM: a JSON array of `{"name", "arguments"}` objects.
-    Xlam,
-    /// `phi4_mini`: Phi-4-mini: `functools[…]` with a JSON array of calls.
-    Phi4Mini,
-    /// `hunyuan`: Hunyuan A13B: a JSON array in `<tool_calls>` tags.
-    Hunyuan,
-    /// `internlm`: InternLM2 / 2.5: `<|action_start|><|plugin|>` and a JSON object.
-    Internlm,
-    /// `function_gemma`: FunctionGemma: `<start_function_call>call:NAME{…}<end_function_call>`.
-    FunctionGemma,
-    /// `gemma4`: Gemma 4: `<|tool_call>call:NAME{…}<tool_call|>`.
-    Gemma4,
-    /// `jamba`: AI21 Jamba: a JSON array in `<tool_calls>` tags.
-    Jamba,
-    /// `olmo3`: OLMo 3: Python-style calls in `<function_calls>` tags.
-    Olmo3,
-    /// `longcat`: LongCat-Flash: JSON in `<longcat_tool_call>` tags.
-    Longcat,
-    /// `ernie45`: ERNIE 4.5: JSON in `<tool_call>` tags, after reasoning.
-    Ernie45,
-    /// `gigachat3`: GigaChat 3 / 3.1: one JSON call after a `function call` header.
-    Gigachat3,
-    /// `minimax_m1`: MiniMax-M1: JSON lines in `<tool_calls>` tags.
-    MinimaxM1,
-    /// `inkling`: Inkling: TML frames, `<|content_invoke_tool_json|>` payloads.
-    Inkling,
-    /// `sarashina`: SoftBank Sarashina: a Python-literal list of dicts after `<|tool_calls|>`.
-    Sarashina,
-    /// `deepseek_v4`: DeepSeek V4: DSML invokes in a `<｜DSML｜tool_calls>` block.
-    DeepSeekV4,
-    /// `hunyuan_v3`: Hunyuan 3: `<tool_call>NAME<tool_sep>` and key/value tags in `<tool_calls>`.
-    HunyuanV3,
-    /// `lfm2`: Liquid LFM2: a Python call list between `<|tool_call_start|>` and `<|tool_call_end|>`.
-    Lfm2,
-    /// `minimax_m3`: MiniMax-M3: namespaced `]<]minimax[>[` tags, `<invoke name=…>` with nested value tags.
-    MinimaxM3,
-    /// `apertus`: Swiss AI Apertus: `<|tools_prefix|>[{"NAME": {…}}]<|tools_suffix|>`.
-    Apertus,
-    /// `minicpm5`: MiniCPM 4/5: `<function name=…>` with `<param name=…>` values.
-    Minicpm5,
-    /// `poolside_v1`: poolside Laguna: GLM-4.5's `<tool_call>NAME` with `<arg_key>`/`<arg_value>` pairs.
-    PoolsideV1,
-    /// `gigachat35`: GigaChat 3.5.
-    Gigachat35,
-    /// `deepseek_v41`: DeepSeek V4.1: DSML with spaced tags, `<｜DSML｜ calls>` blocks.
-    DeepSeekV41,
-}
+use driver::{RawCall, Reader, RegionEnd, Sink};
+pub(crate) use registry::IDS;
+pub use registry::TextFormat;
 
 impl TextFormat {
-    /// Every format, in the order of the table above.
-    pub const ALL: [TextFormat; 41] = [
-        TextFormat::Hermes,
-        TextFormat::Qwen3CoderXml,
-        TextFormat::Mistral,
-        TextFormat::Llama3Json,
-        TextFormat::Pythonic,
-        TextFormat::DeepSeekV3,
-        TextFormat::DeepSeekV31,
-        TextFormat::KimiK2,
-        TextFormat::Glm45,
-        TextFormat::Glm47,
-        TextFormat::MinimaxM2,
-        TextFormat::Cohere,
-        TextFormat::DeepSeekV32,
-        TextFormat::Step3,
-        TextFormat::KimiK3,
-        TextFormat::Harmony,
-        TextFormat::SeedOss,
-        TextFormat::Granite,
-        TextFormat::Xlam,
-        TextFormat::Phi4Mini,
-        TextFormat::Hunyuan,
-        TextFormat::Internlm,
-        TextFormat::FunctionGemma,
-        TextFormat::Gemma4,
-        TextFormat::Jamba,
-        TextFormat::Olmo3,
-        TextFormat::Longcat,
-        TextFormat::Ernie45,
-        TextFormat::Gigachat3,
-        TextFormat::MinimaxM1,
-        TextFormat::Inkling,
-        TextFormat::Sarashina,
-        TextFormat::DeepSeekV4,
-        TextFormat::HunyuanV3,
-        TextFormat::Lfm2,
-        TextFormat::MinimaxM3,
-        TextFormat::Apertus,
-        TextFormat::Minicpm5,
-        TextFormat::PoolsideV1,
-        TextFormat::Gigachat35,
-        TextFormat::DeepSeekV41,
-    ];
-
-    /// The protocol id (`hermes`, `qwen3_coder_xml`, …).
-    pub fn id(self) -> &'static str {
-        match self {
-            TextFormat::Hermes => "hermes",
-            TextFormat::Qwen3CoderXml => "qwen3_coder_xml",
-            TextFormat::Mistral => "mistral",
-            TextFormat::Llama3Json => "llama3_json",
-            TextFormat::Pythonic => "pythonic",
-            TextFormat::DeepSeekV3 => "deepseek_v3",
-            TextFormat::DeepSeekV31 => "deepseek_v31",
-            TextFormat::KimiK2 => "kimi_k2",
-            TextFormat::Glm45 => "glm45",
-            TextFormat::Glm47 => "glm47",
-            TextFormat::MinimaxM2 => "minimax_m2",
-            TextFormat::Cohere => "cohere",
-            TextFormat::DeepSeekV32 => "deepseek_v32",
-            TextFormat::Step3 => "step3",
-            TextFormat::KimiK3 => "kimi_k3",
-            TextFormat::Harmony => "harmony",
-            TextFormat::SeedOss => "seed_oss",
-            TextFormat::Granite => "granite",
-            TextFormat::Xlam => "xlam",
-            TextFormat::Phi4Mini => "phi4_mini",
-            TextFormat::Hunyuan => "hunyuan",
-            TextFormat::Internlm => "internlm",
-            TextFormat::FunctionGemma => "function_gemma",
-            TextFormat::Gemma4 => "gemma4",
-            TextFormat::Jamba => "jamba",
-            TextFormat::Olmo3 => "olmo3",
-            TextFormat::Longcat => "longcat",
-            TextFormat::Ernie45 => "ernie45",
-            TextFormat::Gigachat3 => "gigachat3",
-            TextFormat::MinimaxM1 => "minimax_m1",
-            TextFormat::Inkling => "inkling",
-            TextFormat::Sarashina => "sarashina",
-            TextFormat::DeepSeekV4 => "deepseek_v4",
-            TextFormat::HunyuanV3 => "hunyuan_v3",
-            TextFormat::Lfm2 => "lfm2",
-            TextFormat::MinimaxM3 => "minimax_m3",
-            TextFormat::Apertus => "apertus",
-            TextFormat::Minicpm5 => "minicpm5",
-            TextFormat::PoolsideV1 => "poolside_v1",
-            TextFormat::Gigachat35 => "gigachat35",
-            TextFormat::DeepSeekV41 => "deepseek_v41",
-        }
-    }
-
     /// The format with protocol id `id`.
     ///
     /// ```
@@ -401,53 +183,6 @@ impl TextFormat {
     /// ```
     pub fn from_fallback(fallback: FallbackProtocol) -> Option<TextFormat> {
         TextFormat::from_id(fallback.id())
-    }
-
-    /// The reading rules of this format.
-    fn rules(self) -> &'static dyn Format {
-        match self {
-            TextFormat::Hermes => &hermes::HERMES,
-            TextFormat::Qwen3CoderXml => &qwen3_coder::Qwen3Coder,
-            TextFormat::Mistral => &mistral::Mistral,
-            TextFormat::Llama3Json => &llama3::Llama3Json,
-            TextFormat::Pythonic => &pythonic::Pythonic,
-            TextFormat::DeepSeekV3 => &deepseek::DeepSeek { v31: false },
-            TextFormat::DeepSeekV31 => &deepseek::DeepSeek { v31: true },
-            TextFormat::KimiK2 => &kimi_k2::KimiK2,
-            TextFormat::Glm45 => &glm::Glm { v47: false },
-            TextFormat::Glm47 => &glm::Glm { v47: true },
-            TextFormat::MinimaxM2 => &minimax::MinimaxM2,
-            TextFormat::Cohere => &cohere::Rules,
-            TextFormat::DeepSeekV32 => &deepseek_v32::V32,
-            TextFormat::Step3 => &step3::Rules,
-            TextFormat::KimiK3 => &kimi_k3::Rules,
-            TextFormat::Harmony => &harmony::Rules,
-            TextFormat::SeedOss => &seed_oss::Rules,
-            TextFormat::Granite => &granite::Rules,
-            TextFormat::Xlam => &xlam::Rules,
-            TextFormat::Phi4Mini => &phi4_mini::Rules,
-            TextFormat::Hunyuan => &hunyuan::Rules,
-            TextFormat::Internlm => &internlm::Rules,
-            TextFormat::FunctionGemma => &function_gemma::Rules,
-            TextFormat::Gemma4 => &gemma4::Rules,
-            TextFormat::Jamba => &jamba::Rules,
-            TextFormat::Olmo3 => &olmo3::Rules,
-            TextFormat::Longcat => &longcat::RULES,
-            TextFormat::Ernie45 => &ernie45::Rules,
-            TextFormat::Gigachat3 => &gigachat3::Rules,
-            TextFormat::MinimaxM1 => &minimax_m1::Rules,
-            TextFormat::Inkling => &inkling::Rules,
-            TextFormat::Sarashina => &sarashina::Rules,
-            TextFormat::DeepSeekV4 => &deepseek_v4::V4,
-            TextFormat::HunyuanV3 => &hunyuan_v3::Rules,
-            TextFormat::Lfm2 => &lfm2::Rules,
-            TextFormat::MinimaxM3 => &minimax_m3::Rules,
-            TextFormat::Apertus => &apertus::Rules,
-            TextFormat::Minicpm5 => &minicpm5::Rules,
-            TextFormat::PoolsideV1 => &poolside_v1::Rules,
-            TextFormat::Gigachat35 => &gigachat35::Rules,
-            TextFormat::DeepSeekV41 => &deepseek_v41::Rules,
-        }
     }
 }
 
@@ -576,7 +311,7 @@ impl TextFormatProtocol {
     /// assert_eq!(hermes.parse(&text).requests[0].args["city"], "Paris");
     /// ```
     pub fn format_call(&self, name: &str, args: &serde_json::Map<String, Value>) -> Option<String> {
-        grammar::write_call(self.format, name, args)
+        self.format.format().write_call(name, args)
     }
 
     /// The format.
@@ -604,7 +339,7 @@ impl TextFormatProtocol {
             sink.reply.diagnostics.push(reply_too_long(read.len(), text.len(), max));
         }
         let mut reader = Reader::new(self.options.skip_reasoning);
-        reader.run(self.format.rules(), read, 0, 0, true, &mut sink);
+        reader.run(self.format.format().reading(), read, 0, 0, true, &mut sink);
         sink.finish()
     }
 
@@ -627,7 +362,7 @@ impl ToolCallingProtocol for TextFormatProtocol {
         if tools.iter().all(|t| t.methods.is_empty()) {
             return ToolDeclarations::Prompt(String::new());
         }
-        ToolDeclarations::Prompt(prompt::prompt(self.format, tools))
+        ToolDeclarations::Prompt(self.format.format().prompt(tools))
     }
 
     fn parse_turn(&self, turn: &AssistantTurn) -> ParseOutcome {
@@ -674,8 +409,9 @@ pub(crate) fn typed_invocation(request: &ToolRequest, catalog: &ToolCatalog) -> 
         return invocation;
     };
     for (key, text) in &request.text_args {
-        let typed =
-            properties.get(key).and_then(|schema| values::by_schema(text, schema, &method.parameters));
+        let typed = properties
+            .get(key)
+            .and_then(|schema| readers::values::by_schema(text, schema, &method.parameters));
         if let Some(typed) = typed {
             invocation.args.insert(key.clone(), typed);
         }
@@ -801,11 +537,11 @@ pub struct TextFormatStreamParser {
     /// Bytes pushed past the limit; `Some` once it is reached.
     unread: Option<usize>,
     /// The byte all of the format's markup begins with, when it has one
-    /// ([`Format::markup_lead`]): a push without it (nor `<` while reasoning is hidden)
+    /// ([`Reading::markup_lead`]): a push without it (nor `<` while reasoning is hidden)
     /// after decided prose is prose.
     lead: Option<u8>,
     /// The byte every end of a call region begins with, when the format has one
-    /// ([`Format::region_end_lead`]): inside a region, a push without it (nor `<`) is
+    /// ([`Reading::region_end_lead`]): inside a region, a push without it (nor `<`) is
     /// kept in the buffer without running the reader.
     region_end: Option<u8>,
     /// Whether reasoning is hidden (its tags begin with `<`).
@@ -815,8 +551,8 @@ pub struct TextFormatStreamParser {
 impl TextFormatStreamParser {
     fn new(format: TextFormat, options: TextFormatOptions) -> Self {
         TextFormatStreamParser {
-            lead: format.rules().markup_lead(),
-            region_end: format.rules().region_end_lead(),
+            lead: format.format().reading().markup_lead(),
+            region_end: format.format().reading().region_end_lead(),
             hide_reasoning: options.skip_reasoning,
             format,
             reader: Reader::new(options.skip_reasoning),
@@ -851,7 +587,7 @@ impl TextFormatStreamParser {
     }
 
     /// Whether `text`, pushed now, falls inside a call region and cannot end it (see
-    /// [`Format::region_end_lead`]).
+    /// [`Reading::region_end_lead`]).
     #[inline]
     fn waits_in_region(&self, text: &str) -> bool {
         let Some(lead) = self.region_end else { return false };
@@ -870,7 +606,14 @@ impl TextFormatStreamParser {
 
     fn run(&mut self, at_end: bool, events: &mut dyn EventSink) {
         let mut sink = Events { events, ids: &mut self.ids };
-        self.pos = self.reader.run(self.format.rules(), &self.buffer, self.base, self.pos, at_end, &mut sink);
+        self.pos = self.reader.run(
+            self.format.format().reading(),
+            &self.buffer,
+            self.base,
+            self.pos,
+            at_end,
+            &mut sink,
+        );
         // Drop decided text once it is most of the buffer: amortised linear.
         if self.pos > 0 && self.pos >= self.buffer.len() / 2 {
             self.buffer.drain(..self.pos);

@@ -3,7 +3,7 @@
 
 use serde_json::{Map, Value};
 
-use super::driver::{Format, RawCall, ScanState};
+use super::driver::{RawCall, Reading, ScanState};
 use super::{TextFormat, TextFormatProtocol};
 use crate::ToolExecutionResult;
 use crate::protocol::ParseOutcome;
@@ -36,16 +36,11 @@ pub(crate) fn round_trip(format: TextFormat, text: &str, name: &str, args: &Map<
     assert_eq!(parsed.normal_text, "", "{text}");
 }
 
-/// Writes a call of `name` with `args` (a JSON object) with `write`, and reads it back in
-/// `format` with [`round_trip`]; the written text.
-pub(crate) fn written_reads_back(
-    format: TextFormat,
-    write: fn(&str, &Map<String, Value>) -> Option<String>,
-    name: &str,
-    args: &Value,
-) -> String {
+/// Writes a call of `name` with `args` (a JSON object) in `format`, and reads it back
+/// with [`round_trip`]; the written text.
+pub(crate) fn written_reads_back(format: TextFormat, name: &str, args: &Value) -> String {
     let args = args.as_object().cloned().unwrap_or_default();
-    let text = write(name, &args).unwrap_or_default();
+    let text = format.format().write_call(name, &args).unwrap_or_default();
     round_trip(format, &text, name, &args);
     text
 }
@@ -70,7 +65,7 @@ pub(crate) fn calc_tool(description: &str, parameters: Value) -> ToolDefinition 
 }
 
 /// The calls `rules` reads from a closed region `text`.
-pub(crate) fn read_all(rules: &dyn Format, text: &str) -> Vec<RawCall> {
+pub(crate) fn read_all(rules: &dyn Reading, text: &str) -> Vec<RawCall> {
     let mut calls = Vec::new();
     rules.read(text, &ScanState::default(), true, &mut calls);
     calls
@@ -78,7 +73,7 @@ pub(crate) fn read_all(rules: &dyn Format, text: &str) -> Vec<RawCall> {
 
 /// `rules` reads the closed region `text` as one call of `name` with `args`, without
 /// problems.
-pub(crate) fn reads_as(rules: &dyn Format, text: &str, name: &str, args: &Map<String, Value>) {
+pub(crate) fn reads_as(rules: &dyn Reading, text: &str, name: &str, args: &Map<String, Value>) {
     let calls = read_all(rules, text);
     assert_eq!(calls.len(), 1, "{text}");
     assert_eq!(calls[0].name, name);
@@ -88,21 +83,17 @@ pub(crate) fn reads_as(rules: &dyn Format, text: &str, name: &str, args: &Map<St
 
 /// Writes a call of `get_weather` with each of [`samples`], checks that the text starts
 /// with `start`, and reads it back in `format` with [`round_trip`].
-pub(crate) fn samples_read_back(
-    format: TextFormat,
-    write: fn(&str, &Map<String, Value>) -> Option<String>,
-    start: &str,
-) {
+pub(crate) fn samples_read_back(format: TextFormat, start: &str) {
     for args in samples() {
-        let text = write("get_weather", &args).unwrap_or_default();
+        let text = format.format().write_call("get_weather", &args).unwrap_or_default();
         assert!(text.starts_with(start), "{text}");
         round_trip(format, &text, "get_weather", &args);
     }
 }
 
-/// What `results` writes for two successes of `calc_add` (request `1`) that output
+/// What `format` writes for two successes of `calc_add` (request `1`) that output
 /// `output`.
-pub(crate) fn twice(results: fn(&[ToolExecutionResult]) -> String, output: &str) -> String {
+pub(crate) fn twice(format: TextFormat, output: &str) -> String {
     let ok = ToolExecutionResult::success("1", "calc_add", output);
-    results(&[ok.clone(), ok])
+    format.format().results(&[ok.clone(), ok])
 }

@@ -1,0 +1,163 @@
+//! `deepseek_v32`: DeepSeek V3.2's DSML markup (the bars are U+FF5C).
+//!
+//! ```text
+//! <｜DSML｜function_calls>
+//! <｜DSML｜invoke name="get_weather">
+//! <｜DSML｜parameter name="city" string="true">Paris</｜DSML｜parameter>
+//! <｜DSML｜parameter name="days" string="false">3</｜DSML｜parameter>
+//! </｜DSML｜invoke>
+//! </｜DSML｜function_calls>
+//! ```
+//!
+//! Arguments: one key per `<｜DSML｜parameter>`. `string="true"`: the value is the text
+//! between the tags byte for byte (quotes, `<`, `&`, line breaks; nothing trimmed).
+//! `string="false"`: the value is JSON and is decoded; text that is not JSON stays a
+//! string. A parameter without a `string` attribute is typed as the module docs say
+//! for text values. An invoke whose body is a JSON object instead of parameter tags
+//! has that object as its arguments; an invoke with neither has `{}`.
+//!
+//! Several calls: several invokes in one `function_calls` block, or several blocks.
+//! Text before, between and after the blocks is normal text.
+//!
+//! Malformed: an invoke without a name, a parameter without a name or given twice
+//! (neither is kept), an invoke whose body is text that is neither parameters nor a
+//! JSON object, one whose JSON body does not parse, or one not closed by
+//! `</｜DSML｜invoke>` (it ends where the next invoke or the block's end begins) is an
+//! incomplete request; the other invokes still count. A block that never closes keeps
+//! its closed invokes.
+//!
+//! The grammar is read by the shared DSML reader (`readers/dsml.rs`), with V3.2's tokens.
+//!
+//! Implementation-defined choices: invokes count only inside a `function_calls` block
+//! (a bare `<｜DSML｜invoke …>` is text); DeepSeek V4's `tool_calls` block name is not
+//! read; the invoke's name is trimmed; a parameter value ends at the first
+//! `</｜DSML｜parameter>`, and while a value is open only a new invoke or the block's end
+//! cut it short, so a value may hold `</｜DSML｜invoke>` (it cannot hold
+//! `</｜DSML｜parameter>`, `<｜DSML｜invoke` or `</｜DSML｜function_calls>`).
+
+use serde_json::{Map, Value};
+
+use crate::ToolExecutionResult;
+use crate::protocol::textfmt::driver::Reading;
+use crate::protocol::textfmt::format::{Escape, Format, Marker};
+use crate::protocol::textfmt::prompt::{bare_functions, content};
+use crate::protocol::textfmt::readers::dsml::{self, Markup, V32};
+use crate::tools::ToolDefinition;
+
+/// The rules of `deepseek_v32`: its DSML markup, read by the DSML reader.
+pub(crate) struct Rules;
+
+/// The format's id.
+pub(crate) const ID: &str = "deepseek_v32";
+
+impl Format for Rules {
+    fn id(&self) -> &'static str {
+        ID
+    }
+
+    fn markers(&self) -> &'static [Marker] {
+        &[Marker::Token("<｜DSML｜function_calls>")]
+    }
+
+    fn escapes(&self) -> &'static [Escape] {
+        &[Escape::Tag("result"), Escape::Tag("function_results")]
+    }
+
+    fn reading(&self) -> &dyn Reading {
+        &V32
+    }
+
+    /// The tool-definition prompt, worded as DeepSeek V3.2's template words it.
+    fn prompt(&self, tools: &[ToolDefinition]) -> String {
+        let Markup { block, block_end, invoke, invoke_end, param, param_end, .. } = V32;
+        let schemas = bare_functions(tools).iter().map(Value::to_string).collect::<Vec<_>>().join("\n");
+        format!(
+            "## Tools\n\n\
+         You have access to a set of tools you can use to answer the user's question.\n\
+         You can invoke functions by writing a \"{block}\" block like the following as part of your reply to the user:\n\
+         {block}\n\
+         {invoke} name=\"$FUNCTION_NAME\">\n\
+         {param} name=\"$PARAMETER_NAME\" string=\"true|false\">$PARAMETER_VALUE{param_end}\n\
+         ...\n\
+         {invoke_end}\n\
+         {invoke} name=\"$FUNCTION_NAME2\">\n\
+         ...\n\
+         {invoke_end}\n\
+         {block_end}\n\n\
+         String and scalar parameters should be specified as is without any escaping or quotes, while lists and \
+         objects should use JSON format. The \"string\" attribute should be set to \"true\" for string type \
+         parameters and \"false\" for other types (numbers, booleans, arrays, objects).\n\n\
+         Here are the functions available in JSONSchema format:\n<functions>\n{schemas}\n</functions>\n"
+        )
+    }
+
+    /// The text of the tool message that carries `results` back: one `<result>` each, in a
+    /// `<function_results>` block.
+    fn results(&self, results: &[ToolExecutionResult]) -> String {
+        let each: String = results.iter().map(|r| format!("\n<result>{}</result>", content(r))).collect();
+        format!("<function_results>{each}\n</function_results>")
+    }
+
+    /// A call of `name` with `args`, as the prompt teaches it: strings with
+    /// `string="true"`, other values as JSON with `string="false"`. `None` when a string
+    /// holds `</｜DSML｜parameter>`, `<｜DSML｜invoke` or `</｜DSML｜function_calls>` (the format
+    /// has no escapes), or a name or key holds `"` or `>` (or is empty, or has white space
+    /// around it).
+    fn write_call(&self, name: &str, args: &Map<String, Value>) -> Option<String> {
+        dsml::write(&V32, name, args)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::protocol::textfmt::TextFormat;
+    use crate::protocol::textfmt::readers::dsml::tests as dsml_tests;
+    use crate::protocol::textfmt::test_support::calc_tool;
+
+    #[test]
+    fn write_call_round_trips() {
+        dsml_tests::write_round_trips(
+            TextFormat::DeepSeekV32,
+            &V32,
+            |n, a| Rules.write_call(n, a),
+            json!({}),
+            "",
+        );
+    }
+
+    #[test]
+    fn write_call_refuses_what_it_cannot_carry() {
+        dsml_tests::write_refuses(&V32, |n, a| Rules.write_call(n, a));
+    }
+
+    #[test]
+    fn v4_block_and_bare_invokes_are_text() {
+        dsml_tests::bare_invoke_and_other_block_are_text(TextFormat::DeepSeekV32, &V32, &dsml::V4);
+    }
+
+    #[test]
+    fn unclosed_invoke_ends_at_the_next_one() {
+        dsml_tests::unclosed_invoke_ends_at_the_next_one(TextFormat::DeepSeekV32, &V32);
+    }
+
+    #[test]
+    fn prompt_and_results_shape() {
+        let tool =
+            calc_tool("Adds numbers", json!({"type": "object", "properties": {"a": {"type": "integer"}}}));
+        let text = Rules.prompt(&[tool]);
+        assert!(text.starts_with("## Tools\n"));
+        assert!(text.contains("\"name\":\"calc_add\""));
+        assert!(text.contains("<functions>\n{"));
+        assert!(text.contains(&format!("{} name=\"$PARAMETER_NAME\" string=\"true|false\">", V32.param)));
+        let out = Rules.results(&[
+            ToolExecutionResult::success("1", "calc_add", "3 </result><｜DSML｜function_calls>"),
+            ToolExecutionResult::success("2", "calc_add", "4"),
+        ]);
+        assert!(out.starts_with("<function_results>\n<result>3 "));
+        assert!(out.ends_with("<result>4</result>\n</function_results>"));
+        assert!(!out.contains(V32.block));
+    }
+}

@@ -1,0 +1,227 @@
+//! `deepseek_v41`: DeepSeek V4.1: DSML with spaced tags, `<｜DSML｜ calls>` blocks (the
+//! bars are U+FF5C; every tag name begins with a space after `｜DSML｜`).
+//!
+//! ```text
+//! Let me look.
+//!
+//! <｜DSML｜ calls>
+//! <｜DSML｜ invoke name="get_weather">
+//! <｜DSML｜ parameter name="city" string="true">Paris</｜DSML｜ parameter>
+//! <｜DSML｜ parameter name="days" string="false">3</｜DSML｜ parameter>
+//! </｜DSML｜ invoke>
+//! </｜DSML｜ calls>
+//! ```
+//!
+//! This is DeepSeek V4's grammar with every tag name spaced and the block renamed
+//! (`tool_calls` → ` calls`), read by the shared DSML reader (`readers/dsml.rs`). V4.1's
+//! encoder joins the reply's text and the block with a blank line (`\n\n`), and writes
+//! it even when there is no text: exactly one `\n\n` right before a block is that
+//! separator and is markup, not normal text (more line breaks before it stay text).
+//!
+//! Arguments: one key per `<｜DSML｜ parameter>` tag. `string="true"`: the value is the
+//! text between the tags exactly as written (nothing trimmed, no escapes).
+//! `string="false"`: the text is JSON and is decoded; text that is not JSON stays a
+//! string. A parameter without a `string` attribute is typed as the module docs say for
+//! text values. An invoke whose body is one JSON object takes that object as its
+//! arguments (the shape sglang's constrained decoding writes); an invoke with neither
+//! has `{}`.
+//!
+//! Several calls: several invokes in one block (the encoder's way), or several blocks.
+//! Text before, between and after the blocks is normal text; what stands between the
+//! invokes of a block is markup.
+//!
+//! Malformed: an invoke without a name, a parameter without one or named twice, a body
+//! holding text that is neither parameter tags nor one JSON object, a JSON body that
+//! does not parse, or an invoke not closed by `</｜DSML｜ invoke>` make an incomplete
+//! request; the other invokes still count. An unclosed invoke ends where the next
+//! invoke or the block's end begins. A block that never closes keeps its closed
+//! invokes.
+//!
+//! Implementation-defined choices: invokes count only inside a ` calls` block (smg's
+//! V4.1 dialect also reads a bare `<｜DSML｜ invoke …>`; here, as for `deepseek_v4`, it is
+//! text); V4's unspaced tags (`<｜DSML｜tool_calls>`, `<｜DSML｜invoke`) are not read (they
+//! are `deepseek_v4`'s); text after a block stays normal text (the reference parser
+//! rejects it and smg drops it); a value ends at the first `</｜DSML｜ parameter>`, and
+//! while a value is open only a new invoke or the block's end cut it short, so a value
+//! may hold `</｜DSML｜ invoke>` but not `</｜DSML｜ parameter>`, `<｜DSML｜ invoke` or
+//! `</｜DSML｜ calls>`; its `write_call` writes the block without the leading separator
+//! (a call on its own; the separator belongs between text and a block).
+
+use serde_json::{Map, Value};
+
+use crate::ToolExecutionResult;
+use crate::protocol::textfmt::driver::{
+    Found, RawCall, Reading, Region, Scan, ScanState, Searches, SectionTokens,
+};
+use crate::protocol::textfmt::format::{Escape, Format, Marker};
+use crate::protocol::textfmt::readers::dsml::{self, V41, tool_results, tools_section};
+use crate::tools::ToolDefinition;
+
+/// A block with the encoder's blank line before it: the blank line is markup too.
+const SEPARATED_BLOCK: &str = "\n\n<｜DSML｜ calls>";
+
+/// The section kind of a block.
+const BLOCK_KIND: u8 = 1;
+
+/// The rules of `deepseek_v41`.
+pub(crate) struct Rules;
+
+impl Reading for Rules {
+    fn sections(&self) -> Option<SectionTokens> {
+        Some(V41.sections())
+    }
+
+    fn find(&self, text: &str, from: usize, _reply_start: bool, search: &mut Searches) -> Found {
+        // The earliest start wins: with the separator, it starts before the bare block.
+        match search.tokens(text, from, &[SEPARATED_BLOCK, V41.block]) {
+            (Found::Call(at), 0) => Found::Section { at, len: SEPARATED_BLOCK.len(), kind: BLOCK_KIND },
+            (Found::Call(at), _) => Found::Section { at, len: V41.block.len(), kind: BLOCK_KIND },
+            (other, _) => other,
+        }
+    }
+
+    fn scan(&self, region: &mut Region<'_>) -> Scan {
+        dsml::scan(&V41, region)
+    }
+
+    fn read(&self, region: &str, state: &ScanState, closed: bool, calls: &mut Vec<RawCall>) {
+        dsml::read(&V41, region, state, closed, calls);
+    }
+}
+
+/// The format's id.
+pub(crate) const ID: &str = "deepseek_v41";
+
+impl Format for Rules {
+    fn id(&self) -> &'static str {
+        ID
+    }
+
+    fn markers(&self) -> &'static [Marker] {
+        &[Marker::Token("<｜DSML｜ calls>"), Marker::Token("\n\n<｜DSML｜ calls>")]
+    }
+
+    fn escapes(&self) -> &'static [Escape] {
+        &[Escape::Tag("tool_result")]
+    }
+
+    fn reading(&self) -> &dyn Reading {
+        self
+    }
+
+    /// The tool-definition prompt: V4.1's encoder renders V4's `## Tools` section with the
+    /// spaced tags.
+    fn prompt(&self, tools: &[ToolDefinition]) -> String {
+        tools_section(&V41, tools)
+    }
+
+    /// The text that carries `results` back: V4.1 merges tool messages into the next user
+    /// turn as `<tool_result>…</tool_result>` blocks separated by blank lines, as V4 does.
+    fn results(&self, results: &[ToolExecutionResult]) -> String {
+        tool_results(results)
+    }
+
+    /// A call of `name` with `args`, as the encoder writes one: strings with
+    /// `string="true"`, other values as JSON with `string="false"`, one tag a line. `None`
+    /// when a string holds `</｜DSML｜ parameter>`, `<｜DSML｜ invoke` or `</｜DSML｜ calls>`
+    /// (the format has no escapes), or a name or key holds `"` or `>` (or is empty, or has
+    /// white space around it).
+    fn write_call(&self, name: &str, args: &Map<String, Value>) -> Option<String> {
+        dsml::write(&V41, name, args)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::protocol::textfmt::TextFormat;
+    use crate::protocol::textfmt::readers::dsml::tests as dsml_tests;
+    use crate::protocol::textfmt::test_support::{calc_tool, parse};
+
+    const FORMAT: TextFormat = TextFormat::DeepSeekV41;
+
+    #[test]
+    fn write_call_round_trips() {
+        let extra = json!({"v4_invoke": "<｜DSML｜invoke name=\"x\">", "v4_end": "</｜DSML｜tool_calls>"});
+        dsml_tests::write_round_trips(FORMAT, &V41, |n, a| Rules.write_call(n, a), extra, "");
+    }
+
+    #[test]
+    fn write_call_refuses_what_it_cannot_carry() {
+        dsml_tests::write_refuses(&V41, |n, a| Rules.write_call(n, a));
+    }
+
+    #[test]
+    fn write_call_is_the_encoders_layout() {
+        let text = Rules.write_call("calc_add", json!({"a": 1, "s": "x"}).as_object().unwrap());
+        assert_eq!(
+            text.as_deref(),
+            Some(
+                "<｜DSML｜ calls>\n<｜DSML｜ invoke name=\"calc_add\">\n\
+                 <｜DSML｜ parameter name=\"a\" string=\"false\">1</｜DSML｜ parameter>\n\
+                 <｜DSML｜ parameter name=\"s\" string=\"true\">x</｜DSML｜ parameter>\n\
+                 </｜DSML｜ invoke>\n</｜DSML｜ calls>"
+            )
+        );
+    }
+
+    #[test]
+    fn v4_block_and_bare_invokes_are_text() {
+        dsml_tests::bare_invoke_and_other_block_are_text(FORMAT, &V41, &dsml::V4);
+    }
+
+    #[test]
+    fn unclosed_invoke_ends_at_the_next_one() {
+        dsml_tests::unclosed_invoke_ends_at_the_next_one(FORMAT, &V41);
+    }
+
+    #[test]
+    fn one_blank_line_before_a_block_is_markup() {
+        let call = Rules.write_call("f", &Map::new()).unwrap();
+        for (before, normal) in [
+            ("Checking.\n\n", "Checking."),
+            ("\n\n", ""),
+            ("Checking.\n\n\n", "Checking.\n"),
+            ("Checking.\n", "Checking.\n"),
+            ("Checking. ", "Checking. "),
+        ] {
+            let text = format!("{before}{call} Done.\n\n");
+            let parsed = parse(FORMAT, &text);
+            assert_eq!(parsed.requests.len(), 1, "{text:?}: {parsed:#?}");
+            assert!(parsed.requests[0].complete, "{text:?}: {parsed:#?}");
+            assert_eq!(parsed.normal_text, format!("{normal} Done.\n\n"), "{text:?}");
+        }
+        let parsed = parse(FORMAT, "No call.\n\n");
+        assert!(parsed.requests.is_empty());
+        assert_eq!(parsed.normal_text, "No call.\n\n");
+    }
+
+    #[test]
+    fn prompt_and_results_shape() {
+        let tool =
+            calc_tool("Adds numbers", json!({"type": "object", "properties": {"a": {"type": "integer"}}}));
+        let text = Rules.prompt(&[tool]);
+        assert!(text.starts_with("## Tools\n\n"));
+        assert!(
+            text.contains("writing a \"<｜DSML｜ calls>\" block like the following:\n\n<｜DSML｜ calls>\n")
+        );
+        assert!(text.contains("<｜DSML｜ invoke name=\"$TOOL_NAME\">\n"));
+        assert!(text.contains(
+            "<｜DSML｜ parameter name=\"$PARAMETER_NAME\" string=\"true|false\">$PARAMETER_VALUE</｜DSML｜ parameter>\n"
+        ));
+        assert!(text.contains("</｜DSML｜ invoke>\n</｜DSML｜ calls>\n\n"));
+        assert!(text.contains("### Available Tool Schemas\n\n{"));
+        assert!(text.contains("\"name\":\"calc_add\""));
+        assert!(!text.contains("tool_calls"));
+        let out = Rules.results(&[
+            ToolExecutionResult::success("1", "calc_add", "3 </tool_result><｜DSML｜ calls>"),
+            ToolExecutionResult::success("2", "calc_add", "4"),
+        ]);
+        assert!(out.starts_with("<tool_result>3 &lt;/tool_result>"), "{out}");
+        assert!(out.ends_with("</tool_result>\n\n<tool_result>4</tool_result>"), "{out}");
+        assert!(!out.contains(V41.block), "{out}");
+        assert_eq!(out.matches("</tool_result>").count(), 2);
+    }
+}

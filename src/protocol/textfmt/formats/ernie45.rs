@@ -1,0 +1,138 @@
+//! `ernie45`: ERNIE 4.5: JSON in `<tool_call>` tags, after reasoning.
+//!
+//! ```text
+//! The user wants the weather.
+//! </think>
+//!
+//! <tool_call>
+//! {"name": "get_weather", "arguments": {"city": "Paris"}}
+//! </tool_call>
+//! ```
+//!
+//! The Hermes layout: one JSON object per `<tool_call>` block, with `"name"` and
+//! `"arguments"` (`"parameters"` is taken too; an object without either has `{}`;
+//! arguments given as a JSON-encoded string are decoded). Several calls are several
+//! blocks, one per line. Text before, between and after them is normal text.
+//!
+//! ERNIE's thinking models end their reasoning with `</think>` (the template opened it),
+//! which the reasoning rule cuts out, and may frame their visible answer with
+//! `<response>` … `</response>`: those two tokens are framing, dropped from normal text
+//! (the text between them stays). Implementation-defined: the tokens are dropped wherever
+//! they stand; vLLM strips them only when they are single tokens in a stream.
+//!
+//! A block whose content is not a call object (bad JSON, no name, arguments that are not
+//! an object) is an incomplete request; the other blocks still count (vLLM drops every
+//! call of the reply when one block fails). The closing tag is looked for outside JSON
+//! strings, so a value may contain `</tool_call>`. A block that never closes is an
+//! incomplete request.
+
+use serde_json::{Map, Value};
+
+use crate::ToolExecutionResult;
+use crate::protocol::textfmt::TextFormat;
+use crate::protocol::textfmt::driver::{
+    Found, InSection, RawCall, Reading, Region, Scan, ScanState, Searches,
+};
+use crate::protocol::textfmt::format::{Escape, Format};
+use crate::protocol::textfmt::readers::tagged::{
+    read_json_block, scan_json_block, tagged_call, tagged_prompt, tagged_results,
+};
+use crate::tools::ToolDefinition;
+
+pub(crate) const OPEN: &str = "<tool_call>";
+pub(crate) const CLOSE: &str = "</tool_call>";
+/// The tokens that frame the visible answer of a thinking model.
+const RESPONSE_OPEN: &str = "<response>";
+const RESPONSE_CLOSE: &str = "</response>";
+const RESULT_OPEN: &str = "<tool_response>";
+const RESULT_CLOSE: &str = "</tool_response>";
+
+/// The rules of `ernie45`.
+pub(crate) struct Rules;
+
+impl Reading for Rules {
+    fn find(&self, text: &str, from: usize, _reply_start: bool, search: &mut Searches) -> Found {
+        match search.tokens(text, from, &[OPEN, RESPONSE_OPEN, RESPONSE_CLOSE]) {
+            (Found::Call(at), 0) => Found::Call(at),
+            // A framing token: a section that is only the token, left at once.
+            (Found::Call(at), 1) => Found::Section { at, len: RESPONSE_OPEN.len(), kind: 1 },
+            (Found::Call(at), _) => Found::Section { at, len: RESPONSE_CLOSE.len(), kind: 1 },
+            (other, _) => other,
+        }
+    }
+
+    fn in_section(&self, _text: &str, from: usize, _kind: u8, _search: &mut Searches) -> InSection {
+        InSection::Leave(from)
+    }
+
+    fn scan(&self, region: &mut Region<'_>) -> Scan {
+        scan_json_block(region, OPEN.len(), CLOSE)
+    }
+
+    fn read(&self, region: &str, _state: &ScanState, closed: bool, calls: &mut Vec<RawCall>) {
+        read_json_block(region, OPEN, CLOSE, closed, calls);
+    }
+}
+
+/// The format's id.
+pub(crate) const ID: &str = "ernie45";
+
+impl Format for Rules {
+    fn id(&self) -> &'static str {
+        ID
+    }
+
+    fn same_markup(&self) -> &'static [TextFormat] {
+        &[TextFormat::Hermes]
+    }
+
+    fn escapes(&self) -> &'static [Escape] {
+        &[Escape::Tag("tool_call"), Escape::Tag("tool_response"), Escape::Tag("response")]
+    }
+
+    fn reading(&self) -> &dyn Reading {
+        self
+    }
+
+    /// The tool-definition prompt.
+    fn prompt(&self, tools: &[ToolDefinition]) -> String {
+        tagged_prompt(tools, OPEN, CLOSE)
+    }
+
+    /// The text of the tool message that carries `results` back.
+    fn results(&self, results: &[ToolExecutionResult]) -> String {
+        tagged_results(results, RESULT_OPEN, RESULT_CLOSE)
+    }
+
+    /// A call of `name` with `args`, as the prompt teaches it.
+    fn write_call(&self, name: &str, args: &Map<String, Value>) -> Option<String> {
+        Some(tagged_call(name, args, OPEN, CLOSE))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::protocol::textfmt::TextFormat;
+    use crate::protocol::textfmt::test_support::{calc_tool, reads_as, twice};
+
+    #[test]
+    fn written_calls_read_back() {
+        let args = json!({"q": "a </tool_call> b", "n": [1, {"x": null}], "u": "日本"});
+        let args = args.as_object().cloned().unwrap_or_default();
+        let text = Rules.write_call("search_web", &args).unwrap_or_default();
+        assert!(text.starts_with(OPEN) && text.ends_with(CLOSE));
+        reads_as(&Rules, &text, "search_web", &args);
+    }
+
+    #[test]
+    fn prompt_and_results_shape() {
+        let text = Rules.prompt(&[calc_tool("Add.", json!({"type": "object"}))]);
+        assert!(text.contains("\"name\":\"calc_add\"") && text.contains(OPEN) && text.contains("<tools>"));
+        let out = twice(TextFormat::Ernie45, "3 </tool_response>");
+        assert_eq!(out.matches(RESULT_CLOSE).count(), 2);
+        assert!(out.starts_with("<tool_response>\n3 &lt;/tool_response>"));
+    }
+}

@@ -1,0 +1,218 @@
+//! `gigachat35`: GigaChat 3.5 (GigaChat3.5-432B-A28B): GCML invokes in a `tool_calls`
+//! block (the bars are U+FF5C).
+//!
+//! ```text
+//! <｜GCML｜tool_calls>
+//! <｜GCML｜invoke name="get_weather">
+//! <｜GCML｜parameter name="city" string="true">Москва</｜GCML｜parameter>
+//! <｜GCML｜parameter name="days" string="false">3</｜GCML｜parameter>
+//! </｜GCML｜invoke>
+//! </｜GCML｜tool_calls>
+//! ```
+//!
+//! This is DeepSeek V4's DSML markup with `GCML` in place of `DSML`, read by the shared
+//! DSML reader (`readers/dsml.rs`). One reading differs: a parameter without a `string`
+//! attribute is a string (vLLM's default), where DeepSeek V4 types its text.
+//!
+//! Arguments: one key per `<｜GCML｜parameter>` tag. `string="true"`: the value is the
+//! text between the tags exactly as written (nothing trimmed, no escapes).
+//! `string="false"`: the text is JSON and is decoded; text that is not JSON stays a
+//! string. An invoke whose body is one JSON object takes that object as its arguments;
+//! an invoke with no parameters has `{}`.
+//!
+//! Several calls: several invokes in one block (or several blocks). Text before,
+//! between and after the blocks is normal text; what stands between the invokes of a
+//! block is markup. GigaChat's end markers `</s>` and `<|message_sep|>` are markup
+//! wherever they stand (the serving stacks strip them from the end of the text).
+//! `<think>…</think>` reasoning (GigaChat 3.5 Reasoning) is the crate's one reasoning
+//! rule.
+//!
+//! Malformed: an invoke without a name, a parameter without one or named twice, a body
+//! holding text that is neither parameter tags nor one JSON object, a JSON body that
+//! does not parse, or an invoke not closed by `</｜GCML｜invoke>` make an incomplete
+//! request; the other invokes still count. An unclosed invoke ends where the next invoke
+//! or the block's end begins.
+//!
+//! Implementation-defined choices: as for `deepseek_v4` (invokes count only inside a
+//! block; a value ends at the first `</｜GCML｜parameter>`, and a value cannot hold
+//! `<｜GCML｜invoke` or `</｜GCML｜tool_calls>`); an untagged parameter is a string as
+//! vLLM reads it (sglang skips a parameter without `string`); sglang's check of the
+//! function name against the request's tools is left to the engine.
+
+use serde_json::{Map, Value};
+
+use crate::ToolExecutionResult;
+use crate::protocol::textfmt::driver::{
+    Found, InSection, RawCall, Reading, Region, Scan, ScanState, Searches, SectionTokens,
+};
+use crate::protocol::textfmt::format::{Format, Marker};
+use crate::protocol::textfmt::prompt::{functions, named_results};
+use crate::protocol::textfmt::readers::dsml::{self, GCML, Markup};
+use crate::tools::ToolDefinition;
+
+/// GigaChat's end-of-sequence and end-of-message markers.
+const EOS: &str = "</s>";
+const MESSAGE_SEP: &str = "<|message_sep|>";
+
+/// Section kinds: a block of invokes, or an end marker (dropped from the text).
+const BLOCK_KIND: u8 = 1;
+const MARKER_KIND: u8 = 2;
+
+/// The rules of `gigachat35`.
+pub(crate) struct Rules;
+
+impl Reading for Rules {
+    fn sections(&self) -> Option<SectionTokens> {
+        Some(GCML.sections())
+    }
+
+    fn find(&self, text: &str, from: usize, _reply_start: bool, search: &mut Searches) -> Found {
+        match search.tokens(text, from, &[GCML.block, EOS, MESSAGE_SEP]) {
+            (Found::Call(at), 0) => Found::Section { at, len: GCML.block.len(), kind: BLOCK_KIND },
+            (Found::Call(at), 1) => Found::Section { at, len: EOS.len(), kind: MARKER_KIND },
+            (Found::Call(at), _) => Found::Section { at, len: MESSAGE_SEP.len(), kind: MARKER_KIND },
+            (other, _) => other,
+        }
+    }
+
+    fn in_section(&self, text: &str, from: usize, kind: u8, search: &mut Searches) -> InSection {
+        if kind == MARKER_KIND {
+            return InSection::Leave(from);
+        }
+        search.call_or_end(text, from, GCML.invoke, GCML.block_end)
+    }
+
+    fn scan(&self, region: &mut Region<'_>) -> Scan {
+        dsml::scan(&GCML, region)
+    }
+
+    fn read(&self, region: &str, state: &ScanState, closed: bool, calls: &mut Vec<RawCall>) {
+        dsml::read(&GCML, region, state, closed, calls);
+    }
+}
+
+/// The format's id.
+pub(crate) const ID: &str = "gigachat35";
+
+impl Format for Rules {
+    fn id(&self) -> &'static str {
+        ID
+    }
+
+    fn markers(&self) -> &'static [Marker] {
+        &[Marker::Token("<｜GCML｜tool_calls>")]
+    }
+
+    fn reading(&self) -> &dyn Reading {
+        self
+    }
+
+    /// The tool-definition prompt. GigaChat 3.5's chat template is not public in the
+    /// sources read; this is a plain prompt: the functions as JSON, then the GCML block
+    /// the parsers read.
+    fn prompt(&self, tools: &[ToolDefinition]) -> String {
+        let Markup { block, block_end, invoke, invoke_end, param, param_end, .. } = GCML;
+        let list = serde_json::to_string_pretty(&Value::Array(functions(tools))).unwrap_or_default();
+        format!(
+            "You can call the following functions:\n{list}\n\n\
+         To call functions, write one {block} block holding one invoke per call:\n\
+         {block}\n\
+         {invoke} name=\"FUNCTION_NAME\">\n\
+         {param} name=\"PARAMETER_NAME\" string=\"true\">text written as it is{param_end}\n\
+         {param} name=\"PARAMETER_NAME\" string=\"false\">a JSON value{param_end}\n\
+         {invoke_end}\n\
+         {block_end}\n\
+         Give a string parameter as it is with string=\"true\"; give every other value (number, boolean, \
+         array, object, null) as JSON with string=\"false\". Each result comes back as a function result \
+         message."
+        )
+    }
+
+    /// The text of the tool message that carries `results` back: GigaChat 3's `function
+    /// result` content, one JSON object per result (`"result"` or `"error"`), one a line.
+    fn results(&self, results: &[ToolExecutionResult]) -> String {
+        named_results(results, "result", "error")
+    }
+
+    /// A call of `name` with `args`, as the prompt teaches it: strings with
+    /// `string="true"`, other values as JSON with `string="false"`. `None` when a string
+    /// holds `</｜GCML｜parameter>`, `<｜GCML｜invoke` or `</｜GCML｜tool_calls>` (the format
+    /// has no escapes), or a name or key holds `"` or `>` (or is empty, or has white space
+    /// around it).
+    fn write_call(&self, name: &str, args: &Map<String, Value>) -> Option<String> {
+        dsml::write(&GCML, name, args)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::protocol::textfmt::TextFormat;
+    use crate::protocol::textfmt::readers::dsml::tests as dsml_tests;
+    use crate::protocol::textfmt::test_support::{calc_tool, parse};
+
+    #[test]
+    fn write_call_round_trips() {
+        let extra = json!({"city": "Москва", "eos": "ends with </s>", "sep": "<|message_sep|>"});
+        dsml_tests::write_round_trips(
+            TextFormat::Gigachat35,
+            &GCML,
+            |n, a| Rules.write_call(n, a),
+            extra,
+            "</s>",
+        );
+    }
+
+    #[test]
+    fn write_call_refuses_what_it_cannot_carry() {
+        dsml_tests::write_refuses(&GCML, |n, a| Rules.write_call(n, a));
+    }
+
+    #[test]
+    fn unclosed_invoke_ends_at_the_next_one() {
+        dsml_tests::unclosed_invoke_ends_at_the_next_one(TextFormat::Gigachat35, &GCML);
+    }
+
+    #[test]
+    fn untagged_parameter_is_a_string() {
+        let Markup { block, block_end, invoke, invoke_end, param, param_end, .. } = GCML;
+        let parsed = parse(
+            TextFormat::Gigachat35,
+            &format!("{block}{invoke} name=\"f\">{param} name=\"n\">42{param_end}{invoke_end}{block_end}"),
+        );
+        assert!(parsed.requests[0].complete, "{parsed:#?}");
+        assert_eq!(parsed.requests[0].args["n"], "42");
+    }
+
+    #[test]
+    fn end_markers_are_not_text() {
+        let parsed = parse(TextFormat::Gigachat35, "The answer is 4.<|message_sep|></s>");
+        assert!(parsed.requests.is_empty());
+        assert_eq!(parsed.normal_text, "The answer is 4.");
+    }
+
+    #[test]
+    fn dsml_block_and_bare_invokes_are_text() {
+        dsml_tests::bare_invoke_and_other_block_are_text(TextFormat::Gigachat35, &GCML, &dsml::V4);
+    }
+
+    #[test]
+    fn prompt_and_results_shape() {
+        let tool =
+            calc_tool("Adds numbers", json!({"type": "object", "properties": {"a": {"type": "integer"}}}));
+        let text = Rules.prompt(&[tool]);
+        assert!(text.starts_with("You can call the following functions:\n["), "{text}");
+        assert!(text.contains("\"name\": \"calc_add\""), "{text}");
+        assert!(text.contains(&format!("{} name=\"PARAMETER_NAME\" string=\"false\">", GCML.param)));
+        let out = Rules.results(&[
+            ToolExecutionResult::success("1", "calc_add", "3 <｜GCML｜tool_calls>"),
+            ToolExecutionResult::success("2", "calc_add", "4"),
+        ]);
+        let lines: Vec<Value> = out.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
+        assert_eq!(lines.len(), 2, "{out}");
+        assert!(!out.contains(GCML.block), "{out}");
+        assert_eq!(lines[1]["result"], "4");
+    }
+}

@@ -1,0 +1,95 @@
+//! `hermes`: a JSON object in `<tool_call>` tags (Hermes 2 Pro, Qwen 2.5, Qwen 3).
+//!
+//! ```text
+//! <tool_call>
+//! {"name": "get_weather", "arguments": {"city": "Paris"}}
+//! </tool_call>
+//! ```
+//!
+//! The line breaks inside the tags are optional. An object without `"arguments"` has
+//! `{}`; arguments given as a JSON-encoded string are decoded. A block whose content is
+//! not a call object is an incomplete request (the others still count). The closing tag
+//! is found outside JSON strings, so arguments may contain `</tool_call>`.
+//! Implementation-defined choices: a block never closed is an incomplete request even
+//! when its JSON is whole. The reading is the tagged-block reader's (`readers/tagged.rs`).
+
+use serde_json::{Map, Value};
+
+use crate::ToolExecutionResult;
+use crate::grammar::{Builder, Constraint, GrammarError, Syntax};
+use crate::protocol::textfmt::TextFormatOptions;
+use crate::protocol::textfmt::driver::Reading;
+use crate::protocol::textfmt::format::{Escape, Format, Marker};
+use crate::protocol::textfmt::grammar::{JsonMarkup, JsonSyntax, json_text};
+use crate::protocol::textfmt::prompt::{functions, lines};
+use crate::protocol::textfmt::readers::shapes::{Shape, after_tool_call};
+use crate::protocol::textfmt::readers::tagged::{
+    TOOL_CALL, TOOL_CALL_END, Tagged, tagged_call, tagged_results,
+};
+use crate::tools::ToolDefinition;
+
+/// The format's id.
+pub(crate) const ID: &str = "hermes";
+
+/// The reading of `hermes`: one call object between `<tool_call>` and `</tool_call>`.
+const READING: Tagged = Tagged { open: TOOL_CALL, close: TOOL_CALL_END };
+
+/// The rules of `hermes`.
+pub(crate) struct Rules;
+
+impl Format for Rules {
+    fn id(&self) -> &'static str {
+        ID
+    }
+
+    fn markers(&self) -> &'static [Marker] {
+        &[Marker::Shared { token: TOOL_CALL, look: after_tool_call, shape: Shape::JsonObject }]
+    }
+
+    fn escapes(&self) -> &'static [Escape] {
+        &[Escape::Tag("tool_call"), Escape::Tag("tool_response")]
+    }
+
+    fn reading(&self) -> &dyn Reading {
+        &READING
+    }
+
+    fn prompt(&self, tools: &[ToolDefinition]) -> String {
+        format!(
+            "# Tools\n\nYou may call one or more functions to assist with the user query.\n\n\
+             You are provided with function signatures within <tools></tools> XML tags:\n<tools>\n{}\n</tools>\n\n\
+             For each function call, return a json object with function name and arguments within \
+             <tool_call></tool_call> XML tags:\n<tool_call>\n{{\"name\": <function-name>, \"arguments\": <args-json-object>}}\n</tool_call>",
+            lines(&functions(tools))
+        )
+    }
+
+    fn results(&self, results: &[ToolExecutionResult]) -> String {
+        tagged_results(results, "<tool_response>", "</tool_response>")
+    }
+
+    fn write_call(&self, name: &str, args: &Map<String, Value>) -> Option<String> {
+        Some(tagged_call(name, args, TOOL_CALL, TOOL_CALL_END))
+    }
+
+    fn syntax(
+        &self,
+        b: &mut Builder,
+        methods: &[(String, &Value)],
+        options: &TextFormatOptions,
+        _constraint: &Constraint,
+    ) -> Result<Syntax, GrammarError> {
+        let head = |name: &str| {
+            format!("\n{{\"name\": {}, \"arguments\": ", json_text(&Value::String(name.to_string())))
+        };
+        let markup = JsonMarkup {
+            head: &head,
+            index: None,
+            tail: "}\n</tool_call>",
+            tag_open: TOOL_CALL,
+            tag_close: "",
+        };
+        JsonSyntax { markup, open: TOOL_CALL, section: None, avoid: Vec::new(), arguments: "arguments" }
+            .build(ID, b, methods, options)
+    }
+}

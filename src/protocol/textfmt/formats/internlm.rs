@@ -1,0 +1,165 @@
+//! `internlm`: InternLM2 / InternLM2.5: a JSON object after `<|action_start|><|plugin|>`.
+//!
+//! ```text
+//! I will look that up.<|action_start|><|plugin|>
+//! {"name": "get_weather", "parameters": {"city": "Paris"}}<|action_end|>
+//! ```
+//!
+//! An action opens with `<|action_start|>`, names its kind (`<|plugin|>`: a tool call;
+//! white space between the two tokens is allowed, as sglang does), holds one JSON object
+//! with `"name"` and `"parameters"` (`"arguments"` is taken too; neither: `{}`; a
+//! JSON-encoded string is decoded), and ends with `<|action_end|>`, looked for outside
+//! JSON strings. Text before and after an action is normal text.
+//!
+//! The model writes one action per reply (vLLM reads only the first); this crate reads
+//! every action of the reply, each its own call (implementation-defined). An action of
+//! another kind (`<|interpreter|>` code) or a body that is not a call object is an
+//! incomplete request; an action never closed is an incomplete request. A lone
+//! `<|action_start|>` at the very end of the reply (nothing after it but white space) is
+//! dropped as markup.
+
+use serde_json::{Map, Value};
+
+use crate::ToolExecutionResult;
+use crate::protocol::textfmt::driver::{
+    Found, InSection, RawCall, Reading, Region, Scan, ScanState, Searches, after_blanks,
+};
+use crate::protocol::textfmt::format::{Format, Marker};
+use crate::protocol::textfmt::grammar::json_text;
+use crate::protocol::textfmt::prompt::{functions, named_results};
+use crate::protocol::textfmt::readers::tagged::{read_call_object, scan_json_block};
+use crate::tools::ToolDefinition;
+
+pub(crate) const ACTION_START: &str = "<|action_start|>";
+const PLUGIN: &str = "<|plugin|>";
+const ACTION_END: &str = "<|action_end|>";
+
+/// The rules of `internlm`.
+pub(crate) struct Rules;
+
+impl Reading for Rules {
+    fn find(&self, text: &str, from: usize, _reply_start: bool, search: &mut Searches) -> Found {
+        search.section(text, from, ACTION_START)
+    }
+
+    fn in_section(&self, text: &str, from: usize, _kind: u8, _search: &mut Searches) -> InSection {
+        // After the action (its region ends with `<|action_end|>`): prose again.
+        if text.get(..from).is_some_and(|before| before.ends_with(ACTION_END)) {
+            return InSection::Leave(from);
+        }
+        let at = after_blanks(text.as_bytes(), from);
+        let rest = text.get(at..).unwrap_or_default();
+        if rest.is_empty() || (PLUGIN.starts_with(rest) && rest.len() < PLUGIN.len()) {
+            return InSection::Hold(at);
+        }
+        // The action's kind and body are one region, whatever the kind.
+        InSection::Call(at)
+    }
+
+    fn scan(&self, region: &mut Region<'_>) -> Scan {
+        if region.text.starts_with(PLUGIN) {
+            scan_json_block(region, PLUGIN.len(), ACTION_END)
+        } else {
+            region.until(0, ACTION_END)
+        }
+    }
+
+    fn read(&self, region: &str, _state: &ScanState, closed: bool, calls: &mut Vec<RawCall>) {
+        let span = 0..region.len();
+        if !region.starts_with(PLUGIN) {
+            calls.push(RawCall::broken(
+                span,
+                "",
+                format!(
+                    "only a {PLUGIN} action calls a tool: write {ACTION_START}{PLUGIN} and a JSON call object"
+                ),
+            ));
+            return;
+        }
+        read_call_object(
+            region,
+            PLUGIN.len(),
+            ACTION_END,
+            closed,
+            &["parameters", "arguments"],
+            calls,
+            || {
+                format!(
+                    "write one JSON object with \"name\" and \"parameters\" between {ACTION_START}{PLUGIN} and {ACTION_END}"
+                )
+            },
+        );
+    }
+}
+
+/// The format's id.
+pub(crate) const ID: &str = "internlm";
+
+impl Format for Rules {
+    fn id(&self) -> &'static str {
+        ID
+    }
+
+    fn markers(&self) -> &'static [Marker] {
+        &[Marker::Token("<|action_start|>")]
+    }
+
+    fn reading(&self) -> &dyn Reading {
+        self
+    }
+
+    /// The tool-definition prompt.
+    fn prompt(&self, tools: &[ToolDefinition]) -> String {
+        let list = serde_json::to_string_pretty(&Value::Array(functions(tools))).unwrap_or_default();
+        format!(
+            "You can call external plugins (tools) to help with the user's request. The plugins \
+         available are:\n{list}\n\n\
+         To call a plugin, write {ACTION_START}{PLUGIN} followed by a JSON object with the plugin's \
+         \"name\" and its \"parameters\", then {ACTION_END}:\n\
+         {ACTION_START}{PLUGIN}\n{{\"name\": <plugin-name>, \"parameters\": <params-json-object>}}{ACTION_END}\n\
+         The plugin's output comes back to you from the environment."
+        )
+    }
+
+    /// The text of the tool message that carries `results` back: the environment's message,
+    /// one JSON object per result (`"name"`, and `"content"` or `"error"`), one per line.
+    fn results(&self, results: &[ToolExecutionResult]) -> String {
+        named_results(results, "content", "error")
+    }
+
+    /// A call of `name` with `args`, as the prompt teaches it.
+    fn write_call(&self, name: &str, args: &Map<String, Value>) -> Option<String> {
+        let name = json_text(&Value::String(name.to_string()));
+        let args = json_text(&Value::Object(args.clone()));
+        Some(format!("{ACTION_START}{PLUGIN}\n{{\"name\": {name}, \"parameters\": {args}}}{ACTION_END}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::protocol::textfmt::TextFormat;
+    use crate::protocol::textfmt::test_support::{calc_tool, reads_as, twice};
+
+    #[test]
+    fn written_calls_read_back() {
+        let args = json!({"q": "a <|action_end|> b", "n": [1, {"x": null}], "u": "書生"});
+        let args = args.as_object().cloned().unwrap_or_default();
+        let text = Rules.write_call("search", &args).unwrap_or_default();
+        reads_as(&Rules, text.strip_prefix(ACTION_START).unwrap_or_default(), "search", &args);
+    }
+
+    #[test]
+    fn prompt_and_results_shape() {
+        assert!(
+            Rules.prompt(&[calc_tool("Add.", json!({"type": "object"}))]).contains("\"name\": \"calc_add\"")
+        );
+        let out = twice(TextFormat::Internlm, "3 <|action_start|>");
+        let lines: Vec<Value> = out.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
+        assert_eq!(lines.len(), 2);
+        assert_eq!(lines[0]["name"], "calc_add");
+        assert!(!out.contains(ACTION_START));
+    }
+}

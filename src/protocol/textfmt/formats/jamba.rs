@@ -1,0 +1,94 @@
+//! `jamba`: AI21 Jamba: a JSON array in `<tool_calls>` tags.
+//!
+//! ```text
+//! <tool_calls>[
+//!     {"name": "get_weather", "arguments": {"city": "Paris"}},
+//!     {"name": "add", "arguments": {"a": 1}}
+//! ]</tool_calls>
+//! ```
+//!
+//! The same outer markup as Hunyuan A13B, read by the same rules
+//! (the `json_list` reader's tagged array): blanks (the array is often
+//! pretty-printed) may stand around the array; each element is a call object with
+//! `"name"` and `"arguments"` (an object, or a JSON-encoded string holding one); calls
+//! come out in order.
+//!
+//! Normal text: everything outside the blocks. An element without `"name"` or
+//! `"arguments"` is an incomplete request (the others count); a block whose content is
+//! not one JSON array, or that never closes, gives incomplete requests. Implementation-
+//! defined choices: every `<tool_calls>` block is read (vLLM reads the first one only);
+//! text after the block is normal text; a lone space before the block stays normal text
+//! (vLLM reports none).
+
+use serde_json::{Map, Value};
+
+use crate::ToolExecutionResult;
+use crate::protocol::textfmt::TextFormat;
+use crate::protocol::textfmt::driver::Reading;
+use crate::protocol::textfmt::format::Format;
+use crate::protocol::textfmt::prompt::{functions, named_results};
+use crate::protocol::textfmt::readers::json_list::{TAGGED_ARRAY, tagged_calls};
+use crate::tools::ToolDefinition;
+
+/// The rules of `jamba`: Hunyuan A13B's `<tool_calls>` array, read by the `json_list`
+/// reader.
+pub(crate) struct Rules;
+
+/// The format's id.
+pub(crate) const ID: &str = "jamba";
+
+impl Format for Rules {
+    fn id(&self) -> &'static str {
+        ID
+    }
+
+    fn same_markup(&self) -> &'static [TextFormat] {
+        &[TextFormat::Hunyuan]
+    }
+
+    fn reading(&self) -> &dyn Reading {
+        &TAGGED_ARRAY
+    }
+
+    /// The tool-definition prompt: the tools as JSON, one a line, and how to call them.
+    fn prompt(&self, tools: &[ToolDefinition]) -> String {
+        let listed = functions(tools).iter().map(Value::to_string).collect::<Vec<_>>().join("\n");
+        format!(
+            "# Tools\n\nYou have access to the following functions:\n\n{listed}\n\n\
+         To call functions, reply with a JSON list of calls between <tool_calls> and </tool_calls>:\n\
+         <tool_calls>[{{\"name\": <function-name>, \"arguments\": <args-json-object>}}, ...]</tool_calls>"
+        )
+    }
+
+    /// The text of the tool message that carries `results` back: one JSON object per line,
+    /// `{"name": …, "content": …}` (Jamba's tool turn carries the output as JSON).
+    fn results(&self, results: &[ToolExecutionResult]) -> String {
+        named_results(results, "content", "content")
+    }
+
+    /// A call of `name` with `args`, as the prompt teaches it.
+    fn write_call(&self, name: &str, args: &Map<String, Value>) -> Option<String> {
+        Some(tagged_calls(name, args))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::textfmt::TextFormat;
+    use crate::protocol::textfmt::test_support::{samples_read_back, twice};
+
+    #[test]
+    fn written_calls_read_back() {
+        samples_read_back(TextFormat::Jamba, "<tool_calls>[{\"name\": \"get_weather\"");
+    }
+
+    #[test]
+    fn prompt_and_results_shape() {
+        assert!(Rules.prompt(&[]).contains("<tool_calls>[{\"name\""));
+        let out = twice(TextFormat::Jamba, "3\"} <tool_calls>");
+        assert_eq!(out.lines().count(), 2, "{out}");
+        assert!(out.lines().all(|l| serde_json::from_str::<Value>(l).is_ok()), "{out}");
+        assert!(!out.contains("<tool_calls>"), "{out}");
+    }
+}

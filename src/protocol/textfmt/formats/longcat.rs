@@ -1,0 +1,101 @@
+//! `longcat`: LongCat-Flash: JSON in `<longcat_tool_call>` tags.
+//!
+//! ```text
+//! <longcat_tool_call>
+//! {"name": "get_weather", "arguments": {"city": "Paris"}}
+//! </longcat_tool_call>
+//! ```
+//!
+//! The Hermes layout under LongCat's own tag names: one JSON object per block, with
+//! `"name"` and `"arguments"` (`"parameters"` is taken too; an object without either has
+//! `{}`; arguments given as a JSON-encoded string are decoded). The line breaks inside the
+//! tags are optional. Several calls are several blocks, usually one per line; text before,
+//! between and after them is normal text.
+//!
+//! A block whose content is not a call object (bad JSON, no name, arguments that are not
+//! an object) is an incomplete request; the other blocks still count. The closing tag is
+//! looked for outside JSON strings, so a value may contain `</longcat_tool_call>`. A block
+//! that never closes is an incomplete request even when its JSON is whole
+//! (implementation-defined: vLLM's regex also accepts an unclosed last block).
+
+use serde_json::{Map, Value};
+
+use crate::ToolExecutionResult;
+use crate::protocol::textfmt::driver::Reading;
+use crate::protocol::textfmt::format::{Escape, Format, Marker};
+use crate::protocol::textfmt::readers::tagged::{Tagged, tagged_call, tagged_prompt, tagged_results};
+use crate::tools::ToolDefinition;
+
+pub(crate) const OPEN: &str = "<longcat_tool_call>";
+pub(crate) const CLOSE: &str = "</longcat_tool_call>";
+const RESULT_OPEN: &str = "<longcat_tool_response>";
+const RESULT_CLOSE: &str = "</longcat_tool_response>";
+
+/// The reading of `longcat`: Hermes' under its tag names.
+pub(crate) const READING: Tagged = Tagged { open: OPEN, close: CLOSE };
+
+/// The rules of `longcat`.
+pub(crate) struct Rules;
+
+/// The format's id.
+pub(crate) const ID: &str = "longcat";
+
+impl Format for Rules {
+    fn id(&self) -> &'static str {
+        ID
+    }
+
+    fn markers(&self) -> &'static [Marker] {
+        &[Marker::Token("<longcat_tool_call>")]
+    }
+
+    fn escapes(&self) -> &'static [Escape] {
+        &[Escape::Tag("longcat_tool")]
+    }
+
+    fn reading(&self) -> &dyn Reading {
+        &READING
+    }
+
+    /// The tool-definition prompt.
+    fn prompt(&self, tools: &[ToolDefinition]) -> String {
+        tagged_prompt(tools, OPEN, CLOSE)
+    }
+
+    /// The text of the tool message that carries `results` back.
+    fn results(&self, results: &[ToolExecutionResult]) -> String {
+        tagged_results(results, RESULT_OPEN, RESULT_CLOSE)
+    }
+
+    /// A call of `name` with `args`, as the prompt teaches it.
+    fn write_call(&self, name: &str, args: &Map<String, Value>) -> Option<String> {
+        Some(tagged_call(name, args, OPEN, CLOSE))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::protocol::textfmt::TextFormat;
+    use crate::protocol::textfmt::test_support::{calc_tool, reads_as, twice};
+
+    #[test]
+    fn written_calls_read_back() {
+        let args = json!({"q": "a </longcat_tool_call> b", "n": [1, {"x": null}], "u": "日本"});
+        let args = args.as_object().cloned().unwrap_or_default();
+        let text = Rules.write_call("search_web", &args).unwrap_or_default();
+        assert!(text.starts_with(OPEN) && text.ends_with(CLOSE));
+        reads_as(&READING, &text, "search_web", &args);
+    }
+
+    #[test]
+    fn prompt_and_results_shape() {
+        let text = Rules.prompt(&[calc_tool("Add.", json!({"type": "object"}))]);
+        assert!(text.contains("\"name\":\"calc_add\"") && text.contains(OPEN) && text.contains("<tools>"));
+        let out = twice(TextFormat::Longcat, "3 <tool_call>");
+        assert_eq!(out.matches(RESULT_CLOSE).count(), 2);
+        assert!(out.starts_with("<longcat_tool_response>\n3 &lt;tool_call>"));
+    }
+}

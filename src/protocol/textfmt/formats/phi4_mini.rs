@@ -1,0 +1,137 @@
+//! `phi4_mini`: Phi-4-mini: `functools[…]` with a JSON array of calls.
+//!
+//! ```text
+//! functools[{"name": "get_weather", "arguments": {"city": "Paris"}}, {"name": "add", "arguments": {"a": 1}}]
+//! ```
+//!
+//! The marker `functools` is followed directly by a JSON array (no closing marker). Each
+//! element is a call object with `"name"` and `"arguments"` (an object, or a
+//! JSON-encoded string holding one; `"parameters"` is accepted too; absent: `{}`); they
+//! come out in order, and several `functools[…]` lists in a reply one after the other.
+//!
+//! Normal text: everything else, before and after the list. An element that is not a
+//! call is an incomplete request (the others count); a list that does not parse, or is
+//! never closed, is one incomplete request. Implementation-defined choices: the list ends
+//! at the `]` that balances its `[` outside JSON strings (vLLM stops at the first `]`,
+//! which breaks on array values); text after the list is normal text (vLLM drops all
+//! text when it finds calls); `functools` not directly followed by `[` is prose.
+
+use serde_json::{Map, Value};
+
+use crate::ToolExecutionResult;
+use crate::protocol::textfmt::driver::{Found, RawCall, Reading, Region, Scan, ScanState, Searches};
+use crate::protocol::textfmt::format::{Escape, Format, Marker};
+use crate::protocol::textfmt::prompt::content;
+use crate::protocol::textfmt::readers::json_list::{
+    Block, call_json, pretty_functions, read_block, scan_block,
+};
+use crate::tools::ToolDefinition;
+
+/// The marker with the list's opening bracket.
+pub(crate) const MARKER: &str = "functools[";
+
+const BLOCK: Block = Block {
+    open_len: MARKER.len() - 1,
+    close: None,
+    tentative: false,
+    single: false,
+    keys: &["arguments", "parameters"],
+    require: false,
+    what: "functools",
+};
+
+/// The rules of `phi4_mini`.
+pub(crate) struct Rules;
+
+impl Reading for Rules {
+    fn find(&self, text: &str, from: usize, _reply_start: bool, search: &mut Searches) -> Found {
+        search.token(text, from, MARKER)
+    }
+
+    fn scan(&self, region: &mut Region<'_>) -> Scan {
+        scan_block(region, &BLOCK)
+    }
+
+    fn read(&self, region: &str, state: &ScanState, closed: bool, calls: &mut Vec<RawCall>) {
+        read_block(region, state, closed, &BLOCK, calls);
+    }
+}
+
+/// The format's id.
+pub(crate) const ID: &str = "phi4_mini";
+
+impl Format for Rules {
+    fn id(&self) -> &'static str {
+        ID
+    }
+
+    fn markers(&self) -> &'static [Marker] {
+        &[Marker::Token("functools[")]
+    }
+
+    fn escapes(&self) -> &'static [Escape] {
+        &[Escape::ListAfter("functools")]
+    }
+
+    fn reading(&self) -> &dyn Reading {
+        self
+    }
+
+    /// The tool-definition prompt: the Phi-4-mini template's rules for calling functions,
+    /// then each tool as indented JSON.
+    fn prompt(&self, tools: &[ToolDefinition]) -> String {
+        pretty_functions(
+            "In addition to plain text responses, you can choose to call one or more of the provided functions.\n\n\
+         Use the following rule to decide when to call a function:\n  \
+         * if the response can be generated from your internal knowledge (e.g., as in the case of queries like \
+         \"What is the capital of Poland?\"), do so\n  \
+         * if you need external information that can be obtained by calling one or more of the provided \
+         functions, generate a function calls\n\n\
+         If you decide to call functions:\n  \
+         * prefix function calls with functools marker (no closing marker required)\n  \
+         * all function calls should be generated in a single JSON list formatted as \
+         functools[{\"name\": [function name], \"arguments\": [function arguments as JSON]}, ...]\n  \
+         * follow the provided JSON schema. Do not hallucinate arguments or values. Do not blindly copy values \
+         from the provided samples\n  \
+         * respect the argument type formatting. E.g., if the type is number and format is float, write value 7 \
+         as 7.0\n  \
+         * make sure you pick the right functions that match the user intent\n\n",
+            tools,
+        )
+    }
+
+    /// The text of the tool message that carries `results` back: `{"result": …}` per result,
+    /// one a line, as the Phi-4-mini template wraps tool output.
+    fn results(&self, results: &[ToolExecutionResult]) -> String {
+        results
+            .iter()
+            .map(|r| serde_json::json!({"result": content(r)}).to_string())
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    /// A call of `name` with `args`, as the prompt teaches it.
+    fn write_call(&self, name: &str, args: &Map<String, Value>) -> Option<String> {
+        Some(format!("functools[{}]", call_json(name, "arguments", args)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::textfmt::TextFormat;
+    use crate::protocol::textfmt::test_support::{samples_read_back, twice};
+
+    #[test]
+    fn written_calls_read_back() {
+        samples_read_back(TextFormat::Phi4Mini, "functools[{\"name\": \"get_weather\"");
+    }
+
+    #[test]
+    fn prompt_and_results_shape() {
+        assert!(Rules.prompt(&[]).contains("functools[{\"name\""));
+        let out = twice(TextFormat::Phi4Mini, "3\"} functools[");
+        assert_eq!(out.lines().count(), 2, "{out}");
+        assert!(out.lines().all(|l| serde_json::from_str::<Value>(l).is_ok_and(|v| v["result"].is_string())));
+    }
+}

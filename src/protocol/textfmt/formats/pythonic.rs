@@ -1,0 +1,321 @@
+//! `pythonic`: a Python list of calls with keyword arguments (Llama 3.2, Llama 4).
+//!
+//! ```text
+//! [get_weather(city="Paris"), add(a=1, b=2)]
+//! <|python_start|>[get_weather(city="Paris")]<|python_end|>
+//! ```
+//!
+//! Values are Python literals (strings in either quote, numbers, `True`, `False`,
+//! `None`, lists, tuples, dicts), converted to JSON. The list is found inside prose: it
+//! starts at a `[` followed by a name and `(`; brackets and quotes inside strings are
+//! content. A list that does not parse as calls is an incomplete request naming its
+//! first function; one never closed likewise. Nesting deeper than 128 levels is refused.
+//! Implementation-defined choice: text after the list is normal text.
+
+use crate::protocol::textfmt::driver::{
+    Found, InSection, RawCall, Reading, Region, Scan, ScanState, Searches, partial_suffix,
+};
+use crate::protocol::textfmt::readers::json::Quotes;
+use crate::protocol::textfmt::readers::pythonic::{list_starts, python_text, write_list};
+use serde_json::{Map, Value};
+
+use crate::ToolExecutionResult;
+use crate::grammar::{Builder, Constraint, GrammarError, Syntax};
+use crate::protocol::textfmt::TextFormatOptions;
+use crate::protocol::textfmt::format::{Escape, Format, Marker};
+use crate::protocol::textfmt::prompt::{bare_functions, output_objects};
+use crate::python::parse_call_list;
+use crate::tools::ToolDefinition;
+
+pub(crate) const START: &str = "<|python_start|>";
+const END: &str = "<|python_end|>";
+
+/// The rules of `pythonic`.
+pub(crate) struct Rules;
+
+impl Reading for Rules {
+    fn find(&self, text: &str, from: usize, _reply_start: bool, search: &mut Searches) -> Found {
+        let token = search.section(text, from, START);
+        let limit = match token {
+            Found::Section { at, .. } | Found::Hold(at) => at,
+            _ => text.len(),
+        };
+        let mut search = from;
+        while let Some(found) = text.as_bytes().get(search..limit).and_then(|hay| memchr::memchr(b'[', hay)) {
+            let at = search + found;
+            match list_starts(text, at) {
+                Some(true) => return Found::Call(at),
+                None => return Found::Hold(at),
+                Some(false) => search = at + 1,
+            }
+        }
+        token
+    }
+
+    fn in_section(&self, text: &str, from: usize, _kind: u8, _search: &mut Searches) -> InSection {
+        let rest = text.get(from..).unwrap_or_default();
+        let at = from + (rest.len() - rest.trim_start().len());
+        let rest = text.get(at..).unwrap_or_default();
+        if rest.is_empty() {
+            return InSection::Hold(at);
+        }
+        if rest.starts_with(END) {
+            return InSection::End { at, len: END.len() };
+        }
+        if partial_suffix(text, at, &[END]) == Some(at) {
+            return InSection::Hold(at);
+        }
+        match list_starts(text, at) {
+            Some(true) if rest.starts_with('[') => InSection::Call(at),
+            None if rest.starts_with('[') => InSection::Hold(at),
+            _ => InSection::Leave(at),
+        }
+    }
+
+    fn scan(&self, region: &mut Region<'_>) -> Scan {
+        region.balanced(Quotes::Python)
+    }
+
+    fn read(&self, region: &str, _state: &ScanState, closed: bool, calls: &mut Vec<RawCall>) {
+        let first_name = || {
+            let rest = region.get(1..).unwrap_or_default().trim_start();
+            let end = rest
+                .find(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-')))
+                .unwrap_or(rest.len());
+            rest.get(..end).unwrap_or_default().to_string()
+        };
+        if !closed {
+            calls.push(RawCall::broken(
+                0..region.len(),
+                first_name(),
+                "the call list is never closed with `]`",
+            ));
+            return;
+        }
+        match parse_call_list(region) {
+            Ok(list) => calls.extend(list.into_iter().map(|call| RawCall {
+                span: call.span,
+                name: call.name,
+                args: call.args.into_iter().collect(),
+                ..RawCall::default()
+            })),
+            Err(e) => calls.push(RawCall::broken(
+                0..region.len(),
+                first_name(),
+                format!(
+                    "the call list is not valid Python at byte {} ({}): write [name(key=value, …)]",
+                    e.at, e.message
+                ),
+            )),
+        }
+    }
+}
+
+/// A Python literal of `schema` (`root`: the method's parameters, which `$ref`s point
+/// into).
+fn literal(
+    b: &mut crate::grammar::Builder,
+    style: &crate::grammar::ValueStyle,
+    no_raw_lt: bool,
+    method: &str,
+    schema: &serde_json::Value,
+    root: &serde_json::Value,
+    depth: u32,
+) -> Result<crate::grammar::Expr, crate::grammar::GrammarError> {
+    use crate::grammar::{Expr, GrammarError, Values};
+    use serde_json::Value;
+    let error =
+        |message: &str| GrammarError::Schema { method: method.to_string(), message: message.to_string() };
+    if depth > 32 {
+        return Err(error("the schema nests deeper than 32 levels"));
+    }
+    let Value::Object(object) = schema else {
+        return Values::new(b, style.clone(), method, root).json(schema);
+    };
+    if let Some(reference) = object.get("$ref").and_then(Value::as_str) {
+        let target = reference
+            .strip_prefix('#')
+            .and_then(|pointer| root.pointer(pointer))
+            .ok_or_else(|| error(&format!("`$ref` {reference} does not name a definition of the schema")))?;
+        return literal(b, style, no_raw_lt, method, target, root, depth + 1);
+    }
+    if let Some(constant) = object.get("const") {
+        return Ok(Expr::lit(python_text(constant)));
+    }
+    if let Some(options) = object.get("enum").and_then(Value::as_array) {
+        if options.is_empty() {
+            return Err(error("an empty `enum` admits no value"));
+        }
+        return Ok(Expr::alt(options.iter().map(|v| Expr::lit(python_text(v)))));
+    }
+    for key in ["anyOf", "oneOf"] {
+        if let Some(options) = object.get(key).and_then(Value::as_array) {
+            let mut alternatives = Vec::new();
+            for option in options {
+                let mut merged = object.clone();
+                merged.remove(key);
+                if let Value::Object(inner) = option {
+                    merged.extend(inner.iter().map(|(k, v)| (k.clone(), v.clone())));
+                }
+                alternatives.push(literal(
+                    b,
+                    style,
+                    no_raw_lt,
+                    method,
+                    &Value::Object(merged),
+                    root,
+                    depth + 1,
+                )?);
+            }
+            if alternatives.is_empty() {
+                return Err(error(&format!("an empty `{key}` admits no value")));
+            }
+            return Ok(Expr::alt(alternatives));
+        }
+    }
+    let kinds: Vec<String> = match object.get("type") {
+        Some(Value::String(kind)) => vec![kind.clone()],
+        Some(Value::Array(kinds)) => kinds.iter().filter_map(Value::as_str).map(str::to_string).collect(),
+        _ => return Values::new(b, style.clone(), method, root).json(schema),
+    };
+    let mut alternatives = Vec::new();
+    for kind in kinds {
+        alternatives.push(match kind.as_str() {
+            "string" => {
+                let count = |key: &str| {
+                    object.get(key).and_then(Value::as_u64).map(|n| n.min(u32::MAX.into()) as u32)
+                };
+                let max = match (count("maxLength"), b.max_text) {
+                    (Some(own), Some(cap)) => Some(own.min(cap)),
+                    (own, cap) => own.or(cap),
+                };
+                string(b, no_raw_lt, count("minLength").unwrap_or(0), max)
+            }
+            "boolean" => Expr::alt([Expr::lit("True"), Expr::lit("False")]),
+            "null" => Expr::lit("None"),
+            _ => {
+                let mut one = object.clone();
+                one.insert("type".into(), Value::String(kind.clone()));
+                Values::new(b, style.clone(), method, root).json(&Value::Object(one))?
+            }
+        });
+    }
+    if alternatives.is_empty() {
+        return Err(error("an empty `type` list admits no value"));
+    }
+    Ok(Expr::alt(alternatives))
+}
+
+/// A Python string in double quotes, of `min`..`max` characters.
+fn string(
+    b: &mut crate::grammar::Builder,
+    no_raw_lt: bool,
+    min: u32,
+    max: Option<u32>,
+) -> crate::grammar::Expr {
+    use crate::grammar::{CharSet, Expr};
+    let hex = || CharSet::ranges(&[('0', '9'), ('a', 'f'), ('A', 'F')]);
+    let hex_n = |n: u32| Expr::set(hex()).times(n, Some(n));
+    let excluded = if no_raw_lt { "\"\\<" } else { "\"\\" };
+    let plain =
+        CharSet::ranges(&[('\u{0}', '\u{1F}'), ('\u{7F}', '\u{7F}')]).union(&CharSet::of(excluded)).not();
+    // `\uXXXX` but no surrogate (which the reader does not decode).
+    let unicode = Expr::alt([
+        Expr::seq([
+            Expr::set(CharSet::ranges(&[('0', '9'), ('a', 'c'), ('A', 'C'), ('e', 'f'), ('E', 'F')])),
+            hex_n(3),
+        ]),
+        Expr::seq([Expr::set(CharSet::of("dD")), Expr::set(CharSet::range('0', '7')), hex_n(2)]),
+    ]);
+    let unit = Expr::alt([
+        Expr::set(plain),
+        Expr::seq([
+            Expr::lit("\\"),
+            Expr::alt([Expr::set(CharSet::of("\\\"'nrt")), Expr::seq([Expr::lit("u"), unicode])]),
+        ]),
+    ]);
+    let name = if (min, max) == (0, None) { "PY_STRING".to_string() } else { format!("PY_STRING_{min}") };
+    b.terminal(&name, Expr::seq([Expr::lit("\""), unit.times(min, max), Expr::lit("\"")]))
+}
+
+/// The format's id.
+pub(crate) const ID: &str = "pythonic";
+
+impl Format for Rules {
+    fn id(&self) -> &'static str {
+        ID
+    }
+
+    fn markers(&self) -> &'static [Marker] {
+        &[Marker::Token(START), Marker::CallList]
+    }
+
+    fn escapes(&self) -> &'static [Escape] {
+        &[Escape::CallList]
+    }
+
+    fn reading(&self) -> &dyn Reading {
+        self
+    }
+
+    fn prompt(&self, tools: &[ToolDefinition]) -> String {
+        format!(
+            "You are an expert in composing functions. You are given a question and a set of possible functions.\n\
+             Based on the question, you will need to make one or more function/tool calls to achieve the purpose.\n\
+             If none of the functions can be used, point it out.\n\n\
+             If you decide to invoke any of the function(s), you MUST put it in the format of \
+             [func_name1(params_name1=params_value1, params_name2=params_value2...), func_name2(params)]\n\
+             You SHOULD NOT include any other text in the response if you call a function.\n\n\
+             Here is a list of functions in JSON format that you can invoke.\n{}",
+            serde_json::to_string_pretty(&Value::Array(bare_functions(tools))).unwrap_or_default()
+        )
+    }
+
+    fn results(&self, results: &[ToolExecutionResult]) -> String {
+        output_objects(results)
+    }
+
+    fn write_call(&self, name: &str, args: &Map<String, Value>) -> Option<String> {
+        Some(write_list(name, args))
+    }
+
+    /// The calls of `pythonic` as a grammar: one list `[name(key=value, …), …]` as the
+    /// prompt shows it, keyword arguments in schema order separated by `, `. The list opens
+    /// at a `[` (a `[` before a name and `(` starts one wherever it stands), so free text
+    /// holds no `[`, and no `<|python_start|>`. Values are Python literals of their schema:
+    /// strings in double quotes with the escapes the reader decodes (`\\ \" \' \n \r \t`,
+    /// `\uXXXX` but no surrogate) and no raw control character (nor raw `<` while
+    /// reasoning is hidden, so no string opens a reasoning tag), `True`/`False`, `None`,
+    /// numbers as JSON writes them, lists and dicts as JSON (which the reader also takes).
+    fn syntax(
+        &self,
+        b: &mut Builder,
+        methods: &[(String, &Value)],
+        options: &TextFormatOptions,
+        _constraint: &Constraint,
+    ) -> Result<Syntax, GrammarError> {
+        use crate::grammar::{Expr, Pattern, Section, Syntax, ValueStyle, Values, properties};
+        let style = ValueStyle::json("<");
+        let mut calls = Vec::new();
+        for (name, schema) in methods {
+            let mut members = Vec::new();
+            for (key, property, required) in properties(schema) {
+                let value = literal(b, &style, options.skip_reasoning, name, property, schema, 0)?;
+                members.push((Expr::seq([Expr::lit(format!("{key}=")), value]), required));
+            }
+            let mut values = Values::new(b, style.clone(), name, schema);
+            let list = values.member_list(members, Expr::lit(", "));
+            let body = Expr::seq([Expr::lit(format!("{name}(")), list, Expr::lit(")")]);
+            calls.push(b.rule(name, body));
+        }
+        Ok(Syntax {
+            protocol: ID.to_string(),
+            open: "[".into(),
+            call: b.rule("call", Expr::alt(calls)),
+            section: Some(Section { between: Expr::lit(", "), close: "]".into() }),
+            avoid: vec![Pattern::text(START)],
+            reasoning: options.skip_reasoning,
+            json: None,
+        })
+    }
+}

@@ -1,0 +1,157 @@
+//! DeepSeek's call tokens, read for `deepseek_v3` (DeepSeek V3, R1) and `deepseek_v31`
+//! (DeepSeek V3.1): calls between DeepSeek's special tokens (the bars are U+FF5C, the
+//! underscores U+2581), and the results both write.
+//!
+//! ```text
+//! V3:   <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather
+//!       ```json
+//!       {"city": "Paris"}
+//!       ```<｜tool▁call▁end｜><｜tool▁calls▁end｜>
+//! V3.1: <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{"city": "Paris"}<｜tool▁call▁end｜><｜tool▁calls▁end｜>
+//! ```
+//!
+//! Each call is reported when its `<｜tool▁call▁end｜>` arrives. A call whose argument
+//! JSON does not parse is an incomplete request; the others count. Implementation-defined
+//! choices: the V3 type word is not checked; a call outside a `<｜tool▁calls▁begin｜>`
+//! section is read too; an `<｜end▁of▁sentence｜>` right after the section is markup.
+
+use serde_json::{Map, Value};
+
+use super::json::arguments;
+use crate::ToolExecutionResult;
+use crate::grammar::{Builder, Expr, GrammarError, Pattern, Section, Syntax};
+use crate::protocol::textfmt::TextFormatOptions;
+use crate::protocol::textfmt::driver::{
+    Found, InSection, RawCall, Reading, Region, Scan, ScanState, Searches, inside,
+};
+use crate::protocol::textfmt::grammar::{JsonMarkup, JsonSyntax, json_text};
+use crate::protocol::textfmt::prompt::{content, each};
+
+pub(crate) const CALLS_BEGIN: &str = "<｜tool▁calls▁begin｜>";
+pub(crate) const CALLS_END: &str = "<｜tool▁calls▁end｜>";
+pub(crate) const CALL_BEGIN: &str = "<｜tool▁call▁begin｜>";
+pub(crate) const CALL_END: &str = "<｜tool▁call▁end｜>";
+pub(crate) const SEP: &str = "<｜tool▁sep｜>";
+const END_OF_SENTENCE: &str = "<｜end▁of▁sentence｜>";
+
+/// The rules of `deepseek_v3` (`v31: false`) and `deepseek_v31`.
+pub(crate) struct DeepSeek {
+    pub(crate) v31: bool,
+}
+
+impl Reading for DeepSeek {
+    fn find(&self, text: &str, from: usize, _reply_start: bool, search: &mut Searches) -> Found {
+        match search.tokens(text, from, &[CALLS_BEGIN, CALL_BEGIN]) {
+            (Found::Call(at), 0) => Found::Section { at, len: CALLS_BEGIN.len(), kind: 1 },
+            (found, _) => found,
+        }
+    }
+
+    fn in_section(&self, text: &str, from: usize, _kind: u8, search: &mut Searches) -> InSection {
+        match search.call_or_end(text, from, CALL_BEGIN, CALLS_END) {
+            InSection::End { at, len } => {
+                // An end-of-sentence token right after the section is its markup too.
+                let rest = text.get(at + len..).unwrap_or_default();
+                if rest.starts_with(END_OF_SENTENCE) {
+                    InSection::End { at, len: len + END_OF_SENTENCE.len() }
+                } else if END_OF_SENTENCE.starts_with(rest) {
+                    // Nothing (or part of the token) after it yet: wait. At the end of the
+                    // reply, what waits is the section's markup.
+                    InSection::Hold(at)
+                } else {
+                    InSection::End { at, len }
+                }
+            }
+            other => other,
+        }
+    }
+
+    fn scan(&self, region: &mut Region<'_>) -> Scan {
+        region.until(CALL_BEGIN.len(), CALL_END)
+    }
+
+    fn read(&self, region: &str, _state: &ScanState, closed: bool, calls: &mut Vec<RawCall>) {
+        let span = 0..region.len();
+        let body = inside(region, CALL_BEGIN.len(), CALL_END, closed);
+        let Some(sep) = body.find(SEP) else {
+            calls.push(RawCall::broken(
+                span,
+                "",
+                format!("the call has no {SEP} between its name and arguments"),
+            ));
+            return;
+        };
+        let head = body.get(..sep).unwrap_or_default();
+        let tail = body.get(sep + SEP.len()..).unwrap_or_default();
+        let (name, json) = if self.v31 {
+            (head.trim().to_string(), tail.trim())
+        } else {
+            // `function<｜tool▁sep｜>NAME\n```json\n{…}\n```` (the type word is not checked).
+            let line_end = tail.find('\n').unwrap_or(tail.len());
+            let name = tail.get(..line_end).unwrap_or_default().trim().to_string();
+            (name, strip_fence(tail.get(line_end..).unwrap_or_default()))
+        };
+        calls.push(match arguments(json) {
+            Ok(args) => RawCall { span, name, args, ..RawCall::default() },
+            Err(problem) => RawCall::broken(span, name, problem),
+        });
+    }
+}
+
+/// The JSON inside a ```` ```json ```` fence (or the text, trimmed, when there is none).
+fn strip_fence(text: &str) -> &str {
+    let text = text.trim();
+    let Some(inner) = text.strip_prefix("```") else { return text };
+    let inner = inner.trim_start_matches(|c: char| c.is_ascii_alphanumeric());
+    inner.strip_suffix("```").unwrap_or(inner).trim()
+}
+
+/// The text of the tool message that carries `results` back (V3 and V3.1 alike).
+pub(crate) fn results(results: &[ToolExecutionResult]) -> String {
+    format!(
+        "<｜tool▁outputs▁begin｜>{}<｜tool▁outputs▁end｜>",
+        each(results, |r| format!("<｜tool▁output▁begin｜>{}<｜tool▁output▁end｜>", content(r)), "")
+    )
+}
+
+/// How a DeepSeek version writes one call: `head(NAME)`, the JSON arguments, then `tail`,
+/// in a `<｜tool▁calls▁begin｜>` section.
+pub(crate) struct CallLayout {
+    pub head: fn(&str) -> String,
+    pub tail: &'static str,
+}
+
+impl CallLayout {
+    /// A section of one call of `name` with `args`.
+    pub(crate) fn write(&self, name: &str, args: &Map<String, Value>) -> String {
+        let args = json_text(&Value::Object(args.clone()));
+        format!("{CALLS_BEGIN}{}{args}{}{CALLS_END}", (self.head)(name), self.tail)
+    }
+
+    /// The calls of format `id` as a grammar: calls chained in one section, as
+    /// [`write`](Self::write) writes them.
+    pub(crate) fn syntax(
+        &self,
+        id: &str,
+        b: &mut Builder,
+        methods: &[(String, &Value)],
+        options: &TextFormatOptions,
+    ) -> Result<Syntax, GrammarError> {
+        let markup = JsonMarkup {
+            head: &self.head,
+            index: None,
+            tail: self.tail,
+            tag_open: CALLS_BEGIN,
+            tag_close: CALLS_END,
+        };
+        JsonSyntax {
+            markup,
+            open: CALLS_BEGIN,
+            section: Some(Section { between: Expr::lit(""), close: CALLS_END.into() }),
+            // The parser reads a call outside a section too.
+            avoid: vec![Pattern::text(CALL_BEGIN)],
+            arguments: "arguments",
+        }
+        .build(id, b, methods, options)
+    }
+}

@@ -1,0 +1,172 @@
+//! Tagged JSON blocks: one call object between an opening and a closing tag, as
+//! `hermes` writes it (`<tool_call>{"name": …, "arguments": {…}}</tool_call>`) and other
+//! formats under tag names of their own (`longcat`, `ernie45`, `internlm`, …), with the
+//! prompt, results and calls of that layout.
+//!
+//! The line breaks inside the tags are optional. An object without `"arguments"` has
+//! `{}`; arguments given as a JSON-encoded string are decoded. A block whose content is
+//! not a call object is an incomplete request (the others still count). The closing tag
+//! is found outside JSON strings, so arguments may contain `</tool_call>`. A block never
+//! closed is an incomplete request even when its JSON is whole.
+
+use serde_json::{Map, Value};
+
+use super::json::{Balanced, Quotes, call_object, scan_balanced};
+use crate::ToolExecutionResult;
+use crate::protocol::textfmt::driver::{
+    Found, RawCall, Reading, Region, Scan, ScanState, Searches, after_blanks, inside, scan_for,
+};
+use crate::protocol::textfmt::grammar::json_text;
+use crate::protocol::textfmt::prompt::{functions, lines, wrapped};
+use crate::tools::ToolDefinition;
+
+/// The tag of a call that `hermes` and others write (`qwen3_coder_xml`, the GLM formats,
+/// `granite`, …, around calls of their own).
+pub(crate) const TOOL_CALL: &str = "<tool_call>";
+/// Its closing tag.
+pub(crate) const TOOL_CALL_END: &str = "</tool_call>";
+
+/// Hermes' rules under a format's tag names: one call object between `open` and `close`.
+pub(crate) struct Tagged {
+    pub open: &'static str,
+    pub close: &'static str,
+}
+
+/// Stages of a region.
+pub(crate) const BEFORE_JSON: u8 = 0;
+pub(crate) const IN_JSON: u8 = 1;
+pub(crate) const AFTER_JSON: u8 = 2;
+pub(crate) const FALLBACK: u8 = 3;
+
+impl Reading for Tagged {
+    fn markup_lead(&self) -> Option<u8> {
+        self.open.as_bytes().first().copied()
+    }
+
+    fn region_end_lead(&self) -> Option<u8> {
+        self.close.as_bytes().first().copied()
+    }
+
+    fn find(&self, text: &str, from: usize, _reply_start: bool, search: &mut Searches) -> Found {
+        search.token(text, from, self.open)
+    }
+
+    fn scan(&self, region: &mut Region<'_>) -> Scan {
+        scan_json_block(region, self.open.len(), self.close)
+    }
+
+    fn read(&self, region: &str, _state: &ScanState, closed: bool, calls: &mut Vec<RawCall>) {
+        read_json_block(region, self.open, self.close, closed, calls);
+    }
+}
+
+/// Scans a region that is an opening tag (`open_len` bytes), a JSON object, and the
+/// closing tag `close`: the object is balanced outside strings, so `close` inside a
+/// string does not end it. Content that is not one object ends at the first `close`.
+pub(crate) fn scan_json_block(scan: &mut Region<'_>, open_len: usize, close: &'static str) -> Scan {
+    let (region, at_end, state) = (scan.text, scan.at_end, &mut *scan.state);
+    let bytes = region.as_bytes();
+    loop {
+        match state.stage {
+            BEFORE_JSON => {
+                if !json_start(bytes, state, open_len) {
+                    return Scan::Open;
+                }
+            }
+            IN_JSON => match scan_balanced(region, state.mark, state, Quotes::Json, Some(close)) {
+                Balanced::End(end) => {
+                    state.stage = AFTER_JSON;
+                    state.pos = end;
+                }
+                // A closing tag outside any string ends a damaged object.
+                Balanced::Tag(at) => return Scan::Closed(at + close.len()),
+                Balanced::Open => return Scan::Open,
+            },
+            AFTER_JSON => {
+                let rest = region.get(state.pos..).unwrap_or_default();
+                let trimmed = rest.trim_start();
+                let at = state.pos + (rest.len() - trimmed.len());
+                if trimmed.starts_with(close) {
+                    return Scan::Closed(at + close.len());
+                }
+                if trimmed.is_empty() || (close.starts_with(trimmed) && !at_end) {
+                    return Scan::Open;
+                }
+                // Something after the object: the block ends at the next closing tag.
+                state.stage = FALLBACK;
+            }
+            _ => {
+                return scan_for(region, state, open_len, close);
+            }
+        }
+    }
+}
+
+/// The stage before the JSON object of a block: past the blanks after the opening
+/// (`open_len` bytes), `{` opens the object (stage [`IN_JSON`], `mark` on it) and
+/// anything else sends the region to [`FALLBACK`]; `false` when the text ends first.
+pub(crate) fn json_start(bytes: &[u8], state: &mut ScanState, open_len: usize) -> bool {
+    let at = after_blanks(bytes, state.pos.max(open_len));
+    state.pos = at;
+    match bytes.get(at) {
+        None => return false,
+        Some(b'{') => {
+            state.stage = IN_JSON;
+            state.mark = at;
+        }
+        Some(_) => state.stage = FALLBACK,
+    }
+    true
+}
+
+/// The call of a block that [`scan_json_block`] scanned: one JSON object with `"name"`
+/// and `"arguments"` (or `"parameters"`) between `open` and `close`.
+pub(crate) fn read_json_block(region: &str, open: &str, close: &str, closed: bool, calls: &mut Vec<RawCall>) {
+    let keys = ["arguments", "parameters"];
+    read_call_object(region, open.len(), close, closed, &keys, calls, || {
+        format!("write one JSON object with \"name\" and \"arguments\" inside {open}{close}")
+    });
+}
+
+/// The call object between the opening (`open_len` bytes) and `close` of a region, its
+/// arguments under one of `keys`; `hint` follows the problem of one that is not a call.
+pub(crate) fn read_call_object(
+    region: &str,
+    open_len: usize,
+    close: &str,
+    closed: bool,
+    keys: &[&str],
+    calls: &mut Vec<RawCall>,
+    hint: impl FnOnce() -> String,
+) {
+    let inner = inside(region, open_len, close, closed).trim();
+    calls.push(match call_object(inner, keys) {
+        Ok((name, args)) => RawCall { span: 0..region.len(), name, args, ..RawCall::default() },
+        Err((name, problem)) => RawCall::broken(0..region.len(), name, format!("{problem}: {}", hint())),
+    });
+}
+
+/// The tool-definition prompt of a format that writes Hermes' call objects in tags of
+/// its own (`open`, `close`).
+pub(crate) fn tagged_prompt(tools: &[ToolDefinition], open: &str, close: &str) -> String {
+    format!(
+        "## Tools\n\nYou can call the functions below to help with the user's request. Their \
+         signatures are listed inside <tools></tools> tags:\n<tools>\n{}\n</tools>\n\n\
+         To call a function, write a JSON object with its name and arguments inside \
+         {open}{close} tags, one block per call:\n{open}\n\
+         {{\"name\": <function-name>, \"arguments\": <args-json-object>}}\n{close}",
+        lines(&functions(tools))
+    )
+}
+
+/// Each result between `open` and `close` on lines of their own, one block a line.
+pub(crate) fn tagged_results(results: &[ToolExecutionResult], open: &str, close: &str) -> String {
+    wrapped(results, &format!("{open}\n"), &format!("\n{close}"))
+}
+
+/// A call of `name` with `args` as Hermes writes it, in the tags `open` and `close`.
+pub(crate) fn tagged_call(name: &str, args: &Map<String, Value>, open: &str, close: &str) -> String {
+    let name = json_text(&Value::String(name.to_string()));
+    let args = json_text(&Value::Object(args.clone()));
+    format!("{open}\n{{\"name\": {name}, \"arguments\": {args}}}\n{close}")
+}
