@@ -38,21 +38,15 @@ use tool_calling::protocol::vcp::VcpProtocol;
 use tool_calling::protocol::{BuiltinOptions, ProtocolRegistry, ToolCallingProtocol};
 use tool_calling::tools::{DiscoveryService, MethodDefinition, ToolDefinition, ToolRegistry};
 
-/// The protocols with grammars.
-const PROTOCOLS: &[&str] = &[
-    "vcp",
-    "hermes",
-    "qwen3_coder_xml",
-    "mistral",
-    "llama3_json",
-    "pythonic",
-    "deepseek_v3",
-    "deepseek_v31",
-    "kimi_k2",
-    "glm45",
-    "glm47",
-    "minimax_m2",
-];
+/// The built-in protocols that write a Lark grammar of one call for the demo tools
+/// (every text protocol but `auto`; none of the native ones).
+fn grammar_protocols() -> Vec<&'static str> {
+    let tools = definitions();
+    ProtocolRegistry::builtin_ids()
+        .into_iter()
+        .filter(|id| protocol(id).grammar(&tools, &Constraint::new(Dialect::Lark, Scope::Call)).is_ok())
+        .collect()
+}
 
 /// The text dialects every protocol offers in every scope.
 const TEXT_DIALECTS: [Dialect; 2] = [Dialect::Lark, Dialect::Gbnf];
@@ -151,7 +145,7 @@ fn read_back(id: &str, text: &str) -> Result<Vec<(String, Value)>, String> {
 #[test]
 fn every_grammar_compiles_without_warnings() {
     let tools = definitions();
-    for id in PROTOCOLS {
+    for id in &grammar_protocols() {
         for dialect in Dialect::ALL {
             for scope in Scope::ALL {
                 match protocol(id).grammar(&tools, &Constraint::new(dialect, scope)) {
@@ -319,7 +313,7 @@ fn callable(id: &str, tools: &[ToolDefinition]) -> Vec<(String, String, String, 
 #[test]
 fn round_trip_random_arguments_are_admitted_and_read_back() {
     let tools = definitions();
-    for id in PROTOCOLS {
+    for id in &grammar_protocols() {
         for dialect in TEXT_DIALECTS {
             let one = grammar(id, &tools, dialect, Scope::Call);
             let compiled = llg::compile(&one).unwrap();
@@ -467,7 +461,7 @@ const WALKS: usize = 12;
 fn random_walks_through_every_grammar_read_as_valid_calls() {
     let tools = definitions();
     let mut rng = TestRng::from_seed(RngAlgorithm::ChaCha, &[11; 32]);
-    for id in PROTOCOLS {
+    for id in &grammar_protocols() {
         for dialect in TEXT_DIALECTS {
             for scope in Scope::ALL {
                 let g = grammar(id, &tools, dialect, scope);
@@ -511,7 +505,7 @@ fn tools_with_enum() -> Vec<ToolDefinition> {
 #[test]
 fn near_misses_are_refused() {
     let tools = tools_with_enum();
-    for id in PROTOCOLS {
+    for id in &grammar_protocols() {
         for dialect in TEXT_DIALECTS {
             let one = grammar(id, &tools, dialect, Scope::Call);
             let call = |tool: &str, method: &str, args: Value| {
@@ -560,7 +554,8 @@ fn unsupported_pairs_say_so() {
         Err(GrammarError::NoMethods)
     );
     // The formats without a grammar yet say so for every dialect and scope.
-    for format in TextFormat::ALL.into_iter().filter(|f| !PROTOCOLS.contains(&f.id())) {
+    let with_grammars = grammar_protocols();
+    for format in TextFormat::ALL.into_iter().filter(|f| !with_grammars.contains(&f.id())) {
         for dialect in Dialect::ALL {
             for scope in [Scope::Call, Scope::Calls, Scope::Reply] {
                 let error = TextFormatProtocol::new(format)
@@ -587,12 +582,30 @@ fn the_engine_gives_the_grammar_of_the_tools_it_offers() {
 }
 
 /// The formats whose calls are JSON (with JSON Schema and structural tags).
-const JSON_BODIED: &[&str] = &["hermes", "mistral", "llama3_json", "deepseek_v3", "deepseek_v31", "kimi_k2"];
+/// The formats whose calls are JSON: those with a JSON Schema of one call.
+fn json_bodied() -> Vec<&'static str> {
+    let tools = definitions();
+    grammar_protocols()
+        .into_iter()
+        .filter(|id| protocol(id).grammar(&tools, &Constraint::new(Dialect::JsonSchema, Scope::Call)).is_ok())
+        .collect()
+}
+
+/// The keys a call object of `id`'s JSON Schema names the method and holds the arguments
+/// under, read from the schema (the name is the property with a `const`).
+fn call_keys(id: &str, tools: &[ToolDefinition]) -> (String, String) {
+    let doc = grammar(id, tools, Dialect::JsonSchema, Scope::Call).to_json().unwrap();
+    let one = doc.get("anyOf").and_then(|all| all.get(0)).unwrap_or(&doc);
+    let properties = one["properties"].as_object().expect("a call object schema");
+    let name = properties.iter().find(|(_, v)| v.get("const").is_some()).map(|(k, _)| k.clone()).unwrap();
+    let args = properties.keys().find(|k| **k != name).cloned().unwrap();
+    (name, args)
+}
 
 /// Whether `value` is a call object of an offered method whose arguments pass
 /// validation (`Err` says why not).
-fn valid_call_object(value: &Value, args_key: &str) -> Result<(), String> {
-    let name = value.get("name").and_then(Value::as_str).ok_or("no name")?;
+fn valid_call_object(value: &Value, name_key: &str, args_key: &str) -> Result<(), String> {
+    let name = value.get(name_key).and_then(Value::as_str).ok_or("no name")?;
     let args = value.get(args_key).and_then(Value::as_object).ok_or("no arguments object")?;
     let method = registry().method(name).ok_or(format!("no method {name}"))?;
     method
@@ -605,8 +618,9 @@ fn valid_call_object(value: &Value, args_key: &str) -> Result<(), String> {
 fn json_dialects_admit_the_calls_and_only_valid_ones() {
     let tools = definitions();
     let mut rng = TestRng::from_seed(RngAlgorithm::ChaCha, &[13; 32]);
-    for id in JSON_BODIED {
-        let args_key = if *id == "llama3_json" { "parameters" } else { "arguments" };
+    for id in &json_bodied() {
+        let (name_key, args_key) = call_keys(id, &tools);
+        let (name_key, args_key) = (name_key.as_str(), args_key.as_str());
         let tag = llg::compile(&grammar(id, &tools, Dialect::StructuralTag, Scope::Reply)).unwrap();
         let schema = llg::compile(&grammar(id, &tools, Dialect::JsonSchema, Scope::Call)).unwrap();
         for (tool, method, full_name, schema_of) in methods(&tools) {
@@ -622,7 +636,7 @@ fn json_dialects_admit_the_calls_and_only_valid_ones() {
                     let mut engine = tag.fork();
                     let fed = engine.feed(text.as_bytes());
                     prop_assert!(fed.is_ok() && engine.accepting(), "{id} structural tag: {fed:?}\n{text}");
-                    let object = json!({"name": full_name, args_key: args});
+                    let object = json!({name_key: full_name, args_key: args});
                     let object_text = object.to_string();
                     let mut engine = schema.fork();
                     let fed = engine.feed(object_text.as_bytes());
@@ -641,7 +655,7 @@ fn json_dialects_admit_the_calls_and_only_valid_ones() {
             if let Some(text) = walk(&schema, &(Vec::new(), Vec::new()), &mut rng, 120) {
                 schema_done += 1;
                 match serde_json::from_str::<Value>(&text) {
-                    Ok(value) => valid_call_object(&value, args_key)
+                    Ok(value) => valid_call_object(&value, name_key, args_key)
                         .unwrap_or_else(|e| panic!("{id} JSON Schema walk: {e}\n{text}")),
                     // The engine's JSON bounds no exponent (docs/grammar.md says so): a
                     // number beyond f64 is the one thing it may write that no reader holds.
@@ -686,7 +700,7 @@ fn json_dialects_admit_the_calls_and_only_valid_ones() {
 fn prop_assert_complete(id: &str, request: &tool_calling::ToolRequest, text: &str) {
     assert!(request.complete, "{id} structural tag walk: incomplete {request:?}\n{text}");
     let object = json!({"name": request.tool_name, "arguments": request.args});
-    valid_call_object(&object, "arguments")
+    valid_call_object(&object, "name", "arguments")
         .unwrap_or_else(|e| panic!("{id} structural tag walk: {e}\n{text}"));
 }
 
@@ -812,7 +826,7 @@ fn lengths_integers_and_counts_are_bounded() {
         )
         .expect("plain values are written")
     };
-    for id in PROTOCOLS {
+    for id in &grammar_protocols() {
         for dialect in TEXT_DIALECTS {
             let constraint = Constraint::new(dialect, Scope::Call).max_text(20);
             let one =
@@ -841,7 +855,7 @@ fn lengths_integers_and_counts_are_bounded() {
 #[test]
 fn a_reply_holds_at_most_max_calls() {
     let tools = definitions();
-    for id in PROTOCOLS {
+    for id in &grammar_protocols() {
         for dialect in TEXT_DIALECTS {
             let call = |n: i64| {
                 let args = json!({"a": n, "b": 1});
