@@ -264,17 +264,36 @@ async fn required_tool_choice_retries_once_then_answers_with_a_diagnostic() {
 }
 
 #[tokio::test]
-async fn calls_of_tools_not_offered_cut_off_or_beyond_the_first_stay_text() {
+async fn calls_of_tools_not_offered_or_beyond_the_first_stay_text_and_cut_calls_are_withheld() {
     let upstream = replay().await;
     let url = serve(GatewayConfig::new(&upstream.url).protocol("hermes")).await;
-    for scenario in ["hermes_unknown", "hermes_cut"] {
-        let (_, _, text) = post(&url, &chat_body(scenario)).await;
-        let reply: Value = serde_json::from_str(&text).expect("JSON");
-        let message = &reply["choices"][0]["message"];
-        assert!(message.get("tool_calls").is_none(), "{scenario}: {message}");
-        let (_, recorded) = replay_upstream::scenario(scenario).expect("recorded");
-        assert_eq!(message["content"], recorded, "{scenario}: returned as written");
-        assert_eq!(reply["choices"][0]["finish_reason"], "stop");
+    for (scenario, content) in [
+        ("hermes_unknown", replay_upstream::scenario("hermes_unknown").expect("recorded").1),
+        // The call cut off is no call, and its markup is shown to no one: the text
+        // before it stays.
+        ("hermes_cut", "One moment.\n"),
+    ] {
+        for stream in [false, true] {
+            let mut body = chat_body(scenario);
+            body["stream"] = json!(stream);
+            let (_, _, text) = post(&url, &body).await;
+            if stream {
+                assert!(!text.contains("\"tool_calls\""), "{scenario}: {text}");
+                let streamed: String = text
+                    .split("\n\n")
+                    .filter_map(|event| event.strip_prefix("data: "))
+                    .filter_map(|data| serde_json::from_str::<Value>(data).ok())
+                    .filter_map(|chunk| chunk["choices"][0]["delta"]["content"].as_str().map(str::to_string))
+                    .collect();
+                assert_eq!(streamed, content, "{scenario}");
+                continue;
+            }
+            let reply: Value = serde_json::from_str(&text).expect("JSON");
+            let message = &reply["choices"][0]["message"];
+            assert!(message.get("tool_calls").is_none(), "{scenario}: {message}");
+            assert_eq!(message["content"], content, "{scenario}");
+            assert_eq!(reply["choices"][0]["finish_reason"], "stop");
+        }
     }
     let mut body = chat_body("hermes_parallel");
     body["parallel_tool_calls"] = json!(false);
