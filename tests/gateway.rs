@@ -305,6 +305,36 @@ async fn calls_of_tools_not_offered_or_beyond_the_first_stay_text_and_cut_calls_
 }
 
 #[tokio::test]
+async fn calls_whose_arguments_fail_the_schema_never_reach_the_client() {
+    let upstream = replay().await;
+    let url = serve(GatewayConfig::new(&upstream.url).protocol("hermes")).await;
+    // `get_weather` requires `city`; the recorded call gives `town`.
+    for stream in [false, true] {
+        let mut body = chat_body("hermes_invalid");
+        body["stream"] = json!(stream);
+        let (status, _, text) = post(&url, &body).await;
+        assert_eq!(status, 200, "{text}");
+        assert!(!text.contains("tool_calls\":[") && !text.contains("\"tool_calls\""), "{text}");
+        assert!(!text.contains("tool_call>") && !text.contains("town"), "no markup, no arguments: {text}");
+    }
+    // A reply that had to call is asked again, told what was wrong, as the engine tells a
+    // model whose call it could not run.
+    let mut body = chat_body("hermes_invalid");
+    body["tool_choice"] = json!("required");
+    let before = upstream.requests().len();
+    let (_, headers, text) = post(&url, &body).await;
+    let requests = upstream.requests();
+    assert_eq!(requests.len() - before, 2, "one retry: {text}");
+    let retry = requests[requests.len() - 1]["messages"].as_array().expect("messages").clone();
+    let reminder = retry[retry.len() - 1]["content"].as_str().unwrap_or_default();
+    assert!(reminder.contains("`get_weather` was not made") && reminder.contains("city"), "{reminder}");
+    let diagnostic = headers.get(DIAGNOSTIC_HEADER).and_then(|h| h.to_str().ok()).unwrap_or_default();
+    assert!(diagnostic.contains("withheld"), "{diagnostic}");
+    let reply: Value = serde_json::from_str(&text).expect("JSON");
+    assert!(reply["choices"][0]["message"].get("tool_calls").is_none(), "{reply}");
+}
+
+#[tokio::test]
 async fn streamed_chunks_are_chat_completion_chunks_with_usage_passed_through() {
     let upstream = replay().await;
     let url = serve(GatewayConfig::new(&upstream.url).protocol("vcp")).await;
