@@ -46,6 +46,7 @@
 use serde_json::{Map, Value};
 
 use crate::ToolExecutionResult;
+use crate::protocol::reasoning::{Markup, Section};
 use crate::protocol::textfmt::driver::{
     Found, InSection, RawCall, Reading, Region, Scan, ScanState, Searches, UNCLOSED,
 };
@@ -70,28 +71,26 @@ const MIXED_TEXT: &str = "$text";
 const RESULT_OPEN: &str = "<response>";
 const RESULT_CLOSE: &str = "</response>";
 
-/// Section kinds: a block of calls, reasoning, a stray closing reasoning tag.
+/// Section kinds: a block of calls.
 const CALLS: u8 = 1;
-const REASONING: u8 = 2;
-const STRAY_END: u8 = 3;
+
+/// Reasoning: `<mm:think>` tags, read as `<think>` is.
+static REASONING: Markup = Markup::new(&[Section::tags(THINK, &[THINK_END])], &[]);
 
 /// The rules of `minimax_m3`.
 pub(crate) struct Rules;
 
 impl Reading for Rules {
     fn find(&self, text: &str, from: usize, _reply_start: bool, search: &mut Searches) -> Found {
-        match search.tokens(text, from, &[BLOCK, THINK, THINK_END]) {
-            (Found::Call(at), 0) => Found::Section { at, len: BLOCK.len(), kind: CALLS },
-            (Found::Call(at), 1) => Found::Section { at, len: THINK.len(), kind: REASONING },
-            (Found::Call(at), _) => Found::Section { at, len: THINK_END.len(), kind: STRAY_END },
-            (found, _) => found,
+        match search.token(text, from, BLOCK) {
+            Found::Call(at) => Found::Section { at, len: BLOCK.len(), kind: CALLS },
+            found => found,
         }
     }
 
     fn in_section(&self, text: &str, from: usize, kind: u8, search: &mut Searches) -> InSection {
         match kind {
             CALLS => search.call_or_end(text, from, INVOKE, BLOCK_END),
-            REASONING => search.section_end(text, from, THINK_END),
             _ => InSection::Leave(from),
         }
     }
@@ -276,6 +275,10 @@ impl Format for Rules {
 
     fn reading(&self) -> &dyn Reading {
         self
+    }
+
+    fn reasoning(&self) -> Option<&'static Markup> {
+        Some(&REASONING)
     }
 
     /// The tool-definition prompt, in the shape of MiniMax's templates: the tools as JSON in

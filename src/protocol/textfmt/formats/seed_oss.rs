@@ -36,8 +36,9 @@
 use serde_json::{Map, Value};
 
 use crate::ToolExecutionResult;
+use crate::protocol::reasoning::{Markup, Section};
 use crate::protocol::textfmt::driver::{
-    Found, InSection, RawCall, Reading, Region, Scan, ScanState, Searches, UNCLOSED,
+    Found, RawCall, Reading, Region, Scan, ScanState, Searches, UNCLOSED,
 };
 use crate::protocol::textfmt::format::{Escape, Format, Marker};
 use crate::protocol::textfmt::grammar::value_text;
@@ -55,28 +56,15 @@ const THINK_END: &str = "</seed:think>";
 const RESULT_OPEN: &str = "<seed:bos>tool\n";
 const RESULT_CLOSE: &str = "<seed:eos>";
 
-/// Section kinds: reasoning, and a stray closing reasoning tag.
-const REASONING: u8 = 1;
-const STRAY_END: u8 = 2;
+/// Reasoning: `<seed:think>` tags, read as `<think>` is.
+static REASONING: Markup = Markup::new(&[Section::tags(THINK, &[THINK_END])], &[]);
 
 /// The rules of `seed_oss`.
 pub(crate) struct Rules;
 
 impl Reading for Rules {
     fn find(&self, text: &str, from: usize, _reply_start: bool, search: &mut Searches) -> Found {
-        match search.tokens(text, from, &[OPEN, THINK, THINK_END]) {
-            (Found::Call(at), 1) => Found::Section { at, len: THINK.len(), kind: REASONING },
-            (Found::Call(at), 2) => Found::Section { at, len: THINK_END.len(), kind: STRAY_END },
-            (found, _) => found,
-        }
-    }
-
-    fn in_section(&self, text: &str, from: usize, kind: u8, search: &mut Searches) -> InSection {
-        if kind != REASONING {
-            return InSection::Leave(from);
-        }
-        // Reasoning runs to `</seed:think>`; until it comes, what is read is hidden.
-        search.section_end(text, from, THINK_END)
+        search.token(text, from, OPEN)
     }
 
     fn scan(&self, region: &mut Region<'_>) -> Scan {
@@ -122,6 +110,10 @@ impl Format for Rules {
 
     fn reading(&self) -> &dyn Reading {
         self
+    }
+
+    fn reasoning(&self) -> Option<&'static Markup> {
+        Some(&REASONING)
     }
 
     /// The tool-definition prompt, the way Seed-OSS's template renders tools: each function
