@@ -380,6 +380,55 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// Reasoning markup of every form (the tags, every format's own, near misses)
+    /// dropped anywhere into any case, read with the reply starting inside reasoning or
+    /// not, in any chunking: the streamed reply equals the one-shot one, for the
+    /// format and for `auto`.
+    #[test]
+    fn format_reasoning_and_its_start_stream_as_they_parse(
+        case in 0usize..1000,
+        tags in proptest::collection::vec((0usize..10_000, 0usize..REASONING_TAGS.len() + FORMAT_TAGS.len()), 0..4),
+        size in 1usize..12,
+        starts in any::<bool>(),
+    ) {
+        let cases = corpus();
+        let case = &cases[case % cases.len()];
+        let mut text = case.text.clone();
+        for (at, tag) in tags {
+            let mut at = at % (text.len() + 1);
+            while !text.is_char_boundary(at) { at += 1; }
+            let tag = REASONING_TAGS.get(tag).or_else(|| FORMAT_TAGS.get(tag - REASONING_TAGS.len())).unwrap();
+            text.insert_str(at, tag);
+        }
+        let options = options(case).starts_in_reasoning(starts);
+        let format = TextFormatProtocol::new(case.format).with_options(options);
+        let one_shot = format.parse(&text);
+        prop_assert_eq!(streamed(&mut format.stream_parser(), &text, size), one_shot);
+        let auto = AutoProtocol::new().with_options(options);
+        let whole = auto.parse(&text);
+        prop_assert_eq!(streamed(&mut auto.stream_parser(), &text, size), whole);
+    }
+}
+
+/// The formats' own reasoning markup (and parts of it) for the property tests.
+const FORMAT_TAGS: [&str; 12] = [
+    "<seed:think>",
+    "</seed:think>",
+    "</mm:think>",
+    "<|START_THINKING|>",
+    "<|END_THINKING|>",
+    "<|content_thinking|>",
+    "<|end_message|>",
+    "<|channel|>analysis<|message|>",
+    "<|end|>",
+    "<|open|>think<|sep|>",
+    "<|close|>think<|sep|>",
+    "<|close|>",
+];
+
 /// Reasoning tags (and near misses) for the property tests.
 const REASONING_TAGS: [&str; 10] = [
     "<think>",
