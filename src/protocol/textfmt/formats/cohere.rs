@@ -14,8 +14,10 @@
 //! of one array, or several action blocks.
 //!
 //! Normal text is the reply without the action blocks, without the thinking blocks
-//! (`<|START_THINKING|>` … `<|END_THINKING|>`, dropped whole; a thinking block never
-//! closed hides the rest of the reply) and without the framing tokens
+//! (`<|START_THINKING|>` … `<|END_THINKING|>`, read by the one reasoning rule as
+//! `<think>` tags are: dropped whole, a block never closed hides the rest of the reply;
+//! with `skip_reasoning(false)` their tokens are framing and their text is text) and
+//! without the framing tokens
 //! `<|START_RESPONSE|>`, `<|END_RESPONSE|>`, `<|START_TEXT|>`, `<|END_TEXT|>` (the text
 //! between them stays). Unlike smg, the text is not trimmed. Citation markup
 //! (`<co>` … `</co: …>`), which vLLM's filter removes, is left in the text

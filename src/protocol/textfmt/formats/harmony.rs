@@ -18,8 +18,10 @@
 //! - **Several calls** are several messages, one after the other.
 //! - **Normal text** is the text before the first message and the bodies of `final`
 //!   messages and of `commentary` messages without a recipient (preambles), in order.
-//!   `analysis` messages without a recipient are reasoning: hidden, like every header
-//!   and end token. A message a tool wrote (`<|start|>functions.NAME to=assistant…`, the
+//!   `analysis` messages without a recipient (`<|channel|>analysis<|message|>`) are
+//!   reasoning, declared to the one reasoning rule (a frame): hidden up to their end
+//!   token or the next message with `skip_reasoning`, read like a `final` body without
+//!   it. Every header and end token is hidden. A message a tool wrote (`<|start|>functions.NAME to=assistant…`, the
 //!   way results go back) is never a call, and is hidden too.
 //! - **Malformed.** A call whose body is not a JSON object is an incomplete request (the
 //!   other calls still count). A call message that never ends — the reply stops, or a

@@ -14,7 +14,9 @@
 //! - **Several calls** are several frames.
 //! - **Normal text** is the content of `<|content_text|>` frames and any text outside
 //!   frames, before, between and after calls; headers and framing tokens are dropped.
-//!   `<|content_thinking|>` frames are reasoning: hidden up to their `<|end_message|>`.
+//!   `<|content_thinking|>` frames are reasoning, declared to the one reasoning rule
+//!   (a frame): hidden up to their `<|end_message|>` or the next frame with
+//!   `skip_reasoning`, read like text frames without it.
 //! - **Malformed.** A payload that is not such an object (not JSON, an array, empty,
 //!   no `name` or no `args`) is an incomplete request, ending at its `<|end_message|>`;
 //!   the following frames still count. A complete object counts even when a stray

@@ -17,11 +17,14 @@
 //!   outside one are read too).
 //! - **Normal text** is the content of the `response` channel and any text outside the
 //!   markup; every marker (`response`, `tools`, `<|close|>message<|sep|>`,
-//!   `<|end_of_msg|>`, …) is dropped. A `think` channel is reasoning, hidden up to
-//!   `<|close|>think<|sep|>`. Since Kimi's prompt ends by opening `think` (thinking
-//!   mode) or `response`, a reply whose first marker is `<|close|>think<|sep|>` began in
-//!   reasoning: the text before it is hidden too. So until its first marker arrives, a
-//!   reply that starts with text is held back (streamed at once after it).
+//!   `<|end_of_msg|>`, …) is dropped. The `think` channel is reasoning, declared to the
+//!   one reasoning rule (`Format::reasoning`, a frame): hidden up to
+//!   `<|close|>think<|sep|>` with `skip_reasoning`, its text normal text without it.
+//!   Kimi's prompt ends by opening `think` (thinking mode) or `response`: that is the
+//!   general option `starts_in_reasoning` (the model table sets it), for which this
+//!   format declares its other markers as an answer's: a reply whose first marker is
+//!   `<|close|>think<|sep|>` began in reasoning (the text before it is hidden), one whose
+//!   first marker is another did not.
 //! - **Malformed.** A call block never closed (the reply ends, or `<|close|>tools<|sep|>`,
 //!   another `<|open|>call` or `<|end_of_msg|>` comes first), one without a `tool`
 //!   name, or one with an argument block never closed, is an incomplete request; the
@@ -29,7 +32,8 @@
 //!
 //! Implementation-defined choices: the `index` attribute is not read; white space inside
 //! markers (`<|open|> tools <|sep|>`) is tolerated except in the closing markers of a
-//! call, an argument, a `json` block and `think`, which must be written exactly; a
+//! call, an argument and a `json` block and in both `think` markers, which must be
+//! written exactly; a
 //! `string` value cannot hold `<|close|>argument<|sep|>` (the writer refuses such a value).
 
 use serde_json::{Map, Value};

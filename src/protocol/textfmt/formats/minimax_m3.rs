@@ -26,9 +26,10 @@
 //! blocks. Text inside a block that is not an `<invoke>` is markup.
 //!
 //! Normal text: everything outside the blocks. Reasoning written `<mm:think>…</mm:think>`
-//! is hidden (calls quoted inside it are not read; never closed, it hides the rest); a
-//! `</mm:think>` without its opening tag (the template may open the thought in the
-//! prompt) is dropped, the text before it stays normal text.
+//! is read by the one reasoning rule as `<think>` tags are: hidden with `skip_reasoning`
+//! (calls quoted inside it are not read; never closed, it hides the rest), text without
+//! it; a `</mm:think>` without its opening tag hides only itself, the text before it
+//! stays normal text (unless the reply is read with `starts_in_reasoning`).
 //!
 //! Malformed: an `<invoke>` without a name, an element never closed, a closing tag that
 //! does not match the open element, or a stray namespace token inside an element make

@@ -18,10 +18,11 @@
 //! or `</parameter>` is tolerated.
 //!
 //! Reasoning: `<seed:think>…</seed:think>` (with its `<seed:cot_budget_reflect>` notes)
-//! is neither normal text nor a place for calls: call markup quoted inside it is not
-//! read. Reasoning never closed hides the rest of the reply. A `</seed:think>` without
-//! its opening tag (the opening tag may be in the prompt) is markup and is dropped;
-//! the text before it stays normal text.
+//! is read by the one reasoning rule as `<think>` tags are (`Format::reasoning`): with
+//! `skip_reasoning` it is neither normal text nor a place for calls, and never closed it
+//! hides the rest of the reply (with a diagnostic); without it, it is text. A
+//! `</seed:think>` without its opening tag hides only itself; the text before it stays
+//! normal text (unless the reply is read with `starts_in_reasoning`).
 //!
 //! Normal text: everything outside the blocks and the reasoning.
 //!
