@@ -121,7 +121,7 @@ fn collect(events: Vec<StreamEvent>) -> ParseOutcome {
 #[test]
 fn every_case_one_shot() {
     for case in &corpus() {
-        check(&case, &protocol(case).parse(&case.text), "one-shot");
+        check(case, &protocol(case).parse(&case.text), "one-shot");
     }
 }
 
@@ -195,7 +195,7 @@ fn auto_detects_each_format_and_reads_the_same_calls() {
             Some(Detected::Format(found)) if shares_markup(found, case.format) => {}
             other => panic!("{}/{}: read as {other:?}", case.format, case.name),
         }
-        check(&case, &reply, "auto");
+        check(case, &reply, "auto");
         for size in [1, 7] {
             let streamed = streamed(&mut auto.stream_parser(), &case.text, size);
             assert_eq!(streamed, reply, "{}/{} auto in chunks of {size}", case.format, case.name);

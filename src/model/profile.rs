@@ -868,6 +868,41 @@ mod tests {
     }
 
     #[test]
+    fn families_whose_templates_open_reasoning() {
+        let p = ModelProfiles::builtin();
+        for model in [
+            "baidu/ERNIE-4.5-21B-A3B-Thinking",
+            "moonshotai/Kimi-K3",
+            "MiniMaxAI/MiniMax-M2",
+            "stepfun-ai/step3",
+            "deepseek-ai/DeepSeek-R1-0528",
+            "Qwen/QwQ-32B",
+            "Qwen/Qwen3-235B-A22B-Thinking-2507",
+        ] {
+            assert!(p.lookup(model).starts_in_reasoning, "{model}");
+        }
+        for model in [
+            "baidu/ERNIE-4.5-300B-A47B-PT",
+            "Qwen/Qwen3-8B",
+            "deepseek-ai/DeepSeek-V3.1",
+            "MiniMaxAI/MiniMax-M1-80k",
+            "stepfun-ai/Step-3.5-Flash",
+            "zai-org/GLM-4.5",
+            "gpt-4o",
+        ] {
+            assert!(!p.lookup(model).starts_in_reasoning, "{model}");
+        }
+        // The fallback is the family's, whatever the mode.
+        assert_eq!(p.lookup("baidu/ERNIE-4.5-21B-A3B-Thinking").fallback.id(), "ernie45");
+        assert_eq!(p.lookup("MiniMaxAI/MiniMax-M2").fallback.id(), "minimax_m2");
+        assert_eq!(p.lookup("Qwen/Qwen3-235B-A22B-Thinking-2507").fallback.id(), "hermes");
+        // A profile turns it off (or on) for a deployment.
+        let text = "[[model]]\nmatch = \"*kimi-k3*\"\nstarts_in_reasoning = false";
+        let p = ModelProfiles::builtin().with_config_toml("models.toml", text).unwrap_or_default();
+        assert!(!p.lookup("kimi-k3").starts_in_reasoning);
+    }
+
+    #[test]
     fn builtin_families() {
         let p = ModelProfiles::builtin();
         assert_eq!(p.lookup("gpt-5-mini").thinking, ThinkingStyle::OpenAi);

@@ -81,6 +81,14 @@ use crate::protocol::vcp::{VcpOptions, VcpProtocol};
 ///     .unwrap();
 /// assert!(!qwen.capabilities().native_tools);
 /// assert_eq!(qwen.protocol().id(), "hermes", "tools are offered in its text format");
+/// // A template that opens reasoning: the reply starts inside it.
+/// let ernie = HttpChatModel::builder(Provider::OpenAiChat)
+///     .base_url("http://127.0.0.1:8080/v1")
+///     .model("baidu/ERNIE-4.5-21B-A3B-Thinking")
+///     .build()
+///     .unwrap();
+/// let reply = tool_calling::model::AssistantTurn::from_text("Plan.</think>Done.");
+/// assert_eq!(ernie.protocol().parse_turn(&reply).normal_text, "Done.");
 /// ```
 #[derive(Clone)]
 pub struct HttpChatModel {

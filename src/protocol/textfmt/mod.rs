@@ -763,6 +763,20 @@ mod tests {
     }
 
     #[test]
+    fn every_reasoning_token_begins_with_lt_and_is_neutralized() {
+        // The streaming fast paths read text without `<` as holding no reasoning markup,
+        // and tool output must not open or close a model's reasoning.
+        for format in TextFormat::ALL {
+            let Some(markup) = format.format().reasoning() else { continue };
+            assert!(markup.tokens().is_some(), "{format}");
+            for token in markup.all() {
+                assert!(token.starts_with('<'), "{format}: {token:?}");
+                assert_ne!(neutralize_tokens(token), token, "{format}: {token:?} in tool output");
+            }
+        }
+    }
+
+    #[test]
     fn the_format_of_a_model_is_the_fallback_of_its_profile() {
         let profiles = ModelProfiles::builtin();
         for pattern in ModelProfiles::builtin_patterns() {
