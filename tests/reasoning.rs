@@ -300,6 +300,8 @@ fn own_reasoning() -> Vec<(&'static str, &'static str, &'static str, String)> {
             "<|content_invoke_tool_json|>{\"name\": \"draft\", \"args\": {}}".to_string(),
         ),
         ("harmony", "<|channel|>analysis<|message|>", "<|end|>", "to=functions.draft {}".to_string()),
+        // A call block ends Gemma 4's thought channel: a plan is all it can hold.
+        ("gemma4", "<|channel>", "<channel|>", "call:draft{}".to_string()),
     ]
 }
 
@@ -325,7 +327,7 @@ fn each_formats_own_reasoning_follows_the_options() {
 
             let shown = read_alike(protocol_with(protocol, false, false).as_ref(), &reply, &context);
             assert!(shown.normal_text.contains("Maybe"), "{context}: reasoning read as text: {shown:#?}");
-            if !matches!(id, "harmony") {
+            if !matches!(id, "harmony" | "gemma4") {
                 assert_eq!(names(&shown), ["draft", "real"], "{context}: the draft is read as a call");
             }
 
@@ -339,7 +341,7 @@ fn each_formats_own_reasoning_follows_the_options() {
             // The reply starts inside reasoning the prompt opened: the format's closing
             // markup ends it. (A draft in another syntax where the format's own would
             // end that reasoning by its structure: see the next test.)
-            let draft = if matches!(id, "kimi_k3" | "inkling" | "harmony") {
+            let draft = if matches!(id, "kimi_k3" | "inkling" | "harmony" | "gemma4") {
                 call("hermes", "draft")
             } else {
                 draft.clone()
@@ -365,7 +367,7 @@ fn every_protocol_reads_a_reply_that_starts_in_reasoning() {
         // its structure (a Kimi K3 channel marker shows the prompt opened `response`; an
         // Inkling frame or a harmony message begins anew): then another syntax.
         let draft = match syntax {
-            "kimi_k3" | "inkling" | "harmony" => call("hermes", "draft"),
+            "kimi_k3" | "inkling" | "harmony" | "gemma4" => call("hermes", "draft"),
             other => call(other, "draft"),
         };
         let starts = protocol_with(id, true, true);
@@ -403,13 +405,14 @@ fn every_protocol_reads_a_reply_that_starts_in_reasoning() {
 }
 
 /// Where a format's structure ends reasoning (Kimi K3's other channel markers, a new
-/// Inkling frame, a new harmony message), a reply that the option says starts in
+/// Inkling frame, a new harmony message, a Gemma 4 call block), a reply that the option says starts in
 /// reasoning is read from there: K3's markers show the prompt opened `response` (the
 /// text before them is the answer), a new frame or message ends the reasoning (the text
 /// before it stays hidden).
 #[test]
 fn a_formats_structure_decides_where_the_reasoning_a_reply_starts_in_ends() {
-    for (id, before_visible) in [("kimi_k3", true), ("inkling", false), ("harmony", false)] {
+    for (id, before_visible) in [("kimi_k3", true), ("inkling", false), ("harmony", false), ("gemma4", false)]
+    {
         let real = call(id, "real");
         let reply = format!("Planning: something.{real}");
         for protocol in [id, "auto"] {
@@ -419,5 +422,22 @@ fn a_formats_structure_decides_where_the_reasoning_a_reply_starts_in_ends() {
             assert_eq!(read.normal_text.contains("Planning"), before_visible, "{context}: {read:#?}");
             assert!(unclosed(&read).is_empty(), "{context}");
         }
+    }
+}
+
+/// A long reply that never says where the reasoning the prompt opened ends is held back
+/// whole while it streams: reading it stays linear (a push does not rescan what came
+/// before), and all of it is hidden in the end.
+#[test]
+fn a_reply_held_back_in_reasoning_streams_in_linear_time() {
+    let reply = "thinking <b>about</b> it, < and > and [x] { \"k\": 1 }\n".repeat(6_000);
+    for id in ["vcp", "hermes", "kimi_k3", "harmony", "auto"] {
+        let protocol = protocol_with(id, true, true);
+        let started = std::time::Instant::now();
+        let mut parser = protocol.stream_parser();
+        let read = stream(parser.as_mut(), &reply, 5);
+        assert!(read.outcome.requests.is_empty() && read.normal_text.is_empty(), "{id}");
+        assert_eq!(unclosed(&read.outcome), [Span::new(0, 0)], "{id}");
+        assert!(started.elapsed() < std::time::Duration::from_secs(20), "{id}: {:?}", started.elapsed());
     }
 }

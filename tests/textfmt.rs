@@ -414,7 +414,9 @@ proptest! {
 }
 
 /// The formats' own reasoning markup (and parts of it) for the property tests.
-const FORMAT_TAGS: [&str; 12] = [
+const FORMAT_TAGS: [&str; 14] = [
+    "<|channel>",
+    "<channel|>",
     "<seed:think>",
     "</seed:think>",
     "</mm:think>",

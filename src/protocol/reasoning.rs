@@ -34,6 +34,22 @@
 //! Each protocol has an option to read reasoning like any other text (VCP's
 //! `keep_reasoning`, the formats' `skip_reasoning` off).
 //!
+//! **A format's own markup.** A format that writes reasoning with markup of its own
+//! (`<seed:think>`, `<|START_THINKING|>`, harmony's `analysis` messages, …) declares it,
+//! and this filter reads it by the same rule, in the same pass: a pair of tags nests with
+//! `<think>` by depth; a frame of the format's structure (a channel, a message) ends at
+//! its own closing token or where the next frame begins, and does not nest. Before
+//! `auto` decides, every format's markup is reasoning.
+//!
+//! **A reply that starts inside reasoning.** When the prompt opened reasoning
+//! (`starts_in_reasoning`), the reply is undecided from its start until its first
+//! reasoning markup: a closing tag (or the end of a frame) says it began in reasoning and
+//! hides everything before it; an opening tag, or markup only an answer writes (Kimi
+//! K3's other channel markers), says it did not. Call markup decides nothing. A reply
+//! that ends undecided is reasoning never closed: all of it hidden, with the diagnostic
+//! at an empty span at 0. The repository's `docs/reasoning.md` says which model families
+//! set it, and why.
+//!
 //! ```
 //! use tool_calling::protocol::reasoning;
 //! let reply = "a<THINK>x<thinking>y</think>z</Thinking>b</think>c<think>rest";
