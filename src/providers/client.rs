@@ -44,8 +44,8 @@ use crate::model::{
 };
 use crate::protocol::ToolCallingProtocol;
 use crate::protocol::native::NativeOptions;
-use crate::protocol::textfmt::{TextFormat, TextFormatProtocol};
-use crate::protocol::vcp::VcpProtocol;
+use crate::protocol::textfmt::{TextFormat, TextFormatOptions, TextFormatProtocol};
+use crate::protocol::vcp::{VcpOptions, VcpProtocol};
 
 /// A chat model behind an HTTP API: one of the [`Provider`]s, at a base URL, with a key
 /// and a model name. Cheap to clone (the connection pool is shared), `Send + Sync`.
@@ -81,6 +81,14 @@ use crate::protocol::vcp::VcpProtocol;
 ///     .unwrap();
 /// assert!(!qwen.capabilities().native_tools);
 /// assert_eq!(qwen.protocol().id(), "hermes", "tools are offered in its text format");
+/// // A template that opens reasoning: the reply starts inside it.
+/// let ernie = HttpChatModel::builder(Provider::OpenAiChat)
+///     .base_url("http://127.0.0.1:8080/v1")
+///     .model("baidu/ERNIE-4.5-21B-A3B-Thinking")
+///     .build()
+///     .unwrap();
+/// let reply = tool_calling::model::AssistantTurn::from_text("Plan.</think>Done.");
+/// assert_eq!(ernie.protocol().parse_turn(&reply).normal_text, "Done.");
 /// ```
 #[derive(Clone)]
 pub struct HttpChatModel {
@@ -709,8 +717,13 @@ impl HttpChatModelBuilder {
         let protocol: Arc<dyn ToolCallingProtocol> =
             match (capabilities.native_tools, TextFormat::from_fallback(capabilities.fallback)) {
                 (true, _) => native.clone(),
-                (false, None) => Arc::new(VcpProtocol::default()),
-                (false, Some(format)) => Arc::new(TextFormatProtocol::new(format)),
+                // A template that opens reasoning: replies start inside it.
+                (false, None) => Arc::new(VcpProtocol::new(
+                    VcpOptions::default().starts_in_reasoning(capabilities.starts_in_reasoning),
+                )),
+                (false, Some(format)) => Arc::new(TextFormatProtocol::new(format).with_options(
+                    TextFormatOptions::default().starts_in_reasoning(capabilities.starts_in_reasoning),
+                )),
             };
         tracing::info!(
             %model,
