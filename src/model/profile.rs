@@ -527,9 +527,10 @@ impl ModelProfiles {
             // Qwen3's thinking-only models (2507): the template opens `<think>`, their
             // replies hold only `</think>`.
             e("*qwen3*thinking*", thinking(raw("hermes"))),
-            e("*qwen*", raw("hermes")),
-            // QwQ's template ends the prompt with `<think>\n`.
+            // QwQ's template ends the prompt with `<think>\n` (before `*qwen*`, which
+            // `Qwen/QwQ-32B` also matches).
             e("*qwq*", thinking(raw("hermes"))),
+            e("*qwen*", raw("hermes")),
             e("*hermes*", raw("hermes")),
             e("*mistral*", raw("mistral")),
             e("*mixtral*", raw("mistral")),
