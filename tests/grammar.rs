@@ -956,3 +956,37 @@ fn a_bound_too_large_for_gbnf_is_left_to_validation_with_a_note() {
     let grammar = protocol("vcp").grammar(&small(200), &Constraint::new(Dialect::Gbnf, Scope::Call)).unwrap();
     assert!(grammar.notes().is_empty(), "{:?}", grammar.notes());
 }
+
+#[test]
+fn a_reply_holds_no_result_markup() {
+    // A small model answers its result by imitating it (`<tool_response>\n42.0`); the
+    // reply's free text refuses the markup the protocol's results open with.
+    let tools = definitions();
+    let result = tool_calling::ToolExecutionResult::success("1", "calc_add", "42");
+    let mut checked = Vec::new();
+    for id in &grammar_protocols() {
+        let written: String = protocol(id)
+            .result_messages(std::slice::from_ref(&result), &tool_calling::protocol::TurnState::default())
+            .iter()
+            .map(|m| m.text().into_owned())
+            .collect();
+        // (Formats whose results open with plain text, such as Kimi K2's `## Return of`,
+        // or JSON, such as Llama 3's, have no markup to refuse.)
+        if !written.trim_start().starts_with(['<', '[']) {
+            continue;
+        }
+        checked.push(*id);
+        for dialect in TEXT_DIALECTS {
+            let reply = grammar(id, &tools, dialect, Scope::Reply);
+            llg::admits(&reply, "The answer is 42.").unwrap_or_else(|e| panic!("{id} {dialect}: {e}"));
+            let imitation = format!("The answer:\n{written}");
+            assert!(
+                llg::admits(&reply, &imitation).is_err(),
+                "{id} {dialect} admits its result:\n{imitation}"
+            );
+        }
+    }
+    for id in ["vcp", "hermes", "mistral", "deepseek_v3", "minimax_m2"] {
+        assert!(checked.contains(&id), "{id} was not checked: {checked:?}");
+    }
+}

@@ -188,6 +188,21 @@ pub(crate) fn grammar(
     if methods.is_empty() {
         return Err(GrammarError::NoMethods);
     }
-    let syntax = format.format().syntax(&mut b, &methods, options, constraint)?;
+    let mut syntax = format.format().syntax(&mut b, &methods, options, constraint)?;
+    syntax.avoid.extend(result_opening(format));
     syntax.grammar(b, constraint)
+}
+
+/// The markup that opens the format's tool results as its writer writes them
+/// (`<tool_response>`, `[TOOL_RESULTS]`, `<｜tool▁outputs▁begin｜>`), which a reply's free
+/// text may not hold: a model that writes it is inventing a result (a small model
+/// answered `<tool_response>\n42.0` after its result). `None` for a format whose results
+/// open with no markup of angle or square brackets.
+fn result_opening(format: TextFormat) -> Option<Pattern> {
+    const CONTENT: &str = "\u{E000}";
+    let written = format.format().results(&[crate::ToolExecutionResult::success("1", "f", CONTENT)]);
+    let before = written.split(CONTENT).next().unwrap_or_default().trim_start();
+    let end = before.find(['>', ']'])?;
+    let head = before.get(..=end)?;
+    (head.starts_with(['<', '[']) && head.chars().count() >= 3).then(|| Pattern::text(head))
 }
