@@ -931,6 +931,15 @@ fn lengths_integers_and_counts_are_bounded() {
             let one =
                 protocol(id).grammar(&tools, &constraint).unwrap_or_else(|e| panic!("{id} {dialect}: {e}"));
             assert!(one.notes().is_empty(), "{id} {dialect}: {:?}", one.notes());
+            // Bounds cost little: a grammar an engine walks at every token stays about
+            // the size of the unbounded one (a product of automaton and count did not).
+            let unbounded = protocol(id).grammar(&tools, &Constraint::new(dialect, Scope::Call)).unwrap();
+            assert!(
+                one.text().len() <= 2 * unbounded.text().len(),
+                "{id} {dialect}: {} bytes bounded, {} unbounded",
+                one.text().len(),
+                unbounded.text().len()
+            );
             let one = llg::compile(&one).unwrap();
             let fits = put(id, "twelve chars", "twenty characters ok", json!(u64::MAX));
             one.admits(&fits).unwrap_or_else(|e| panic!("{id} {dialect}: {e}\n{fits}"));

@@ -13,12 +13,16 @@
 //!   open-model formats, for a tool whose schema uses `maxLength`, `enum` and a nested
 //!   object.
 //!
+//! - **the `local_model` example**, run as a user runs it against the server.
+//!
 //! Decoding is greedy with a fixed seed, so each run gives the same replies.
 
 #![cfg(all(feature = "http", feature = "gateway"))]
 
 #[path = "../cli/src/demo_tools.rs"]
 mod demo_tools;
+#[path = "support/example_bin.rs"]
+mod example_bin;
 #[path = "support/llama.rs"]
 mod llama;
 
@@ -162,4 +166,20 @@ async fn the_openai_client_gets_valid_calls_through_the_gateway() {
     println!("{stdout}");
     assert!(output.status.success(), "the client script failed:\n{stdout}\n{stderr}");
     assert!(stdout.contains("all checks passed"), "{stdout}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_local_model_example_calls_and_answers() {
+    let url = tokio::task::spawn_blocking(llama::server).await.expect("the server");
+    let output = tokio::process::Command::new(example_bin::example_path("local_model"))
+        .env("LLAMA_URL", &url)
+        .env("LLAMA_MODEL", llama::MODEL)
+        .output()
+        .await
+        .expect("the example runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    println!("{stdout}");
+    assert!(output.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+    assert!(stdout.contains("ran calc_add (ok)"), "the call ran: {stdout}");
+    assert!(stdout.contains("stopped: Finished"), "the model answered: {stdout}");
 }
