@@ -1054,6 +1054,182 @@ fn an_xlam_list_is_a_call_only_where_the_reply_starts() {
     }
 }
 
+/// What a protocol's free text may not hold, as docs/grammar.md lists it.
+struct FreeText {
+    id: &'static str,
+    /// Markup anywhere in free text.
+    anywhere: &'static [&'static str],
+    /// Markup a stretch of free text may not open with, after blanks (at the start of
+    /// the reply, or right after a call): elsewhere it is text.
+    opening: &'static [&'static str],
+    /// The format's own reasoning markup: neither free text nor the reasoning block
+    /// that may open the reply holds it.
+    reasoning: &'static [&'static str],
+}
+
+const FREE_TEXT: &[FreeText] = &[
+    FreeText {
+        id: "vcp",
+        anywhere: &["<<<[TOOL_REQUEST]>>>", "<<<[TOOL_REQUEST_EXP]>>>"],
+        opening: &[],
+        reasoning: &[],
+    },
+    FreeText { id: "hermes", anywhere: &["<tool_call>"], opening: &[], reasoning: &[] },
+    FreeText {
+        id: "qwen3_coder_xml",
+        anywhere: &["<tool_call>", "<function="],
+        opening: &[],
+        reasoning: &[],
+    },
+    FreeText { id: "mistral", anywhere: &["[TOOL_CALLS]"], opening: &[], reasoning: &[] },
+    FreeText { id: "llama3_json", anywhere: &["<|python_tag|>"], opening: &["{"], reasoning: &[] },
+    FreeText { id: "pythonic", anywhere: &["[", "<|python_start|>"], opening: &[], reasoning: &[] },
+    FreeText {
+        id: "deepseek_v3",
+        anywhere: &["<｜tool▁calls▁begin｜>", "<｜tool▁call▁begin｜>"],
+        opening: &[],
+        reasoning: &[],
+    },
+    FreeText {
+        id: "deepseek_v31",
+        anywhere: &["<｜tool▁calls▁begin｜>", "<｜tool▁call▁begin｜>"],
+        opening: &[],
+        reasoning: &[],
+    },
+    FreeText { id: "kimi_k2", anywhere: &["<|tool_calls_section_begin|>"], opening: &[], reasoning: &[] },
+    FreeText { id: "glm45", anywhere: &["<tool_call>"], opening: &[], reasoning: &[] },
+    FreeText { id: "glm47", anywhere: &["<tool_call>"], opening: &[], reasoning: &[] },
+    FreeText { id: "minimax_m2", anywhere: &["<minimax:tool_call>"], opening: &[], reasoning: &[] },
+    FreeText {
+        id: "cohere",
+        anywhere: &[
+            "<|START_ACTION|>",
+            "<|START_RESPONSE|>",
+            "<|END_RESPONSE|>",
+            "<|START_TEXT|>",
+            "<|END_TEXT|>",
+        ],
+        opening: &[],
+        reasoning: &["<|START_THINKING|>", "<|END_THINKING|>"],
+    },
+    FreeText { id: "granite", anywhere: &["<|tool_call|>", "<tool_call>"], opening: &["["], reasoning: &[] },
+    FreeText {
+        id: "xlam",
+        anywhere: &["[TOOL_CALLS]", "<tool_call>", "```json", "[{\"name\": "],
+        opening: &["["],
+        reasoning: &[],
+    },
+    FreeText { id: "phi4_mini", anywhere: &["functools["], opening: &[], reasoning: &[] },
+    FreeText {
+        id: "hunyuan",
+        anywhere: &["<tool_calls>", "<answer>", "</answer>"],
+        opening: &["助手："],
+        reasoning: &[],
+    },
+    FreeText { id: "jamba", anywhere: &["<tool_calls>"], opening: &[], reasoning: &[] },
+    FreeText { id: "minimax_m1", anywhere: &["<tool_calls>"], opening: &[], reasoning: &[] },
+    FreeText { id: "internlm", anywhere: &["<|action_start|>"], opening: &[], reasoning: &[] },
+    FreeText { id: "longcat", anywhere: &["<longcat_tool_call>"], opening: &[], reasoning: &[] },
+    FreeText {
+        id: "ernie45",
+        anywhere: &["<tool_call>", "<response>", "</response>"],
+        opening: &[],
+        reasoning: &[],
+    },
+    FreeText {
+        id: "gigachat3",
+        anywhere: &["<|function_call|>", "<|message_sep|>"],
+        opening: &["</s>"],
+        reasoning: &[],
+    },
+    FreeText {
+        id: "apertus",
+        anywhere: &["<|tools_prefix|>", "<|inner_prefix|>", "<|inner_suffix|>"],
+        opening: &[],
+        reasoning: &[],
+    },
+    FreeText {
+        id: "inkling",
+        anywhere: &["<|content_invoke", "<|content_text|>"],
+        opening: &[],
+        reasoning: &[
+            "<|content_thinking|>",
+            "<|end_message|>",
+            "<|message_model|>",
+            "<|content_model_end_sampling|>",
+        ],
+    },
+    FreeText {
+        id: "harmony",
+        anywhere: &["<|message|>", "<|constrain|>"],
+        opening: &[],
+        reasoning: &[
+            "<|channel|>analysis<|message|>",
+            "<|start|>",
+            "<|channel|>",
+            "<|end|>",
+            "<|call|>",
+            "<|return|>",
+        ],
+    },
+    FreeText { id: "sarashina", anywhere: &["<|tool_calls|>"], opening: &["[", "{"], reasoning: &[] },
+];
+
+#[test]
+fn free_text_holds_no_markup_its_reader_reads() {
+    let tools = definitions();
+    let mut listed: Vec<&str> = FREE_TEXT.iter().map(|f| f.id).collect();
+    let mut offered = grammar_protocols();
+    listed.sort();
+    offered.sort();
+    assert_eq!(listed, offered, "every protocol with a grammar is listed");
+    for free in FREE_TEXT {
+        let id = free.id;
+        let call =
+            write_call(id, "calc", "add", "calc_add", json!({"a": 1, "b": 2}).as_object().unwrap()).unwrap();
+        for dialect in TEXT_DIALECTS {
+            let reply = llg::compile(&grammar(id, &tools, dialect, Scope::Reply)).unwrap();
+            // What is admitted reads back as it means: its calls, no others.
+            let admitted = |text: &str, calls: usize| {
+                reply.admits(text).unwrap_or_else(|e| panic!("{id} {dialect}: {e}\n{text}"));
+                let read = read_back(id, text).unwrap_or_else(|e| panic!("{id} {dialect}: {e}\n{text}"));
+                assert_eq!(read.len(), calls, "{id} {dialect}:\n{text}");
+            };
+            let refused = |text: &str| assert!(reply.admits(text).is_err(), "{id} {dialect} admits\n{text}");
+            admitted("Plain text.", 0);
+            // (xLAM's list is a call only first in the reply.)
+            let lead = if id == "xlam" { "\n" } else { "Let me check.\n" };
+            admitted(&format!("<think>Which tool?</think>{lead}{call}\nDone."), 1);
+            // A reasoning tag, opening or closing, anywhere but the reply's first block.
+            for tag in ["<think>", "</think>", "< THINKING >", "</Think >"] {
+                refused(&format!("Plain {tag} text."));
+            }
+            for markup in free.anywhere.iter().chain(free.reasoning) {
+                refused(&format!("Plain {markup} text."));
+                refused(&format!("{call}\nPlain {markup} text."));
+            }
+            for markup in free.reasoning {
+                refused(&format!("<think>Plan {markup} more.</think>Done."));
+            }
+            // VCP reads a start marker right after a backtick as a mention, not a call.
+            if id == "vcp" {
+                admitted(&format!("See `it`.\n{call}"), 1);
+                refused(&format!("See `{call}"));
+            }
+            for markup in free.opening {
+                for text in
+                    [format!("{markup} text."), format!(" \n{markup} text."), format!("{call}{markup} text.")]
+                {
+                    refused(&text);
+                }
+                if !free.anywhere.contains(markup) {
+                    admitted(&format!("Plain {markup} text."), 0);
+                }
+            }
+        }
+    }
+}
+
 /// Several calls of `id` as one reply of the `calls` scope writes them: VCP and the
 /// tag formats one after the other on lines of their own; the section formats inside
 /// one section.

@@ -426,6 +426,11 @@ pub(crate) struct Syntax {
     /// Whether the protocol hides reasoning (then free text holds no reasoning tag, and
     /// a reply may open with one reasoning block).
     pub reasoning: bool,
+    /// The format's own reasoning markup (Cohere's thinking tokens, Harmony's analysis
+    /// frame, …): while reasoning is hidden, neither free text nor the reasoning block
+    /// holds it, as neither holds a reasoning tag. The markup nests with `<think>` or
+    /// ends a frame, so a token of it in the block would hide the calls after it.
+    pub reasoning_markup: Vec<Pattern>,
     /// For JSON-bodied formats: the key of the name and of the arguments in a call
     /// object, and each method's call.
     pub json: Option<(&'static str, &'static str, Vec<JsonCall>)>,
@@ -492,6 +497,7 @@ impl Syntax {
         patterns.extend(self.avoid.iter().filter(|p| !p.is_before_call()).cloned());
         if self.reasoning {
             patterns.extend(reasoning_heads());
+            patterns.extend(self.reasoning_markup.iter().cloned());
         }
         patterns
     }
@@ -526,7 +532,9 @@ impl Syntax {
                 let calls = b.rule("calls", Expr::seq([lead, self.after_open(most)]));
                 let mut items = Vec::new();
                 if self.reasoning {
-                    let inner = b.avoiding("REASONING_TEXT", reasoning_heads());
+                    let mut inner = reasoning_heads();
+                    inner.extend(self.reasoning_markup.iter().cloned());
+                    let inner = b.avoiding("REASONING_TEXT", inner);
                     // The opening tag spelled out: a reply may also start with free text
                     // or a call, which begin with `<` too, and an engine that reads a
                     // literal as one lexeme (llguidance's GBNF reader) would otherwise

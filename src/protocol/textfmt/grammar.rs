@@ -210,6 +210,7 @@ impl JsonPieces<'_> {
             section: self.section,
             avoid: self.avoid,
             reasoning: options.skip_reasoning,
+            reasoning_markup: Vec::new(),
             json: Some((self.keys.0, self.keys.1, json_calls)),
         })
     }
@@ -283,6 +284,9 @@ pub(crate) fn grammar(
     if methods.is_empty() {
         return Err(GrammarError::NoMethods);
     }
-    let syntax = format.format().syntax(&mut b, &methods, options, constraint)?;
+    let mut syntax = format.format().syntax(&mut b, &methods, options, constraint)?;
+    if let Some(markup) = format.format().reasoning() {
+        syntax.reasoning_markup = markup.all().map(Pattern::text).collect();
+    }
     syntax.grammar(b, constraint)
 }

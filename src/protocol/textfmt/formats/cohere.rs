@@ -33,10 +33,11 @@
 //! line break and four spaces, call objects `{"tool_call_id": "N", "tool_name": …,
 //! "parameters": {…}}` joined by `,` and a line break and four spaces, then a line break and
 //! `]<|END_ACTION|>`; each id a number below the grammar's most calls (bounded, not checked
-//! to count up). Free text holds no `<|START_ACTION|>`, no `<|START_THINKING|>` and none of
-//! the framing tokens: the grammar admits no thinking block and no response framing, so a
-//! constrained reply is plain text and an action. The JSON Schema of one call is that object,
-//! its id one of the numbers.
+//! to count up). Free text holds no `<|START_ACTION|>`, neither thinking token and none of
+//! the framing tokens: the grammar admits no thinking block of Cohere's own (a reply may
+//! open with a `<think>` block, which holds neither thinking token) and no response
+//! framing, so a constrained reply is plain text and an action. The JSON Schema of one
+//! call is that object, its id one of the numbers.
 
 use serde_json::{Map, Value, json};
 
@@ -262,7 +263,10 @@ impl Format for Rules {
                 Piece::Text("}".into()),
             ]
         };
-        let mut avoid = vec![Pattern::text(START_ACTION), Pattern::text(START_THINKING)];
+        // (The thinking tokens are framing when reasoning is read as text, and reasoning
+        // markup when it is hidden: free text holds neither way.)
+        let mut avoid =
+            vec![Pattern::text(START_ACTION), Pattern::text(START_THINKING), Pattern::text(END_THINKING)];
         avoid.extend(FRAMING.iter().map(|t| Pattern::text(t)));
         JsonPieces {
             pieces: &pieces,

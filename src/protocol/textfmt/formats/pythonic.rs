@@ -189,6 +189,7 @@ impl Format for Rules {
             section: Some(Section { between: Expr::lit(", "), close: "]".into() }),
             avoid: vec![Pattern::text(START)],
             reasoning: options.skip_reasoning,
+            reasoning_markup: Vec::new(),
             json: None,
         })
     }

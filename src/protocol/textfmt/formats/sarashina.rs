@@ -228,6 +228,7 @@ impl Format for Rules {
                 Pattern::new().then_any(CharSet::ascii_space()).then(CharSet::of("[{")).at_start(),
             ],
             reasoning: options.skip_reasoning,
+            reasoning_markup: Vec::new(),
             json: None,
         })
     }
