@@ -694,6 +694,42 @@ fn valid_call(name: &str, args: &Map<String, Value>) -> Result<(), String> {
 }
 
 #[test]
+fn each_json_schema_is_the_call_object_of_its_format() {
+    let tools = definitions();
+    let mut with_schema = Vec::new();
+    for id in json_bodied() {
+        let Some(schema) = json_dialect(id, &tools, Dialect::JsonSchema, Scope::Call) else { continue };
+        with_schema.push(id);
+        let keys = match CallShape::of(&schema.to_json().unwrap()) {
+            CallShape::Named { name, args, fixed } => {
+                let fixed: Vec<&str> = fixed.keys().map(String::as_str).collect();
+                format!("{fixed:?} {name} {args}")
+            }
+            CallShape::Keyed => "{NAME: ARGUMENTS}".to_string(),
+        };
+        let expected = match id {
+            "llama3_json" | "internlm" => "[] name parameters",
+            "inkling" => "[] name args",
+            "cohere" => "[\"tool_call_id\"] tool_name parameters",
+            "apertus" => "{NAME: ARGUMENTS}",
+            _ => "[] name arguments",
+        };
+        assert_eq!(keys, expected, "{id}");
+    }
+    // The JSON-bodied formats without one dialect, as docs/grammar.md says.
+    assert!(
+        !with_schema.contains(&"harmony") && json_bodied().contains(&"harmony"),
+        "harmony: a structural tag only"
+    );
+    assert!(
+        json_dialect("xlam", &tools, Dialect::StructuralTag, Scope::Reply).is_none(),
+        "xlam: no structural tag"
+    );
+    assert!(with_schema.contains(&"xlam"), "xlam: a JSON Schema");
+    assert!(!json_bodied().contains(&"sarashina"), "sarashina: no JSON dialect");
+}
+
+#[test]
 fn json_dialects_admit_the_calls_and_only_valid_ones() {
     let tools = definitions();
     let mut rng = TestRng::from_seed(RngAlgorithm::ChaCha, &[13; 32]);
