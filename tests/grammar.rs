@@ -1021,6 +1021,15 @@ fn a_reply_holds_at_most_max_calls() {
                     "{id} {dialect} {scope} admits 3 calls:\n{three_calls}"
                 );
             }
+            // A reply of no call: the answer the loop asks for after repeated calls.
+            let none = protocol(id)
+                .grammar(&tools, &Constraint::new(dialect, Scope::Reply).max_calls(0))
+                .unwrap_or_else(|e| panic!("{id} {dialect}: {e}"));
+            let answer = "The sum is 3.";
+            llg::admits(&none, answer).unwrap_or_else(|e| panic!("{id} {dialect}: {e}\n{answer}"));
+            let with_call = format!("{answer}\n{}", call(1));
+            assert!(llg::admits(&none, &call(1)).is_err(), "{id} {dialect} max_calls 0 admits a call");
+            assert!(llg::admits(&none, &with_call).is_err(), "{id} {dialect} max_calls 0 admits a call");
         }
     }
     // Kimi K2's call index counts calls: it cannot run on.
