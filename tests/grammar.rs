@@ -1025,11 +1025,12 @@ fn a_reply_holds_at_most_max_calls() {
             let none = protocol(id)
                 .grammar(&tools, &Constraint::new(dialect, Scope::Reply).max_calls(0))
                 .unwrap_or_else(|e| panic!("{id} {dialect}: {e}"));
+            let none = llg::compile(&none).unwrap();
             let answer = "The sum is 3.";
-            llg::admits(&none, answer).unwrap_or_else(|e| panic!("{id} {dialect}: {e}\n{answer}"));
+            none.admits(answer).unwrap_or_else(|e| panic!("{id} {dialect}: {e}\n{answer}"));
             let with_call = format!("{answer}\n{}", call(1));
-            assert!(llg::admits(&none, &call(1)).is_err(), "{id} {dialect} max_calls 0 admits a call");
-            assert!(llg::admits(&none, &with_call).is_err(), "{id} {dialect} max_calls 0 admits a call");
+            assert!(none.admits(&call(1)).is_err(), "{id} {dialect} max_calls 0 admits a call");
+            assert!(none.admits(&with_call).is_err(), "{id} {dialect} max_calls 0 admits a call");
         }
     }
     // Kimi K2's call index counts calls: it cannot run on.
