@@ -3,14 +3,16 @@
 //! model write" is exactly the engine's token mask.
 //!
 //! GBNF goes through llguidance's own GBNF reader, which is Python (`llguidance` on PyPI,
-//! the same version as the crate): the first use creates a virtual environment under the
-//! target directory and installs it there.
+//! the same version as the crate), and so do structural tags: the first use creates a
+//! virtual environment under the target directory and installs it there, and one Python
+//! process converts every such grammar of the test binary.
 
 #![allow(dead_code)]
 
 use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use llguidance::api::TopLevelGrammar;
@@ -37,8 +39,28 @@ pub struct Engine {
 }
 
 /// Compiles `grammar` (Lark, GBNF, JSON Schema or a structural tag) as a serving engine
-/// would; an error or a warning from the engine is an error here.
+/// would; an error or a warning from the engine is an error here. Each grammar is
+/// compiled once per test binary: the tests that use the same one get a fresh copy of
+/// the compiled engine.
 pub fn compile(grammar: &Grammar) -> Result<Engine, String> {
+    type Compiled = Arc<OnceLock<Result<Engine, String>>>;
+    static COMPILED: OnceLock<Mutex<HashMap<(String, String), Compiled>>> = OnceLock::new();
+    let key = (grammar.dialect().to_string(), grammar.text().to_string());
+    let slot = COMPILED
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+        .entry(key)
+        .or_default()
+        .clone();
+    // (Outside the map's lock: two tests compile two grammars at once.)
+    match slot.get_or_init(|| compile_once(grammar)) {
+        Ok(engine) => Ok(engine.fork()),
+        Err(e) => Err(e.clone()),
+    }
+}
+
+fn compile_once(grammar: &Grammar) -> Result<Engine, String> {
     let top = match grammar.dialect() {
         Dialect::Lark => TopLevelGrammar::from_lark(grammar.text().to_string()),
         Dialect::Gbnf => python_grammar("gbnf", grammar.text())?,
@@ -60,9 +82,11 @@ pub fn compile(grammar: &Grammar) -> Result<Engine, String> {
 }
 
 impl Engine {
-    /// A copy at the same point.
+    /// A copy at the same point. Copies share the lexer's automaton, which the engine
+    /// builds as text is fed (behind a lock): what one copy learns, the others reuse, as
+    /// forks of one request do in a serving engine.
     pub fn fork(&self) -> Engine {
-        Engine { matcher: self.matcher.deep_clone() }
+        Engine { matcher: self.matcher.clone() }
     }
 
     /// The bytes the grammar allows next.
@@ -94,13 +118,22 @@ impl Engine {
 /// Whether the grammar admits exactly `text` (every byte allowed, and accepting at the
 /// end); `Err` says where it stopped.
 pub fn admits(grammar: &Grammar, text: &str) -> Result<(), String> {
-    let mut engine = compile(grammar)?;
-    match engine.feed(text.as_bytes()) {
-        Err(at) => {
-            Err(format!("rejected at byte {at}: after {:?}", String::from_utf8_lossy(&text.as_bytes()[..at])))
+    compile(grammar)?.admits(text)
+}
+
+impl Engine {
+    /// Whether the grammar admits exactly `text` from here, as [`admits`] does (the
+    /// engine, compiled once, stays where it is).
+    pub fn admits(&self, text: &str) -> Result<(), String> {
+        let mut engine = self.fork();
+        match engine.feed(text.as_bytes()) {
+            Err(at) => Err(format!(
+                "rejected at byte {at}: after {:?}",
+                String::from_utf8_lossy(&text.as_bytes()[..at])
+            )),
+            Ok(()) if !engine.accepting() => Err("every byte allowed, but the text is not complete".into()),
+            Ok(()) => Ok(()),
         }
-        Ok(()) if !engine.accepting() => Err("every byte allowed, but the text is not complete".into()),
-        Ok(()) => Ok(()),
     }
 }
 
@@ -146,49 +179,84 @@ fn python() -> Result<PathBuf, String> {
         .clone()
 }
 
-/// A GBNF grammar or a structural tag turned into llguidance's grammar by the Python
-/// package's own readers (`grammar_from("gbnf", …)`, `StructTag.to_grammar`), cached.
-fn python_grammar(kind: &str, text: &str) -> Result<TopLevelGrammar, String> {
-    static CACHE: OnceLock<Mutex<HashMap<(String, String), String>>> = OnceLock::new();
-    let cache = CACHE.get_or_init(Default::default);
-    let key = (kind.to_string(), text.to_string());
-    let cached = cache.lock().unwrap().get(&key).cloned();
-    let converted = match cached {
-        Some(converted) => converted,
-        None => {
-            const SCRIPT: &str = r#"
+/// The script of the conversion worker: one request a line (`{"kind", "text"}`), one
+/// answer a line (`{"ok": converted}` or `{"error": message}`).
+const WORKER: &str = r#"
 import json, sys
 import llguidance
-kind = sys.argv[1]
-text = sys.stdin.read()
-if kind == "gbnf":
-    print(llguidance.grammar_from("gbnf", text))
-else:
-    tag = json.loads(text)
-    tags = [llguidance.StructTag(trigger=t, begin=s["begin"], grammar=s["schema"], end=s["end"])
-            for s in tag["structures"] for t in tag["triggers"] if s["begin"].startswith(t)]
-    print(llguidance.StructTag.to_grammar(tags, assume_special=False))
+for line in sys.stdin:
+    request = json.loads(line)
+    try:
+        if request["kind"] == "gbnf":
+            out = llguidance.grammar_from("gbnf", request["text"])
+        else:
+            tag = json.loads(request["text"])
+            tags = [llguidance.StructTag(trigger=t, begin=s["begin"], grammar=s["schema"], end=s["end"])
+                    for s in tag["structures"] for t in tag["triggers"] if s["begin"].startswith(t)]
+            out = llguidance.StructTag.to_grammar(tags, assume_special=False)
+        answer = {"ok": str(out)}
+    except Exception as e:
+        answer = {"error": f"{type(e).__name__}: {e}"}
+    sys.stdout.write(json.dumps(answer) + "\n")
+    sys.stdout.flush()
 "#;
-            let mut child = Command::new(python()?)
-                .args(["-c", SCRIPT, kind])
-                .stdin(Stdio::piped())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .map_err(|e| e.to_string())?;
-            {
-                use std::io::Write;
-                let mut stdin = child.stdin.take().ok_or("no stdin")?;
-                stdin.write_all(text.as_bytes()).map_err(|e| e.to_string())?;
+
+/// The running conversion worker: one Python process for the whole test binary, so that
+/// Python and `llguidance` start once, not once per grammar.
+struct Worker {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+}
+
+impl Worker {
+    fn start() -> Result<Worker, String> {
+        let mut child = Command::new(python()?)
+            .args(["-c", WORKER])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .map_err(|e| e.to_string())?;
+        let stdin = child.stdin.take().ok_or("no stdin")?;
+        let stdout = BufReader::new(child.stdout.take().ok_or("no stdout")?);
+        Ok(Worker { child, stdin, stdout })
+    }
+
+    fn convert(&mut self, kind: &str, text: &str) -> Result<String, String> {
+        let request = serde_json::json!({"kind": kind, "text": text}).to_string();
+        writeln!(self.stdin, "{request}").and_then(|()| self.stdin.flush()).map_err(|e| e.to_string())?;
+        let mut line = String::new();
+        match self.stdout.read_line(&mut line) {
+            Ok(0) => Err(format!("the conversion worker stopped: {:?}", self.child.try_wait())),
+            Ok(_) => {
+                let answer: serde_json::Value =
+                    serde_json::from_str(&line).map_err(|e| format!("{e}: {line}"))?;
+                match (answer["ok"].as_str(), answer["error"].as_str()) {
+                    (Some(ok), _) => Ok(ok.trim().to_string()),
+                    (None, error) => Err(format!("llguidance's {kind} reader: {}", error.unwrap_or(&line))),
+                }
             }
-            let out = child.wait_with_output().map_err(|e| e.to_string())?;
-            if !out.status.success() {
-                return Err(format!("llguidance's {kind} reader: {}", String::from_utf8_lossy(&out.stderr)));
-            }
-            let converted = String::from_utf8_lossy(&out.stdout).trim().to_string();
-            cache.lock().unwrap().insert(key, converted.clone());
-            converted
+            Err(e) => Err(e.to_string()),
         }
+    }
+}
+
+/// A GBNF grammar or a structural tag turned into llguidance's grammar by the Python
+/// package's own readers (`grammar_from("gbnf", …)`, `StructTag.to_grammar`).
+fn python_grammar(kind: &str, text: &str) -> Result<TopLevelGrammar, String> {
+    static WORKER: Mutex<Option<Worker>> = Mutex::new(None);
+    let converted = {
+        let mut worker = WORKER.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if worker.is_none() {
+            *worker = Some(Worker::start()?);
+        }
+        let result = worker.as_mut().map_or(Err("no worker".into()), |w| w.convert(kind, text));
+        // A worker that stopped is started again for the next grammar.
+        if result.as_ref().is_err_and(|e| e.starts_with("the conversion worker stopped")) {
+            *worker = None;
+        }
+        result?
     };
     if converted.trim_start().starts_with('{') {
         serde_json::from_str(&converted).map_err(|e| format!("{e}: {converted}"))

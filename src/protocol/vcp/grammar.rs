@@ -148,6 +148,7 @@ pub(crate) fn grammar(
         section: None,
         avoid,
         reasoning: !options.keep_reasoning,
+        reasoning_markup: Vec::new(),
         json: None,
     };
     syntax.grammar(b, constraint)

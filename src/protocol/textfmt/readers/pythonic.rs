@@ -80,3 +80,354 @@ pub(crate) fn write_list(name: &str, args: &serde_json::Map<String, serde_json::
     let args: Vec<String> = args.iter().map(|(key, value)| format!("{key}={}", python_text(value))).collect();
     format!("[{name}({})]", args.join(", "))
 }
+
+/// `value` as a Python literal all the way down: strings in `quote`s (as
+/// [`python_string`] escapes them), `True`/`False`/`None`, numbers as JSON writes them,
+/// lists `[a, b]` and dicts `{'k': v}` (`sarashina` writes its calls so).
+pub(crate) fn python_literal(value: &serde_json::Value, quote: char, out: &mut String) {
+    use serde_json::Value;
+    match value {
+        Value::String(s) => python_string(s, quote, out),
+        Value::Bool(true) => out.push_str("True"),
+        Value::Bool(false) => out.push_str("False"),
+        Value::Null => out.push_str("None"),
+        Value::Number(n) => out.push_str(&n.to_string()),
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                python_literal(item, quote, out);
+            }
+            out.push(']');
+        }
+        Value::Object(map) => {
+            out.push('{');
+            for (i, (key, item)) in map.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                python_string(key, quote, out);
+                out.push_str(": ");
+                python_literal(item, quote, out);
+            }
+            out.push('}');
+        }
+    }
+}
+
+/// Python literals of a method's JSON Schema, as a grammar (see
+/// [`grammar`](crate::grammar)): what `pythonic` and `sarashina` write into their calls.
+/// Strings are in `quote`s with the escapes the reader decodes (`\\ \" \' \n \r \t`,
+/// `\uXXXX` but no surrogate) and no raw control character, nor a raw `<` with
+/// `no_raw_lt` (while reasoning is hidden, so that no string opens a reasoning tag);
+/// `True`/`False`, `None`, numbers as JSON writes them. Lists and dicts are JSON (which
+/// the reader also takes), or with [`python_containers`](Self::python_containers) Python
+/// literals too: `[a, b]`, `{'k': v}` with keys in the order of the schema's
+/// `properties`, every required key present and no other.
+pub(crate) struct PyLiterals<'b> {
+    b: &'b mut crate::grammar::Builder,
+    method: &'b str,
+    root: &'b serde_json::Value,
+    quote: char,
+    no_raw_lt: bool,
+    python_containers: bool,
+    refs: std::collections::HashMap<String, String>,
+    any: Option<crate::grammar::Expr>,
+    depth: u32,
+}
+
+impl<'b> PyLiterals<'b> {
+    /// The literals of method `method`, whose parameters are `root` (which `$ref`s point
+    /// into), rules in `b`.
+    pub(crate) fn new(
+        b: &'b mut crate::grammar::Builder,
+        method: &'b str,
+        root: &'b serde_json::Value,
+        quote: char,
+        no_raw_lt: bool,
+    ) -> Self {
+        PyLiterals {
+            b,
+            method,
+            root,
+            quote,
+            no_raw_lt,
+            python_containers: false,
+            refs: std::collections::HashMap::new(),
+            any: None,
+            depth: 0,
+        }
+    }
+
+    /// With lists and dicts as Python literals (strings in the quotes, `True`, `None`),
+    /// not JSON.
+    pub(crate) fn python_containers(mut self) -> Self {
+        self.python_containers = true;
+        self
+    }
+
+    fn error(&self, message: impl Into<String>) -> crate::grammar::GrammarError {
+        crate::grammar::GrammarError::Schema { method: self.method.to_string(), message: message.into() }
+    }
+
+    /// The JSON builder of the same grammar.
+    fn values(&mut self) -> crate::grammar::Values<'_> {
+        crate::grammar::Values::new(self.b, crate::grammar::ValueStyle::json("<"), self.method, self.root)
+    }
+
+    /// A literal's text as a constant of the grammar.
+    fn text(&self, value: &serde_json::Value) -> String {
+        if self.python_containers {
+            let mut out = String::new();
+            python_literal(value, self.quote, &mut out);
+            out
+        } else if let serde_json::Value::String(s) = value {
+            let mut out = String::new();
+            python_string(s, self.quote, &mut out);
+            out
+        } else {
+            python_text(value)
+        }
+    }
+
+    /// A literal of `schema`.
+    pub(crate) fn literal(
+        &mut self,
+        schema: &serde_json::Value,
+    ) -> Result<crate::grammar::Expr, crate::grammar::GrammarError> {
+        self.depth += 1;
+        if self.depth > 32 {
+            return Err(self.error("the schema nests deeper than 32 levels"));
+        }
+        let out = self.literal_inner(schema);
+        self.depth -= 1;
+        out
+    }
+
+    fn literal_inner(
+        &mut self,
+        schema: &serde_json::Value,
+    ) -> Result<crate::grammar::Expr, crate::grammar::GrammarError> {
+        use crate::grammar::Expr;
+        use serde_json::Value;
+        let object = match schema {
+            Value::Object(object) => object,
+            Value::Bool(true) if self.python_containers => return Ok(self.any()),
+            _ => return self.values().json(schema),
+        };
+        if let Some(reference) = object.get("$ref").and_then(Value::as_str) {
+            return self.reference(reference);
+        }
+        if let Some(constant) = object.get("const") {
+            return Ok(Expr::lit(self.text(constant)));
+        }
+        if let Some(options) = object.get("enum").and_then(Value::as_array) {
+            if options.is_empty() {
+                return Err(self.error("an empty `enum` admits no value"));
+            }
+            return Ok(Expr::alt(options.iter().map(|v| Expr::lit(self.text(v)))));
+        }
+        for key in ["anyOf", "oneOf"] {
+            if let Some(options) = object.get(key).and_then(Value::as_array) {
+                let mut alternatives = Vec::new();
+                for option in options {
+                    let mut merged = object.clone();
+                    merged.remove(key);
+                    if let Value::Object(inner) = option {
+                        merged.extend(inner.iter().map(|(k, v)| (k.clone(), v.clone())));
+                    }
+                    alternatives.push(self.literal(&Value::Object(merged))?);
+                }
+                if alternatives.is_empty() {
+                    return Err(self.error(format!("an empty `{key}` admits no value")));
+                }
+                return Ok(Expr::alt(alternatives));
+            }
+        }
+        let kinds: Vec<String> = match object.get("type") {
+            Some(Value::String(kind)) => vec![kind.clone()],
+            Some(Value::Array(kinds)) => kinds.iter().filter_map(Value::as_str).map(str::to_string).collect(),
+            _ if !self.python_containers => return self.values().json(schema),
+            _ if object.contains_key("properties") => vec!["object".to_string()],
+            _ if object.contains_key("items") => vec!["array".to_string()],
+            _ => return Ok(self.any()),
+        };
+        let mut alternatives = Vec::new();
+        for kind in kinds {
+            alternatives.push(match kind.as_str() {
+                "string" => {
+                    let count = |key: &str| {
+                        object.get(key).and_then(Value::as_u64).map(|n| n.min(u32::MAX.into()) as u32)
+                    };
+                    let max = match (count("maxLength"), self.b.max_text) {
+                        (Some(own), Some(cap)) => Some(own.min(cap)),
+                        (own, cap) => own.or(cap),
+                    };
+                    self.string(count("minLength").unwrap_or(0), max)
+                }
+                "boolean" => Expr::alt([Expr::lit("True"), Expr::lit("False")]),
+                "null" => Expr::lit("None"),
+                "array" if self.python_containers => self.array(object)?,
+                "object" if self.python_containers => self.object(object)?,
+                _ => {
+                    let mut one = object.clone();
+                    one.insert("type".into(), Value::String(kind.clone()));
+                    self.values().json(&Value::Object(one))?
+                }
+            });
+        }
+        if alternatives.is_empty() {
+            return Err(self.error("an empty `type` list admits no value"));
+        }
+        Ok(Expr::alt(alternatives))
+    }
+
+    /// A string in the quotes, of `min`..`max` characters.
+    fn string(&mut self, min: u32, max: Option<u32>) -> crate::grammar::Expr {
+        use crate::grammar::{CharSet, Expr};
+        let hex = || CharSet::ranges(&[('0', '9'), ('a', 'f'), ('A', 'F')]);
+        let hex_n = |n: u32| Expr::set(hex()).times(n, Some(n));
+        let mut excluded = String::from(self.quote);
+        excluded.push('\\');
+        if self.no_raw_lt {
+            excluded.push('<');
+        }
+        let plain = CharSet::ranges(&[('\u{0}', '\u{1F}'), ('\u{7F}', '\u{7F}')])
+            .union(&CharSet::of(&excluded))
+            .not();
+        // `\uXXXX` but no surrogate (which the reader does not decode).
+        let unicode = Expr::alt([
+            Expr::seq([
+                Expr::set(CharSet::ranges(&[('0', '9'), ('a', 'c'), ('A', 'C'), ('e', 'f'), ('E', 'F')])),
+                hex_n(3),
+            ]),
+            Expr::seq([Expr::set(CharSet::of("dD")), Expr::set(CharSet::range('0', '7')), hex_n(2)]),
+        ]);
+        let unit = Expr::alt([
+            Expr::set(plain),
+            Expr::seq([
+                Expr::lit("\\"),
+                Expr::alt([Expr::set(CharSet::of("\\\"'nrt")), Expr::seq([Expr::lit("u"), unicode])]),
+            ]),
+        ]);
+        let name = if (min, max) == (0, None) { "PY_STRING".to_string() } else { format!("PY_STRING_{min}") };
+        let quote = Expr::lit(self.quote.to_string());
+        self.b.terminal(&name, Expr::seq([quote.clone(), unit.times(min, max), quote]))
+    }
+
+    /// The optional space after `:` and `,`.
+    fn ws() -> crate::grammar::Expr {
+        crate::grammar::Expr::lit(" ").opt()
+    }
+
+    /// A list of the schema's `items`, `minItems` to `maxItems` of them.
+    fn array(
+        &mut self,
+        schema: &serde_json::Map<String, serde_json::Value>,
+    ) -> Result<crate::grammar::Expr, crate::grammar::GrammarError> {
+        use crate::grammar::Expr;
+        let item = match schema.get("items") {
+            Some(items) => self.literal(items)?,
+            None => self.any(),
+        };
+        let count = |key: &str| {
+            schema.get(key).and_then(serde_json::Value::as_u64).map(|n| n.min(u32::MAX.into()) as u32)
+        };
+        let (min, max) = (count("minItems").unwrap_or(0), count("maxItems"));
+        let rest = Expr::seq([Expr::lit(","), Self::ws(), item.clone()]);
+        let items = Expr::seq([item, rest.times(min.saturating_sub(1), max.map(|m| m.saturating_sub(1)))]);
+        let body = if min == 0 && max == Some(0) {
+            Expr::lit("[]")
+        } else if min == 0 {
+            Expr::seq([Expr::lit("["), items.opt(), Expr::lit("]")])
+        } else {
+            Expr::seq([Expr::lit("["), items, Expr::lit("]")])
+        };
+        Ok(self.b.rule("py_list", body))
+    }
+
+    /// A dict: keys in the order of `properties`, every required key present, no other;
+    /// without `properties`, any dict.
+    fn object(
+        &mut self,
+        schema: &serde_json::Map<String, serde_json::Value>,
+    ) -> Result<crate::grammar::Expr, crate::grammar::GrammarError> {
+        use crate::grammar::Expr;
+        use serde_json::Value;
+        let Some(properties) = schema.get("properties").and_then(Value::as_object) else {
+            let any = self.any();
+            return Ok(self.dict_of(any));
+        };
+        let required: Vec<&str> = schema
+            .get("required")
+            .and_then(Value::as_array)
+            .map(|r| r.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        let mut members = Vec::new();
+        for (key, property) in properties {
+            let value = self.literal(property)?;
+            let key_text = self.text(&Value::String(key.clone()));
+            members.push((
+                Expr::seq([Expr::lit(key_text), Expr::lit(":"), Self::ws(), value]),
+                required.contains(&key.as_str()),
+            ));
+        }
+        let list = self.values().member_list(members, Expr::seq([Expr::lit(","), Self::ws()]));
+        Ok(Expr::seq([Expr::lit("{"), list, Expr::lit("}")]))
+    }
+
+    /// Any dict whose values are `value`.
+    fn dict_of(&mut self, value: crate::grammar::Expr) -> crate::grammar::Expr {
+        use crate::grammar::Expr;
+        let key = self.string(0, None);
+        let member = Expr::seq([key, Expr::lit(":"), Self::ws(), value]);
+        Expr::seq([
+            Expr::lit("{"),
+            Expr::seq([member.clone(), Expr::seq([Expr::lit(","), Self::ws(), member]).star()]).opt(),
+            Expr::lit("}"),
+        ])
+    }
+
+    /// Any literal.
+    fn any(&mut self) -> crate::grammar::Expr {
+        use crate::grammar::Expr;
+        if let Some(any) = &self.any {
+            return any.clone();
+        }
+        let name = self.b.reserve("py_value");
+        let value = Expr::Ref(name.clone());
+        self.any = Some(value.clone());
+        let string = self.string(0, None);
+        let number = self.values().number(false);
+        let list = Expr::seq([
+            Expr::lit("["),
+            Expr::seq([value.clone(), Expr::seq([Expr::lit(","), Self::ws(), value.clone()]).star()]).opt(),
+            Expr::lit("]"),
+        ]);
+        let dict = self.dict_of(value.clone());
+        let body =
+            Expr::alt([dict, list, string, number, Expr::lit("True"), Expr::lit("False"), Expr::lit("None")]);
+        self.b.define_reserved(&name, body);
+        value
+    }
+
+    /// The literal of a local `$ref`, defined once.
+    fn reference(&mut self, reference: &str) -> Result<crate::grammar::Expr, crate::grammar::GrammarError> {
+        use crate::grammar::Expr;
+        if let Some(name) = self.refs.get(reference) {
+            return Ok(Expr::Ref(name.clone()));
+        }
+        let root = self.root;
+        let target =
+            reference.strip_prefix('#').and_then(|pointer| root.pointer(pointer)).ok_or_else(|| {
+                self.error(format!("`$ref` {reference} does not name a definition of the schema"))
+            })?;
+        let name = self.b.reserve(reference.rsplit('/').next().unwrap_or("ref"));
+        self.refs.insert(reference.to_string(), name.clone());
+        let body = self.literal(target)?;
+        self.b.define_reserved(&name, body);
+        Ok(Expr::Ref(name))
+    }
+}
