@@ -1350,8 +1350,9 @@ fn a_reply_holds_no_result_markup() {
             .map(|m| m.text().into_owned())
             .collect();
         // (Formats whose results open with plain text, such as Kimi K2's `## Return of`,
-        // or JSON, such as Llama 3's, have no markup to refuse.)
-        if !written.trim_start().starts_with(['<', '[']) {
+        // or JSON, such as Llama 3's and Apertus' `["42"]`, have no markup to refuse.)
+        let before = written.split("42").next().unwrap_or_default().trim_start();
+        if !before.starts_with(['<', '[']) || !before.contains(['>', ']']) {
             continue;
         }
         checked.push(*id);
@@ -1368,4 +1369,34 @@ fn a_reply_holds_no_result_markup() {
     for id in ["vcp", "hermes", "mistral", "deepseek_v3", "minimax_m2"] {
         assert!(checked.contains(&id), "{id} was not checked: {checked:?}");
     }
+}
+
+#[test]
+fn a_reply_that_starts_in_reasoning_closes_it_first() {
+    // A model whose template opens reasoning (the table's `starts_in_reasoning`): the
+    // reader hides everything up to the first closing tag, so every grammar starts with
+    // the rest of that reasoning and the tag, and what it admits reads back as the call.
+    let tools = definitions();
+    let args = json!({"a": 1, "b": 2});
+    let mut checked = 0;
+    for id in &grammar_protocols() {
+        let options = BuiltinOptions::default().starts_in_reasoning(true);
+        let opened = ProtocolRegistry::builtin(id, &options).unwrap().into_protocol();
+        let call = write_call(id, "calc", "add", "calc_add", args.as_object().unwrap()).expect("a call");
+        for dialect in TEXT_DIALECTS {
+            for scope in [Scope::Call, Scope::Calls, Scope::Reply] {
+                let g = opened.grammar(&tools, &Constraint::new(dialect, scope)).unwrap();
+                for text in [format!("</think>{call}"), format!("I add them.\n</think>\n\n{call}")] {
+                    llg::admits(&g, &text).unwrap_or_else(|e| panic!("{id} {dialect} {scope}: {e}\n{text}"));
+                    let read = opened.parse_turn(&tool_calling::model::AssistantTurn::from_text(&text));
+                    assert_eq!(read.requests.len(), 1, "{id}: {text}");
+                    assert!(read.requests[0].complete, "{id}: {text}");
+                }
+                // The call alone would be hidden as reasoning never closed: refused.
+                assert!(llg::admits(&g, &call).is_err(), "{id} {dialect} {scope} admits a call in reasoning");
+            }
+        }
+        checked += 1;
+    }
+    assert!(checked >= 12, "{checked}");
 }

@@ -340,6 +340,10 @@ pub(crate) struct Builder {
     /// The most characters a string value may hold where its schema sets no smaller
     /// `maxLength` ([`Constraint::max_text`](super::Constraint::max_text)).
     pub max_text: Option<u32>,
+    /// The tag that closes reasoning the prompt opened, when the reply starts inside it
+    /// (the protocol's `starts_in_reasoning`): every scope then begins with the rest of
+    /// that reasoning and this tag.
+    pub opened_reasoning: Option<&'static str>,
     defs: Vec<Def>,
     names: HashMap<String, usize>,
     /// Definitions by content, so that equal terminals and rules are written once.

@@ -461,7 +461,19 @@ impl Syntax {
         let (dialect, scope) = (constraint.dialect, constraint.scope);
         match dialect {
             Dialect::Lark | Dialect::Gbnf => {
-                let start = self.start(&mut builder, scope, constraint.call_bound());
+                let mut start = self.start(&mut builder, scope, constraint.call_bound());
+                if let Some(close) = builder.opened_reasoning {
+                    // The rest of the reasoning the prompt opened, then its closing tag:
+                    // without it the reader would hide the whole reply as reasoning.
+                    let mut patterns = reasoning_heads();
+                    patterns.extend(self.reasoning_markup.iter().cloned());
+                    let rest = builder.avoiding("OPENED_REASONING", patterns);
+                    // (A line break or two after it, as a model writes them.)
+                    let space = Expr::set(CharSet::of("\n")).times(0, Some(2));
+                    let closed =
+                        builder.terminal("CLOSED_REASONING", Expr::seq([rest, Expr::lit(close), space]));
+                    start = builder.rule("after_reasoning", Expr::seq([closed, start]));
+                }
                 debug_assert_eq!(builder.check(&start), Ok(()));
                 let (text, notes) =
                     if dialect == Dialect::Lark { builder.lark(&start) } else { builder.gbnf(&start) };

@@ -280,6 +280,9 @@ pub(crate) fn grammar(
     constraint: &Constraint,
 ) -> Result<Grammar, GrammarError> {
     let mut b = Builder::new(constraint);
+    if options.starts_in_reasoning && options.skip_reasoning {
+        b.opened_reasoning = Some("</think>");
+    }
     let methods = methods(tools);
     if methods.is_empty() {
         return Err(GrammarError::NoMethods);

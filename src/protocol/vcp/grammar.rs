@@ -93,6 +93,9 @@ pub(crate) fn grammar(
         return Err(unsupported());
     }
     let mut b = Builder::new(constraint);
+    if options.starts_in_reasoning && !options.keep_reasoning {
+        b.opened_reasoning = Some("</think>");
+    }
     let style = ValueStyle {
         string_escapes: "<「".into(),
         text: vec![plain_value(options), escaped_value(options)],
