@@ -803,8 +803,8 @@ fn write_avoid(out: &mut String, name: &str, text: &AvoidText, rules: Rules) -> 
         }
         let next_count = (count + 1).min(cap);
         for (target, _) in automaton.states.get(state).map(|s| s.moves.as_slice()).unwrap_or_default() {
-            if !index.contains_key(&(*target, next_count)) {
-                index.insert((*target, next_count), order.len());
+            if let std::collections::hash_map::Entry::Vacant(e) = index.entry((*target, next_count)) {
+                e.insert(order.len());
                 order.push((*target, next_count));
             }
         }
