@@ -75,14 +75,10 @@ impl Engine {
 
     /// Consumes `bytes` one at a time; `Err(i)` at the first byte the grammar forbids.
     pub fn feed(&mut self, bytes: &[u8]) -> Result<(), usize> {
-        for (i, &byte) in bytes.iter().enumerate() {
-            let mask = self.matcher.compute_mask().map_err(|_| i)?;
-            if !mask.is_allowed(u32::from(byte)) {
-                return Err(i);
-            }
-            self.matcher.consume_tokens(&[u32::from(byte)]).map_err(|_| i)?;
-        }
-        Ok(())
+        let tokens: Vec<u32> = bytes.iter().map(|&b| u32::from(b)).collect();
+        let valid = self.matcher.validate_tokens(&tokens).map_err(|_| 0usize)?;
+        self.matcher.consume_tokens(&tokens[..valid]).map_err(|_| 0usize)?;
+        if valid < tokens.len() { Err(valid) } else { Ok(()) }
     }
 
     /// Whether the text so far is a whole sentence of the grammar.
@@ -91,10 +87,25 @@ impl Engine {
     }
 }
 
+/// [`compile`], once per grammar: later calls fork the compiled matcher (the tests ask
+/// the same grammar about many texts).
+fn compiled(grammar: &Grammar) -> Result<Engine, String> {
+    static CACHE: OnceLock<Mutex<HashMap<(Dialect, String), Engine>>> = OnceLock::new();
+    let cache = CACHE.get_or_init(Default::default);
+    let key = (grammar.dialect(), grammar.text().to_string());
+    if let Some(engine) = cache.lock().unwrap().get(&key) {
+        return Ok(engine.fork());
+    }
+    let engine = compile(grammar)?;
+    let fork = engine.fork();
+    cache.lock().unwrap().insert(key, engine);
+    Ok(fork)
+}
+
 /// Whether the grammar admits exactly `text` (every byte allowed, and accepting at the
 /// end); `Err` says where it stopped.
 pub fn admits(grammar: &Grammar, text: &str) -> Result<(), String> {
-    let mut engine = compile(grammar)?;
+    let mut engine = compiled(grammar)?;
     match engine.feed(text.as_bytes()) {
         Err(at) => {
             Err(format!("rejected at byte {at}: after {:?}", String::from_utf8_lossy(&text.as_bytes()[..at])))
@@ -146,46 +157,104 @@ fn python() -> Result<PathBuf, String> {
         .clone()
 }
 
+/// The converter: one Python process, started on first use, that turns each GBNF
+/// grammar or structural tag it is sent into llguidance's grammar (a process per grammar
+/// spent most of this file's time starting Python). A request is a line with the kind
+/// and the text's length in bytes, then the text; an answer is a line `ok N` or `err N`,
+/// then N bytes.
+struct Converter {
+    child: std::process::Child,
+    stdin: std::process::ChildStdin,
+    stdout: std::io::BufReader<std::process::ChildStdout>,
+}
+
+const CONVERTER: &str = r#"
+import json, sys
+import llguidance
+inp, out = sys.stdin.buffer, sys.stdout.buffer
+while True:
+    head = inp.readline().split()
+    if len(head) != 2:
+        break
+    kind, text = head[0].decode(), inp.read(int(head[1])).decode()
+    try:
+        if kind == "gbnf":
+            answer, status = llguidance.grammar_from("gbnf", text), "ok"
+        else:
+            tag = json.loads(text)
+            tags = [llguidance.StructTag(trigger=t, begin=s["begin"], grammar=s["schema"], end=s["end"])
+                    for s in tag["structures"] for t in tag["triggers"] if s["begin"].startswith(t)]
+            answer, status = llguidance.StructTag.to_grammar(tags, assume_special=False), "ok"
+    except Exception as e:
+        answer, status = repr(e), "err"
+    data = str(answer).encode()
+    out.write(f"{status} {len(data)}\n".encode())
+    out.write(data)
+    out.flush()
+"#;
+
+impl Converter {
+    fn start() -> Result<Converter, String> {
+        let mut child = Command::new(python()?)
+            .args(["-c", CONVERTER])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| e.to_string())?;
+        let stdin = child.stdin.take().ok_or("no stdin")?;
+        let stdout = std::io::BufReader::new(child.stdout.take().ok_or("no stdout")?);
+        Ok(Converter { child, stdin, stdout })
+    }
+
+    /// `text` (a grammar of `kind`) in llguidance's terms, or the reader's error; the
+    /// outer `Err` when the converter itself broke down.
+    fn convert(&mut self, kind: &str, text: &str) -> Result<Result<String, String>, String> {
+        use std::io::{BufRead, Read, Write};
+        let io = |e: std::io::Error| format!("llguidance's {kind} reader: {e}");
+        write!(self.stdin, "{kind} {}\n", text.len()).map_err(io)?;
+        self.stdin.write_all(text.as_bytes()).map_err(io)?;
+        self.stdin.flush().map_err(io)?;
+        let mut head = String::new();
+        self.stdout.read_line(&mut head).map_err(io)?;
+        let (status, len) =
+            head.trim().split_once(' ').ok_or(format!("llguidance's {kind} reader stopped"))?;
+        let mut data = vec![0; len.parse().map_err(|_| format!("a bad answer: {head}"))?];
+        self.stdout.read_exact(&mut data).map_err(io)?;
+        let data = String::from_utf8_lossy(&data).trim().to_string();
+        Ok(if status == "ok" { Ok(data) } else { Err(format!("llguidance's {kind} reader: {data}")) })
+    }
+}
+
+impl Drop for Converter {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 /// A GBNF grammar or a structural tag turned into llguidance's grammar by the Python
 /// package's own readers (`grammar_from("gbnf", …)`, `StructTag.to_grammar`), cached.
 fn python_grammar(kind: &str, text: &str) -> Result<TopLevelGrammar, String> {
     static CACHE: OnceLock<Mutex<HashMap<(String, String), String>>> = OnceLock::new();
+    static CONVERTER: OnceLock<Mutex<Option<Converter>>> = OnceLock::new();
     let cache = CACHE.get_or_init(Default::default);
     let key = (kind.to_string(), text.to_string());
     let cached = cache.lock().unwrap().get(&key).cloned();
     let converted = match cached {
         Some(converted) => converted,
         None => {
-            const SCRIPT: &str = r#"
-import json, sys
-import llguidance
-kind = sys.argv[1]
-text = sys.stdin.read()
-if kind == "gbnf":
-    print(llguidance.grammar_from("gbnf", text))
-else:
-    tag = json.loads(text)
-    tags = [llguidance.StructTag(trigger=t, begin=s["begin"], grammar=s["schema"], end=s["end"])
-            for s in tag["structures"] for t in tag["triggers"] if s["begin"].startswith(t)]
-    print(llguidance.StructTag.to_grammar(tags, assume_special=False))
-"#;
-            let mut child = Command::new(python()?)
-                .args(["-c", SCRIPT, kind])
-                .stdin(Stdio::piped())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .map_err(|e| e.to_string())?;
-            {
-                use std::io::Write;
-                let mut stdin = child.stdin.take().ok_or("no stdin")?;
-                stdin.write_all(text.as_bytes()).map_err(|e| e.to_string())?;
+            let mut converter =
+                CONVERTER.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner());
+            if converter.is_none() {
+                *converter = Some(Converter::start()?);
             }
-            let out = child.wait_with_output().map_err(|e| e.to_string())?;
-            if !out.status.success() {
-                return Err(format!("llguidance's {kind} reader: {}", String::from_utf8_lossy(&out.stderr)));
+            let answer = converter.as_mut().map_or(Err("no converter".into()), |c| c.convert(kind, text));
+            if answer.is_err() {
+                // A converter that broke down is started again for the next grammar.
+                *converter = None;
             }
-            let converted = String::from_utf8_lossy(&out.stdout).trim().to_string();
+            let converted = answer??;
             cache.lock().unwrap().insert(key, converted.clone());
             converted
         }
