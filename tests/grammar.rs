@@ -115,7 +115,7 @@ fn write_call(
 
 /// The formats whose text values have no escape: a value cannot hold their closing
 /// tags, so they write no call with such a value (and their grammars admit none).
-const NO_ESCAPE: &[&str] = &["qwen3_coder_xml", "glm45", "glm47", "seed_oss"];
+const NO_ESCAPE: &[&str] = &["qwen3_coder_xml", "glm45", "glm47", "seed_oss", "poolside_v1"];
 
 /// The arguments every request of `text` resolves to (full name, arguments after the
 /// method's coercion and validation); `Err` for anything incomplete, unknown or invalid.
