@@ -119,7 +119,7 @@ const NO_ESCAPE: &[&str] = &["qwen3_coder_xml", "glm45", "glm47", "seed_oss", "p
 
 /// The formats whose writer refuses a string that reads as another value without a
 /// schema (`"42"`): their grammars admit it, since the tool's schema keeps it a string.
-const TYPED_TEXT: &[&str] = &["hunyuan_v3"];
+const TYPED_TEXT: &[&str] = &["hunyuan_v3", "minicpm5"];
 
 /// Whether `value` is a string that reads as another value without a schema.
 fn reads_as_other(value: &Value) -> bool {
