@@ -115,7 +115,8 @@ fn write_call(
 
 /// The formats whose text values have no escape: a value cannot hold their closing
 /// tags, so they write no call with such a value (and their grammars admit none).
-const NO_ESCAPE: &[&str] = &["qwen3_coder_xml", "glm45", "glm47", "seed_oss", "poolside_v1", "hunyuan_v3"];
+const NO_ESCAPE: &[&str] =
+    &["qwen3_coder_xml", "glm45", "glm47", "seed_oss", "poolside_v1", "hunyuan_v3", "step3"];
 
 /// The formats whose writer refuses a string that reads as another value without a
 /// schema (`"42"`): their grammars admit it, since the tool's schema keeps it a string.
@@ -916,6 +917,7 @@ fn joined(id: &str, calls: &[String]) -> String {
         ("kimi_k2", "<|tool_calls_section_begin|>", "", "<|tool_calls_section_end|>"),
         ("minimax_m2", "<minimax:tool_call>", "", "\n</minimax:tool_call>"),
         ("hunyuan_v3", "<tool_calls>", "", "\n</tool_calls>"),
+        ("step3", "<｜tool_calls_begin｜>", "", "\n<｜tool_calls_end｜>"),
     ];
     match sections.iter().find(|(name, ..)| *name == id) {
         Some((_, open, between, close)) => {
