@@ -115,8 +115,19 @@ fn write_call(
 
 /// The formats whose text values have no escape: a value cannot hold their closing
 /// tags, so they write no call with such a value (and their grammars admit none).
-const NO_ESCAPE: &[&str] =
-    &["qwen3_coder_xml", "glm45", "glm47", "seed_oss", "poolside_v1", "hunyuan_v3", "step3"];
+const NO_ESCAPE: &[&str] = &[
+    "qwen3_coder_xml",
+    "glm45",
+    "glm47",
+    "seed_oss",
+    "poolside_v1",
+    "hunyuan_v3",
+    "step3",
+    "deepseek_v32",
+    "deepseek_v4",
+    "deepseek_v41",
+    "gigachat35",
+];
 
 /// The formats whose writer refuses a string that reads as another value without a
 /// schema (`"42"`): their grammars admit it, since the tool's schema keeps it a string.
@@ -918,6 +929,10 @@ fn joined(id: &str, calls: &[String]) -> String {
         ("minimax_m2", "<minimax:tool_call>", "", "\n</minimax:tool_call>"),
         ("hunyuan_v3", "<tool_calls>", "", "\n</tool_calls>"),
         ("step3", "<｜tool_calls_begin｜>", "", "\n<｜tool_calls_end｜>"),
+        ("deepseek_v32", "<｜DSML｜function_calls>", "", "\n</｜DSML｜function_calls>"),
+        ("deepseek_v4", "<｜DSML｜tool_calls>", "", "\n</｜DSML｜tool_calls>"),
+        ("deepseek_v41", "<｜DSML｜ calls>", "", "\n</｜DSML｜ calls>"),
+        ("gigachat35", "<｜GCML｜tool_calls>", "", "\n</｜GCML｜tool_calls>"),
     ];
     match sections.iter().find(|(name, ..)| *name == id) {
         Some((_, open, between, close)) => {
