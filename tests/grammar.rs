@@ -914,6 +914,17 @@ fn a_reply_holds_at_most_max_calls() {
         let bad = good.replacen(":0", index, 1);
         assert!(llg::admits(&one, &bad).is_err(), "kimi_k2 admits the index {index}");
     }
+    // Kimi K3's counts from 1.
+    let two = protocol("kimi_k3")
+        .grammar(&tools, &Constraint::new(Dialect::Lark, Scope::Calls).max_calls(2))
+        .unwrap();
+    let good = write_call("kimi_k3", "calc", "add", "calc_add", json!({"a": 1, "b": 2}).as_object().unwrap())
+        .unwrap();
+    llg::admits(&two, &good.replacen("index=\"1\"", "index=\"2\"", 1)).unwrap();
+    for index in ["0", "3", "01", "10"] {
+        let bad = good.replacen("index=\"1\"", &format!("index=\"{index}\""), 1);
+        assert!(llg::admits(&two, &bad).is_err(), "kimi_k3 admits the index {index}");
+    }
 }
 
 /// Several calls of `id` as one reply of the `calls` scope writes them: VCP and the
@@ -933,6 +944,7 @@ fn joined(id: &str, calls: &[String]) -> String {
         ("deepseek_v4", "<｜DSML｜tool_calls>", "", "\n</｜DSML｜tool_calls>"),
         ("deepseek_v41", "<｜DSML｜ calls>", "", "\n</｜DSML｜ calls>"),
         ("gigachat35", "<｜GCML｜tool_calls>", "", "\n</｜GCML｜tool_calls>"),
+        ("kimi_k3", "<|open|>tools<|sep|>", "", "<|close|>tools<|sep|>"),
     ];
     match sections.iter().find(|(name, ..)| *name == id) {
         Some((_, open, between, close)) => {
