@@ -131,7 +131,7 @@ const NO_ESCAPE: &[&str] = &[
 
 /// The formats whose writer refuses a string that reads as another value without a
 /// schema (`"42"`): their grammars admit it, since the tool's schema keeps it a string.
-const TYPED_TEXT: &[&str] = &["hunyuan_v3", "minicpm5"];
+const TYPED_TEXT: &[&str] = &["hunyuan_v3", "minicpm5", "minimax_m3"];
 
 /// Whether `value` is a string that reads as another value without a schema.
 fn reads_as_other(value: &Value) -> bool {
@@ -939,6 +939,7 @@ fn joined(id: &str, calls: &[String]) -> String {
         ("kimi_k2", "<|tool_calls_section_begin|>", "", "<|tool_calls_section_end|>"),
         ("minimax_m2", "<minimax:tool_call>", "", "\n</minimax:tool_call>"),
         ("hunyuan_v3", "<tool_calls>", "", "\n</tool_calls>"),
+        ("minimax_m3", "]<]minimax[>[<tool_call>", "", "\n]<]minimax[>[</tool_call>"),
         ("step3", "<｜tool_calls_begin｜>", "", "\n<｜tool_calls_end｜>"),
         ("deepseek_v32", "<｜DSML｜function_calls>", "", "\n</｜DSML｜function_calls>"),
         ("deepseek_v4", "<｜DSML｜tool_calls>", "", "\n</｜DSML｜tool_calls>"),
