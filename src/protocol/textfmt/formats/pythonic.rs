@@ -16,7 +16,7 @@ use crate::protocol::textfmt::driver::{
     Found, InSection, RawCall, Reading, Region, Scan, ScanState, Searches, partial_suffix,
 };
 use crate::protocol::textfmt::readers::json::Quotes;
-use crate::protocol::textfmt::readers::pythonic::{list_starts, python_text, write_list};
+use crate::protocol::textfmt::readers::pythonic::{Literals, calls, list_starts, write_list};
 use serde_json::{Map, Value};
 
 use crate::ToolExecutionResult;
@@ -111,133 +111,6 @@ impl Reading for Rules {
     }
 }
 
-/// A Python literal of `schema` (`root`: the method's parameters, which `$ref`s point
-/// into).
-fn literal(
-    b: &mut crate::grammar::Builder,
-    style: &crate::grammar::ValueStyle,
-    no_raw_lt: bool,
-    method: &str,
-    schema: &serde_json::Value,
-    root: &serde_json::Value,
-    depth: u32,
-) -> Result<crate::grammar::Expr, crate::grammar::GrammarError> {
-    use crate::grammar::{Expr, GrammarError, Values};
-    use serde_json::Value;
-    let error =
-        |message: &str| GrammarError::Schema { method: method.to_string(), message: message.to_string() };
-    if depth > 32 {
-        return Err(error("the schema nests deeper than 32 levels"));
-    }
-    let Value::Object(object) = schema else {
-        return Values::new(b, style.clone(), method, root).json(schema);
-    };
-    if let Some(reference) = object.get("$ref").and_then(Value::as_str) {
-        let target = reference
-            .strip_prefix('#')
-            .and_then(|pointer| root.pointer(pointer))
-            .ok_or_else(|| error(&format!("`$ref` {reference} does not name a definition of the schema")))?;
-        return literal(b, style, no_raw_lt, method, target, root, depth + 1);
-    }
-    if let Some(constant) = object.get("const") {
-        return Ok(Expr::lit(python_text(constant)));
-    }
-    if let Some(options) = object.get("enum").and_then(Value::as_array) {
-        if options.is_empty() {
-            return Err(error("an empty `enum` admits no value"));
-        }
-        return Ok(Expr::alt(options.iter().map(|v| Expr::lit(python_text(v)))));
-    }
-    for key in ["anyOf", "oneOf"] {
-        if let Some(options) = object.get(key).and_then(Value::as_array) {
-            let mut alternatives = Vec::new();
-            for option in options {
-                let mut merged = object.clone();
-                merged.remove(key);
-                if let Value::Object(inner) = option {
-                    merged.extend(inner.iter().map(|(k, v)| (k.clone(), v.clone())));
-                }
-                alternatives.push(literal(
-                    b,
-                    style,
-                    no_raw_lt,
-                    method,
-                    &Value::Object(merged),
-                    root,
-                    depth + 1,
-                )?);
-            }
-            if alternatives.is_empty() {
-                return Err(error(&format!("an empty `{key}` admits no value")));
-            }
-            return Ok(Expr::alt(alternatives));
-        }
-    }
-    let kinds: Vec<String> = match object.get("type") {
-        Some(Value::String(kind)) => vec![kind.clone()],
-        Some(Value::Array(kinds)) => kinds.iter().filter_map(Value::as_str).map(str::to_string).collect(),
-        _ => return Values::new(b, style.clone(), method, root).json(schema),
-    };
-    let mut alternatives = Vec::new();
-    for kind in kinds {
-        alternatives.push(match kind.as_str() {
-            "string" => {
-                let count = |key: &str| {
-                    object.get(key).and_then(Value::as_u64).map(|n| n.min(u32::MAX.into()) as u32)
-                };
-                let max = match (count("maxLength"), b.max_text) {
-                    (Some(own), Some(cap)) => Some(own.min(cap)),
-                    (own, cap) => own.or(cap),
-                };
-                string(b, no_raw_lt, count("minLength").unwrap_or(0), max)
-            }
-            "boolean" => Expr::alt([Expr::lit("True"), Expr::lit("False")]),
-            "null" => Expr::lit("None"),
-            _ => {
-                let mut one = object.clone();
-                one.insert("type".into(), Value::String(kind.clone()));
-                Values::new(b, style.clone(), method, root).json(&Value::Object(one))?
-            }
-        });
-    }
-    if alternatives.is_empty() {
-        return Err(error("an empty `type` list admits no value"));
-    }
-    Ok(Expr::alt(alternatives))
-}
-
-/// A Python string in double quotes, of `min`..`max` characters.
-fn string(
-    b: &mut crate::grammar::Builder,
-    no_raw_lt: bool,
-    min: u32,
-    max: Option<u32>,
-) -> crate::grammar::Expr {
-    use crate::grammar::{CharSet, Expr};
-    let hex = || CharSet::ranges(&[('0', '9'), ('a', 'f'), ('A', 'F')]);
-    let hex_n = |n: u32| Expr::set(hex()).times(n, Some(n));
-    let excluded = if no_raw_lt { "\"\\<" } else { "\"\\" };
-    let plain =
-        CharSet::ranges(&[('\u{0}', '\u{1F}'), ('\u{7F}', '\u{7F}')]).union(&CharSet::of(excluded)).not();
-    // `\uXXXX` but no surrogate (which the reader does not decode).
-    let unicode = Expr::alt([
-        Expr::seq([
-            Expr::set(CharSet::ranges(&[('0', '9'), ('a', 'c'), ('A', 'C'), ('e', 'f'), ('E', 'F')])),
-            hex_n(3),
-        ]),
-        Expr::seq([Expr::set(CharSet::of("dD")), Expr::set(CharSet::range('0', '7')), hex_n(2)]),
-    ]);
-    let unit = Expr::alt([
-        Expr::set(plain),
-        Expr::seq([
-            Expr::lit("\\"),
-            Expr::alt([Expr::set(CharSet::of("\\\"'nrt")), Expr::seq([Expr::lit("u"), unicode])]),
-        ]),
-    ]);
-    let name = if (min, max) == (0, None) { "PY_STRING".to_string() } else { format!("PY_STRING_{min}") };
-    b.terminal(&name, Expr::seq([Expr::lit("\""), unit.times(min, max), Expr::lit("\"")]))
-}
-
 /// The format's id.
 pub(crate) const ID: &str = "pythonic";
 
@@ -294,24 +167,13 @@ impl Format for Rules {
         options: &TextFormatOptions,
         _constraint: &Constraint,
     ) -> Result<Syntax, GrammarError> {
-        use crate::grammar::{Expr, Pattern, Section, Syntax, ValueStyle, Values, properties};
-        let style = ValueStyle::json("<");
-        let mut calls = Vec::new();
-        for (name, schema) in methods {
-            let mut members = Vec::new();
-            for (key, property, required) in properties(schema) {
-                let value = literal(b, &style, options.skip_reasoning, name, property, schema, 0)?;
-                members.push((Expr::seq([Expr::lit(format!("{key}=")), value]), required));
-            }
-            let mut values = Values::new(b, style.clone(), name, schema);
-            let list = values.member_list(members, Expr::lit(", "));
-            let body = Expr::seq([Expr::lit(format!("{name}(")), list, Expr::lit(")")]);
-            calls.push(b.rule(name, body));
-        }
+        use crate::grammar::{Expr, Pattern, Section, Syntax};
+        let literals = Literals { json_words: false, no_raw_lt: options.skip_reasoning };
+        let call = calls(b, methods, literals)?;
         Ok(Syntax {
             protocol: ID.to_string(),
             open: "[".into(),
-            call: b.rule("call", Expr::alt(calls)),
+            call,
             section: Some(Section { between: Expr::lit(", "), close: "]".into() }),
             avoid: vec![Pattern::text(START)],
             reasoning: options.skip_reasoning,
