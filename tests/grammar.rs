@@ -946,6 +946,7 @@ fn joined(id: &str, calls: &[String]) -> String {
         ("deepseek_v41", "<｜DSML｜ calls>", "", "\n</｜DSML｜ calls>"),
         ("gigachat35", "<｜GCML｜tool_calls>", "", "\n</｜GCML｜tool_calls>"),
         ("kimi_k3", "<|open|>tools<|sep|>", "", "<|close|>tools<|sep|>"),
+        ("olmo3", "<function_calls>", "\n", "</function_calls>"),
     ];
     match sections.iter().find(|(name, ..)| *name == id) {
         Some((_, open, between, close)) => {
