@@ -947,6 +947,7 @@ fn joined(id: &str, calls: &[String]) -> String {
         ("gigachat35", "<｜GCML｜tool_calls>", "", "\n</｜GCML｜tool_calls>"),
         ("kimi_k3", "<|open|>tools<|sep|>", "", "<|close|>tools<|sep|>"),
         ("olmo3", "<function_calls>", "\n", "</function_calls>"),
+        ("lfm2", "<|tool_call_start|>[", ", ", "]<|tool_call_end|>"),
     ];
     match sections.iter().find(|(name, ..)| *name == id) {
         Some((_, open, between, close)) => {
