@@ -17,6 +17,13 @@
 //! - `hermes`: `<tool_call>\n{"name": …, "arguments": …}\n</tool_call>` per call.
 //! - `qwen3_coder_xml`, `glm45`, `glm47`, `minimax_m2`, `pythonic`: see each format's file
 //!   in `formats/` (text values; GLM's in `readers/glm.rs`).
+//! - `seed_oss`, `poolside_v1`, `hunyuan_v3`, `minicpm5`, `minimax_m3`, `step3`,
+//!   `kimi_k3`: see each format's file (text values, [`TextValues`] or [`TextCalls`];
+//!   MiniMax-M3's nested elements its own).
+//! - `deepseek_v32`, `deepseek_v4`, `deepseek_v41`, `gigachat35`: DSML's, in
+//!   `readers/dsml.rs`; `function_gemma`, `gemma4`: Gemma's notation, in
+//!   `readers/gemma.rs`; `olmo3`, `lfm2`: Python calls, as `pythonic`'s, in
+//!   `readers/pythonic.rs`.
 
 use serde_json::Value;
 
