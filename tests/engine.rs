@@ -12,6 +12,7 @@ use tool_calling::engine::{Engine, StopReason};
 use tool_calling::exec::{
     CycleEvent, ExecutionContext, Executor, ExecutorMessages, PolicyDecision, PreparedCall, ResolvedRequest,
 };
+use tool_calling::grammar::{Constraint, Dialect, Scope};
 use tool_calling::model::{
     AssistantTurn, ChatModel, ChatModelError, Conversation, FinishReason, Message, ModelRequest, Role,
     ToolCall,
@@ -73,6 +74,7 @@ fn engine() -> Engine {
 struct ScriptedModel {
     replies: Mutex<Vec<String>>,
     seen: Mutex<Vec<Vec<Message>>>,
+    grammars: Mutex<Vec<Option<String>>>,
 }
 
 impl ScriptedModel {
@@ -80,6 +82,7 @@ impl ScriptedModel {
         ScriptedModel {
             replies: Mutex::new(replies.iter().rev().map(|r| r.to_string()).collect()),
             seen: Mutex::new(Vec::new()),
+            grammars: Mutex::new(Vec::new()),
         }
     }
 }
@@ -90,6 +93,7 @@ impl ChatModel for ScriptedModel {
         request: &'a ModelRequest,
     ) -> BoxFuture<'a, Result<AssistantTurn, ChatModelError>> {
         self.seen.lock().unwrap().push(request.messages_with_prompt());
+        self.grammars.lock().unwrap().push(request.grammar.as_ref().map(|g| g.text().to_string()));
         let reply = self.replies.lock().unwrap().pop();
         Box::pin(async move {
             reply.map(AssistantTurn::from_text).ok_or_else(|| ChatModelError::other("script exhausted"))
@@ -729,4 +733,58 @@ async fn every_note_to_the_model_has_its_sentence_breaks_and_no_advice_twice() {
     ] {
         assert!(!note_faults(faulty, &openers).is_empty(), "{faulty}");
     }
+}
+
+/// The grammar the engine sends with the tools `engine()` offers.
+fn grammar_text(engine: &Engine, ctx: &ExecutionContext, constraint: Constraint) -> Option<String> {
+    Some(engine.grammar(ctx, &constraint).expect("a grammar").text().to_string())
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_grammar_follows_the_turn_and_asks_for_an_answer_after_repeated_calls() {
+    let call = block(&[("tool_name", "calc_add"), ("a", "2"), ("b", "40")]);
+    let model = ScriptedModel::new(&[&call, &call, "It is 42."]);
+    let engine = engine();
+    let must_call = Constraint::new(Dialect::Lark, Scope::Call);
+    let ctx = ExecutionContext::new(ToolCallConfig::default().with_grammar(must_call).with_max_iterations(8));
+    let mut conversation = Conversation::new();
+    conversation.push(Message::user("What is 2 + 40?"));
+    let outcome = engine.run_conversation(&model, &mut conversation, &ctx).await.unwrap();
+    assert_eq!(outcome.stop, StopReason::Finished);
+    assert_eq!(outcome.final_text(), "It is 42.");
+    assert_eq!(outcome.rounds.len(), 3);
+    let sent = model.grammars.lock().unwrap().clone();
+    let reply = must_call.scope(Scope::Reply);
+    assert_eq!(
+        sent,
+        vec![
+            // The first turn must call; after the results, a reply (text or calls); after
+            // the same call again, a reply of text alone.
+            grammar_text(&engine, &ctx, must_call),
+            grammar_text(&engine, &ctx, reply),
+            grammar_text(&engine, &ctx, reply.max_calls(0)),
+        ]
+    );
+    assert_ne!(sent[1], sent[2]);
+
+    // Without a grammar the loop breaker stops the repeat, as before.
+    let model = ScriptedModel::new(&[&call, &call, "It is 42."]);
+    let ctx = ExecutionContext::new(ToolCallConfig::default().with_max_iterations(8));
+    let outcome = engine.run_conversation(&model, &mut Conversation::new(), &ctx).await.unwrap();
+    assert_eq!(outcome.stop, StopReason::RepeatedCalls);
+    assert_eq!(model.grammars.lock().unwrap().clone(), vec![None, None]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_last_turn_the_loop_allows_is_asked_for_an_answer() {
+    let call = block(&[("tool_name", "calc_add"), ("a", "2"), ("b", "40")]);
+    let model = ScriptedModel::new(&[&call, "It is 42."]);
+    let engine = engine();
+    let must_call = Constraint::new(Dialect::Gbnf, Scope::Calls);
+    let ctx = ExecutionContext::new(ToolCallConfig::default().with_grammar(must_call).with_max_iterations(2));
+    let outcome = engine.run_conversation(&model, &mut Conversation::new(), &ctx).await.unwrap();
+    assert_eq!(outcome.stop, StopReason::Finished);
+    let sent = model.grammars.lock().unwrap().clone();
+    let answer = must_call.scope(Scope::Reply).max_calls(0);
+    assert_eq!(sent, vec![grammar_text(&engine, &ctx, must_call), grammar_text(&engine, &ctx, answer)]);
 }

@@ -264,17 +264,36 @@ async fn required_tool_choice_retries_once_then_answers_with_a_diagnostic() {
 }
 
 #[tokio::test]
-async fn calls_of_tools_not_offered_cut_off_or_beyond_the_first_stay_text() {
+async fn calls_of_tools_not_offered_or_beyond_the_first_stay_text_and_cut_calls_are_withheld() {
     let upstream = replay().await;
     let url = serve(GatewayConfig::new(&upstream.url).protocol("hermes")).await;
-    for scenario in ["hermes_unknown", "hermes_cut"] {
-        let (_, _, text) = post(&url, &chat_body(scenario)).await;
-        let reply: Value = serde_json::from_str(&text).expect("JSON");
-        let message = &reply["choices"][0]["message"];
-        assert!(message.get("tool_calls").is_none(), "{scenario}: {message}");
-        let (_, recorded) = replay_upstream::scenario(scenario).expect("recorded");
-        assert_eq!(message["content"], recorded, "{scenario}: returned as written");
-        assert_eq!(reply["choices"][0]["finish_reason"], "stop");
+    for (scenario, content) in [
+        ("hermes_unknown", replay_upstream::scenario("hermes_unknown").expect("recorded").1),
+        // The call cut off is no call, and its markup is shown to no one: the text
+        // before it stays.
+        ("hermes_cut", "One moment.\n"),
+    ] {
+        for stream in [false, true] {
+            let mut body = chat_body(scenario);
+            body["stream"] = json!(stream);
+            let (_, _, text) = post(&url, &body).await;
+            if stream {
+                assert!(!text.contains("\"tool_calls\""), "{scenario}: {text}");
+                let streamed: String = text
+                    .split("\n\n")
+                    .filter_map(|event| event.strip_prefix("data: "))
+                    .filter_map(|data| serde_json::from_str::<Value>(data).ok())
+                    .filter_map(|chunk| chunk["choices"][0]["delta"]["content"].as_str().map(str::to_string))
+                    .collect();
+                assert_eq!(streamed, content, "{scenario}");
+                continue;
+            }
+            let reply: Value = serde_json::from_str(&text).expect("JSON");
+            let message = &reply["choices"][0]["message"];
+            assert!(message.get("tool_calls").is_none(), "{scenario}: {message}");
+            assert_eq!(message["content"], content, "{scenario}");
+            assert_eq!(reply["choices"][0]["finish_reason"], "stop");
+        }
     }
     let mut body = chat_body("hermes_parallel");
     body["parallel_tool_calls"] = json!(false);
@@ -283,6 +302,36 @@ async fn calls_of_tools_not_offered_cut_off_or_beyond_the_first_stay_text() {
     let message = &reply["choices"][0]["message"];
     assert_eq!(message["tool_calls"].as_array().map(Vec::len), Some(1));
     assert!(message["content"].as_str().unwrap_or_default().contains("get_time"), "{message}");
+}
+
+#[tokio::test]
+async fn calls_whose_arguments_fail_the_schema_never_reach_the_client() {
+    let upstream = replay().await;
+    let url = serve(GatewayConfig::new(&upstream.url).protocol("hermes")).await;
+    // `get_weather` requires `city`; the recorded call gives `town`.
+    for stream in [false, true] {
+        let mut body = chat_body("hermes_invalid");
+        body["stream"] = json!(stream);
+        let (status, _, text) = post(&url, &body).await;
+        assert_eq!(status, 200, "{text}");
+        assert!(!text.contains("tool_calls\":[") && !text.contains("\"tool_calls\""), "{text}");
+        assert!(!text.contains("tool_call>") && !text.contains("town"), "no markup, no arguments: {text}");
+    }
+    // A reply that had to call is asked again, told what was wrong, as the engine tells a
+    // model whose call it could not run.
+    let mut body = chat_body("hermes_invalid");
+    body["tool_choice"] = json!("required");
+    let before = upstream.requests().len();
+    let (_, headers, text) = post(&url, &body).await;
+    let requests = upstream.requests();
+    assert_eq!(requests.len() - before, 2, "one retry: {text}");
+    let retry = requests[requests.len() - 1]["messages"].as_array().expect("messages").clone();
+    let reminder = retry[retry.len() - 1]["content"].as_str().unwrap_or_default();
+    assert!(reminder.contains("`get_weather` was not made") && reminder.contains("city"), "{reminder}");
+    let diagnostic = headers.get(DIAGNOSTIC_HEADER).and_then(|h| h.to_str().ok()).unwrap_or_default();
+    assert!(diagnostic.contains("withheld"), "{diagnostic}");
+    let reply: Value = serde_json::from_str(&text).expect("JSON");
+    assert!(reply["choices"][0]["message"].get("tool_calls").is_none(), "{reply}");
 }
 
 #[tokio::test]

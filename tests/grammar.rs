@@ -860,6 +860,15 @@ fn lengths_integers_and_counts_are_bounded() {
             let one =
                 protocol(id).grammar(&tools, &constraint).unwrap_or_else(|e| panic!("{id} {dialect}: {e}"));
             assert!(one.notes().is_empty(), "{id} {dialect}: {:?}", one.notes());
+            // Bounds cost little: a grammar an engine walks at every token stays about
+            // the size of the unbounded one (a product of automaton and count did not).
+            let unbounded = protocol(id).grammar(&tools, &Constraint::new(dialect, Scope::Call)).unwrap();
+            assert!(
+                one.text().len() <= 2 * unbounded.text().len(),
+                "{id} {dialect}: {} bytes bounded, {} unbounded",
+                one.text().len(),
+                unbounded.text().len()
+            );
             let fits = put(id, "twelve chars", "twenty characters ok", json!(u64::MAX));
             llg::admits(&one, &fits).unwrap_or_else(|e| panic!("{id} {dialect}: {e}\n{fits}"));
             let low = put(id, "t", "b", json!(i64::MIN));
@@ -903,6 +912,15 @@ fn a_reply_holds_at_most_max_calls() {
                     "{id} {dialect} {scope} admits 3 calls:\n{three_calls}"
                 );
             }
+            // A reply of no call: the answer the loop asks for after repeated calls.
+            let none = protocol(id)
+                .grammar(&tools, &Constraint::new(dialect, Scope::Reply).max_calls(0))
+                .unwrap_or_else(|e| panic!("{id} {dialect}: {e}"));
+            let answer = "The sum is 3.";
+            llg::admits(&none, answer).unwrap_or_else(|e| panic!("{id} {dialect}: {e}\n{answer}"));
+            let with_call = format!("{answer}\n{}", call(1));
+            assert!(llg::admits(&none, &call(1)).is_err(), "{id} {dialect} max_calls 0 admits a call");
+            assert!(llg::admits(&none, &with_call).is_err(), "{id} {dialect} max_calls 0 admits a call");
         }
     }
     // Kimi K2's call index counts calls: it cannot run on.

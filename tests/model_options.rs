@@ -383,3 +383,28 @@ async fn the_config_grammar_is_sent_in_the_servers_field() {
     assert_eq!(prepared.notes[0].option, "grammar");
     assert!(prepared.notes[0].message.contains("no grammar server"), "{}", prepared.notes[0]);
 }
+
+#[test]
+fn an_unknown_model_behind_a_grammar_server_is_spoken_to_in_hermes() {
+    use tool_calling::providers::GrammarServer;
+    let build = |model: &str, grammar: Option<GrammarServer>| {
+        let mut builder =
+            HttpChatModel::builder(Provider::OpenAiChat).env(|_| None).api_key("k").model(model);
+        if let Some(server) = grammar {
+            builder = builder.grammar_server(server);
+        }
+        builder.build().unwrap()
+    };
+    // Unknown, behind a grammar server: a text protocol, said to be a guess.
+    let local = build("smollm2", Some(GrammarServer::LlamaCpp));
+    assert_eq!(local.protocol().id(), "hermes");
+    assert!(local.protocol_choice().contains("a guess"), "{}", local.protocol_choice());
+    // Unknown, no grammar server: native tools, also a guess.
+    let remote = build("smollm2", None);
+    assert_eq!(remote.protocol().id(), "openai");
+    assert!(remote.protocol_choice().contains("a guess"), "{}", remote.protocol_choice());
+    // Known: the table decides, grammar server or not.
+    let gemma = build("gemma-3-12b-it", Some(GrammarServer::LlamaCpp));
+    assert_eq!(gemma.protocol().id(), "vcp");
+    assert!(!gemma.protocol_choice().contains("a guess"), "{}", gemma.protocol_choice());
+}

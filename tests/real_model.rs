@@ -3,15 +3,19 @@
 //!
 //! - **the engine**, for every protocol that writes a GBNF grammar: an
 //!   [`HttpChatModel`] with [`GrammarServer::LlamaCpp`] and the conversation loop. The
-//!   first turn must call (scope `call`): it holds one complete, valid call to a demo
+//!   first turn must call (scope `call`, text values bounded to 64 characters as
+//!   docs/grammar.md advises for a small model): it holds one complete, valid call to a demo
 //!   tool, which the engine runs; the result goes back in the protocol's layout; the next
-//!   turn gets scope `reply`, and the model answers in text, which ends the conversation
-//!   with a final answer that holds no markup.
+//!   turn gets scope `reply`, and the model answers in text (or calls again, and is then
+//!   given a grammar of text alone), which ends the conversation with a final answer
+//!   that holds no markup.
 //! - **the gateway**, in front of the same server, driven by the official `openai`
 //!   Python client (`real_model/gateway_client.py`): `tool_choice: "required"` gets a
 //!   tool call with valid JSON arguments, whole and streamed, in VCP and three
 //!   open-model formats, for a tool whose schema uses `maxLength`, `enum` and a nested
 //!   object.
+//!
+//! - **the `local_model` example**, run as a user runs it against the server.
 //!
 //! Decoding is greedy with a fixed seed, so each run gives the same replies.
 
@@ -19,6 +23,8 @@
 
 #[path = "../cli/src/demo_tools.rs"]
 mod demo_tools;
+#[path = "support/example_bin.rs"]
+mod example_bin;
 #[path = "support/llama.rs"]
 mod llama;
 
@@ -71,7 +77,7 @@ async fn converse(url: &str, id: &str) -> Result<String, String> {
     let engine = Engine::new(registry());
     let config = ToolCallConfig::default()
         .with_protocol(id)
-        .with_grammar(Constraint::new(Dialect::Gbnf, Scope::Call))
+        .with_grammar(Constraint::new(Dialect::Gbnf, Scope::Call).max_text(64))
         .with_max_iterations(4);
     let ctx = ExecutionContext::new(config);
     let mut conversation = Conversation::new();
@@ -90,17 +96,22 @@ async fn converse(url: &str, id: &str) -> Result<String, String> {
             return Err(format!("the call did not run: {} ({:?})", result.result, first.cycle.turn.text()));
         }
     }
-    if outcome.stop != StopReason::Finished || outcome.rounds.len() != 2 {
-        let turns: Vec<String> = outcome.rounds.iter().map(|r| r.cycle.turn.text().into_owned()).collect();
-        return Err(format!("the second turn must answer in text: {:?} after {turns:?}", outcome.stop));
+    // The turn after the result answers, or calls again; after a repeated call the
+    // loop's grammar admits text alone, so the conversation ends in an answer.
+    let turns: Vec<String> = outcome.rounds.iter().map(|r| r.cycle.turn.text().into_owned()).collect();
+    if outcome.stop != StopReason::Finished || outcome.rounds.len() > 3 {
+        return Err(format!("the conversation must end in an answer: {:?} after {turns:?}", outcome.stop));
     }
     let answer = outcome.final_text().into_owned();
+    if answer.trim().is_empty() {
+        return Err(format!("the answer is empty after {turns:?}"));
+    }
     let protocol = engine.protocol_for(&ctx.config).map_err(|e| e.to_string())?;
     let reread = protocol.parse_turn(&tool_calling::model::AssistantTurn::from_text(&answer));
     if !reread.requests.is_empty() || reread.normal_text != answer {
         return Err(format!("the final answer holds markup: {answer:?}"));
     }
-    Ok(format!("{} → {}", first.cycle.turn.text().replace('\n', "⏎"), answer.replace('\n', "⏎")))
+    Ok(turns.join(" → ").replace('\n', "⏎"))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -162,4 +173,20 @@ async fn the_openai_client_gets_valid_calls_through_the_gateway() {
     println!("{stdout}");
     assert!(output.status.success(), "the client script failed:\n{stdout}\n{stderr}");
     assert!(stdout.contains("all checks passed"), "{stdout}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_local_model_example_calls_and_answers() {
+    let url = tokio::task::spawn_blocking(llama::server).await.expect("the server");
+    let output = tokio::process::Command::new(example_bin::example_path("local_model"))
+        .env("LLAMA_URL", &url)
+        .env("LLAMA_MODEL", llama::MODEL)
+        .output()
+        .await
+        .expect("the example runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    println!("{stdout}");
+    assert!(output.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+    assert!(stdout.contains("ran calc_add (ok)"), "the call ran: {stdout}");
+    assert!(stdout.contains("stopped: Finished"), "the model answered: {stdout}");
 }

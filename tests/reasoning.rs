@@ -243,3 +243,201 @@ fn reasoning_inside_a_call_ends_it() {
     // Every format reports the interrupted call (incomplete), none drops it silently.
     assert_eq!(interrupted, TextFormat::ALL.map(TextFormat::id));
 }
+
+/// The protocol `id` (`vcp`, a format id or `auto`) with reasoning hidden (`skip`) or
+/// read as text, and the reply starting inside reasoning or not.
+fn protocol_with(id: &str, skip: bool, starts: bool) -> Box<dyn tool_calling::protocol::ToolCallingProtocol> {
+    use tool_calling::protocol::RequestIdStyle::Sequential;
+    use tool_calling::protocol::textfmt::TextFormatOptions;
+    use tool_calling::protocol::vcp::VcpOptions;
+    let options =
+        TextFormatOptions::default().skip_reasoning(skip).starts_in_reasoning(starts).request_ids(Sequential);
+    let vcp = VcpOptions::default().keep_reasoning(!skip).starts_in_reasoning(starts).request_ids(Sequential);
+    match id {
+        "vcp" => Box::new(VcpProtocol::new(vcp)),
+        "auto" => Box::new(AutoProtocol::new().with_options(options).with_vcp(VcpProtocol::new(vcp))),
+        format => {
+            Box::new(TextFormatProtocol::new(TextFormat::from_id(format).unwrap()).with_options(options))
+        }
+    }
+}
+
+/// `text` read one-shot and streamed in chunks of several sizes with `protocol`: every
+/// read gives the same outcome, which is returned.
+fn read_alike(
+    protocol: &dyn tool_calling::protocol::ToolCallingProtocol,
+    text: &str,
+    context: &str,
+) -> ParseOutcome {
+    let whole = protocol.parse_turn(&tool_calling::model::AssistantTurn::from_text(text));
+    for size in [1, 2, 3, 7, 64] {
+        let mut parser = protocol.stream_parser();
+        let read = stream(parser.as_mut(), text, size);
+        assert_eq!(read.outcome, whole, "{context}: streamed in chunks of {size}");
+    }
+    whole
+}
+
+fn names(outcome: &ParseOutcome) -> Vec<&str> {
+    outcome.requests.iter().filter(|r| r.complete).map(|r| r.tool_name.as_str()).collect()
+}
+
+/// The formats that write reasoning with markup of their own: its opening and closing
+/// markup, and a draft of a call inside it (in the format's syntax, where its structure
+/// lets a call stand inside reasoning at all).
+fn own_reasoning() -> Vec<(&'static str, &'static str, &'static str, String)> {
+    vec![
+        ("seed_oss", "<seed:think>", "</seed:think>", call("seed_oss", "draft")),
+        ("minimax_m3", "<mm:think>", "</mm:think>", call("minimax_m3", "draft")),
+        ("cohere", "<|START_THINKING|>", "<|END_THINKING|>", call("cohere", "draft")),
+        ("kimi_k3", "<|open|>think<|sep|>", "<|close|>think<|sep|>", call("kimi_k3", "draft")),
+        // A frame's reasoning ends where a new frame or message begins: a draft inside
+        // it is a payload without its frame.
+        (
+            "inkling",
+            "<|message_model|><|content_thinking|>",
+            "<|end_message|>",
+            "<|content_invoke_tool_json|>{\"name\": \"draft\", \"args\": {}}".to_string(),
+        ),
+        ("harmony", "<|channel|>analysis<|message|>", "<|end|>", "to=functions.draft {}".to_string()),
+        // A call block ends Gemma 4's thought channel: a plan is all it can hold.
+        ("gemma4", "<|channel>", "<channel|>", "call:draft{}".to_string()),
+    ]
+}
+
+/// Every format's own reasoning follows the options: hidden (a call in it never read)
+/// with `skip_reasoning`, read as text without it, never closed it hides the rest with a
+/// diagnostic, and it ends the reasoning a reply starts in; one-shot and streamed alike,
+/// through the format and through `auto`.
+#[test]
+fn each_formats_own_reasoning_follows_the_options() {
+    for (id, open, close, draft) in own_reasoning() {
+        let real = call(id, "real");
+        let reply = format!("Before. {open}Maybe {draft} here.{close}After. {real}");
+        for protocol in [id, "auto"] {
+            let context = format!("{id} through {protocol}: {reply:?}");
+            let hidden = read_alike(protocol_with(protocol, true, false).as_ref(), &reply, &context);
+            assert_eq!(names(&hidden), ["real"], "{context}: {hidden:#?}");
+            assert!(!hidden.normal_text.contains("Maybe"), "{context}: {:?}", hidden.normal_text);
+            assert!(
+                hidden.normal_text.contains("Before.") && hidden.normal_text.contains("After."),
+                "{context}"
+            );
+            assert!(unclosed(&hidden).is_empty(), "{context}");
+
+            let shown = read_alike(protocol_with(protocol, false, false).as_ref(), &reply, &context);
+            assert!(shown.normal_text.contains("Maybe"), "{context}: reasoning read as text: {shown:#?}");
+            if !matches!(id, "harmony" | "gemma4") {
+                assert_eq!(names(&shown), ["draft", "real"], "{context}: the draft is read as a call");
+            }
+
+            // (Without a new frame or message after it: that would end a frame.)
+            let cut = format!("Before. {open}Maybe {draft} here. And more.");
+            let unclosed_read = read_alike(protocol_with(protocol, true, false).as_ref(), &cut, &context);
+            assert!(names(&unclosed_read).is_empty(), "{context}: {unclosed_read:#?}");
+            assert!(!unclosed_read.normal_text.contains("Maybe"), "{context}");
+            assert_eq!(unclosed(&unclosed_read).len(), 1, "{context}: {unclosed_read:#?}");
+
+            // The reply starts inside reasoning the prompt opened: the format's closing
+            // markup ends it. (A draft in another syntax where the format's own would
+            // end that reasoning by its structure: see the next test.)
+            let draft = if matches!(id, "kimi_k3" | "inkling" | "harmony" | "gemma4") {
+                call("hermes", "draft")
+            } else {
+                draft.clone()
+            };
+            let started = format!("Maybe {draft} here.{close}After. {real}");
+            let read = read_alike(protocol_with(protocol, true, true).as_ref(), &started, &context);
+            assert_eq!(names(&read), ["real"], "{context}: {read:#?}");
+            assert!(!read.normal_text.contains("Maybe") && read.normal_text.contains("After."), "{context}");
+        }
+    }
+}
+
+/// The option "the reply starts inside reasoning", on every text protocol: the text up
+/// to the first closing tag is hidden (a call drafted there never runs), a reply that
+/// opens reasoning of its own did not start in it, and a reply with no tag at all is
+/// reasoning never closed; one-shot and streamed alike.
+#[test]
+fn every_protocol_reads_a_reply_that_starts_in_reasoning() {
+    for id in all_protocols() {
+        let syntax = if id == "auto" { "hermes" } else { id };
+        let real = call(syntax, "real");
+        // A draft in the protocol's own syntax, but where that syntax ends reasoning by
+        // its structure (a Kimi K3 channel marker shows the prompt opened `response`; an
+        // Inkling frame or a harmony message begins anew): then another syntax.
+        let draft = match syntax {
+            "kimi_k3" | "inkling" | "harmony" | "gemma4" => call("hermes", "draft"),
+            other => call(other, "draft"),
+        };
+        let starts = protocol_with(id, true, true);
+        let context = |what: &str| format!("{id}, {what}");
+
+        // (The call right after the reasoning: some formats read a bare call only at the
+        // start of the reply, which hidden text does not count in.)
+        let reply = format!("Planning: {draft} maybe.</think>{real}");
+        let read = read_alike(starts.as_ref(), &reply, &context("closed"));
+        assert_eq!(names(&read), ["real"], "{}: {read:#?}", context("closed"));
+        assert!(!read.normal_text.contains("Planning"), "{}", context("closed"));
+        assert!(unclosed(&read).is_empty(), "{}", context("closed"));
+
+        let own = format!("<think>{draft}</think>{real}");
+        let read = read_alike(starts.as_ref(), &own, &context("own reasoning"));
+        assert_eq!(names(&read), ["real"], "{}: {read:#?}", context("own reasoning"));
+        let own = "Hello.<think>x</think> Bye.";
+        let read = read_alike(starts.as_ref(), own, &context("own reasoning"));
+        assert_eq!(read.normal_text, "Hello. Bye.", "{}", context("own reasoning"));
+
+        let never = format!("Planning: {draft} and more.");
+        let read = read_alike(starts.as_ref(), &never, &context("never closed"));
+        assert!(read.requests.is_empty(), "{}: {read:#?}", context("never closed"));
+        assert_eq!(read.normal_text, "", "{}", context("never closed"));
+        assert_eq!(unclosed(&read), [Span::new(0, 0)], "{}", context("never closed"));
+
+        // Without the option (or with reasoning read as text) the same replies read as
+        // before.
+        let plain = real.clone();
+        let plain = read_alike(protocol_with(id, true, false).as_ref(), &plain, &context("option off"));
+        assert!(names(&plain).contains(&"real"), "{}: {plain:#?}", context("option off"));
+        let text = read_alike(protocol_with(id, false, true).as_ref(), &reply, &context("reasoning as text"));
+        assert!(text.normal_text.contains("Planning"), "{}: {text:#?}", context("reasoning as text"));
+    }
+}
+
+/// Where a format's structure ends reasoning (Kimi K3's other channel markers, a new
+/// Inkling frame, a new harmony message, a Gemma 4 call block), a reply that the option says starts in
+/// reasoning is read from there: K3's markers show the prompt opened `response` (the
+/// text before them is the answer), a new frame or message ends the reasoning (the text
+/// before it stays hidden).
+#[test]
+fn a_formats_structure_decides_where_the_reasoning_a_reply_starts_in_ends() {
+    for (id, before_visible) in [("kimi_k3", true), ("inkling", false), ("harmony", false), ("gemma4", false)]
+    {
+        let real = call(id, "real");
+        let reply = format!("Planning: something.{real}");
+        for protocol in [id, "auto"] {
+            let context = format!("{id} through {protocol}");
+            let read = read_alike(protocol_with(protocol, true, true).as_ref(), &reply, &context);
+            assert_eq!(names(&read), ["real"], "{context}: {read:#?}");
+            assert_eq!(read.normal_text.contains("Planning"), before_visible, "{context}: {read:#?}");
+            assert!(unclosed(&read).is_empty(), "{context}");
+        }
+    }
+}
+
+/// A long reply that never says where the reasoning the prompt opened ends is held back
+/// whole while it streams: reading it stays linear (a push does not rescan what came
+/// before), and all of it is hidden in the end.
+#[test]
+fn a_reply_held_back_in_reasoning_streams_in_linear_time() {
+    let reply = "thinking <b>about</b> it, < and > and [x] { \"k\": 1 }\n".repeat(6_000);
+    for id in ["vcp", "hermes", "kimi_k3", "harmony", "auto"] {
+        let protocol = protocol_with(id, true, true);
+        let started = std::time::Instant::now();
+        let mut parser = protocol.stream_parser();
+        let read = stream(parser.as_mut(), &reply, 5);
+        assert!(read.outcome.requests.is_empty() && read.normal_text.is_empty(), "{id}");
+        assert_eq!(unclosed(&read.outcome), [Span::new(0, 0)], "{id}");
+        assert!(started.elapsed() < std::time::Duration::from_secs(20), "{id}: {:?}", started.elapsed());
+    }
+}

@@ -21,6 +21,9 @@ struct Case {
     name: String,
     text: String,
     expected: Value,
+    /// The reply starts inside reasoning the prompt opened (`"starts_in_reasoning":
+    /// true` in the case's JSON).
+    starts_in_reasoning: bool,
 }
 
 fn corpus() -> Vec<Case> {
@@ -46,6 +49,7 @@ fn corpus() -> Vec<Case> {
                 format,
                 name: txt.file_stem().unwrap().to_string_lossy().into_owned(),
                 text: std::fs::read_to_string(&txt).unwrap(),
+                starts_in_reasoning: expected.get("starts_in_reasoning") == Some(&Value::Bool(true)),
                 expected,
             });
         }
@@ -53,7 +57,18 @@ fn corpus() -> Vec<Case> {
     cases
 }
 
-fn protocol(format: TextFormat) -> TextFormatProtocol {
+/// The options a case is read with.
+fn options(case: &Case) -> TextFormatOptions {
+    TextFormatOptions::default()
+        .request_ids(RequestIdStyle::Sequential)
+        .starts_in_reasoning(case.starts_in_reasoning)
+}
+
+fn protocol(case: &Case) -> TextFormatProtocol {
+    TextFormatProtocol::new(case.format).with_options(options(case))
+}
+
+fn protocol_of(format: TextFormat) -> TextFormatProtocol {
     TextFormatProtocol::new(format)
         .with_options(TextFormatOptions::default().request_ids(RequestIdStyle::Sequential))
 }
@@ -105,17 +120,17 @@ fn collect(events: Vec<StreamEvent>) -> ParseOutcome {
 
 #[test]
 fn every_case_one_shot() {
-    for case in corpus() {
-        check(&case, &protocol(case.format).parse(&case.text), "one-shot");
+    for case in &corpus() {
+        check(case, &protocol(case).parse(&case.text), "one-shot");
     }
 }
 
 #[test]
 fn every_case_streamed_in_chunks_of_every_size() {
-    for case in corpus() {
-        let one_shot = protocol(case.format).parse(&case.text);
+    for case in &corpus() {
+        let one_shot = protocol(case).parse(&case.text);
         for size in [1, 2, 3, 5, 8, 13, 64, case.text.len().max(1)] {
-            let reply = streamed(&mut protocol(case.format).stream_parser(), &case.text, size);
+            let reply = streamed(&mut protocol(case).stream_parser(), &case.text, size);
             assert_eq!(reply, one_shot, "{}/{} in chunks of {size}", case.format, case.name);
         }
     }
@@ -149,24 +164,17 @@ const AUTO_DIFFERS: &[(&str, &str)] = &[
         "Hunyuan A13B's `助手：` (\"Assistant:\") prefix at the start of a reply is framing only \
          to `hunyuan`; `auto` cannot take those words for markup in every reply",
     ),
-    (
-        "kimi_k3/thinking_prefix_hidden_two_calls",
-        "a Kimi K3 reply whose thinking the prompt opened: the text before the first marker is \
-     reasoning, which `kimi_k3` can tell only once that marker comes; `auto` reports text \
-     before any marker as normal text at once",
-    ),
 ];
 
 #[test]
 fn auto_detects_each_format_and_reads_the_same_calls() {
-    for case in corpus() {
+    for case in &corpus() {
         if AUTO_DIFFERS.iter().any(|(name, _)| *name == format!("{}/{}", case.format, case.name)) {
             continue;
         }
         // Offered the tools in the case's format, as the model table does for its model.
-        let auto = AutoProtocol::new()
-            .with_options(TextFormatOptions::default().request_ids(RequestIdStyle::Sequential))
-            .with_prompt_format(Detected::Format(case.format));
+        let auto =
+            AutoProtocol::new().with_options(options(case)).with_prompt_format(Detected::Format(case.format));
         let expected = case.expected["calls"].as_array().unwrap();
         let reply = auto.parse(&case.text);
         let detected = reply.state.dialect;
@@ -187,7 +195,7 @@ fn auto_detects_each_format_and_reads_the_same_calls() {
             Some(Detected::Format(found)) if shares_markup(found, case.format) => {}
             other => panic!("{}/{}: read as {other:?}", case.format, case.name),
         }
-        check(&case, &reply, "auto");
+        check(case, &reply, "auto");
         for size in [1, 7] {
             let streamed = streamed(&mut auto.stream_parser(), &case.text, size);
             assert_eq!(streamed, reply, "{}/{} auto in chunks of {size}", case.format, case.name);
@@ -210,7 +218,7 @@ fn auto_reads_vcp_too() {
 fn special_tokens_split_across_chunks_are_held_back() {
     let text = "Hi <|tool_calls_section_begin|><|tool_call_begin|>functions.f:0<|tool_call_argument_begin|>{}<|tool_call_end|><|tool_calls_section_end|> bye";
     for size in 1..12 {
-        let mut parser = protocol(TextFormat::KimiK2).stream_parser();
+        let mut parser = protocol_of(TextFormat::KimiK2).stream_parser();
         let mut events = Vec::new();
         let mut rest = text;
         while !rest.is_empty() {
@@ -234,7 +242,7 @@ fn special_tokens_split_across_chunks_are_held_back() {
 #[test]
 fn each_call_is_reported_when_its_closing_token_arrives() {
     let first = "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>a<｜tool▁sep｜>{}<｜tool▁call▁end｜>";
-    let mut parser = protocol(TextFormat::DeepSeekV31).stream_parser();
+    let mut parser = protocol_of(TextFormat::DeepSeekV31).stream_parser();
     let mut events = Vec::new();
     parser.push_text(first, &mut events);
     let completed = |events: &[StreamEvent]| {
@@ -325,8 +333,8 @@ proptest! {
         let cases = corpus();
         let case = &cases[case % cases.len()];
         let text = format!("{before}{}{after}", case.text);
-        let one_shot = protocol(case.format).parse(&text);
-        let mut parser = protocol(case.format).stream_parser();
+        let one_shot = protocol(case).parse(&text);
+        let mut parser = protocol(case).stream_parser();
         let mut events = Vec::new();
         let mut rest = text.as_str();
         let mut i = 0;
@@ -359,8 +367,8 @@ proptest! {
             while !text.is_char_boundary(at) { at += 1; }
             text.insert_str(at, REASONING_TAGS[tag]);
         }
-        let one_shot = protocol(case.format).parse(&text);
-        prop_assert_eq!(streamed(&mut protocol(case.format).stream_parser(), &text, size), one_shot.clone());
+        let one_shot = protocol(case).parse(&text);
+        prop_assert_eq!(streamed(&mut protocol(case).stream_parser(), &text, size), one_shot.clone());
         let hidden = tool_calling::protocol::reasoning::hidden_spans(&text);
         for request in &one_shot.requests {
             prop_assert!(hidden.iter().all(|h| request.span.end <= h.start || request.span.start >= h.end));
@@ -371,6 +379,57 @@ proptest! {
         prop_assert_eq!(streamed(&mut auto.stream_parser(), &text, size), whole);
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// Reasoning markup of every form (the tags, every format's own, near misses)
+    /// dropped anywhere into any case, read with the reply starting inside reasoning or
+    /// not, in any chunking: the streamed reply equals the one-shot one, for the
+    /// format and for `auto`.
+    #[test]
+    fn format_reasoning_and_its_start_stream_as_they_parse(
+        case in 0usize..1000,
+        tags in proptest::collection::vec((0usize..10_000, 0usize..REASONING_TAGS.len() + FORMAT_TAGS.len()), 0..4),
+        size in 1usize..12,
+        starts in any::<bool>(),
+    ) {
+        let cases = corpus();
+        let case = &cases[case % cases.len()];
+        let mut text = case.text.clone();
+        for (at, tag) in tags {
+            let mut at = at % (text.len() + 1);
+            while !text.is_char_boundary(at) { at += 1; }
+            let tag = REASONING_TAGS.get(tag).or_else(|| FORMAT_TAGS.get(tag - REASONING_TAGS.len())).unwrap();
+            text.insert_str(at, tag);
+        }
+        let options = options(case).starts_in_reasoning(starts);
+        let format = TextFormatProtocol::new(case.format).with_options(options);
+        let one_shot = format.parse(&text);
+        prop_assert_eq!(streamed(&mut format.stream_parser(), &text, size), one_shot);
+        let auto = AutoProtocol::new().with_options(options);
+        let whole = auto.parse(&text);
+        prop_assert_eq!(streamed(&mut auto.stream_parser(), &text, size), whole);
+    }
+}
+
+/// The formats' own reasoning markup (and parts of it) for the property tests.
+const FORMAT_TAGS: [&str; 14] = [
+    "<|channel>",
+    "<channel|>",
+    "<seed:think>",
+    "</seed:think>",
+    "</mm:think>",
+    "<|START_THINKING|>",
+    "<|END_THINKING|>",
+    "<|content_thinking|>",
+    "<|end_message|>",
+    "<|channel|>analysis<|message|>",
+    "<|end|>",
+    "<|open|>think<|sep|>",
+    "<|close|>think<|sep|>",
+    "<|close|>",
+];
 
 /// Reasoning tags (and near misses) for the property tests.
 const REASONING_TAGS: [&str; 10] = [
@@ -391,11 +450,9 @@ const REASONING_TAGS: [&str; 10] = [
 /// the limit is read, and streamed in chunks it gives exactly the one-shot parse.
 #[test]
 fn reply_length_limit_at_the_limit_and_past_it() {
-    for case in corpus() {
+    for case in &corpus() {
         let limited = |max: usize| {
-            TextFormatProtocol::new(case.format).with_options(
-                TextFormatOptions::default().request_ids(RequestIdStyle::Sequential).max_reply_bytes(max),
-            )
+            TextFormatProtocol::new(case.format).with_options(options(case).max_reply_bytes(max))
         };
         let limit_diagnostics = |reply: &ParseOutcome| {
             reply
@@ -406,7 +463,7 @@ fn reply_length_limit_at_the_limit_and_past_it() {
         };
         let len = case.text.len();
         let at = limited(len).parse(&case.text);
-        assert_eq!(at, protocol(case.format).parse(&case.text), "{}/{} at the limit", case.format, case.name);
+        assert_eq!(at, protocol(case).parse(&case.text), "{}/{} at the limit", case.format, case.name);
         assert_eq!(limit_diagnostics(&at), 0);
         // Cuts spread over the reply (every one for short replies).
         let step = (len / 40).max(1);

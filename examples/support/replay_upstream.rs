@@ -62,6 +62,11 @@ pub const SCENARIOS: &[(&str, &str, &str)] = &[
     ),
     ("hermes_unknown", "", "<tool_call>\n{\"name\": \"delete_everything\", \"arguments\": {}}\n</tool_call>"),
     (
+        "hermes_invalid",
+        "",
+        "Looking.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"town\": \"Paris\"}}\n</tool_call>",
+    ),
+    (
         "hermes_cut",
         "",
         "One moment.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Par",

@@ -52,7 +52,9 @@ pub enum StopReason {
     Finished,
     /// `max_iterations` model turns were taken.
     MaxIterations,
-    /// The model repeated the same calls as in its previous turn.
+    /// The model repeated the same calls as in its previous turn (with a grammar, only
+    /// when it did so after being given a turn that admits no call: see
+    /// [`Engine::run_conversation`]).
     RepeatedCalls,
     /// Tool calling is switched off: one plain turn was taken.
     ToolsDisabled,
@@ -175,6 +177,8 @@ struct LoopState {
     rounds: Vec<Round>,
     previous: Option<Vec<(String, String)>>,
     turn_number: u32,
+    /// The model repeated its calls: with a grammar, the next turn admits none.
+    answer_now: bool,
 }
 
 impl Engine {
@@ -185,6 +189,12 @@ impl Engine {
     /// model repeats its previous turn's calls exactly (the loop breaker). Each turn is
     /// asked for whole ([`ChatModel::complete`]); every step is reported to the
     /// context's observer ([`ExecutionContext::on_event`]).
+    ///
+    /// With a grammar ([`ToolCallConfig::grammar`](crate::config::ToolCallConfig)), the
+    /// first turn gets the configured scope and every turn after tool results the `reply`
+    /// scope; and the loop ends with an answer where it can: the last turn
+    /// `max_iterations` allows, and the turn after one that repeated its previous
+    /// turn's calls, get a grammar that admits text and no call (`max_calls` 0).
     ///
     /// Failures of earlier fire-and-forget calls are reported with the next turn's
     /// results.
@@ -224,7 +234,7 @@ impl Engine {
     ) -> Result<LoopOutcome, EngineError> {
         crate::engine::require_runtime()?;
         let protocol = self.protocol_for(&ctx.config)?;
-        let mut state = LoopState { rounds: Vec::new(), previous: None, turn_number: 0 };
+        let mut state = LoopState { rounds: Vec::new(), previous: None, turn_number: 0, answer_now: false };
         loop {
             let request = self.next_request(protocol.as_ref(), conversation, ctx, &mut state);
             let notes = model.request_notes(&request);
@@ -296,7 +306,13 @@ impl Engine {
         if ctx.config.enabled {
             self.declarations_for(protocol, &ctx.config, ctx.agent_id.as_deref()).apply(&mut request);
             if let Some(constraint) = ctx.config.grammar {
-                let constraint = constraint.scope(turn_scope(constraint.scope, conversation));
+                let scope = turn_scope(constraint.scope, conversation);
+                let mut constraint = constraint.scope(scope);
+                // An answer, not one more call: after repeated calls, or on the last turn.
+                let last = state.turn_number >= ctx.config.max_iterations.max(1);
+                if scope == Scope::Reply && (state.answer_now || last) {
+                    constraint = constraint.max_calls(0);
+                }
                 match self.grammar_for(protocol, &ctx.config, ctx.agent_id.as_deref(), &constraint) {
                     Ok(grammar) => {
                         for note in grammar.notes() {
@@ -343,7 +359,9 @@ impl Engine {
         };
         conversation.extend(messages);
         state.rounds.push(Round { cycle, request_notes });
-        let stop = if state.previous.as_ref() == Some(&signature) {
+        let repeated = state.previous.as_ref() == Some(&signature);
+        let answer_next = repeated && ctx.config.grammar.is_some() && !state.answer_now;
+        let stop = if repeated && !answer_next {
             Some(StopReason::RepeatedCalls)
         } else if state.turn_number >= ctx.config.max_iterations.max(1) {
             Some(StopReason::MaxIterations)
@@ -351,6 +369,7 @@ impl Engine {
             None
         };
         state.previous = Some(signature);
+        state.answer_now = answer_next;
         stop.map(|stop| LoopOutcome { final_turn: turn, rounds: std::mem::take(&mut state.rounds), stop })
     }
 }

@@ -94,7 +94,9 @@ pub use error::GatewayError;
 
 use crate::grammar::Dialect;
 use crate::protocol::textfmt::AutoProtocol;
-use crate::protocol::{BuiltinOptions, ProtocolError, ProtocolRegistry, ToolCallingProtocol};
+use crate::protocol::{
+    BuiltinOptions, BuiltinProtocol, ProtocolError, ProtocolRegistry, ToolCallingProtocol,
+};
 use crate::providers::GrammarServer;
 use upstream::Item;
 
@@ -325,6 +327,18 @@ impl Shared {
     /// The protocol a request for `model` is read with (`None`: native).
     fn protocol_for(&self, model: &str) -> Option<Arc<dyn ToolCallingProtocol>> {
         match &self.mode {
+            // A model whose template opens reasoning: its replies start inside it.
+            Mode::Text(protocol)
+                if crate::model::ModelProfiles::builtin()
+                    .lookup(&self.model_for(model))
+                    .starts_in_reasoning =>
+            {
+                let options = BuiltinOptions::default().starts_in_reasoning(true);
+                ProtocolRegistry::builtin(protocol.id(), &options)
+                    .map(BuiltinProtocol::into_protocol)
+                    .ok()
+                    .or_else(|| Some(Arc::clone(protocol)))
+            }
             Mode::Text(protocol) => Some(Arc::clone(protocol)),
             Mode::Auto => Some(Arc::new(AutoProtocol::new().for_model(self.model_for(model).as_str()))),
             Mode::Native => None,

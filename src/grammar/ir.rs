@@ -225,6 +225,18 @@ impl AvoidText {
     fn bounded(&self) -> bool {
         self.min > 0 || self.max.is_some()
     }
+
+    /// How a bounded text is written as a count of guarded characters (one regular
+    /// expression), when it can be: see [`Guard`].
+    fn guard(&self) -> Option<(Guard, u32)> {
+        let max = self.max.filter(|&max| max as usize <= BOUNDED_TEXT_RULES)?;
+        Some((Guard::new(&self.patterns)?, max))
+    }
+
+    /// Whether it is one lexeme: unbounded, or bounded and guarded.
+    fn regular(&self) -> bool {
+        !self.bounded() || self.guard().is_some()
+    }
 }
 
 impl Expr {
@@ -350,7 +362,7 @@ impl Builder {
     fn regular(&self, expr: &Expr) -> bool {
         match expr {
             Expr::Lit(_) | Expr::Spelled(_) | Expr::Set(_) => true,
-            Expr::Avoid(text) => !text.bounded(),
+            Expr::Avoid(text) => text.regular(),
             Expr::Ref(name) => self.is_terminal(name),
             Expr::Seq(items) | Expr::Alt(items) => items.iter().all(|i| self.regular(i)),
             Expr::Rep(inner, ..) => self.regular(inner),
@@ -373,10 +385,10 @@ impl Builder {
     ) -> Expr {
         let max = max.map(|max| max.max(min));
         let text = AvoidText { patterns, min, max };
-        // Bounded text is written out as an automaton of rules in both dialects: as one
-        // regular expression, its count times the patterns' states is more than
-        // llguidance's lexer takes.
-        let terminal = !text.bounded();
+        // Bounded text that cannot be guarded is written out as an automaton of rules in
+        // both dialects: as one regular expression, its count times the patterns' states
+        // is more than llguidance's lexer takes.
+        let terminal = text.regular();
         self.define(
             &if terminal { hint.to_string() } else { hint.to_ascii_lowercase() },
             Expr::Avoid(text),
@@ -657,6 +669,9 @@ fn regex_char(out: &mut String, c: char) {
 /// `(?s:.*)` (or as many characters as the text may have) minus every text holding a
 /// pattern.
 fn lark_avoid(text: &AvoidText) -> String {
+    if let Some((guard, max)) = text.guard() {
+        return guard.body(text.min, max, Rules::Lark);
+    }
     let patterns = &text.patterns;
     let mut out = match (text.min, text.max) {
         (0, None) => String::from("/(?s:.*)/"),
@@ -786,6 +801,16 @@ fn write_avoid(out: &mut String, name: &str, text: &AvoidText, rules: Rules) -> 
             text.max.map_or("∞".to_string(), |m| m.to_string())
         ))
     };
+    // A bounded text is written as a count of characters that cannot begin a pattern
+    // (see `Guard`): one rule, where the exact automaton times the count took
+    // thousands, which llama.cpp's sampler walks at every token.
+    if let Some((guard, max)) = text.guard() {
+        rules.line(out, name, &guard.body(text.min, max, rules));
+        return Ok(());
+    }
+    if text.max.is_some_and(|max| max as usize > BOUNDED_TEXT_RULES) {
+        return unbounded(out, format!("is longer than {BOUNDED_TEXT_RULES} characters"));
+    }
     // The product of the automaton and a count of characters, capped where it stops
     // mattering (at `max`, or at `min` when the text is unbounded above).
     let cap = text.max.unwrap_or(text.min) as usize;
@@ -862,6 +887,89 @@ fn write_avoid(out: &mut String, name: &str, text: &AvoidText, rules: Rules) -> 
         write_state(out, &name_of(state, count), moves.into_iter(), accepting(state, count), rules);
     }
     Ok(())
+}
+
+/// Bounded free text as characters that cannot begin a pattern: none anywhere of the
+/// characters an unanchored pattern can start with, none first that a pattern anchored at
+/// the start can start with, none last that a pattern anchored at the end can end with.
+/// Such a text holds no pattern, so it is sound; it admits less than the automaton (no
+/// `<` at all in a value that must not hold `</parameter>`), which a bounded value, short
+/// by design, rarely needs.
+struct Guard {
+    /// Characters banned anywhere, first, last.
+    anywhere: CharSet,
+    first: CharSet,
+    last: CharSet,
+}
+
+impl Guard {
+    /// `None` when a pattern has a negated set or could match the empty text (then only
+    /// the automaton says what it may hold).
+    fn new(patterns: &[Pattern]) -> Option<Guard> {
+        let mut guard = Guard { anywhere: CharSet::of(""), first: CharSet::of(""), last: CharSet::of("") };
+        for pattern in patterns {
+            if pattern.pieces.iter().any(|piece| piece.set.negated) {
+                return None;
+            }
+            // The characters an occurrence can start (end) with: each piece's up to and
+            // with the first that is not starred.
+            let edge = |pieces: &mut dyn Iterator<Item = &Piece>| -> Option<CharSet> {
+                let mut set = CharSet::of("");
+                for piece in pieces {
+                    set = set.union(&piece.set);
+                    if !piece.star {
+                        return Some(set);
+                    }
+                }
+                None
+            };
+            let starts = edge(&mut pattern.pieces.iter())?;
+            let ends = edge(&mut pattern.pieces.iter().rev())?;
+            match (pattern.at_start, pattern.at_end) {
+                (false, false) => guard.anywhere = guard.anywhere.union(&starts),
+                (true, false) => guard.first = guard.first.union(&starts),
+                (false, true) => guard.last = guard.last.union(&ends),
+                (true, true) => {
+                    guard.first = guard.first.union(&starts);
+                    guard.last = guard.last.union(&ends);
+                }
+            }
+        }
+        Some(guard)
+    }
+
+    /// The body of a rule (GBNF) or a terminal (Lark) of `min` to `max` characters.
+    fn body(&self, min: u32, max: u32, rules: Rules) -> String {
+        let mid = self.anywhere.clone().not();
+        let first = self.anywhere.union(&self.first).not();
+        let last = self.anywhere.union(&self.last).not();
+        let one = self.anywhere.union(&self.first).union(&self.last).not();
+        let set = |set: &CharSet| {
+            // (No set is empty: `[^]` is no character class in either dialect.)
+            let set =
+                if set.negated && set.ranges.is_empty() { CharSet::of("\0").not() } else { set.clone() };
+            match rules {
+                Rules::Lark => set.lark(),
+                Rules::Gbnf => set.gbnf(),
+            }
+        };
+        let mut alternatives = Vec::new();
+        if min <= 1 && max >= 1 {
+            alternatives.push(set(&one));
+        }
+        if max >= 2 {
+            let (lo, hi) = (min.max(2) - 2, max - 2);
+            let gap = if rules == Rules::Gbnf { " " } else { "" };
+            alternatives.push(format!("{}{gap}{}{{{lo},{hi}}}{gap}{}", set(&first), set(&mid), set(&last)));
+        }
+        match (rules, min == 0) {
+            _ if alternatives.is_empty() => "\"\"".to_string(),
+            (Rules::Lark, true) => format!("/(?:{})?/", alternatives.join("|")),
+            (Rules::Lark, false) => format!("/(?:{})/", alternatives.join("|")),
+            (Rules::Gbnf, true) => format!("({})?", alternatives.join(" | ")),
+            (Rules::Gbnf, false) => format!("({})", alternatives.join(" | ")),
+        }
+    }
 }
 
 /// One state's rule: a character of each set and the state it leads to, or (where the

@@ -253,14 +253,13 @@ impl Grammar {
 /// not know when to stop writes a value, or another call, until its token limit.
 ///
 /// - [`max_calls`](Self::max_calls) bounds the calls of the `calls` and `reply` scopes
-///   (4 by default; 1 gives exactly one call).
+///   (4 by default; 1 gives exactly one call; 0 a reply of text alone).
 /// - [`max_text`](Self::max_text) bounds every string value whose schema sets no smaller
 ///   `maxLength` (off by default). It costs a long value its end: a model that needs
 ///   more characters is cut off where the grammar closes the value, and the value it
-///   wrote is the first `max_text` characters of the one it meant. In GBNF a bounded
-///   text value of a protocol whose values are plain text is written out as an
-///   automaton of one rule per character counted, so the grammar grows with the bound
-///   (a few thousand rules for 200 characters of VCP).
+///   wrote is the first `max_text` characters of the one it meant. A bounded text
+///   value of a protocol whose values are plain text admits none of the characters its
+///   markup begins with (VCP: `「` and `<`), which keeps the grammar small.
 ///
 /// ```
 /// use tool_calling::grammar::{Constraint, Dialect, Scope};
@@ -283,7 +282,9 @@ pub struct Constraint {
     /// (`None`, the default: unbounded).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_text: Option<u32>,
-    /// The most calls in one reply ([`Scope::Calls`], [`Scope::Reply`]); at least 1.
+    /// The most calls in one reply ([`Scope::Calls`], [`Scope::Reply`]). 0 in the
+    /// `reply` scope admits text alone (what a conversation loop asks for when the
+    /// model should answer); the `call` and `calls` scopes take it as 1.
     #[serde(default = "default_max_calls")]
     pub max_calls: u32,
 }
@@ -322,16 +323,17 @@ impl Constraint {
         self
     }
 
-    /// Sets [`max_calls`](Self::max_calls) (0 is taken as 1).
+    /// Sets [`max_calls`](Self::max_calls): 0 makes a reply of text alone (the `call`
+    /// and `calls` scopes take it as 1).
     #[must_use]
     pub fn max_calls(mut self, calls: u32) -> Self {
-        self.max_calls = calls.max(1);
+        self.max_calls = calls;
         self
     }
 
     /// The calls a reply may hold under this constraint.
     fn call_bound(&self) -> u32 {
-        self.max_calls.max(1)
+        if self.scope == Scope::Reply { self.max_calls } else { self.max_calls.max(1) }
     }
 }
 
@@ -521,7 +523,7 @@ impl Syntax {
                 }
                 // At most `most` calls: in that many places, or in one section of that
                 // many.
-                let places = if self.section.is_some() { 1 } else { most };
+                let places = if self.section.is_some() { most.min(1) } else { most };
                 items.push(calls.times(0, Some(places)));
                 items.push(text);
                 b.rule("reply", Expr::seq(items))

@@ -173,6 +173,13 @@ pub struct ModelCapabilities {
     /// Options used when a call sets none (thinking and streaming on when supported,
     /// unless configured otherwise).
     pub defaults: RequestOptions,
+    /// Its chat template ends the prompt inside an open reasoning tag (`<think>\n`, Kimi
+    /// K3's `think` channel), so its text replies start inside reasoning: the text
+    /// protocols built for it read them with
+    /// [`TextFormatOptions::starts_in_reasoning`](crate::protocol::textfmt::TextFormatOptions::starts_in_reasoning)
+    /// (VCP's and `auto`'s alike). Set for the families whose templates always (or by
+    /// default) open it; a reply that opens reasoning of its own still reads right.
+    pub starts_in_reasoning: bool,
 }
 
 impl Default for ModelCapabilities {
@@ -187,6 +194,7 @@ impl Default for ModelCapabilities {
             context_tokens: None,
             max_output_tokens: None,
             defaults: RequestOptions::default(),
+            starts_in_reasoning: false,
         }
     }
 }
@@ -296,6 +304,7 @@ struct Patch {
     max_output_tokens: Option<u32>,
     default_thinking: Option<Thinking>,
     default_stream: Option<bool>,
+    starts_in_reasoning: Option<bool>,
 }
 
 impl Patch {
@@ -326,6 +335,9 @@ impl Patch {
         }
         if let Some(v) = self.default_stream {
             caps.defaults.stream = Some(v);
+        }
+        if let Some(v) = self.starts_in_reasoning {
+            caps.starts_in_reasoning = v;
         }
     }
 }
@@ -487,6 +499,8 @@ impl ModelProfiles {
             fallback: fallback(id),
             ..Patch::default()
         };
+        // A family whose template ends the prompt inside an open reasoning tag.
+        let thinking = |patch: Patch| Patch { starts_in_reasoning: Some(true), ..patch };
         let builtin = vec![
             // Open-weight OpenAI models: raw harmony text when served without a parser.
             e("*gpt-oss*", raw("harmony")),
@@ -510,8 +524,13 @@ impl ModelProfiles {
             e("*nemotron-3*", raw("qwen3_coder_xml")),
             e("*qwen3.5*", raw("qwen3_coder_xml")),
             e("*qwen3-5*", raw("qwen3_coder_xml")),
+            // Qwen3's thinking-only models (2507): the template opens `<think>`, their
+            // replies hold only `</think>`.
+            e("*qwen3*thinking*", thinking(raw("hermes"))),
+            // QwQ's template ends the prompt with `<think>\n` (before `*qwen*`, which
+            // `Qwen/QwQ-32B` also matches).
+            e("*qwq*", thinking(raw("hermes"))),
             e("*qwen*", raw("hermes")),
-            e("*qwq*", raw("hermes")),
             e("*hermes*", raw("hermes")),
             e("*mistral*", raw("mistral")),
             e("*mixtral*", raw("mistral")),
@@ -539,9 +558,12 @@ impl ModelProfiles {
             e("*deepseek-v3-1*", raw("deepseek_v31")),
             e("*deepseek-v31*", raw("deepseek_v31")),
             e("*deepseek-v3*", raw("deepseek_v3")),
-            e("*deepseek-r1*", raw("deepseek_v3")),
+            // R1's template ends with `<think>\n` (R1-0528 writes its own `<think>`,
+            // which the option reads as a reply that did not start in reasoning).
+            e("*deepseek-r1*", thinking(raw("deepseek_v3"))),
             e("*kimi-k2*", raw("kimi_k2")),
-            e("*kimi-k3*", raw("kimi_k3")),
+            // Thinking mode (the default) opens the `think` channel in the prompt.
+            e("*kimi-k3*", thinking(raw("kimi_k3"))),
             e("*glm-4.7*", raw("glm47")),
             e("*glm4.7*", raw("glm47")),
             e("*glm-5*", raw("glm47")),
@@ -549,6 +571,8 @@ impl ModelProfiles {
             e("*glm*", raw("glm45")),
             e("*minimax-m1*", raw("minimax_m1")),
             e("*minimax-m3*", raw("minimax_m3")),
+            // MiniMax-M2 never writes `<think>`: its template opens it.
+            e("*minimax-m2*", thinking(raw("minimax_m2"))),
             e("*minimax*", raw("minimax_m2")),
             e("*command-r*", raw("cohere")),
             e("*command-a*", raw("cohere")),
@@ -557,8 +581,9 @@ impl ModelProfiles {
             e("*step-3.5*", raw("qwen3_coder_xml")),
             e("*step3.5*", raw("qwen3_coder_xml")),
             e("*step3p5*", raw("qwen3_coder_xml")),
-            e("*step3*", raw("step3")),
-            e("*step-3*", raw("step3")),
+            // Step3 writes only `</think>`: everything before it is reasoning.
+            e("*step3*", thinking(raw("step3"))),
+            e("*step-3*", thinking(raw("step3"))),
             e("*seed-oss*", raw("seed_oss")),
             e("*granite-3*", raw("granite")),
             e("*granite3*", raw("granite")),
@@ -578,6 +603,11 @@ impl ModelProfiles {
             e("*olmo-3*", raw("olmo3")),
             e("*olmo3*", raw("olmo3")),
             e("*longcat*", raw("longcat")),
+            // ERNIE 4.5 thinking models: the reply starts inside reasoning
+            // (`…\n</think>\n\n<response>…`), thinking cannot be turned off.
+            e("*ernie-4.5*thinking*", thinking(raw("ernie45"))),
+            e("*ernie4.5*thinking*", thinking(raw("ernie45"))),
+            e("*ernie-4-5*thinking*", thinking(raw("ernie45"))),
             e("*ernie-4.5*", raw("ernie45")),
             e("*ernie4.5*", raw("ernie45")),
             e("*ernie-4-5*", raw("ernie45")),
@@ -724,6 +754,7 @@ fn parse_entry(file: &str, number: usize, value: &Value) -> Result<Entry, Profil
             "parallel_calls" => patch.parallel_calls = Some(boolean()?),
             "streaming" => patch.streaming = Some(boolean()?),
             "default_stream" => patch.default_stream = Some(boolean()?),
+            "starts_in_reasoning" => patch.starts_in_reasoning = Some(boolean()?),
             "context_tokens" => patch.context_tokens = Some(count()?),
             "max_output_tokens" => patch.max_output_tokens = Some(count()?),
             "thinking" => {
@@ -835,6 +866,41 @@ mod tests {
         assert!(glob(b"llama*3*", b"llama-3.1-8b-instruct"));
         assert!(!glob(b"o1*", b"gpt-o1"));
         assert!(matches_model("qwen*", "Qwen/Qwen2.5-7B-Instruct"));
+    }
+
+    #[test]
+    fn families_whose_templates_open_reasoning() {
+        let p = ModelProfiles::builtin();
+        for model in [
+            "baidu/ERNIE-4.5-21B-A3B-Thinking",
+            "moonshotai/Kimi-K3",
+            "MiniMaxAI/MiniMax-M2",
+            "stepfun-ai/step3",
+            "deepseek-ai/DeepSeek-R1-0528",
+            "Qwen/QwQ-32B",
+            "Qwen/Qwen3-235B-A22B-Thinking-2507",
+        ] {
+            assert!(p.lookup(model).starts_in_reasoning, "{model}");
+        }
+        for model in [
+            "baidu/ERNIE-4.5-300B-A47B-PT",
+            "Qwen/Qwen3-8B",
+            "deepseek-ai/DeepSeek-V3.1",
+            "MiniMaxAI/MiniMax-M1-80k",
+            "stepfun-ai/Step-3.5-Flash",
+            "zai-org/GLM-4.5",
+            "gpt-4o",
+        ] {
+            assert!(!p.lookup(model).starts_in_reasoning, "{model}");
+        }
+        // The fallback is the family's, whatever the mode.
+        assert_eq!(p.lookup("baidu/ERNIE-4.5-21B-A3B-Thinking").fallback.id(), "ernie45");
+        assert_eq!(p.lookup("MiniMaxAI/MiniMax-M2").fallback.id(), "minimax_m2");
+        assert_eq!(p.lookup("Qwen/Qwen3-235B-A22B-Thinking-2507").fallback.id(), "hermes");
+        // A profile turns it off (or on) for a deployment.
+        let text = "[[model]]\nmatch = \"*kimi-k3*\"\nstarts_in_reasoning = false";
+        let p = ModelProfiles::builtin().with_config_toml("models.toml", text).unwrap_or_default();
+        assert!(!p.lookup("kimi-k3").starts_in_reasoning);
     }
 
     #[test]

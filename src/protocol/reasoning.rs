@@ -34,6 +34,22 @@
 //! Each protocol has an option to read reasoning like any other text (VCP's
 //! `keep_reasoning`, the formats' `skip_reasoning` off).
 //!
+//! **A format's own markup.** A format that writes reasoning with markup of its own
+//! (`<seed:think>`, `<|START_THINKING|>`, harmony's `analysis` messages, …) declares it,
+//! and this filter reads it by the same rule, in the same pass: a pair of tags nests with
+//! `<think>` by depth; a frame of the format's structure (a channel, a message) ends at
+//! its own closing token or where the next frame begins, and does not nest. Before
+//! `auto` decides, every format's markup is reasoning.
+//!
+//! **A reply that starts inside reasoning.** When the prompt opened reasoning
+//! (`starts_in_reasoning`), the reply is undecided from its start until its first
+//! reasoning markup: a closing tag (or the end of a frame) says it began in reasoning and
+//! hides everything before it; an opening tag, or markup only an answer writes (Kimi
+//! K3's other channel markers), says it did not. Call markup decides nothing. A reply
+//! that ends undecided is reasoning never closed: all of it hidden, with the diagnostic
+//! at an empty span at 0. The repository's `docs/reasoning.md` says which model families
+//! set it, and why.
+//!
 //! ```
 //! use tool_calling::protocol::reasoning;
 //! let reply = "a<THINK>x<thinking>y</think>z</Thinking>b</think>c<think>rest";
@@ -200,6 +216,216 @@ struct Pending {
     at: usize,
 }
 
+/// A reasoning section a format writes with markup of its own (`<seed:think>` …
+/// `</seed:think>`, harmony's `analysis` messages): read by the same rule as `<think>`
+/// (hidden while reasoning is hidden, a call in it never read; never closed, it hides
+/// the rest; read like any other text when reasoning is).
+#[derive(Debug)]
+pub(crate) struct Section {
+    /// The token that opens it.
+    open: &'static str,
+    /// The tokens that close it (hidden with it).
+    close: &'static [&'static str],
+    /// Tokens that end it too and stay in the text (a new frame or message begins).
+    ends_before: &'static [&'static str],
+    /// Tags: an opening token inside reasoning nests, and a closing token with nothing
+    /// open hides itself (as `</think>` does). Otherwise (a frame of the format's
+    /// structure) an opening token inside reasoning changes nothing, and a closing token
+    /// with nothing open is the format's to read (it closes other frames too).
+    tags: bool,
+}
+
+impl Section {
+    /// A pair of tags, read exactly as `<think>` and `</think>` are (`close` holds the
+    /// one closing tag).
+    pub(crate) const fn tags(open: &'static str, close: &'static [&'static str]) -> Self {
+        Section { open, close, ends_before: &[], tags: true }
+    }
+
+    /// A frame of the format's structure that holds reasoning: opened by `open`,
+    /// closed by any of `close`, or ended by any of `ends_before` (which stay in the
+    /// text).
+    pub(crate) const fn frame(
+        open: &'static str,
+        close: &'static [&'static str],
+        ends_before: &'static [&'static str],
+    ) -> Self {
+        Section { open, close, ends_before, tags: false }
+    }
+}
+
+/// The reasoning markup a format declares ([`Format::reasoning`]): its sections, and
+/// the markup that shows a reply the option says starts in reasoning did not (Kimi K3's
+/// channel markers: the prompt opened `response`, not `think`). Every token begins with
+/// `<`, so text without `<` holds none (the streaming fast paths rely on it).
+///
+/// [`Format::reasoning`]: crate::protocol::textfmt
+#[derive(Debug)]
+pub(crate) struct Markup {
+    sections: &'static [Section],
+    answer: &'static [&'static str],
+    compiled: std::sync::OnceLock<Option<Tokens>>,
+}
+
+impl Markup {
+    /// The markup of `sections`, and `answer` tokens.
+    pub(crate) const fn new(sections: &'static [Section], answer: &'static [&'static str]) -> Self {
+        Markup { sections, answer, compiled: std::sync::OnceLock::new() }
+    }
+
+    /// The tokens, ready to search (built once).
+    pub(crate) fn tokens(&'static self) -> Option<&'static Tokens> {
+        self.compiled.get_or_init(|| Tokens::new([self])).as_ref()
+    }
+
+    /// Every token of the markup.
+    #[cfg(test)]
+    pub(crate) fn all(&self) -> impl Iterator<Item = &'static str> + '_ {
+        self.sections
+            .iter()
+            .flat_map(|s| {
+                std::iter::once(s.open).chain(s.close.iter().copied()).chain(s.ends_before.iter().copied())
+            })
+            .chain(self.answer.iter().copied())
+    }
+}
+
+/// What a token does. Frames are numbered within their [`Tokens`] (the bits of the
+/// masks).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Role {
+    /// Opens a pair of tags.
+    open_tag: bool,
+    /// Opens this frame.
+    open_frame: Option<u8>,
+    /// Closes whatever is open (a tag: by depth, as `</think>` does).
+    close_tag: bool,
+    /// Closes these frames (when one of them is what is open).
+    close_frames: u64,
+    /// Ends these frames and stays in the text.
+    ends_frames: u64,
+    /// Shows that a reply did not start in reasoning.
+    answer: bool,
+}
+
+impl Role {
+    /// Whether it opens reasoning.
+    fn opens(self) -> bool {
+        self.open_tag || self.open_frame.is_some()
+    }
+
+    /// Whether it ends reasoning the prompt opened (which is no frame: the closing
+    /// token of any section ends it).
+    fn ends_any(self) -> bool {
+        self.close_tag || self.close_frames != 0 || self.ends_frames != 0
+    }
+}
+
+/// The tokens of one or more [`Markup`]s, with one search for all of them.
+#[derive(Debug)]
+pub(crate) struct Tokens {
+    list: Vec<(&'static str, Role)>,
+    search: aho_corasick::AhoCorasick,
+    longest: usize,
+}
+
+impl Tokens {
+    /// The tokens of `markups` (a token several declare plays every role they give it);
+    /// `None` when they declare none.
+    pub(crate) fn new<'m>(markups: impl IntoIterator<Item = &'m Markup>) -> Option<Tokens> {
+        let mut list: Vec<(&'static str, Role)> = Vec::new();
+        let mut add = |token: &'static str, f: &dyn Fn(&mut Role)| {
+            debug_assert!(token.starts_with('<'), "{token:?}: reasoning tokens begin with `<`");
+            match list.iter_mut().find(|(t, _)| *t == token) {
+                Some((_, role)) => f(role),
+                None => {
+                    let mut role = Role::default();
+                    f(&mut role);
+                    list.push((token, role));
+                }
+            }
+        };
+        let mut frames = 0u8;
+        for markup in markups {
+            for section in markup.sections {
+                if section.tags {
+                    add(section.open, &|r| r.open_tag = true);
+                    for close in section.close {
+                        add(close, &|r| r.close_tag = true);
+                    }
+                    continue;
+                }
+                let frame = frames;
+                frames = frames.saturating_add(1);
+                let bit = 1u64.checked_shl(u32::from(frame)).unwrap_or(0);
+                add(section.open, &|r| r.open_frame = Some(frame));
+                for close in section.close {
+                    add(close, &|r| r.close_frames |= bit);
+                }
+                for end in section.ends_before {
+                    add(end, &|r| r.ends_frames |= bit);
+                }
+            }
+            for answer in markup.answer {
+                add(answer, &|r| r.answer = true);
+            }
+        }
+        if list.is_empty() {
+            return None;
+        }
+        let search = aho_corasick::AhoCorasick::builder()
+            .match_kind(aho_corasick::MatchKind::LeftmostLongest)
+            .build(list.iter().map(|(t, _)| t))
+            .ok()?;
+        let longest = list.iter().map(|(t, _)| t.len()).max().unwrap_or(0);
+        Some(Tokens { list, search, longest })
+    }
+
+    /// The first token at or after `from` in `bytes` (the longest one where several
+    /// begin): its start, end and index.
+    fn find(&self, bytes: &[u8], from: usize) -> Option<(usize, usize, usize)> {
+        let input = aho_corasick::Input::new(bytes).span(from.min(bytes.len())..bytes.len());
+        self.search.find(input).map(|m| (m.start(), m.end(), m.pattern().as_usize()))
+    }
+
+    /// The role of token `index`.
+    fn role(&self, index: usize) -> Role {
+        self.list.get(index).map(|(_, role)| *role).unwrap_or_default()
+    }
+
+    /// Where the first tail of `bytes` (at or after `from`) begins that is a proper
+    /// prefix of a token: more text may make a token of it, or a longer one.
+    fn partial_tail(&self, bytes: &[u8], from: usize) -> Option<usize> {
+        let first = bytes.len().saturating_sub(self.longest.saturating_sub(1)).max(from);
+        let tail = bytes.get(first..)?;
+        tail.iter().enumerate().filter(|(_, b)| **b == b'<').map(|(i, _)| first + i).find(|&at| {
+            bytes.get(at..).is_some_and(|rest| {
+                self.list.iter().any(|(t, _)| t.len() > rest.len() && t.as_bytes().starts_with(rest))
+            })
+        })
+    }
+}
+
+/// A token found: its start, end and index.
+type TokenAt = (usize, usize, usize);
+
+/// The next reasoning token of a format, or a tail that may begin one.
+#[derive(Debug, Clone, Copy)]
+enum TokenHit {
+    /// A token at `start..end`, playing its role.
+    Found(usize, usize, Role),
+    /// The text ends in what may begin a token here.
+    Held(usize),
+}
+
+impl TokenHit {
+    fn at(self) -> usize {
+        match self {
+            TokenHit::Found(at, _, _) | TokenHit::Held(at) => at,
+        }
+    }
+}
+
 /// What the filter decided about a stretch of text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Piece {
@@ -222,9 +448,26 @@ pub(crate) struct ReasoningFilter {
     outermost: Option<(usize, usize)>,
     /// A tag head without any `>` after it was found at the end: no more tags.
     exhausted: bool,
+    /// The reasoning markup of a format's own, read by the same rule as the tags.
+    tokens: Option<&'static Tokens>,
+    /// The reply starts inside reasoning (the prompt opened it), and no tag or token
+    /// has decided yet whether it really does: nothing is classified.
+    undecided: bool,
+    /// The frame the open reasoning is (`None`: tags).
+    frame: Option<u8>,
+    /// Where to look for the next reasoning token (a `<` that turned out to begin no
+    /// tag may still begin a token).
+    token_from: usize,
 }
 
 impl ReasoningFilter {
+    /// A filter that also reads the format's own reasoning markup `tokens`; with
+    /// `starts_in_reasoning`, the text begins inside reasoning the prompt opened (see
+    /// the module docs).
+    pub(crate) fn new(starts_in_reasoning: bool, tokens: Option<&'static Tokens>) -> Self {
+        ReasoningFilter { tokens, undecided: starts_in_reasoning, ..ReasoningFilter::default() }
+    }
+
     /// Everything before this offset is classified; the caller may drop it.
     pub(crate) fn decided(&self) -> usize {
         self.done_to
@@ -233,7 +476,7 @@ impl ReasoningFilter {
     /// Whether text without `<` that arrives now is visible as it is: nothing is held
     /// back and no reasoning is open.
     pub(crate) fn passes_plain_text(&self, end: usize) -> bool {
-        self.pending.is_none() && self.depth == 0 && self.done_to == end
+        self.pending.is_none() && self.depth == 0 && !self.undecided && self.done_to == end
     }
 
     /// Text without `<` up to `end` arrived while [`passes_plain_text`] held: it is
@@ -243,11 +486,12 @@ impl ReasoningFilter {
     pub(crate) fn pass_plain_text(&mut self, end: usize) {
         self.done_to = end;
         self.search_from = end;
+        self.token_from = end;
     }
 
     /// Whether the text so far ends inside reasoning.
     pub(crate) fn in_reasoning(&self) -> bool {
-        self.depth > 0
+        self.depth > 0 || self.undecided
     }
 
     /// The unclosed opening tag, once the text has ended inside reasoning.
@@ -262,6 +506,10 @@ impl ReasoningFilter {
         let bytes = buf.as_bytes();
         let end = base + bytes.len();
         let at = |i: usize| bytes.get(i - base).copied();
+        // What a search from an offset found (a candidate's `<`; a token's start, end
+        // and index).
+        let mut think_seen: Option<(usize, Option<usize>)> = None;
+        let mut token_seen: Option<(usize, Option<TokenAt>)> = None;
         loop {
             if let Some(mut p) = self.pending.take() {
                 // Read the head.
@@ -329,21 +577,90 @@ impl ReasoningFilter {
                 }
             }
             // Most `<` are no tag (markers, comparisons, HTML): only those the bytes
-            // after them do not rule out are read with the head automaton.
+            // after them do not rule out are read with the head automaton. (Searches
+            // are remembered within this call: the text does not change, and what the
+            // search from `from` found is what any later start before it finds.)
+            let from = self.search_from.max(base);
+            let tfrom = self.token_from.max(base);
             let next_lt = if self.exhausted {
                 None
             } else {
-                next_candidate(bytes, self.search_from.max(base) - base, last)
+                match think_seen {
+                    Some((seen_from, found)) if seen_from <= from && found.is_none_or(|lt| lt >= from) => {
+                        found
+                    }
+                    _ => {
+                        let found = next_candidate(bytes, from - base, last).map(|i| base + i);
+                        think_seen = Some((from, found));
+                        found
+                    }
+                }
             };
+            // The format's own reasoning markup, when it has any.
+            let next_token = match self.tokens {
+                None => None,
+                Some(tokens) => {
+                    let found = match token_seen {
+                        Some((seen_from, found))
+                            if seen_from <= tfrom && found.is_none_or(|(s, _, _)| s >= tfrom) =>
+                        {
+                            found
+                        }
+                        _ => {
+                            let found =
+                                tokens.find(bytes, tfrom - base).map(|(s, e, i)| (base + s, base + e, i));
+                            token_seen = Some((tfrom, found));
+                            found
+                        }
+                    };
+                    // A token cut by the end of the text, at or before the one found,
+                    // waits for more text (a longer token may begin where it stands).
+                    let held =
+                        if last { None } else { tokens.partial_tail(bytes, tfrom - base).map(|i| base + i) };
+                    match (held, found) {
+                        (Some(h), Some((s, _, _))) if h <= s => Some(TokenHit::Held(h)),
+                        (Some(h), None) => Some(TokenHit::Held(h)),
+                        (_, Some((s, e, i))) => Some(TokenHit::Found(s, e, tokens.role(i))),
+                        (None, None) => None,
+                    }
+                }
+            };
+            let token_first = match (next_token, next_lt) {
+                (Some(hit), Some(lt)) => hit.at() < lt,
+                (hit, _) => hit.is_some(),
+            };
+            if token_first {
+                match next_token {
+                    Some(TokenHit::Held(at)) => {
+                        self.classify(at, out);
+                        self.search_from = self.search_from.max(at);
+                        self.token_from = at;
+                        return;
+                    }
+                    Some(TokenHit::Found(start, stop, role)) => {
+                        self.token(start, stop, role, out);
+                        continue;
+                    }
+                    None => {}
+                }
+            }
             match next_lt {
-                Some(i) => {
-                    let lt = base + i;
+                Some(lt) => {
                     self.classify(lt, out);
                     self.pending = Some(Pending { lt, closing: false, head: Some(Head::Lead), at: lt + 1 });
                 }
                 None => {
+                    if last && self.undecided {
+                        // Nothing said where the reasoning the prompt opened ends: all
+                        // of the reply is in it, never closed.
+                        self.undecided = false;
+                        self.depth = 1;
+                        self.outermost = Some((0, 0));
+                        out(Piece::Hidden);
+                    }
                     self.classify(end, out);
                     self.search_from = end;
+                    self.token_from = end;
                     return;
                 }
             }
@@ -352,7 +669,7 @@ impl ReasoningFilter {
 
     /// Classifies `done_to..to`: visible outside reasoning, hidden inside.
     fn classify(&mut self, to: usize, out: &mut impl FnMut(Piece)) {
-        if to > self.done_to {
+        if to > self.done_to && !self.undecided {
             if self.depth == 0 {
                 out(Piece::Visible(self.done_to, to));
             }
@@ -361,6 +678,25 @@ impl ReasoningFilter {
     }
 
     fn tag(&mut self, kind: TagKind, lt: usize, end: usize, out: &mut impl FnMut(Piece)) {
+        self.token_from = end;
+        if self.undecided {
+            match kind {
+                // The reply opens reasoning of its own: the prompt did not.
+                TagKind::Open => self.undecided = false,
+                // The reasoning the prompt opened ends here.
+                TagKind::Close => {
+                    self.undecided = false;
+                    out(Piece::Hidden);
+                    self.done_to = end;
+                    self.search_from = end;
+                    return;
+                }
+                TagKind::SelfClosing => {
+                    self.search_from = end;
+                    return;
+                }
+            }
+        }
         self.classify(lt, out);
         match kind {
             TagKind::SelfClosing | TagKind::Close if self.depth == 0 => out(Piece::Hidden),
@@ -372,10 +708,89 @@ impl ReasoningFilter {
                 }
                 self.depth += 1;
             }
-            TagKind::Close => self.depth -= 1,
+            TagKind::Close => {
+                self.depth -= 1;
+                if self.depth == 0 {
+                    self.frame = None;
+                }
+            }
         }
         self.done_to = end;
         self.search_from = end;
+    }
+
+    /// One of the format's reasoning tokens at `start..end`, playing `role`.
+    fn token(&mut self, start: usize, end: usize, role: Role, out: &mut impl FnMut(Piece)) {
+        self.read_token(start, end, role, out);
+        self.token_from = self.search_from;
+    }
+
+    fn read_token(&mut self, start: usize, end: usize, role: Role, out: &mut impl FnMut(Piece)) {
+        if self.undecided {
+            if role.ends_any() {
+                // The reasoning the prompt opened ends here (a closing token is hidden
+                // with it; a token that begins what follows is not).
+                let closes = role.close_tag || role.close_frames != 0;
+                self.undecided = false;
+                out(Piece::Hidden);
+                self.done_to = if closes { end } else { start };
+                self.search_from = if closes { end } else { start + 1 };
+                return;
+            }
+            if !(role.opens() || role.answer) {
+                self.search_from = start + 1;
+                return;
+            }
+            // Markup of a reply that did not begin in reasoning.
+            self.undecided = false;
+            if !role.opens() {
+                self.search_from = end;
+                return;
+            }
+        }
+        let open_frame = self.frame.and_then(|f| 1u64.checked_shl(u32::from(f))).unwrap_or(0);
+        if self.depth > 0 {
+            self.classify(start, out);
+            self.search_from = end;
+            if role.close_tag {
+                self.depth -= 1;
+                self.done_to = end;
+            } else if self.depth == 1 && role.close_frames & open_frame != 0 {
+                self.depth = 0;
+                self.done_to = end;
+            } else if self.depth == 1 && role.ends_frames & open_frame != 0 {
+                // What follows ends the frame; the token itself is read.
+                self.depth = 0;
+                self.search_from = start + 1;
+            } else if role.open_tag {
+                self.depth += 1;
+                self.done_to = end;
+            } else {
+                // A frame is not opened again inside reasoning, nor closed by another
+                // frame's token: hidden text.
+                self.search_from = start + 1;
+            }
+            if self.depth == 0 {
+                self.frame = None;
+                self.outermost = None;
+            }
+            return;
+        }
+        if role.opens() || role.close_tag {
+            self.classify(start, out);
+            out(Piece::Hidden);
+            if role.opens() {
+                self.depth = 1;
+                self.frame = role.open_frame;
+                self.outermost = Some((start, end));
+            }
+            self.done_to = end;
+            self.search_from = end;
+            return;
+        }
+        // Not reasoning markup here (a frame's closing token with nothing open, which
+        // the format reads, or a token that ends frames when none is open): text.
+        self.search_from = start + 1;
     }
 }
 
@@ -406,10 +821,16 @@ pub(crate) struct VisibleStretches {
 }
 
 impl VisibleStretches {
-    /// Stretches of the reply with reasoning hidden when `hide_reasoning`.
-    pub(crate) fn new(hide_reasoning: bool) -> Self {
+    /// Stretches of the reply with reasoning hidden when `hide_reasoning`: the tags, and
+    /// the format's own reasoning markup `tokens`; with `starts_in_reasoning`, the reply
+    /// begins inside reasoning the prompt opened.
+    pub(crate) fn new(
+        hide_reasoning: bool,
+        starts_in_reasoning: bool,
+        tokens: Option<&'static Tokens>,
+    ) -> Self {
         VisibleStretches {
-            filter: hide_reasoning.then(ReasoningFilter::default),
+            filter: hide_reasoning.then(|| ReasoningFilter::new(starts_in_reasoning, tokens)),
             visible_to: 0,
             hidden: false,
             pieces: Vec::new(),
@@ -508,7 +929,11 @@ impl VisibleStretches {
 
 /// Classifies a whole text: its pieces in order, and the unclosed opening tag if any.
 pub(crate) fn pieces(text: &str) -> (Vec<Piece>, Option<(usize, usize)>) {
-    let mut filter = ReasoningFilter::default();
+    pieces_of(text, ReasoningFilter::default())
+}
+
+/// As [`pieces`], with `filter`.
+pub(crate) fn pieces_of(text: &str, mut filter: ReasoningFilter) -> (Vec<Piece>, Option<(usize, usize)>) {
     let mut pieces = Vec::new();
     filter.advance(text, 0, true, &mut |piece| match (pieces.last_mut(), piece) {
         // Adjacent visible pieces (the filter cuts at every `<` it looks at) are one.
@@ -529,7 +954,12 @@ pub(crate) fn pieces(text: &str) -> (Vec<Piece>, Option<(usize, usize)>) {
 /// assert!(hidden_spans("a <thinker> b").is_empty());
 /// ```
 pub fn hidden_spans(text: &str) -> Vec<Span> {
-    let (pieces, _) = pieces(text);
+    hidden_spans_of(text, ReasoningFilter::default())
+}
+
+/// As [`hidden_spans`], with `filter`.
+pub(crate) fn hidden_spans_of(text: &str, filter: ReasoningFilter) -> Vec<Span> {
+    let (pieces, _) = pieces_of(text, filter);
     let mut hidden = Vec::new();
     let mut cursor = 0;
     for piece in pieces {
@@ -564,13 +994,15 @@ pub fn cut(text: &str) -> String {
         .collect()
 }
 
-/// The diagnostic for reasoning that is never closed (the opening tag at `start..end`).
+/// The diagnostic for reasoning that is never closed (the opening tag at `start..end`;
+/// an empty span at 0: the reasoning the prompt opened).
 pub(crate) fn unclosed_diagnostic(start: usize, end: usize) -> Diagnostic {
-    Diagnostic::new(
-        DiagnosticKind::UnclosedReasoning,
-        "reasoning block is never closed: everything after it is hidden",
-        Span::new(start, end),
-    )
+    let message = if end == 0 {
+        "the reply began inside reasoning (the prompt opened it) and never closed it: all of it is hidden"
+    } else {
+        "reasoning block is never closed: everything after it is hidden"
+    };
+    Diagnostic::new(DiagnosticKind::UnclosedReasoning, message, Span::new(start, end))
 }
 
 #[cfg(test)]
@@ -687,7 +1119,7 @@ mod tests {
     fn stretches_end_and_resume_around_reasoning() {
         use std::ops::ControlFlow;
         let text = "ab<think>x</think>cd<think>y";
-        let mut stretches = VisibleStretches::new(true);
+        let mut stretches = VisibleStretches::new(true, false, None);
         let mut changes = Vec::new();
         // Streamed in two pieces: the second resumes where the first was decided.
         let cut = 5;
@@ -706,7 +1138,7 @@ mod tests {
         assert!(stretches.hidden());
         assert_eq!(stretches.unclosed(), Some((20, 27)));
         // A reader that stops at the first end of a stretch leaves the rest unread.
-        let mut stretches = VisibleStretches::new(true);
+        let mut stretches = VisibleStretches::new(true, false, None);
         let flow = stretches.advance(text, 0, true, |c| match c {
             Change::StretchEnds(at) => ControlFlow::Break(at),
             Change::StretchResumes(_) => ControlFlow::Continue(()),
@@ -714,7 +1146,7 @@ mod tests {
         assert_eq!((flow, stretches.hidden()), (ControlFlow::Break(2), false));
         // Text without `<` that arrives after all-visible text is visible as it is;
         // a held-back head or hidden text is not.
-        let mut stretches = VisibleStretches::new(true);
+        let mut stretches = VisibleStretches::new(true, false, None);
         let _ = stretches.advance::<()>("ab", 0, false, |_| ControlFlow::Continue(()));
         assert!(stretches.all_visible(2));
         assert!(!stretches.all_visible(3), "nothing is classified past 2");
@@ -725,7 +1157,7 @@ mod tests {
         let _ = stretches.advance::<()>("<think>x", 5, false, |_| ControlFlow::Continue(()));
         assert!(!stretches.all_visible(13), "inside reasoning");
         // Reasoning read as text: nothing is classified or said.
-        let mut plain = VisibleStretches::new(false);
+        let mut plain = VisibleStretches::new(false, false, None);
         assert!(!plain.hides());
         let flow = plain.advance::<()>(text, 0, true, |_| panic!("no change without hiding"));
         assert!(flow.is_continue() && plain.all_visible(text.len()));

@@ -241,6 +241,28 @@ impl BuiltinOptions {
         self
     }
 
+    /// Sets whether replies start inside reasoning the prompt opened, for every text
+    /// protocol (VCP, the formats, `auto`): what
+    /// [`ModelCapabilities::starts_in_reasoning`](crate::model::ModelCapabilities::starts_in_reasoning)
+    /// says of a model.
+    ///
+    /// ```
+    /// use tool_calling::model::ModelProfiles;
+    /// use tool_calling::protocol::{BuiltinOptions, ProtocolRegistry};
+    /// let model = ModelProfiles::builtin().lookup("baidu/ERNIE-4.5-21B-A3B-Thinking");
+    /// assert!(model.starts_in_reasoning);
+    /// let options = BuiltinOptions::default().starts_in_reasoning(model.starts_in_reasoning);
+    /// let ernie = ProtocolRegistry::builtin("ernie45", &options).unwrap().into_protocol();
+    /// let reply = "The user wants the time.\n</think>\n\nIt is noon.";
+    /// assert_eq!(ernie.parse_turn(&tool_calling::model::AssistantTurn::from_text(reply)).normal_text, "\n\nIt is noon.");
+    /// ```
+    #[must_use]
+    pub fn starts_in_reasoning(mut self, on: bool) -> Self {
+        self.vcp = self.vcp.starts_in_reasoning(on);
+        self.text_formats = self.text_formats.starts_in_reasoning(on);
+        self
+    }
+
     /// Sets how every family names requests the model gave no id.
     #[must_use]
     pub fn request_ids(mut self, style: RequestIdStyle) -> Self {

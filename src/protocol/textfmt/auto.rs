@@ -9,7 +9,7 @@ use super::readers::pythonic::list_starts;
 use super::readers::shapes::{Look, Looked, Shape, opens_with};
 use super::{TextFormat, TextFormatOptions, TextFormatProtocol};
 use crate::model::{AssistantTurn, Message, TurnDelta};
-use crate::protocol::reasoning::{Change, VisibleStretches, unclosed_diagnostic};
+use crate::protocol::reasoning::{Change, Tokens, VisibleStretches, unclosed_diagnostic};
 use crate::protocol::vcp::VcpProtocol;
 use crate::protocol::{
     EventSink, ParseOutcome, StreamCollector, StreamEvent, StreamParser, ToolCallingProtocol,
@@ -380,8 +380,12 @@ struct Lookout {
 }
 
 impl Lookout {
-    fn new(hide_reasoning: bool) -> Self {
-        Lookout { detector: Detector::new(), stretches: VisibleStretches::new(hide_reasoning) }
+    /// A lookout that hides reasoning when `hide_reasoning` (the tags, and every
+    /// format's own reasoning markup), the reply starting inside it when
+    /// `starts_in_reasoning`.
+    fn new(hide_reasoning: bool, starts_in_reasoning: bool) -> Self {
+        let stretches = VisibleStretches::new(hide_reasoning, starts_in_reasoning, every_format_reasoning());
+        Lookout { detector: Detector::new(), stretches }
     }
 
     /// Reads `text` (the reply from offset `base` on, from where it stopped); returns the
@@ -449,6 +453,15 @@ impl Lookout {
     fn shift(&mut self, by: usize) {
         self.detector.pos = self.detector.pos.saturating_sub(by);
     }
+}
+
+/// The reasoning markup of every format at once: before a decision, any of it is
+/// reasoning (and ends the reasoning a reply starts in).
+fn every_format_reasoning() -> Option<&'static Tokens> {
+    static TOKENS: std::sync::OnceLock<Option<Tokens>> = std::sync::OnceLock::new();
+    TOKENS
+        .get_or_init(|| Tokens::new(TextFormat::ALL.iter().filter_map(|format| format.format().reasoning())))
+        .as_ref()
 }
 
 /// One step of the detector over `text`, prose reported to `seen`.
@@ -542,16 +555,20 @@ impl AutoProtocol {
     }
 
     /// Offers tools in the format `model` writes ([`TextFormat::for_model`]), VCP for a
-    /// model it does not know.
+    /// model it does not know, and reads its replies as starting inside reasoning when
+    /// the built-in model table says its template opens it
+    /// ([`ModelCapabilities::starts_in_reasoning`](crate::model::ModelCapabilities::starts_in_reasoning)).
     #[must_use]
-    pub fn for_model(self, model: &str) -> Self {
-        let prompt = TextFormat::for_model(model).map_or(Detected::Vcp, Detected::Format);
+    pub fn for_model(mut self, model: &str) -> Self {
+        let capabilities = crate::model::ModelProfiles::builtin().lookup(model);
+        let prompt = TextFormat::from_fallback(capabilities.fallback).map_or(Detected::Vcp, Detected::Format);
+        self.options = self.options.starts_in_reasoning(capabilities.starts_in_reasoning);
         self.with_prompt_format(prompt)
     }
 
     /// Which protocol `text` uses, if it holds any markup (outside reasoning).
     pub fn detect(text: &str) -> Option<Detected> {
-        Lookout::new(true).look(text, 0, true, &mut |_| {}).map(|(detected, _)| detected)
+        Lookout::new(true, false).look(text, 0, true, &mut |_| {}).map(|(detected, _)| detected)
     }
 
     /// Reads a whole reply: the requests, diagnostics and normal text, and in its
@@ -572,7 +589,7 @@ impl AutoProtocol {
         AutoStreamParser {
             vcp: self.vcp.clone(),
             options: self.options,
-            lookout: Lookout::new(self.options.skip_reasoning),
+            lookout: Lookout::new(self.options.skip_reasoning, self.options.starts_in_reasoning),
             buffer: String::new(),
             base: 0,
             emitted: 0,
@@ -770,10 +787,13 @@ impl AutoStreamParser {
                 };
                 prose(&self.buffer, self.base, &mut self.emitted, at, events);
                 events.event(StreamEvent::TurnState(detected.state()));
+                // The protocol reads on from the decision, which stands outside
+                // reasoning: not at the start of the reply.
                 let parser: Box<dyn StreamParser> = match detected {
-                    Detected::Vcp => Box::new(self.vcp.stream_parser()),
+                    Detected::Vcp => Box::new(self.vcp.mid_reply().stream_parser()),
                     Detected::Format(format) => {
-                        Box::new(TextFormatProtocol::new(format).with_options(self.options).stream_parser())
+                        let options = self.options.starts_in_reasoning(false);
+                        Box::new(TextFormatProtocol::new(format).with_options(options).stream_parser())
                     }
                 };
                 let inner = Inner { parser, detected };

@@ -17,9 +17,11 @@ use std::ops::{ControlFlow, Range};
 use indexmap::IndexMap;
 use memchr::memmem;
 
+use super::TextFormatOptions;
+use super::format::Format;
 use super::readers::json::{Balanced, Quotes, scan_balanced};
 use crate::protocol::Diagnostic;
-use crate::protocol::reasoning::{Change, VisibleStretches, unclosed_diagnostic};
+use crate::protocol::reasoning::{Change, Markup, VisibleStretches, unclosed_diagnostic};
 use crate::request::Args;
 
 /// What a format sees in prose, from a given position on.
@@ -190,16 +192,6 @@ impl Searches {
             (Found::Call(at), 0) => InSection::Call(at),
             (Found::Call(at), _) => InSection::End { at, len: end.len() },
             (Found::Hold(at), _) => InSection::Hold(at),
-            _ => InSection::Hold(text.len()),
-        }
-    }
-
-    /// Inside a section that runs to `end` (reasoning): its end, or what is held back
-    /// until it comes.
-    pub(crate) fn section_end(&mut self, text: &str, from: usize, end: &'static str) -> InSection {
-        match self.token(text, from, end) {
-            Found::Call(at) => InSection::End { at, len: end.len() },
-            Found::Hold(at) => InSection::Hold(at),
             _ => InSection::Hold(text.len()),
         }
     }
@@ -451,9 +443,14 @@ pub(crate) struct Reader {
 }
 
 impl Reader {
-    /// A reader that hides reasoning when `hide_reasoning`.
-    pub(crate) fn new(hide_reasoning: bool) -> Self {
-        Reader { core: Core::new(), stretches: VisibleStretches::new(hide_reasoning) }
+    /// A reader of `format` with `options`: reasoning (the tags, and the format's own
+    /// markup) hidden when [`skip_reasoning`](TextFormatOptions::skip_reasoning), the
+    /// reply starting inside it when
+    /// [`starts_in_reasoning`](TextFormatOptions::starts_in_reasoning).
+    pub(crate) fn new(format: &dyn Format, options: &TextFormatOptions) -> Self {
+        let tokens = format.reasoning().and_then(Markup::tokens);
+        let stretches = VisibleStretches::new(options.skip_reasoning, options.starts_in_reasoning, tokens);
+        Reader { core: Core::new(), stretches }
     }
 
     /// Moves the core's offsets `by` bytes back (the caller dropped that much decided

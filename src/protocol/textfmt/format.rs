@@ -19,6 +19,7 @@ use super::driver::Reading;
 use super::readers::shapes::{Look, Shape};
 use crate::ToolExecutionResult;
 use crate::grammar::{Builder, Constraint, GrammarError, Syntax};
+use crate::protocol::reasoning::Markup;
 use crate::tools::ToolDefinition;
 
 /// What tells `auto` that a reply is written in a format.
@@ -84,6 +85,17 @@ pub(crate) trait Format: Send + Sync {
 
     /// How calls are found and read in a reply (the rules the reading machine runs).
     fn reading(&self) -> &dyn Reading;
+
+    /// The format's own reasoning markup, read by the rule every text protocol shares
+    /// ([`reasoning`](crate::protocol::reasoning)): hidden with `<think>` while
+    /// reasoning is hidden, read like any other text when it is not, ending the
+    /// reasoning a reply [starts in](super::TextFormatOptions::starts_in_reasoning).
+    /// Its reading ([`reading`](Self::reading)) treats that markup as it treats the
+    /// rest of the text (its tokens as markup, the text in them as prose). The default:
+    /// none (`<think>` alone).
+    fn reasoning(&self) -> Option<&'static Markup> {
+        None
+    }
 
     /// The tool-definition prompt, in the shape the family's chat template renders
     /// tools (`tools` hold at least one method).

@@ -216,6 +216,32 @@ pub struct TextFormatOptions {
     /// ([`reasoning`](crate::protocol::reasoning)): no call is read in it and it is not
     /// normal text (default on). Off, reasoning is read like any other text.
     pub skip_reasoning: bool,
+    /// The reply starts inside reasoning: the prompt opened it (a chat template that
+    /// ends in `<think>`, Kimi K3's thinking mode), so the reply's text is reasoning up
+    /// to its first closing reasoning tag (`</think>`, or the format's own). The first
+    /// reasoning markup decides: a closing tag says the reply began in reasoning (what
+    /// stands before it is hidden); an opening tag, or markup that only an answer
+    /// writes (Kimi K3's other channel markers), says it did not (what stands before
+    /// it is read). Until one comes nothing is decided (a stream holds the text back);
+    /// a reply that ends before any is reasoning never closed: all of it is hidden,
+    /// with an [`UnclosedReasoning`](crate::protocol::DiagnosticKind::UnclosedReasoning)
+    /// diagnostic. Default off; it only matters while reasoning is hidden
+    /// ([`skip_reasoning`](Self::skip_reasoning)). The model table sets it for the
+    /// families whose templates open reasoning
+    /// ([`ModelCapabilities::starts_in_reasoning`](crate::model::ModelCapabilities::starts_in_reasoning)).
+    ///
+    /// ```
+    /// use tool_calling::protocol::textfmt::{TextFormat, TextFormatOptions, TextFormatProtocol};
+    /// let reply = "Maybe <tool_call>{\"name\": \"a\", \"arguments\": {}}</tool_call>?</think>Done.";
+    /// let options = TextFormatOptions::default().starts_in_reasoning(true);
+    /// let parsed = TextFormatProtocol::new(TextFormat::Hermes).with_options(options).parse(reply);
+    /// assert_eq!(parsed.normal_text, "Done.");
+    /// assert!(parsed.requests.is_empty(), "the call was drafted in reasoning");
+    /// // A reply that opens reasoning of its own did not begin in it.
+    /// let own = TextFormatProtocol::new(TextFormat::Hermes).with_options(options).parse("<think>x</think>Hi.");
+    /// assert_eq!(own.normal_text, "Hi.");
+    /// ```
+    pub starts_in_reasoning: bool,
     /// Bytes of a reply that are read, 64 MiB by default (cut at a character boundary,
     /// with a [`LimitExceeded`](crate::protocol::DiagnosticKind::LimitExceeded) diagnostic). It
     /// also bounds what the streaming parser holds back.
@@ -227,6 +253,7 @@ impl Default for TextFormatOptions {
         TextFormatOptions {
             request_ids: RequestIdStyle::default(),
             skip_reasoning: true,
+            starts_in_reasoning: false,
             max_reply_bytes: 64 << 20,
         }
     }
@@ -244,6 +271,13 @@ impl TextFormatOptions {
     #[must_use]
     pub fn skip_reasoning(mut self, on: bool) -> Self {
         self.skip_reasoning = on;
+        self
+    }
+
+    /// Sets [`starts_in_reasoning`](Self::starts_in_reasoning).
+    #[must_use]
+    pub fn starts_in_reasoning(mut self, on: bool) -> Self {
+        self.starts_in_reasoning = on;
         self
     }
 
@@ -338,7 +372,7 @@ impl TextFormatProtocol {
         if read.len() < text.len() {
             sink.reply.diagnostics.push(reply_too_long(read.len(), text.len(), max));
         }
-        let mut reader = Reader::new(self.options.skip_reasoning);
+        let mut reader = Reader::new(self.format.format(), &self.options);
         reader.run(self.format.format().reading(), read, 0, 0, true, &mut sink);
         sink.finish()
     }
@@ -555,7 +589,7 @@ impl TextFormatStreamParser {
             region_end: format.format().reading().region_end_lead(),
             hide_reasoning: options.skip_reasoning,
             format,
-            reader: Reader::new(options.skip_reasoning),
+            reader: Reader::new(format.format(), &options),
             buffer: String::new(),
             base: 0,
             pos: 0,
@@ -725,6 +759,20 @@ mod tests {
         assert_eq!(ids, TEXT_PROTOCOL_IDS, "model::TEXT_PROTOCOL_IDS lists vcp and every format, in order");
         for format in TextFormat::ALL {
             assert_eq!(TextFormat::from_fallback(FallbackProtocol::from(format)), Some(format));
+        }
+    }
+
+    #[test]
+    fn every_reasoning_token_begins_with_lt_and_is_neutralized() {
+        // The streaming fast paths read text without `<` as holding no reasoning markup,
+        // and tool output must not open or close a model's reasoning.
+        for format in TextFormat::ALL {
+            let Some(markup) = format.format().reasoning() else { continue };
+            assert!(markup.tokens().is_some(), "{format}");
+            for token in markup.all() {
+                assert!(token.starts_with('<'), "{format}: {token:?}");
+                assert_ne!(neutralize_tokens(token), token, "{format}: {token:?} in tool output");
+            }
         }
     }
 

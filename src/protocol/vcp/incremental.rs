@@ -100,7 +100,7 @@ impl VcpStreamParser {
             scanner: Scanner::new(&options, templates),
             src: VisibleText::growing(),
             fences: options.skip_fenced.then(Fences::default),
-            filter: ReasoningFilter::default(),
+            filter: ReasoningFilter::new(options.starts_in_reasoning, None),
             raw: String::new(),
             raw_base: 0,
             total: 0,

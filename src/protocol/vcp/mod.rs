@@ -88,6 +88,24 @@ pub struct VcpOptions {
     pub skip_fenced: bool,
     /// Parse inside `<think>` blocks instead of hiding them (`--keep-think`).
     pub keep_reasoning: bool,
+    /// The reply starts inside reasoning the prompt opened: its text is reasoning up to
+    /// the first `</think>`; an opening tag first says it did not; a reply with no tag
+    /// at all is reasoning never closed (hidden, with an
+    /// [`UnclosedReasoning`](crate::protocol::DiagnosticKind::UnclosedReasoning)
+    /// diagnostic). The rule is [`TextFormatOptions::starts_in_reasoning`]'s; it only
+    /// matters while reasoning is hidden.
+    ///
+    /// [`TextFormatOptions::starts_in_reasoning`]: crate::protocol::textfmt::TextFormatOptions::starts_in_reasoning
+    ///
+    /// ```
+    /// use tool_calling::protocol::vcp::{VcpOptions, VcpProtocol};
+    /// let reply = "Plan: <<<[TOOL_REQUEST]>>>\ntool_name:「始」a「末」\n<<<[END_TOOL_REQUEST]>>></think>Done.";
+    /// let vcp = VcpProtocol::new(VcpOptions::default().starts_in_reasoning(true));
+    /// let parsed = vcp.parse(reply);
+    /// assert!(parsed.requests.is_empty());
+    /// assert_eq!(parsed.normal_text, "Done.");
+    /// ```
+    pub starts_in_reasoning: bool,
     /// How ids are assigned to requests without `request_id`.
     pub request_ids: RequestIdStyle,
     /// Bounds on what one reply can cost (see [`VcpLimits`] for the defaults).
@@ -104,6 +122,9 @@ impl VcpOptions {
 
         /// Sets [`keep_reasoning`](Self::keep_reasoning).
         pub fn keep_reasoning(on: bool) { self.keep_reasoning = on }
+
+        /// Sets [`starts_in_reasoning`](Self::starts_in_reasoning).
+        pub fn starts_in_reasoning(on: bool) { self.starts_in_reasoning = on }
 
         /// Sets [`request_ids`](Self::request_ids).
         pub fn request_ids(style: RequestIdStyle) { self.request_ids = style }
@@ -263,7 +284,9 @@ impl VcpProtocol {
     pub fn hidden_spans(&self, text: &str) -> Vec<(Span, HiddenKind)> {
         let mut hidden = Vec::new();
         if !self.options.keep_reasoning {
-            let spans = crate::protocol::reasoning::hidden_spans(text);
+            let filter =
+                crate::protocol::reasoning::ReasoningFilter::new(self.options.starts_in_reasoning, None);
+            let spans = crate::protocol::reasoning::hidden_spans_of(text, filter);
             hidden.extend(spans.into_iter().map(|span| (span, HiddenKind::Reasoning)));
         }
         if self.options.skip_fenced {
@@ -274,6 +297,14 @@ impl VcpProtocol {
         }
         hidden.sort_by_key(|(span, _)| span.start);
         hidden
+    }
+
+    /// This protocol, for text that does not begin the reply (`auto` hands it the rest
+    /// of a reply from its first marker on): the reply's start is behind it.
+    pub(crate) fn mid_reply(&self) -> VcpProtocol {
+        let mut vcp = self.clone();
+        vcp.options.starts_in_reasoning = false;
+        vcp
     }
 
     /// A streaming parser with this protocol's options: feed it the reply chunk by

@@ -260,7 +260,9 @@ fn describe(param: &ParameterInfo<'_>, t: &VcpTemplates) -> String {
 }
 
 /// A sample value for a parameter with no example: its default, first allowed value,
-/// first schema example, or a word for its type.
+/// first schema example, or a value of its type: a number at its minimum (else 1), a
+/// string named after the parameter (`city` for `city`: a placeholder such as `text`
+/// is what a small model copies into its own call).
 fn sample(param: &ParameterInfo<'_>) -> String {
     if let Some(v) = param.default() {
         return plain(v);
@@ -276,7 +278,7 @@ fn sample(param: &ParameterInfo<'_>) -> String {
         Some("boolean") => "true".to_string(),
         Some("array") => "[]".to_string(),
         Some("object") => "{}".to_string(),
-        _ => "text".to_string(),
+        _ => param.name.to_string(),
     }
 }
 

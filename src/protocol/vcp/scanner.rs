@@ -666,7 +666,8 @@ pub(crate) fn prepare<'i>(
     let src = if options.keep_reasoning {
         VisibleText::unchanged(read)
     } else {
-        let (pieces, unclosed) = reasoning::pieces(read);
+        let filter = reasoning::ReasoningFilter::new(options.starts_in_reasoning, None);
+        let (pieces, unclosed) = reasoning::pieces_of(read, filter);
         diagnostics.extend(unclosed.map(|(start, end)| unclosed_diagnostic(start, end)));
         VisibleText::from_pieces(read, &pieces)
     };

@@ -14,8 +14,10 @@
 //! of one array, or several action blocks.
 //!
 //! Normal text is the reply without the action blocks, without the thinking blocks
-//! (`<|START_THINKING|>` … `<|END_THINKING|>`, dropped whole; a thinking block never
-//! closed hides the rest of the reply) and without the framing tokens
+//! (`<|START_THINKING|>` … `<|END_THINKING|>`, read by the one reasoning rule as
+//! `<think>` tags are: dropped whole, a block never closed hides the rest of the reply;
+//! with `skip_reasoning(false)` their tokens are framing and their text is text) and
+//! without the framing tokens
 //! `<|START_RESPONSE|>`, `<|END_RESPONSE|>`, `<|START_TEXT|>`, `<|END_TEXT|>` (the text
 //! between them stays). Unlike smg, the text is not trimmed. Citation markup
 //! (`<co>` … `</co: …>`), which vLLM's filter removes, is left in the text
@@ -30,8 +32,9 @@
 use serde_json::{Map, Value, json};
 
 use crate::ToolExecutionResult;
+use crate::protocol::reasoning::{Markup, Section};
 use crate::protocol::textfmt::driver::{
-    Found, InSection, RawCall, Reading, Region, Scan, ScanState, Searches, after_blanks, inside,
+    Found, RawCall, Reading, Region, Scan, ScanState, Searches, after_blanks, inside,
 };
 use crate::protocol::textfmt::escape::neutralize_tokens;
 use crate::protocol::textfmt::format::{Format, Marker};
@@ -49,32 +52,28 @@ const FRAMING: [&str; 4] = ["<|START_RESPONSE|>", "<|END_RESPONSE|>", "<|START_T
 const RESULT_OPEN: &str = "<|START_TOOL_RESULT|>";
 const RESULT_CLOSE: &str = "<|END_TOOL_RESULT|>";
 
-/// Section kinds: a thinking block (hidden up to its end), a framing token (left at once).
-const THINKING: u8 = 1;
-const FRAME: u8 = 2;
+/// Section kind: a framing token (left at once).
+const FRAME: u8 = 1;
+
+/// Reasoning: the thinking block, its tokens read as `<think>` tags are.
+static REASONING: Markup = Markup::new(&[Section::tags(START_THINKING, &[END_THINKING])], &[]);
 
 /// The rules of `cohere`.
 pub(crate) struct Rules;
 
 impl Reading for Rules {
     fn find(&self, text: &str, from: usize, _reply_start: bool, search: &mut Searches) -> Found {
-        let tokens = [START_ACTION, START_THINKING, FRAMING[0], FRAMING[1], FRAMING[2], FRAMING[3]];
+        // (The thinking tokens are framing too when reasoning is read as text.)
+        let tokens =
+            [START_ACTION, START_THINKING, END_THINKING, FRAMING[0], FRAMING[1], FRAMING[2], FRAMING[3]];
         match search.tokens(text, from, &tokens) {
             (Found::Call(at), 0) => Found::Call(at),
-            (Found::Call(at), 1) => Found::Section { at, len: START_THINKING.len(), kind: THINKING },
             (Found::Call(at), i) => {
                 let len = tokens.get(i).map_or(0, |t| t.len());
                 Found::Section { at, len, kind: FRAME }
             }
             (other, _) => other,
         }
-    }
-
-    fn in_section(&self, text: &str, from: usize, kind: u8, search: &mut Searches) -> InSection {
-        if kind != THINKING {
-            return InSection::Leave(from);
-        }
-        search.section_end(text, from, END_THINKING)
     }
 
     fn scan(&self, region: &mut Region<'_>) -> Scan {
@@ -171,6 +170,10 @@ impl Format for Rules {
 
     fn reading(&self) -> &dyn Reading {
         self
+    }
+
+    fn reasoning(&self) -> Option<&'static Markup> {
+        Some(&REASONING)
     }
 
     /// The tool-definition prompt.

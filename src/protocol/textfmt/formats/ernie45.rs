@@ -14,8 +14,10 @@
 //! arguments given as a JSON-encoded string are decoded). Several calls are several
 //! blocks, one per line. Text before, between and after them is normal text.
 //!
-//! ERNIE's thinking models end their reasoning with `</think>` (the template opened it),
-//! which the reasoning rule cuts out, and may frame their visible answer with
+//! ERNIE's thinking models end their reasoning with `</think>` (the template opened it):
+//! read with `starts_in_reasoning` (the model table sets it for `ernie-4.5*thinking`),
+//! the text before it is reasoning and is hidden with it (without the option, the lone
+//! `</think>` hides only itself). They may frame their visible answer with
 //! `<response>` … `</response>`: those two tokens are framing, dropped from normal text
 //! (the text between them stays). Implementation-defined: the tokens are dropped wherever
 //! they stand; vLLM strips them only when they are single tokens in a stream.

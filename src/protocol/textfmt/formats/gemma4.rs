@@ -12,9 +12,12 @@
 //! a call without arguments. Several calls are several blocks, back to back or with text
 //! between them, which is normal text.
 //!
-//! Gemma 4's thought channel `<|channel>…<channel|>` is hidden (neither normal text nor
-//! calls); a `<|tool_call>` inside an unclosed channel ends it, as in vLLM, a channel
-//! that nothing ends hides the rest of the reply, and a stray `<channel|>` is dropped. A block never closed by `<tool_call|>`, or whose content
+//! Gemma 4's thought channel `<|channel>…<channel|>` is reasoning, declared to the one
+//! reasoning rule (`Format::reasoning`, a frame): with `skip_reasoning` it is hidden
+//! (neither normal text nor calls); a `<|tool_call>` inside an unclosed channel ends it,
+//! as in vLLM; a channel that nothing ends hides the rest of the reply (with an
+//! `unclosed_reasoning` diagnostic); a stray `<channel|>` is dropped. Without
+//! `skip_reasoning` its tokens are dropped and its text is normal text. A block never closed by `<tool_call|>`, or whose content
 //! does not read as `call:NAME{…}`, is an incomplete request (other calls still count).
 //!
 //! Implementation-defined choices: the first `<tool_call|>` ends a block (it is a special
@@ -30,6 +33,7 @@ use serde_json::{Map, Value};
 
 use crate::ToolExecutionResult;
 use crate::grammar::{Builder, Constraint, GrammarError, Pattern, Syntax};
+use crate::protocol::reasoning::{Markup, Section};
 use crate::protocol::textfmt::TextFormatOptions;
 use crate::protocol::textfmt::driver::{
     Found, InSection, RawCall, Reading, Region, Scan, ScanState, Searches,
@@ -44,9 +48,11 @@ const QUOTE: &str = "<|\"|>";
 const CHANNEL_OPEN: &str = "<|channel>";
 const CHANNEL_CLOSE: &str = "<channel|>";
 
-/// Section kinds: the thought channel, and a stray channel end.
-const CHANNEL: u8 = 2;
-const STRAY: u8 = 3;
+/// Section kind: a channel token, dropped.
+const TOKEN: u8 = 3;
+
+/// Reasoning: the thought channel, up to `<channel|>` or a call block.
+static REASONING: Markup = Markup::new(&[Section::frame(CHANNEL_OPEN, &[CHANNEL_CLOSE], &[OPEN])], &[]);
 
 /// Gemma 4's call blocks.
 const BLOCKS: Blocks = Blocks { open: OPEN, close: CLOSE, quote: QUOTE };
@@ -56,23 +62,17 @@ pub(crate) struct Rules;
 
 impl Reading for Rules {
     fn find(&self, text: &str, from: usize, _reply_start: bool, search: &mut Searches) -> Found {
+        // (The channel's tokens are dropped; its text is prose when reasoning is read
+        // as text.)
         match search.tokens(text, from, &[OPEN, CHANNEL_OPEN, CHANNEL_CLOSE]) {
-            (Found::Call(at), 1) => Found::Section { at, len: CHANNEL_OPEN.len(), kind: CHANNEL },
-            (Found::Call(at), 2) => Found::Section { at, len: CHANNEL_CLOSE.len(), kind: STRAY },
+            (Found::Call(at), 1) => Found::Section { at, len: CHANNEL_OPEN.len(), kind: TOKEN },
+            (Found::Call(at), 2) => Found::Section { at, len: CHANNEL_CLOSE.len(), kind: TOKEN },
             (found, _) => found,
         }
     }
 
-    fn in_section(&self, text: &str, from: usize, kind: u8, search: &mut Searches) -> InSection {
-        if kind != CHANNEL {
-            return InSection::Leave(from);
-        }
-        match search.tokens(text, from, &[CHANNEL_CLOSE, OPEN]) {
-            (Found::Call(at), 0) => InSection::End { at, len: CHANNEL_CLOSE.len() },
-            (Found::Call(at), _) => InSection::Leave(at),
-            (Found::Hold(at), _) => InSection::Hold(at),
-            _ => InSection::Hold(text.len()),
-        }
+    fn in_section(&self, _text: &str, from: usize, _kind: u8, _search: &mut Searches) -> InSection {
+        InSection::Leave(from)
     }
 
     fn scan(&self, region: &mut Region<'_>) -> Scan {
@@ -102,6 +102,10 @@ impl Format for Rules {
 
     fn reading(&self) -> &dyn Reading {
         self
+    }
+
+    fn reasoning(&self) -> Option<&'static Markup> {
+        Some(&REASONING)
     }
 
     /// The tool-definition prompt: Gemma 4's declarations, then how to call.

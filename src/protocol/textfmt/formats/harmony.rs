@@ -18,8 +18,10 @@
 //! - **Several calls** are several messages, one after the other.
 //! - **Normal text** is the text before the first message and the bodies of `final`
 //!   messages and of `commentary` messages without a recipient (preambles), in order.
-//!   `analysis` messages without a recipient are reasoning: hidden, like every header
-//!   and end token. A message a tool wrote (`<|start|>functions.NAME to=assistant…`, the
+//!   `analysis` messages without a recipient (`<|channel|>analysis<|message|>`) are
+//!   reasoning, declared to the one reasoning rule (a frame): hidden up to their end
+//!   token or the next message with `skip_reasoning`, read like a `final` body without
+//!   it. Every header and end token is hidden. A message a tool wrote (`<|start|>functions.NAME to=assistant…`, the
 //!   way results go back) is never a call, and is hidden too.
 //! - **Malformed.** A call whose body is not a JSON object is an incomplete request (the
 //!   other calls still count). A call message that never ends — the reply stops, or a
@@ -37,6 +39,7 @@
 use serde_json::{Map, Value};
 
 use crate::ToolExecutionResult;
+use crate::protocol::reasoning::{Markup, Section};
 use crate::protocol::textfmt::driver::{
     Found, InSection, RawCall, Reading, Region, Scan, ScanState, Searches,
 };
@@ -59,8 +62,16 @@ const BODY_ENDS: [&str; 5] = [CALL, END, RETURN, START, CHANNEL];
 /// What ends a header: `<|message|>`, or (a broken header) a token that cannot be in one.
 const HEADER_ENDS: [&str; 5] = [MESSAGE, START, END, CALL, RETURN];
 
-/// Section kinds: a message header after `<|start|>` or after `<|channel|>`, a lone
-/// token, and a hidden `analysis` body.
+/// Reasoning: an `analysis` message without a recipient, up to its end token (hidden
+/// with it) or the next message. (A header written otherwise than
+/// `<|channel|>analysis<|message|>` is read as the header of any other message.)
+static REASONING: Markup = Markup::new(
+    &[Section::frame("<|channel|>analysis<|message|>", &[END, CALL, RETURN], &[START, CHANNEL])],
+    &[],
+);
+
+/// Section kinds: a message header after `<|start|>` or after `<|channel|>`, and a lone
+/// token.
 const AFTER_START: u8 = 1;
 const AFTER_CHANNEL: u8 = 2;
 const TOKEN: u8 = 3;
@@ -197,10 +208,10 @@ impl Reading for Rules {
         if header.is_call() {
             return InSection::Call(from);
         }
-        if header.channel != "analysis" && !header.from_tool {
+        if !header.from_tool {
             return InSection::Leave(body);
         }
-        // Reasoning, or a tool's answer echoed back: hidden up to its end token.
+        // A tool's answer echoed back: hidden up to its end token.
         match search.tokens(text, body, &BODY_ENDS) {
             (Found::Call(at), i) if i < 3 => InSection::Leave(at + BODY_ENDS.get(i).map_or(0, |t| t.len())),
             (Found::Call(at), _) => InSection::Leave(at),
@@ -340,6 +351,10 @@ impl Format for Rules {
 
     fn reading(&self) -> &dyn Reading {
         self
+    }
+
+    fn reasoning(&self) -> Option<&'static Markup> {
+        Some(&REASONING)
     }
 
     /// The tool-definition prompt: the `functions` namespace of the developer message, each

@@ -14,7 +14,9 @@
 //! - **Several calls** are several frames.
 //! - **Normal text** is the content of `<|content_text|>` frames and any text outside
 //!   frames, before, between and after calls; headers and framing tokens are dropped.
-//!   `<|content_thinking|>` frames are reasoning: hidden up to their `<|end_message|>`.
+//!   `<|content_thinking|>` frames are reasoning, declared to the one reasoning rule
+//!   (a frame): hidden up to their `<|end_message|>` or the next frame with
+//!   `skip_reasoning`, read like text frames without it.
 //! - **Malformed.** A payload that is not such an object (not JSON, an array, empty,
 //!   no `name` or no `args`) is an incomplete request, ending at its `<|end_message|>`;
 //!   the following frames still count. A complete object counts even when a stray
@@ -41,6 +43,7 @@ use serde_json::{Map, Value};
 
 use crate::ToolExecutionResult;
 use crate::protocol::json_kind;
+use crate::protocol::reasoning::{Markup, Section};
 use crate::protocol::textfmt::driver::{
     Found, InSection, RawCall, Reading, Region, Scan, ScanState, Searches, after_blanks,
 };
@@ -70,13 +73,17 @@ const TOKENS: [&str; 6] =
 /// What ends a header.
 const HEADER_ENDS: [&str; 6] =
     [CONTENT_TEXT, CONTENT_THINKING, INVOKE_START, MESSAGE_MODEL, END_MESSAGE, END_SAMPLING];
-/// What ends a thinking frame (the first one is consumed with it).
-const THINKING_ENDS: [&str; 3] = [END_MESSAGE, MESSAGE_MODEL, END_SAMPLING];
+/// What ends a raw-text invocation's frame (the first one is consumed with it).
+const FRAME_ENDS: [&str; 3] = [END_MESSAGE, MESSAGE_MODEL, END_SAMPLING];
 
 /// Section kinds.
 const HEADER: u8 = 1;
-const THINKING: u8 = 2;
-const TOKEN: u8 = 3;
+const TOKEN: u8 = 2;
+
+/// Reasoning: a `<|content_thinking|>` frame, up to its `<|end_message|>` (hidden with
+/// it) or the next frame.
+static REASONING: Markup =
+    Markup::new(&[Section::frame(CONTENT_THINKING, &[END_MESSAGE], &[MESSAGE_MODEL, END_SAMPLING])], &[]);
 
 /// The rules of `inkling`.
 pub(crate) struct Rules;
@@ -85,7 +92,6 @@ impl Reading for Rules {
     fn find(&self, text: &str, from: usize, _reply_start: bool, search: &mut Searches) -> Found {
         match search.tokens(text, from, &TOKENS) {
             (Found::Call(at), 0) => Found::Section { at, len: MESSAGE_MODEL.len(), kind: HEADER },
-            (Found::Call(at), 1) => Found::Section { at, len: CONTENT_THINKING.len(), kind: THINKING },
             (Found::Call(at), 2) => Found::Call(at),
             (Found::Call(at), i) => {
                 Found::Section { at, len: TOKENS.get(i).map_or(0, |t| t.len()), kind: TOKEN }
@@ -97,13 +103,10 @@ impl Reading for Rules {
     fn in_section(&self, text: &str, from: usize, kind: u8, search: &mut Searches) -> InSection {
         match kind {
             HEADER => match search.tokens(text, from, &HEADER_ENDS) {
-                // The header and the content type are markup; text content is prose.
+                // The header and the content type are markup; text content (and
+                // thinking, when reasoning is read as text) is prose.
                 (Found::Call(at), 0) => InSection::Leave(at + CONTENT_TEXT.len()),
-                (Found::Call(at), _) => InSection::Leave(at),
-                _ => InSection::Hold(from),
-            },
-            THINKING => match search.tokens(text, from, &THINKING_ENDS) {
-                (Found::Call(at), 0) => InSection::Leave(at + END_MESSAGE.len()),
+                (Found::Call(at), 1) => InSection::Leave(at + CONTENT_THINKING.len()),
                 (Found::Call(at), _) => InSection::Leave(at),
                 _ => InSection::Hold(from),
             },
@@ -159,7 +162,7 @@ impl Reading for Rules {
                 }
                 _ => {
                     let from = state.pos;
-                    return match region.earliest(from, &THINKING_ENDS) {
+                    return match region.earliest(from, &FRAME_ENDS) {
                         Some((at, 0)) => Scan::Closed(at + END_MESSAGE.len()),
                         Some((at, _)) => Scan::Closed(at),
                         None => Scan::Open,
@@ -241,6 +244,10 @@ impl Format for Rules {
 
     fn reading(&self) -> &dyn Reading {
         self
+    }
+
+    fn reasoning(&self) -> Option<&'static Markup> {
+        Some(&REASONING)
     }
 
     /// The tool-definition prompt: the tools as JSON, and how a call frame is written.

@@ -17,11 +17,14 @@
 //!   outside one are read too).
 //! - **Normal text** is the content of the `response` channel and any text outside the
 //!   markup; every marker (`response`, `tools`, `<|close|>message<|sep|>`,
-//!   `<|end_of_msg|>`, …) is dropped. A `think` channel is reasoning, hidden up to
-//!   `<|close|>think<|sep|>`. Since Kimi's prompt ends by opening `think` (thinking
-//!   mode) or `response`, a reply whose first marker is `<|close|>think<|sep|>` began in
-//!   reasoning: the text before it is hidden too. So until its first marker arrives, a
-//!   reply that starts with text is held back (streamed at once after it).
+//!   `<|end_of_msg|>`, …) is dropped. The `think` channel is reasoning, declared to the
+//!   one reasoning rule (`Format::reasoning`, a frame): hidden up to
+//!   `<|close|>think<|sep|>` with `skip_reasoning`, its text normal text without it.
+//!   Kimi's prompt ends by opening `think` (thinking mode) or `response`: that is the
+//!   general option `starts_in_reasoning` (the model table sets it), for which this
+//!   format declares its other markers as an answer's: a reply whose first marker is
+//!   `<|close|>think<|sep|>` began in reasoning (the text before it is hidden), one whose
+//!   first marker is another did not.
 //! - **Malformed.** A call block never closed (the reply ends, or `<|close|>tools<|sep|>`,
 //!   another `<|open|>call` or `<|end_of_msg|>` comes first), one without a `tool`
 //!   name, or one with an argument block never closed, is an incomplete request; the
@@ -29,7 +32,8 @@
 //!
 //! Implementation-defined choices: the `index` attribute is not read; white space inside
 //! markers (`<|open|> tools <|sep|>`) is tolerated except in the closing markers of a
-//! call, an argument, a `json` block and `think`, which must be written exactly; a
+//! call, an argument and a `json` block and in both `think` markers, which must be
+//! written exactly; a
 //! `string` value cannot hold `<|close|>argument<|sep|>` (the writer refuses such a value).
 //!
 //! Grammar: one `tools` channel holding the calls, each
@@ -48,6 +52,7 @@ use crate::ToolExecutionResult;
 use crate::grammar::{
     Builder, Constraint, Expr, GrammarError, Pattern, Section, Syntax, TextForm, integer_range,
 };
+use crate::protocol::reasoning::{Markup, Section as Reasoning};
 use crate::protocol::textfmt::TextFormatOptions;
 use crate::protocol::textfmt::driver::{
     Found, InSection, RawCall, Reading, Region, Scan, ScanState, Searches, after_blanks,
@@ -74,8 +79,13 @@ const CALL_ENDS: [&str; 4] = [CLOSE_CALL, CLOSE_TOOLS, OPEN_CALL, END_OF_MSG];
 
 /// Section kinds.
 const DROP: u8 = 1;
-const THINK: u8 = 2;
 const TOOLS: u8 = 3;
+
+/// Reasoning: the `think` channel. Any other marker is an answer's: a reply that the
+/// option says starts in reasoning (thinking mode opens `think` in the prompt) and
+/// whose first marker is another (the prompt opened `response`) did not.
+static REASONING: Markup =
+    Markup::new(&[Reasoning::frame("<|open|>think<|sep|>", &[CLOSE_THINK], &[])], &[OPEN, CLOSE, END_OF_MSG]);
 
 /// The rules of `kimi_k3`.
 pub(crate) struct Rules;
@@ -93,27 +103,16 @@ fn word_after(text: &str, from: usize) -> Option<(&str, usize)> {
 }
 
 impl Reading for Rules {
-    fn find(&self, text: &str, from: usize, reply_start: bool, search: &mut Searches) -> Found {
-        let found = search.tokens(text, from, &MARKERS);
-        let first = match found {
-            (Found::Call(at), _) => at,
-            _ => text.len(),
-        };
-        // Text that opens the reply may be reasoning the prompt opened: held back until
-        // the first marker says.
-        let lead = reply_start
-            && text.as_bytes().get(from..first).is_some_and(|b| b.iter().any(|b| !b.is_ascii_whitespace()));
-        let hold = |at: usize| Found::Hold(if lead { from } else { at });
-        let (at, token) = match found {
+    fn find(&self, text: &str, from: usize, _reply_start: bool, search: &mut Searches) -> Found {
+        let (at, token) = match search.tokens(text, from, &MARKERS) {
             (Found::Call(at), i) => (at, MARKERS.get(i).copied().unwrap_or(END_OF_MSG)),
-            // (Leading blanks are held too: they go with what follows.)
-            (other, _) => return if reply_start { Found::Hold(from) } else { other },
+            (other, _) => return other,
         };
         if token == END_OF_MSG {
             return Found::Section { at, len: token.len(), kind: DROP };
         }
         let Some((word, word_end)) = word_after(text, at + token.len()) else {
-            return hold(at);
+            return Found::Hold(at);
         };
         if token == OPEN && word == "call" {
             return Found::Call(at);
@@ -121,7 +120,7 @@ impl Reading for Rules {
         // (Only `<|sep|>` is searched for from here: the searches must not go back.)
         let sep = match search.tokens(text, word_end, &[SEP]) {
             (Found::Call(sep), _) => sep,
-            _ => return hold(at),
+            _ => return Found::Hold(at),
         };
         let attrs = text.get(word_end..sep).unwrap_or_default();
         if attrs.contains(OPEN) || attrs.contains(CLOSE) {
@@ -129,20 +128,13 @@ impl Reading for Rules {
             return Found::Section { at, len: token.len(), kind: DROP };
         }
         let len = sep + SEP.len() - at;
-        match (token == OPEN, word) {
-            (false, "think") if lead => Found::Section { at: from, len: sep + SEP.len() - from, kind: DROP },
-            (true, "think") => Found::Section { at, len, kind: THINK },
-            (true, "tools") => Found::Section { at, len, kind: TOOLS },
-            _ => Found::Section { at, len, kind: DROP },
-        }
+        // Every other marker (`think`'s too, when reasoning is read as text) is dropped.
+        let kind = if token == OPEN && word == "tools" { TOOLS } else { DROP };
+        Found::Section { at, len, kind }
     }
 
-    fn in_section(&self, text: &str, from: usize, kind: u8, search: &mut Searches) -> InSection {
+    fn in_section(&self, text: &str, from: usize, kind: u8, _search: &mut Searches) -> InSection {
         match kind {
-            THINK => match search.tokens(text, from, &[CLOSE_THINK]) {
-                (Found::Call(at), _) => InSection::Leave(at + CLOSE_THINK.len()),
-                _ => InSection::Hold(from),
-            },
             TOOLS => {
                 let at = after_blanks(text.as_bytes(), from);
                 let rest = text.get(at..).unwrap_or_default();
@@ -316,6 +308,10 @@ impl Format for Rules {
 
     fn reading(&self) -> &dyn Reading {
         self
+    }
+
+    fn reasoning(&self) -> Option<&'static Markup> {
+        Some(&REASONING)
     }
 
     /// The tool-definition prompt: the `tool-declare` system message's text (the tools as

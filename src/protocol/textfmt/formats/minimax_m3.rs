@@ -26,9 +26,10 @@
 //! blocks. Text inside a block that is not an `<invoke>` is markup.
 //!
 //! Normal text: everything outside the blocks. Reasoning written `<mm:think>…</mm:think>`
-//! is hidden (calls quoted inside it are not read; never closed, it hides the rest); a
-//! `</mm:think>` without its opening tag (the template may open the thought in the
-//! prompt) is dropped, the text before it stays normal text.
+//! is read by the one reasoning rule as `<think>` tags are: hidden with `skip_reasoning`
+//! (calls quoted inside it are not read; never closed, it hides the rest), text without
+//! it; a `</mm:think>` without its opening tag hides only itself, the text before it
+//! stays normal text (unless the reply is read with `starts_in_reasoning`).
 //!
 //! Malformed: an `<invoke>` without a name, an element never closed, a closing tag that
 //! does not match the open element, or a stray namespace token inside an element make
@@ -65,6 +66,7 @@ use crate::grammar::{
     Builder, CharSet, Constraint, Expr, GrammarError, Pattern, Section, Syntax, ValueStyle, Values,
     properties,
 };
+use crate::protocol::reasoning::{Markup, Section as Reasoning};
 use crate::protocol::textfmt::TextFormatOptions;
 use crate::protocol::textfmt::driver::{
     Found, InSection, RawCall, Reading, Region, Scan, ScanState, Searches, UNCLOSED,
@@ -90,28 +92,26 @@ const MIXED_TEXT: &str = "$text";
 const RESULT_OPEN: &str = "<response>";
 const RESULT_CLOSE: &str = "</response>";
 
-/// Section kinds: a block of calls, reasoning, a stray closing reasoning tag.
+/// Section kinds: a block of calls.
 const CALLS: u8 = 1;
-const REASONING: u8 = 2;
-const STRAY_END: u8 = 3;
+
+/// Reasoning: `<mm:think>` tags, read as `<think>` is.
+static REASONING: Markup = Markup::new(&[Reasoning::tags(THINK, &[THINK_END])], &[]);
 
 /// The rules of `minimax_m3`.
 pub(crate) struct Rules;
 
 impl Reading for Rules {
     fn find(&self, text: &str, from: usize, _reply_start: bool, search: &mut Searches) -> Found {
-        match search.tokens(text, from, &[BLOCK, THINK, THINK_END]) {
-            (Found::Call(at), 0) => Found::Section { at, len: BLOCK.len(), kind: CALLS },
-            (Found::Call(at), 1) => Found::Section { at, len: THINK.len(), kind: REASONING },
-            (Found::Call(at), _) => Found::Section { at, len: THINK_END.len(), kind: STRAY_END },
-            (found, _) => found,
+        match search.token(text, from, BLOCK) {
+            Found::Call(at) => Found::Section { at, len: BLOCK.len(), kind: CALLS },
+            found => found,
         }
     }
 
     fn in_section(&self, text: &str, from: usize, kind: u8, search: &mut Searches) -> InSection {
         match kind {
             CALLS => search.call_or_end(text, from, INVOKE, BLOCK_END),
-            REASONING => search.section_end(text, from, THINK_END),
             _ => InSection::Leave(from),
         }
     }
@@ -296,6 +296,10 @@ impl Format for Rules {
 
     fn reading(&self) -> &dyn Reading {
         self
+    }
+
+    fn reasoning(&self) -> Option<&'static Markup> {
+        Some(&REASONING)
     }
 
     /// The tool-definition prompt, in the shape of MiniMax's templates: the tools as JSON in

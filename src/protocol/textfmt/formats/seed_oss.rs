@@ -18,10 +18,11 @@
 //! or `</parameter>` is tolerated.
 //!
 //! Reasoning: `<seed:think>…</seed:think>` (with its `<seed:cot_budget_reflect>` notes)
-//! is neither normal text nor a place for calls: call markup quoted inside it is not
-//! read. Reasoning never closed hides the rest of the reply. A `</seed:think>` without
-//! its opening tag (the opening tag may be in the prompt) is markup and is dropped;
-//! the text before it stays normal text.
+//! is read by the one reasoning rule as `<think>` tags are (`Format::reasoning`): with
+//! `skip_reasoning` it is neither normal text nor a place for calls, and never closed it
+//! hides the rest of the reply (with a diagnostic); without it, it is text. A
+//! `</seed:think>` without its opening tag hides only itself; the text before it stays
+//! normal text (unless the reply is read with `starts_in_reasoning`).
 //!
 //! Normal text: everything outside the blocks and the reasoning.
 //!
@@ -46,9 +47,10 @@ use serde_json::{Map, Value};
 
 use crate::ToolExecutionResult;
 use crate::grammar::{Builder, CharSet, Constraint, GrammarError, Pattern, Syntax};
+use crate::protocol::reasoning::{Markup, Section};
 use crate::protocol::textfmt::TextFormatOptions;
 use crate::protocol::textfmt::driver::{
-    Found, InSection, RawCall, Reading, Region, Scan, ScanState, Searches, UNCLOSED,
+    Found, RawCall, Reading, Region, Scan, ScanState, Searches, UNCLOSED,
 };
 use crate::protocol::textfmt::format::{Escape, Format, Marker};
 use crate::protocol::textfmt::grammar::{TextValues, value_text};
@@ -66,28 +68,15 @@ const THINK_END: &str = "</seed:think>";
 const RESULT_OPEN: &str = "<seed:bos>tool\n";
 const RESULT_CLOSE: &str = "<seed:eos>";
 
-/// Section kinds: reasoning, and a stray closing reasoning tag.
-const REASONING: u8 = 1;
-const STRAY_END: u8 = 2;
+/// Reasoning: `<seed:think>` tags, read as `<think>` is.
+static REASONING: Markup = Markup::new(&[Section::tags(THINK, &[THINK_END])], &[]);
 
 /// The rules of `seed_oss`.
 pub(crate) struct Rules;
 
 impl Reading for Rules {
     fn find(&self, text: &str, from: usize, _reply_start: bool, search: &mut Searches) -> Found {
-        match search.tokens(text, from, &[OPEN, THINK, THINK_END]) {
-            (Found::Call(at), 1) => Found::Section { at, len: THINK.len(), kind: REASONING },
-            (Found::Call(at), 2) => Found::Section { at, len: THINK_END.len(), kind: STRAY_END },
-            (found, _) => found,
-        }
-    }
-
-    fn in_section(&self, text: &str, from: usize, kind: u8, search: &mut Searches) -> InSection {
-        if kind != REASONING {
-            return InSection::Leave(from);
-        }
-        // Reasoning runs to `</seed:think>`; until it comes, what is read is hidden.
-        search.section_end(text, from, THINK_END)
+        search.token(text, from, OPEN)
     }
 
     fn scan(&self, region: &mut Region<'_>) -> Scan {
@@ -133,6 +122,10 @@ impl Format for Rules {
 
     fn reading(&self) -> &dyn Reading {
         self
+    }
+
+    fn reasoning(&self) -> Option<&'static Markup> {
+        Some(&REASONING)
     }
 
     /// The tool-definition prompt, the way Seed-OSS's template renders tools: each function
