@@ -1059,3 +1059,35 @@ fn nested_values_are_admitted_and_read_back() {
         }
     }
 }
+
+/// While reasoning is hidden (the default), a format's own reasoning markup is cut out
+/// of a reply wherever it stands, a value too: no grammar admits it in a value.
+#[test]
+fn no_value_holds_the_formats_own_reasoning_markup() {
+    let tools = definitions();
+    let tokens = [
+        ("seed_oss", "<seed:think>"),
+        ("seed_oss", "</seed:think>"),
+        ("minimax_m3", "<mm:think>"),
+        ("gemma4", "<|channel>"),
+        ("gemma4", "<channel|>"),
+        ("kimi_k3", "<|open|>think<|sep|>"),
+    ];
+    for (id, token) in tokens {
+        let args = |message: &str| json!({"message": message, "times": 2}).as_object().unwrap().clone();
+        let plain =
+            write_call(id, "text", "repeat", "text_repeat", &args("a PLACE b")).expect("a plain call");
+        let marked = plain.replacen("PLACE", token, 1);
+        let as_written =
+            vec![("text_repeat".to_string(), json!({"message": format!("a {token} b"), "times": 2}))];
+        assert_ne!(read_back(id, &marked).ok(), Some(as_written), "{id} reads {token} in a value");
+        for dialect in TEXT_DIALECTS {
+            let one = grammar(id, &tools, dialect, Scope::Call);
+            llg::admits(&one, &plain).unwrap_or_else(|e| panic!("{id} {dialect}: {e}\n{plain}"));
+            assert!(
+                llg::admits(&one, &marked).is_err(),
+                "{id} {dialect} admits {token} in a value:\n{marked}"
+            );
+        }
+    }
+}

@@ -279,7 +279,6 @@ impl Markup {
     }
 
     /// Every token of the markup.
-    #[cfg(test)]
     pub(crate) fn all(&self) -> impl Iterator<Item = &'static str> + '_ {
         self.sections
             .iter()

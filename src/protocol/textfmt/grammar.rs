@@ -240,6 +240,11 @@ pub(crate) fn grammar(
     constraint: &Constraint,
 ) -> Result<Grammar, GrammarError> {
     let mut b = Builder::new(constraint);
+    // While reasoning is hidden, the reader cuts the format's own reasoning markup out
+    // wherever it stands (a value too): no text of the grammar holds it.
+    if let (true, Some(markup)) = (options.skip_reasoning, format.format().reasoning()) {
+        b.avoid_everywhere(markup.all().map(Pattern::text));
+    }
     let methods = methods(tools);
     if methods.is_empty() {
         return Err(GrammarError::NoMethods);
