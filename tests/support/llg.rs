@@ -212,7 +212,7 @@ impl Converter {
     fn convert(&mut self, kind: &str, text: &str) -> Result<Result<String, String>, String> {
         use std::io::{BufRead, Read, Write};
         let io = |e: std::io::Error| format!("llguidance's {kind} reader: {e}");
-        write!(self.stdin, "{kind} {}\n", text.len()).map_err(io)?;
+        writeln!(self.stdin, "{kind} {}", text.len()).map_err(io)?;
         self.stdin.write_all(text.as_bytes()).map_err(io)?;
         self.stdin.flush().map_err(io)?;
         let mut head = String::new();
