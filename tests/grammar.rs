@@ -1091,3 +1091,23 @@ fn no_value_holds_the_formats_own_reasoning_markup() {
         }
     }
 }
+
+/// The formats whose writer refuses a string that reads as another value without a
+/// schema admit it in their grammars: the tool's schema keeps it a string.
+#[test]
+fn a_string_that_reads_as_a_number_is_admitted_and_stays_a_string() {
+    let tools = definitions();
+    for id in TYPED_TEXT {
+        let args = |message: &str| json!({"message": message, "times": 2}).as_object().unwrap().clone();
+        assert_eq!(write_call(id, "text", "repeat", "text_repeat", &args("42")), None, "{id} writes \"42\"");
+        let plain = write_call(id, "text", "repeat", "text_repeat", &args("PLACE")).expect("a plain call");
+        let text = plain.replacen("PLACE", "42", 1);
+        let read = read_back(id, &text).unwrap_or_else(|e| panic!("{id}: {e}\n{text}"));
+        assert_eq!(read.len(), 1, "{id}: {text}");
+        assert_eq!((read[0].0.as_str(), &read[0].1["message"]), ("text_repeat", &json!("42")), "{id}");
+        for dialect in TEXT_DIALECTS {
+            let one = grammar(id, &tools, dialect, Scope::Call);
+            llg::admits(&one, &text).unwrap_or_else(|e| panic!("{id} {dialect}: {e}\n{text}"));
+        }
+    }
+}
