@@ -59,7 +59,7 @@ fn protocols_with_grammars() -> Vec<&'static str> {
         .collect()
 }
 
-/// The model behind the server, greedy, with room for a call and an answer.
+/// The model behind the server, greedy, with room for a call and a short answer.
 fn model(url: &str) -> HttpChatModel {
     HttpChatModel::builder(Provider::OpenAiChat)
         .base_url(url)
@@ -69,13 +69,17 @@ fn model(url: &str) -> HttpChatModel {
         .request_timeout(Duration::from_secs(300))
         .build()
         .expect("a client")
-        .with_options(RequestOptions::default().temperature(0.0).max_tokens(200))
+        .with_options(RequestOptions::default().temperature(0.0).max_tokens(128))
 }
 
 /// What went wrong in one protocol's conversation, or `Ok`.
 async fn converse(url: &str, id: &str) -> Result<String, String> {
     let engine = Engine::new(registry());
+    // The calculator alone: a short prompt and a small grammar keep each protocol's
+    // conversation to seconds.
     let config = ToolCallConfig::default()
+        .with_default_tool_enabled(false)
+        .with_toggle("calc", true)
         .with_protocol(id)
         .with_grammar(Constraint::new(Dialect::Gbnf, Scope::Call).max_text(64))
         .with_max_iterations(4);
@@ -96,10 +100,11 @@ async fn converse(url: &str, id: &str) -> Result<String, String> {
             return Err(format!("the call did not run: {} ({:?})", result.result, first.cycle.turn.text()));
         }
     }
-    // The turn after the result answers, or calls again; after a repeated call the
-    // loop's grammar admits text alone, so the conversation ends in an answer.
+    // The turn after the result answers, or calls again; after a repeated call, and on
+    // the loop's last turn, the grammar admits text alone, so the conversation ends in
+    // an answer.
     let turns: Vec<String> = outcome.rounds.iter().map(|r| r.cycle.turn.text().into_owned()).collect();
-    if outcome.stop != StopReason::Finished || outcome.rounds.len() > 3 {
+    if outcome.stop != StopReason::Finished {
         return Err(format!("the conversation must end in an answer: {:?} after {turns:?}", outcome.stop));
     }
     let answer = outcome.final_text().into_owned();

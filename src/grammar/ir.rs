@@ -123,12 +123,14 @@ pub(crate) struct Piece {
 }
 
 /// Something free text must not hold: a sequence of pieces, anywhere in the text, or
-/// only at its start or its end.
+/// only at its start or its end; in all free text, or only in the text right before a
+/// call ([`Pattern::before_call`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Pattern {
     pieces: Vec<Piece>,
     at_start: bool,
     at_end: bool,
+    before_call: bool,
 }
 
 impl Pattern {
@@ -139,7 +141,7 @@ impl Pattern {
 
     /// The empty pattern, to extend.
     pub(crate) fn new() -> Self {
-        Pattern { pieces: Vec::new(), at_start: false, at_end: false }
+        Pattern { pieces: Vec::new(), at_start: false, at_end: false, before_call: false }
     }
 
     /// Then `text`, exactly.
@@ -176,6 +178,19 @@ impl Pattern {
     pub(crate) fn at_end(mut self) -> Self {
         self.at_end = true;
         self
+    }
+
+    /// Only in the text right before a call's opening markup, not in other free text
+    /// (xLAM's bare array is a call only at the start of a reply: the text before it
+    /// holds nothing but blanks, while text elsewhere is free).
+    pub(crate) fn before_call(mut self) -> Self {
+        self.before_call = true;
+        self
+    }
+
+    /// Whether it holds only for the text right before a call.
+    pub(crate) fn is_before_call(&self) -> bool {
+        self.before_call
     }
 
     fn lark(&self) -> String {

@@ -27,8 +27,9 @@
 //!
 //! **What it costs the model.** Some text the parser would read is not admitted: keys in
 //! another order, white space in JSON beyond one space after `:` and `,`, a `<` written
-//! raw inside a JSON string (it is written `\u003c`), a null written for an optional
-//! argument (it is left out instead), numbers with more than 20 digits.
+//! raw inside a JSON string (it is written `\u003c`), a lone surrogate `\u` escape, a null
+//! written for an optional argument (it is left out instead), numbers with more than 20
+//! digits.
 //!
 //! # Schema keywords
 //!
@@ -79,8 +80,8 @@ pub enum Dialect {
     Lark,
     /// GBNF, llama.cpp's grammar format (its server's `grammar` field).
     Gbnf,
-    /// The JSON Schema of a call object (`{"name", "arguments"}`, one alternative per
-    /// method): for the formats whose calls are JSON.
+    /// The JSON Schema of a call object (the format's: `{"name", "arguments"}` for most,
+    /// one alternative per method): for the formats whose calls are JSON objects.
     JsonSchema,
     /// A structural tag: per method, the text that begins its call, the JSON Schema of
     /// its arguments and the text that ends it, with the triggers that start a call in
@@ -391,6 +392,23 @@ pub(crate) struct JsonCall {
     pub begin: String,
     /// The text that ends it, after the arguments.
     pub end: String,
+    /// The JSON object that holds the call, for the JSON Schema dialect.
+    pub object: CallObject,
+}
+
+/// How a JSON-bodied format's call is one JSON object (the JSON Schema dialect's).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum CallObject {
+    /// The name and the arguments under the keys of [`Syntax::json`], after `before`:
+    /// members each a key and the JSON Schema of its value, all required (Cohere's
+    /// `tool_call_id`).
+    Named { before: Vec<(String, Value)> },
+    /// One member, whose key is the name and whose value is the arguments (Apertus'
+    /// `{"NAME": {…}}`).
+    Keyed,
+    /// No object holds the call: the name stands in the markup around the arguments
+    /// (Harmony's header), so the format has no JSON Schema of one call.
+    Markup,
 }
 
 /// How a protocol writes calls, as a grammar: everything a scope is built from.
@@ -410,6 +428,11 @@ pub(crate) struct Syntax {
     /// Whether the protocol hides reasoning (then free text holds no reasoning tag, and
     /// a reply may open with one reasoning block).
     pub reasoning: bool,
+    /// The format's own reasoning markup (Cohere's thinking tokens, Harmony's analysis
+    /// frame, …): while reasoning is hidden, neither free text nor the reasoning block
+    /// holds it, as neither holds a reasoning tag. The markup nests with `<think>` or
+    /// ends a frame, so a token of it in the block would hide the calls after it.
+    pub reasoning_markup: Vec<Pattern>,
     /// For JSON-bodied formats: the key of the name and of the arguments in a call
     /// object, and each method's call.
     pub json: Option<(&'static str, &'static str, Vec<JsonCall>)>,
@@ -473,9 +496,10 @@ impl Syntax {
 
     fn free_text_patterns(&self) -> Vec<Pattern> {
         let mut patterns = vec![Pattern::text(&self.open)];
-        patterns.extend(self.avoid.iter().cloned());
+        patterns.extend(self.avoid.iter().filter(|p| !p.is_before_call()).cloned());
         if self.reasoning {
             patterns.extend(reasoning_heads());
+            patterns.extend(self.reasoning_markup.iter().cloned());
         }
         patterns
     }
@@ -510,7 +534,9 @@ impl Syntax {
                 let calls = b.rule("calls", Expr::seq([lead, self.after_open(most)]));
                 let mut items = Vec::new();
                 if self.reasoning {
-                    let inner = b.avoiding("REASONING_TEXT", reasoning_heads());
+                    let mut inner = reasoning_heads();
+                    inner.extend(self.reasoning_markup.iter().cloned());
+                    let inner = b.avoiding("REASONING_TEXT", inner);
                     // The opening tag spelled out: a reply may also start with free text
                     // or a call, which begin with `<` too, and an engine that reads a
                     // literal as one lexeme (llguidance's GBNF reader) would otherwise
@@ -531,9 +557,15 @@ impl Syntax {
         }
     }
 
-    /// Patterns the text right before a call must not end with.
+    /// Patterns the text right before a call must not hold beyond free text's: the
+    /// `avoid` patterns that hold only there ([`Pattern::before_call`]), and for VCP a
+    /// backtick at its end.
     fn avoid_before_open(&self) -> Vec<Pattern> {
-        if self.open.starts_with("<<<[") { vec![Pattern::text("`").at_end()] } else { Vec::new() }
+        let mut patterns: Vec<Pattern> = self.avoid.iter().filter(|p| p.is_before_call()).cloned().collect();
+        if self.open.starts_with("<<<[") {
+            patterns.push(Pattern::text("`").at_end());
+        }
+        patterns
     }
 
     fn json_grammar(
@@ -557,20 +589,36 @@ impl Syntax {
         }
         let value = match (dialect, scope) {
             (Dialect::JsonSchema, Scope::Call | Scope::Calls) => {
-                let one: Vec<Value> = calls
-                    .iter()
-                    .map(|call| {
-                        json!({
-                            "type": "object",
-                            "properties": {
-                                *name_key: {"const": call.name},
-                                *args_key: strict(&call.arguments, constraint.max_text),
-                            },
-                            "required": [name_key, args_key],
-                            "additionalProperties": false,
-                        })
-                    })
-                    .collect();
+                let mut one: Vec<Value> = Vec::new();
+                for call in calls {
+                    let arguments = strict(&call.arguments, constraint.max_text);
+                    let (properties, required) = match &call.object {
+                        CallObject::Named { before } => {
+                            let mut properties = serde_json::Map::new();
+                            let mut required = Vec::new();
+                            for (key, schema) in before {
+                                properties.insert(key.clone(), schema.clone());
+                                required.push(Value::String(key.clone()));
+                            }
+                            properties.insert((*name_key).to_string(), json!({"const": call.name}));
+                            properties.insert((*args_key).to_string(), arguments);
+                            required.extend([json!(name_key), json!(args_key)]);
+                            (properties, required)
+                        }
+                        CallObject::Keyed => {
+                            let mut properties = serde_json::Map::new();
+                            properties.insert(call.name.clone(), arguments);
+                            (properties, vec![Value::String(call.name.clone())])
+                        }
+                        CallObject::Markup => return Err(self.unsupported(dialect, scope)),
+                    };
+                    one.push(json!({
+                        "type": "object",
+                        "properties": properties,
+                        "required": required,
+                        "additionalProperties": false,
+                    }));
+                }
                 let one = if one.len() == 1 {
                     one.into_iter().next().unwrap_or_default()
                 } else {
@@ -581,6 +629,12 @@ impl Syntax {
                 } else {
                     json!({"type": "array", "items": one, "minItems": 1, "maxItems": constraint.call_bound()})
                 }
+            }
+            // A structural tag leaves the text between calls free: a format that holds
+            // the text right before a call to more than that (xLAM's bare array, a call
+            // only at the start of a reply) has none.
+            (Dialect::StructuralTag, Scope::Reply) if self.avoid.iter().any(Pattern::is_before_call) => {
+                return Err(self.unsupported(dialect, scope));
             }
             (Dialect::StructuralTag, Scope::Reply) => {
                 let structures: Vec<Value> = calls

@@ -140,7 +140,7 @@ impl<'b> Values<'b> {
                 Expr::lit("\\"),
                 Expr::alt([
                     Expr::set(CharSet::of("\"\\/bfnrt")),
-                    Expr::seq([Expr::lit("u"), Expr::set(hex()).times(4, Some(4))]),
+                    Expr::seq([Expr::lit("u"), unicode_escape()]),
                 ]),
             ]),
         ]);
@@ -508,6 +508,29 @@ impl CharSet {
 
 fn hex() -> CharSet {
     CharSet::ranges(&[('0', '9'), ('a', 'f'), ('A', 'F')])
+}
+
+/// What follows `\u` in a JSON string that a JSON reader decodes: a code point that is
+/// no surrogate, or a high surrogate and then `\u` and a low one (a lone surrogate is an
+/// error to serde_json, which would leave the call unread).
+fn unicode_escape() -> Expr {
+    let hex_n = |n: u32| Expr::set(hex()).times(n, Some(n));
+    Expr::alt([
+        Expr::seq([
+            Expr::set(CharSet::ranges(&[('0', '9'), ('a', 'c'), ('A', 'C'), ('e', 'f'), ('E', 'F')])),
+            hex_n(3),
+        ]),
+        Expr::seq([Expr::set(CharSet::of("dD")), Expr::set(CharSet::range('0', '7')), hex_n(2)]),
+        Expr::seq([
+            Expr::set(CharSet::of("dD")),
+            Expr::set(CharSet::of("89abAB")),
+            hex_n(2),
+            Expr::lit("\\u"),
+            Expr::set(CharSet::of("dD")),
+            Expr::set(CharSet::of("cdefCDEF")),
+            hex_n(2),
+        ]),
+    ])
 }
 
 /// A schema with one alternative of its `key` merged in (the alternative wins).

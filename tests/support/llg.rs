@@ -3,14 +3,16 @@
 //! model write" is exactly the engine's token mask.
 //!
 //! GBNF goes through llguidance's own GBNF reader, which is Python (`llguidance` on PyPI,
-//! the same version as the crate): the first use creates a virtual environment under the
-//! target directory and installs it there.
+//! the same version as the crate), and so do structural tags: the first use creates a
+//! virtual environment under the target directory and installs it there, and one Python
+//! process converts every such grammar of the test binary.
 
 #![allow(dead_code)]
 
 use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use llguidance::api::TopLevelGrammar;
@@ -37,8 +39,28 @@ pub struct Engine {
 }
 
 /// Compiles `grammar` (Lark, GBNF, JSON Schema or a structural tag) as a serving engine
-/// would; an error or a warning from the engine is an error here.
+/// would; an error or a warning from the engine is an error here. Each grammar is
+/// compiled once per test binary: the tests that use the same one get a fresh copy of
+/// the compiled engine.
 pub fn compile(grammar: &Grammar) -> Result<Engine, String> {
+    type Compiled = Arc<OnceLock<Result<Engine, String>>>;
+    static COMPILED: OnceLock<Mutex<HashMap<(String, String), Compiled>>> = OnceLock::new();
+    let key = (grammar.dialect().to_string(), grammar.text().to_string());
+    let slot = COMPILED
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+        .entry(key)
+        .or_default()
+        .clone();
+    // (Outside the map's lock: two tests compile two grammars at once.)
+    match slot.get_or_init(|| compile_once(grammar)) {
+        Ok(engine) => Ok(engine.fork()),
+        Err(e) => Err(e.clone()),
+    }
+}
+
+fn compile_once(grammar: &Grammar) -> Result<Engine, String> {
     let top = match grammar.dialect() {
         Dialect::Lark => TopLevelGrammar::from_lark(grammar.text().to_string()),
         Dialect::Gbnf => python_grammar("gbnf", grammar.text())?,
@@ -60,9 +82,11 @@ pub fn compile(grammar: &Grammar) -> Result<Engine, String> {
 }
 
 impl Engine {
-    /// A copy at the same point.
+    /// A copy at the same point. Copies share the lexer's automaton, which the engine
+    /// builds as text is fed (behind a lock): what one copy learns, the others reuse, as
+    /// forks of one request do in a serving engine.
     pub fn fork(&self) -> Engine {
-        Engine { matcher: self.matcher.deep_clone() }
+        Engine { matcher: self.matcher.clone() }
     }
 
     /// The bytes the grammar allows next.
@@ -87,31 +111,25 @@ impl Engine {
     }
 }
 
-/// [`compile`], once per grammar: later calls fork the compiled matcher (the tests ask
-/// the same grammar about many texts).
-fn compiled(grammar: &Grammar) -> Result<Engine, String> {
-    static CACHE: OnceLock<Mutex<HashMap<(Dialect, String), Engine>>> = OnceLock::new();
-    let cache = CACHE.get_or_init(Default::default);
-    let key = (grammar.dialect(), grammar.text().to_string());
-    if let Some(engine) = cache.lock().unwrap().get(&key) {
-        return Ok(engine.fork());
-    }
-    let engine = compile(grammar)?;
-    let fork = engine.fork();
-    cache.lock().unwrap().insert(key, engine);
-    Ok(fork)
-}
-
 /// Whether the grammar admits exactly `text` (every byte allowed, and accepting at the
 /// end); `Err` says where it stopped.
 pub fn admits(grammar: &Grammar, text: &str) -> Result<(), String> {
-    let mut engine = compiled(grammar)?;
-    match engine.feed(text.as_bytes()) {
-        Err(at) => {
-            Err(format!("rejected at byte {at}: after {:?}", String::from_utf8_lossy(&text.as_bytes()[..at])))
+    compile(grammar)?.admits(text)
+}
+
+impl Engine {
+    /// Whether the grammar admits exactly `text` from here, as [`admits`] does (the
+    /// engine, compiled once, stays where it is).
+    pub fn admits(&self, text: &str) -> Result<(), String> {
+        let mut engine = self.fork();
+        match engine.feed(text.as_bytes()) {
+            Err(at) => Err(format!(
+                "rejected at byte {at}: after {:?}",
+                String::from_utf8_lossy(&text.as_bytes()[..at])
+            )),
+            Ok(()) if !engine.accepting() => Err("every byte allowed, but the text is not complete".into()),
+            Ok(()) => Ok(()),
         }
-        Ok(()) if !engine.accepting() => Err("every byte allowed, but the text is not complete".into()),
-        Ok(()) => Ok(()),
     }
 }
 
@@ -157,107 +175,85 @@ fn python() -> Result<PathBuf, String> {
         .clone()
 }
 
-/// The converter: one Python process, started on first use, that turns each GBNF
-/// grammar or structural tag it is sent into llguidance's grammar (a process per grammar
-/// spent most of this file's time starting Python). A request is a line with the kind
-/// and the text's length in bytes, then the text; an answer is a line `ok N` or `err N`,
-/// then N bytes.
-struct Converter {
-    child: std::process::Child,
-    stdin: std::process::ChildStdin,
-    stdout: std::io::BufReader<std::process::ChildStdout>,
-}
-
-const CONVERTER: &str = r#"
+/// The script of the conversion worker: one request a line (`{"kind", "text"}`), one
+/// answer a line (`{"ok": converted}` or `{"error": message}`).
+const WORKER: &str = r#"
 import json, sys
 import llguidance
-inp, out = sys.stdin.buffer, sys.stdout.buffer
-while True:
-    head = inp.readline().split()
-    if len(head) != 2:
-        break
-    kind, text = head[0].decode(), inp.read(int(head[1])).decode()
+for line in sys.stdin:
+    request = json.loads(line)
     try:
-        if kind == "gbnf":
-            answer, status = llguidance.grammar_from("gbnf", text), "ok"
+        if request["kind"] == "gbnf":
+            out = llguidance.grammar_from("gbnf", request["text"])
         else:
-            tag = json.loads(text)
+            tag = json.loads(request["text"])
             tags = [llguidance.StructTag(trigger=t, begin=s["begin"], grammar=s["schema"], end=s["end"])
                     for s in tag["structures"] for t in tag["triggers"] if s["begin"].startswith(t)]
-            answer, status = llguidance.StructTag.to_grammar(tags, assume_special=False), "ok"
+            out = llguidance.StructTag.to_grammar(tags, assume_special=False)
+        answer = {"ok": str(out)}
     except Exception as e:
-        answer, status = repr(e), "err"
-    data = str(answer).encode()
-    out.write(f"{status} {len(data)}\n".encode())
-    out.write(data)
-    out.flush()
+        answer = {"error": f"{type(e).__name__}: {e}"}
+    sys.stdout.write(json.dumps(answer) + "\n")
+    sys.stdout.flush()
 "#;
 
-impl Converter {
-    fn start() -> Result<Converter, String> {
+/// The running conversion worker: one Python process for the whole test binary, so that
+/// Python and `llguidance` start once, not once per grammar.
+struct Worker {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+}
+
+impl Worker {
+    fn start() -> Result<Worker, String> {
         let mut child = Command::new(python()?)
-            .args(["-c", CONVERTER])
+            .args(["-c", WORKER])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            .stderr(Stdio::inherit())
             .spawn()
             .map_err(|e| e.to_string())?;
         let stdin = child.stdin.take().ok_or("no stdin")?;
-        let stdout = std::io::BufReader::new(child.stdout.take().ok_or("no stdout")?);
-        Ok(Converter { child, stdin, stdout })
+        let stdout = BufReader::new(child.stdout.take().ok_or("no stdout")?);
+        Ok(Worker { child, stdin, stdout })
     }
 
-    /// `text` (a grammar of `kind`) in llguidance's terms, or the reader's error; the
-    /// outer `Err` when the converter itself broke down.
-    fn convert(&mut self, kind: &str, text: &str) -> Result<Result<String, String>, String> {
-        use std::io::{BufRead, Read, Write};
-        let io = |e: std::io::Error| format!("llguidance's {kind} reader: {e}");
-        writeln!(self.stdin, "{kind} {}", text.len()).map_err(io)?;
-        self.stdin.write_all(text.as_bytes()).map_err(io)?;
-        self.stdin.flush().map_err(io)?;
-        let mut head = String::new();
-        self.stdout.read_line(&mut head).map_err(io)?;
-        let (status, len) =
-            head.trim().split_once(' ').ok_or(format!("llguidance's {kind} reader stopped"))?;
-        let mut data = vec![0; len.parse().map_err(|_| format!("a bad answer: {head}"))?];
-        self.stdout.read_exact(&mut data).map_err(io)?;
-        let data = String::from_utf8_lossy(&data).trim().to_string();
-        Ok(if status == "ok" { Ok(data) } else { Err(format!("llguidance's {kind} reader: {data}")) })
-    }
-}
-
-impl Drop for Converter {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+    fn convert(&mut self, kind: &str, text: &str) -> Result<String, String> {
+        let request = serde_json::json!({"kind": kind, "text": text}).to_string();
+        writeln!(self.stdin, "{request}").and_then(|()| self.stdin.flush()).map_err(|e| e.to_string())?;
+        let mut line = String::new();
+        match self.stdout.read_line(&mut line) {
+            Ok(0) => Err(format!("the conversion worker stopped: {:?}", self.child.try_wait())),
+            Ok(_) => {
+                let answer: serde_json::Value =
+                    serde_json::from_str(&line).map_err(|e| format!("{e}: {line}"))?;
+                match (answer["ok"].as_str(), answer["error"].as_str()) {
+                    (Some(ok), _) => Ok(ok.trim().to_string()),
+                    (None, error) => Err(format!("llguidance's {kind} reader: {}", error.unwrap_or(&line))),
+                }
+            }
+            Err(e) => Err(e.to_string()),
+        }
     }
 }
 
 /// A GBNF grammar or a structural tag turned into llguidance's grammar by the Python
-/// package's own readers (`grammar_from("gbnf", …)`, `StructTag.to_grammar`), cached.
+/// package's own readers (`grammar_from("gbnf", …)`, `StructTag.to_grammar`).
 fn python_grammar(kind: &str, text: &str) -> Result<TopLevelGrammar, String> {
-    static CACHE: OnceLock<Mutex<HashMap<(String, String), String>>> = OnceLock::new();
-    static CONVERTER: OnceLock<Mutex<Option<Converter>>> = OnceLock::new();
-    let cache = CACHE.get_or_init(Default::default);
-    let key = (kind.to_string(), text.to_string());
-    let cached = cache.lock().unwrap().get(&key).cloned();
-    let converted = match cached {
-        Some(converted) => converted,
-        None => {
-            let mut converter =
-                CONVERTER.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner());
-            if converter.is_none() {
-                *converter = Some(Converter::start()?);
-            }
-            let answer = converter.as_mut().map_or(Err("no converter".into()), |c| c.convert(kind, text));
-            if answer.is_err() {
-                // A converter that broke down is started again for the next grammar.
-                *converter = None;
-            }
-            let converted = answer??;
-            cache.lock().unwrap().insert(key, converted.clone());
-            converted
+    static WORKER: Mutex<Option<Worker>> = Mutex::new(None);
+    let converted = {
+        let mut worker = WORKER.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if worker.is_none() {
+            *worker = Some(Worker::start()?);
         }
+        let result = worker.as_mut().map_or(Err("no worker".into()), |w| w.convert(kind, text));
+        // A worker that broke down (not the reader refusing a grammar) is started again
+        // for the next grammar.
+        if result.as_ref().is_err_and(|e| !e.starts_with("llguidance's")) {
+            *worker = None;
+        }
+        result?
     };
     if converted.trim_start().starts_with('{') {
         serde_json::from_str(&converted).map_err(|e| format!("{e}: {converted}"))

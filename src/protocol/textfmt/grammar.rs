@@ -24,13 +24,17 @@
 //!   `readers/dsml.rs`; `function_gemma`, `gemma4`: Gemma's notation, in
 //!   `readers/gemma.rs`; `olmo3`, `lfm2`: Python calls, as `pythonic`'s, in
 //!   `readers/pythonic.rs`.
+//! - `cohere`, `granite`, `xlam`, `phi4_mini`, `hunyuan`, `jamba`, `minimax_m1`,
+//!   `internlm`, `longcat`, `ernie45`, `gigachat3`, `apertus`, `inkling`, `harmony` (JSON
+//!   bodies, with [`JsonSyntax`] or its general form [`JsonPieces`]) and `sarashina`
+//!   (Python literals, `readers/pythonic.rs`): see each format's module docs.
 
 use serde_json::Value;
 
 use super::{TextFormat, TextFormatOptions};
 use crate::grammar::{
-    Builder, Constraint, Expr, Grammar, GrammarError, JsonCall, Pattern, Section, Syntax, TextForm,
-    ValueStyle, Values, methods, properties, reasoning_heads,
+    Builder, CallObject, Constraint, Expr, Grammar, GrammarError, JsonCall, Pattern, Section, Syntax,
+    TextForm, ValueStyle, Values, methods, properties, reasoning_heads,
 };
 use crate::tools::ToolDefinition;
 
@@ -44,6 +48,12 @@ fn json_style() -> ValueStyle {
 pub(crate) fn json_text(value: &Value) -> String {
     let text = value.to_string();
     if text.contains('<') { text.replace('<', "\\u003c") } else { text }
+}
+
+/// Text that opens (after blanks) with `text`: the pattern free text avoids where a
+/// reader takes a reply that opens so for a call (a bare JSON list, Llama's bare object).
+pub(crate) fn opening(text: &str) -> Pattern {
+    Pattern::new().then_any(crate::grammar::CharSet::ascii_space()).then_text(text).at_start()
 }
 
 /// A value as the text-valued formats write it: a string as it is, anything else as its
@@ -68,35 +78,22 @@ pub(crate) struct JsonMarkup<'a> {
     pub tag_close: &'a str,
 }
 
-pub(crate) fn json_calls(
-    b: &mut Builder,
-    methods: &[(String, &Value)],
-    markup: &JsonMarkup<'_>,
-) -> Result<(Expr, Vec<JsonCall>), GrammarError> {
-    let mut calls = Vec::new();
-    let mut json_calls = Vec::new();
-    for (name, schema) in methods {
-        let args = Values::new(b, json_style(), name, schema).json(schema)?;
-        let head = (markup.head)(name);
-        let (middle, tag_middle) = match &markup.index {
-            Some((index, after)) => (Expr::seq([index.clone(), Expr::lit(*after)]), format!("0{after}")),
-            None => (Expr::lit(""), String::new()),
-        };
-        calls.push(b.rule(name, Expr::seq([Expr::lit(head.clone()), middle, args, Expr::lit(markup.tail)])));
-        json_calls.push(JsonCall {
-            name: name.clone(),
-            arguments: (*schema).clone(),
-            begin: format!("{}{head}{tag_middle}", markup.tag_open),
-            end: format!("{}{}", markup.tail, markup.tag_close),
-        });
+impl JsonMarkup<'_> {
+    /// A call of `name` in pieces.
+    fn pieces(&self, name: &str) -> Vec<Piece> {
+        let mut pieces = vec![Piece::Text((self.head)(name))];
+        if let Some((_, after)) = &self.index {
+            pieces.extend([Piece::Index, Piece::Text((*after).to_string())]);
+        }
+        pieces.extend([Piece::Arguments, Piece::Text(self.tail.to_string())]);
+        pieces
     }
-    Ok((b.rule("call", Expr::alt(calls)), json_calls))
 }
 
 /// The syntax of a JSON-bodied format: its calls as `markup` writes them, the first
 /// opened by `open`; in a `section` when the format groups its calls; free text kept
 /// from the patterns of `avoid`. The call objects hold `"name"` and the arguments under
-/// `arguments` (for the JSON dialects).
+/// `arguments` (for the JSON dialects). [`JsonPieces`] says more.
 pub(crate) struct JsonSyntax<'a> {
     pub markup: JsonMarkup<'a>,
     pub open: &'a str,
@@ -114,7 +111,105 @@ impl JsonSyntax<'_> {
         methods: &[(String, &Value)],
         options: &TextFormatOptions,
     ) -> Result<Syntax, GrammarError> {
-        let (call, json_calls) = json_calls(b, methods, &self.markup)?;
+        let markup = &self.markup;
+        let pieces = |name: &str| markup.pieces(name);
+        JsonPieces {
+            pieces: &pieces,
+            index: markup.index.as_ref().map(|(index, _)| index.clone()),
+            tag_open: markup.tag_open,
+            tag_close: markup.tag_close,
+            object: CallObject::Named { before: Vec::new() },
+            open: self.open,
+            section: self.section,
+            avoid: self.avoid,
+            keys: ("name", self.arguments),
+        }
+        .build(id, b, methods, options)
+    }
+}
+
+/// A piece of a call's markup in a JSON-bodied format ([`JsonPieces`]).
+pub(crate) enum Piece {
+    /// This text.
+    Text(String),
+    /// The call's index, for the formats whose call ids number calls (the structural
+    /// tag writes `0`).
+    Index,
+    /// The arguments object.
+    Arguments,
+}
+
+/// The syntax of a JSON-bodied format in its general form ([`JsonSyntax`] is the common
+/// one). Each method's call is `pieces(name)` in order: text, the arguments as JSON and,
+/// where the format numbers its calls, the `index` expression (bounded by the grammar's
+/// most calls). The first call is opened by `open`; calls stand in a `section` when the
+/// format groups them; free text holds none of the patterns of `avoid`. For the JSON
+/// dialects: the structural tag's calls are `tag_open`, the call, then `tag_close`;
+/// `object` is how one call is a JSON object, whose name and arguments stand under
+/// `keys` when it names them.
+pub(crate) struct JsonPieces<'a> {
+    pub pieces: &'a dyn Fn(&str) -> Vec<Piece>,
+    pub index: Option<Expr>,
+    pub tag_open: &'a str,
+    pub tag_close: &'a str,
+    pub object: CallObject,
+    pub open: &'a str,
+    pub section: Option<Section>,
+    pub avoid: Vec<Pattern>,
+    pub keys: (&'static str, &'static str),
+}
+
+impl JsonPieces<'_> {
+    /// The rule of one call of any of `methods`, rules in `b`, and each method's call for
+    /// the JSON dialects.
+    fn calls(
+        &self,
+        b: &mut Builder,
+        methods: &[(String, &Value)],
+    ) -> Result<(Expr, Vec<JsonCall>), GrammarError> {
+        let mut calls = Vec::new();
+        let mut json_calls = Vec::new();
+        for (name, schema) in methods {
+            let args = Values::new(b, json_style(), name, schema).json(schema)?;
+            let mut body = Vec::new();
+            let (mut begin, mut end) = (self.tag_open.to_string(), None::<String>);
+            for piece in (self.pieces)(name) {
+                let (expr, text) = match piece {
+                    Piece::Text(text) => (Expr::lit(text.clone()), text),
+                    Piece::Index => (self.index.clone().unwrap_or_else(|| Expr::lit("0")), "0".to_string()),
+                    Piece::Arguments => {
+                        body.push(args.clone());
+                        end = Some(String::new());
+                        continue;
+                    }
+                };
+                body.push(expr);
+                match &mut end {
+                    Some(end) => end.push_str(&text),
+                    None => begin.push_str(&text),
+                }
+            }
+            calls.push(b.rule(name, Expr::seq(body)));
+            json_calls.push(JsonCall {
+                name: name.clone(),
+                arguments: (*schema).clone(),
+                begin,
+                end: format!("{}{}", end.unwrap_or_default(), self.tag_close),
+                object: self.object.clone(),
+            });
+        }
+        Ok((b.rule("call", Expr::alt(calls)), json_calls))
+    }
+
+    /// The syntax of format `id` for `methods`, rules in `b`.
+    pub(crate) fn build(
+        self,
+        id: &str,
+        b: &mut Builder,
+        methods: &[(String, &Value)],
+        options: &TextFormatOptions,
+    ) -> Result<Syntax, GrammarError> {
+        let (call, json_calls) = self.calls(b, methods)?;
         Ok(Syntax {
             protocol: id.to_string(),
             open: self.open.into(),
@@ -122,7 +217,8 @@ impl JsonSyntax<'_> {
             section: self.section,
             avoid: self.avoid,
             reasoning: options.skip_reasoning,
-            json: Some(("name", self.arguments, json_calls)),
+            reasoning_markup: Vec::new(),
+            json: Some((self.keys.0, self.keys.1, json_calls)),
         })
     }
 }
@@ -249,6 +345,24 @@ pub(crate) fn grammar(
     if methods.is_empty() {
         return Err(GrammarError::NoMethods);
     }
-    let syntax = format.format().syntax(&mut b, &methods, options, constraint)?;
+    let mut syntax = format.format().syntax(&mut b, &methods, options, constraint)?;
+    syntax.avoid.extend(result_opening(format));
+    if let Some(markup) = format.format().reasoning() {
+        syntax.reasoning_markup = markup.all().map(Pattern::text).collect();
+    }
     syntax.grammar(b, constraint)
+}
+
+/// The markup that opens the format's tool results as its writer writes them
+/// (`<tool_response>`, `[TOOL_RESULTS]`, `<｜tool▁outputs▁begin｜>`), which a reply's free
+/// text may not hold: a model that writes it is inventing a result (a small model
+/// answered `<tool_response>\n42.0` after its result). `None` for a format whose results
+/// open with no markup of angle or square brackets.
+fn result_opening(format: TextFormat) -> Option<Pattern> {
+    const CONTENT: &str = "\u{E000}";
+    let written = format.format().results(&[crate::ToolExecutionResult::success("1", "f", CONTENT)]);
+    let before = written.split(CONTENT).next().unwrap_or_default().trim_start();
+    let end = before.find(['>', ']'])?;
+    let head = before.get(..=end)?;
+    (head.starts_with(['<', '[']) && head.chars().count() >= 3).then(|| Pattern::text(head))
 }

@@ -135,7 +135,9 @@ pub(crate) fn grammar(
         return Err(GrammarError::NoMethods);
     }
     let call = b.rule("request", Expr::alt(calls));
-    let mut avoid = vec![Pattern::text("<<<[TOOL_REQUEST_EXP]>>>")];
+    // No VCP marker at all in free text: not the experimental request's, and none of
+    // the result, definition or end markers a small model imitates in its answer.
+    let mut avoid = vec![Pattern::text("<<<[")];
     if options.skip_fenced {
         avoid.push(Pattern::text("```"));
     }
@@ -146,6 +148,7 @@ pub(crate) fn grammar(
         section: None,
         avoid,
         reasoning: !options.keep_reasoning,
+        reasoning_markup: Vec::new(),
         json: None,
     };
     syntax.grammar(b, constraint)

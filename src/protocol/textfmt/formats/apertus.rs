@@ -33,15 +33,23 @@
 //! object, which is read as that call. An empty list holds no call and stays normal text.
 //! `<|tools_prefix|>` not followed by a list or an object is a damaged block up to the
 //! next suffix (an incomplete request).
+//!
+//! **Grammar.** One block, `<|tools_prefix|>[` then calls `{"NAME": {…}}` joined by `, `
+//! then `]<|tools_suffix|>`. Free text holds none of `<|tools_prefix|>`, `<|inner_prefix|>`
+//! and `<|inner_suffix|>`, so the grammar admits no deliberation. The JSON Schema of one call
+//! is the object `{"NAME": {…}}`, one alternative per method.
 
 use serde_json::{Map, Value};
 
 use crate::ToolExecutionResult;
+use crate::grammar::{Builder, CallObject, Constraint, Expr, GrammarError, Pattern, Section, Syntax};
+use crate::protocol::textfmt::TextFormatOptions;
 use crate::protocol::textfmt::driver::{
     Found, InSection, RawCall, Reading, Region, Scan, ScanState, Searches, after_blanks, scan_for,
 };
 use crate::protocol::textfmt::format::{Format, Marker};
 use crate::protocol::textfmt::grammar::json_text;
+use crate::protocol::textfmt::grammar::{JsonPieces, Piece};
 use crate::protocol::textfmt::prompt::{content, methods};
 use crate::protocol::textfmt::readers::json::{
     Balanced, Quotes, arguments_of, call_value, name_guess, scan_balanced, split_elements, trim_range,
@@ -374,6 +382,35 @@ impl Format for Rules {
             json_text(&Value::String(name.to_string())),
             json_text(&Value::Object(args.clone()))
         ))
+    }
+
+    fn syntax(
+        &self,
+        b: &mut Builder,
+        methods: &[(String, &Value)],
+        options: &TextFormatOptions,
+        _constraint: &Constraint,
+    ) -> Result<Syntax, GrammarError> {
+        let (open, close) = (format!("{PREFIX}["), format!("]{SUFFIX}"));
+        let pieces = |name: &str| {
+            vec![
+                Piece::Text(format!("{{{}: ", json_text(&Value::String(name.to_string())))),
+                Piece::Arguments,
+                Piece::Text("}".into()),
+            ]
+        };
+        JsonPieces {
+            pieces: &pieces,
+            index: None,
+            tag_open: &open,
+            tag_close: &close,
+            object: CallObject::Keyed,
+            open: &open,
+            section: Some(Section { between: Expr::lit(", "), close: close.clone() }),
+            avoid: [PREFIX, INNER_PREFIX, INNER_SUFFIX].iter().map(|t| Pattern::text(t)).collect(),
+            keys: ("name", "arguments"),
+        }
+        .build(ID, b, methods, options)
     }
 }
 

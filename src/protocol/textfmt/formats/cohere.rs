@@ -28,17 +28,31 @@
 //! an element of the array that is not a call object is an incomplete request, and the
 //! other elements still count. A block never closed is an incomplete request
 //! (sglang recovers its calls, smg drops it: the spec's rule).
+//!
+//! **Grammar.** One action of calls as the prompt shows it: `<|START_ACTION|>[` and a
+//! line break and four spaces, call objects `{"tool_call_id": "N", "tool_name": …,
+//! "parameters": {…}}` joined by `,` and a line break and four spaces, then a line break and
+//! `]<|END_ACTION|>`; each id a number below the grammar's most calls (bounded, not checked
+//! to count up). Free text holds no `<|START_ACTION|>`, neither thinking token and none of
+//! the framing tokens: the grammar admits no thinking block of Cohere's own (a reply may
+//! open with a `<think>` block, which holds neither thinking token) and no response
+//! framing, so a constrained reply is plain text and an action. The JSON Schema of one
+//! call is that object, its id one of the numbers.
 
 use serde_json::{Map, Value, json};
 
 use crate::ToolExecutionResult;
-use crate::protocol::reasoning::{Markup, Section};
+use crate::grammar::{
+    Builder, CallObject, Constraint, Expr, GrammarError, Pattern, Section, Syntax, integer_range,
+};
+use crate::protocol::reasoning::{self, Markup};
+use crate::protocol::textfmt::TextFormatOptions;
 use crate::protocol::textfmt::driver::{
     Found, RawCall, Reading, Region, Scan, ScanState, Searches, after_blanks, inside,
 };
 use crate::protocol::textfmt::escape::neutralize_tokens;
 use crate::protocol::textfmt::format::{Format, Marker};
-use crate::protocol::textfmt::grammar::json_text;
+use crate::protocol::textfmt::grammar::{JsonPieces, Piece, json_text};
 use crate::protocol::textfmt::prompt::{bare_functions, content};
 use crate::protocol::textfmt::readers::json::{Quotes, call_value, name_guess, split_elements};
 use crate::protocol::textfmt::readers::tagged::{BEFORE_JSON, IN_JSON, scan_json_block};
@@ -56,7 +70,7 @@ const RESULT_CLOSE: &str = "<|END_TOOL_RESULT|>";
 const FRAME: u8 = 1;
 
 /// Reasoning: the thinking block, its tokens read as `<think>` tags are.
-static REASONING: Markup = Markup::new(&[Section::tags(START_THINKING, &[END_THINKING])], &[]);
+static REASONING: Markup = Markup::new(&[reasoning::Section::tags(START_THINKING, &[END_THINKING])], &[]);
 
 /// The rules of `cohere`.
 pub(crate) struct Rules;
@@ -144,6 +158,16 @@ fn call(value: Value, span: std::ops::Range<usize>) -> RawCall {
     }
 }
 
+/// The JSON Schema of the `tool_call_id` of a reply of at most `most` calls: `"0"` on,
+/// each one (past a thousand, any number of as many digits as the last).
+fn call_ids(most: u32) -> Value {
+    if most <= 1000 {
+        return json!({"enum": (0..most).map(|i| i.to_string()).collect::<Vec<_>>()});
+    }
+    let digits = (most - 1).to_string().len();
+    json!({"type": "string", "pattern": format!("^(0|[1-9][0-9]{{0,{}}})$", digits - 1)})
+}
+
 /// The `"tool_name"` (or `"name"`) of text that is not valid JSON, for messages.
 fn tool_name_guess(text: &str) -> String {
     let Some(at) = text.find("\"tool_name\"") else { return name_guess(text) };
@@ -214,6 +238,48 @@ impl Format for Rules {
         Some(format!(
             "{START_ACTION}[\n    {{\"tool_call_id\": \"0\", \"tool_name\": {name}, \"parameters\": {args}}}\n]{END_ACTION}"
         ))
+    }
+
+    fn syntax(
+        &self,
+        b: &mut Builder,
+        methods: &[(String, &Value)],
+        options: &TextFormatOptions,
+        constraint: &Constraint,
+    ) -> Result<Syntax, GrammarError> {
+        let (open, close) = (format!("{START_ACTION}[\n    "), format!("\n]{END_ACTION}"));
+        // The id numbers the calls of the reply from "0": no more than it takes.
+        let most = constraint.max_calls.max(1);
+        let index = b.terminal("INDEX", integer_range(Some(0), Some(i128::from(most) - 1)));
+        let pieces = |name: &str| {
+            vec![
+                Piece::Text("{\"tool_call_id\": \"".into()),
+                Piece::Index,
+                Piece::Text(format!(
+                    "\", \"tool_name\": {}, \"parameters\": ",
+                    json_text(&Value::String(name.to_string()))
+                )),
+                Piece::Arguments,
+                Piece::Text("}".into()),
+            ]
+        };
+        // (The thinking tokens are framing when reasoning is read as text, and reasoning
+        // markup when it is hidden: free text holds neither way.)
+        let mut avoid =
+            vec![Pattern::text(START_ACTION), Pattern::text(START_THINKING), Pattern::text(END_THINKING)];
+        avoid.extend(FRAMING.iter().map(|t| Pattern::text(t)));
+        JsonPieces {
+            pieces: &pieces,
+            index: Some(index),
+            tag_open: &open,
+            tag_close: &close,
+            object: CallObject::Named { before: vec![("tool_call_id".into(), call_ids(most))] },
+            open: &open,
+            section: Some(Section { between: Expr::lit(",\n    "), close: close.clone() }),
+            avoid,
+            keys: ("tool_name", "parameters"),
+        }
+        .build(ID, b, methods, options)
     }
 }
 

@@ -27,17 +27,23 @@
 //! call of the reply when one block fails). The closing tag is looked for outside JSON
 //! strings, so a value may contain `</tool_call>`. A block that never closes is an
 //! incomplete request.
+//!
+//! **Grammar.** Hermes' layout: `<tool_call>`, a line break, `{"name": …, "arguments":
+//! {…}}`, a line break, `</tool_call>` per call. Free text holds no `<tool_call>` and neither
+//! framing token (`<response>`, `</response>`).
 
 use serde_json::{Map, Value};
 
 use crate::ToolExecutionResult;
+use crate::grammar::{Builder, Constraint, GrammarError, Pattern, Syntax};
 use crate::protocol::textfmt::TextFormat;
+use crate::protocol::textfmt::TextFormatOptions;
 use crate::protocol::textfmt::driver::{
     Found, InSection, RawCall, Reading, Region, Scan, ScanState, Searches,
 };
 use crate::protocol::textfmt::format::{Escape, Format};
 use crate::protocol::textfmt::readers::tagged::{
-    read_json_block, scan_json_block, tagged_call, tagged_prompt, tagged_results,
+    read_json_block, scan_json_block, tagged_call, tagged_prompt, tagged_results, tagged_syntax,
 };
 use crate::tools::ToolDefinition;
 
@@ -109,6 +115,18 @@ impl Format for Rules {
     /// A call of `name` with `args`, as the prompt teaches it.
     fn write_call(&self, name: &str, args: &Map<String, Value>) -> Option<String> {
         Some(tagged_call(name, args, OPEN, CLOSE))
+    }
+
+    fn syntax(
+        &self,
+        b: &mut Builder,
+        methods: &[(String, &Value)],
+        options: &TextFormatOptions,
+        _constraint: &Constraint,
+    ) -> Result<Syntax, GrammarError> {
+        // The answer's framing tokens are markup the reader drops.
+        let avoid = vec![Pattern::text(RESPONSE_OPEN), Pattern::text(RESPONSE_CLOSE)];
+        tagged_syntax(ID, b, methods, options, (OPEN, CLOSE), avoid)
     }
 }
 

@@ -21,15 +21,22 @@
 //! its own call (implementation-defined). A `<|message_sep|>` that does not open a
 //! `function call` message stays in the normal text, as does a header with no JSON
 //! object after it (that header is an incomplete request).
+//!
+//! **Grammar.** GigaChat 3.1's header, `<|function_call|>{"name": …, "arguments": {…}}`
+//! per call (never GigaChat 3's `<|message_sep|>` header, nor a `</s>` after the object).
+//! Free text holds neither `<|function_call|>` nor `<|message_sep|>`, and does not open
+//! (after blanks) with `</s>`, which right after a call is read as its end marker.
 
 use serde_json::{Map, Value};
 
 use crate::ToolExecutionResult;
+use crate::grammar::{Builder, Constraint, GrammarError, Pattern, Syntax};
+use crate::protocol::textfmt::TextFormatOptions;
 use crate::protocol::textfmt::driver::{
     Found, RawCall, Reading, Region, Scan, ScanState, Searches, after_blanks,
 };
 use crate::protocol::textfmt::format::{Format, Marker};
-use crate::protocol::textfmt::grammar::json_text;
+use crate::protocol::textfmt::grammar::{JsonMarkup, JsonSyntax, json_text, opening};
 use crate::protocol::textfmt::prompt::{functions, named_results};
 use crate::protocol::textfmt::readers::json::{Balanced, Quotes, call_value, name_guess, scan_balanced};
 use crate::tools::ToolDefinition;
@@ -218,6 +225,33 @@ impl Format for Rules {
         let name = json_text(&Value::String(name.to_string()));
         let args = json_text(&Value::Object(args.clone()));
         Some(format!("{FUNCTION_CALL}{{\"name\": {name}, \"arguments\": {args}}}"))
+    }
+
+    fn syntax(
+        &self,
+        b: &mut Builder,
+        methods: &[(String, &Value)],
+        options: &TextFormatOptions,
+        _constraint: &Constraint,
+    ) -> Result<Syntax, GrammarError> {
+        let head = |name: &str| {
+            format!("{{\"name\": {}, \"arguments\": ", json_text(&Value::String(name.to_string())))
+        };
+        let markup =
+            JsonMarkup { head: &head, index: None, tail: "}", tag_open: FUNCTION_CALL, tag_close: "" };
+        JsonSyntax {
+            markup,
+            open: FUNCTION_CALL,
+            section: None,
+            avoid: vec![
+                // GigaChat 3's header opens a call too.
+                Pattern::text(MESSAGE_SEP),
+                // Right after a call, `</s>` would be read as its end marker.
+                opening(EOS),
+            ],
+            arguments: "arguments",
+        }
+        .build(ID, b, methods, options)
     }
 }
 

@@ -22,14 +22,23 @@
 //! request. Implementation-defined choices: text after the array is normal text (vLLM
 //! reads a reply only when it holds nothing but the array); the array is found by
 //! balancing brackets outside strings, so `]` inside a string does not end it.
+//!
+//! **Grammar.** One list after Granite 3.0's token, `<|tool_call|>[` then call objects
+//! `{"name": …, "arguments": {…}}` joined by `, ` then `]`. Free text holds neither marker,
+//! and does not open (after blanks) with `[`, which a reply would read as a bare list.
 
 use serde_json::{Map, Value};
 
 use crate::ToolExecutionResult;
+use crate::grammar::{Builder, Constraint, GrammarError, Pattern, Syntax};
+use crate::protocol::textfmt::TextFormatOptions;
 use crate::protocol::textfmt::driver::{Found, RawCall, Reading, Region, Scan, ScanState, Searches};
 use crate::protocol::textfmt::format::{Escape, Format, Marker};
+use crate::protocol::textfmt::grammar::opening;
 use crate::protocol::textfmt::prompt::{functions, wrapped};
-use crate::protocol::textfmt::readers::json_list::{Block, bare_array, call_json, read_block, scan_block};
+use crate::protocol::textfmt::readers::json_list::{
+    Block, bare_array, call_json, list_syntax, read_block, scan_block,
+};
 use crate::protocol::textfmt::readers::shapes::{Shape, after_tool_call};
 use crate::protocol::textfmt::readers::tagged::TOOL_CALL;
 use crate::tools::ToolDefinition;
@@ -123,6 +132,18 @@ impl Format for Rules {
     /// A call of `name` with `args`, as the prompt teaches it.
     fn write_call(&self, name: &str, args: &Map<String, Value>) -> Option<String> {
         Some(format!("{TOKEN}[{}]", call_json(name, "arguments", args)))
+    }
+
+    fn syntax(
+        &self,
+        b: &mut Builder,
+        methods: &[(String, &Value)],
+        options: &TextFormatOptions,
+        _constraint: &Constraint,
+    ) -> Result<Syntax, GrammarError> {
+        // Granite 3.1's marker opens a list too, and so does a reply that opens with one.
+        let avoid = vec![Pattern::text(TOKEN), Pattern::text(TAG), opening("[")];
+        list_syntax(ID, b, methods, options, (&format!("{TOKEN}["), "]"), avoid)
     }
 }
 

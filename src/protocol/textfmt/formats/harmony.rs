@@ -35,16 +35,27 @@
 //! of `final` messages after a call is kept as normal text (as vLLM does; sglang drops
 //! it); the body needs no `<|constrain|>json` (as vLLM; sglang requires it); a non-JSON
 //! body is never passed on as a call (vLLM passes it through as a string).
+//!
+//! **Grammar.** Each call one message as the prompt shows it,
+//! `<|start|>assistant<|channel|>commentary to=functions.NAME <|constrain|>json<|message|>{…}<|call|>`
+//! (a name holding white space or `<` is not offered). Free text holds none of Harmony's
+//! tokens, so the grammar admits no analysis, final or preamble message: the reply's text
+//! stands before and between call messages, where the reader reads it as normal text. The
+//! structural tag's begin is each call's header; there is no JSON Schema of one call, since
+//! no object holds its name.
 
 use serde_json::{Map, Value};
 
 use crate::ToolExecutionResult;
+use crate::grammar::{Builder, CallObject, Constraint, GrammarError, Pattern, Syntax};
 use crate::protocol::reasoning::{Markup, Section};
+use crate::protocol::textfmt::TextFormatOptions;
 use crate::protocol::textfmt::driver::{
     Found, InSection, RawCall, Reading, Region, Scan, ScanState, Searches,
 };
 use crate::protocol::textfmt::escape::neutralize_tokens;
 use crate::protocol::textfmt::format::{Format, Marker};
+use crate::protocol::textfmt::grammar::{JsonPieces, Piece};
 use crate::tools::ToolDefinition;
 
 const START: &str = "<|start|>";
@@ -407,6 +418,46 @@ impl Format for Rules {
         Some(format!(
             "{START}assistant{CHANNEL}commentary to=functions.{name} {CONSTRAIN}json{MESSAGE}{args}{CALL}"
         ))
+    }
+
+    fn syntax(
+        &self,
+        b: &mut Builder,
+        methods: &[(String, &Value)],
+        options: &TextFormatOptions,
+        _constraint: &Constraint,
+    ) -> Result<Syntax, GrammarError> {
+        // A name that would not read back as one recipient (white space, `<`) is not
+        // offered.
+        let methods: Vec<(String, &Value)> = methods
+            .iter()
+            .filter(|(name, _)| !name.is_empty() && !name.contains(|c: char| c.is_whitespace() || c == '<'))
+            .cloned()
+            .collect();
+        if methods.is_empty() {
+            return Err(GrammarError::NoMethods);
+        }
+        let open = format!("{START}assistant{CHANNEL}commentary to=functions.");
+        let pieces = |name: &str| {
+            vec![
+                Piece::Text(format!("{name} {CONSTRAIN}json{MESSAGE}")),
+                Piece::Arguments,
+                Piece::Text(CALL.to_string()),
+            ]
+        };
+        JsonPieces {
+            pieces: &pieces,
+            index: None,
+            tag_open: &open,
+            tag_close: "",
+            // The name is in the header: no JSON object holds a call.
+            object: CallObject::Markup,
+            open: &open,
+            section: None,
+            avoid: TOKENS.iter().map(|t| Pattern::text(t)).collect(),
+            keys: ("name", "arguments"),
+        }
+        .build(ID, b, &methods, options)
     }
 }
 

@@ -26,16 +26,26 @@
 //!
 //! The reading of the tagged array (the `json_list` reader's `TAGGED_ARRAY`) is shared
 //! with `jamba`, which writes the same outer markup without the answer framing.
+//!
+//! **Grammar.** One block, `<tool_calls>[` then call objects `{"name": …, "arguments":
+//! {…}}` joined by `, ` then `]</tool_calls>`. Free text holds no `<tool_calls>`, no
+//! `<answer>` or `</answer>`, and does not open (after blanks) with `助手：`: the grammar
+//! admits none of the answer framing, which the reader drops.
 
 use serde_json::{Map, Value};
 
 use crate::ToolExecutionResult;
+use crate::grammar::{Builder, Constraint, GrammarError, Pattern, Syntax};
+use crate::protocol::textfmt::TextFormatOptions;
 use crate::protocol::textfmt::driver::{
     Found, InSection, RawCall, Reading, Region, Scan, ScanState, Searches, after_blanks,
 };
 use crate::protocol::textfmt::format::{Escape, Format, Marker};
+use crate::protocol::textfmt::grammar::opening;
 use crate::protocol::textfmt::prompt::{functions, wrapped};
-use crate::protocol::textfmt::readers::json_list::{TAGGED_ARRAY, TOOL_CALLS, tagged_calls};
+use crate::protocol::textfmt::readers::json_list::{
+    TAGGED_ARRAY, TOOL_CALLS, TOOL_CALLS_END, list_syntax, tagged_calls,
+};
 use crate::protocol::textfmt::readers::shapes::{Shape, after_tool_calls};
 use crate::tools::ToolDefinition;
 
@@ -150,6 +160,24 @@ impl Format for Rules {
     /// A call of `name` with `args`, as the prompt teaches it.
     fn write_call(&self, name: &str, args: &Map<String, Value>) -> Option<String> {
         Some(tagged_calls(name, args))
+    }
+
+    fn syntax(
+        &self,
+        b: &mut Builder,
+        methods: &[(String, &Value)],
+        options: &TextFormatOptions,
+        _constraint: &Constraint,
+    ) -> Result<Syntax, GrammarError> {
+        // The answer framing is markup the reader drops.
+        let avoid = vec![
+            Pattern::text(TOOL_CALLS),
+            Pattern::text(ANSWER),
+            Pattern::text(ANSWER_END),
+            opening(ASSISTANT),
+        ];
+        let (open, close) = (format!("{TOOL_CALLS}["), format!("]{TOOL_CALLS_END}"));
+        list_syntax(ID, b, methods, options, (&open, &close), avoid)
     }
 }
 

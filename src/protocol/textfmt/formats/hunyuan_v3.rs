@@ -329,6 +329,7 @@ impl Format for Rules {
             section: Some(Section { between: Expr::lit(""), close: format!("\n{}", t.end) }),
             avoid: vec![Pattern::text(SUFFIXED.open)],
             reasoning: options.skip_reasoning,
+            reasoning_markup: Vec::new(),
             json: None,
         })
     }

@@ -38,17 +38,27 @@
 //! `<|message_model|>assistant<|content_text|>…`, and whether a header is a call's
 //! must be decided the same on every prefix of a streamed reply, so only the invoke
 //! token decides it).
+//!
+//! **Grammar.** One frame per call as the prompt shows it,
+//! `<|message_model|>NAME<|content_invoke_tool_json|>{"name":"NAME","args":{…}}<|end_message|>`
+//! (a name that is empty or holds `<|` is not offered: `write_call` writes no call of it).
+//! Free text holds none of the frame tokens, so the grammar admits no text or thinking
+//! frames and no end-of-sampling token: the reply's text stands outside frames, where the
+//! reader reads it as normal text. The JSON Schema of one call is `{"name", "args"}`.
 
 use serde_json::{Map, Value};
 
 use crate::ToolExecutionResult;
+use crate::grammar::{Builder, Constraint, GrammarError, Pattern, Syntax};
 use crate::protocol::json_kind;
 use crate::protocol::reasoning::{Markup, Section};
+use crate::protocol::textfmt::TextFormatOptions;
 use crate::protocol::textfmt::driver::{
     Found, InSection, RawCall, Reading, Region, Scan, ScanState, Searches, after_blanks,
 };
 use crate::protocol::textfmt::escape::neutralize_tokens;
 use crate::protocol::textfmt::format::{Format, Marker};
+use crate::protocol::textfmt::grammar::{JsonMarkup, JsonSyntax, json_text};
 use crate::protocol::textfmt::readers::json::{Balanced, Quotes, object_args, scan_balanced};
 use crate::protocol::textfmt::readers::tagged::{AFTER_JSON, BEFORE_JSON, IN_JSON, json_start};
 use crate::tools::ToolDefinition;
@@ -283,11 +293,36 @@ impl Format for Rules {
         if name.is_empty() || name.contains("<|") {
             return None;
         }
-        let name_json = crate::protocol::textfmt::grammar::json_text(&Value::String(name.to_string()));
-        let args = crate::protocol::textfmt::grammar::json_text(&Value::Object(args.clone()));
+        let name_json = json_text(&Value::String(name.to_string()));
+        let args = json_text(&Value::Object(args.clone()));
         Some(format!(
             "{MESSAGE_MODEL}{name}{INVOKE_JSON}{{\"name\":{name_json},\"args\":{args}}}{END_MESSAGE}"
         ))
+    }
+
+    fn syntax(
+        &self,
+        b: &mut Builder,
+        methods: &[(String, &Value)],
+        options: &TextFormatOptions,
+        _constraint: &Constraint,
+    ) -> Result<Syntax, GrammarError> {
+        // A name the header cannot hold is not offered (`write_call` writes no call of it).
+        let methods: Vec<(String, &Value)> =
+            methods.iter().filter(|(name, _)| !name.is_empty() && !name.contains("<|")).cloned().collect();
+        if methods.is_empty() {
+            return Err(GrammarError::NoMethods);
+        }
+        let head = |name: &str| {
+            format!("{name}{INVOKE_JSON}{{\"name\":{},\"args\":", json_text(&Value::String(name.into())))
+        };
+        let tail = format!("}}{END_MESSAGE}");
+        let markup =
+            JsonMarkup { head: &head, index: None, tail: &tail, tag_open: MESSAGE_MODEL, tag_close: "" };
+        // Every other token is markup the reader reads (a frame, reasoning, a call).
+        let avoid = TOKENS.iter().filter(|t| **t != MESSAGE_MODEL).map(|t| Pattern::text(t)).collect();
+        JsonSyntax { markup, open: MESSAGE_MODEL, section: None, avoid, arguments: "args" }
+            .build(ID, b, &methods, options)
     }
 }
 

@@ -17,15 +17,20 @@
 //! incomplete request; an action never closed is an incomplete request. A lone
 //! `<|action_start|>` at the very end of the reply (nothing after it but white space) is
 //! dropped as markup.
+//!
+//! **Grammar.** Each call one action, `<|action_start|><|plugin|>`, a line break,
+//! `{"name": …, "parameters": {…}}<|action_end|>`; free text holds no `<|action_start|>`.
 
 use serde_json::{Map, Value};
 
 use crate::ToolExecutionResult;
+use crate::grammar::{Builder, Constraint, GrammarError, Pattern, Syntax};
+use crate::protocol::textfmt::TextFormatOptions;
 use crate::protocol::textfmt::driver::{
     Found, InSection, RawCall, Reading, Region, Scan, ScanState, Searches, after_blanks,
 };
 use crate::protocol::textfmt::format::{Format, Marker};
-use crate::protocol::textfmt::grammar::json_text;
+use crate::protocol::textfmt::grammar::{JsonMarkup, JsonSyntax, json_text};
 use crate::protocol::textfmt::prompt::{functions, named_results};
 use crate::protocol::textfmt::readers::tagged::{read_call_object, scan_json_block};
 use crate::tools::ToolDefinition;
@@ -132,6 +137,29 @@ impl Format for Rules {
         let name = json_text(&Value::String(name.to_string()));
         let args = json_text(&Value::Object(args.clone()));
         Some(format!("{ACTION_START}{PLUGIN}\n{{\"name\": {name}, \"parameters\": {args}}}{ACTION_END}"))
+    }
+
+    fn syntax(
+        &self,
+        b: &mut Builder,
+        methods: &[(String, &Value)],
+        options: &TextFormatOptions,
+        _constraint: &Constraint,
+    ) -> Result<Syntax, GrammarError> {
+        let open = format!("{ACTION_START}{PLUGIN}\n");
+        let head = |name: &str| {
+            format!("{{\"name\": {}, \"parameters\": ", json_text(&Value::String(name.to_string())))
+        };
+        let tail = format!("}}{ACTION_END}");
+        let markup = JsonMarkup { head: &head, index: None, tail: &tail, tag_open: &open, tag_close: "" };
+        JsonSyntax {
+            markup,
+            open: &open,
+            section: None,
+            avoid: vec![Pattern::text(ACTION_START)],
+            arguments: "parameters",
+        }
+        .build(ID, b, methods, options)
     }
 }
 

@@ -19,15 +19,23 @@
 //! defined choices: every `<tool_calls>` block is read (vLLM reads the first one only);
 //! text after the block is normal text; a lone space before the block stays normal text
 //! (vLLM reports none).
+//!
+//! **Grammar.** One block on one line, `<tool_calls>[` then call objects `{"name": …,
+//! "arguments": {…}}` joined by `, ` then `]</tool_calls>`; free text holds no
+//! `<tool_calls>`.
 
 use serde_json::{Map, Value};
 
 use crate::ToolExecutionResult;
+use crate::grammar::{Builder, Constraint, GrammarError, Pattern, Syntax};
 use crate::protocol::textfmt::TextFormat;
+use crate::protocol::textfmt::TextFormatOptions;
 use crate::protocol::textfmt::driver::Reading;
 use crate::protocol::textfmt::format::Format;
 use crate::protocol::textfmt::prompt::{functions, named_results};
-use crate::protocol::textfmt::readers::json_list::{TAGGED_ARRAY, tagged_calls};
+use crate::protocol::textfmt::readers::json_list::{
+    TAGGED_ARRAY, TOOL_CALLS, TOOL_CALLS_END, list_syntax, tagged_calls,
+};
 use crate::tools::ToolDefinition;
 
 /// The rules of `jamba`: Hunyuan A13B's `<tool_calls>` array, read by the `json_list`
@@ -69,6 +77,17 @@ impl Format for Rules {
     /// A call of `name` with `args`, as the prompt teaches it.
     fn write_call(&self, name: &str, args: &Map<String, Value>) -> Option<String> {
         Some(tagged_calls(name, args))
+    }
+
+    fn syntax(
+        &self,
+        b: &mut Builder,
+        methods: &[(String, &Value)],
+        options: &TextFormatOptions,
+        _constraint: &Constraint,
+    ) -> Result<Syntax, GrammarError> {
+        let (open, close) = (format!("{TOOL_CALLS}["), format!("]{TOOL_CALLS_END}"));
+        list_syntax(ID, b, methods, options, (&open, &close), vec![Pattern::text(TOOL_CALLS)])
     }
 }
 

@@ -418,6 +418,7 @@ impl Format for Rules {
             section: Some(Section { between: Expr::lit(""), close: CLOSE_TOOLS.into() }),
             avoid: vec![Pattern::text(OPEN), Pattern::text(CLOSE), Pattern::text(END_OF_MSG)],
             reasoning: options.skip_reasoning,
+            reasoning_markup: Vec::new(),
             json: None,
         })
     }

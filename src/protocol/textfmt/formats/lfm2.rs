@@ -282,7 +282,7 @@ impl Format for Rules {
         options: &TextFormatOptions,
         _constraint: &Constraint,
     ) -> Result<Syntax, GrammarError> {
-        let call = calls(b, methods, Literals { json_words: false, no_raw_lt: true })?;
+        let call = calls(b, methods, Literals::python(true))?;
         Ok(Syntax {
             protocol: ID.to_string(),
             open: format!("{START}["),
@@ -290,6 +290,7 @@ impl Format for Rules {
             section: Some(Section { between: Expr::lit(", "), close: format!("]{END}") }),
             avoid: vec![Pattern::text(START), Pattern::text(END)],
             reasoning: options.skip_reasoning,
+            reasoning_markup: Vec::new(),
             json: None,
         })
     }

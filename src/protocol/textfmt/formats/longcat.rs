@@ -17,13 +17,21 @@
 //! looked for outside JSON strings, so a value may contain `</longcat_tool_call>`. A block
 //! that never closes is an incomplete request even when its JSON is whole
 //! (implementation-defined: vLLM's regex also accepts an unclosed last block).
+//!
+//! **Grammar.** Hermes' under LongCat's tags: `<longcat_tool_call>`, a line break, `{"name":
+//! …, "arguments": {…}}`, a line break, `</longcat_tool_call>` per call; free text holds no
+//! `<longcat_tool_call>`.
 
 use serde_json::{Map, Value};
 
 use crate::ToolExecutionResult;
+use crate::grammar::{Builder, Constraint, GrammarError, Syntax};
+use crate::protocol::textfmt::TextFormatOptions;
 use crate::protocol::textfmt::driver::Reading;
 use crate::protocol::textfmt::format::{Escape, Format, Marker};
-use crate::protocol::textfmt::readers::tagged::{Tagged, tagged_call, tagged_prompt, tagged_results};
+use crate::protocol::textfmt::readers::tagged::{
+    Tagged, tagged_call, tagged_prompt, tagged_results, tagged_syntax,
+};
 use crate::tools::ToolDefinition;
 
 pub(crate) const OPEN: &str = "<longcat_tool_call>";
@@ -70,6 +78,16 @@ impl Format for Rules {
     /// A call of `name` with `args`, as the prompt teaches it.
     fn write_call(&self, name: &str, args: &Map<String, Value>) -> Option<String> {
         Some(tagged_call(name, args, OPEN, CLOSE))
+    }
+
+    fn syntax(
+        &self,
+        b: &mut Builder,
+        methods: &[(String, &Value)],
+        options: &TextFormatOptions,
+        _constraint: &Constraint,
+    ) -> Result<Syntax, GrammarError> {
+        tagged_syntax(ID, b, methods, options, (OPEN, CLOSE), Vec::new())
     }
 }
 

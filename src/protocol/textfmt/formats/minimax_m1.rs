@@ -21,19 +21,26 @@
 //! does not close the section. Implementation-defined choices: an object may span several
 //! lines (it ends where its braces balance; vLLM reads line by line and misses it); text
 //! after `</tool_calls>` is normal text.
+//!
+//! **Grammar.** One section, `<tool_calls>` and a line break, one call object `{"name": …,
+//! "arguments": {…}}` a line, then a line break and `</tool_calls>`; free text holds no
+//! `<tool_calls>`.
 
 use serde_json::{Map, Value};
 
 use crate::ToolExecutionResult;
+use crate::grammar::{Builder, Constraint, Expr, GrammarError, Pattern, Section, Syntax};
+use crate::protocol::textfmt::TextFormatOptions;
 use crate::protocol::textfmt::driver::{
     Found, InSection, RawCall, Reading, Region, Scan, ScanState, Searches, after_blanks,
 };
 use crate::protocol::textfmt::escape::neutralize_tokens;
 use crate::protocol::textfmt::format::{Format, Marker};
+use crate::protocol::textfmt::grammar::{JsonMarkup, JsonSyntax};
 use crate::protocol::textfmt::prompt::{content, functions};
 use crate::protocol::textfmt::readers::json::{Balanced, Quotes, name_guess, scan_balanced};
 use crate::protocol::textfmt::readers::json_list::{
-    Block, TOOL_CALLS as OPEN, TOOL_CALLS_END as CLOSE, call_json, element,
+    Block, TOOL_CALLS as OPEN, TOOL_CALLS_END as CLOSE, call_json, call_json_head, element,
 };
 use crate::protocol::textfmt::readers::shapes::{Shape, after_tool_calls};
 use crate::tools::ToolDefinition;
@@ -171,6 +178,26 @@ impl Format for Rules {
     /// A call of `name` with `args`, as the prompt teaches it.
     fn write_call(&self, name: &str, args: &Map<String, Value>) -> Option<String> {
         Some(format!("{OPEN}\n{}\n{CLOSE}", call_json(name, "arguments", args)))
+    }
+
+    fn syntax(
+        &self,
+        b: &mut Builder,
+        methods: &[(String, &Value)],
+        options: &TextFormatOptions,
+        _constraint: &Constraint,
+    ) -> Result<Syntax, GrammarError> {
+        let (open, close) = (format!("{OPEN}\n"), format!("\n{CLOSE}"));
+        let head = |name: &str| call_json_head(name, "arguments");
+        let markup = JsonMarkup { head: &head, index: None, tail: "}", tag_open: &open, tag_close: &close };
+        JsonSyntax {
+            markup,
+            open: &open,
+            section: Some(Section { between: Expr::lit("\n"), close: close.clone() }),
+            avoid: vec![Pattern::text(OPEN)],
+            arguments: "arguments",
+        }
+        .build(ID, b, methods, options)
     }
 }
 

@@ -372,6 +372,7 @@ impl Format for Rules {
             section: Some(Section { between: Expr::lit(""), close: format!("\n{BLOCK_END}") }),
             avoid: vec![Pattern::text(THINK), Pattern::text(THINK_END)],
             reasoning: options.skip_reasoning,
+            reasoning_markup: Vec::new(),
             json: None,
         })
     }

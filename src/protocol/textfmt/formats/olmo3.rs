@@ -214,7 +214,7 @@ impl Format for Rules {
         options: &TextFormatOptions,
         _constraint: &Constraint,
     ) -> Result<Syntax, GrammarError> {
-        let call = calls(b, methods, Literals { json_words: true, no_raw_lt: true })?;
+        let call = calls(b, methods, Literals::json(true))?;
         Ok(Syntax {
             protocol: ID.to_string(),
             open: OPEN.into(),
@@ -222,6 +222,7 @@ impl Format for Rules {
             section: Some(Section { between: Expr::lit("\n"), close: CLOSE.into() }),
             avoid: Vec::new(),
             reasoning: options.skip_reasoning,
+            reasoning_markup: Vec::new(),
             json: None,
         })
     }

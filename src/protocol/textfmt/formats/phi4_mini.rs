@@ -15,15 +15,20 @@
 //! at the `]` that balances its `[` outside JSON strings (vLLM stops at the first `]`,
 //! which breaks on array values); text after the list is normal text (vLLM drops all
 //! text when it finds calls); `functools` not directly followed by `[` is prose.
+//!
+//! **Grammar.** One list, `functools[` then call objects `{"name": …, "arguments": {…}}`
+//! joined by `, ` then `]`; free text holds no `functools[`.
 
 use serde_json::{Map, Value};
 
 use crate::ToolExecutionResult;
+use crate::grammar::{Builder, Constraint, GrammarError, Syntax};
+use crate::protocol::textfmt::TextFormatOptions;
 use crate::protocol::textfmt::driver::{Found, RawCall, Reading, Region, Scan, ScanState, Searches};
 use crate::protocol::textfmt::format::{Escape, Format, Marker};
 use crate::protocol::textfmt::prompt::content;
 use crate::protocol::textfmt::readers::json_list::{
-    Block, call_json, pretty_functions, read_block, scan_block,
+    Block, call_json, list_syntax, pretty_functions, read_block, scan_block,
 };
 use crate::tools::ToolDefinition;
 
@@ -113,6 +118,16 @@ impl Format for Rules {
     /// A call of `name` with `args`, as the prompt teaches it.
     fn write_call(&self, name: &str, args: &Map<String, Value>) -> Option<String> {
         Some(format!("functools[{}]", call_json(name, "arguments", args)))
+    }
+
+    fn syntax(
+        &self,
+        b: &mut Builder,
+        methods: &[(String, &Value)],
+        options: &TextFormatOptions,
+        _constraint: &Constraint,
+    ) -> Result<Syntax, GrammarError> {
+        list_syntax(ID, b, methods, options, (MARKER, "]"), Vec::new())
     }
 }
 

@@ -200,6 +200,7 @@ impl Format for Rules {
             section: None,
             avoid: Vec::new(),
             reasoning: options.skip_reasoning,
+            reasoning_markup: Vec::new(),
             json: None,
         })
     }

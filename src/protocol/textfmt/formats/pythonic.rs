@@ -168,7 +168,7 @@ impl Format for Rules {
         _constraint: &Constraint,
     ) -> Result<Syntax, GrammarError> {
         use crate::grammar::{Expr, Pattern, Section, Syntax};
-        let literals = Literals { json_words: false, no_raw_lt: options.skip_reasoning };
+        let literals = Literals::python(options.skip_reasoning);
         let call = calls(b, methods, literals)?;
         Ok(Syntax {
             protocol: ID.to_string(),
@@ -177,6 +177,7 @@ impl Format for Rules {
             section: Some(Section { between: Expr::lit(", "), close: "]".into() }),
             avoid: vec![Pattern::text(START)],
             reasoning: options.skip_reasoning,
+            reasoning_markup: Vec::new(),
             json: None,
         })
     }

@@ -178,6 +178,7 @@ impl Format for Rules {
             section: None,
             avoid: vec![Pattern::text(FUNCTION)],
             reasoning: options.skip_reasoning,
+            reasoning_markup: Vec::new(),
             json: None,
         })
     }

@@ -23,16 +23,30 @@
 //! list (smg looks for the next bracket anywhere); text after the list is normal text
 //! (white space right after a list that followed the token is dropped with the markup);
 //! an unclosed list is reported as an incomplete request rather than as text.
+//!
+//! **Grammar.** One list after the token, `<|tool_calls|>[{'name': 'NAME', 'arguments':
+//! {…}}, …]`, dicts joined by `, `, arguments in schema order. Values are Python literals as
+//! the writer writes them: strings in single quotes with the escapes the reader decodes and
+//! no raw control character (nor a raw `<` while reasoning is hidden), `True`/`False`/`None`,
+//! numbers as JSON writes them, lists and dicts of the same (a space after `:` and `,`
+//! optional). Free text holds no `<|tool_calls|>`, and does not open (after blanks) with `[`
+//! or `{`, which the reader takes for a list without the token at the start of a reply, and
+//! for another list right after one. No JSON dialect: no JSON Schema describes Python
+//! literals.
 
 use serde_json::{Map, Value};
 
 use crate::ToolExecutionResult;
+use crate::grammar::{
+    Builder, CharSet, Constraint, Expr, GrammarError, Pattern, Section, Syntax, properties,
+};
+use crate::protocol::textfmt::TextFormatOptions;
 use crate::protocol::textfmt::driver::{
     Found, InSection, RawCall, Reading, Region, Scan, ScanState, Searches, after_blanks,
 };
 use crate::protocol::textfmt::format::{Format, Marker};
 use crate::protocol::textfmt::readers::json::{Quotes, split_elements};
-use crate::protocol::textfmt::readers::pythonic::python_string;
+use crate::protocol::textfmt::readers::pythonic::{Literals, PyLiterals, python_literal};
 use crate::python::parse_literal;
 use crate::tools::ToolDefinition;
 
@@ -123,41 +137,6 @@ impl Reading for Rules {
     }
 }
 
-/// `value` as a Python literal: strings in single quotes (`\`, `'`, control characters
-/// and `<` escaped, so no string opens a tag), `True`/`False`/`None`, numbers as JSON
-/// writes them, lists and dicts.
-fn python(value: &Value, out: &mut String) {
-    match value {
-        Value::String(s) => python_string(s, '\'', out),
-        Value::Bool(true) => out.push_str("True"),
-        Value::Bool(false) => out.push_str("False"),
-        Value::Null => out.push_str("None"),
-        Value::Number(n) => out.push_str(&n.to_string()),
-        Value::Array(items) => {
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push_str(", ");
-                }
-                python(item, out);
-            }
-            out.push(']');
-        }
-        Value::Object(map) => {
-            out.push('{');
-            for (i, (key, item)) in map.iter().enumerate() {
-                if i > 0 {
-                    out.push_str(", ");
-                }
-                python(&Value::String(key.clone()), out);
-                out.push_str(": ");
-                python(item, out);
-            }
-            out.push('}');
-        }
-    }
-}
-
 /// The format's id.
 pub(crate) const ID: &str = "sarashina";
 
@@ -203,11 +182,54 @@ impl Format for Rules {
     /// `<|tool_calls|>[{'name': 'NAME', 'arguments': {…}}]`.
     fn write_call(&self, name: &str, args: &Map<String, Value>) -> Option<String> {
         let mut out = format!("{MARKER}[{{'name': ");
-        python(&Value::String(name.to_string()), &mut out);
+        python_literal(&Value::String(name.to_string()), '\'', &mut out);
         out.push_str(", 'arguments': ");
-        python(&Value::Object(args.clone()), &mut out);
+        python_literal(&Value::Object(args.clone()), '\'', &mut out);
         out.push_str("}]");
         Some(out)
+    }
+
+    /// The calls of `sarashina` as a grammar (see the module docs).
+    fn syntax(
+        &self,
+        b: &mut Builder,
+        methods: &[(String, &Value)],
+        options: &TextFormatOptions,
+        _constraint: &Constraint,
+    ) -> Result<Syntax, GrammarError> {
+        let py = |value: &str| {
+            let mut out = String::new();
+            python_literal(&Value::String(value.to_string()), '\'', &mut out);
+            out
+        };
+        let ws = || Expr::lit(" ").opt();
+        let literals =
+            Literals { quote: '\'', python_containers: true, ..Literals::python(options.skip_reasoning) };
+        let mut calls = Vec::new();
+        for (name, schema) in methods {
+            let mut literals = PyLiterals::new(b, name, schema, literals);
+            let mut members = Vec::new();
+            for (key, property, required) in properties(schema) {
+                let value = literals.literal(property)?;
+                members.push((Expr::seq([Expr::lit(py(key)), Expr::lit(":"), ws(), value]), required));
+            }
+            let list = literals.values().member_list(members, Expr::seq([Expr::lit(","), ws()]));
+            let head = format!("{{'name': {}, 'arguments': {{", py(name));
+            calls.push(b.rule(name, Expr::seq([Expr::lit(head), list, Expr::lit("}}")])));
+        }
+        Ok(Syntax {
+            protocol: ID.to_string(),
+            open: format!("{MARKER}["),
+            call: b.rule("call", Expr::alt(calls)),
+            section: Some(Section { between: Expr::lit(", "), close: "]".into() }),
+            avoid: vec![
+                Pattern::text(MARKER),
+                Pattern::new().then_any(CharSet::ascii_space()).then(CharSet::of("[{")).at_start(),
+            ],
+            reasoning: options.skip_reasoning,
+            reasoning_markup: Vec::new(),
+            json: None,
+        })
     }
 }
 

@@ -229,6 +229,7 @@ impl Format for Rules {
             section: None,
             avoid: vec![Pattern::text(THINK), Pattern::text(THINK_END)],
             reasoning: options.skip_reasoning,
+            reasoning_markup: Vec::new(),
             json: None,
         })
     }

@@ -246,6 +246,7 @@ impl Format for Rules {
             section: Some(Section { between: Expr::lit(""), close: format!("\n{CALLS_END}") }),
             avoid: Vec::new(),
             reasoning: options.skip_reasoning,
+            reasoning_markup: Vec::new(),
             json: None,
         })
     }

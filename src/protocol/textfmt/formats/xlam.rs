@@ -27,13 +27,23 @@
 //! Implementation-defined choices: only ```` ```json ```` fences are read (not
 //! bare ```` ``` ```` ones); the template's empty list `[]` ("no call") stays normal
 //! text; several marked arrays in one reply are all read, in order.
+//!
+//! **Grammar.** The bare list the prompt teaches, `[{"name": …, "arguments": {…}}, …]`
+//! (objects joined by `, `), only where the reply starts: nothing but blanks (or the
+//! reasoning block) before it. Free text holds none of `[TOOL_CALLS]`, `<tool_call>`,
+//! ```` ```json ```` and `[{"name": `, and does not open with `[`. The JSON Schema is that of
+//! one call object (the `calls` scope's array of them is the list itself); there is no
+//! structural tag, which would admit the list anywhere in text, where it is prose.
 
 use serde_json::{Map, Value};
 
 use crate::ToolExecutionResult;
+use crate::grammar::{Builder, CharSet, Constraint, Expr, GrammarError, Pattern, Section, Syntax};
 use crate::protocol::textfmt::TextFormat;
+use crate::protocol::textfmt::TextFormatOptions;
 use crate::protocol::textfmt::driver::{Found, RawCall, Reading, Region, Scan, ScanState, Searches};
 use crate::protocol::textfmt::format::{Escape, Format, Marker};
+use crate::protocol::textfmt::grammar::{JsonMarkup, JsonSyntax, json_text, opening};
 use crate::protocol::textfmt::prompt::named_results;
 use crate::protocol::textfmt::readers::json::name_guess;
 use crate::protocol::textfmt::readers::json_list::{
@@ -181,6 +191,37 @@ impl Format for Rules {
     /// reads as a call when it opens the reply).
     fn write_call(&self, name: &str, args: &Map<String, Value>) -> Option<String> {
         Some(format!("[{}]", call_json(name, "arguments", args)))
+    }
+
+    fn syntax(
+        &self,
+        b: &mut Builder,
+        methods: &[(String, &Value)],
+        options: &TextFormatOptions,
+        _constraint: &Constraint,
+    ) -> Result<Syntax, GrammarError> {
+        // The list's opening up to the first name is the markup: free text may hold a
+        // `[` (a bare list is a call only at the start of a reply), but not that.
+        const OPEN: &str = "[{\"name\": ";
+        let head = |name: &str| format!("{}, \"arguments\": ", json_text(&Value::String(name.to_string())));
+        let markup = JsonMarkup { head: &head, index: None, tail: "}", tag_open: OPEN, tag_close: "]" };
+        JsonSyntax {
+            markup,
+            open: OPEN,
+            section: Some(Section { between: Expr::lit(", {\"name\": "), close: "]".into() }),
+            avoid: vec![
+                // The list is a call only where the reply starts: nothing but blanks
+                // (or reasoning) before it.
+                Pattern::new().then(CharSet::of(" \t\n\r\x0c").not()).before_call(),
+                // Free text that opens with `[` would be read for a list.
+                opening("["),
+                Pattern::text(TOOL_CALLS),
+                Pattern::text(TAG),
+                Pattern::text(FENCE),
+            ],
+            arguments: "arguments",
+        }
+        .build(ID, b, methods, options)
     }
 }
 

@@ -363,6 +363,7 @@ pub(crate) fn syntax(
         section: Some(Section { between: Expr::lit(""), close: format!("\n{}", m.block_end) }),
         avoid,
         reasoning: options.skip_reasoning,
+        reasoning_markup: Vec::new(),
         json: None,
     })
 }

@@ -431,6 +431,7 @@ pub(crate) fn syntax(
         section: None,
         avoid,
         reasoning: options.skip_reasoning,
+        reasoning_markup: Vec::new(),
         json: None,
     })
 }

@@ -173,6 +173,7 @@ pub(crate) fn syntax(
         section: None,
         avoid: Vec::new(),
         reasoning: options.skip_reasoning,
+        reasoning_markup: Vec::new(),
         json: None,
     })
 }

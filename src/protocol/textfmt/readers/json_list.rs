@@ -6,11 +6,13 @@
 use serde_json::{Map, Value};
 
 use super::json::{Balanced, Quotes, call_value, name_guess, scan_balanced, split_elements};
+use crate::grammar::{Builder, Expr, GrammarError, Pattern, Section, Syntax};
 use crate::protocol::json_kind;
+use crate::protocol::textfmt::TextFormatOptions;
 use crate::protocol::textfmt::driver::{
     Found, RawCall, Reading, Region, Scan, ScanState, Searches, after_blanks, scan_for,
 };
-use crate::protocol::textfmt::grammar::json_text;
+use crate::protocol::textfmt::grammar::{JsonMarkup, JsonSyntax, json_text};
 use crate::protocol::textfmt::prompt::functions;
 use crate::tools::ToolDefinition;
 
@@ -270,9 +272,36 @@ pub(crate) fn bare_array(text: &str, from: usize, reply_start: bool) -> Option<F
 
 /// One call in a list of calls: `{"name": …, "<key>": …}`, strings with `<` escaped.
 pub(crate) fn call_json(name: &str, key: &str, args: &Map<String, Value>) -> String {
-    let name = json_text(&Value::String(name.to_string()));
-    let args = json_text(&Value::Object(args.clone()));
-    format!("{{\"name\": {name}, \"{key}\": {args}}}")
+    format!("{}{}}}", call_json_head(name, key), json_text(&Value::Object(args.clone())))
+}
+
+/// A call object as [`call_json`] writes it, up to its arguments: `{"name": …, "<key>": `.
+pub(crate) fn call_json_head(name: &str, key: &str) -> String {
+    format!("{{\"name\": {}, \"{key}\": ", json_text(&Value::String(name.to_string())))
+}
+
+/// The syntax of a format that writes its calls as one JSON list, `open` (ending with
+/// its `[`), call objects as [`call_json`] writes them (arguments under `"arguments"`)
+/// joined by `, `, then `close` (starting with its `]`); free text holds none of `avoid`
+/// (nor `open`).
+pub(crate) fn list_syntax(
+    id: &str,
+    b: &mut Builder,
+    methods: &[(String, &Value)],
+    options: &TextFormatOptions,
+    (open, close): (&str, &str),
+    avoid: Vec<Pattern>,
+) -> Result<Syntax, GrammarError> {
+    let head = |name: &str| call_json_head(name, "arguments");
+    let markup = JsonMarkup { head: &head, index: None, tail: "}", tag_open: open, tag_close: close };
+    JsonSyntax {
+        markup,
+        open,
+        section: Some(Section { between: Expr::lit(", "), close: close.into() }),
+        avoid,
+        arguments: "arguments",
+    }
+    .build(id, b, methods, options)
 }
 
 /// `intro`, then each function of `tools` as indented JSON followed by a blank line.
