@@ -350,6 +350,8 @@ pub(crate) struct Builder {
     by_body: HashMap<(bool, String), String>,
     /// Every name as GBNF writes it ([`gbnf_name`]).
     gbnf_names: std::collections::HashSet<String>,
+    /// What every text avoids besides its own patterns ([`avoid_everywhere`](Self::avoid_everywhere)).
+    everywhere: Vec<Pattern>,
 }
 
 impl Builder {
@@ -393,15 +395,32 @@ impl Builder {
         self.avoiding_bounded(hint, patterns, 0, None)
     }
 
+    /// Makes every text built from now on ([`avoiding`](Self::avoiding),
+    /// [`avoiding_bounded`](Self::avoiding_bounded)) hold none of `patterns` either: for
+    /// markup the reader cuts out wherever it stands (a format's own reasoning tokens,
+    /// while reasoning is hidden), in free text and values alike.
+    pub(crate) fn avoid_everywhere(&mut self, patterns: impl IntoIterator<Item = Pattern>) {
+        for pattern in patterns {
+            if !self.everywhere.contains(&pattern) {
+                self.everywhere.push(pattern);
+            }
+        }
+    }
+
     /// A terminal that is any text of `min` to `max` characters holding none of
-    /// `patterns`.
+    /// `patterns` (nor any pattern [`avoid_everywhere`](Self::avoid_everywhere) set).
     pub(crate) fn avoiding_bounded(
         &mut self,
         hint: &str,
-        patterns: Vec<Pattern>,
+        mut patterns: Vec<Pattern>,
         min: u32,
         max: Option<u32>,
     ) -> Expr {
+        for pattern in &self.everywhere {
+            if !patterns.contains(pattern) {
+                patterns.push(pattern.clone());
+            }
+        }
         let max = max.map(|max| max.max(min));
         let text = AvoidText { patterns, min, max };
         // Bounded text that cannot be guarded is written out as an automaton of rules in

@@ -79,11 +79,32 @@ pub(crate) struct Values<'b> {
     root: &'b Value,
     refs: HashMap<String, String>,
     depth: u32,
+    /// For protocols whose markup names a text value's JSON type (DSML's `string="true"`,
+    /// Kimi K3's `type="number"`): what opens a value of each type (`string`, `integer`,
+    /// `number`, `boolean`, `null`, `object`, `array`), in place of the style's `open`
+    /// for a value that is not free text ([`with_kind_open`](Self::with_kind_open)).
+    kind_open: Option<&'b dyn Fn(&str) -> String>,
 }
 
 impl<'b> Values<'b> {
     pub(crate) fn new(builder: &'b mut Builder, style: ValueStyle, method: &str, root: &'b Value) -> Self {
-        Values { builder, style, method: method.to_string(), root, refs: HashMap::new(), depth: 0 }
+        Values {
+            builder,
+            style,
+            method: method.to_string(),
+            root,
+            refs: HashMap::new(),
+            depth: 0,
+            kind_open: None,
+        }
+    }
+
+    /// With text values opened by markup that names their JSON type: `open(kind)` opens a
+    /// constant, an `enum` value, and every value that is not free text (whose forms are
+    /// the style's own), one kind at a time.
+    pub(crate) fn with_kind_open(mut self, open: &'b dyn Fn(&str) -> String) -> Self {
+        self.kind_open = Some(open);
+        self
     }
 
     /// The bounds of a string of `schema`: its `minLength`, and its `maxLength` capped by
@@ -353,11 +374,19 @@ impl<'b> Values<'b> {
             return self.reference(reference, |values, target| values.text(target));
         }
         if let Some(constant) = object.get("const") {
+            if self.kind_open.is_some() {
+                return Ok(self.delimited_as(kind_of(constant), Expr::lit(text_of(constant))));
+            }
             return Ok(self.delimited(Expr::lit(text_of(constant))));
         }
         if let Some(options) = object.get("enum").and_then(Value::as_array) {
             if options.is_empty() {
                 return Err(self.error("an empty `enum` admits no value"));
+            }
+            if self.kind_open.is_some() {
+                let each: Vec<Expr> =
+                    options.iter().map(|v| self.delimited_as(kind_of(v), Expr::lit(text_of(v)))).collect();
+                return Ok(Expr::alt(each));
             }
             return Ok(self.delimited(Expr::alt(options.iter().map(|v| Expr::lit(text_of(v))))));
         }
@@ -396,12 +425,26 @@ impl<'b> Values<'b> {
                 "null" => Expr::lit("null"),
                 other => return Err(self.error(format!("unknown type `{other}`"))),
             };
-            alternatives.push(inner);
+            alternatives.push((kind, inner));
         }
         if alternatives.is_empty() {
             return Err(self.error("the schema admits only `null`, which a text value cannot hold"));
         }
-        Ok(self.delimited(Expr::alt(alternatives)))
+        if self.kind_open.is_some() {
+            let each: Vec<Expr> =
+                alternatives.into_iter().map(|(kind, inner)| self.delimited_as(kind, inner)).collect();
+            return Ok(Expr::alt(each));
+        }
+        Ok(self.delimited(Expr::alt(alternatives.into_iter().map(|(_, inner)| inner))))
+    }
+
+    /// `inner`, a value of JSON type `kind`, between the opener of its kind
+    /// ([`with_kind_open`](Self::with_kind_open)) and the value's closer.
+    fn delimited_as(&mut self, kind: &str, inner: Expr) -> Expr {
+        let open = self.kind_open.map_or_else(|| self.style.open.clone(), |open| open(kind));
+        let body =
+            Expr::seq([Expr::lit(open), inner, self.style.slack(), Expr::lit(self.style.close.clone())]);
+        self.builder.token("VALUE", body)
     }
 
     /// `inner` between the value delimiters: one lexeme when it is regular.
@@ -512,6 +555,19 @@ fn required_keys(schema: &Map<String, Value>) -> Vec<String> {
 
 fn count(schema: &Map<String, Value>, key: &str) -> Option<u32> {
     schema.get(key).and_then(Value::as_u64).map(|n| n.min(u64::from(u32::MAX)) as u32)
+}
+
+/// The JSON type of `value`, as a schema names it (a whole number is an `integer`).
+fn kind_of(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(n) if n.is_i64() || n.is_u64() => "integer",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
 }
 
 /// A value's text in a text protocol: a string as itself, anything else as JSON.

@@ -99,14 +99,10 @@ impl Engine {
 
     /// Consumes `bytes` one at a time; `Err(i)` at the first byte the grammar forbids.
     pub fn feed(&mut self, bytes: &[u8]) -> Result<(), usize> {
-        for (i, &byte) in bytes.iter().enumerate() {
-            let mask = self.matcher.compute_mask().map_err(|_| i)?;
-            if !mask.is_allowed(u32::from(byte)) {
-                return Err(i);
-            }
-            self.matcher.consume_tokens(&[u32::from(byte)]).map_err(|_| i)?;
-        }
-        Ok(())
+        let tokens: Vec<u32> = bytes.iter().map(|&b| u32::from(b)).collect();
+        let valid = self.matcher.validate_tokens(&tokens).map_err(|_| 0usize)?;
+        self.matcher.consume_tokens(&tokens[..valid]).map_err(|_| 0usize)?;
+        if valid < tokens.len() { Err(valid) } else { Ok(()) }
     }
 
     /// Whether the text so far is a whole sentence of the grammar.
@@ -252,8 +248,9 @@ fn python_grammar(kind: &str, text: &str) -> Result<TopLevelGrammar, String> {
             *worker = Some(Worker::start()?);
         }
         let result = worker.as_mut().map_or(Err("no worker".into()), |w| w.convert(kind, text));
-        // A worker that stopped is started again for the next grammar.
-        if result.as_ref().is_err_and(|e| e.starts_with("the conversion worker stopped")) {
+        // A worker that broke down (not the reader refusing a grammar) is started again
+        // for the next grammar.
+        if result.as_ref().is_err_and(|e| !e.starts_with("llguidance's")) {
             *worker = None;
         }
         result?

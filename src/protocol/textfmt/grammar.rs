@@ -17,6 +17,13 @@
 //! - `hermes`: `<tool_call>\n{"name": …, "arguments": …}\n</tool_call>` per call.
 //! - `qwen3_coder_xml`, `glm45`, `glm47`, `minimax_m2`, `pythonic`: see each format's file
 //!   in `formats/` (text values; GLM's in `readers/glm.rs`).
+//! - `seed_oss`, `poolside_v1`, `hunyuan_v3`, `minicpm5`, `minimax_m3`, `step3`,
+//!   `kimi_k3`: see each format's file (text values, [`TextValues`] or [`TextCalls`];
+//!   MiniMax-M3's nested elements its own).
+//! - `deepseek_v32`, `deepseek_v4`, `deepseek_v41`, `gigachat35`: DSML's, in
+//!   `readers/dsml.rs`; `function_gemma`, `gemma4`: Gemma's notation, in
+//!   `readers/gemma.rs`; `olmo3`, `lfm2`: Python calls, as `pythonic`'s, in
+//!   `readers/pythonic.rs`.
 //! - `cohere`, `granite`, `xlam`, `phi4_mini`, `hunyuan`, `jamba`, `minimax_m1`,
 //!   `internlm`, `longcat`, `ernie45`, `gigachat3`, `apertus`, `inkling`, `harmony` (JSON
 //!   bodies, with [`JsonSyntax`] or its general form [`JsonPieces`]) and `sarashina`
@@ -238,20 +245,62 @@ impl TextValues<'_> {
         methods: &[(String, &Value)],
         options: &TextFormatOptions,
     ) -> Result<Expr, GrammarError> {
-        let mut patterns = self.avoid;
-        if options.skip_reasoning {
-            patterns.extend(reasoning_heads());
-        }
         let string = TextForm {
             text_name: "VALUE_TEXT",
             value_name: "STRING_VALUE",
             open: self.open.into(),
-            avoid: patterns,
+            avoid: self.avoid,
             close: self.close.into(),
         };
+        TextCalls {
+            strings: vec![string],
+            open: self.open,
+            close: self.close,
+            kind_open: None,
+            escapes: "<",
+            index: None,
+            key: self.key,
+            call: self.call,
+        }
+        .calls(b, methods, options)
+    }
+}
+
+/// [`TextValues`] with more say: a string value may take several forms (each its own
+/// opener, text and closer, as [`TextForm`]s), the opener of any other value may name
+/// its JSON type (`kind_open`, as DSML's `string="false">` and Kimi K3's
+/// `type="number"<|sep|>` do), JSON strings inside values escape `escapes` beyond
+/// JSON's own, and `index` (an expression, then a text) may follow the head of each
+/// call, for formats that number their calls. Reasoning tags join every form's `avoid`
+/// while reasoning is hidden.
+pub(crate) struct TextCalls<'a> {
+    pub strings: Vec<TextForm>,
+    pub open: &'a str,
+    pub close: &'a str,
+    pub kind_open: Option<&'a dyn Fn(&str) -> String>,
+    pub escapes: &'a str,
+    pub index: Option<(Expr, &'a str)>,
+    pub key: &'a dyn Fn(&str) -> String,
+    pub call: &'a dyn Fn(&str) -> (String, String),
+}
+
+impl TextCalls<'_> {
+    /// The rule of one call of any of `methods`, its rules in `b`.
+    pub(crate) fn calls(
+        self,
+        b: &mut Builder,
+        methods: &[(String, &Value)],
+        options: &TextFormatOptions,
+    ) -> Result<Expr, GrammarError> {
+        let mut strings = self.strings;
+        if options.skip_reasoning {
+            for form in &mut strings {
+                form.avoid.extend(reasoning_heads());
+            }
+        }
         let style = ValueStyle {
-            string_escapes: "<".into(),
-            text: vec![string],
+            string_escapes: self.escapes.into(),
+            text: strings,
             open: self.open.into(),
             close: self.close.into(),
             slack: None,
@@ -259,6 +308,9 @@ impl TextValues<'_> {
         let mut calls = Vec::new();
         for (name, schema) in methods {
             let mut values = Values::new(b, style.clone(), name, schema);
+            if let Some(kind_open) = self.kind_open {
+                values = values.with_kind_open(kind_open);
+            }
             let mut members = Vec::new();
             for (key, property, required) in properties(schema) {
                 let value = values.text(property)?;
@@ -266,7 +318,11 @@ impl TextValues<'_> {
             }
             let list = values.member_list(members, Expr::lit(""));
             let (head, tail) = (self.call)(name);
-            calls.push(b.rule(name, Expr::seq([Expr::lit(head), list, Expr::lit(tail)])));
+            let index = match &self.index {
+                Some((index, after)) => Expr::seq([index.clone(), Expr::lit(*after)]),
+                None => Expr::lit(""),
+            };
+            calls.push(b.rule(name, Expr::seq([Expr::lit(head), index, list, Expr::lit(tail)])));
         }
         Ok(b.rule("call", Expr::alt(calls)))
     }
@@ -282,6 +338,11 @@ pub(crate) fn grammar(
     let mut b = Builder::new(constraint);
     if options.starts_in_reasoning && options.skip_reasoning {
         b.opened_reasoning = Some("</think>");
+    }
+    // While reasoning is hidden, the reader cuts the format's own reasoning markup out
+    // wherever it stands (a value too): no text of the grammar holds it.
+    if let (true, Some(markup)) = (options.skip_reasoning, format.format().reasoning()) {
+        b.avoid_everywhere(markup.all().map(Pattern::text));
     }
     let methods = methods(tools);
     if methods.is_empty() {

@@ -34,10 +34,15 @@
 //! `</｜DSML｜parameter>`, and while a value is open only a new invoke or the block's end
 //! cut it short, so a value may hold `</｜DSML｜invoke>` (it cannot hold
 //! `</｜DSML｜parameter>`, `<｜DSML｜invoke` or `</｜DSML｜function_calls>`).
+//!
+//! Grammar: DSML's (`readers/dsml.rs`), in a `<｜DSML｜function_calls>` block; free text
+//! holds no `<｜DSML｜function_calls>`.
 
 use serde_json::{Map, Value};
 
 use crate::ToolExecutionResult;
+use crate::grammar::{Builder, Constraint, GrammarError, Syntax};
+use crate::protocol::textfmt::TextFormatOptions;
 use crate::protocol::textfmt::driver::Reading;
 use crate::protocol::textfmt::format::{Escape, Format, Marker};
 use crate::protocol::textfmt::prompt::{bare_functions, content};
@@ -105,6 +110,17 @@ impl Format for Rules {
     /// around it).
     fn write_call(&self, name: &str, args: &Map<String, Value>) -> Option<String> {
         dsml::write(&V32, name, args)
+    }
+
+    /// The calls of `deepseek_v32` as a grammar: see the module docs.
+    fn syntax(
+        &self,
+        b: &mut Builder,
+        methods: &[(String, &Value)],
+        options: &TextFormatOptions,
+        _constraint: &Constraint,
+    ) -> Result<Syntax, GrammarError> {
+        dsml::syntax(ID, &V32, Vec::new(), b, methods, options)
     }
 }
 

@@ -38,10 +38,15 @@
 //! cut it short, so a value may hold `</｜DSML｜invoke>` but not `</｜DSML｜parameter>`,
 //! `<｜DSML｜invoke` or `</｜DSML｜tool_calls>`; sglang's schema validation of the
 //! arguments is not done here (the engine checks them against the tool).
+//!
+//! Grammar: DSML's (`readers/dsml.rs`), in a `<｜DSML｜tool_calls>` block; free text holds
+//! no `<｜DSML｜tool_calls>`.
 
 use serde_json::{Map, Value};
 
 use crate::ToolExecutionResult;
+use crate::grammar::{Builder, Constraint, GrammarError, Syntax};
+use crate::protocol::textfmt::TextFormatOptions;
 use crate::protocol::textfmt::driver::Reading;
 use crate::protocol::textfmt::format::{Escape, Format, Marker};
 use crate::protocol::textfmt::readers::dsml::{self, V4, tool_results, tools_section};
@@ -86,6 +91,17 @@ impl Format for Rules {
     /// around it).
     fn write_call(&self, name: &str, args: &Map<String, Value>) -> Option<String> {
         dsml::write(&V4, name, args)
+    }
+
+    /// The calls of `deepseek_v4` as a grammar: see the module docs.
+    fn syntax(
+        &self,
+        b: &mut Builder,
+        methods: &[(String, &Value)],
+        options: &TextFormatOptions,
+        _constraint: &Constraint,
+    ) -> Result<Syntax, GrammarError> {
+        dsml::syntax(ID, &V4, Vec::new(), b, methods, options)
     }
 }
 

@@ -46,10 +46,16 @@
 //! may hold `</｜DSML｜ invoke>` but not `</｜DSML｜ parameter>`, `<｜DSML｜ invoke` or
 //! `</｜DSML｜ calls>`; its `write_call` writes the block without the leading separator
 //! (a call on its own; the separator belongs between text and a block).
+//!
+//! Grammar: DSML's (`readers/dsml.rs`) with the spaced tags, in a `<｜DSML｜ calls>` block
+//! written as `write_call` writes it (without the separator; a reply's text may end with
+//! one, which is then read as markup); free text holds no `<｜DSML｜ calls>`.
 
 use serde_json::{Map, Value};
 
 use crate::ToolExecutionResult;
+use crate::grammar::{Builder, Constraint, GrammarError, Syntax};
+use crate::protocol::textfmt::TextFormatOptions;
 use crate::protocol::textfmt::driver::{
     Found, RawCall, Reading, Region, Scan, ScanState, Searches, SectionTokens,
 };
@@ -128,6 +134,17 @@ impl Format for Rules {
     /// white space around it).
     fn write_call(&self, name: &str, args: &Map<String, Value>) -> Option<String> {
         dsml::write(&V41, name, args)
+    }
+
+    /// The calls of `deepseek_v41` as a grammar: see the module docs.
+    fn syntax(
+        &self,
+        b: &mut Builder,
+        methods: &[(String, &Value)],
+        options: &TextFormatOptions,
+        _constraint: &Constraint,
+    ) -> Result<Syntax, GrammarError> {
+        dsml::syntax(ID, &V41, Vec::new(), b, methods, options)
     }
 }
 

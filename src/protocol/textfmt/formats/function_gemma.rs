@@ -23,13 +23,18 @@
 //! resolved (an `integer` parameter gets `42`). The first `<end_function_call>` ends a
 //! block (it is a special token); its `write_call` refuses a string holding it or
 //! `<escape>`.
+//!
+//! Grammar: Gemma's (`readers/gemma.rs`) with `<escape>` as the delimiter; free text holds
+//! no `<start_function_call>`.
 
 use serde_json::{Map, Value};
 
 use crate::ToolExecutionResult;
+use crate::grammar::{Builder, Constraint, GrammarError, Syntax};
+use crate::protocol::textfmt::TextFormatOptions;
 use crate::protocol::textfmt::driver::Reading;
 use crate::protocol::textfmt::format::{Escape, Format, Marker};
-use crate::protocol::textfmt::readers::gemma::{Blocks, declarations, responses};
+use crate::protocol::textfmt::readers::gemma::{self, Blocks, declarations, responses};
 use crate::tools::ToolDefinition;
 
 pub(crate) const OPEN: &str = "<start_function_call>";
@@ -88,6 +93,17 @@ impl Format for Rules {
     /// A call of `name` with `args`, as the prompt teaches it.
     fn write_call(&self, name: &str, args: &Map<String, Value>) -> Option<String> {
         BLOCKS.write(name, args)
+    }
+
+    /// The calls of `function_gemma` as a grammar: see the module docs.
+    fn syntax(
+        &self,
+        b: &mut Builder,
+        methods: &[(String, &Value)],
+        options: &TextFormatOptions,
+        _constraint: &Constraint,
+    ) -> Result<Syntax, GrammarError> {
+        gemma::syntax(ID, &BLOCKS, Vec::new(), b, methods, options)
     }
 }
 

@@ -25,16 +25,21 @@
 //! `<turn|>` is not taken as a substitute end; a top-level string argument is also
 //! recorded as text ([`RawCall::text_arg`]) so that the tool's schema may type it
 //! (`<|"|>42<|"|>` for an integer parameter).
+//!
+//! Grammar: Gemma's (`readers/gemma.rs`) with `<|"|>` as the delimiter; free text holds
+//! no `<|tool_call>`, `<|channel>` or `<channel|>`.
 
 use serde_json::{Map, Value};
 
 use crate::ToolExecutionResult;
+use crate::grammar::{Builder, Constraint, GrammarError, Pattern, Syntax};
 use crate::protocol::reasoning::{Markup, Section};
+use crate::protocol::textfmt::TextFormatOptions;
 use crate::protocol::textfmt::driver::{
     Found, InSection, RawCall, Reading, Region, Scan, ScanState, Searches,
 };
 use crate::protocol::textfmt::format::{Escape, Format, Marker};
-use crate::protocol::textfmt::readers::gemma::{Blocks, declarations, responses};
+use crate::protocol::textfmt::readers::gemma::{self, Blocks, declarations, responses};
 use crate::tools::ToolDefinition;
 
 pub(crate) const OPEN: &str = "<|tool_call>";
@@ -122,6 +127,24 @@ impl Format for Rules {
     /// A call of `name` with `args`, as the prompt teaches it.
     fn write_call(&self, name: &str, args: &Map<String, Value>) -> Option<String> {
         BLOCKS.write(name, args)
+    }
+
+    /// The calls of `gemma4` as a grammar: see the module docs.
+    fn syntax(
+        &self,
+        b: &mut Builder,
+        methods: &[(String, &Value)],
+        options: &TextFormatOptions,
+        _constraint: &Constraint,
+    ) -> Result<Syntax, GrammarError> {
+        gemma::syntax(
+            ID,
+            &BLOCKS,
+            vec![Pattern::text(CHANNEL_OPEN), Pattern::text(CHANNEL_CLOSE)],
+            b,
+            methods,
+            options,
+        )
     }
 }
 

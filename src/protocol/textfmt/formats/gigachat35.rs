@@ -38,10 +38,16 @@
 //! `<｜GCML｜invoke` or `</｜GCML｜tool_calls>`); an untagged parameter is a string as
 //! vLLM reads it (sglang skips a parameter without `string`); sglang's check of the
 //! function name against the request's tools is left to the engine.
+//!
+//! Grammar: DSML's (`readers/dsml.rs`) with the GCML tokens, in a `<｜GCML｜tool_calls>`
+//! block, every parameter with its `string` attribute; free text holds no
+//! `<｜GCML｜tool_calls>`, `</s>` or `<|message_sep|>`.
 
 use serde_json::{Map, Value};
 
 use crate::ToolExecutionResult;
+use crate::grammar::{Builder, Constraint, GrammarError, Pattern, Syntax};
+use crate::protocol::textfmt::TextFormatOptions;
 use crate::protocol::textfmt::driver::{
     Found, InSection, RawCall, Reading, Region, Scan, ScanState, Searches, SectionTokens,
 };
@@ -141,6 +147,17 @@ impl Format for Rules {
     /// around it).
     fn write_call(&self, name: &str, args: &Map<String, Value>) -> Option<String> {
         dsml::write(&GCML, name, args)
+    }
+
+    /// The calls of `gigachat35` as a grammar: see the module docs.
+    fn syntax(
+        &self,
+        b: &mut Builder,
+        methods: &[(String, &Value)],
+        options: &TextFormatOptions,
+        _constraint: &Constraint,
+    ) -> Result<Syntax, GrammarError> {
+        dsml::syntax(ID, &GCML, vec![Pattern::text(EOS), Pattern::text(MESSAGE_SEP)], b, methods, options)
     }
 }
 

@@ -42,15 +42,27 @@
 //! short, so a value may hold `</tool_call>` but not `</arg_value>`, `<tool_call>` or
 //! `</tool_calls>`. The prompt, results and written calls use the bare spelling, as
 //! vLLM's and sglang's parsers and tests do.
+//!
+//! Grammar: one `<tool_calls>` block (bare spelling) holding the calls, each
+//! `\n<tool_call>NAME<tool_sep>\n`, then `<arg_key>K</arg_key>\n<arg_value>V</arg_value>\n`
+//! per key in schema order, then `</tool_call>`; the block ends with `\n</tool_calls>`.
+//! A value is kept as written (white space too) and holds none of `</arg_value>`,
+//! `<tool_call>`, `</tool_calls>` (the format has no escapes) and no reasoning tag while
+//! reasoning is hidden; a string that reads as another value without a schema (`42`) is
+//! admitted, since the tool's schema keeps it a string. Free text holds no
+//! `<tool_calls>` nor `<tool_calls:opensource>`.
 
 use serde_json::{Map, Value};
 
 use crate::ToolExecutionResult;
+use crate::grammar::{Builder, Constraint, Expr, GrammarError, Pattern, Section, Syntax};
+use crate::protocol::textfmt::TextFormatOptions;
 use crate::protocol::textfmt::driver::{
     CUT, Found, InSection, RawCall, Reading, Region, Scan, ScanState, Searches, ValueTags,
 };
 use crate::protocol::textfmt::escape::neutralize_tokens;
 use crate::protocol::textfmt::format::{Escape, Format, Marker};
+use crate::protocol::textfmt::grammar::TextValues;
 use crate::protocol::textfmt::prompt::{content, functions, plain_tags};
 use crate::protocol::textfmt::readers::json_list::TOOL_CALLS;
 use crate::protocol::textfmt::readers::shapes::{Shape, after_tool_calls};
@@ -290,6 +302,36 @@ impl Format for Rules {
         }
         out.push_str(&format!("{}\n{}", t.call_end, t.end));
         Some(out)
+    }
+
+    /// The calls of `hunyuan_v3` as a grammar: see the module docs.
+    fn syntax(
+        &self,
+        b: &mut Builder,
+        methods: &[(String, &Value)],
+        options: &TextFormatOptions,
+        _constraint: &Constraint,
+    ) -> Result<Syntax, GrammarError> {
+        let t = &BARE;
+        let close = format!("{}\n", t.value_end);
+        let call = TextValues {
+            avoid: vec![Pattern::text(t.value_end), Pattern::text(t.call), Pattern::text(t.end)],
+            open: t.value,
+            close: &close,
+            key: &|key| format!("{}{key}{}\n", t.key, t.key_end),
+            call: &|name| (format!("\n{}{name}{}\n", t.call, t.sep), t.call_end.to_string()),
+        }
+        .calls(b, methods, options)?;
+        Ok(Syntax {
+            protocol: ID.to_string(),
+            open: t.open.into(),
+            call,
+            section: Some(Section { between: Expr::lit(""), close: format!("\n{}", t.end) }),
+            avoid: vec![Pattern::text(SUFFIXED.open)],
+            reasoning: options.skip_reasoning,
+            reasoning_markup: Vec::new(),
+            json: None,
+        })
     }
 }
 

@@ -35,16 +35,31 @@
 //! call, an argument and a `json` block and in both `think` markers, which must be
 //! written exactly; a
 //! `string` value cannot hold `<|close|>argument<|sep|>` (the writer refuses such a value).
+//!
+//! Grammar: one `tools` channel holding the calls, each
+//! `<|open|>call tool="NAME" index="N"<|sep|>` (`N` from 1 to the grammar's most calls),
+//! then `<|open|>argument key="K" type="TYPE"<|sep|>V<|close|>argument<|sep|>` per key in
+//! schema order, then `<|close|>call<|sep|>`; the channel ends with
+//! `<|close|>tools<|sep|>`. A string is `type="string"` and raw text holding no `<|` (no
+//! marker) and no reasoning tag while reasoning is hidden; any other value is JSON, its
+//! `type` the one the writer gives it (`number` for integers too). Free text holds no
+//! `<|open|>`, `<|close|>` or `<|end_of_msg|>` (every marker is dropped, and a `think`
+//! channel hides what follows); the reply's one reasoning block is `<think>…</think>`.
 
 use serde_json::{Map, Value};
 
 use crate::ToolExecutionResult;
-use crate::protocol::reasoning::{Markup, Section};
+use crate::grammar::{
+    Builder, Constraint, Expr, GrammarError, Pattern, Section, Syntax, TextForm, integer_range,
+};
+use crate::protocol::reasoning::{Markup, Section as Reasoning};
+use crate::protocol::textfmt::TextFormatOptions;
 use crate::protocol::textfmt::driver::{
     Found, InSection, RawCall, Reading, Region, Scan, ScanState, Searches, after_blanks,
 };
 use crate::protocol::textfmt::escape::neutralize_tokens;
 use crate::protocol::textfmt::format::{Format, Marker};
+use crate::protocol::textfmt::grammar::TextCalls;
 use crate::tools::ToolDefinition;
 
 const OPEN: &str = "<|open|>";
@@ -70,7 +85,7 @@ const TOOLS: u8 = 3;
 /// option says starts in reasoning (thinking mode opens `think` in the prompt) and
 /// whose first marker is another (the prompt opened `response`) did not.
 static REASONING: Markup =
-    Markup::new(&[Section::frame("<|open|>think<|sep|>", &[CLOSE_THINK], &[])], &[OPEN, CLOSE, END_OF_MSG]);
+    Markup::new(&[Reasoning::frame("<|open|>think<|sep|>", &[CLOSE_THINK], &[])], &[OPEN, CLOSE, END_OF_MSG]);
 
 /// The rules of `kimi_k3`.
 pub(crate) struct Rules;
@@ -358,6 +373,54 @@ impl Format for Rules {
         }
         out.push_str(&format!("{CLOSE_CALL}{CLOSE_TOOLS}"));
         Some(out)
+    }
+
+    /// The calls of `kimi_k3` as a grammar: see the module docs.
+    fn syntax(
+        &self,
+        b: &mut Builder,
+        methods: &[(String, &Value)],
+        options: &TextFormatOptions,
+        constraint: &Constraint,
+    ) -> Result<Syntax, GrammarError> {
+        let string = TextForm {
+            text_name: "VALUE_TEXT",
+            value_name: "STRING_VALUE",
+            open: format!(" type=\"string\"{SEP}"),
+            avoid: vec![Pattern::text("<|")],
+            close: CLOSE_ARGUMENT.into(),
+        };
+        let kind_open = |kind: &str| {
+            let kind = if kind == "integer" { "number" } else { kind };
+            format!(" type=\"{kind}\"{SEP}")
+        };
+        // The call index counts calls: from 1 to the most a reply may hold.
+        let index =
+            b.terminal("INDEX", integer_range(Some(1), Some(i128::from(constraint.max_calls.max(1)))));
+        let after_index = format!("\"{SEP}");
+        let call = TextCalls {
+            strings: vec![string],
+            open: "",
+            close: CLOSE_ARGUMENT,
+            kind_open: Some(&kind_open),
+            escapes: "<",
+            index: Some((index, &after_index)),
+            key: &|key| format!("{OPEN}argument key=\"{}\"", escape_attribute(key)),
+            call: &|name| {
+                (format!("{OPEN}call tool=\"{}\" index=\"", escape_attribute(name)), CLOSE_CALL.to_string())
+            },
+        }
+        .calls(b, methods, options)?;
+        Ok(Syntax {
+            protocol: ID.to_string(),
+            open: format!("{OPEN}tools{SEP}"),
+            call,
+            section: Some(Section { between: Expr::lit(""), close: CLOSE_TOOLS.into() }),
+            avoid: vec![Pattern::text(OPEN), Pattern::text(CLOSE), Pattern::text(END_OF_MSG)],
+            reasoning: options.skip_reasoning,
+            reasoning_markup: Vec::new(),
+            json: None,
+        })
     }
 }
 

@@ -35,16 +35,26 @@
 //! zero-padded integers and keyword-named parameters read as written); vLLM's dropping
 //! of an echoed call body after the block is not done (the echo stays normal text, only
 //! a lone end token goes).
+//!
+//! Grammar: one block holding one Python list of the calls,
+//! `<|tool_call_start|>[NAME(key=value, …), …]<|tool_call_end|>`, keyword arguments in
+//! schema order separated by `, `, values Python literals as `pythonic`'s grammar admits
+//! them (strings in double quotes, `True`/`False`/`None`), with no raw `<` in a string
+//! (the first `<|tool_call_end|>` ends the block wherever it stands). Free text holds no
+//! `<|tool_call_start|>` and no `<|tool_call_end|>` (a lone one is dropped).
 
 use serde_json::{Map, Value};
 
 use crate::ToolExecutionResult;
+use crate::grammar::{Builder, Constraint, Expr, GrammarError, Pattern, Section, Syntax};
+use crate::protocol::textfmt::TextFormatOptions;
 use crate::protocol::textfmt::driver::{
     Found, InSection, RawCall, Reading, Region, Scan, ScanState, Searches, inside,
 };
 use crate::protocol::textfmt::format::{Format, Marker};
 use crate::protocol::textfmt::prompt::{bare_functions, wrapped};
 use crate::protocol::textfmt::readers::json::{Quotes, call_object, name_guess, split_elements, trim_range};
+use crate::protocol::textfmt::readers::pythonic::{Literals, calls};
 use crate::python::parse_call_list;
 use crate::tools::ToolDefinition;
 
@@ -262,6 +272,27 @@ impl Format for Rules {
     /// the tokens (strings in double quotes, `<` escaped, so no token appears inside).
     fn write_call(&self, name: &str, args: &Map<String, Value>) -> Option<String> {
         Some(format!("{START}{}{END}", crate::protocol::textfmt::readers::pythonic::write_list(name, args)))
+    }
+
+    /// The calls of `lfm2` as a grammar: see the module docs.
+    fn syntax(
+        &self,
+        b: &mut Builder,
+        methods: &[(String, &Value)],
+        options: &TextFormatOptions,
+        _constraint: &Constraint,
+    ) -> Result<Syntax, GrammarError> {
+        let call = calls(b, methods, Literals::python(true))?;
+        Ok(Syntax {
+            protocol: ID.to_string(),
+            open: format!("{START}["),
+            call,
+            section: Some(Section { between: Expr::lit(", "), close: format!("]{END}") }),
+            avoid: vec![Pattern::text(START), Pattern::text(END)],
+            reasoning: options.skip_reasoning,
+            reasoning_markup: Vec::new(),
+            json: None,
+        })
     }
 }
 

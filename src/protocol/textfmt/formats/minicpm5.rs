@@ -31,12 +31,24 @@
 //! some tool-name aliases and of a `properties`/`arguments` parameter holding the real
 //! arguments is not done; the tokenizer artefacts vLLM repairs (`Ġ`, `Ċ`,
 //! `<functionname=`) are not.
+//!
+//! Grammar: `<function name="NAME">`, then `<param name="K">V</param>` per key in schema
+//! order, then `</function>`, with nothing between the tags, as the prompt shows. A string
+//! value is plain text (no `<`, no `&`, no white space at either end: the reader decodes
+//! entities and trims) or a CDATA section holding any text but `]]>`; neither holds a
+//! reasoning tag while reasoning is hidden. A string that reads as another value without
+//! a schema (`42`) is admitted, since the tool's schema keeps it a string. Other values
+//! are JSON with `<` and `&` in strings escaped (`\u003c`, `\u0026`). Free text holds no
+//! `<function `.
 
 use serde_json::{Map, Value};
 
 use crate::ToolExecutionResult;
+use crate::grammar::{Builder, CharSet, Constraint, GrammarError, Pattern, Syntax, TextForm};
+use crate::protocol::textfmt::TextFormatOptions;
 use crate::protocol::textfmt::driver::{Found, RawCall, Reading, Region, Scan, ScanState, Searches, find_in};
 use crate::protocol::textfmt::format::{Escape, Format, Marker};
+use crate::protocol::textfmt::grammar::TextCalls;
 use crate::protocol::textfmt::prompt::{functions, lines};
 use crate::protocol::textfmt::readers::tagged::tagged_results;
 use crate::protocol::textfmt::readers::values::{decode_entities, infer};
@@ -269,6 +281,56 @@ impl Format for Rules {
         }
         out.push_str(FUNCTION_END);
         Some(out)
+    }
+
+    /// The calls of `minicpm5` as a grammar: see the module docs.
+    fn syntax(
+        &self,
+        b: &mut Builder,
+        methods: &[(String, &Value)],
+        options: &TextFormatOptions,
+        _constraint: &Constraint,
+    ) -> Result<Syntax, GrammarError> {
+        let plain = TextForm {
+            text_name: "VALUE_TEXT",
+            value_name: "STRING_VALUE",
+            open: String::new(),
+            avoid: vec![
+                Pattern::new().then(CharSet::unicode_space()).at_start(),
+                Pattern::new().then(CharSet::unicode_space()).at_end(),
+                Pattern::text("<"),
+                Pattern::text("&"),
+            ],
+            close: PARAM_END.into(),
+        };
+        let cdata = TextForm {
+            text_name: "CDATA_TEXT",
+            value_name: "CDATA_VALUE",
+            open: CDATA.into(),
+            avoid: vec![Pattern::text(CDATA_END)],
+            close: format!("{CDATA_END}{PARAM_END}"),
+        };
+        let call = TextCalls {
+            strings: vec![plain, cdata],
+            open: "",
+            close: PARAM_END,
+            kind_open: None,
+            escapes: "<&",
+            index: None,
+            key: &|key| format!("{PARAM} name=\"{key}\">"),
+            call: &|name| (format!("name=\"{name}\">"), FUNCTION_END.to_string()),
+        }
+        .calls(b, methods, options)?;
+        Ok(Syntax {
+            protocol: ID.to_string(),
+            open: FUNCTION.into(),
+            call,
+            section: None,
+            avoid: Vec::new(),
+            reasoning: options.skip_reasoning,
+            reasoning_markup: Vec::new(),
+            json: None,
+        })
     }
 }
 

@@ -43,11 +43,31 @@
 //! arrays that way; smg and sglang make it `{"item": …}` unless the schema says array);
 //! white space between the namespace token and `<` is not tolerated (smg; sglang removes
 //! it); stray text between top-level elements is ignored (smg stops reading there).
+//!
+//! Grammar: one block holding the calls, as the writer writes them: `BLOCK`, then per call
+//! `\nNS<invoke name="NAME">`, `\nNS<KEY>…NS</KEY>` per key in schema order and
+//! `\nNS</invoke>`, then `\nNS</tool_call>` (`NS` the namespace token). A value holds no
+//! `<` (so no tag, no namespace token and no reasoning tag; `&lt;` stands for it), and
+//! its entities are decoded (so a bound on its length counts what is written); numbers,
+//! booleans and null are JSON; an object of listed properties is its children in schema
+//! order (`{}` when it has none), a list its `<item>` children (`[]` when empty). Below
+//! the top level, where the reader types text without a schema, a string may not read as
+//! another value: it does not begin with white space, `{`, `[`, `"`, `-`, a digit, `t`,
+//! `f`, `n` or `&`, nor end with white space, nor is it `True`, `False` or `None` (so
+//! some strings the writer writes there, `false alarm`, are not admitted). An object
+//! without listed properties, a list without items and a value of no type are a JSON
+//! leaf (with `<` and `&` escaped in its strings), which the reader also reads. Free text
+//! holds no `BLOCK`, `<mm:think>` or `</mm:think>`.
 
 use serde_json::{Map, Value};
 
 use crate::ToolExecutionResult;
-use crate::protocol::reasoning::{Markup, Section};
+use crate::grammar::{
+    Builder, CharSet, Constraint, Expr, GrammarError, Pattern, Section, Syntax, ValueStyle, Values,
+    properties,
+};
+use crate::protocol::reasoning::{Markup, Section as Reasoning};
+use crate::protocol::textfmt::TextFormatOptions;
 use crate::protocol::textfmt::driver::{
     Found, InSection, RawCall, Reading, Region, Scan, ScanState, Searches, UNCLOSED,
 };
@@ -76,7 +96,7 @@ const RESULT_CLOSE: &str = "</response>";
 const CALLS: u8 = 1;
 
 /// Reasoning: `<mm:think>` tags, read as `<think>` is.
-static REASONING: Markup = Markup::new(&[Section::tags(THINK, &[THINK_END])], &[]);
+static REASONING: Markup = Markup::new(&[Reasoning::tags(THINK, &[THINK_END])], &[]);
 
 /// The rules of `minimax_m3`.
 pub(crate) struct Rules;
@@ -328,6 +348,251 @@ impl Format for Rules {
         out.push_str(&format!("\n{INVOKE_END}\n{BLOCK_END}"));
         Some(out)
     }
+
+    /// The calls of `minimax_m3` as a grammar: see the module docs.
+    fn syntax(
+        &self,
+        b: &mut Builder,
+        methods: &[(String, &Value)],
+        options: &TextFormatOptions,
+        _constraint: &Constraint,
+    ) -> Result<Syntax, GrammarError> {
+        let mut calls = Vec::new();
+        for (name, schema) in methods {
+            let elements = Elements { method: name, root: schema };
+            let list = elements.children(b, schema, 0, true, "\n")?;
+            let head = format!("\n{NS}<invoke name=\"{name}\">");
+            calls
+                .push(b.rule(name, Expr::seq([Expr::lit(head), list, Expr::lit(format!("\n{INVOKE_END}"))])));
+        }
+        Ok(Syntax {
+            protocol: ID.to_string(),
+            open: BLOCK.into(),
+            call: b.rule("call", Expr::alt(calls)),
+            section: Some(Section { between: Expr::lit(""), close: format!("\n{BLOCK_END}") }),
+            avoid: vec![Pattern::text(THINK), Pattern::text(THINK_END)],
+            reasoning: options.skip_reasoning,
+            reasoning_markup: Vec::new(),
+            json: None,
+        })
+    }
+}
+
+/// Deepest schema nesting a grammar follows.
+const MAX_SCHEMA_DEPTH: u32 = 32;
+
+/// The elements of one method's arguments, for its grammar.
+struct Elements<'s> {
+    method: &'s str,
+    /// The method's parameter schema, which `$ref`s point into.
+    root: &'s Value,
+}
+
+impl Elements<'_> {
+    fn error(&self, message: impl Into<String>) -> GrammarError {
+        GrammarError::Schema { method: self.method.to_string(), message: message.into() }
+    }
+
+    /// The children of an object of `schema`'s properties, in order, each after `lead`;
+    /// `top`: they are the call's arguments. Every required one is there; `None` of them
+    /// may be when none is required.
+    fn children(
+        &self,
+        b: &mut Builder,
+        schema: &Value,
+        depth: u32,
+        top: bool,
+        lead: &str,
+    ) -> Result<Expr, GrammarError> {
+        let mut members = Vec::new();
+        for (key, property, required) in properties(schema) {
+            let mut probe = String::new();
+            if write_element(&mut probe, key, &Value::Null, 0).is_none() || key == MIXED_TEXT {
+                return Err(self.error(format!("the key `{key}` cannot be written as an element name")));
+            }
+            let content = self.content(b, property, depth + 1, top)?;
+            members.push((element(b, &format!("{lead}{NS}<{key}>"), content, key), required));
+        }
+        Ok(Values::new(b, ValueStyle::json("<&"), self.method, self.root).member_list(members, Expr::lit("")))
+    }
+
+    /// The content of an element holding a value of `schema` (`top`: an argument, which the
+    /// tool's schema types; else the reader types its text alone).
+    fn content(&self, b: &mut Builder, schema: &Value, depth: u32, top: bool) -> Result<Expr, GrammarError> {
+        if depth > MAX_SCHEMA_DEPTH {
+            return Err(self.error(format!("the schema nests deeper than {MAX_SCHEMA_DEPTH} levels")));
+        }
+        let Value::Object(object) = schema else {
+            return match schema {
+                Value::Bool(false) => Err(self.error("a schema of `false` admits no value")),
+                _ => self.json_leaf(b, schema),
+            };
+        };
+        if let Some(reference) = object.get("$ref").and_then(Value::as_str) {
+            let target =
+                reference.strip_prefix('#').and_then(|pointer| self.root.pointer(pointer)).ok_or_else(
+                    || self.error(format!("`$ref` {reference} does not name a definition of the schema")),
+                )?;
+            return self.content(b, target, depth + 1, top);
+        }
+        let constants: Option<Vec<&Value>> = match (object.get("const"), object.get("enum")) {
+            (Some(constant), _) => Some(vec![constant]),
+            (None, Some(Value::Array(options))) => Some(options.iter().collect()),
+            _ => None,
+        };
+        if let Some(constants) = constants {
+            let written: Vec<Expr> = constants.into_iter().filter_map(|v| constant_content(v, top)).collect();
+            if written.is_empty() {
+                return Err(self.error("the `enum` or `const` admits no value an element can hold"));
+            }
+            return Ok(Expr::alt(written));
+        }
+        for key in ["anyOf", "oneOf"] {
+            if let Some(options) = object.get(key).and_then(Value::as_array) {
+                let mut alternatives = Vec::new();
+                for option in options {
+                    let mut merged = object.clone();
+                    merged.remove(key);
+                    if let Value::Object(inner) = option {
+                        merged.extend(inner.iter().map(|(k, v)| (k.clone(), v.clone())));
+                    }
+                    alternatives.push(self.content(b, &Value::Object(merged), depth + 1, top)?);
+                }
+                if alternatives.is_empty() {
+                    return Err(self.error(format!("an empty `{key}` admits no value")));
+                }
+                return Ok(Expr::alt(alternatives));
+            }
+        }
+        let kinds: Vec<&str> = match object.get("type") {
+            Some(Value::String(kind)) => vec![kind.as_str()],
+            Some(Value::Array(kinds)) => kinds.iter().filter_map(Value::as_str).collect(),
+            _ if object.contains_key("properties") => vec!["object"],
+            _ if object.contains_key("items") => vec!["array"],
+            _ => return self.json_leaf(b, schema),
+        };
+        let count =
+            |key: &str| object.get(key).and_then(Value::as_u64).map(|n| n.min(u32::MAX.into()) as u32);
+        let mut alternatives = Vec::new();
+        for kind in kinds {
+            alternatives.push(match kind {
+                "string" => {
+                    let max = match (count("maxLength"), b.max_text) {
+                        (Some(own), Some(cap)) => Some(own.min(cap)),
+                        (own, cap) => own.or(cap),
+                    };
+                    let (name, avoid) =
+                        if top { ("LEAF_TEXT", top_text()) } else { ("NESTED_TEXT", nested_text()) };
+                    b.avoiding_bounded(name, avoid, count("minLength").unwrap_or(0), max)
+                }
+                "integer" | "number" => {
+                    let mut one = object.clone();
+                    one.insert("type".into(), Value::String(kind.to_string()));
+                    Values::new(b, ValueStyle::json("<&"), self.method, self.root)
+                        .json(&Value::Object(one))?
+                }
+                "boolean" => Expr::alt([Expr::lit("true"), Expr::lit("false")]),
+                "null" => Expr::lit("null"),
+                "object"
+                    if object.get("properties").and_then(Value::as_object).is_some_and(|p| !p.is_empty()) =>
+                {
+                    if object
+                        .get("properties")
+                        .and_then(Value::as_object)
+                        .is_some_and(|p| p.keys().all(|k| k == ITEM))
+                    {
+                        return Err(self.error("an object whose keys are all `item` reads as a list"));
+                    }
+                    let any_required = properties(schema).iter().any(|(_, _, required)| *required);
+                    let children = self.children(b, schema, depth, false, "")?;
+                    if any_required {
+                        children
+                    } else {
+                        // Without children the element would be text: an empty object is `{}`.
+                        Expr::alt([Expr::lit("{}"), self.some_children(b, schema, depth)?])
+                    }
+                }
+                "array" if object.get("items").is_some() => {
+                    let items = object.get("items").unwrap_or(&Value::Null);
+                    let content = self.content(b, items, depth + 1, false)?;
+                    let item = element(b, &format!("{NS}<{ITEM}>"), content, ITEM);
+                    let (min, max) = (count("minItems").unwrap_or(0), count("maxItems"));
+                    let some = item.times(min.max(1), max);
+                    match (min, max) {
+                        (0, Some(0)) => Expr::lit("[]"),
+                        (0, _) => Expr::alt([Expr::lit("[]"), some]),
+                        _ => some,
+                    }
+                }
+                "object" | "array" => {
+                    let mut one = object.clone();
+                    one.insert("type".into(), Value::String(kind.to_string()));
+                    self.json_leaf(b, &Value::Object(one))?
+                }
+                other => return Err(self.error(format!("unknown type `{other}`"))),
+            });
+        }
+        if alternatives.is_empty() {
+            return Err(self.error("an empty `type` list admits no value"));
+        }
+        Ok(Expr::alt(alternatives))
+    }
+
+    /// The children of an object none of whose properties is required, at least one.
+    fn some_children(&self, b: &mut Builder, schema: &Value, depth: u32) -> Result<Expr, GrammarError> {
+        let all = properties(schema);
+        let mut firsts = Vec::new();
+        for (at, (key, property, _)) in all.iter().enumerate() {
+            let content = self.content(b, property, depth + 1, false)?;
+            let first = element(b, &format!("{NS}<{key}>"), content, key);
+            // The members after this one, each optional.
+            let rest: serde_json::Map<String, Value> =
+                all.iter().skip(at + 1).map(|(k, p, _)| ((*k).to_string(), (*p).clone())).collect();
+            let rest = self.children(b, &serde_json::json!({"properties": rest}), depth, false, "")?;
+            firsts.push(Expr::seq([first, rest]));
+        }
+        Ok(b.rule("children", Expr::alt(firsts)))
+    }
+
+    /// A value of `schema` as JSON text in a leaf (strings escaping `<` and `&`).
+    fn json_leaf(&self, b: &mut Builder, schema: &Value) -> Result<Expr, GrammarError> {
+        Values::new(b, ValueStyle::json("<&"), self.method, self.root).json(schema)
+    }
+}
+
+/// An element: `open`, `content`, then the closing tag of `key`; one lexeme where it can
+/// be (so that text in it is read up to its closing tag, not to a `]` that may begin it).
+fn element(b: &mut Builder, open: &str, content: Expr, key: &str) -> Expr {
+    b.token("ELEMENT", Expr::seq([Expr::lit(open), content, Expr::lit(format!("{NS}</{key}>"))]))
+}
+
+/// What an argument's text may not hold: `<` (a tag; the reader decodes `&lt;`).
+fn top_text() -> Vec<Pattern> {
+    vec![Pattern::text("<")]
+}
+
+/// What a nested leaf's text may not hold: `<`, nor anything that would make the reader,
+/// typing it without a schema, read another value than a string.
+fn nested_text() -> Vec<Pattern> {
+    let mut avoid = top_text();
+    avoid.push(Pattern::new().then(CharSet::of("{[\"-0123456789tfn&")).at_start());
+    avoid.push(Pattern::new().then(CharSet::unicode_space()).at_start());
+    avoid.push(Pattern::new().then(CharSet::unicode_space()).at_end());
+    for word in ["True", "False", "None"] {
+        avoid.push(Pattern::text(word).at_start().at_end());
+    }
+    avoid
+}
+
+/// The content the writer gives constant `value` (`top`: as an argument), if it can.
+fn constant_content(value: &Value, top: bool) -> Option<Expr> {
+    if let (true, Value::String(s)) = (top, value) {
+        return Some(Expr::lit(s.replace('&', "&amp;").replace('<', "&lt;")));
+    }
+    let mut out = String::new();
+    write_element(&mut out, ITEM, value, 0)?;
+    let inner = out.strip_prefix(&format!("{NS}<{ITEM}>"))?.strip_suffix(&format!("{NS}</{ITEM}>"))?;
+    Some(Expr::lit(inner))
 }
 
 #[cfg(test)]

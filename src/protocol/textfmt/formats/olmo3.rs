@@ -22,15 +22,24 @@
 //! so a block whose `</function_calls>` never comes keeps its finished calls (vLLM would
 //! read nothing); the calls are read the way the `pythonic` format reads them (the same
 //! literal reader).
+//!
+//! Grammar: one `<function_calls>` block holding the calls, one a line, each
+//! `NAME(key=value, …)` with keyword arguments in schema order separated by `, `, values
+//! as the template writes them: JSON (`true`, `false`, `null`; strings in double quotes
+//! with the escapes both JSON and Python read, `<` always written `\u003c`, so no string
+//! holds a tag). Free text holds no `<function_calls>`.
 
 use serde_json::{Map, Value};
 
 use crate::ToolExecutionResult;
+use crate::grammar::{Builder, Constraint, Expr, GrammarError, Section, Syntax};
+use crate::protocol::textfmt::TextFormatOptions;
 use crate::protocol::textfmt::driver::{
     Found, InSection, RawCall, Reading, Region, Scan, ScanState, Searches, partial_suffix,
 };
 use crate::protocol::textfmt::format::{Escape, Format, Marker};
 use crate::protocol::textfmt::readers::json::{Balanced, Quotes, scan_balanced};
+use crate::protocol::textfmt::readers::pythonic::{Literals, calls};
 use crate::python::parse_call_list;
 use crate::tools::ToolDefinition;
 
@@ -195,6 +204,27 @@ impl Format for Rules {
             return None;
         }
         Some(format!("{OPEN}{call}{CLOSE}"))
+    }
+
+    /// The calls of `olmo3` as a grammar: see the module docs.
+    fn syntax(
+        &self,
+        b: &mut Builder,
+        methods: &[(String, &Value)],
+        options: &TextFormatOptions,
+        _constraint: &Constraint,
+    ) -> Result<Syntax, GrammarError> {
+        let call = calls(b, methods, Literals::json(true))?;
+        Ok(Syntax {
+            protocol: ID.to_string(),
+            open: OPEN.into(),
+            call,
+            section: Some(Section { between: Expr::lit("\n"), close: CLOSE.into() }),
+            avoid: Vec::new(),
+            reasoning: options.skip_reasoning,
+            reasoning_markup: Vec::new(),
+            json: None,
+        })
     }
 }
 

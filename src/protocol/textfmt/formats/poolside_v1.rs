@@ -38,14 +38,25 @@
 //! `glm45`, a key followed by a second `<arg_key>` before any value takes the next
 //! value (sglang drops the first key). Normal text after the first call is kept
 //! (sglang's and vLLM's one-shot readers drop it, their streaming readers keep it).
+//!
+//! Grammar: the prompt's layout, `<tool_call>NAME\n`, then
+//! `<arg_key>K</arg_key>\n<arg_value>V</arg_value>\n` per key in schema order, then
+//! `</tool_call>`. A string value is its text with, where it begins (ends) with a line
+//! break, one more line break written before (after) it, as the writer does, or that
+//! extra line break anyway: whatever the reader cuts off, the text left is the value, so
+//! a bound on its length is exact. A value holds no `</arg_value>` or `</tool_call>` (the
+//! format has no escapes) and no reasoning tag while reasoning is hidden. Free text holds
+//! no `<tool_call>`.
 
 use serde_json::{Map, Value};
 
 use crate::ToolExecutionResult;
+use crate::grammar::{Builder, Constraint, GrammarError, Pattern, Syntax, TextForm};
 use crate::protocol::textfmt::TextFormat;
+use crate::protocol::textfmt::TextFormatOptions;
 use crate::protocol::textfmt::driver::{Found, RawCall, Reading, Region, Scan, ScanState, Searches};
 use crate::protocol::textfmt::format::{Escape, Format};
-use crate::protocol::textfmt::grammar::value_text;
+use crate::protocol::textfmt::grammar::{TextCalls, value_text};
 use crate::protocol::textfmt::prompt::{functions, wrapped};
 use crate::protocol::textfmt::readers::glm::{
     ESCAPES, Glm, KEY, KEY_END, VALUE, VALUE_END, ValueCut, read_call,
@@ -137,6 +148,61 @@ impl Format for Rules {
         }
         out.push_str(CLOSE);
         Some(out)
+    }
+
+    /// The calls of `poolside_v1` as a grammar: see the module docs.
+    fn syntax(
+        &self,
+        b: &mut Builder,
+        methods: &[(String, &Value)],
+        options: &TextFormatOptions,
+        _constraint: &Constraint,
+    ) -> Result<Syntax, GrammarError> {
+        // The four forms of a string: with or without the extra line break at each end.
+        // Without it, the text may not begin (end) with a line break, which the reader
+        // would cut off.
+        let form = |value_name: &'static str, lead: bool, tail: bool| {
+            let mut avoid = vec![Pattern::text(VALUE_END), Pattern::text(CLOSE)];
+            if !lead {
+                avoid.push(Pattern::text("\n").at_start());
+            }
+            if !tail {
+                avoid.push(Pattern::text("\n").at_end());
+            }
+            TextForm {
+                text_name: "VALUE_TEXT",
+                value_name,
+                open: format!("{VALUE}{}", if lead { "\n" } else { "" }),
+                avoid,
+                close: format!("{}{VALUE_END}\n", if tail { "\n" } else { "" }),
+            }
+        };
+        let call = TextCalls {
+            strings: vec![
+                form("STRING_VALUE", false, false),
+                form("STRING_VALUE_LEAD", true, false),
+                form("STRING_VALUE_TAIL", false, true),
+                form("STRING_VALUE_BOTH", true, true),
+            ],
+            open: VALUE,
+            close: &format!("{VALUE_END}\n"),
+            kind_open: None,
+            escapes: "<",
+            index: None,
+            key: &|key| format!("{KEY}{key}{KEY_END}\n"),
+            call: &|name| (format!("{name}\n"), CLOSE.to_string()),
+        }
+        .calls(b, methods, options)?;
+        Ok(Syntax {
+            protocol: ID.to_string(),
+            open: OPEN.into(),
+            call,
+            section: None,
+            avoid: Vec::new(),
+            reasoning: options.skip_reasoning,
+            reasoning_markup: Vec::new(),
+            json: None,
+        })
     }
 }
 

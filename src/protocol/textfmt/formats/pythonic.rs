@@ -16,7 +16,7 @@ use crate::protocol::textfmt::driver::{
     Found, InSection, RawCall, Reading, Region, Scan, ScanState, Searches, partial_suffix,
 };
 use crate::protocol::textfmt::readers::json::Quotes;
-use crate::protocol::textfmt::readers::pythonic::{PyLiterals, list_starts, write_list};
+use crate::protocol::textfmt::readers::pythonic::{Literals, calls, list_starts, write_list};
 use serde_json::{Map, Value};
 
 use crate::ToolExecutionResult;
@@ -167,25 +167,13 @@ impl Format for Rules {
         options: &TextFormatOptions,
         _constraint: &Constraint,
     ) -> Result<Syntax, GrammarError> {
-        use crate::grammar::{Expr, Pattern, Section, Syntax, ValueStyle, Values, properties};
-        let style = ValueStyle::json("<");
-        let mut calls = Vec::new();
-        for (name, schema) in methods {
-            let mut members = Vec::new();
-            let mut literals = PyLiterals::new(b, name, schema, '"', options.skip_reasoning);
-            for (key, property, required) in properties(schema) {
-                let value = literals.literal(property)?;
-                members.push((Expr::seq([Expr::lit(format!("{key}=")), value]), required));
-            }
-            let mut values = Values::new(b, style.clone(), name, schema);
-            let list = values.member_list(members, Expr::lit(", "));
-            let body = Expr::seq([Expr::lit(format!("{name}(")), list, Expr::lit(")")]);
-            calls.push(b.rule(name, body));
-        }
+        use crate::grammar::{Expr, Pattern, Section, Syntax};
+        let literals = Literals::python(options.skip_reasoning);
+        let call = calls(b, methods, literals)?;
         Ok(Syntax {
             protocol: ID.to_string(),
             open: "[".into(),
-            call: b.rule("call", Expr::alt(calls)),
+            call,
             section: Some(Section { between: Expr::lit(", "), close: "]".into() }),
             avoid: vec![Pattern::text(START)],
             reasoning: options.skip_reasoning,

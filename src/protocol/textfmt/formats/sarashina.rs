@@ -38,8 +38,7 @@ use serde_json::{Map, Value};
 
 use crate::ToolExecutionResult;
 use crate::grammar::{
-    Builder, CharSet, Constraint, Expr, GrammarError, Pattern, Section, Syntax, ValueStyle, Values,
-    properties,
+    Builder, CharSet, Constraint, Expr, GrammarError, Pattern, Section, Syntax, properties,
 };
 use crate::protocol::textfmt::TextFormatOptions;
 use crate::protocol::textfmt::driver::{
@@ -47,7 +46,7 @@ use crate::protocol::textfmt::driver::{
 };
 use crate::protocol::textfmt::format::{Format, Marker};
 use crate::protocol::textfmt::readers::json::{Quotes, split_elements};
-use crate::protocol::textfmt::readers::pythonic::{PyLiterals, python_literal};
+use crate::protocol::textfmt::readers::pythonic::{Literals, PyLiterals, python_literal};
 use crate::python::parse_literal;
 use crate::tools::ToolDefinition;
 
@@ -204,17 +203,17 @@ impl Format for Rules {
             out
         };
         let ws = || Expr::lit(" ").opt();
+        let literals =
+            Literals { quote: '\'', python_containers: true, ..Literals::python(options.skip_reasoning) };
         let mut calls = Vec::new();
         for (name, schema) in methods {
-            let mut literals =
-                PyLiterals::new(b, name, schema, '\'', options.skip_reasoning).python_containers();
+            let mut literals = PyLiterals::new(b, name, schema, literals);
             let mut members = Vec::new();
             for (key, property, required) in properties(schema) {
                 let value = literals.literal(property)?;
                 members.push((Expr::seq([Expr::lit(py(key)), Expr::lit(":"), ws(), value]), required));
             }
-            let mut values = Values::new(b, ValueStyle::json("<"), name, schema);
-            let list = values.member_list(members, Expr::seq([Expr::lit(","), ws()]));
+            let list = literals.values().member_list(members, Expr::seq([Expr::lit(","), ws()]));
             let head = format!("{{'name': {}, 'arguments': {{", py(name));
             calls.push(b.rule(name, Expr::seq([Expr::lit(head), list, Expr::lit("}}")])));
         }

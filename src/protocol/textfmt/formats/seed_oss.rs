@@ -33,16 +33,27 @@
 //! Implementation-defined choices: a bare `<function=…>` outside `<seed:tool_call>` is
 //! text; text before a stray `</seed:think>` is normal text (vLLM would call it
 //! reasoning).
+//!
+//! Grammar: each call in a block of its own, as the template writes it:
+//! `<seed:tool_call>\n<function=NAME>`, then `\n<parameter=K>V</parameter>` per key in
+//! schema order, then `\n</function>\n</seed:tool_call>`. A value is inline and holds no
+//! white space at either end (a value on one line is trimmed), none of `</parameter>`,
+//! `<parameter=`, `</function>`, `<seed:tool_call>`, `</seed:tool_call>` (each ends it or
+//! the call; there are no escapes, entities are kept as written), and no reasoning tag
+//! while reasoning is hidden. Free text holds no `<seed:tool_call>`, `<seed:think>` or
+//! `</seed:think>` (the reply's one reasoning block is `<think>…</think>`).
 
 use serde_json::{Map, Value};
 
 use crate::ToolExecutionResult;
+use crate::grammar::{Builder, CharSet, Constraint, GrammarError, Pattern, Syntax};
 use crate::protocol::reasoning::{Markup, Section};
+use crate::protocol::textfmt::TextFormatOptions;
 use crate::protocol::textfmt::driver::{
     Found, RawCall, Reading, Region, Scan, ScanState, Searches, UNCLOSED,
 };
 use crate::protocol::textfmt::format::{Escape, Format, Marker};
-use crate::protocol::textfmt::grammar::value_text;
+use crate::protocol::textfmt::grammar::{TextValues, value_text};
 use crate::protocol::textfmt::prompt::{content, methods};
 use crate::protocol::textfmt::readers::values::unwrap_lines;
 use crate::protocol::textfmt::readers::xml_function::{
@@ -185,6 +196,42 @@ impl Format for Rules {
         }
         out.push_str(&format!("\n{FUNCTION_END}\n{CLOSE}"));
         Some(out)
+    }
+
+    /// The calls of `seed_oss` as a grammar: see the module docs.
+    fn syntax(
+        &self,
+        b: &mut Builder,
+        methods: &[(String, &Value)],
+        options: &TextFormatOptions,
+        _constraint: &Constraint,
+    ) -> Result<Syntax, GrammarError> {
+        let call = TextValues {
+            avoid: vec![
+                Pattern::new().then(CharSet::unicode_space()).at_start(),
+                Pattern::new().then(CharSet::unicode_space()).at_end(),
+                Pattern::text(PARAMETER_END),
+                Pattern::text(PARAMETER),
+                Pattern::text(FUNCTION_END),
+                Pattern::text(OPEN),
+                Pattern::text(CLOSE),
+            ],
+            open: "",
+            close: PARAMETER_END,
+            key: &|key| format!("\n{PARAMETER}{key}>"),
+            call: &|name| (format!("\n{FUNCTION}{name}>"), format!("\n{FUNCTION_END}\n{CLOSE}")),
+        }
+        .calls(b, methods, options)?;
+        Ok(Syntax {
+            protocol: ID.to_string(),
+            open: OPEN.into(),
+            call,
+            section: None,
+            avoid: vec![Pattern::text(THINK), Pattern::text(THINK_END)],
+            reasoning: options.skip_reasoning,
+            reasoning_markup: Vec::new(),
+            json: None,
+        })
     }
 }
 

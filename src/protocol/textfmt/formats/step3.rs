@@ -29,15 +29,26 @@
 //! Implementation-defined choices: calls count only inside a `<｜tool_calls_begin｜>`
 //! section; values are trimmed (as smg does; vLLM keeps the white space of string-typed
 //! values).
+//!
+//! Grammar: one `<｜tool_calls_begin｜>` section holding the calls, each
+//! `\n<｜tool_call_begin｜>function<｜tool_sep｜><steptml:invoke name="NAME">`, then
+//! `\n<steptml:parameter name="K">V</steptml:parameter>` per key in schema order, then
+//! `\n</steptml:invoke><｜tool_call_end｜>`; the section ends with
+//! `\n<｜tool_calls_end｜>`. A value holds no white space at either end (values are
+//! trimmed), none of `</steptml:parameter>`, `<｜tool_call_begin｜>`, `<｜tool_call_end｜>`,
+//! `<｜tool_calls_end｜>` (the format has no escapes) and no reasoning tag while reasoning
+//! is hidden. Free text holds no `<｜tool_calls_begin｜>`.
 
 use serde_json::{Map, Value};
 
 use crate::ToolExecutionResult;
+use crate::grammar::{Builder, CharSet, Constraint, Expr, GrammarError, Pattern, Section, Syntax};
+use crate::protocol::textfmt::TextFormatOptions;
 use crate::protocol::textfmt::driver::{
     RawCall, Reading, Region, Scan, ScanState, SectionTokens, UNCLOSED, inside,
 };
 use crate::protocol::textfmt::format::{Escape, Format, Marker};
-use crate::protocol::textfmt::grammar::value_text;
+use crate::protocol::textfmt::grammar::{TextValues, value_text};
 use crate::protocol::textfmt::prompt::{functions, lines, wrapped};
 use crate::protocol::textfmt::readers::dsml::attribute;
 use crate::protocol::textfmt::readers::values::infer;
@@ -198,6 +209,46 @@ impl Format for Rules {
         }
         out.push_str(&format!("\n{INVOKE_END}{CALL_END}\n{CALLS_END}"));
         Some(out)
+    }
+
+    /// The calls of `step3` as a grammar: see the module docs.
+    fn syntax(
+        &self,
+        b: &mut Builder,
+        methods: &[(String, &Value)],
+        options: &TextFormatOptions,
+        _constraint: &Constraint,
+    ) -> Result<Syntax, GrammarError> {
+        let call = TextValues {
+            avoid: vec![
+                Pattern::new().then(CharSet::unicode_space()).at_start(),
+                Pattern::new().then(CharSet::unicode_space()).at_end(),
+                Pattern::text(PARAMETER_END),
+                Pattern::text(CALL_BEGIN),
+                Pattern::text(CALL_END),
+                Pattern::text(CALLS_END),
+            ],
+            open: "",
+            close: PARAMETER_END,
+            key: &|key| format!("\n{PARAMETER} name=\"{key}\">"),
+            call: &|name| {
+                (
+                    format!("\n{CALL_BEGIN}function{SEP}{INVOKE} name=\"{name}\">"),
+                    format!("\n{INVOKE_END}{CALL_END}"),
+                )
+            },
+        }
+        .calls(b, methods, options)?;
+        Ok(Syntax {
+            protocol: ID.to_string(),
+            open: CALLS_BEGIN.into(),
+            call,
+            section: Some(Section { between: Expr::lit(""), close: format!("\n{CALLS_END}") }),
+            avoid: Vec::new(),
+            reasoning: options.skip_reasoning,
+            reasoning_markup: Vec::new(),
+            json: None,
+        })
     }
 }
 

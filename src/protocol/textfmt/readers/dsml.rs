@@ -34,14 +34,26 @@
 //!   parameter tags nor one JSON object, a JSON body that does not parse, an invoke not
 //!   closed by its closing tag. An invoke the reply cut off is reported by the driver
 //!   (the reply ended before it was closed), not once more here.
+//!
+//! Grammar ([`syntax`], the same for every format that uses it): one block holding the
+//! calls, each `\nINVOKE name="NAME">\n`, then `PARAM name="K" string="…">V PARAM_END\n`
+//! per key in schema order, then `INVOKE_END`; the block ends with `\nBLOCK_END`, as
+//! [`write`] writes a call. A string is `string="true"` and its text as written (white
+//! space kept), holding no closing parameter tag, no invoke tag and no block end (the
+//! markup has no escapes), and no reasoning tag while reasoning is hidden; every other
+//! value is `string="false"` and JSON (`<` in its strings written `\u003c`). Free text
+//! holds no opening block tag (nor what else the format adds).
 
 use serde_json::{Map, Value};
 
 use super::values::infer;
 use crate::ToolExecutionResult;
+use crate::grammar::{Builder, Expr, GrammarError, Pattern, Section, Syntax, TextForm};
+use crate::protocol::textfmt::TextFormatOptions;
 use crate::protocol::textfmt::driver::{
     CUT, RawCall, Reading, Region, Scan, ScanState, SectionTokens, ValueTags,
 };
+use crate::protocol::textfmt::grammar::TextCalls;
 use crate::protocol::textfmt::prompt::{bare_functions, content, plain_tags};
 use crate::tools::ToolDefinition;
 
@@ -309,6 +321,51 @@ pub(crate) fn write(m: &Markup, name: &str, args: &Map<String, Value>) -> Option
     }
     out.push_str(&format!("{}\n{}", m.invoke_end, m.block_end));
     Some(out)
+}
+
+/// The calls of a DSML format of id `id` with `m`'s tokens as a grammar (see the module
+/// docs): free text holds no opening block tag, nor any of `avoid`.
+pub(crate) fn syntax(
+    id: &str,
+    m: &Markup,
+    avoid: Vec<Pattern>,
+    b: &mut Builder,
+    methods: &[(String, &Value)],
+    options: &TextFormatOptions,
+) -> Result<Syntax, GrammarError> {
+    let string = TextForm {
+        text_name: "VALUE_TEXT",
+        value_name: "STRING_VALUE",
+        open: " string=\"true\">".into(),
+        avoid: vec![Pattern::text(m.param_end), Pattern::text(m.invoke), Pattern::text(m.block_end)],
+        close: format!("{}\n", m.param_end),
+    };
+    let close = format!("{}\n", m.param_end);
+    let kind_open = |kind: &str| {
+        let string = if kind == "string" { "true" } else { "false" };
+        format!(" string=\"{string}\">")
+    };
+    let call = TextCalls {
+        strings: vec![string],
+        open: " string=\"false\">",
+        close: &close,
+        kind_open: Some(&kind_open),
+        escapes: "<",
+        index: None,
+        key: &|key| format!("{} name=\"{key}\"", m.param),
+        call: &|name| (format!("\n{} name=\"{name}\">\n", m.invoke), m.invoke_end.to_string()),
+    }
+    .calls(b, methods, options)?;
+    Ok(Syntax {
+        protocol: id.to_string(),
+        open: m.block.into(),
+        call,
+        section: Some(Section { between: Expr::lit(""), close: format!("\n{}", m.block_end) }),
+        avoid,
+        reasoning: options.skip_reasoning,
+        reasoning_markup: Vec::new(),
+        json: None,
+    })
 }
 
 /// Checks shared by the DSML formats' unit tests.

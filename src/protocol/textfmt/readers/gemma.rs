@@ -8,11 +8,23 @@
 //! `true`, `false` or `null`, a nested `{key:value,…}` object or a `[value,…]` list. A
 //! bare word that is none of these is read as a string. A top-level string argument is
 //! also recorded as text ([`RawCall::text_arg`]) so that the tool's schema may type it.
+//!
+//! Grammar ([`syntax`]): a call as [`write_block`] writes it, `OPEN` `call:NAME{…}`
+//! `CLOSE`, the arguments `key:value` in schema order separated by `,` (keys bare where
+//! the writer leaves them bare, else between delimiters), values in the notation of their
+//! schema: strings between delimiters, holding neither the delimiter nor the closing
+//! token (the notation has no escapes) nor a reasoning tag while reasoning is hidden;
+//! numbers as JSON writes them; `true`, `false`, `null`; objects `{key:value,…}` and lists
+//! `[value,…]`, nested the same way. Free text holds no opening token.
 
 use serde_json::{Map, Value};
 
 use super::values::infer;
 use crate::ToolExecutionResult;
+use crate::grammar::{
+    Builder, CharSet, Expr, GrammarError, Pattern, Syntax, ValueStyle, Values, properties, reasoning_heads,
+};
+use crate::protocol::textfmt::TextFormatOptions;
 use crate::protocol::textfmt::driver::{Found, RawCall, Reading, Region, Scan, ScanState, Searches, inside};
 use crate::protocol::textfmt::escape::neutralize_tokens;
 use crate::protocol::textfmt::prompt::{content, methods};
@@ -388,4 +400,265 @@ pub(crate) fn write_block(
         return None;
     }
     Some(format!("{open}call:{name}{body}{close}"))
+}
+
+/// The calls of the Gemma format `id`, written with `blocks`' tokens, as a grammar (see
+/// the module docs); free text holds none of `avoid` either.
+pub(crate) fn syntax(
+    id: &str,
+    blocks: &Blocks,
+    avoid: Vec<Pattern>,
+    b: &mut Builder,
+    methods: &[(String, &Value)],
+    options: &TextFormatOptions,
+) -> Result<Syntax, GrammarError> {
+    let mut inside = vec![Pattern::text(blocks.quote), Pattern::text(blocks.close)];
+    if options.skip_reasoning {
+        inside.extend(reasoning_heads());
+    }
+    let notation = Notation { quote: blocks.quote, avoid: inside };
+    let mut calls = Vec::new();
+    for (name, schema) in methods {
+        let object = notation.object(b, name, schema, schema, 0)?;
+        calls.push(
+            b.rule(name, Expr::seq([Expr::lit(format!("call:{name}")), object, Expr::lit(blocks.close)])),
+        );
+    }
+    Ok(Syntax {
+        protocol: id.to_string(),
+        open: blocks.open.into(),
+        call: b.rule("call", Expr::alt(calls)),
+        section: None,
+        avoid,
+        reasoning: options.skip_reasoning,
+        reasoning_markup: Vec::new(),
+        json: None,
+    })
+}
+
+/// Deepest schema nesting a grammar follows.
+const MAX_SCHEMA_DEPTH: u32 = 32;
+
+/// The Gemma notation of one format, for grammars: its string delimiter, and what a
+/// string may not hold.
+struct Notation<'q> {
+    quote: &'q str,
+    avoid: Vec<Pattern>,
+}
+
+impl Notation<'_> {
+    fn error(method: &str, message: impl Into<String>) -> GrammarError {
+        GrammarError::Schema { method: method.to_string(), message: message.into() }
+    }
+
+    /// A string between delimiters, of `min` to `max` characters.
+    fn string(&self, b: &mut Builder, min: u32, max: Option<u32>) -> Expr {
+        let text = b.avoiding_bounded("STRING_TEXT", self.avoid.clone(), min, max);
+        b.token("STRING", Expr::seq([Expr::lit(self.quote), text, Expr::lit(self.quote)]))
+    }
+
+    /// `value` as [`encode`] writes it, when it can and the grammar's strings may hold it.
+    fn constant(&self, value: &Value) -> Option<Expr> {
+        let mut out = String::new();
+        encode(value, self.quote, &mut out)?;
+        Some(Expr::lit(out))
+    }
+
+    /// An object of `schema`'s properties, in order: `{key:value,…}`; with no
+    /// `properties`, any object.
+    fn object(
+        &self,
+        b: &mut Builder,
+        method: &str,
+        schema: &Value,
+        root: &Value,
+        depth: u32,
+    ) -> Result<Expr, GrammarError> {
+        if schema.get("properties").and_then(Value::as_object).is_none() {
+            return Ok(self.any_object(b));
+        }
+        let mut members = Vec::new();
+        for (key, property, required) in properties(schema) {
+            let mut written = String::new();
+            encode(
+                &Value::Object([(key.to_string(), Value::Null)].into_iter().collect()),
+                self.quote,
+                &mut written,
+            )
+            .ok_or_else(|| Self::error(method, format!("the key `{key}` holds the string delimiter")))?;
+            // `{KEY:null}`: the key as the writer writes it, then `:`.
+            let head = written.strip_prefix('{').and_then(|w| w.strip_suffix("null}")).unwrap_or_default();
+            let value = self.value(b, method, property, root, depth + 1)?;
+            members.push((Expr::seq([Expr::lit(head), value]), required));
+        }
+        let list = Values::new(b, ValueStyle::json("<"), method, root).member_list(members, Expr::lit(","));
+        Ok(Expr::seq([Expr::lit("{"), list, Expr::lit("}")]))
+    }
+
+    /// A value of `schema` in the notation.
+    fn value(
+        &self,
+        b: &mut Builder,
+        method: &str,
+        schema: &Value,
+        root: &Value,
+        depth: u32,
+    ) -> Result<Expr, GrammarError> {
+        if depth > MAX_SCHEMA_DEPTH {
+            return Err(Self::error(
+                method,
+                format!("the schema nests deeper than {MAX_SCHEMA_DEPTH} levels"),
+            ));
+        }
+        let Value::Object(object) = schema else {
+            return match schema {
+                Value::Bool(false) => Err(Self::error(method, "a schema of `false` admits no value")),
+                _ => Ok(self.any_value(b)),
+            };
+        };
+        if let Some(reference) = object.get("$ref").and_then(Value::as_str) {
+            let target =
+                reference.strip_prefix('#').and_then(|pointer| root.pointer(pointer)).ok_or_else(|| {
+                    Self::error(
+                        method,
+                        format!("`$ref` {reference} does not name a definition of the schema"),
+                    )
+                })?;
+            return self.value(b, method, target, root, depth + 1);
+        }
+        if let Some(constant) = object.get("const") {
+            return self
+                .constant(constant)
+                .ok_or_else(|| Self::error(method, "the `const` holds the string delimiter"));
+        }
+        if let Some(options) = object.get("enum").and_then(Value::as_array) {
+            let options: Vec<Expr> = options.iter().filter_map(|v| self.constant(v)).collect();
+            if options.is_empty() {
+                return Err(Self::error(method, "the `enum` admits no value the notation can write"));
+            }
+            return Ok(Expr::alt(options));
+        }
+        for key in ["anyOf", "oneOf"] {
+            if let Some(options) = object.get(key).and_then(Value::as_array) {
+                let mut alternatives = Vec::new();
+                for option in options {
+                    let mut merged = object.clone();
+                    merged.remove(key);
+                    if let Value::Object(inner) = option {
+                        merged.extend(inner.iter().map(|(k, v)| (k.clone(), v.clone())));
+                    }
+                    alternatives.push(self.value(b, method, &Value::Object(merged), root, depth + 1)?);
+                }
+                if alternatives.is_empty() {
+                    return Err(Self::error(method, format!("an empty `{key}` admits no value")));
+                }
+                return Ok(Expr::alt(alternatives));
+            }
+        }
+        let kinds: Vec<&str> = match object.get("type") {
+            Some(Value::String(kind)) => vec![kind.as_str()],
+            Some(Value::Array(kinds)) => kinds.iter().filter_map(Value::as_str).collect(),
+            _ if object.contains_key("properties") => vec!["object"],
+            _ if object.contains_key("items") => vec!["array"],
+            _ => return Ok(self.any_value(b)),
+        };
+        let count =
+            |key: &str| object.get(key).and_then(Value::as_u64).map(|n| n.min(u32::MAX.into()) as u32);
+        let mut alternatives = Vec::new();
+        for kind in kinds {
+            alternatives.push(match kind {
+                "string" => {
+                    let max = match (count("maxLength"), b.max_text) {
+                        (Some(own), Some(cap)) => Some(own.min(cap)),
+                        (own, cap) => own.or(cap),
+                    };
+                    self.string(b, count("minLength").unwrap_or(0), max)
+                }
+                "integer" | "number" => {
+                    let mut one = object.clone();
+                    one.insert("type".into(), Value::String(kind.to_string()));
+                    Values::new(b, ValueStyle::json("<"), method, root).json(&Value::Object(one))?
+                }
+                "boolean" => Expr::alt([Expr::lit("true"), Expr::lit("false")]),
+                "null" => Expr::lit("null"),
+                "object" => self.object(b, method, schema, root, depth)?,
+                "array" => {
+                    let item = match object.get("items") {
+                        Some(items) => self.value(b, method, items, root, depth + 1)?,
+                        None => self.any_value(b),
+                    };
+                    let (min, max) = (count("minItems").unwrap_or(0), count("maxItems"));
+                    let rest = Expr::seq([Expr::lit(","), item.clone()]);
+                    let items = Expr::seq([
+                        item,
+                        rest.times(min.saturating_sub(1), max.map(|m| m.saturating_sub(1))),
+                    ]);
+                    let body = match (min, max) {
+                        (0, Some(0)) => Expr::lit("[]"),
+                        (0, _) => Expr::seq([Expr::lit("["), items.opt(), Expr::lit("]")]),
+                        _ => Expr::seq([Expr::lit("["), items, Expr::lit("]")]),
+                    };
+                    b.rule("list", body)
+                }
+                other => return Err(Self::error(method, format!("unknown type `{other}`"))),
+            });
+        }
+        if alternatives.is_empty() {
+            return Err(Self::error(method, "an empty `type` list admits no value"));
+        }
+        Ok(Expr::alt(alternatives))
+    }
+
+    /// Any value in the notation (keys of its objects bare identifiers or delimited).
+    fn any_value(&self, b: &mut Builder) -> Expr {
+        self.any(b).0
+    }
+
+    /// Any object in the notation.
+    fn any_object(&self, b: &mut Builder) -> Expr {
+        self.any(b).1
+    }
+
+    /// Any value, and any object.
+    fn any(&self, b: &mut Builder) -> (Expr, Expr) {
+        let name = b.reserve("any_value");
+        let value = Expr::Ref(name.clone());
+        let string = self.string(b, 0, None);
+        let key = b.token(
+            "KEY",
+            Expr::alt([
+                Expr::seq([
+                    Expr::set(CharSet::ranges(&[('a', 'z'), ('A', 'Z'), ('_', '_')])),
+                    Expr::set(CharSet::ranges(&[('a', 'z'), ('A', 'Z'), ('0', '9'), ('_', '_')])).star(),
+                ]),
+                string.clone(),
+            ]),
+        );
+        let member = Expr::seq([key, Expr::lit(":"), value.clone()]);
+        let object = b.rule(
+            "any_object",
+            Expr::seq([
+                Expr::lit("{"),
+                Expr::seq([member.clone(), Expr::seq([Expr::lit(","), member]).star()]).opt(),
+                Expr::lit("}"),
+            ]),
+        );
+        let list = Expr::seq([
+            Expr::lit("["),
+            Expr::seq([value.clone(), Expr::seq([Expr::lit(","), value.clone()]).star()]).opt(),
+            Expr::lit("]"),
+        ]);
+        let number = Values::new(b, ValueStyle::json("<"), "", &Value::Null).number(false);
+        let body = Expr::alt([
+            object.clone(),
+            list,
+            string,
+            number,
+            Expr::lit("true"),
+            Expr::lit("false"),
+            Expr::lit("null"),
+        ]);
+        b.define_reserved(&name, body);
+        (value, object)
+    }
 }

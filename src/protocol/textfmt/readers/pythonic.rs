@@ -1,5 +1,12 @@
-//! Python call lists (`[get_weather(city="Paris"), add(a=1)]`): where one starts, and
-//! Python literals written for `pythonic`, `lfm2` and `sarashina`.
+//! Python call lists (`[get_weather(city="Paris"), add(a=1)]`): where one starts, Python
+//! literals written for `pythonic`, `lfm2` and `sarashina`, and their grammar: one builder
+//! of literals ([`PyLiterals`], shaped by [`Literals`]) for `pythonic`, `lfm2`, `olmo3`
+//! and `sarashina`, and the Python calls with literal arguments ([`calls`]) of the first
+//! three.
+
+use serde_json::Value;
+
+use crate::grammar::{Builder, CharSet, Expr, GrammarError, ValueStyle, Values, properties};
 
 /// Longest function name a list may start with.
 const MAX_NAME: usize = 256;
@@ -84,8 +91,7 @@ pub(crate) fn write_list(name: &str, args: &serde_json::Map<String, serde_json::
 /// `value` as a Python literal all the way down: strings in `quote`s (as
 /// [`python_string`] escapes them), `True`/`False`/`None`, numbers as JSON writes them,
 /// lists `[a, b]` and dicts `{'k': v}` (`sarashina` writes its calls so).
-pub(crate) fn python_literal(value: &serde_json::Value, quote: char, out: &mut String) {
-    use serde_json::Value;
+pub(crate) fn python_literal(value: &Value, quote: char, out: &mut String) {
     match value {
         Value::String(s) => python_string(s, quote, out),
         Value::Bool(true) => out.push_str("True"),
@@ -117,75 +123,102 @@ pub(crate) fn python_literal(value: &serde_json::Value, quote: char, out: &mut S
     }
 }
 
-/// Python literals of a method's JSON Schema, as a grammar (see
-/// [`grammar`](crate::grammar)): what `pythonic` and `sarashina` write into their calls.
-/// Strings are in `quote`s with the escapes the reader decodes (`\\ \" \' \n \r \t`,
-/// `\uXXXX` but no surrogate) and no raw control character, nor a raw `<` with
-/// `no_raw_lt` (while reasoning is hidden, so that no string opens a reasoning tag);
-/// `True`/`False`, `None`, numbers as JSON writes them. Lists and dicts are JSON (which
-/// the reader also takes), or with [`python_containers`](Self::python_containers) Python
-/// literals too: `[a, b]`, `{'k': v}` with keys in the order of the schema's
-/// `properties`, every required key present and no other.
+/// How the literals of a grammar are written: what sets `pythonic`'s, `lfm2`'s,
+/// `olmo3`'s and `sarashina`'s apart.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Literals {
+    /// The quote strings stand in (`"`, or `'` for `sarashina`).
+    pub quote: char,
+    /// JSON's words and strings (`true`, `false`, `null`; strings in double quotes with
+    /// JSON's escapes, as OLMo 3's template writes values), not Python's (`True`,
+    /// `False`, `None`; strings with the escapes [`python_string`] writes).
+    pub json_words: bool,
+    /// No raw `<` in a string (it is written `\u003c`): while reasoning is hidden, so that
+    /// no string opens a reasoning tag, or where a token ends the call list wherever it
+    /// stands.
+    pub no_raw_lt: bool,
+    /// Lists and dicts as Python literals (`[a, b]`, `{'k': v}`, strings in the quotes,
+    /// `True`, `None`), not JSON (which the Python readers also take).
+    pub python_containers: bool,
+}
+
+impl Literals {
+    /// Python's words, strings in double quotes, lists and dicts as JSON.
+    pub(crate) fn python(no_raw_lt: bool) -> Self {
+        Literals { quote: '"', json_words: false, no_raw_lt, python_containers: false }
+    }
+
+    /// JSON's words and strings, lists and dicts as JSON.
+    pub(crate) fn json(no_raw_lt: bool) -> Self {
+        Literals { json_words: true, ..Self::python(no_raw_lt) }
+    }
+}
+
+/// One call `NAME(key=value, …)` of any of `methods`, keyword arguments in schema order
+/// separated by `, `, values the literals of their schemas (see [`PyLiterals`]).
+pub(crate) fn calls(
+    b: &mut Builder,
+    methods: &[(String, &Value)],
+    literals: Literals,
+) -> Result<Expr, GrammarError> {
+    let mut calls = Vec::new();
+    for (name, schema) in methods {
+        let mut members = Vec::new();
+        let mut values = PyLiterals::new(b, name, schema, literals);
+        for (key, property, required) in properties(schema) {
+            let value = values.literal(property)?;
+            members.push((Expr::seq([Expr::lit(format!("{key}=")), value]), required));
+        }
+        let list = values.values().member_list(members, Expr::lit(", "));
+        let body = Expr::seq([Expr::lit(format!("{name}(")), list, Expr::lit(")")]);
+        calls.push(b.rule(name, body));
+    }
+    Ok(b.rule("call", Expr::alt(calls)))
+}
+
+/// The literals of a method's JSON Schema, as a grammar (see [`grammar`](crate::grammar)):
+/// what `pythonic`, `lfm2`, `olmo3` and `sarashina` write into their calls, shaped by
+/// [`Literals`]. Strings are in the quotes with the escapes the reader decodes
+/// (`\\ \" \' \n \r \t`, and `\b \f` with JSON's words; `\uXXXX` but no surrogate) and no
+/// raw control character, nor a raw `<` with `no_raw_lt`; `True`/`False`, `None` (or
+/// JSON's words); numbers as JSON writes them. Lists and dicts are JSON, or with
+/// `python_containers` Python literals: `[a, b]`, `{'k': v}` with keys in the order of
+/// the schema's `properties`, every required key present and no other. A `$ref` is
+/// defined once, so a recursive schema is a recursive rule.
 pub(crate) struct PyLiterals<'b> {
-    b: &'b mut crate::grammar::Builder,
+    b: &'b mut Builder,
     method: &'b str,
-    root: &'b serde_json::Value,
-    quote: char,
-    no_raw_lt: bool,
-    python_containers: bool,
+    root: &'b Value,
+    literals: Literals,
     refs: std::collections::HashMap<String, String>,
-    any: Option<crate::grammar::Expr>,
+    any: Option<Expr>,
     depth: u32,
 }
 
 impl<'b> PyLiterals<'b> {
     /// The literals of method `method`, whose parameters are `root` (which `$ref`s point
     /// into), rules in `b`.
-    pub(crate) fn new(
-        b: &'b mut crate::grammar::Builder,
-        method: &'b str,
-        root: &'b serde_json::Value,
-        quote: char,
-        no_raw_lt: bool,
-    ) -> Self {
-        PyLiterals {
-            b,
-            method,
-            root,
-            quote,
-            no_raw_lt,
-            python_containers: false,
-            refs: std::collections::HashMap::new(),
-            any: None,
-            depth: 0,
-        }
+    pub(crate) fn new(b: &'b mut Builder, method: &'b str, root: &'b Value, literals: Literals) -> Self {
+        PyLiterals { b, method, root, literals, refs: std::collections::HashMap::new(), any: None, depth: 0 }
     }
 
-    /// With lists and dicts as Python literals (strings in the quotes, `True`, `None`),
-    /// not JSON.
-    pub(crate) fn python_containers(mut self) -> Self {
-        self.python_containers = true;
-        self
-    }
-
-    fn error(&self, message: impl Into<String>) -> crate::grammar::GrammarError {
-        crate::grammar::GrammarError::Schema { method: self.method.to_string(), message: message.into() }
+    fn error(&self, message: impl Into<String>) -> GrammarError {
+        GrammarError::Schema { method: self.method.to_string(), message: message.into() }
     }
 
     /// The JSON builder of the same grammar.
-    fn values(&mut self) -> crate::grammar::Values<'_> {
-        crate::grammar::Values::new(self.b, crate::grammar::ValueStyle::json("<"), self.method, self.root)
+    pub(crate) fn values(&mut self) -> Values<'_> {
+        Values::new(self.b, ValueStyle::json("<"), self.method, self.root)
     }
 
     /// A literal's text as a constant of the grammar.
-    fn text(&self, value: &serde_json::Value) -> String {
-        if self.python_containers {
+    fn text(&self, value: &Value) -> String {
+        let Literals { quote, json_words, python_containers, .. } = self.literals;
+        if json_words {
+            crate::protocol::textfmt::grammar::json_text(value)
+        } else if python_containers || value.is_string() {
             let mut out = String::new();
-            python_literal(value, self.quote, &mut out);
-            out
-        } else if let serde_json::Value::String(s) = value {
-            let mut out = String::new();
-            python_string(s, self.quote, &mut out);
+            python_literal(value, quote, &mut out);
             out
         } else {
             python_text(value)
@@ -193,10 +226,7 @@ impl<'b> PyLiterals<'b> {
     }
 
     /// A literal of `schema`.
-    pub(crate) fn literal(
-        &mut self,
-        schema: &serde_json::Value,
-    ) -> Result<crate::grammar::Expr, crate::grammar::GrammarError> {
+    pub(crate) fn literal(&mut self, schema: &Value) -> Result<Expr, GrammarError> {
         self.depth += 1;
         if self.depth > 32 {
             return Err(self.error("the schema nests deeper than 32 levels"));
@@ -206,15 +236,11 @@ impl<'b> PyLiterals<'b> {
         out
     }
 
-    fn literal_inner(
-        &mut self,
-        schema: &serde_json::Value,
-    ) -> Result<crate::grammar::Expr, crate::grammar::GrammarError> {
-        use crate::grammar::Expr;
-        use serde_json::Value;
+    fn literal_inner(&mut self, schema: &Value) -> Result<Expr, GrammarError> {
+        let python_containers = self.literals.python_containers;
         let object = match schema {
             Value::Object(object) => object,
-            Value::Bool(true) if self.python_containers => return Ok(self.any()),
+            Value::Bool(true) if python_containers => return Ok(self.any()),
             _ => return self.values().json(schema),
         };
         if let Some(reference) = object.get("$ref").and_then(Value::as_str) {
@@ -249,11 +275,12 @@ impl<'b> PyLiterals<'b> {
         let kinds: Vec<String> = match object.get("type") {
             Some(Value::String(kind)) => vec![kind.clone()],
             Some(Value::Array(kinds)) => kinds.iter().filter_map(Value::as_str).map(str::to_string).collect(),
-            _ if !self.python_containers => return self.values().json(schema),
+            _ if !python_containers => return self.values().json(schema),
             _ if object.contains_key("properties") => vec!["object".to_string()],
             _ if object.contains_key("items") => vec!["array".to_string()],
             _ => return Ok(self.any()),
         };
+        let json_words = self.literals.json_words;
         let mut alternatives = Vec::new();
         for kind in kinds {
             alternatives.push(match kind.as_str() {
@@ -267,10 +294,12 @@ impl<'b> PyLiterals<'b> {
                     };
                     self.string(count("minLength").unwrap_or(0), max)
                 }
+                "boolean" if json_words => Expr::alt([Expr::lit("true"), Expr::lit("false")]),
                 "boolean" => Expr::alt([Expr::lit("True"), Expr::lit("False")]),
+                "null" if json_words => Expr::lit("null"),
                 "null" => Expr::lit("None"),
-                "array" if self.python_containers => self.array(object)?,
-                "object" if self.python_containers => self.object(object)?,
+                "array" if python_containers => self.array(object)?,
+                "object" if python_containers => self.object(object)?,
                 _ => {
                     let mut one = object.clone();
                     one.insert("type".into(), Value::String(kind.clone()));
@@ -285,13 +314,13 @@ impl<'b> PyLiterals<'b> {
     }
 
     /// A string in the quotes, of `min`..`max` characters.
-    fn string(&mut self, min: u32, max: Option<u32>) -> crate::grammar::Expr {
-        use crate::grammar::{CharSet, Expr};
+    fn string(&mut self, min: u32, max: Option<u32>) -> Expr {
+        let Literals { quote, json_words, no_raw_lt, .. } = self.literals;
         let hex = || CharSet::ranges(&[('0', '9'), ('a', 'f'), ('A', 'F')]);
         let hex_n = |n: u32| Expr::set(hex()).times(n, Some(n));
-        let mut excluded = String::from(self.quote);
+        let mut excluded = String::from(quote);
         excluded.push('\\');
-        if self.no_raw_lt {
+        if no_raw_lt {
             excluded.push('<');
         }
         let plain = CharSet::ranges(&[('\u{0}', '\u{1F}'), ('\u{7F}', '\u{7F}')])
@@ -305,36 +334,34 @@ impl<'b> PyLiterals<'b> {
             ]),
             Expr::seq([Expr::set(CharSet::of("dD")), Expr::set(CharSet::range('0', '7')), hex_n(2)]),
         ]);
+        let escaped = if json_words { "\\\"'bfnrt" } else { "\\\"'nrt" };
         let unit = Expr::alt([
             Expr::set(plain),
             Expr::seq([
                 Expr::lit("\\"),
-                Expr::alt([Expr::set(CharSet::of("\\\"'nrt")), Expr::seq([Expr::lit("u"), unicode])]),
+                Expr::alt([Expr::set(CharSet::of(escaped)), Expr::seq([Expr::lit("u"), unicode])]),
             ]),
         ]);
-        let name = if (min, max) == (0, None) { "PY_STRING".to_string() } else { format!("PY_STRING_{min}") };
-        let quote = Expr::lit(self.quote.to_string());
+        let kind = if json_words { "JSON" } else { "PY" };
+        let name =
+            if (min, max) == (0, None) { format!("{kind}_STRING") } else { format!("{kind}_STRING_{min}") };
+        let quote = Expr::lit(quote.to_string());
         self.b.terminal(&name, Expr::seq([quote.clone(), unit.times(min, max), quote]))
     }
 
     /// The optional space after `:` and `,`.
-    fn ws() -> crate::grammar::Expr {
-        crate::grammar::Expr::lit(" ").opt()
+    fn ws() -> Expr {
+        Expr::lit(" ").opt()
     }
 
     /// A list of the schema's `items`, `minItems` to `maxItems` of them.
-    fn array(
-        &mut self,
-        schema: &serde_json::Map<String, serde_json::Value>,
-    ) -> Result<crate::grammar::Expr, crate::grammar::GrammarError> {
-        use crate::grammar::Expr;
+    fn array(&mut self, schema: &serde_json::Map<String, Value>) -> Result<Expr, GrammarError> {
         let item = match schema.get("items") {
             Some(items) => self.literal(items)?,
             None => self.any(),
         };
-        let count = |key: &str| {
-            schema.get(key).and_then(serde_json::Value::as_u64).map(|n| n.min(u32::MAX.into()) as u32)
-        };
+        let count =
+            |key: &str| schema.get(key).and_then(Value::as_u64).map(|n| n.min(u32::MAX.into()) as u32);
         let (min, max) = (count("minItems").unwrap_or(0), count("maxItems"));
         let rest = Expr::seq([Expr::lit(","), Self::ws(), item.clone()]);
         let items = Expr::seq([item, rest.times(min.saturating_sub(1), max.map(|m| m.saturating_sub(1)))]);
@@ -350,12 +377,7 @@ impl<'b> PyLiterals<'b> {
 
     /// A dict: keys in the order of `properties`, every required key present, no other;
     /// without `properties`, any dict.
-    fn object(
-        &mut self,
-        schema: &serde_json::Map<String, serde_json::Value>,
-    ) -> Result<crate::grammar::Expr, crate::grammar::GrammarError> {
-        use crate::grammar::Expr;
-        use serde_json::Value;
+    fn object(&mut self, schema: &serde_json::Map<String, Value>) -> Result<Expr, GrammarError> {
         let Some(properties) = schema.get("properties").and_then(Value::as_object) else {
             let any = self.any();
             return Ok(self.dict_of(any));
@@ -379,8 +401,7 @@ impl<'b> PyLiterals<'b> {
     }
 
     /// Any dict whose values are `value`.
-    fn dict_of(&mut self, value: crate::grammar::Expr) -> crate::grammar::Expr {
-        use crate::grammar::Expr;
+    fn dict_of(&mut self, value: Expr) -> Expr {
         let key = self.string(0, None);
         let member = Expr::seq([key, Expr::lit(":"), Self::ws(), value]);
         Expr::seq([
@@ -391,8 +412,7 @@ impl<'b> PyLiterals<'b> {
     }
 
     /// Any literal.
-    fn any(&mut self) -> crate::grammar::Expr {
-        use crate::grammar::Expr;
+    fn any(&mut self) -> Expr {
         if let Some(any) = &self.any {
             return any.clone();
         }
@@ -414,8 +434,7 @@ impl<'b> PyLiterals<'b> {
     }
 
     /// The literal of a local `$ref`, defined once.
-    fn reference(&mut self, reference: &str) -> Result<crate::grammar::Expr, crate::grammar::GrammarError> {
-        use crate::grammar::Expr;
+    fn reference(&mut self, reference: &str) -> Result<Expr, GrammarError> {
         if let Some(name) = self.refs.get(reference) {
             return Ok(Expr::Ref(name.clone()));
         }
