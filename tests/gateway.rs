@@ -643,10 +643,11 @@ async fn constrain_sends_the_protocols_grammar_for_the_offered_tools() {
     assert!(reply.contains("get_weather") && reply.contains("get_time"), "{reply}");
     let one = requests[1]["structured_outputs"]["grammar"].as_str().expect("a grammar for one call");
     assert!(one.contains("get_time") && !one.contains("get_weather"), "only the named tool: {one}");
-    // A protocol without a grammar: the request goes unconstrained.
+    // A protocol without a grammar (`auto`: which format the reply is in is the
+    // model's choice): the request goes unconstrained.
     let upstream = replay().await;
     let config = GatewayConfig::new(&upstream.url)
-        .protocol("harmony")
+        .protocol("auto")
         .constrain(Constrain::new(GrammarServer::Vllm, Dialect::Lark));
     let url = serve(config).await;
     post(&url, &chat_body("text")).await;
