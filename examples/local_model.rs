@@ -1,4 +1,4 @@
-//! A small open model on this machine, calling the demo tools through VCP with a grammar:
+//! A small open model on this machine, calling the demo calculator through VCP with a grammar:
 //! llama.cpp's OpenAI-compatible server on loopback constrains what the model writes, so
 //! that its first turn is one valid call; the engine runs it, sends the result back, and
 //! the next turn (whose grammar lets the model write text) answers.
@@ -16,7 +16,7 @@
 //!
 //! ```text
 //! cargo run --features http --example local_model
-//! cargo run --features http --example local_model -- --protocol hermes "Repeat the word hi 3 times."
+//! cargo run --features http --example local_model -- --protocol hermes "What is 84 divided by 2?"
 //! ```
 //!
 //! `LLAMA_URL` names another server (default `http://127.0.0.1:8080/v1`), `LLAMA_MODEL`
@@ -73,8 +73,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     // The first turn must call (scope `call`); after the result, the grammar lets the
     // model answer (scope `reply`). Text values are bounded, so no value runs on.
     let grammar = Constraint::new(Dialect::Gbnf, Scope::Call).max_text(64);
-    let config =
-        ToolCallConfig::default().with_protocol(&protocol).with_grammar(grammar).with_max_iterations(4);
+    // The calculator alone: the other demo tools only distract a model this small.
+    let config = ToolCallConfig::default()
+        .with_default_tool_enabled(false)
+        .with_toggle("calc", true)
+        .with_protocol(&protocol)
+        .with_grammar(grammar)
+        .with_max_iterations(4);
     let ctx = ExecutionContext::new(config);
 
     let mut conversation = Conversation::new();

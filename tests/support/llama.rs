@@ -7,7 +7,8 @@
 //! family.
 //!
 //! The server decodes greedily (`temperature: 0`) with a fixed seed, one request at a
-//! time, so a test's replies are the same on every run on the same build.
+//! time (a request waits for the one before it, never cuts it off), so a test's replies
+//! are the same on every run on the same build.
 
 #![allow(dead_code)]
 
@@ -128,6 +129,9 @@ fn start() -> Server {
         .arg(&model)
         .args(["--model_alias", MODEL, "--host", "127.0.0.1", "--port", &port.to_string()])
         .args(["--n_ctx", "8192", "--seed", "7", "--n_threads", "2", "--verbose", "false"])
+        // The tests share one server: a request waits for the one before it, where the
+        // server's default cuts a stream off when another request arrives.
+        .args(["--interrupt_requests", "false"])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(&log).expect("the log file"))
