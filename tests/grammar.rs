@@ -1606,3 +1606,34 @@ fn a_reply_that_starts_in_reasoning_closes_it_first() {
     }
     assert!(checked >= 12, "{checked}");
 }
+
+#[test]
+fn a_keyword_no_grammar_says_is_left_to_validation_with_a_note() {
+    let tools = vec![ToolDefinition::new("codes", "Codes").with_method(
+        MethodDefinition::new("put", "Put a code.").with_parameters(json!({
+            "type": "object",
+            "properties": {
+                "code": {"type": "string", "pattern": "^[A-Z]{3}$"},
+                "step": {"type": "number", "multipleOf": 0.5},
+                "tags": {"type": "array", "items": {"type": "string"}, "uniqueItems": true}
+            },
+            "required": ["code"]
+        })),
+    )];
+    for id in ["vcp", "hermes", "qwen3_coder_xml"] {
+        for dialect in TEXT_DIALECTS {
+            let g = protocol(id).grammar(&tools, &Constraint::new(dialect, Scope::Call)).unwrap();
+            for keyword in ["pattern", "multipleOf", "uniqueItems"] {
+                assert!(
+                    g.notes().iter().any(|n| n.contains(&format!("`{keyword}`")) && n.contains("codes_put")),
+                    "{id} {dialect}: {:?}",
+                    g.notes()
+                );
+            }
+        }
+    }
+    // A schema with none of them has no note.
+    let plain =
+        protocol("hermes").grammar(&definitions(), &Constraint::new(Dialect::Gbnf, Scope::Call)).unwrap();
+    assert!(plain.notes().is_empty(), "{:?}", plain.notes());
+}

@@ -344,6 +344,9 @@ pub(crate) struct Builder {
     /// (the protocol's `starts_in_reasoning`): every scope then begins with the rest of
     /// that reasoning and this tag.
     pub opened_reasoning: Option<&'static str>,
+    /// What the grammar leaves to validation (keywords it cannot say), for
+    /// [`Grammar::notes`](super::Grammar::notes).
+    pub notes: Vec<String>,
     defs: Vec<Def>,
     names: HashMap<String, usize>,
     /// Definitions by content, so that equal terminals and rules are written once.

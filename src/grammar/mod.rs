@@ -475,8 +475,9 @@ impl Syntax {
                     start = builder.rule("after_reasoning", Expr::seq([closed, start]));
                 }
                 debug_assert_eq!(builder.check(&start), Ok(()));
-                let (text, notes) =
+                let (text, mut notes) =
                     if dialect == Dialect::Lark { builder.lark(&start) } else { builder.gbnf(&start) };
+                notes.splice(0..0, std::mem::take(&mut builder.notes));
                 let mut grammar = Grammar::new(dialect, scope, text);
                 for note in notes {
                     if !grammar.notes.contains(&note) {

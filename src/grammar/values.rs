@@ -9,7 +9,8 @@
 //! the range an integer `format` such as `uint32` implies),
 //! `minimum: 0` on numbers, and local `$ref`s (`#/$defs/…`, `#/definitions/…`). Everything
 //! else (`pattern`, `format`, `multipleOf`, `uniqueItems`, number bounds other than 0,
-//! `not`, conditionals) is left to validation: the grammar admits the base type.
+//! `not`, conditionals) is left to validation: the grammar admits the base type, and
+//! says so in [`Grammar::notes`](super::Grammar::notes).
 
 use std::collections::HashMap;
 
@@ -17,6 +18,24 @@ use serde_json::{Map, Value};
 
 use super::GrammarError;
 use super::ir::{Builder, CharSet, Expr, Pattern};
+
+/// Keywords no grammar says: left to validation, with a note.
+const UNENFORCED: [&str; 14] = [
+    "pattern",
+    "multipleOf",
+    "uniqueItems",
+    "not",
+    "if",
+    "then",
+    "else",
+    "patternProperties",
+    "propertyNames",
+    "contains",
+    "minProperties",
+    "maxProperties",
+    "dependentRequired",
+    "dependentSchemas",
+];
 
 /// Digits an integer or a number's integer part may have: enough for every `i64` and
 /// `u64`, few enough that every such number reads back as a finite JSON number.
@@ -119,6 +138,37 @@ impl<'b> Values<'b> {
 
     fn error(&self, message: impl Into<String>) -> GrammarError {
         GrammarError::Schema { method: self.method.clone(), message: message.into() }
+    }
+
+    /// Notes the keywords of `schema` the grammar does not say (see the module docs):
+    /// the grammar admits the base type, and validation checks the rest.
+    fn note_unenforced(&mut self, schema: &Map<String, Value>) {
+        let is = |kind: &str| match schema.get("type") {
+            Some(Value::String(t)) => t == kind,
+            Some(Value::Array(types)) => types.iter().any(|t| t == kind),
+            _ => false,
+        };
+        let mut unsaid: Vec<&str> = UNENFORCED.iter().copied().filter(|k| schema.contains_key(*k)).collect();
+        if is("string") && schema.contains_key("format") {
+            unsaid.push("format");
+        }
+        if is("number") {
+            let non_negative = |v: &Value| v.as_f64() == Some(0.0);
+            if schema.get("minimum").is_some_and(|v| !non_negative(v)) {
+                unsaid.push("minimum");
+            }
+            unsaid.extend(
+                ["maximum", "exclusiveMinimum", "exclusiveMaximum"]
+                    .into_iter()
+                    .filter(|k| schema.contains_key(*k)),
+            );
+        }
+        for keyword in unsaid {
+            let note = format!("`{keyword}` in the schema of `{}` is left to validation", self.method);
+            if !self.builder.notes.contains(&note) {
+                self.builder.notes.push(note);
+            }
+        }
     }
 
     /// The optional space after `:` and `,`.
@@ -225,6 +275,7 @@ impl<'b> Values<'b> {
             Value::Object(object) => object,
             _ => return Err(self.error(format!("a schema must be an object or a boolean, not {schema}"))),
         };
+        self.note_unenforced(object);
         if let Some(reference) = object.get("$ref").and_then(Value::as_str) {
             return self.reference(reference, |values, target| values.json(target));
         }
@@ -370,6 +421,7 @@ impl<'b> Values<'b> {
             Value::Object(object) => object,
             _ => return self.free_text(0, self.builder.max_text),
         };
+        self.note_unenforced(object);
         if let Some(reference) = object.get("$ref").and_then(Value::as_str) {
             return self.reference(reference, |values, target| values.text(target));
         }
