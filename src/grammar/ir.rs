@@ -168,6 +168,17 @@ impl Pattern {
         self
     }
 
+    /// What the text of a value its reader trims may not hold: white space at either
+    /// end (it would be dropped), nor any of `markup`.
+    pub(crate) fn trimmed_text(markup: &[&str]) -> Vec<Pattern> {
+        let mut patterns = vec![
+            Pattern::new().then(CharSet::unicode_space()).at_start(),
+            Pattern::new().then(CharSet::unicode_space()).at_end(),
+        ];
+        patterns.extend(markup.iter().map(|m| Pattern::text(m)));
+        patterns
+    }
+
     /// Only where the text starts.
     pub(crate) fn at_start(mut self) -> Self {
         self.at_start = true;

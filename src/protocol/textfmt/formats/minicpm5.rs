@@ -44,7 +44,7 @@
 use serde_json::{Map, Value};
 
 use crate::ToolExecutionResult;
-use crate::grammar::{Builder, CharSet, Constraint, GrammarError, Pattern, Syntax, TextForm};
+use crate::grammar::{Builder, Constraint, GrammarError, Pattern, Syntax, TextForm};
 use crate::protocol::textfmt::TextFormatOptions;
 use crate::protocol::textfmt::driver::{Found, RawCall, Reading, Region, Scan, ScanState, Searches, find_in};
 use crate::protocol::textfmt::format::{Escape, Format, Marker};
@@ -295,12 +295,7 @@ impl Format for Rules {
             text_name: "VALUE_TEXT",
             value_name: "STRING_VALUE",
             open: String::new(),
-            avoid: vec![
-                Pattern::new().then(CharSet::unicode_space()).at_start(),
-                Pattern::new().then(CharSet::unicode_space()).at_end(),
-                Pattern::text("<"),
-                Pattern::text("&"),
-            ],
+            avoid: Pattern::trimmed_text(&["<", "&"]),
             close: PARAM_END.into(),
         };
         let cdata = TextForm {

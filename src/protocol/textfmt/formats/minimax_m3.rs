@@ -576,8 +576,7 @@ fn top_text() -> Vec<Pattern> {
 fn nested_text() -> Vec<Pattern> {
     let mut avoid = top_text();
     avoid.push(Pattern::new().then(CharSet::of("{[\"-0123456789tfn&")).at_start());
-    avoid.push(Pattern::new().then(CharSet::unicode_space()).at_start());
-    avoid.push(Pattern::new().then(CharSet::unicode_space()).at_end());
+    avoid.extend(Pattern::trimmed_text(&[]));
     for word in ["True", "False", "None"] {
         avoid.push(Pattern::text(word).at_start().at_end());
     }

@@ -24,7 +24,7 @@
 use serde_json::{Map, Value};
 
 use crate::ToolExecutionResult;
-use crate::grammar::{Builder, CharSet, Constraint, GrammarError, Pattern, Syntax};
+use crate::grammar::{Builder, Constraint, GrammarError, Pattern, Syntax};
 use crate::protocol::textfmt::TextFormatOptions;
 use crate::protocol::textfmt::driver::{Found, RawCall, Reading, Region, Scan, ScanState, Searches};
 use crate::protocol::textfmt::format::{Escape, Format, Marker};
@@ -157,14 +157,7 @@ impl Format for Rules {
     ) -> Result<Syntax, GrammarError> {
         let close = format!("\n{PARAMETER_END}");
         let call = TextValues {
-            avoid: vec![
-                Pattern::new().then(CharSet::unicode_space()).at_start(),
-                Pattern::new().then(CharSet::unicode_space()).at_end(),
-                Pattern::text(PARAMETER_END),
-                Pattern::text(PARAMETER),
-                Pattern::text(FUNCTION_END),
-                Pattern::text(CLOSE),
-            ],
+            avoid: Pattern::trimmed_text(&[PARAMETER_END, PARAMETER, FUNCTION_END, CLOSE]),
             open: "\n",
             close: &close,
             key: &|key| format!("\n{PARAMETER}{key}>"),

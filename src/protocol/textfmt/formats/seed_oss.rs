@@ -46,7 +46,7 @@
 use serde_json::{Map, Value};
 
 use crate::ToolExecutionResult;
-use crate::grammar::{Builder, CharSet, Constraint, GrammarError, Pattern, Syntax};
+use crate::grammar::{Builder, Constraint, GrammarError, Pattern, Syntax};
 use crate::protocol::reasoning::{Markup, Section};
 use crate::protocol::textfmt::TextFormatOptions;
 use crate::protocol::textfmt::driver::{
@@ -207,15 +207,7 @@ impl Format for Rules {
         _constraint: &Constraint,
     ) -> Result<Syntax, GrammarError> {
         let call = TextValues {
-            avoid: vec![
-                Pattern::new().then(CharSet::unicode_space()).at_start(),
-                Pattern::new().then(CharSet::unicode_space()).at_end(),
-                Pattern::text(PARAMETER_END),
-                Pattern::text(PARAMETER),
-                Pattern::text(FUNCTION_END),
-                Pattern::text(OPEN),
-                Pattern::text(CLOSE),
-            ],
+            avoid: Pattern::trimmed_text(&[PARAMETER_END, PARAMETER, FUNCTION_END, OPEN, CLOSE]),
             open: "",
             close: PARAMETER_END,
             key: &|key| format!("\n{PARAMETER}{key}>"),

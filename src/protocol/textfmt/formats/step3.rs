@@ -42,7 +42,7 @@
 use serde_json::{Map, Value};
 
 use crate::ToolExecutionResult;
-use crate::grammar::{Builder, CharSet, Constraint, Expr, GrammarError, Pattern, Section, Syntax};
+use crate::grammar::{Builder, Constraint, Expr, GrammarError, Pattern, Section, Syntax};
 use crate::protocol::textfmt::TextFormatOptions;
 use crate::protocol::textfmt::driver::{
     RawCall, Reading, Region, Scan, ScanState, SectionTokens, UNCLOSED, inside,
@@ -220,14 +220,7 @@ impl Format for Rules {
         _constraint: &Constraint,
     ) -> Result<Syntax, GrammarError> {
         let call = TextValues {
-            avoid: vec![
-                Pattern::new().then(CharSet::unicode_space()).at_start(),
-                Pattern::new().then(CharSet::unicode_space()).at_end(),
-                Pattern::text(PARAMETER_END),
-                Pattern::text(CALL_BEGIN),
-                Pattern::text(CALL_END),
-                Pattern::text(CALLS_END),
-            ],
+            avoid: Pattern::trimmed_text(&[PARAMETER_END, CALL_BEGIN, CALL_END, CALLS_END]),
             open: "",
             close: PARAMETER_END,
             key: &|key| format!("\n{PARAMETER} name=\"{key}\">"),

@@ -151,15 +151,10 @@ pub(crate) fn syntax(
     b: &mut crate::grammar::Builder,
     methods: &[(String, &serde_json::Value)],
 ) -> Result<crate::grammar::Syntax, crate::grammar::GrammarError> {
-    use crate::grammar::{CharSet, Pattern, Syntax};
+    use crate::grammar::{Pattern, Syntax};
     let line = if v47 { "" } else { "\n" };
     let call = TextValues {
-        avoid: vec![
-            Pattern::new().then(CharSet::unicode_space()).at_start(),
-            Pattern::new().then(CharSet::unicode_space()).at_end(),
-            Pattern::text(VALUE_END),
-            Pattern::text(CLOSE),
-        ],
+        avoid: Pattern::trimmed_text(&[VALUE_END, CLOSE]),
         open: VALUE,
         close: VALUE_END,
         key: &|key| format!("{line}{KEY}{key}{KEY_END}{line}"),
