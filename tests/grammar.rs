@@ -480,6 +480,9 @@ fn walk_where(
         let complete = engine.accepting();
         let allowed = engine.allowed();
         if allowed.is_empty() {
+            if !complete && std::env::var("WALK_DEBUG").is_ok() {
+                eprintln!("stuck after: {:?}", String::from_utf8_lossy(&text));
+            }
             // Nothing may follow: the text is complete, or the walk is stuck.
             return if complete { String::from_utf8(text).ok() } else { None };
         }
@@ -491,7 +494,12 @@ fn walk_where(
         let ends: Vec<u8> = pool.iter().copied().filter(|b| b"\"}]".contains(b)).collect();
         let pool = if closing && !ends.is_empty() && rng.random_bool(0.5) { &ends } else { pool };
         let byte = pool[rng.random_range(0..pool.len())];
-        engine.feed(&[byte]).ok()?;
+        if engine.feed(&[byte]).is_err() {
+            if std::env::var("WALK_DEBUG").is_ok() {
+                eprintln!("refused {byte:?} after: {:?}", String::from_utf8_lossy(&text));
+            }
+            return None;
+        }
         text.push(byte);
     }
     if engine.accepting() {
@@ -1615,25 +1623,96 @@ fn a_keyword_no_grammar_says_is_left_to_validation_with_a_note() {
             "properties": {
                 "code": {"type": "string", "pattern": "^[A-Z]{3}$"},
                 "step": {"type": "number", "multipleOf": 0.5},
-                "tags": {"type": "array", "items": {"type": "string"}, "uniqueItems": true}
+                "tags": {"type": "array", "items": {"type": "string"}, "uniqueItems": true},
+                "word": {"type": "string", "pattern": "\\bword(?=s)"}
             },
             "required": ["code"]
         })),
     )];
+    let noted = |g: &Grammar, keyword: &str| {
+        g.notes().iter().filter(|n| n.contains(&format!("`{keyword}`")) && n.contains("codes_put")).count()
+    };
     for id in ["vcp", "hermes", "qwen3_coder_xml"] {
         for dialect in TEXT_DIALECTS {
             let g = protocol(id).grammar(&tools, &Constraint::new(dialect, Scope::Call)).unwrap();
-            for keyword in ["pattern", "multipleOf", "uniqueItems"] {
-                assert!(
-                    g.notes().iter().any(|n| n.contains(&format!("`{keyword}`")) && n.contains("codes_put")),
-                    "{id} {dialect}: {:?}",
-                    g.notes()
-                );
+            for keyword in ["multipleOf", "uniqueItems"] {
+                assert_eq!(noted(&g, keyword), 1, "{id} {dialect}: {:?}", g.notes());
             }
+            // `pattern`: a lookahead is said in neither dialect; `^[A-Z]{3}$` is said in
+            // Lark, and GBNF, which has no regular expressions, notes it.
+            let patterns = noted(&g, "pattern");
+            let want = if dialect == Dialect::Gbnf { 2 } else { 1 };
+            assert_eq!(patterns, want, "{id} {dialect}: {:?}", g.notes());
         }
     }
     // A schema with none of them has no note.
     let plain =
         protocol("hermes").grammar(&definitions(), &Constraint::new(Dialect::Gbnf, Scope::Call)).unwrap();
     assert!(plain.notes().is_empty(), "{:?}", plain.notes());
+}
+
+/// A tool with patterns: one anchored at both ends with ECMA's `\d`, and `tag`.
+fn pattern_tools(tag: &str) -> Vec<ToolDefinition> {
+    vec![ToolDefinition::new("codes", "Codes").with_method(
+        MethodDefinition::new("put", "Put a code.").with_parameters(json!({
+            "type": "object",
+            "properties": {
+                "code": {"type": "string", "pattern": "^[A-Z]{3}-\\d{2}$"},
+                "tag": {"type": "string", "pattern": tag}
+            },
+            "required": ["code", "tag"]
+        })),
+    )]
+}
+
+#[test]
+fn a_pattern_is_enforced_in_lark() {
+    // An unanchored pattern for the calls below; an anchored one for the random walks,
+    // which would seldom write `abc` by chance.
+    let tools = pattern_tools("ab+c");
+    let walked = pattern_tools("^[a-z]{2}$");
+    let code = regex::Regex::new("^[A-Z]{3}-[0-9]{2}$").unwrap();
+    let tag = regex::Regex::new("^[a-z]{2}$").unwrap();
+    let mut rng = TestRng::from_seed(RngAlgorithm::ChaCha, &[5; 32]);
+    for id in &grammar_protocols() {
+        let g = grammar(id, &tools, Dialect::Lark, Scope::Call);
+        assert!(g.notes().is_empty(), "{id}: {:?}", g.notes());
+        let engine = llg::compile(&g).unwrap_or_else(|e| panic!("{id}: {e}\n{}", g.text()));
+        let put = |c: &str, t: &str| {
+            write_call(id, "codes", "put", "codes_put", json!({"code": c, "tag": t}).as_object().unwrap())
+                .expect("plain values are written")
+        };
+        for (c, t) in [("ABC-12", "abc"), ("XYZ-99", "xx abbbc yy")] {
+            let text = put(c, t);
+            engine.admits(&text).unwrap_or_else(|e| panic!("{id} refuses {c} {t}: {e}\n{text}"));
+        }
+        for (c, t) in
+            [("abc-12", "abc"), ("ABC-123", "abc"), ("ABC-1x", "abc"), ("ABC-12", "ac"), ("ABC-12", "")]
+        {
+            let text = put(c, t);
+            assert!(engine.admits(&text).is_err(), "{id} admits {c:?} {t:?}:\n{text}");
+        }
+        // Every call a random walk finishes has values that match.
+        let g = grammar(id, &walked, Dialect::Lark, Scope::Call);
+        let engine = llg::compile(&g).unwrap_or_else(|e| panic!("{id}: {e}\n{}", g.text()));
+        let literals = literals(g.text());
+        let mut finished = 0;
+        for _ in 0..WALKS {
+            let Some(text) = walk(&engine, &literals, &mut rng, 120) else { continue };
+            finished += 1;
+            let parsed = protocol(id).parse_turn(&tool_calling::model::AssistantTurn::from_text(&text));
+            assert!(parsed.diagnostics.is_empty(), "{id}: {:?}\n{text}", parsed.diagnostics);
+            assert_eq!(parsed.requests.len(), 1, "{id}: {text}");
+            let args = tool_calling::tools::TextCoercion::new()
+                .python_literals(true)
+                .coerce_args(&parsed.requests[0].args, &walked[0].methods[0].parameters);
+            let text_of = |key: &str| args.get(key).and_then(Value::as_str).unwrap_or_default().to_string();
+            let (c, t) = (text_of("code"), text_of("tag"));
+            assert!(code.is_match(&c) && tag.is_match(&t), "{id}: {c:?} {t:?}\n{text}");
+        }
+        assert!(finished >= WALKS / 2, "{id}: only {finished} of {WALKS} walks finished");
+        // GBNF has no regular expressions: it says so.
+        let gbnf = grammar(id, &tools, Dialect::Gbnf, Scope::Call);
+        assert!(gbnf.notes().iter().any(|n| n.contains("`pattern`")), "{id}: {:?}", gbnf.notes());
+    }
 }

@@ -237,6 +237,11 @@ pub(crate) enum Expr {
     /// Any text (valid UTF-8) that holds none of the patterns, of a bounded length. Only
     /// as the whole body of a terminal ([`Builder::avoiding`]).
     Avoid(AvoidText),
+    /// The texts of `inner` (a terminal) that each regular expression (Lark syntax, matched
+    /// against the whole text) also matches: a schema's `pattern`. Only as the whole body
+    /// of a terminal ([`Builder::matching`]). GBNF, which has no intersection, writes
+    /// `inner` alone and the grammar carries `note`.
+    Matching { inner: Box<Expr>, regexes: Vec<String>, note: String },
 }
 
 /// Free text: any text holding none of `patterns`, of `min` to `max` characters.
@@ -245,6 +250,10 @@ pub(crate) struct AvoidText {
     pub patterns: Vec<Pattern>,
     pub min: u32,
     pub max: Option<u32>,
+    /// Written as guarded characters (see [`Guard`]) at any length: for text a regular
+    /// expression narrows further, which an engine intersects cheaply with a guard and
+    /// at great cost with the exact "holds none of the patterns".
+    pub guarded: bool,
 }
 
 impl AvoidText {
@@ -254,9 +263,12 @@ impl AvoidText {
 
     /// How a bounded text is written as a count of guarded characters (one regular
     /// expression), when it can be: see [`Guard`].
-    fn guard(&self) -> Option<(Guard, u32)> {
+    fn guard(&self) -> Option<(Guard, Option<u32>)> {
+        if self.guarded {
+            return Some((Guard::new(&self.patterns)?, self.max));
+        }
         let max = self.max.filter(|&max| max as usize <= BOUNDED_TEXT_RULES)?;
-        Some((Guard::new(&self.patterns)?, max))
+        Some((Guard::new(&self.patterns)?, Some(max)))
     }
 
     /// Whether it is one lexeme: unbounded, or bounded and guarded.
@@ -398,6 +410,7 @@ impl Builder {
         match expr {
             Expr::Lit(_) | Expr::Spelled(_) | Expr::Set(_) => true,
             Expr::Avoid(text) => text.regular(),
+            Expr::Matching { inner, .. } => self.regular(inner),
             Expr::Ref(name) => self.is_terminal(name),
             Expr::Seq(items) | Expr::Alt(items) => items.iter().all(|i| self.regular(i)),
             Expr::Rep(inner, ..) => self.regular(inner),
@@ -436,7 +449,7 @@ impl Builder {
             }
         }
         let max = max.map(|max| max.max(min));
-        let text = AvoidText { patterns, min, max };
+        let text = AvoidText { patterns, min, max, guarded: false };
         // Bounded text that cannot be guarded is written out as an automaton of rules in
         // both dialects: as one regular expression, its count times the patterns' states
         // is more than llguidance's lexer takes.
@@ -446,6 +459,42 @@ impl Builder {
             Expr::Avoid(text),
             terminal,
         )
+    }
+
+    /// A terminal that is any text of `min` to `max` characters, none of which could begin
+    /// one of `patterns` (see [`Guard`]); `None` when a pattern has no such characters.
+    /// The text a regular expression then narrows ([`matching`](Self::matching)).
+    pub(crate) fn guarded(
+        &mut self,
+        hint: &str,
+        mut patterns: Vec<Pattern>,
+        min: u32,
+        max: Option<u32>,
+    ) -> Option<Expr> {
+        for pattern in &self.everywhere {
+            if !patterns.contains(pattern) {
+                patterns.push(pattern.clone());
+            }
+        }
+        Guard::new(&patterns)?;
+        let max = max.map(|max| max.max(min));
+        Some(self.terminal(hint, Expr::Avoid(AvoidText { patterns, min, max, guarded: true })))
+    }
+
+    /// A terminal of the texts `inner` admits that every one of `regexes` matches whole
+    /// (see [`Expr::Matching`]); `None` when `inner` is not one lexeme, which no regular
+    /// expression can then narrow.
+    pub(crate) fn matching(
+        &mut self,
+        hint: &str,
+        inner: Expr,
+        regexes: Vec<String>,
+        note: String,
+    ) -> Option<Expr> {
+        if !self.regular(&inner) {
+            return None;
+        }
+        Some(self.terminal(hint, Expr::Matching { inner: Box::new(inner), regexes, note }))
     }
 
     /// A name reserved now and defined later with [`Builder::define_reserved`] (for
@@ -561,6 +610,13 @@ impl Builder {
             Expr::Rep(inner, min, max) => repeated(inner, self.lark_expr(inner), *min, *max),
             // Only as a terminal's whole body (rendered by the caller).
             Expr::Avoid(text) => format!("({})", lark_avoid(text)),
+            Expr::Matching { inner, regexes, .. } => {
+                let mut out = format!("({})", self.lark_expr(inner));
+                for regex in regexes {
+                    let _ = write!(out, " & /{regex}/");
+                }
+                out
+            }
         }
     }
 
@@ -577,6 +633,10 @@ impl Builder {
                     if let Err(note) = write_avoid(&mut out, &name, text, Rules::Gbnf) {
                         notes.push(note);
                     }
+                }
+                Expr::Matching { inner, note, .. } => {
+                    let _ = writeln!(out, "{name} ::= {}", self.gbnf_expr(inner));
+                    notes.push(note.clone());
                 }
                 body => {
                     let _ = writeln!(out, "{name} ::= {}", self.gbnf_expr(body));
@@ -628,6 +688,8 @@ impl Builder {
             Expr::Rep(inner, min, max) => repeated(inner, self.gbnf_expr(inner), *min, *max),
             // Rendered as rules by the caller.
             Expr::Avoid(_) => "\"\"".to_string(),
+            // (Only as a terminal's body, rendered by the caller.)
+            Expr::Matching { inner, .. } => self.gbnf_expr(inner),
         }
     }
 
@@ -638,7 +700,7 @@ impl Builder {
             match expr {
                 Expr::Ref(name) => out.push(name),
                 Expr::Seq(items) | Expr::Alt(items) => items.iter().for_each(|i| refs(i, out)),
-                Expr::Rep(inner, ..) => refs(inner, out),
+                Expr::Rep(inner, ..) | Expr::Matching { inner, .. } => refs(inner, out),
                 _ => {}
             }
         }
@@ -845,7 +907,7 @@ fn write_avoid(out: &mut String, name: &str, text: &AvoidText, rules: Rules) -> 
         return Ok(());
     }
     let unbounded = |out: &mut String, why: String| {
-        let unbounded = AvoidText { patterns: text.patterns.clone(), min: 0, max: None };
+        let unbounded = AvoidText { patterns: text.patterns.clone(), min: 0, max: None, guarded: false };
         write_avoid(out, name, &unbounded, rules)?;
         Err(format!(
             "a text of {}..{} characters {why}: its length is left to validation",
@@ -991,7 +1053,7 @@ impl Guard {
     }
 
     /// The body of a rule (GBNF) or a terminal (Lark) of `min` to `max` characters.
-    fn body(&self, min: u32, max: u32, rules: Rules) -> String {
+    fn body(&self, min: u32, max: Option<u32>, rules: Rules) -> String {
         let mid = self.anywhere.clone().not();
         let first = self.anywhere.union(&self.first).not();
         let last = self.anywhere.union(&self.last).not();
@@ -1006,11 +1068,12 @@ impl Guard {
             }
         };
         let mut alternatives = Vec::new();
-        if min <= 1 && max >= 1 {
+        if min <= 1 && max.is_none_or(|max| max >= 1) {
             alternatives.push(set(&one));
         }
-        if max >= 2 {
-            let (lo, hi) = (min.max(2) - 2, max - 2);
+        if max.is_none_or(|max| max >= 2) {
+            let lo = min.max(2) - 2;
+            let hi = max.map_or(String::new(), |max| (max - 2).to_string());
             let gap = if rules == Rules::Gbnf { " " } else { "" };
             alternatives.push(format!("{}{gap}{}{{{lo},{hi}}}{gap}{}", set(&first), set(&mid), set(&last)));
         }

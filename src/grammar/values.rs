@@ -20,8 +20,7 @@ use super::GrammarError;
 use super::ir::{Builder, CharSet, Expr, Pattern};
 
 /// Keywords no grammar says: left to validation, with a note.
-const UNENFORCED: [&str; 14] = [
-    "pattern",
+const UNENFORCED: [&str; 13] = [
     "multipleOf",
     "uniqueItems",
     "not",
@@ -142,7 +141,7 @@ impl<'b> Values<'b> {
 
     /// Notes the keywords of `schema` the grammar does not say (see the module docs):
     /// the grammar admits the base type, and validation checks the rest.
-    fn note_unenforced(&mut self, schema: &Map<String, Value>) {
+    pub(crate) fn note_unenforced(&mut self, schema: &Map<String, Value>) {
         let is = |kind: &str| match schema.get("type") {
             Some(Value::String(t)) => t == kind,
             Some(Value::Array(types)) => types.iter().any(|t| t == kind),
@@ -164,9 +163,95 @@ impl<'b> Values<'b> {
             );
         }
         for keyword in unsaid {
-            let note = format!("`{keyword}` in the schema of `{}` is left to validation", self.method);
-            if !self.builder.notes.contains(&note) {
-                self.builder.notes.push(note);
+            self.note_keyword(keyword);
+        }
+    }
+
+    /// Notes that `keyword` in the method's schema is left to validation.
+    fn note_keyword(&mut self, keyword: &str) {
+        let note = format!("`{keyword}` in the schema of `{}` is left to validation", self.method);
+        if !self.builder.notes.contains(&note) {
+            self.builder.notes.push(note);
+        }
+    }
+
+    /// The `pattern` of a string schema as a regular expression over the whole value (see
+    /// [`pattern_regex`]), with the note GBNF gives it; `None`, with a note, when it is no
+    /// regular expression the grammar can say.
+    fn pattern(&mut self, schema: &Map<String, Value>) -> Option<(String, String)> {
+        let pattern = schema.get("pattern")?;
+        match pattern.as_str().map(pattern_regex) {
+            Some(Ok(regex)) => Some((
+                regex,
+                format!(
+                    "`pattern` in the schema of `{}` is left to validation (GBNF has no regular expressions)",
+                    self.method
+                ),
+            )),
+            _ => {
+                self.note_keyword("pattern");
+                None
+            }
+        }
+    }
+
+    /// `string`, a string literal between `quote`s, narrowed to the schema's `pattern` (if
+    /// any): of characters written as themselves (so that the text the pattern reads is
+    /// the value), and matching it.
+    pub(crate) fn quoted_pattern(&mut self, schema: &Map<String, Value>, string: Expr, quote: char) -> Expr {
+        let Some((regex, note)) = self.pattern(schema) else { return string };
+        let quote = if quote == '"' { "\"" } else { "'" };
+        let plain = format!(r"{quote}[^{quote}\\\x00-\x1f]*{quote}");
+        let regexes = vec![plain, format!("{quote}(?:{regex}){quote}")];
+        self.matched("STRING_PATTERN", string, regexes, note)
+    }
+
+    /// Free text of `min` to `max` characters that holds none of `avoid`, as a terminal
+    /// named after `hint`; narrowed to `schema`'s `pattern`, if it has one.
+    pub(crate) fn pattern_text(
+        &mut self,
+        hint: &str,
+        schema: &Map<String, Value>,
+        avoid: Vec<Pattern>,
+        min: u32,
+        max: Option<u32>,
+    ) -> Expr {
+        let pattern = self.pattern(schema);
+        self.text_matching(hint, &pattern, avoid, min, max)
+    }
+
+    /// [`pattern_text`](Self::pattern_text) with the pattern read.
+    fn text_matching(
+        &mut self,
+        hint: &str,
+        pattern: &Option<(String, String)>,
+        avoid: Vec<Pattern>,
+        min: u32,
+        max: Option<u32>,
+    ) -> Expr {
+        let Some((regex, note)) = pattern else {
+            return self.builder.avoiding_bounded(hint, avoid, min, max);
+        };
+        // Text a pattern narrows holds no character that could begin the markup it
+        // avoids: an engine intersects a pattern with that cheaply, and with "holds none
+        // of the markup" at a cost past its limits.
+        match self.builder.guarded(hint, avoid.clone(), min, max) {
+            Some(text) => self.matched("TEXT_PATTERN", text, vec![regex.clone()], note.clone()),
+            None => {
+                self.note_keyword("pattern");
+                self.builder.avoiding_bounded(hint, avoid, min, max)
+            }
+        }
+    }
+
+    /// `inner` narrowed to the texts `regexes` match, or `inner` with a note when it is not
+    /// one lexeme (bounded text written as rules).
+    fn matched(&mut self, hint: &str, inner: Expr, regexes: Vec<String>, note: String) -> Expr {
+        match self.builder.matching(hint, inner.clone(), regexes, note) {
+            Some(narrowed) => narrowed,
+            None => {
+                self.note_keyword("pattern");
+                inner
             }
         }
     }
@@ -314,7 +399,12 @@ impl<'b> Values<'b> {
             Some(Value::String(kind)) => self.json_of_type(kind, object),
             _ if object.contains_key("properties") => self.json_of_type("object", object),
             _ if object.contains_key("items") => self.json_of_type("array", object),
-            _ => Ok(self.any_json()),
+            _ => {
+                if object.contains_key("pattern") {
+                    self.note_keyword("pattern");
+                }
+                Ok(self.any_json())
+            }
         }
     }
 
@@ -322,7 +412,8 @@ impl<'b> Values<'b> {
         Ok(match kind {
             "string" => {
                 let (min, max) = self.string_bounds(schema);
-                self.string(min, max)
+                let string = self.string(min, max);
+                self.quoted_pattern(schema, string, '"')
             }
             "integer" => {
                 let (min, max) = integer_bounds(schema);
@@ -419,7 +510,7 @@ impl<'b> Values<'b> {
     fn text_inner(&mut self, schema: &Value) -> Result<Expr, GrammarError> {
         let object = match schema {
             Value::Object(object) => object,
-            _ => return self.free_text(0, self.builder.max_text),
+            _ => return self.free_text(0, self.builder.max_text, None),
         };
         self.note_unenforced(object);
         if let Some(reference) = object.get("$ref").and_then(Value::as_str) {
@@ -462,7 +553,8 @@ impl<'b> Values<'b> {
         // A string alternative admits any text, so it stands alone.
         if kinds.contains(&"string") {
             let (min, max) = self.string_bounds(object);
-            return self.free_text(min, max);
+            let pattern = self.pattern(object);
+            return self.free_text(min, max, pattern);
         }
         let mut alternatives = Vec::new();
         for kind in kinds {
@@ -510,14 +602,20 @@ impl<'b> Values<'b> {
         self.builder.token("VALUE", body)
     }
 
-    /// A string value of `min` to `max` characters, in each of the protocol's text forms.
-    fn free_text(&mut self, min: u32, max: Option<u32>) -> Result<Expr, GrammarError> {
+    /// A string value of `min` to `max` characters, in each of the protocol's text forms,
+    /// matching `pattern` (from [`pattern`](Self::pattern)) when there is one.
+    fn free_text(
+        &mut self,
+        min: u32,
+        max: Option<u32>,
+        pattern: Option<(String, String)>,
+    ) -> Result<Expr, GrammarError> {
         if self.style.text.is_empty() {
             return Err(self.error("this protocol writes no text values"));
         }
         let mut forms = Vec::new();
         for form in self.style.text.clone() {
-            let text = self.builder.avoiding_bounded(form.text_name, form.avoid, min, max);
+            let text = self.text_matching(form.text_name, &pattern, form.avoid, min, max);
             // The closer after the slack spelled out, as after free text (see
             // `Expr::spelled`).
             let close =
@@ -583,6 +681,60 @@ fn unicode_escape() -> Expr {
             hex_n(2),
         ]),
     ])
+}
+
+/// A schema's `pattern` (an ECMA-262 regular expression that may match anywhere in the
+/// value) as a regular expression in llguidance's Lark syntax that matches the whole
+/// value: anchors `^` and `$` at its ends are taken off, and an end without one gets
+/// `(?s:.*)`; `\d`, `\w` and their negations mean ASCII as in ECMA-262. Refused (`Err`):
+/// what Rust's `regex-syntax` does not read (lookaround, back-references) and assertions
+/// anywhere else (`\b`, an inner `^`).
+pub(crate) fn pattern_regex(pattern: &str) -> Result<String, String> {
+    let from_start = pattern.starts_with('^');
+    let mut body = pattern.strip_prefix('^').unwrap_or(pattern);
+    // A final `$` is an anchor unless a backslash escapes it.
+    let to_end = body.strip_suffix('$').is_some_and(|head| {
+        let backslashes = head.len() - head.trim_end_matches('\\').len();
+        backslashes % 2 == 0
+    });
+    if to_end {
+        body = body.strip_suffix('$').unwrap_or(body);
+    }
+    let mut ascii = String::with_capacity(body.len());
+    let mut chars = body.chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            ascii.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('d') => ascii.push_str("[0-9]"),
+            Some('D') => ascii.push_str("[^0-9]"),
+            Some('w') => ascii.push_str("[0-9A-Za-z_]"),
+            Some('W') => ascii.push_str("[^0-9A-Za-z_]"),
+            Some(other) => {
+                ascii.push('\\');
+                ascii.push(other);
+            }
+            None => return Err("the pattern ends in a lone `\\`".into()),
+        }
+    }
+    let hir = regex_syntax::Parser::new().parse(&ascii).map_err(|e| e.to_string())?;
+    if !hir.properties().look_set().is_empty() {
+        return Err("the pattern has an assertion inside it".into());
+    }
+    let mut out = String::new();
+    if !from_start {
+        out.push_str("(?s:.*)");
+    }
+    out.push_str("(?:");
+    // (`/` ends a Lark regular expression.)
+    out.push_str(&hir.to_string().replace('/', "\\/"));
+    out.push(')');
+    if !to_end {
+        out.push_str("(?s:.*)");
+    }
+    Ok(out)
 }
 
 /// A schema with one alternative of its `key` merged in (the alternative wins).
@@ -794,6 +946,27 @@ mod tests {
             })
         }
         go(expr, text, &mut |rest| rest.is_empty())
+    }
+
+    #[test]
+    fn patterns_become_whole_text_regular_expressions() {
+        for (pattern, regex) in [
+            ("^[A-Z]{3}$", "(?:[A-Z]{3})"),
+            ("ab", "(?s:.*)(?:(?:ab))(?s:.*)"),
+            ("^ab", "(?:(?:ab))(?s:.*)"),
+            ("ab$", "(?s:.*)(?:(?:ab))"),
+            // An escaped `$` is a character, not an anchor.
+            (r"^a\$", r"(?:(?:a\$))(?s:.*)"),
+            (r"^a\\$", r"(?:(?:a\\))"),
+            // ECMA-262's `\d` and `\w` are ASCII.
+            (r"^\d\w$", "(?:(?:[0-9][0-9A-Z_a-z]))"),
+            ("^a/b$", r"(?:(?:a\/b))"),
+        ] {
+            assert_eq!(pattern_regex(pattern).as_deref(), Ok(regex), "{pattern}");
+        }
+        for refused in [r"\bword", "a(?=b)", r"(a)\1", "a^b", "(", r"a\"] {
+            assert!(pattern_regex(refused).is_err(), "{refused}");
+        }
     }
 
     #[test]

@@ -93,7 +93,12 @@ impl Engine {
     pub fn allowed(&mut self) -> Vec<u8> {
         match self.matcher.compute_mask() {
             Ok(mask) => (0u32..256).filter(|&b| mask.is_allowed(b)).map(|b| b as u8).collect(),
-            Err(_) => Vec::new(),
+            Err(e) => {
+                if std::env::var("WALK_DEBUG").is_ok() {
+                    eprintln!("mask: {e}");
+                }
+                Vec::new()
+            }
         }
     }
 

@@ -483,7 +483,13 @@ impl Elements<'_> {
                     };
                     let (name, avoid) =
                         if top { ("LEAF_TEXT", top_text()) } else { ("NESTED_TEXT", nested_text()) };
-                    b.avoiding_bounded(name, avoid, count("minLength").unwrap_or(0), max)
+                    Values::new(b, ValueStyle::json("<&"), self.method, self.root).pattern_text(
+                        name,
+                        object,
+                        avoid,
+                        count("minLength").unwrap_or(0),
+                        max,
+                    )
                 }
                 "integer" | "number" => {
                     let mut one = object.clone();

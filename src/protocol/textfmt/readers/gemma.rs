@@ -451,9 +451,23 @@ impl Notation<'_> {
         GrammarError::Schema { method: method.to_string(), message: message.into() }
     }
 
-    /// A string between delimiters, of `min` to `max` characters.
-    fn string(&self, b: &mut Builder, min: u32, max: Option<u32>) -> Expr {
-        let text = b.avoiding_bounded("STRING_TEXT", self.avoid.clone(), min, max);
+    /// A string between delimiters, of `min` to `max` characters (and of `schema`'s
+    /// `pattern`).
+    fn string(
+        &self,
+        b: &mut Builder,
+        method: &str,
+        schema: &Map<String, Value>,
+        min: u32,
+        max: Option<u32>,
+    ) -> Expr {
+        let text = Values::new(b, ValueStyle::json("<"), method, &Value::Null).pattern_text(
+            "STRING_TEXT",
+            schema,
+            self.avoid.clone(),
+            min,
+            max,
+        );
         b.token("STRING", Expr::seq([Expr::lit(self.quote), text, Expr::lit(self.quote)]))
     }
 
@@ -516,6 +530,7 @@ impl Notation<'_> {
                 _ => Ok(self.any_value(b)),
             };
         };
+        Values::new(b, ValueStyle::json("<"), method, root).note_unenforced(object);
         if let Some(reference) = object.get("$ref").and_then(Value::as_str) {
             let target =
                 reference.strip_prefix('#').and_then(|pointer| root.pointer(pointer)).ok_or_else(|| {
@@ -572,7 +587,7 @@ impl Notation<'_> {
                         (Some(own), Some(cap)) => Some(own.min(cap)),
                         (own, cap) => own.or(cap),
                     };
-                    self.string(b, count("minLength").unwrap_or(0), max)
+                    self.string(b, method, object, count("minLength").unwrap_or(0), max)
                 }
                 "integer" | "number" => {
                     let mut one = object.clone();
@@ -623,7 +638,7 @@ impl Notation<'_> {
     fn any(&self, b: &mut Builder) -> (Expr, Expr) {
         let name = b.reserve("any_value");
         let value = Expr::Ref(name.clone());
-        let string = self.string(b, 0, None);
+        let string = self.string(b, "", &Map::new(), 0, None);
         let key = b.token(
             "KEY",
             Expr::alt([

@@ -243,6 +243,7 @@ impl<'b> PyLiterals<'b> {
             Value::Bool(true) if python_containers => return Ok(self.any()),
             _ => return self.values().json(schema),
         };
+        self.values().note_unenforced(object);
         if let Some(reference) = object.get("$ref").and_then(Value::as_str) {
             return self.reference(reference);
         }
@@ -292,7 +293,9 @@ impl<'b> PyLiterals<'b> {
                         (Some(own), Some(cap)) => Some(own.min(cap)),
                         (own, cap) => own.or(cap),
                     };
-                    self.string(count("minLength").unwrap_or(0), max)
+                    let string = self.string(count("minLength").unwrap_or(0), max);
+                    let quote = self.literals.quote;
+                    self.values().quoted_pattern(object, string, quote)
                 }
                 "boolean" if json_words => Expr::alt([Expr::lit("true"), Expr::lit("false")]),
                 "boolean" => Expr::alt([Expr::lit("True"), Expr::lit("False")]),
