@@ -54,7 +54,7 @@ use crate::protocol::textfmt::escape::neutralize_tokens;
 use crate::protocol::textfmt::format::{Format, Marker};
 use crate::protocol::textfmt::grammar::{JsonPieces, Piece, json_text};
 use crate::protocol::textfmt::prompt::{bare_functions, content};
-use crate::protocol::textfmt::readers::json::{Quotes, call_value, name_guess, split_elements};
+use crate::protocol::textfmt::readers::json::{Quotes, call_list, call_value, name_guess, split_elements};
 use crate::protocol::textfmt::readers::tagged::{BEFORE_JSON, IN_JSON, scan_json_block};
 use crate::tools::ToolDefinition;
 
@@ -109,6 +109,16 @@ impl Reading for Rules {
         let raw = inside(region, START_ACTION.len(), END_ACTION, closed);
         let inner = raw.trim();
         let offset = START_ACTION.len() + (raw.len() - raw.trim_start().len());
+        // The usual action in one pass; anything else below, which says what is wrong.
+        if let Some(list) = call_list(inner, &["parameters", "arguments"], true) {
+            calls.extend(list.into_iter().map(|(span, name, args)| RawCall {
+                span: offset + span.start..offset + span.end,
+                name,
+                args,
+                ..RawCall::default()
+            }));
+            return;
+        }
         match serde_json::from_str::<Value>(inner) {
             Ok(Value::Array(items)) => {
                 let ranges = split_elements(inner, Quotes::Json);

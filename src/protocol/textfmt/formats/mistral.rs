@@ -27,7 +27,7 @@ use crate::protocol::textfmt::format::{Escape, Format, Marker};
 use crate::protocol::textfmt::grammar::{JsonMarkup, JsonSyntax, json_text};
 use crate::protocol::textfmt::prompt::{content, each, functions};
 use crate::protocol::textfmt::readers::json::{
-    Balanced, Quotes, arguments, call_object, name_guess, scan_balanced, split_elements,
+    Balanced, Quotes, arguments, call_list, call_object, name_guess, scan_balanced, split_elements,
 };
 use crate::tools::ToolDefinition;
 
@@ -159,8 +159,21 @@ impl Reading for Rules {
 }
 
 /// The calls of a closed array (`json` starts at `offset` in the region).
+/// The keys of a call's arguments, the one the prompt teaches first.
+const KEYS: &[&str] = &["arguments", "parameters"];
+
 fn read_array(json: &str, offset: usize, calls: &mut Vec<RawCall>) {
     let whole = offset..offset + json.len();
+    // The usual array in one pass; anything else below, which says what is wrong.
+    if let Some(list) = call_list(json, KEYS, false) {
+        calls.extend(list.into_iter().map(|(span, name, args)| RawCall {
+            span: offset + span.start..offset + span.end,
+            name,
+            args,
+            ..RawCall::default()
+        }));
+        return;
+    }
     // Checked whole first (without building it: each element is read into its call
     // below), so that a damaged array is one broken call, not a run of guesses.
     if let Err(e) = serde_json::from_str::<serde::de::IgnoredAny>(json) {
@@ -179,7 +192,7 @@ fn read_array(json: &str, offset: usize, calls: &mut Vec<RawCall>) {
     for element in elements {
         let span = offset + element.start..offset + element.end;
         let text = json.get(element).unwrap_or_default();
-        calls.push(match call_object(text, &["arguments", "parameters"]) {
+        calls.push(match call_object(text, KEYS) {
             Ok((name, args)) => RawCall { span, name, args, ..RawCall::default() },
             Err((name, problem)) => {
                 RawCall::broken(span, name, format!("{problem}: write {{\"name\": …, \"arguments\": {{…}}}}"))

@@ -209,6 +209,85 @@ pub(crate) fn call_parts(text: &str, arg_keys: &[&str]) -> Result<(String, Optio
     value_parts(value, arg_keys)
 }
 
+/// The calls of `json`, a JSON array of call objects of the usual shape (a non-empty
+/// `"name"` and an arguments object under one of `arg_keys`; `tool_name` for the name with
+/// `tool_name`), each read straight into the request's types in the one pass that also
+/// finds its span (relative to `json`). `None` when the array is empty, not well-formed,
+/// or holds an element of another shape: the caller's slower reading then says what is
+/// wrong.
+pub(crate) fn call_list(
+    json: &str,
+    arg_keys: &[&str],
+    tool_name: bool,
+) -> Option<Vec<(std::ops::Range<usize>, String, Args)>> {
+    let bytes = json.as_bytes();
+    let blanks = |mut at: usize| {
+        while bytes.get(at).is_some_and(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r')) {
+            at += 1;
+        }
+        at
+    };
+    let mut at = blanks(0);
+    if bytes.get(at) != Some(&b'[') {
+        return None;
+    }
+    let mut calls = Vec::new();
+    loop {
+        at = blanks(at + 1);
+        let rest = json.get(at..)?;
+        if !rest.starts_with('{') {
+            return None;
+        }
+        let (end, call) = if tool_name {
+            let mut stream = serde_json::Deserializer::from_str(rest).into_iter::<FastToolCall>();
+            let call = stream.next()?.ok()?;
+            (
+                at + stream.byte_offset(),
+                FastCall { name: call.name, arguments: call.arguments, parameters: call.parameters },
+            )
+        } else {
+            let mut stream = serde_json::Deserializer::from_str(rest).into_iter::<FastCall>();
+            let call = stream.next()?.ok()?;
+            (at + stream.byte_offset(), call)
+        };
+        if call.name.is_empty() {
+            return None;
+        }
+        // The first of `arg_keys` the object has, as `arguments_of` takes it.
+        let FastCall { name, mut arguments, mut parameters } = call;
+        let mut args = None;
+        for key in arg_keys {
+            let slot = match *key {
+                "arguments" => &mut arguments,
+                "parameters" => &mut parameters,
+                _ => return None,
+            };
+            if slot.is_some() {
+                args = slot.take();
+                break;
+            }
+        }
+        calls.push((at..end, name, args?));
+        at = blanks(end);
+        match bytes.get(at) {
+            Some(b',') => {}
+            Some(b']') if blanks(at + 1) == bytes.len() => return Some(calls),
+            _ => return None,
+        }
+    }
+}
+
+/// A call object with `"tool_name"` for its name (Cohere's).
+#[derive(serde::Deserialize)]
+struct FastToolCall {
+    #[serde(rename = "tool_name", alias = "name")]
+    name: String,
+    #[serde(default)]
+    arguments: Option<Args>,
+    #[serde(default)]
+    parameters: Option<Args>,
+}
+
 /// A call object of the usual shape.
 #[derive(serde::Deserialize)]
 struct FastCall {
@@ -268,6 +347,58 @@ pub(crate) fn arguments(json: &str) -> Result<Args, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The element-by-element reading `call_list` must agree with: split, then each
+    /// element read on its own.
+    fn slow(json: &str, keys: &[&str]) -> Option<Vec<(std::ops::Range<usize>, String, Args)>> {
+        serde_json::from_str::<serde::de::IgnoredAny>(json).ok()?;
+        let elements = split_elements(json, Quotes::Json);
+        let mut out = Vec::new();
+        for range in elements {
+            let (name, args) = call_parts(json.get(range.clone())?, keys).ok()?;
+            out.push((range, name, args?));
+        }
+        (!out.is_empty()).then_some(out)
+    }
+
+    #[test]
+    fn a_call_list_reads_as_its_elements_do() {
+        let keys: &[&[&str]] = &[&["arguments", "parameters"], &["parameters", "arguments"], &["arguments"]];
+        for json in [
+            r#"[{"name": "a", "arguments": {"x": 1}}, {"name": "b", "parameters": {}}]"#,
+            r#"[ {"name":"a","arguments":{"x":[1,{"y":"]"}]}} ,{"name":"b","arguments":{}}
+]"#,
+            r#"[{"name": "a", "arguments": {}, "parameters": {"p": 2}}]"#,
+            r#"[{"name": "a", "parameters": {"p": 2}}]"#,
+            r#"[{"name": "", "arguments": {}}]"#,
+            r#"[{"name": "a", "arguments": "{}"}]"#,
+            r#"[{"name": "a", "arguments": null}]"#,
+            r#"[{"name": "a", "arguments": {}},]"#,
+            r#"[{"name": "a", "arguments": {}} {"name": "b", "arguments": {}}]"#,
+            r#"[{"name": "a", "arguments": {}}] tail"#,
+            r#"[{"name": "a", "name": "b", "arguments": {}}]"#,
+            r#"[["a", {}]]"#,
+            r#"[]"#,
+            r#"{"name": "a", "arguments": {}}"#,
+        ] {
+            for keys in keys {
+                if let Some(fast) = call_list(json, keys, false) {
+                    assert_eq!(Some(fast), slow(json, keys), "{json} {keys:?}");
+                }
+            }
+        }
+        // The usual shape is read in one pass.
+        let usual = r#"[{"name": "a", "arguments": {"x": 1}}, {"name": "b", "arguments": {}}]"#;
+        assert_eq!(call_list(usual, &["arguments"], false).map(|l| l.len()), Some(2));
+        // Cohere's names.
+        let cohere = r#"[{"tool_call_id": "0", "tool_name": "a", "parameters": {"x": 1}}]"#;
+        let read = call_list(cohere, &["parameters", "arguments"], true).expect("read");
+        assert_eq!((read[0].0.clone(), read[0].1.as_str()), (1..cohere.len() - 1, "a"));
+        assert!(
+            call_list(r#"[{"tool_name": "a", "name": "b", "parameters": {}}]"#, &["parameters"], true)
+                .is_none()
+        );
+    }
 
     #[test]
     fn balanced_scans_resume_and_skip_strings() {

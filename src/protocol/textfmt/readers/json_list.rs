@@ -5,7 +5,7 @@
 
 use serde_json::{Map, Value};
 
-use super::json::{Balanced, Quotes, call_value, name_guess, scan_balanced, split_elements};
+use super::json::{Balanced, Quotes, call_list, call_value, name_guess, scan_balanced, split_elements};
 use crate::grammar::{Builder, Expr, GrammarError, Pattern, Section, Syntax};
 use crate::protocol::json_kind;
 use crate::protocol::textfmt::TextFormatOptions;
@@ -200,6 +200,17 @@ pub(crate) fn read_block(
 pub(crate) fn read_json(json: &str, offset: usize, closed: bool, block: &Block, calls: &mut Vec<RawCall>) {
     let whole = offset..offset + json.len();
     let what = block.what;
+    // The usual list in one pass, each call straight into the request's types; anything
+    // else below, which says what is wrong.
+    if let Some(list) = call_list(json, block.keys, false) {
+        for (span, name, args) in list {
+            let span = offset + span.start..offset + span.end;
+            let problems =
+                if closed { Vec::new() } else { vec![format!("the call list after {what} is never closed")] };
+            calls.push(RawCall { span, name, args, problems, ..RawCall::default() });
+        }
+        return;
+    }
     let value = match serde_json::from_str::<Value>(json) {
         Ok(value) => value,
         Err(e) => {
