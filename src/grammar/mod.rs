@@ -452,6 +452,23 @@ pub(crate) fn reasoning_heads() -> Vec<Pattern> {
 }
 
 impl Syntax {
+    /// The syntax of `protocol`'s calls, each opened by `open`: no section, no markup to
+    /// avoid beyond the calls' own, reasoning hidden when `reasoning` (the format's
+    /// `skip_reasoning` option), no JSON Schema. Formats set the rest with struct update
+    /// syntax.
+    pub(crate) fn new(protocol: &str, open: impl Into<String>, call: Expr, reasoning: bool) -> Syntax {
+        Syntax {
+            protocol: protocol.to_string(),
+            open: open.into(),
+            call,
+            section: None,
+            avoid: Vec::new(),
+            reasoning,
+            reasoning_markup: Vec::new(),
+            json: None,
+        }
+    }
+
     /// The grammar `constraint` asks for.
     pub(crate) fn grammar(
         self,

@@ -211,14 +211,10 @@ impl JsonPieces<'_> {
     ) -> Result<Syntax, GrammarError> {
         let (call, json_calls) = self.calls(b, methods)?;
         Ok(Syntax {
-            protocol: id.to_string(),
-            open: self.open.into(),
-            call,
             section: self.section,
             avoid: self.avoid,
-            reasoning: options.skip_reasoning,
-            reasoning_markup: Vec::new(),
             json: Some((self.keys.0, self.keys.1, json_calls)),
+            ..Syntax::new(id, self.open, call, options.skip_reasoning)
         })
     }
 }

@@ -144,15 +144,6 @@ pub(crate) fn grammar(
     if options.skip_fenced {
         avoid.push(Pattern::text("```"));
     }
-    let syntax = Syntax {
-        protocol: id.to_string(),
-        open: START.to_string(),
-        call,
-        section: None,
-        avoid,
-        reasoning: !options.keep_reasoning,
-        reasoning_markup: Vec::new(),
-        json: None,
-    };
+    let syntax = Syntax { avoid, ..Syntax::new(id, START, call, !options.keep_reasoning) };
     syntax.grammar(b, constraint)
 }

@@ -323,14 +323,9 @@ impl Format for Rules {
         }
         .calls(b, methods, options)?;
         Ok(Syntax {
-            protocol: ID.to_string(),
-            open: t.open.into(),
-            call,
             section: Some(Section { between: Expr::lit(""), close: format!("\n{}", t.end) }),
             avoid: vec![Pattern::text(SUFFIXED.open)],
-            reasoning: options.skip_reasoning,
-            reasoning_markup: Vec::new(),
-            json: None,
+            ..Syntax::new(ID, t.open, call, options.skip_reasoning)
         })
     }
 }

@@ -412,14 +412,9 @@ impl Format for Rules {
         }
         .calls(b, methods, options)?;
         Ok(Syntax {
-            protocol: ID.to_string(),
-            open: format!("{OPEN}tools{SEP}"),
-            call,
             section: Some(Section { between: Expr::lit(""), close: CLOSE_TOOLS.into() }),
             avoid: vec![Pattern::text(OPEN), Pattern::text(CLOSE), Pattern::text(END_OF_MSG)],
-            reasoning: options.skip_reasoning,
-            reasoning_markup: Vec::new(),
-            json: None,
+            ..Syntax::new(ID, format!("{OPEN}tools{SEP}"), call, options.skip_reasoning)
         })
     }
 }

@@ -284,14 +284,9 @@ impl Format for Rules {
     ) -> Result<Syntax, GrammarError> {
         let call = calls(b, methods, Literals::python(true))?;
         Ok(Syntax {
-            protocol: ID.to_string(),
-            open: format!("{START}["),
-            call,
             section: Some(Section { between: Expr::lit(", "), close: format!("]{END}") }),
             avoid: vec![Pattern::text(START), Pattern::text(END)],
-            reasoning: options.skip_reasoning,
-            reasoning_markup: Vec::new(),
-            json: None,
+            ..Syntax::new(ID, format!("{START}["), call, options.skip_reasoning)
         })
     }
 }

@@ -316,16 +316,7 @@ impl Format for Rules {
             call: &|name| (format!("name=\"{name}\">"), FUNCTION_END.to_string()),
         }
         .calls(b, methods, options)?;
-        Ok(Syntax {
-            protocol: ID.to_string(),
-            open: FUNCTION.into(),
-            call,
-            section: None,
-            avoid: Vec::new(),
-            reasoning: options.skip_reasoning,
-            reasoning_markup: Vec::new(),
-            json: None,
-        })
+        Ok(Syntax::new(ID, FUNCTION, call, options.skip_reasoning))
     }
 }
 

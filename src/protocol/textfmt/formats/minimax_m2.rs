@@ -192,14 +192,8 @@ impl Format for Rules {
         }
         .calls(b, methods, options)?;
         Ok(Syntax {
-            protocol: ID.to_string(),
-            open: WRAPPER.into(),
-            call,
             section: Some(Section { between: Expr::lit(""), close: format!("\n{WRAPPER_END}") }),
-            avoid: Vec::new(),
-            reasoning: options.skip_reasoning,
-            reasoning_markup: Vec::new(),
-            json: None,
+            ..Syntax::new(ID, WRAPPER, call, options.skip_reasoning)
         })
     }
 }

@@ -366,14 +366,9 @@ impl Format for Rules {
                 .push(b.rule(name, Expr::seq([Expr::lit(head), list, Expr::lit(format!("\n{INVOKE_END}"))])));
         }
         Ok(Syntax {
-            protocol: ID.to_string(),
-            open: BLOCK.into(),
-            call: b.rule("call", Expr::alt(calls)),
             section: Some(Section { between: Expr::lit(""), close: format!("\n{BLOCK_END}") }),
             avoid: vec![Pattern::text(THINK), Pattern::text(THINK_END)],
-            reasoning: options.skip_reasoning,
-            reasoning_markup: Vec::new(),
-            json: None,
+            ..Syntax::new(ID, BLOCK, b.rule("call", Expr::alt(calls)), options.skip_reasoning)
         })
     }
 }

@@ -216,14 +216,8 @@ impl Format for Rules {
     ) -> Result<Syntax, GrammarError> {
         let call = calls(b, methods, Literals::json(true))?;
         Ok(Syntax {
-            protocol: ID.to_string(),
-            open: OPEN.into(),
-            call,
             section: Some(Section { between: Expr::lit("\n"), close: CLOSE.into() }),
-            avoid: Vec::new(),
-            reasoning: options.skip_reasoning,
-            reasoning_markup: Vec::new(),
-            json: None,
+            ..Syntax::new(ID, OPEN, call, options.skip_reasoning)
         })
     }
 }

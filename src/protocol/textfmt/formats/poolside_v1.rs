@@ -193,16 +193,7 @@ impl Format for Rules {
             call: &|name| (format!("{name}\n"), CLOSE.to_string()),
         }
         .calls(b, methods, options)?;
-        Ok(Syntax {
-            protocol: ID.to_string(),
-            open: OPEN.into(),
-            call,
-            section: None,
-            avoid: Vec::new(),
-            reasoning: options.skip_reasoning,
-            reasoning_markup: Vec::new(),
-            json: None,
-        })
+        Ok(Syntax::new(ID, OPEN, call, options.skip_reasoning))
     }
 }
 

@@ -171,14 +171,9 @@ impl Format for Rules {
         let literals = Literals::python(options.skip_reasoning);
         let call = calls(b, methods, literals)?;
         Ok(Syntax {
-            protocol: ID.to_string(),
-            open: "[".into(),
-            call,
             section: Some(Section { between: Expr::lit(", "), close: "]".into() }),
             avoid: vec![Pattern::text(START)],
-            reasoning: options.skip_reasoning,
-            reasoning_markup: Vec::new(),
-            json: None,
+            ..Syntax::new(ID, "[", call, options.skip_reasoning)
         })
     }
 }

@@ -217,18 +217,14 @@ impl Format for Rules {
             let head = format!("{{'name': {}, 'arguments': {{", py(name));
             calls.push(b.rule(name, Expr::seq([Expr::lit(head), list, Expr::lit("}}")])));
         }
+        let call = b.rule("call", Expr::alt(calls));
         Ok(Syntax {
-            protocol: ID.to_string(),
-            open: format!("{MARKER}["),
-            call: b.rule("call", Expr::alt(calls)),
             section: Some(Section { between: Expr::lit(", "), close: "]".into() }),
             avoid: vec![
                 Pattern::text(MARKER),
                 Pattern::new().then_any(CharSet::ascii_space()).then(CharSet::of("[{")).at_start(),
             ],
-            reasoning: options.skip_reasoning,
-            reasoning_markup: Vec::new(),
-            json: None,
+            ..Syntax::new(ID, format!("{MARKER}["), call, options.skip_reasoning)
         })
     }
 }

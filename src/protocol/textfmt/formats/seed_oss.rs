@@ -215,14 +215,8 @@ impl Format for Rules {
         }
         .calls(b, methods, options)?;
         Ok(Syntax {
-            protocol: ID.to_string(),
-            open: OPEN.into(),
-            call,
-            section: None,
             avoid: vec![Pattern::text(THINK), Pattern::text(THINK_END)],
-            reasoning: options.skip_reasoning,
-            reasoning_markup: Vec::new(),
-            json: None,
+            ..Syntax::new(ID, OPEN, call, options.skip_reasoning)
         })
     }
 }

@@ -233,14 +233,8 @@ impl Format for Rules {
         }
         .calls(b, methods, options)?;
         Ok(Syntax {
-            protocol: ID.to_string(),
-            open: CALLS_BEGIN.into(),
-            call,
             section: Some(Section { between: Expr::lit(""), close: format!("\n{CALLS_END}") }),
-            avoid: Vec::new(),
-            reasoning: options.skip_reasoning,
-            reasoning_markup: Vec::new(),
-            json: None,
+            ..Syntax::new(ID, CALLS_BEGIN, call, options.skip_reasoning)
         })
     }
 }

@@ -357,14 +357,9 @@ pub(crate) fn syntax(
     }
     .calls(b, methods, options)?;
     Ok(Syntax {
-        protocol: id.to_string(),
-        open: m.block.into(),
-        call,
         section: Some(Section { between: Expr::lit(""), close: format!("\n{}", m.block_end) }),
-        avoid,
-        reasoning: options.skip_reasoning,
-        reasoning_markup: Vec::new(),
-        json: None,
+        avoid: avoid,
+        ..Syntax::new(id, m.block, call, options.skip_reasoning)
     })
 }
 

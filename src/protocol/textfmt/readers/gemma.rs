@@ -425,14 +425,8 @@ pub(crate) fn syntax(
         );
     }
     Ok(Syntax {
-        protocol: id.to_string(),
-        open: blocks.open.into(),
-        call: b.rule("call", Expr::alt(calls)),
-        section: None,
-        avoid,
-        reasoning: options.skip_reasoning,
-        reasoning_markup: Vec::new(),
-        json: None,
+        avoid: avoid,
+        ..Syntax::new(id, blocks.open, b.rule("call", Expr::alt(calls)), options.skip_reasoning)
     })
 }
 

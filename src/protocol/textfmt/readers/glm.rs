@@ -161,16 +161,7 @@ pub(crate) fn syntax(
         call: &|name| (name.to_string(), format!("{line}{CLOSE}")),
     }
     .calls(b, methods, options)?;
-    Ok(Syntax {
-        protocol: id.to_string(),
-        open: OPEN.into(),
-        call,
-        section: None,
-        avoid: Vec::new(),
-        reasoning: options.skip_reasoning,
-        reasoning_markup: Vec::new(),
-        json: None,
-    })
+    Ok(Syntax::new(id, OPEN, call, options.skip_reasoning))
 }
 
 /// A call as [`syntax`] admits it: strings as written, other values as JSON (`<` in
