@@ -358,7 +358,7 @@ pub(crate) fn syntax(
     .calls(b, methods, options)?;
     Ok(Syntax {
         section: Some(Section { between: Expr::lit(""), close: format!("\n{}", m.block_end) }),
-        avoid: avoid,
+        avoid,
         ..Syntax::new(id, m.block, call, options.skip_reasoning)
     })
 }

@@ -425,7 +425,7 @@ pub(crate) fn syntax(
         );
     }
     Ok(Syntax {
-        avoid: avoid,
+        avoid,
         ..Syntax::new(id, blocks.open, b.rule("call", Expr::alt(calls)), options.skip_reasoning)
     })
 }
