@@ -139,7 +139,15 @@ impl Searches {
     /// The next `token` at or after `from`, in text of which `hay` is the part from
     /// `offset` on (offsets are the text's).
     fn next_in(&mut self, hay: &str, offset: usize, from: usize, token: &'static str) -> Option<usize> {
-        let index = match self.entries.iter().position(|(t, _, _)| std::ptr::eq(*t, token) || *t == token) {
+        // By address first (a token's constant is one address at each place that names
+        // it), then by text: comparing text at every lookup was a tenth of a reply of
+        // many calls.
+        let index = match self
+            .entries
+            .iter()
+            .position(|(t, _, _)| std::ptr::eq(*t, token))
+            .or_else(|| self.entries.iter().position(|(t, _, _)| *t == token))
+        {
             Some(index) => index,
             None => {
                 self.entries.push((token, 0, None));
@@ -206,7 +214,14 @@ impl Searches {
                 best = Some((at, i));
             }
         }
-        let hold = partial_suffix(text, from, tokens);
+        // A token cut off by the end of the text starts within its last `longest - 1`
+        // bytes: after a token found before those, it does not matter.
+        let longest = tokens.iter().map(|t| t.len()).max().unwrap_or(0);
+        let tail = text.len().saturating_sub(longest.saturating_sub(1));
+        let hold = match best {
+            Some((at, _)) if at < tail => None,
+            _ => partial_suffix(text, from, tokens),
+        };
         match (best, hold) {
             (Some((at, i)), Some(h)) if h < at => (Found::Hold(h), i),
             (Some((at, i)), _) => (Found::Call(at), i),
@@ -769,8 +784,11 @@ pub(crate) fn partial_suffix(text: &str, from: usize, tokens: &[&str]) -> Option
     let longest = tokens.iter().map(|t| t.len()).max().unwrap_or(0);
     let len = text.len();
     let first = len.saturating_sub(longest.saturating_sub(1)).max(from);
+    let bytes = text.as_bytes();
     (first..len).find(|&i| {
-        text.is_char_boundary(i)
+        // (The first byte rules out most offsets before any comparison.)
+        bytes.get(i).is_some_and(|&b| tokens.iter().any(|t| t.as_bytes().first() == Some(&b)))
+            && text.is_char_boundary(i)
             && text
                 .get(i..)
                 .is_some_and(|tail| tokens.iter().any(|t| t.len() > tail.len() && t.starts_with(tail)))
