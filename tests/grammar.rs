@@ -603,9 +603,16 @@ fn unsupported_pairs_say_so() {
     let error =
         protocol("vcp").grammar(&tools, &Constraint::new(Dialect::JsonSchema, Scope::Call)).unwrap_err();
     assert_eq!(error.to_string(), "protocol `vcp` has no json-schema grammar for scope `call`");
-    let error =
-        protocol("openai").grammar(&tools, &Constraint::new(Dialect::Lark, Scope::Reply)).unwrap_err();
-    assert!(matches!(error, GrammarError::Unsupported { .. }), "{error}");
+    // Native APIs and `auto` write none, and say why.
+    for id in ["openai", "anthropic", "auto"] {
+        let error = protocol(id).grammar(&tools, &Constraint::new(Dialect::Lark, Scope::Reply)).unwrap_err();
+        assert_eq!(error, GrammarError::NoGrammar { protocol: id.to_string() });
+        assert!(error.to_string().contains("native API") && error.to_string().contains("`auto`"), "{error}");
+    }
+    let error: GrammarError = "ebnf".parse::<Dialect>().unwrap_err();
+    assert_eq!(error.to_string(), "unknown dialect `ebnf`: one of lark, gbnf, json-schema, structural-tag");
+    let error: GrammarError = "all".parse::<Scope>().unwrap_err();
+    assert_eq!(error.to_string(), "unknown scope `all`: one of call, calls, reply");
     assert_eq!(
         protocol("hermes").grammar(&[], &Constraint::new(Dialect::Lark, Scope::Call)),
         Err(GrammarError::NoMethods)

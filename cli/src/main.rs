@@ -182,7 +182,8 @@ use std::io::{self, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::builder::PossibleValuesParser;
+use clap::builder::{PossibleValue, TypedValueParser};
+use clap::error::ErrorKind;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use tool_calling::protocol::ProtocolRegistry;
 use tool_calling::protocol::vcp::{RequestIdStyle, VcpOptions};
@@ -227,8 +228,50 @@ enum Command {
 }
 
 /// `--protocol`: the id of one of the library's built-in protocols.
-fn protocol_ids() -> PossibleValuesParser {
-    PossibleValuesParser::new(ProtocolRegistry::builtin_ids())
+fn protocol_ids() -> ProtocolIds {
+    ProtocolIds(ProtocolRegistry::builtin_ids())
+}
+
+/// A protocol id among `.0`; a name that is none of them is answered with the closest
+/// one, not with the whole list (`--help` has it).
+#[derive(Debug, Clone)]
+struct ProtocolIds(Vec<&'static str>);
+
+impl ProtocolIds {
+    /// The id nearest to `name` (a typo or two away), if one is.
+    fn closest(&self, name: &str) -> Option<&'static str> {
+        let name = name.to_ascii_lowercase();
+        let (distance, id) =
+            self.0.iter().map(|id| (strsim::damerau_levenshtein(id, &name), *id)).min_by_key(|(d, _)| *d)?;
+        (distance <= 2.max(name.len() / 3)).then_some(id)
+    }
+}
+
+impl TypedValueParser for ProtocolIds {
+    type Value = String;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<String, clap::Error> {
+        let name = value.to_string_lossy();
+        if self.0.contains(&name.as_ref()) {
+            return Ok(name.into_owned());
+        }
+        let flag = arg.map_or_else(|| "--protocol".to_string(), |arg| format!("--{}", arg.get_id()));
+        let mut message = format!("unknown protocol `{name}` for {flag}");
+        if let Some(id) = self.closest(&name) {
+            message.push_str(&format!("; did you mean `{id}`?"));
+        }
+        message.push_str(&format!(" (`--help` lists the {} protocols)", self.0.len()));
+        Err(cmd.clone().error(ErrorKind::InvalidValue, message))
+    }
+
+    fn possible_values(&self) -> Option<Box<dyn Iterator<Item = PossibleValue> + '_>> {
+        Some(Box::new(self.0.iter().map(PossibleValue::new)))
+    }
 }
 
 #[derive(Debug, Args)]
@@ -282,12 +325,12 @@ struct GatewayArgs {
 }
 
 /// `gateway --protocol`: every built-in text protocol, `auto` and `native`.
-fn gateway_protocols() -> PossibleValuesParser {
+fn gateway_protocols() -> ProtocolIds {
     let ids = ProtocolRegistry::builtin_ids()
         .into_iter()
         .filter(|id| !matches!(*id, "openai" | "openai_responses" | "anthropic" | "gemini"))
         .chain(["native"]);
-    PossibleValuesParser::new(ids)
+    ProtocolIds(ids.collect())
 }
 
 /// The VCP parser options, shared by `parse` and `cycle`.

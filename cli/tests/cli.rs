@@ -1060,10 +1060,18 @@ fn grammar_prints_each_supported_pair_and_refuses_the_others() {
         ),
         (
             &["grammar", "--protocol", "openai"][..],
-            "tool-calling: protocol `openai` has no lark grammar for scope `reply`\n",
+            "tool-calling: protocol `openai` writes no grammar: grammars are written by the text protocols \
+             (VCP and the open-model formats); a native API's provider constrains its own calls, and `auto` \
+             reads any format, so name one\n",
         ),
-        (&["grammar", "--dialect", "xml"][..], "tool-calling: unknown dialect `xml`\n"),
-        (&["grammar", "--scope", "all"][..], "tool-calling: unknown scope `all`\n"),
+        (
+            &["grammar", "--dialect", "xml"][..],
+            "tool-calling: unknown dialect `xml`: one of lark, gbnf, json-schema, structural-tag\n",
+        ),
+        (
+            &["grammar", "--scope", "all"][..],
+            "tool-calling: unknown scope `all`: one of call, calls, reply\n",
+        ),
     ] {
         let out = run(args);
         assert_eq!(out.status.code(), Some(2), "{args:?}");
@@ -1142,4 +1150,27 @@ fn gateway_refuses_a_bad_configuration_in_one_line() {
     assert!(stderr.contains("http://"), "{stderr}");
     let out = run(&["gateway", "--upstream", "http://127.0.0.1:1/v1", "--protocol", "openai"]);
     assert_eq!(out.status.code(), Some(2), "a provider's API is not a gateway protocol");
+}
+
+#[test]
+fn an_unknown_protocol_gets_the_closest_one_suggested() {
+    for (args, suggested) in [
+        (&["parse", "--protocol", "vpc", "-"][..], Some("vcp")),
+        (&["grammar", "--protocol", "hermez"][..], Some("hermes")),
+        (&["prompt", "--protocol", "Mistral"][..], Some("mistral")),
+        (&["gateway", "--upstream", "http://127.0.0.1:9", "--protocol", "natve"][..], Some("native")),
+        (&["parse", "--protocol", "zzzzzzzz", "-"][..], None),
+    ] {
+        let out = run(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let stderr = String::from_utf8(out.stderr).unwrap();
+        let name = args[args.iter().position(|a| *a == "--protocol").unwrap() + 1];
+        assert!(stderr.contains(&format!("unknown protocol `{name}`")), "{stderr}");
+        match suggested {
+            Some(id) => assert!(stderr.contains(&format!("did you mean `{id}`?")), "{stderr}"),
+            None => assert!(!stderr.contains("did you mean"), "{stderr}"),
+        }
+        // Not the whole list: `--help` has it.
+        assert!(!stderr.contains("deepseek_v31"), "{stderr}");
+    }
 }

@@ -114,10 +114,11 @@ impl FromStr for Dialect {
     type Err = GrammarError;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Dialect::ALL
-            .into_iter()
-            .find(|d| d.as_str() == s)
-            .ok_or_else(|| GrammarError::UnknownName { what: "dialect", name: s.to_string() })
+        Dialect::ALL.into_iter().find(|d| d.as_str() == s).ok_or_else(|| GrammarError::UnknownName {
+            what: "dialect",
+            name: s.to_string(),
+            expected: Dialect::ALL.map(Dialect::as_str).join(", "),
+        })
     }
 }
 
@@ -160,10 +161,11 @@ impl FromStr for Scope {
     type Err = GrammarError;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Scope::ALL
-            .into_iter()
-            .find(|d| d.as_str() == s)
-            .ok_or_else(|| GrammarError::UnknownName { what: "scope", name: s.to_string() })
+        Scope::ALL.into_iter().find(|d| d.as_str() == s).ok_or_else(|| GrammarError::UnknownName {
+            what: "scope",
+            name: s.to_string(),
+            expected: Scope::ALL.map(Scope::as_str).join(", "),
+        })
     }
 }
 
@@ -364,12 +366,25 @@ pub enum GrammarError {
         message: String,
     },
     /// A dialect or scope name that does not exist.
-    #[error("unknown {what} `{name}`")]
+    #[error("unknown {what} `{name}`: one of {expected}")]
     UnknownName {
         /// `dialect` or `scope`.
         what: &'static str,
         /// The name given.
         name: String,
+        /// The names there are, comma-separated.
+        expected: String,
+    },
+    /// The protocol writes no grammar in any dialect: a native API (whose provider
+    /// constrains its own calls) or `auto` (which reads any format; a grammar needs one).
+    #[error(
+        "protocol `{protocol}` writes no grammar: grammars are written by the text protocols (VCP and \
+         the open-model formats); a native API's provider constrains its own calls, and `auto` reads \
+         any format, so name one"
+    )]
+    NoGrammar {
+        /// The protocol's id.
+        protocol: String,
     },
 }
 

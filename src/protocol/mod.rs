@@ -262,15 +262,11 @@ pub trait ToolCallingProtocol: Send + Sync {
     /// admits must parse, with this protocol, into complete requests whose methods exist
     /// and whose arguments pass validation.
     ///
-    /// The default has none ([`GrammarError::Unsupported`]); VCP and the open-model
+    /// The default has none ([`GrammarError::NoGrammar`]); VCP and the open-model
     /// text formats write theirs.
     fn grammar(&self, tools: &[ToolDefinition], constraint: &Constraint) -> Result<Grammar, GrammarError> {
-        let _ = tools;
-        Err(GrammarError::Unsupported {
-            protocol: self.id().to_string(),
-            dialect: constraint.dialect,
-            scope: constraint.scope,
-        })
+        let _ = (tools, constraint);
+        Err(GrammarError::NoGrammar { protocol: self.id().to_string() })
     }
 }
 
