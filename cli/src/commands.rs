@@ -36,6 +36,8 @@ use tool_calling::grammar::{Constraint, Dialect, GrammarError, Scope};
 const REQUEST_KEYS: [&str; 7] = ["request_id", "tool_name", "args", "complete", "problems", "start", "end"];
 /// The keys of a result in the output, in order.
 const RESULT_KEYS: [&str; 6] = ["request_id", "tool_name", "status", "result", "error_kind", "duration_ms"];
+/// The keys of each call of a batch's result.
+const CALL_KEYS: [&str; 4] = ["tool_name", "status", "result", "error_kind"];
 
 /// The built-in protocol `id` (the library's table), with the tester's options: the VCP
 /// flags, and sequential ids for reproducible output.
@@ -118,8 +120,23 @@ fn requests_json(requests: &[ToolRequest]) -> Result<Value, Failure> {
     requests.iter().map(|r| with_keys(r, &REQUEST_KEYS)).collect::<Result<_, _>>().map(Value::Array)
 }
 
+/// The results; one a protocol resolved to several calls (a VCP batch) also has `calls`,
+/// each call's own outcome in order.
 fn results_json(results: &[ToolExecutionResult]) -> Result<Value, Failure> {
-    results.iter().map(|r| with_keys(r, &RESULT_KEYS)).collect::<Result<_, _>>().map(Value::Array)
+    results
+        .iter()
+        .map(|r| {
+            let mut out = with_keys(r, &RESULT_KEYS)?;
+            if !r.calls.is_empty()
+                && let Value::Object(map) = &mut out
+            {
+                let calls = r.calls.iter().map(|c| with_keys(c, &CALL_KEYS)).collect::<Result<_, _>>()?;
+                map.insert("calls".into(), Value::Array(calls));
+            }
+            Ok(out)
+        })
+        .collect::<Result<_, _>>()
+        .map(Value::Array)
 }
 
 /// `{"requests", "diagnostics"}` (and `"normal_text"` when given).

@@ -124,7 +124,9 @@
 //! tools (`samples/demo_reply.txt` is one) and prints `{"has_tool_requests", "parsed",
 //! "results", "context", "diagnostics"}`: `parsed` holds the requests exactly as `parse`
 //! prints them (sequential ids), `results` one `exec`-shaped result per request in the
-//! same order, `context` the text that would be fed back to the model (empty when there
+//! same order (a VCP batch's, `command1`, `command2`, …, also has `calls`: each call's
+//! `{"tool_name", "status", "result", "error_kind"}` in order, beside the joined
+//! `result`), `context` the text that would be fed back to the model (empty when there
 //! were no requests), `diagnostics` what the parser noticed, as in `parse`. Calls run in
 //! parallel unless `--serial`; `--timeout-ms` and the parser flags mean what they mean
 //! for `exec` and `parse`. With an open-model format (or `auto`), `context` is the text

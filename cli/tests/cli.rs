@@ -1174,3 +1174,28 @@ fn an_unknown_protocol_gets_the_closest_one_suggested() {
         assert!(!stderr.contains("deepseek_v31"), "{stderr}");
     }
 }
+
+#[test]
+fn cycle_shows_each_call_of_a_batch() {
+    let reply = "<<<[TOOL_REQUEST]>>>\ntool_name:「始」calc「末」,\ncommand1:「始」add「末」,\na1:「始」1「末」,\n\
+                 b1:「始」2「末」,\ncommand2:「始」divide「末」,\na2:「始」1「末」,\nb2:「始」0「末」\n\
+                 <<<[END_TOOL_REQUEST]>>>\n";
+    let out = run_with_stdin(&["cycle", "-"], Some(reply.as_bytes()));
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let document: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let result = &document["results"][0];
+    assert_eq!(result["status"], "error");
+    assert_eq!(
+        result["calls"],
+        json!([
+            {"tool_name": "calc_add", "status": "success", "result": "3.0", "error_kind": null},
+            {"tool_name": "calc_divide", "status": "error", "result": "division by zero", "error_kind": "execution"}
+        ])
+    );
+    // A single call has no `calls`.
+    let single = "<<<[TOOL_REQUEST]>>>\ntool_name:「始」calc「末」,\ncommand:「始」add「末」,\na:「始」1「末」,\n\
+                  b:「始」2「末」\n<<<[END_TOOL_REQUEST]>>>\n";
+    let out = run_with_stdin(&["cycle", "-"], Some(single.as_bytes()));
+    let document: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert!(document["results"][0].get("calls").is_none(), "{document}");
+}
