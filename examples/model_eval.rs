@@ -13,7 +13,8 @@
 //!
 //! Options: `--url URL` (required), `--model NAME` (default `smollm2`), `--protocols
 //! a,b,…` (default: every protocol with a grammar), `--modes none,grammar` (default
-//! both), `--questions N` (default 20), `--dialect gbnf|lark` and `--server
+//! both), `--questions N` (default 20), `--skip K` (leave out the first K questions, to
+//! run the rest of a table later), `--dialect gbnf|lark` and `--server
 //! llama-cpp|vllm|sglang` (default GBNF for llama.cpp), `--max-tokens N` (default 200),
 //! `--verbose` (every reply).
 //!
@@ -204,6 +205,7 @@ struct Options {
     protocols: Vec<String>,
     modes: Vec<String>,
     questions: usize,
+    skip: usize,
     dialect: Dialect,
     server: GrammarServer,
     max_tokens: u32,
@@ -217,6 +219,7 @@ fn options() -> Result<Options, String> {
         protocols: Vec::new(),
         modes: vec!["none".into(), "grammar".into()],
         questions: 20,
+        skip: 0,
         dialect: Dialect::Gbnf,
         server: GrammarServer::LlamaCpp,
         max_tokens: 200,
@@ -231,6 +234,7 @@ fn options() -> Result<Options, String> {
             "--protocols" => options.protocols = value()?.split(',').map(str::to_string).collect(),
             "--modes" => options.modes = value()?.split(',').map(str::to_string).collect(),
             "--questions" => options.questions = value()?.parse().map_err(|e| format!("--questions: {e}"))?,
+            "--skip" => options.skip = value()?.parse().map_err(|e| format!("--skip: {e}"))?,
             "--dialect" => options.dialect = value()?.parse().map_err(|e| format!("--dialect: {e}"))?,
             "--server" => {
                 options.server = match value()?.as_str() {
@@ -263,7 +267,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 eprintln!("error: {message}");
             }
             eprintln!(
-                "usage: model_eval --url URL [--model NAME] [--protocols a,b] [--modes none,grammar] [--questions N] \
+                "usage: model_eval --url URL [--model NAME] [--protocols a,b] [--modes none,grammar] [--questions N] [--skip K] \
                  [--dialect gbnf|lark] [--server llama-cpp|vllm|sglang] [--max-tokens N] [--verbose]"
             );
             std::process::exit(2);
@@ -292,7 +296,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .retry(HttpRetry::none())
         .build()?;
     let http = reqwest::Client::new();
-    let questions: Vec<_> = questions().into_iter().take(options.questions).collect();
+    let questions: Vec<_> = questions().into_iter().take(options.questions).skip(options.skip).collect();
     println!("| protocol | grammar | calls | valid | right | tokens/reply | s/reply |");
     println!("| --- | --- | ---: | ---: | ---: | ---: | ---: |");
     for id in &protocols {
