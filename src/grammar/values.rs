@@ -693,12 +693,12 @@ pub(crate) fn pattern_regex(pattern: &str) -> Result<String, String> {
     let from_start = pattern.starts_with('^');
     let mut body = pattern.strip_prefix('^').unwrap_or(pattern);
     // A final `$` is an anchor unless a backslash escapes it.
-    let to_end = body.strip_suffix('$').is_some_and(|head| {
-        let backslashes = head.len() - head.trim_end_matches('\\').len();
-        backslashes % 2 == 0
-    });
-    if to_end {
-        body = body.strip_suffix('$').unwrap_or(body);
+    let mut to_end = false;
+    if let Some(head) = body.strip_suffix('$')
+        && (head.len() - head.trim_end_matches('\\').len()) % 2 == 0
+    {
+        body = head;
+        to_end = true;
     }
     let mut ascii = String::with_capacity(body.len());
     let mut chars = body.chars();

@@ -139,15 +139,7 @@ impl Searches {
     /// The next `token` at or after `from`, in text of which `hay` is the part from
     /// `offset` on (offsets are the text's).
     fn next_in(&mut self, hay: &str, offset: usize, from: usize, token: &'static str) -> Option<usize> {
-        // By address first (a token's constant is one address at each place that names
-        // it), then by text: comparing text at every lookup was a tenth of a reply of
-        // many calls.
-        let index = match self
-            .entries
-            .iter()
-            .position(|(t, _, _)| std::ptr::eq(*t, token))
-            .or_else(|| self.entries.iter().position(|(t, _, _)| *t == token))
-        {
+        let index = match self.entries.iter().position(|(t, _, _)| std::ptr::eq(*t, token) || *t == token) {
             Some(index) => index,
             None => {
                 self.entries.push((token, 0, None));
@@ -214,12 +206,10 @@ impl Searches {
                 best = Some((at, i));
             }
         }
-        // A token cut off by the end of the text starts within its last `longest - 1`
-        // bytes: after a token found before those, it does not matter.
-        let longest = tokens.iter().map(|t| t.len()).max().unwrap_or(0);
-        let tail = text.len().saturating_sub(longest.saturating_sub(1));
+        // After a token found before the bytes a cut-off token could start in, a cut-off
+        // token does not matter.
         let hold = match best {
-            Some((at, _)) if at < tail => None,
+            Some((at, _)) if at < cut_off_start(text.len(), tokens) => None,
             _ => partial_suffix(text, from, tokens),
         };
         match (best, hold) {
@@ -778,12 +768,18 @@ pub(crate) fn find_in(hay: &[u8], token: &'static str) -> Option<usize> {
     })
 }
 
+/// The first offset of a text of `len` bytes at which one of `tokens` could begin and be
+/// cut off by the text's end (its last `longest - 1` bytes).
+fn cut_off_start(len: usize, tokens: &[&str]) -> usize {
+    let longest = tokens.iter().map(|t| t.len()).max().unwrap_or(0);
+    len.saturating_sub(longest.saturating_sub(1))
+}
+
 /// The start of the longest tail of `text[from..]` that is a proper prefix of one of
 /// `tokens`, if any.
 pub(crate) fn partial_suffix(text: &str, from: usize, tokens: &[&str]) -> Option<usize> {
-    let longest = tokens.iter().map(|t| t.len()).max().unwrap_or(0);
     let len = text.len();
-    let first = len.saturating_sub(longest.saturating_sub(1)).max(from);
+    let first = cut_off_start(len, tokens).max(from);
     let bytes = text.as_bytes();
     (first..len).find(|&i| {
         // (The first byte rules out most offsets before any comparison.)

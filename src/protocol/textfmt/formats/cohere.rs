@@ -110,13 +110,8 @@ impl Reading for Rules {
         let inner = raw.trim();
         let offset = START_ACTION.len() + (raw.len() - raw.trim_start().len());
         // The usual action in one pass; anything else below, which says what is wrong.
-        if let Some(list) = call_list(inner, &["parameters", "arguments"], true) {
-            calls.extend(list.into_iter().map(|(span, name, args)| RawCall {
-                span: offset + span.start..offset + span.end,
-                name,
-                args,
-                ..RawCall::default()
-            }));
+        if let Some(list) = call_list(inner, offset, &["parameters", "arguments"], true) {
+            calls.extend(list);
             return;
         }
         match serde_json::from_str::<Value>(inner) {

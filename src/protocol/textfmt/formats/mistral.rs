@@ -158,20 +158,15 @@ impl Reading for Rules {
     }
 }
 
-/// The calls of a closed array (`json` starts at `offset` in the region).
 /// The keys of a call's arguments, the one the prompt teaches first.
 const KEYS: &[&str] = &["arguments", "parameters"];
 
+/// The calls of a closed array (`json` starts at `offset` in the region).
 fn read_array(json: &str, offset: usize, calls: &mut Vec<RawCall>) {
     let whole = offset..offset + json.len();
     // The usual array in one pass; anything else below, which says what is wrong.
-    if let Some(list) = call_list(json, KEYS, false) {
-        calls.extend(list.into_iter().map(|(span, name, args)| RawCall {
-            span: offset + span.start..offset + span.end,
-            name,
-            args,
-            ..RawCall::default()
-        }));
+    if let Some(list) = call_list(json, offset, KEYS, false) {
+        calls.extend(list);
         return;
     }
     // Checked whole first (without building it: each element is read into its call

@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 use crate::protocol::json_kind;
-use crate::protocol::textfmt::driver::ScanState;
+use crate::protocol::textfmt::driver::{RawCall, ScanState};
 use crate::request::Args;
 
 /// Which strings a scan knows: JSON's (`"` only) or Python's (`'` and `"`).
@@ -191,16 +191,9 @@ pub(crate) fn call_parts(text: &str, arg_keys: &[&str]) -> Result<(String, Optio
     // (Only for an object: serde would also read `["name", {…}]` into the struct.)
     if text.trim_start().starts_with('{')
         && let Ok(fast) = serde_json::from_str::<FastCall>(text)
+        && let Some((name, args)) = fast.parts(arg_keys)
     {
-        let args = match arg_keys.first().copied() {
-            Some("parameters") => fast.parameters.or(fast.arguments),
-            _ => fast.arguments.or(fast.parameters),
-        };
-        if !fast.name.is_empty()
-            && let Some(args) = args
-        {
-            return Ok((fast.name, Some(args)));
-        }
+        return Ok((name, Some(args)));
     }
     let value: Value = match serde_json::from_str(text) {
         Ok(value) => value,
@@ -212,15 +205,17 @@ pub(crate) fn call_parts(text: &str, arg_keys: &[&str]) -> Result<(String, Optio
 /// The calls of `json`, a JSON array of call objects of the usual shape (a non-empty
 /// `"name"` and an arguments object under one of `arg_keys`; `tool_name` for the name with
 /// `tool_name`), each read straight into the request's types in the one pass that also
-/// finds its span (relative to `json`). `None` when the array is empty, not well-formed,
-/// or holds an element of another shape: the caller's slower reading then says what is
-/// wrong.
+/// finds its span (`json` starts at `offset` in the region). `None` when the array is
+/// empty, not well-formed, or holds an element of another shape: the caller's slower
+/// reading then says what is wrong.
 pub(crate) fn call_list(
     json: &str,
+    offset: usize,
     arg_keys: &[&str],
     tool_name: bool,
-) -> Option<Vec<(std::ops::Range<usize>, String, Args)>> {
+) -> Option<Vec<RawCall>> {
     let bytes = json.as_bytes();
+    // JSON's white space (not `after_blanks`'s, which also skips a form feed).
     let blanks = |mut at: usize| {
         while bytes.get(at).is_some_and(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r')) {
             at += 1;
@@ -238,36 +233,18 @@ pub(crate) fn call_list(
         if !rest.starts_with('{') {
             return None;
         }
-        let (end, call) = if tool_name {
+        let (read, call) = if tool_name {
             let mut stream = serde_json::Deserializer::from_str(rest).into_iter::<FastToolCall>();
             let call = stream.next()?.ok()?;
-            (
-                at + stream.byte_offset(),
-                FastCall { name: call.name, arguments: call.arguments, parameters: call.parameters },
-            )
+            (stream.byte_offset(), FastCall::from(call))
         } else {
             let mut stream = serde_json::Deserializer::from_str(rest).into_iter::<FastCall>();
             let call = stream.next()?.ok()?;
-            (at + stream.byte_offset(), call)
+            (stream.byte_offset(), call)
         };
-        if call.name.is_empty() {
-            return None;
-        }
-        // The first of `arg_keys` the object has, as `arguments_of` takes it.
-        let FastCall { name, mut arguments, mut parameters } = call;
-        let mut args = None;
-        for key in arg_keys {
-            let slot = match *key {
-                "arguments" => &mut arguments,
-                "parameters" => &mut parameters,
-                _ => return None,
-            };
-            if slot.is_some() {
-                args = slot.take();
-                break;
-            }
-        }
-        calls.push((at..end, name, args?));
+        let end = at + read;
+        let (name, args) = call.parts(arg_keys)?;
+        calls.push(RawCall { span: offset + at..offset + end, name, args, ..RawCall::default() });
         at = blanks(end);
         match bytes.get(at) {
             Some(b',') => {}
@@ -288,6 +265,12 @@ struct FastToolCall {
     parameters: Option<Args>,
 }
 
+impl From<FastToolCall> for FastCall {
+    fn from(call: FastToolCall) -> Self {
+        FastCall { name: call.name, arguments: call.arguments, parameters: call.parameters }
+    }
+}
+
 /// A call object of the usual shape.
 #[derive(serde::Deserialize)]
 struct FastCall {
@@ -296,6 +279,29 @@ struct FastCall {
     arguments: Option<Args>,
     #[serde(default)]
     parameters: Option<Args>,
+}
+
+impl FastCall {
+    /// The name and the arguments under the first of `arg_keys` the object has, as
+    /// [`arguments_of`] takes them; `None` where that reading would say more (no name,
+    /// no arguments object, a key other than these two).
+    fn parts(self, arg_keys: &[&str]) -> Option<(String, Args)> {
+        let FastCall { name, mut arguments, mut parameters } = self;
+        if name.is_empty() {
+            return None;
+        }
+        for key in arg_keys {
+            let slot = match *key {
+                "arguments" => &mut arguments,
+                "parameters" => &mut parameters,
+                _ => return None,
+            };
+            if slot.is_some() {
+                return slot.take().map(|args| (name, args));
+            }
+        }
+        None
+    }
 }
 
 /// As [`call_object`], for a parsed value.
@@ -349,16 +355,26 @@ mod tests {
     use super::*;
 
     /// The element-by-element reading `call_list` must agree with: split, then each
-    /// element read on its own.
+    /// element read on its own through a `Value` (no fast path).
     fn slow(json: &str, keys: &[&str]) -> Option<Vec<(std::ops::Range<usize>, String, Args)>> {
         serde_json::from_str::<serde::de::IgnoredAny>(json).ok()?;
         let elements = split_elements(json, Quotes::Json);
         let mut out = Vec::new();
         for range in elements {
-            let (name, args) = call_parts(json.get(range.clone())?, keys).ok()?;
+            let value = serde_json::from_str(json.get(range.clone())?).ok()?;
+            let (name, args) = value_parts(value, keys).ok()?;
             out.push((range, name, args?));
         }
         (!out.is_empty()).then_some(out)
+    }
+
+    /// `call_list` at offset 0, as (span, name, arguments).
+    fn fast(
+        json: &str,
+        keys: &[&str],
+        tool_name: bool,
+    ) -> Option<Vec<(std::ops::Range<usize>, String, Args)>> {
+        Some(call_list(json, 0, keys, tool_name)?.into_iter().map(|c| (c.span, c.name, c.args)).collect())
     }
 
     #[test]
@@ -382,21 +398,23 @@ mod tests {
             r#"{"name": "a", "arguments": {}}"#,
         ] {
             for keys in keys {
-                if let Some(fast) = call_list(json, keys, false) {
+                if let Some(fast) = fast(json, keys, false) {
                     assert_eq!(Some(fast), slow(json, keys), "{json} {keys:?}");
                 }
             }
         }
         // The usual shape is read in one pass.
         let usual = r#"[{"name": "a", "arguments": {"x": 1}}, {"name": "b", "arguments": {}}]"#;
-        assert_eq!(call_list(usual, &["arguments"], false).map(|l| l.len()), Some(2));
+        assert_eq!(fast(usual, &["arguments"], false).map(|l| l.len()), Some(2));
+        // Spans are the region's: `json` starts at `offset`.
+        let at = call_list(usual, 10, &["arguments"], false).expect("read");
+        assert_eq!(at[0].span, 11..11 + usual[1..].find(", {").unwrap());
         // Cohere's names.
         let cohere = r#"[{"tool_call_id": "0", "tool_name": "a", "parameters": {"x": 1}}]"#;
-        let read = call_list(cohere, &["parameters", "arguments"], true).expect("read");
+        let read = fast(cohere, &["parameters", "arguments"], true).expect("read");
         assert_eq!((read[0].0.clone(), read[0].1.as_str()), (1..cohere.len() - 1, "a"));
         assert!(
-            call_list(r#"[{"tool_name": "a", "name": "b", "parameters": {}}]"#, &["parameters"], true)
-                .is_none()
+            fast(r#"[{"tool_name": "a", "name": "b", "parameters": {}}]"#, &["parameters"], true).is_none()
         );
     }
 

@@ -202,12 +202,12 @@ pub(crate) fn read_json(json: &str, offset: usize, closed: bool, block: &Block, 
     let what = block.what;
     // The usual list in one pass, each call straight into the request's types; anything
     // else below, which says what is wrong.
-    if let Some(list) = call_list(json, block.keys, false) {
-        for (span, name, args) in list {
-            let span = offset + span.start..offset + span.end;
-            let problems =
-                if closed { Vec::new() } else { vec![format!("the call list after {what} is never closed")] };
-            calls.push(RawCall { span, name, args, problems, ..RawCall::default() });
+    if let Some(list) = call_list(json, offset, block.keys, false) {
+        for mut call in list {
+            if !closed {
+                call.problems.push(format!("the call list after {what} is never closed"));
+            }
+            calls.push(call);
         }
         return;
     }
