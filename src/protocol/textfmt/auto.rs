@@ -129,7 +129,7 @@ fn table() -> &'static Table {
         let mut openings = Vec::new();
         let mut call_list = None;
         for format in TextFormat::ALL {
-            for marker in format.format().markers() {
+            for marker in format.format().markers {
                 match *marker {
                     Marker::Token(token) => markers.push((token, Then::Is(Detected::Format(format)))),
                     Marker::Shared { token, look, shape } => {
@@ -184,8 +184,7 @@ pub(super) fn openings_and_call_list() -> (Vec<(&'static [&'static str], TextFor
 /// declares the markers, and takes the other when it is the format its tools were
 /// offered in (the model table's choice).
 fn shares_markup(detected: TextFormat, preferred: TextFormat) -> bool {
-    preferred.format().same_markup().contains(&detected)
-        || detected.format().same_markup().contains(&preferred)
+    preferred.format().same_markup.contains(&detected) || detected.format().same_markup.contains(&preferred)
 }
 
 /// Bytes of which every marker holds one (a test checks it), and with which the other
@@ -460,7 +459,7 @@ impl Lookout {
 fn every_format_reasoning() -> Option<&'static Tokens> {
     static TOKENS: std::sync::OnceLock<Option<Tokens>> = std::sync::OnceLock::new();
     TOKENS
-        .get_or_init(|| Tokens::new(TextFormat::ALL.iter().filter_map(|format| format.format().reasoning())))
+        .get_or_init(|| Tokens::new(TextFormat::ALL.iter().filter_map(|format| format.format().reasoning)))
         .as_ref()
 }
 

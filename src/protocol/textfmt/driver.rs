@@ -452,8 +452,8 @@ impl Reader {
     /// markup) hidden when [`skip_reasoning`](TextFormatOptions::skip_reasoning), the
     /// reply starting inside it when
     /// [`starts_in_reasoning`](TextFormatOptions::starts_in_reasoning).
-    pub(crate) fn new(format: &dyn Format, options: &TextFormatOptions) -> Self {
-        let tokens = format.reasoning().and_then(Markup::tokens);
+    pub(crate) fn new(format: &Format, options: &TextFormatOptions) -> Self {
+        let tokens = format.reasoning.and_then(Markup::tokens);
         let stretches = VisibleStretches::new(options.skip_reasoning, options.starts_in_reasoning, tokens);
         Reader { core: Core::new(), stretches }
     }

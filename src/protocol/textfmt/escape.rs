@@ -49,7 +49,7 @@ fn escapes() -> &'static Escapes {
             fences: Vec::new(),
             call_lists: false,
         };
-        for escape in TextFormat::ALL.iter().flat_map(|format| format.format().escapes()) {
+        for escape in TextFormat::ALL.iter().flat_map(|format| format.format().escapes) {
             let (list, item) = match *escape {
                 Escape::Tag(tag) => (&mut all.tags, tag),
                 Escape::Bracket(token) => (&mut all.brackets, token),

@@ -1,12 +1,13 @@
-//! The [`Format`] trait: everything about one text format, in the format's own file.
+//! [`Format`]: everything about one text format, in the format's own file.
 //!
-//! A format is one file in `formats/` that implements this trait, and one line in the
-//! registry (`registry.rs`). The rest of the module asks the trait: the protocol reads
-//! with [`Format::reading`], prompts with [`Format::prompt`], answers with
-//! [`Format::results`], writes calls with [`Format::write_call`] and grammars with
-//! [`Format::syntax`]; `auto` builds its table of markers from every format's
-//! [`Format::markers`] and [`Format::same_markup`], and
-//! [`neutralize_tokens`](super::neutralize_tokens) makes plain every format's
+//! A format is one file in `formats/` holding its `FORMAT` (a [`Format`]: the data) and
+//! its `Rules` (the [`Writing`] it does), and one line in the registry
+//! (`registry.rs`), whose module name is the format's id. The rest of the module asks
+//! the `Format`: the protocol reads with [`Format::reading`], prompts with
+//! [`Writing::prompt`], answers with [`Writing::results`], writes calls with
+//! [`Writing::write_call`] and grammars with [`Writing::syntax`]; `auto` builds its
+//! table of markers from every format's [`Format::markers`] and [`Format::same_markup`],
+//! and [`neutralize_tokens`](super::neutralize_tokens) makes plain every format's
 //! [`Format::escapes`]. What several formats share (a reader, a prompt layout, the
 //! question of what follows a marker they all write) is in `readers/`, never in another
 //! format's file.
@@ -14,11 +15,11 @@
 use serde_json::{Map, Value};
 
 use super::TextFormat;
-use super::TextFormatOptions;
 use super::driver::Reading;
+use super::grammar::Offer;
 use super::readers::shapes::{Look, Shape};
 use crate::ToolExecutionResult;
-use crate::grammar::{Builder, Constraint, GrammarError, Syntax};
+use crate::grammar::{Builder, GrammarError, Syntax};
 use crate::protocol::reasoning::Markup;
 use crate::tools::ToolDefinition;
 
@@ -57,46 +58,44 @@ pub(crate) enum Escape {
     CallList,
 }
 
-/// One text format: its id, how `auto` recognises it, what tool output must not hold,
-/// how its calls are found and read, and what it writes (the tool prompt, results,
-/// calls, a grammar).
-pub(crate) trait Format: Send + Sync {
-    /// The protocol id (`hermes`, `qwen3_coder_xml`, …), the file's `ID`.
-    fn id(&self) -> &'static str;
-
+/// One text format, as data: how `auto` recognises it, what tool output must not hold,
+/// its reasoning markup, how its calls are read, and what writes it. Each format's file
+/// holds one, its `FORMAT`.
+pub(crate) struct Format {
     /// What tells `auto` that a reply is in this format. A format whose markup another
     /// format writes the same way declares none of it, and names that format in
     /// [`same_markup`](Self::same_markup) instead.
-    fn markers(&self) -> &'static [Marker] {
-        &[]
-    }
-
+    pub markers: &'static [Marker],
     /// Formats whose replies read the same as this one's: `auto` detects them by their
     /// markers, and reads the reply in this format when the tools were offered in it.
     /// The relation is symmetric; one side declaring it is enough.
-    fn same_markup(&self) -> &'static [TextFormat] {
-        &[]
-    }
-
+    pub same_markup: &'static [TextFormat],
     /// The markup of this format that tool output must not hold.
-    fn escapes(&self) -> &'static [Escape] {
-        &[]
-    }
-
-    /// How calls are found and read in a reply (the rules the reading machine runs).
-    fn reading(&self) -> &dyn Reading;
-
+    pub escapes: &'static [Escape],
     /// The format's own reasoning markup, read by the rule every text protocol shares
     /// ([`reasoning`](crate::protocol::reasoning)): hidden with `<think>` while
     /// reasoning is hidden, read like any other text when it is not, ending the
     /// reasoning a reply [starts in](super::TextFormatOptions::starts_in_reasoning).
-    /// Its reading ([`reading`](Self::reading)) treats that markup as it treats the
-    /// rest of the text (its tokens as markup, the text in them as prose). The default:
-    /// none (`<think>` alone).
-    fn reasoning(&self) -> Option<&'static Markup> {
-        None
-    }
+    /// Its [`reading`](Self::reading) treats that markup as it treats the rest of the
+    /// text (its tokens as markup, the text in them as prose). `None`: `<think>` alone.
+    pub reasoning: Option<&'static Markup>,
+    /// How calls are found and read in a reply (the rules the reading machine runs).
+    pub reading: &'static dyn Reading,
+    /// What the format writes: the tool prompt, results, calls and its grammar.
+    pub writing: &'static dyn Writing,
+}
 
+impl Format {
+    /// A format read by `reading` and written by `writing`, with no markers, escapes or
+    /// reasoning markup of its own (a format's `FORMAT` sets those it has).
+    pub(crate) const fn new(reading: &'static dyn Reading, writing: &'static dyn Writing) -> Format {
+        Format { markers: &[], same_markup: &[], escapes: &[], reasoning: None, reading, writing }
+    }
+}
+
+/// What a text format writes: the tool prompt, the results message, a call, and the
+/// grammar of its calls.
+pub(crate) trait Writing: Send + Sync {
     /// The tool-definition prompt, in the shape the family's chat template renders
     /// tools (`tools` hold at least one method).
     fn prompt(&self, tools: &[ToolDefinition]) -> String;
@@ -110,23 +109,8 @@ pub(crate) trait Format: Send + Sync {
     /// grammar admits it; `None` when an argument holds text the format cannot carry.
     fn write_call(&self, name: &str, args: &Map<String, Value>) -> Option<String>;
 
-    /// The format's calls as a grammar [`Syntax`], each method of `methods` (full name
-    /// and parameter schema, at least one) a call as [`write_call`](Self::write_call)
-    /// writes it; rules go into `b`, within the bounds `constraint` sets (its dialect
-    /// and scope are the caller's). The default: no grammar
-    /// ([`GrammarError::Unsupported`]).
-    fn syntax(
-        &self,
-        b: &mut Builder,
-        methods: &[(String, &Value)],
-        options: &TextFormatOptions,
-        constraint: &Constraint,
-    ) -> Result<Syntax, GrammarError> {
-        let _ = (b, methods, options);
-        Err(GrammarError::Unsupported {
-            protocol: self.id().to_string(),
-            dialect: constraint.dialect,
-            scope: constraint.scope,
-        })
-    }
+    /// The format's calls as a grammar [`Syntax`], each method the `offer` holds a call
+    /// as [`write_call`](Self::write_call) writes it; rules go into `b`, within the
+    /// bounds of the offer's constraint (its dialect and scope are the caller's).
+    fn syntax(&self, b: &mut Builder, offer: &Offer<'_>) -> Result<Syntax, GrammarError>;
 }

@@ -1,7 +1,7 @@
 //! Each format's calls as a grammar (see [`grammar`](crate::grammar)): the markup its
-//! prompt teaches, written the way its [`Format::write_call`] writes a call, with
+//! prompt teaches, written the way its [`Writing::write_call`] writes a call, with
 //! arguments from each method's schema. The formats with a grammar build its [`Syntax`]
-//! in their own file ([`Format::syntax`]); the JSON-bodied ones with [`JsonSyntax`].
+//! in their own file ([`Writing::syntax`]); the JSON-bodied ones with [`JsonSyntax`].
 //!
 //! - `llama3_json`: calls after `<|python_tag|>` only (never the bare JSON reply); no
 //!   free text starts with `{` (after blanks, or blanks and `;`).
@@ -37,6 +37,24 @@ use crate::grammar::{
     TextForm, ValueStyle, Values, methods, properties, reasoning_heads,
 };
 use crate::tools::ToolDefinition;
+
+/// What a format's grammar is built for: the format, the methods offered (each its full
+/// name and parameter schema; at least one), the protocol's options and the constraint
+/// (its bounds; the dialect and scope are the caller's).
+pub(crate) struct Offer<'a> {
+    pub id: &'static str,
+    pub methods: &'a [(String, &'a Value)],
+    pub options: &'a TextFormatOptions,
+    pub constraint: &'a Constraint,
+}
+
+impl Offer<'_> {
+    /// The syntax of calls `call`, the first opened by `open`, for this offer's format
+    /// (reasoning hidden as its options say); the caller sets the rest.
+    pub(crate) fn syntax(&self, open: impl Into<String>, call: Expr) -> Syntax {
+        Syntax::new(self.id, open, call, self.options.skip_reasoning)
+    }
+}
 
 /// How JSON strings are written in every JSON-bodied format: `<` escaped, so that no
 /// string opens a reasoning tag or closes the call's markup.
@@ -103,14 +121,8 @@ pub(crate) struct JsonSyntax<'a> {
 }
 
 impl JsonSyntax<'_> {
-    /// The syntax of format `id` for `methods`, rules in `b`.
-    pub(crate) fn build(
-        self,
-        id: &str,
-        b: &mut Builder,
-        methods: &[(String, &Value)],
-        options: &TextFormatOptions,
-    ) -> Result<Syntax, GrammarError> {
+    /// The syntax of the calls the offer holds, rules in `b`.
+    pub(crate) fn build(self, b: &mut Builder, offer: &Offer<'_>) -> Result<Syntax, GrammarError> {
         let markup = &self.markup;
         let pieces = |name: &str| markup.pieces(name);
         JsonPieces {
@@ -124,7 +136,7 @@ impl JsonSyntax<'_> {
             avoid: self.avoid,
             keys: ("name", self.arguments),
         }
-        .build(id, b, methods, options)
+        .build(b, offer)
     }
 }
 
@@ -201,20 +213,14 @@ impl JsonPieces<'_> {
         Ok((b.rule("call", Expr::alt(calls)), json_calls))
     }
 
-    /// The syntax of format `id` for `methods`, rules in `b`.
-    pub(crate) fn build(
-        self,
-        id: &str,
-        b: &mut Builder,
-        methods: &[(String, &Value)],
-        options: &TextFormatOptions,
-    ) -> Result<Syntax, GrammarError> {
-        let (call, json_calls) = self.calls(b, methods)?;
+    /// The syntax of the calls the offer holds, rules in `b`.
+    pub(crate) fn build(self, b: &mut Builder, offer: &Offer<'_>) -> Result<Syntax, GrammarError> {
+        let (call, json_calls) = self.calls(b, offer.methods)?;
         Ok(Syntax {
             section: self.section,
             avoid: self.avoid,
             json: Some((self.keys.0, self.keys.1, json_calls)),
-            ..Syntax::new(id, self.open, call, options.skip_reasoning)
+            ..offer.syntax(self.open, call)
         })
     }
 }
@@ -234,13 +240,8 @@ pub(crate) struct TextValues<'a> {
 }
 
 impl TextValues<'_> {
-    /// The rule of one call of any of `methods`, its rules in `b`.
-    pub(crate) fn calls(
-        self,
-        b: &mut Builder,
-        methods: &[(String, &Value)],
-        options: &TextFormatOptions,
-    ) -> Result<Expr, GrammarError> {
+    /// The rule of one call of any method the offer holds, its rules in `b`.
+    pub(crate) fn calls(self, b: &mut Builder, offer: &Offer<'_>) -> Result<Expr, GrammarError> {
         let string = TextForm {
             text_name: "VALUE_TEXT",
             value_name: "STRING_VALUE",
@@ -258,7 +259,7 @@ impl TextValues<'_> {
             key: self.key,
             call: self.call,
         }
-        .calls(b, methods, options)
+        .calls(b, offer)
     }
 }
 
@@ -281,15 +282,10 @@ pub(crate) struct TextCalls<'a> {
 }
 
 impl TextCalls<'_> {
-    /// The rule of one call of any of `methods`, its rules in `b`.
-    pub(crate) fn calls(
-        self,
-        b: &mut Builder,
-        methods: &[(String, &Value)],
-        options: &TextFormatOptions,
-    ) -> Result<Expr, GrammarError> {
+    /// The rule of one call of any method the offer holds, its rules in `b`.
+    pub(crate) fn calls(self, b: &mut Builder, offer: &Offer<'_>) -> Result<Expr, GrammarError> {
         let mut strings = self.strings;
-        if options.skip_reasoning {
+        if offer.options.skip_reasoning {
             for form in &mut strings {
                 form.avoid.extend(reasoning_heads());
             }
@@ -302,7 +298,7 @@ impl TextCalls<'_> {
             slack: None,
         };
         let mut calls = Vec::new();
-        for (name, schema) in methods {
+        for (name, schema) in offer.methods {
             let mut values = Values::new(b, style.clone(), name, schema);
             if let Some(kind_open) = self.kind_open {
                 values = values.with_kind_open(kind_open);
@@ -337,16 +333,17 @@ pub(crate) fn grammar(
     }
     // While reasoning is hidden, the reader cuts the format's own reasoning markup out
     // wherever it stands (a value too): no text of the grammar holds it.
-    if let (true, Some(markup)) = (options.skip_reasoning, format.format().reasoning()) {
+    if let (true, Some(markup)) = (options.skip_reasoning, format.format().reasoning) {
         b.avoid_everywhere(markup.all().map(Pattern::text));
     }
     let methods = methods(tools);
     if methods.is_empty() {
         return Err(GrammarError::NoMethods);
     }
-    let mut syntax = format.format().syntax(&mut b, &methods, options, constraint)?;
+    let offer = Offer { id: format.id(), methods: &methods, options, constraint };
+    let mut syntax = format.format().writing.syntax(&mut b, &offer)?;
     syntax.avoid.extend(result_opening(format));
-    if let Some(markup) = format.format().reasoning() {
+    if let Some(markup) = format.format().reasoning {
         syntax.reasoning_markup = markup.all().map(Pattern::text).collect();
     }
     syntax.grammar(b, constraint)
@@ -359,7 +356,7 @@ pub(crate) fn grammar(
 /// open with no markup of angle or square brackets.
 fn result_opening(format: TextFormat) -> Option<Pattern> {
     const CONTENT: &str = "\u{E000}";
-    let written = format.format().results(&[crate::ToolExecutionResult::success("1", "f", CONTENT)]);
+    let written = format.format().writing.results(&[crate::ToolExecutionResult::success("1", "f", CONTENT)]);
     let before = written.split(CONTENT).next().unwrap_or_default().trim_start();
     let end = before.find(['>', ']'])?;
     let head = before.get(..=end)?;

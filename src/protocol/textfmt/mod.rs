@@ -345,7 +345,7 @@ impl TextFormatProtocol {
     /// assert_eq!(hermes.parse(&text).requests[0].args["city"], "Paris");
     /// ```
     pub fn format_call(&self, name: &str, args: &serde_json::Map<String, Value>) -> Option<String> {
-        self.format.format().write_call(name, args)
+        self.format.format().writing.write_call(name, args)
     }
 
     /// The format.
@@ -373,7 +373,7 @@ impl TextFormatProtocol {
             sink.reply.diagnostics.push(reply_too_long(read.len(), text.len(), max));
         }
         let mut reader = Reader::new(self.format.format(), &self.options);
-        reader.run(self.format.format().reading(), read, 0, 0, true, &mut sink);
+        reader.run(self.format.format().reading, read, 0, 0, true, &mut sink);
         sink.finish()
     }
 
@@ -396,7 +396,7 @@ impl ToolCallingProtocol for TextFormatProtocol {
         if tools.iter().all(|t| t.methods.is_empty()) {
             return ToolDeclarations::Prompt(String::new());
         }
-        ToolDeclarations::Prompt(self.format.format().prompt(tools))
+        ToolDeclarations::Prompt(self.format.format().writing.prompt(tools))
     }
 
     fn parse_turn(&self, turn: &AssistantTurn) -> ParseOutcome {
@@ -585,8 +585,8 @@ pub struct TextFormatStreamParser {
 impl TextFormatStreamParser {
     fn new(format: TextFormat, options: TextFormatOptions) -> Self {
         TextFormatStreamParser {
-            lead: format.format().reading().markup_lead(),
-            region_end: format.format().reading().region_end_lead(),
+            lead: format.format().reading.markup_lead(),
+            region_end: format.format().reading.region_end_lead(),
             hide_reasoning: options.skip_reasoning,
             format,
             reader: Reader::new(format.format(), &options),
@@ -641,7 +641,7 @@ impl TextFormatStreamParser {
     fn run(&mut self, at_end: bool, events: &mut dyn EventSink) {
         let mut sink = Events { events, ids: &mut self.ids };
         self.pos = self.reader.run(
-            self.format.format().reading(),
+            self.format.format().reading,
             &self.buffer,
             self.base,
             self.pos,
@@ -767,7 +767,7 @@ mod tests {
         // The streaming fast paths read text without `<` as holding no reasoning markup,
         // and tool output must not open or close a model's reasoning.
         for format in TextFormat::ALL {
-            let Some(markup) = format.format().reasoning() else { continue };
+            let Some(markup) = format.format().reasoning else { continue };
             assert!(markup.tokens().is_some(), "{format}");
             for token in markup.all() {
                 assert!(token.starts_with('<'), "{format}: {token:?}");

@@ -1,6 +1,6 @@
 //! What the formats' prompts and results are made of: the tools as function objects,
 //! results as the model reads them. Each format writes its own prompt and results
-//! ([`Format::prompt`], [`Format::results`]) with these.
+//! ([`Writing::prompt`], [`Writing::results`]) with these.
 
 use serde_json::{Value, json};
 
@@ -94,12 +94,12 @@ pub(crate) fn each(
 }
 
 /// The messages that carry `results` back in `format`'s shape: one tool message whose
-/// text is the format's [`Format::results`].
+/// text is the format's [`Writing::results`].
 pub(crate) fn result_messages(format: TextFormat, results: &[ToolExecutionResult]) -> Vec<Message> {
     if results.is_empty() {
         return Vec::new();
     }
-    let text = format.format().results(results);
+    let text = format.format().writing.results(results);
     vec![Message::new(Role::Tool, text).with_tool_results(results.iter().cloned())]
 }
 

@@ -5,8 +5,8 @@
 //! elsewhere (`auto`'s markers, the tokens `neutralize_tokens` covers, the model
 //! layer's `TEXT_PROTOCOL_IDS`) is derived from these lines.
 //!
-//! Adding a format: its file in `formats/` (a `pub(crate) const ID` and a
-//! `pub(crate) struct Rules` implementing [`Format`]), one line here, and the rows of
+//! Adding a format: its file in `formats/` (a `pub(crate) const FORMAT` of type
+//! [`Format`] and the `Rules` that write it), one line here, and the rows of
 //! the model table that select it (`src/model/profile.rs`).
 
 use super::format::Format;
@@ -43,20 +43,20 @@ macro_rules! registry {
             /// The protocol id (`hermes`, `qwen3_coder_xml`, …).
             pub const fn id(self) -> &'static str {
                 match self {
-                    $(TextFormat::$variant => formats::$module::ID,)*
+                    $(TextFormat::$variant => stringify!($module),)*
                 }
             }
 
             /// Everything about the format.
-            pub(crate) fn format(self) -> &'static dyn Format {
+            pub(crate) fn format(self) -> &'static Format {
                 match self {
-                    $(TextFormat::$variant => &formats::$module::Rules,)*
+                    $(TextFormat::$variant => &formats::$module::FORMAT,)*
                 }
             }
         }
 
         /// Every format's id, in the order of [`TextFormat::ALL`].
-        pub(crate) const IDS: [&str; COUNT] = [$(formats::$module::ID),*];
+        pub(crate) const IDS: [&str; COUNT] = [$(stringify!($module)),*];
     };
 }
 

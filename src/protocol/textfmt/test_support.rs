@@ -40,7 +40,7 @@ pub(crate) fn round_trip(format: TextFormat, text: &str, name: &str, args: &Map<
 /// with [`round_trip`]; the written text.
 pub(crate) fn written_reads_back(format: TextFormat, name: &str, args: &Value) -> String {
     let args = args.as_object().cloned().unwrap_or_default();
-    let text = format.format().write_call(name, &args).unwrap_or_default();
+    let text = format.format().writing.write_call(name, &args).unwrap_or_default();
     round_trip(format, &text, name, &args);
     text
 }
@@ -85,7 +85,7 @@ pub(crate) fn reads_as(rules: &dyn Reading, text: &str, name: &str, args: &Map<S
 /// with `start`, and reads it back in `format` with [`round_trip`].
 pub(crate) fn samples_read_back(format: TextFormat, start: &str) {
     for args in samples() {
-        let text = format.format().write_call("get_weather", &args).unwrap_or_default();
+        let text = format.format().writing.write_call("get_weather", &args).unwrap_or_default();
         assert!(text.starts_with(start), "{text}");
         round_trip(format, &text, "get_weather", &args);
     }
@@ -95,5 +95,5 @@ pub(crate) fn samples_read_back(format: TextFormat, start: &str) {
 /// `output`.
 pub(crate) fn twice(format: TextFormat, output: &str) -> String {
     let ok = ToolExecutionResult::success("1", "calc_add", output);
-    format.format().results(&[ok.clone(), ok])
+    format.format().writing.results(&[ok.clone(), ok])
 }

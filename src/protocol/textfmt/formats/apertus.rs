@@ -42,14 +42,13 @@
 use serde_json::{Map, Value};
 
 use crate::ToolExecutionResult;
-use crate::grammar::{Builder, CallObject, Constraint, Expr, GrammarError, Pattern, Section, Syntax};
-use crate::protocol::textfmt::TextFormatOptions;
+use crate::grammar::{Builder, CallObject, Expr, GrammarError, Pattern, Section, Syntax};
 use crate::protocol::textfmt::driver::{
     Found, InSection, RawCall, Reading, Region, Scan, ScanState, Searches, after_blanks, scan_for,
 };
-use crate::protocol::textfmt::format::{Format, Marker};
+use crate::protocol::textfmt::format::{Format, Marker, Writing};
 use crate::protocol::textfmt::grammar::json_text;
-use crate::protocol::textfmt::grammar::{JsonPieces, Piece};
+use crate::protocol::textfmt::grammar::{JsonPieces, Offer, Piece};
 use crate::protocol::textfmt::prompt::{content, methods};
 use crate::protocol::textfmt::readers::json::{
     Balanced, Quotes, arguments_of, call_value, name_guess, scan_balanced, split_elements, trim_range,
@@ -302,26 +301,18 @@ fn required(schema: &Value) -> Vec<&str> {
         .unwrap_or_default()
 }
 
-/// The format's id.
-pub(crate) const ID: &str = "apertus";
+/// The format: what `auto` looks for, what tool output may not hold and how calls
+/// are read; [`Rules`] writes it.
+pub(crate) const FORMAT: Format = Format {
+    markers: &[
+        Marker::Token("<|tools_prefix|>"),
+        Marker::Token("<|inner_prefix|>"),
+        Marker::Token("<|inner_suffix|>"),
+    ],
+    ..Format::new(&Rules, &Rules)
+};
 
-impl Format for Rules {
-    fn id(&self) -> &'static str {
-        ID
-    }
-
-    fn markers(&self) -> &'static [Marker] {
-        &[
-            Marker::Token("<|tools_prefix|>"),
-            Marker::Token("<|inner_prefix|>"),
-            Marker::Token("<|inner_suffix|>"),
-        ]
-    }
-
-    fn reading(&self) -> &dyn Reading {
-        self
-    }
-
+impl Writing for Rules {
     /// The tool-definition prompt: the tools as the Apertus template renders them after
     /// `Tool Capabilities:` (each a commented TypeScript-like function type), and how to
     /// call them.
@@ -384,13 +375,7 @@ impl Format for Rules {
         ))
     }
 
-    fn syntax(
-        &self,
-        b: &mut Builder,
-        methods: &[(String, &Value)],
-        options: &TextFormatOptions,
-        _constraint: &Constraint,
-    ) -> Result<Syntax, GrammarError> {
+    fn syntax(&self, b: &mut Builder, offer: &Offer<'_>) -> Result<Syntax, GrammarError> {
         let (open, close) = (format!("{PREFIX}["), format!("]{SUFFIX}"));
         let pieces = |name: &str| {
             vec![
@@ -410,7 +395,7 @@ impl Format for Rules {
             avoid: [PREFIX, INNER_PREFIX, INNER_SUFFIX].iter().map(|t| Pattern::text(t)).collect(),
             keys: ("name", "arguments"),
         }
-        .build(ID, b, methods, options)
+        .build(b, offer)
     }
 }
 

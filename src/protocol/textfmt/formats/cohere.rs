@@ -42,17 +42,14 @@
 use serde_json::{Map, Value, json};
 
 use crate::ToolExecutionResult;
-use crate::grammar::{
-    Builder, CallObject, Constraint, Expr, GrammarError, Pattern, Section, Syntax, integer_range,
-};
+use crate::grammar::{Builder, CallObject, Expr, GrammarError, Pattern, Section, Syntax, integer_range};
 use crate::protocol::reasoning::{self, Markup};
-use crate::protocol::textfmt::TextFormatOptions;
 use crate::protocol::textfmt::driver::{
     Found, RawCall, Reading, Region, Scan, ScanState, Searches, after_blanks, inside,
 };
 use crate::protocol::textfmt::escape::neutralize_tokens;
-use crate::protocol::textfmt::format::{Format, Marker};
-use crate::protocol::textfmt::grammar::{JsonPieces, Piece, json_text};
+use crate::protocol::textfmt::format::{Format, Marker, Writing};
+use crate::protocol::textfmt::grammar::{JsonPieces, Offer, Piece, json_text};
 use crate::protocol::textfmt::prompt::{bare_functions, content};
 use crate::protocol::textfmt::readers::json::{Quotes, call_list, call_value, name_guess, split_elements};
 use crate::protocol::textfmt::readers::tagged::{BEFORE_JSON, IN_JSON, scan_json_block};
@@ -179,32 +176,21 @@ fn tool_name_guess(text: &str) -> String {
     name_guess(&format!("\"name\"{}", text.get(at + "\"tool_name\"".len()..).unwrap_or_default()))
 }
 
-/// The format's id.
-pub(crate) const ID: &str = "cohere";
+/// The format: what `auto` looks for, what tool output may not hold and how calls
+/// are read; [`Rules`] writes it.
+pub(crate) const FORMAT: Format = Format {
+    markers: &[
+        Marker::Token("<|START_ACTION|>"),
+        Marker::Token("<|START_THINKING|>"),
+        Marker::Token("<|START_RESPONSE|>"),
+        Marker::Token("<|START_TEXT|>"),
+        Marker::Token("<|END_THINKING|>"),
+    ],
+    reasoning: Some(&REASONING),
+    ..Format::new(&Rules, &Rules)
+};
 
-impl Format for Rules {
-    fn id(&self) -> &'static str {
-        ID
-    }
-
-    fn markers(&self) -> &'static [Marker] {
-        &[
-            Marker::Token("<|START_ACTION|>"),
-            Marker::Token("<|START_THINKING|>"),
-            Marker::Token("<|START_RESPONSE|>"),
-            Marker::Token("<|START_TEXT|>"),
-            Marker::Token("<|END_THINKING|>"),
-        ]
-    }
-
-    fn reading(&self) -> &dyn Reading {
-        self
-    }
-
-    fn reasoning(&self) -> Option<&'static Markup> {
-        Some(&REASONING)
-    }
-
+impl Writing for Rules {
     /// The tool-definition prompt.
     fn prompt(&self, tools: &[ToolDefinition]) -> String {
         let list = serde_json::to_string_pretty(&Value::Array(bare_functions(tools))).unwrap_or_default();
@@ -245,16 +231,10 @@ impl Format for Rules {
         ))
     }
 
-    fn syntax(
-        &self,
-        b: &mut Builder,
-        methods: &[(String, &Value)],
-        options: &TextFormatOptions,
-        constraint: &Constraint,
-    ) -> Result<Syntax, GrammarError> {
+    fn syntax(&self, b: &mut Builder, offer: &Offer<'_>) -> Result<Syntax, GrammarError> {
         let (open, close) = (format!("{START_ACTION}[\n    "), format!("\n]{END_ACTION}"));
         // The id numbers the calls of the reply from "0": no more than it takes.
-        let most = constraint.max_calls.max(1);
+        let most = offer.constraint.max_calls.max(1);
         let index = b.terminal("INDEX", integer_range(Some(0), Some(i128::from(most) - 1)));
         let pieces = |name: &str| {
             vec![
@@ -284,7 +264,7 @@ impl Format for Rules {
             avoid,
             keys: ("tool_name", "parameters"),
         }
-        .build(ID, b, methods, options)
+        .build(b, offer)
     }
 }
 

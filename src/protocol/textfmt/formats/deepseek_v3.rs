@@ -18,19 +18,15 @@
 use serde_json::{Map, Value};
 
 use crate::ToolExecutionResult;
-use crate::grammar::{Builder, Constraint, GrammarError, Syntax};
-use crate::protocol::textfmt::TextFormatOptions;
-use crate::protocol::textfmt::driver::Reading;
-use crate::protocol::textfmt::format::{Format, Marker};
+use crate::grammar::{Builder, GrammarError, Syntax};
+use crate::protocol::textfmt::format::{Format, Marker, Writing};
+use crate::protocol::textfmt::grammar::Offer;
 use crate::protocol::textfmt::prompt::methods;
 use crate::protocol::textfmt::readers::deepseek::{
     CALL_BEGIN, CALLS_BEGIN, CallLayout, DeepSeek, SEP, results as tool_outputs,
 };
 use crate::protocol::textfmt::readers::shapes::{Shape, deepseek_version};
 use crate::tools::ToolDefinition;
-
-/// The format's id.
-pub(crate) const ID: &str = "deepseek_v3";
 
 /// How a call is written.
 const LAYOUT: CallLayout = CallLayout {
@@ -41,22 +37,17 @@ const LAYOUT: CallLayout = CallLayout {
 /// The rules of `deepseek_v3`.
 pub(crate) struct Rules;
 
-impl Format for Rules {
-    fn id(&self) -> &'static str {
-        ID
-    }
+/// The format: what `auto` looks for, what tool output may not hold and how calls
+/// are read; [`Rules`] writes it.
+pub(crate) const FORMAT: Format = Format {
+    markers: &[
+        Marker::Shared { token: CALLS_BEGIN, look: deepseek_version, shape: Shape::TypedCall },
+        Marker::Shared { token: CALL_BEGIN, look: deepseek_version, shape: Shape::TypedCall },
+    ],
+    ..Format::new(&DeepSeek { v31: false }, &Rules)
+};
 
-    fn markers(&self) -> &'static [Marker] {
-        &[
-            Marker::Shared { token: CALLS_BEGIN, look: deepseek_version, shape: Shape::TypedCall },
-            Marker::Shared { token: CALL_BEGIN, look: deepseek_version, shape: Shape::TypedCall },
-        ]
-    }
-
-    fn reading(&self) -> &dyn Reading {
-        &DeepSeek { v31: false }
-    }
-
+impl Writing for Rules {
     fn prompt(&self, tools: &[ToolDefinition]) -> String {
         let mut out =
             String::from("## Tools\n\n### Function\n\nYou have the following functions available:\n");
@@ -78,13 +69,7 @@ impl Format for Rules {
         Some(LAYOUT.write(name, args))
     }
 
-    fn syntax(
-        &self,
-        b: &mut Builder,
-        methods: &[(String, &Value)],
-        options: &TextFormatOptions,
-        _constraint: &Constraint,
-    ) -> Result<Syntax, GrammarError> {
-        LAYOUT.syntax(ID, b, methods, options)
+    fn syntax(&self, b: &mut Builder, offer: &Offer<'_>) -> Result<Syntax, GrammarError> {
+        LAYOUT.syntax(b, offer)
     }
 }

@@ -41,10 +41,9 @@
 use serde_json::{Map, Value};
 
 use crate::ToolExecutionResult;
-use crate::grammar::{Builder, Constraint, GrammarError, Syntax};
-use crate::protocol::textfmt::TextFormatOptions;
-use crate::protocol::textfmt::driver::Reading;
-use crate::protocol::textfmt::format::{Escape, Format, Marker};
+use crate::grammar::{Builder, GrammarError, Syntax};
+use crate::protocol::textfmt::format::{Escape, Format, Marker, Writing};
+use crate::protocol::textfmt::grammar::Offer;
 use crate::protocol::textfmt::prompt::{bare_functions, content};
 use crate::protocol::textfmt::readers::dsml::{self, Markup, V32};
 use crate::tools::ToolDefinition;
@@ -52,26 +51,15 @@ use crate::tools::ToolDefinition;
 /// The rules of `deepseek_v32`: its DSML markup, read by the DSML reader.
 pub(crate) struct Rules;
 
-/// The format's id.
-pub(crate) const ID: &str = "deepseek_v32";
+/// The format: what `auto` looks for, what tool output may not hold and how calls
+/// are read; [`Rules`] writes it.
+pub(crate) const FORMAT: Format = Format {
+    markers: &[Marker::Token("<｜DSML｜function_calls>")],
+    escapes: &[Escape::Tag("result"), Escape::Tag("function_results")],
+    ..Format::new(&V32, &Rules)
+};
 
-impl Format for Rules {
-    fn id(&self) -> &'static str {
-        ID
-    }
-
-    fn markers(&self) -> &'static [Marker] {
-        &[Marker::Token("<｜DSML｜function_calls>")]
-    }
-
-    fn escapes(&self) -> &'static [Escape] {
-        &[Escape::Tag("result"), Escape::Tag("function_results")]
-    }
-
-    fn reading(&self) -> &dyn Reading {
-        &V32
-    }
-
+impl Writing for Rules {
     /// The tool-definition prompt, worded as DeepSeek V3.2's template words it.
     fn prompt(&self, tools: &[ToolDefinition]) -> String {
         let Markup { block, block_end, invoke, invoke_end, param, param_end, .. } = V32;
@@ -113,14 +101,8 @@ impl Format for Rules {
     }
 
     /// The calls of `deepseek_v32` as a grammar: see the module docs.
-    fn syntax(
-        &self,
-        b: &mut Builder,
-        methods: &[(String, &Value)],
-        options: &TextFormatOptions,
-        _constraint: &Constraint,
-    ) -> Result<Syntax, GrammarError> {
-        dsml::syntax(ID, &V32, Vec::new(), b, methods, options)
+    fn syntax(&self, b: &mut Builder, offer: &Offer<'_>) -> Result<Syntax, GrammarError> {
+        dsml::syntax(&V32, Vec::new(), b, offer)
     }
 }
 

@@ -45,36 +45,24 @@
 use serde_json::{Map, Value};
 
 use crate::ToolExecutionResult;
-use crate::grammar::{Builder, Constraint, GrammarError, Syntax};
-use crate::protocol::textfmt::TextFormatOptions;
-use crate::protocol::textfmt::driver::Reading;
-use crate::protocol::textfmt::format::{Escape, Format, Marker};
+use crate::grammar::{Builder, GrammarError, Syntax};
+use crate::protocol::textfmt::format::{Escape, Format, Marker, Writing};
+use crate::protocol::textfmt::grammar::Offer;
 use crate::protocol::textfmt::readers::dsml::{self, V4, tool_results, tools_section};
 use crate::tools::ToolDefinition;
 
 /// The rules of `deepseek_v4`: its DSML markup, read by the DSML reader.
 pub(crate) struct Rules;
 
-/// The format's id.
-pub(crate) const ID: &str = "deepseek_v4";
+/// The format: what `auto` looks for, what tool output may not hold and how calls
+/// are read; [`Rules`] writes it.
+pub(crate) const FORMAT: Format = Format {
+    markers: &[Marker::Token("<｜DSML｜tool_calls>")],
+    escapes: &[Escape::Tag("tool_result")],
+    ..Format::new(&V4, &Rules)
+};
 
-impl Format for Rules {
-    fn id(&self) -> &'static str {
-        ID
-    }
-
-    fn markers(&self) -> &'static [Marker] {
-        &[Marker::Token("<｜DSML｜tool_calls>")]
-    }
-
-    fn escapes(&self) -> &'static [Escape] {
-        &[Escape::Tag("tool_result")]
-    }
-
-    fn reading(&self) -> &dyn Reading {
-        &V4
-    }
-
+impl Writing for Rules {
     /// The tool-definition prompt, worded as DeepSeek V4's chat encoding words it.
     fn prompt(&self, tools: &[ToolDefinition]) -> String {
         tools_section(&V4, tools)
@@ -94,14 +82,8 @@ impl Format for Rules {
     }
 
     /// The calls of `deepseek_v4` as a grammar: see the module docs.
-    fn syntax(
-        &self,
-        b: &mut Builder,
-        methods: &[(String, &Value)],
-        options: &TextFormatOptions,
-        _constraint: &Constraint,
-    ) -> Result<Syntax, GrammarError> {
-        dsml::syntax(ID, &V4, Vec::new(), b, methods, options)
+    fn syntax(&self, b: &mut Builder, offer: &Offer<'_>) -> Result<Syntax, GrammarError> {
+        dsml::syntax(&V4, Vec::new(), b, offer)
     }
 }
 

@@ -54,12 +54,12 @@
 use serde_json::{Map, Value};
 
 use crate::ToolExecutionResult;
-use crate::grammar::{Builder, Constraint, GrammarError, Syntax};
-use crate::protocol::textfmt::TextFormatOptions;
+use crate::grammar::{Builder, GrammarError, Syntax};
 use crate::protocol::textfmt::driver::{
     Found, RawCall, Reading, Region, Scan, ScanState, Searches, SectionTokens,
 };
-use crate::protocol::textfmt::format::{Escape, Format, Marker};
+use crate::protocol::textfmt::format::{Escape, Format, Marker, Writing};
+use crate::protocol::textfmt::grammar::Offer;
 use crate::protocol::textfmt::readers::dsml::{self, V41, tool_results, tools_section};
 use crate::tools::ToolDefinition;
 
@@ -95,26 +95,15 @@ impl Reading for Rules {
     }
 }
 
-/// The format's id.
-pub(crate) const ID: &str = "deepseek_v41";
+/// The format: what `auto` looks for, what tool output may not hold and how calls
+/// are read; [`Rules`] writes it.
+pub(crate) const FORMAT: Format = Format {
+    markers: &[Marker::Token("<｜DSML｜ calls>"), Marker::Token("\n\n<｜DSML｜ calls>")],
+    escapes: &[Escape::Tag("tool_result")],
+    ..Format::new(&Rules, &Rules)
+};
 
-impl Format for Rules {
-    fn id(&self) -> &'static str {
-        ID
-    }
-
-    fn markers(&self) -> &'static [Marker] {
-        &[Marker::Token("<｜DSML｜ calls>"), Marker::Token("\n\n<｜DSML｜ calls>")]
-    }
-
-    fn escapes(&self) -> &'static [Escape] {
-        &[Escape::Tag("tool_result")]
-    }
-
-    fn reading(&self) -> &dyn Reading {
-        self
-    }
-
+impl Writing for Rules {
     /// The tool-definition prompt: V4.1's encoder renders V4's `## Tools` section with the
     /// spaced tags.
     fn prompt(&self, tools: &[ToolDefinition]) -> String {
@@ -137,14 +126,8 @@ impl Format for Rules {
     }
 
     /// The calls of `deepseek_v41` as a grammar: see the module docs.
-    fn syntax(
-        &self,
-        b: &mut Builder,
-        methods: &[(String, &Value)],
-        options: &TextFormatOptions,
-        _constraint: &Constraint,
-    ) -> Result<Syntax, GrammarError> {
-        dsml::syntax(ID, &V41, Vec::new(), b, methods, options)
+    fn syntax(&self, b: &mut Builder, offer: &Offer<'_>) -> Result<Syntax, GrammarError> {
+        dsml::syntax(&V41, Vec::new(), b, offer)
     }
 }
 

@@ -35,13 +35,13 @@
 use serde_json::{Map, Value};
 
 use crate::ToolExecutionResult;
-use crate::grammar::{Builder, Constraint, GrammarError, Pattern, Syntax};
+use crate::grammar::{Builder, GrammarError, Pattern, Syntax};
 use crate::protocol::textfmt::TextFormat;
-use crate::protocol::textfmt::TextFormatOptions;
 use crate::protocol::textfmt::driver::{
     Found, InSection, RawCall, Reading, Region, Scan, ScanState, Searches,
 };
-use crate::protocol::textfmt::format::{Escape, Format};
+use crate::protocol::textfmt::format::{Escape, Format, Writing};
+use crate::protocol::textfmt::grammar::Offer;
 use crate::protocol::textfmt::readers::tagged::{
     read_json_block, scan_json_block, tagged_call, tagged_prompt, tagged_results, tagged_syntax,
 };
@@ -82,26 +82,15 @@ impl Reading for Rules {
     }
 }
 
-/// The format's id.
-pub(crate) const ID: &str = "ernie45";
+/// The format: what `auto` looks for, what tool output may not hold and how calls
+/// are read; [`Rules`] writes it.
+pub(crate) const FORMAT: Format = Format {
+    same_markup: &[TextFormat::Hermes],
+    escapes: &[Escape::Tag("tool_call"), Escape::Tag("tool_response"), Escape::Tag("response")],
+    ..Format::new(&Rules, &Rules)
+};
 
-impl Format for Rules {
-    fn id(&self) -> &'static str {
-        ID
-    }
-
-    fn same_markup(&self) -> &'static [TextFormat] {
-        &[TextFormat::Hermes]
-    }
-
-    fn escapes(&self) -> &'static [Escape] {
-        &[Escape::Tag("tool_call"), Escape::Tag("tool_response"), Escape::Tag("response")]
-    }
-
-    fn reading(&self) -> &dyn Reading {
-        self
-    }
-
+impl Writing for Rules {
     /// The tool-definition prompt.
     fn prompt(&self, tools: &[ToolDefinition]) -> String {
         tagged_prompt(tools, OPEN, CLOSE)
@@ -117,16 +106,10 @@ impl Format for Rules {
         Some(tagged_call(name, args, OPEN, CLOSE))
     }
 
-    fn syntax(
-        &self,
-        b: &mut Builder,
-        methods: &[(String, &Value)],
-        options: &TextFormatOptions,
-        _constraint: &Constraint,
-    ) -> Result<Syntax, GrammarError> {
+    fn syntax(&self, b: &mut Builder, offer: &Offer<'_>) -> Result<Syntax, GrammarError> {
         // The answer's framing tokens are markup the reader drops.
         let avoid = vec![Pattern::text(RESPONSE_OPEN), Pattern::text(RESPONSE_CLOSE)];
-        tagged_syntax(ID, b, methods, options, (OPEN, CLOSE), avoid)
+        tagged_syntax(b, offer, (OPEN, CLOSE), avoid)
     }
 }
 

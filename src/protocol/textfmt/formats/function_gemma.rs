@@ -30,10 +30,9 @@
 use serde_json::{Map, Value};
 
 use crate::ToolExecutionResult;
-use crate::grammar::{Builder, Constraint, GrammarError, Syntax};
-use crate::protocol::textfmt::TextFormatOptions;
-use crate::protocol::textfmt::driver::Reading;
-use crate::protocol::textfmt::format::{Escape, Format, Marker};
+use crate::grammar::{Builder, GrammarError, Syntax};
+use crate::protocol::textfmt::format::{Escape, Format, Marker, Writing};
+use crate::protocol::textfmt::grammar::Offer;
 use crate::protocol::textfmt::readers::gemma::{self, Blocks, declarations, responses};
 use crate::tools::ToolDefinition;
 
@@ -49,26 +48,15 @@ const BLOCKS: Blocks = Blocks { open: OPEN, close: CLOSE, quote: QUOTE };
 /// The rules of `function_gemma`.
 pub(crate) struct Rules;
 
-/// The format's id.
-pub(crate) const ID: &str = "function_gemma";
+/// The format: what `auto` looks for, what tool output may not hold and how calls
+/// are read; [`Rules`] writes it.
+pub(crate) const FORMAT: Format = Format {
+    markers: &[Marker::Token("<start_function_call>")],
+    escapes: &[Escape::Tag("start_function"), Escape::Tag("end_function"), Escape::Tag("escape")],
+    ..Format::new(&BLOCKS, &Rules)
+};
 
-impl Format for Rules {
-    fn id(&self) -> &'static str {
-        ID
-    }
-
-    fn markers(&self) -> &'static [Marker] {
-        &[Marker::Token("<start_function_call>")]
-    }
-
-    fn escapes(&self) -> &'static [Escape] {
-        &[Escape::Tag("start_function"), Escape::Tag("end_function"), Escape::Tag("escape")]
-    }
-
-    fn reading(&self) -> &dyn Reading {
-        &BLOCKS
-    }
-
+impl Writing for Rules {
     /// The tool-definition prompt: FunctionGemma's trigger sentence and declarations.
     fn prompt(&self, tools: &[ToolDefinition]) -> String {
         format!(
@@ -96,14 +84,8 @@ impl Format for Rules {
     }
 
     /// The calls of `function_gemma` as a grammar: see the module docs.
-    fn syntax(
-        &self,
-        b: &mut Builder,
-        methods: &[(String, &Value)],
-        options: &TextFormatOptions,
-        _constraint: &Constraint,
-    ) -> Result<Syntax, GrammarError> {
-        gemma::syntax(ID, &BLOCKS, Vec::new(), b, methods, options)
+    fn syntax(&self, b: &mut Builder, offer: &Offer<'_>) -> Result<Syntax, GrammarError> {
+        gemma::syntax(&BLOCKS, Vec::new(), b, offer)
     }
 }
 

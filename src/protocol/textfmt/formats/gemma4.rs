@@ -32,13 +32,13 @@
 use serde_json::{Map, Value};
 
 use crate::ToolExecutionResult;
-use crate::grammar::{Builder, Constraint, GrammarError, Pattern, Syntax};
+use crate::grammar::{Builder, GrammarError, Pattern, Syntax};
 use crate::protocol::reasoning::{Markup, Section};
-use crate::protocol::textfmt::TextFormatOptions;
 use crate::protocol::textfmt::driver::{
     Found, InSection, RawCall, Reading, Region, Scan, ScanState, Searches,
 };
-use crate::protocol::textfmt::format::{Escape, Format, Marker};
+use crate::protocol::textfmt::format::{Escape, Format, Marker, Writing};
+use crate::protocol::textfmt::grammar::Offer;
 use crate::protocol::textfmt::readers::gemma::{self, Blocks, declarations, responses};
 use crate::tools::ToolDefinition;
 
@@ -84,30 +84,16 @@ impl Reading for Rules {
     }
 }
 
-/// The format's id.
-pub(crate) const ID: &str = "gemma4";
+/// The format: what `auto` looks for, what tool output may not hold and how calls
+/// are read; [`Rules`] writes it.
+pub(crate) const FORMAT: Format = Format {
+    markers: &[Marker::Token("<|tool_call>"), Marker::Token("<|channel>"), Marker::Token("<channel|>")],
+    escapes: &[Escape::Tag("channel|"), Escape::Tag("tool|")],
+    reasoning: Some(&REASONING),
+    ..Format::new(&Rules, &Rules)
+};
 
-impl Format for Rules {
-    fn id(&self) -> &'static str {
-        ID
-    }
-
-    fn markers(&self) -> &'static [Marker] {
-        &[Marker::Token("<|tool_call>"), Marker::Token("<|channel>"), Marker::Token("<channel|>")]
-    }
-
-    fn escapes(&self) -> &'static [Escape] {
-        &[Escape::Tag("channel|"), Escape::Tag("tool|")]
-    }
-
-    fn reading(&self) -> &dyn Reading {
-        self
-    }
-
-    fn reasoning(&self) -> Option<&'static Markup> {
-        Some(&REASONING)
-    }
-
+impl Writing for Rules {
     /// The tool-definition prompt: Gemma 4's declarations, then how to call.
     fn prompt(&self, tools: &[ToolDefinition]) -> String {
         format!(
@@ -130,21 +116,9 @@ impl Format for Rules {
     }
 
     /// The calls of `gemma4` as a grammar: see the module docs.
-    fn syntax(
-        &self,
-        b: &mut Builder,
-        methods: &[(String, &Value)],
-        options: &TextFormatOptions,
-        _constraint: &Constraint,
-    ) -> Result<Syntax, GrammarError> {
-        gemma::syntax(
-            ID,
-            &BLOCKS,
-            vec![Pattern::text(CHANNEL_OPEN), Pattern::text(CHANNEL_CLOSE)],
-            b,
-            methods,
-            options,
-        )
+    fn syntax(&self, b: &mut Builder, offer: &Offer<'_>) -> Result<Syntax, GrammarError> {
+        let avoid = vec![Pattern::text(CHANNEL_OPEN), Pattern::text(CHANNEL_CLOSE)];
+        gemma::syntax(&BLOCKS, avoid, b, offer)
     }
 }
 

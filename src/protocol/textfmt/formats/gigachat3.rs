@@ -30,13 +30,12 @@
 use serde_json::{Map, Value};
 
 use crate::ToolExecutionResult;
-use crate::grammar::{Builder, Constraint, GrammarError, Pattern, Syntax};
-use crate::protocol::textfmt::TextFormatOptions;
+use crate::grammar::{Builder, GrammarError, Pattern, Syntax};
 use crate::protocol::textfmt::driver::{
     Found, RawCall, Reading, Region, Scan, ScanState, Searches, after_blanks,
 };
-use crate::protocol::textfmt::format::{Format, Marker};
-use crate::protocol::textfmt::grammar::{JsonMarkup, JsonSyntax, json_text, opening};
+use crate::protocol::textfmt::format::{Format, Marker, Writing};
+use crate::protocol::textfmt::grammar::{JsonMarkup, JsonSyntax, Offer, json_text, opening};
 use crate::protocol::textfmt::prompt::{functions, named_results};
 use crate::protocol::textfmt::readers::json::{Balanced, Quotes, call_value, name_guess, scan_balanced};
 use crate::tools::ToolDefinition;
@@ -186,22 +185,14 @@ fn header_end(region: &str) -> Option<usize> {
     region.get(at..).is_some_and(|rest| rest.starts_with(ROLE)).then_some(at + ROLE.len())
 }
 
-/// The format's id.
-pub(crate) const ID: &str = "gigachat3";
+/// The format: what `auto` looks for, what tool output may not hold and how calls
+/// are read; [`Rules`] writes it.
+pub(crate) const FORMAT: Format = Format {
+    markers: &[Marker::Token("<|message_sep|>"), Marker::Token("<|function_call|>")],
+    ..Format::new(&Rules, &Rules)
+};
 
-impl Format for Rules {
-    fn id(&self) -> &'static str {
-        ID
-    }
-
-    fn markers(&self) -> &'static [Marker] {
-        &[Marker::Token("<|message_sep|>"), Marker::Token("<|function_call|>")]
-    }
-
-    fn reading(&self) -> &dyn Reading {
-        self
-    }
-
+impl Writing for Rules {
     /// The tool-definition prompt.
     fn prompt(&self, tools: &[ToolDefinition]) -> String {
         let list = serde_json::to_string_pretty(&Value::Array(functions(tools))).unwrap_or_default();
@@ -227,13 +218,7 @@ impl Format for Rules {
         Some(format!("{FUNCTION_CALL}{{\"name\": {name}, \"arguments\": {args}}}"))
     }
 
-    fn syntax(
-        &self,
-        b: &mut Builder,
-        methods: &[(String, &Value)],
-        options: &TextFormatOptions,
-        _constraint: &Constraint,
-    ) -> Result<Syntax, GrammarError> {
+    fn syntax(&self, b: &mut Builder, offer: &Offer<'_>) -> Result<Syntax, GrammarError> {
         let head = |name: &str| {
             format!("{{\"name\": {}, \"arguments\": ", json_text(&Value::String(name.to_string())))
         };
@@ -251,7 +236,7 @@ impl Format for Rules {
             ],
             arguments: "arguments",
         }
-        .build(ID, b, methods, options)
+        .build(b, offer)
     }
 }
 

@@ -46,12 +46,12 @@
 use serde_json::{Map, Value};
 
 use crate::ToolExecutionResult;
-use crate::grammar::{Builder, Constraint, GrammarError, Pattern, Syntax};
-use crate::protocol::textfmt::TextFormatOptions;
+use crate::grammar::{Builder, GrammarError, Pattern, Syntax};
 use crate::protocol::textfmt::driver::{
     Found, InSection, RawCall, Reading, Region, Scan, ScanState, Searches, SectionTokens,
 };
-use crate::protocol::textfmt::format::{Format, Marker};
+use crate::protocol::textfmt::format::{Format, Marker, Writing};
+use crate::protocol::textfmt::grammar::Offer;
 use crate::protocol::textfmt::prompt::{functions, named_results};
 use crate::protocol::textfmt::readers::dsml::{self, GCML, Markup};
 use crate::tools::ToolDefinition;
@@ -97,22 +97,12 @@ impl Reading for Rules {
     }
 }
 
-/// The format's id.
-pub(crate) const ID: &str = "gigachat35";
+/// The format: what `auto` looks for, what tool output may not hold and how calls
+/// are read; [`Rules`] writes it.
+pub(crate) const FORMAT: Format =
+    Format { markers: &[Marker::Token("<｜GCML｜tool_calls>")], ..Format::new(&Rules, &Rules) };
 
-impl Format for Rules {
-    fn id(&self) -> &'static str {
-        ID
-    }
-
-    fn markers(&self) -> &'static [Marker] {
-        &[Marker::Token("<｜GCML｜tool_calls>")]
-    }
-
-    fn reading(&self) -> &dyn Reading {
-        self
-    }
-
+impl Writing for Rules {
     /// The tool-definition prompt. GigaChat 3.5's chat template is not public in the
     /// sources read; this is a plain prompt: the functions as JSON, then the GCML block
     /// the parsers read.
@@ -150,14 +140,8 @@ impl Format for Rules {
     }
 
     /// The calls of `gigachat35` as a grammar: see the module docs.
-    fn syntax(
-        &self,
-        b: &mut Builder,
-        methods: &[(String, &Value)],
-        options: &TextFormatOptions,
-        _constraint: &Constraint,
-    ) -> Result<Syntax, GrammarError> {
-        dsml::syntax(ID, &GCML, vec![Pattern::text(EOS), Pattern::text(MESSAGE_SEP)], b, methods, options)
+    fn syntax(&self, b: &mut Builder, offer: &Offer<'_>) -> Result<Syntax, GrammarError> {
+        dsml::syntax(&GCML, vec![Pattern::text(EOS), Pattern::text(MESSAGE_SEP)], b, offer)
     }
 }
 

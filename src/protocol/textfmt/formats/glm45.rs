@@ -15,38 +15,26 @@
 use serde_json::{Map, Value};
 
 use crate::ToolExecutionResult;
-use crate::grammar::{Builder, Constraint, GrammarError, Syntax};
-use crate::protocol::textfmt::TextFormatOptions;
-use crate::protocol::textfmt::driver::Reading;
-use crate::protocol::textfmt::format::{Escape, Format, Marker};
+use crate::grammar::{Builder, GrammarError, Syntax};
+use crate::protocol::textfmt::format::{Format, Marker, Writing};
+use crate::protocol::textfmt::grammar::Offer;
 use crate::protocol::textfmt::readers::glm::{self, ESCAPES, Glm};
 use crate::protocol::textfmt::readers::shapes::{Shape, after_tool_call};
 use crate::protocol::textfmt::readers::tagged::TOOL_CALL;
 use crate::tools::ToolDefinition;
 
-/// The format's id.
-pub(crate) const ID: &str = "glm45";
-
 /// The rules of `glm45`.
 pub(crate) struct Rules;
 
-impl Format for Rules {
-    fn id(&self) -> &'static str {
-        ID
-    }
+/// The format: what `auto` looks for, what tool output may not hold and how calls
+/// are read; [`Rules`] writes it.
+pub(crate) const FORMAT: Format = Format {
+    markers: &[Marker::Shared { token: TOOL_CALL, look: after_tool_call, shape: Shape::NameLine }],
+    escapes: ESCAPES,
+    ..Format::new(&Glm { v47: false }, &Rules)
+};
 
-    fn markers(&self) -> &'static [Marker] {
-        &[Marker::Shared { token: TOOL_CALL, look: after_tool_call, shape: Shape::NameLine }]
-    }
-
-    fn escapes(&self) -> &'static [Escape] {
-        ESCAPES
-    }
-
-    fn reading(&self) -> &dyn Reading {
-        &Glm { v47: false }
-    }
-
+impl Writing for Rules {
     fn prompt(&self, tools: &[ToolDefinition]) -> String {
         glm::prompt(tools)
     }
@@ -59,13 +47,7 @@ impl Format for Rules {
         glm::write_call(false, name, args)
     }
 
-    fn syntax(
-        &self,
-        b: &mut Builder,
-        methods: &[(String, &Value)],
-        options: &TextFormatOptions,
-        _constraint: &Constraint,
-    ) -> Result<Syntax, GrammarError> {
-        glm::syntax(ID, false, options, b, methods)
+    fn syntax(&self, b: &mut Builder, offer: &Offer<'_>) -> Result<Syntax, GrammarError> {
+        glm::syntax(false, b, offer)
     }
 }

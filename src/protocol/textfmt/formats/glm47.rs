@@ -11,42 +11,28 @@
 use serde_json::{Map, Value};
 
 use crate::ToolExecutionResult;
-use crate::grammar::{Builder, Constraint, GrammarError, Syntax};
-use crate::protocol::textfmt::driver::Reading;
-use crate::protocol::textfmt::format::{Escape, Format, Marker};
+use crate::grammar::{Builder, GrammarError, Syntax};
+use crate::protocol::textfmt::TextFormat;
+use crate::protocol::textfmt::format::{Format, Marker, Writing};
+use crate::protocol::textfmt::grammar::Offer;
 use crate::protocol::textfmt::readers::glm::{self, ESCAPES, Glm};
 use crate::protocol::textfmt::readers::shapes::{Shape, after_tool_call};
 use crate::protocol::textfmt::readers::tagged::TOOL_CALL;
-use crate::protocol::textfmt::{TextFormat, TextFormatOptions};
 use crate::tools::ToolDefinition;
-
-/// The format's id.
-pub(crate) const ID: &str = "glm47";
 
 /// The rules of `glm47`.
 pub(crate) struct Rules;
 
-impl Format for Rules {
-    fn id(&self) -> &'static str {
-        ID
-    }
+/// The format: what `auto` looks for, what tool output may not hold and how calls
+/// are read; [`Rules`] writes it.
+pub(crate) const FORMAT: Format = Format {
+    markers: &[Marker::Shared { token: TOOL_CALL, look: after_tool_call, shape: Shape::Name }],
+    same_markup: &[TextFormat::Glm45],
+    escapes: ESCAPES,
+    ..Format::new(&Glm { v47: true }, &Rules)
+};
 
-    fn markers(&self) -> &'static [Marker] {
-        &[Marker::Shared { token: TOOL_CALL, look: after_tool_call, shape: Shape::Name }]
-    }
-
-    fn same_markup(&self) -> &'static [TextFormat] {
-        &[TextFormat::Glm45]
-    }
-
-    fn escapes(&self) -> &'static [Escape] {
-        ESCAPES
-    }
-
-    fn reading(&self) -> &dyn Reading {
-        &Glm { v47: true }
-    }
-
+impl Writing for Rules {
     fn prompt(&self, tools: &[ToolDefinition]) -> String {
         glm::prompt(tools)
     }
@@ -59,13 +45,7 @@ impl Format for Rules {
         glm::write_call(true, name, args)
     }
 
-    fn syntax(
-        &self,
-        b: &mut Builder,
-        methods: &[(String, &Value)],
-        options: &TextFormatOptions,
-        _constraint: &Constraint,
-    ) -> Result<Syntax, GrammarError> {
-        glm::syntax(ID, true, options, b, methods)
+    fn syntax(&self, b: &mut Builder, offer: &Offer<'_>) -> Result<Syntax, GrammarError> {
+        glm::syntax(true, b, offer)
     }
 }

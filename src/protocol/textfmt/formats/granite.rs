@@ -30,11 +30,10 @@
 use serde_json::{Map, Value};
 
 use crate::ToolExecutionResult;
-use crate::grammar::{Builder, Constraint, GrammarError, Pattern, Syntax};
-use crate::protocol::textfmt::TextFormatOptions;
+use crate::grammar::{Builder, GrammarError, Pattern, Syntax};
 use crate::protocol::textfmt::driver::{Found, RawCall, Reading, Region, Scan, ScanState, Searches};
-use crate::protocol::textfmt::format::{Escape, Format, Marker};
-use crate::protocol::textfmt::grammar::opening;
+use crate::protocol::textfmt::format::{Escape, Format, Marker, Writing};
+use crate::protocol::textfmt::grammar::{Offer, opening};
 use crate::protocol::textfmt::prompt::{functions, wrapped};
 use crate::protocol::textfmt::readers::json_list::{
     Block, bare_array, call_json, list_syntax, read_block, scan_block,
@@ -83,29 +82,18 @@ impl Reading for Rules {
     }
 }
 
-/// The format's id.
-pub(crate) const ID: &str = "granite";
+/// The format: what `auto` looks for, what tool output may not hold and how calls
+/// are read; [`Rules`] writes it.
+pub(crate) const FORMAT: Format = Format {
+    markers: &[
+        Marker::Token("<|tool_call|>"),
+        Marker::Shared { token: TOOL_CALL, look: after_tool_call, shape: Shape::JsonArray },
+    ],
+    escapes: &[Escape::Tag("tool_call")],
+    ..Format::new(&Rules, &Rules)
+};
 
-impl Format for Rules {
-    fn id(&self) -> &'static str {
-        ID
-    }
-
-    fn markers(&self) -> &'static [Marker] {
-        &[
-            Marker::Token("<|tool_call|>"),
-            Marker::Shared { token: TOOL_CALL, look: after_tool_call, shape: Shape::JsonArray },
-        ]
-    }
-
-    fn escapes(&self) -> &'static [Escape] {
-        &[Escape::Tag("tool_call")]
-    }
-
-    fn reading(&self) -> &dyn Reading {
-        self
-    }
-
+impl Writing for Rules {
     /// The tool-definition prompt: the tools as the Granite 3 template's `available_tools`
     /// turn lists them, and its instruction.
     fn prompt(&self, tools: &[ToolDefinition]) -> String {
@@ -134,16 +122,10 @@ impl Format for Rules {
         Some(format!("{TOKEN}[{}]", call_json(name, "arguments", args)))
     }
 
-    fn syntax(
-        &self,
-        b: &mut Builder,
-        methods: &[(String, &Value)],
-        options: &TextFormatOptions,
-        _constraint: &Constraint,
-    ) -> Result<Syntax, GrammarError> {
+    fn syntax(&self, b: &mut Builder, offer: &Offer<'_>) -> Result<Syntax, GrammarError> {
         // Granite 3.1's marker opens a list too, and so does a reply that opens with one.
         let avoid = vec![Pattern::text(TOKEN), Pattern::text(TAG), opening("[")];
-        list_syntax(ID, b, methods, options, (&format!("{TOKEN}["), "]"), avoid)
+        list_syntax(b, offer, (&format!("{TOKEN}["), "]"), avoid)
     }
 }
 

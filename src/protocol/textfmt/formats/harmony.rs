@@ -47,15 +47,14 @@
 use serde_json::{Map, Value};
 
 use crate::ToolExecutionResult;
-use crate::grammar::{Builder, CallObject, Constraint, GrammarError, Pattern, Syntax};
+use crate::grammar::{Builder, CallObject, GrammarError, Pattern, Syntax};
 use crate::protocol::reasoning::{Markup, Section};
-use crate::protocol::textfmt::TextFormatOptions;
 use crate::protocol::textfmt::driver::{
     Found, InSection, RawCall, Reading, Region, Scan, ScanState, Searches,
 };
 use crate::protocol::textfmt::escape::neutralize_tokens;
-use crate::protocol::textfmt::format::{Format, Marker};
-use crate::protocol::textfmt::grammar::{JsonPieces, Piece};
+use crate::protocol::textfmt::format::{Format, Marker, Writing};
+use crate::protocol::textfmt::grammar::{JsonPieces, Offer, Piece};
 use crate::tools::ToolDefinition;
 
 const START: &str = "<|start|>";
@@ -341,33 +340,22 @@ fn ts_object(schema: &Value, indent: &str) -> String {
     out
 }
 
-/// The format's id.
-pub(crate) const ID: &str = "harmony";
+/// The format: what `auto` looks for, what tool output may not hold and how calls
+/// are read; [`Rules`] writes it.
+pub(crate) const FORMAT: Format = Format {
+    markers: &[
+        Marker::Token("<|channel|>"),
+        Marker::Token("<|start|>"),
+        Marker::Token("<|message|>"),
+        Marker::Token("<|constrain|>"),
+        Marker::Token("<|call|>"),
+        Marker::Token("<|return|>"),
+    ],
+    reasoning: Some(&REASONING),
+    ..Format::new(&Rules, &Rules)
+};
 
-impl Format for Rules {
-    fn id(&self) -> &'static str {
-        ID
-    }
-
-    fn markers(&self) -> &'static [Marker] {
-        &[
-            Marker::Token("<|channel|>"),
-            Marker::Token("<|start|>"),
-            Marker::Token("<|message|>"),
-            Marker::Token("<|constrain|>"),
-            Marker::Token("<|call|>"),
-            Marker::Token("<|return|>"),
-        ]
-    }
-
-    fn reading(&self) -> &dyn Reading {
-        self
-    }
-
-    fn reasoning(&self) -> Option<&'static Markup> {
-        Some(&REASONING)
-    }
-
+impl Writing for Rules {
     /// The tool-definition prompt: the `functions` namespace of the developer message, each
     /// method a TypeScript type, then the system message's line on where calls go.
     fn prompt(&self, tools: &[ToolDefinition]) -> String {
@@ -420,16 +408,11 @@ impl Format for Rules {
         ))
     }
 
-    fn syntax(
-        &self,
-        b: &mut Builder,
-        methods: &[(String, &Value)],
-        options: &TextFormatOptions,
-        _constraint: &Constraint,
-    ) -> Result<Syntax, GrammarError> {
+    fn syntax(&self, b: &mut Builder, offer: &Offer<'_>) -> Result<Syntax, GrammarError> {
         // A name that would not read back as one recipient (white space, `<`) is not
         // offered.
-        let methods: Vec<(String, &Value)> = methods
+        let methods: Vec<(String, &Value)> = offer
+            .methods
             .iter()
             .filter(|(name, _)| !name.is_empty() && !name.contains(|c: char| c.is_whitespace() || c == '<'))
             .cloned()
@@ -457,7 +440,7 @@ impl Format for Rules {
             avoid: TOKENS.iter().map(|t| Pattern::text(t)).collect(),
             keys: ("name", "arguments"),
         }
-        .build(ID, b, &methods, options)
+        .build(b, &Offer { methods: &methods, ..*offer })
     }
 }
 

@@ -16,11 +16,9 @@
 use serde_json::{Map, Value};
 
 use crate::ToolExecutionResult;
-use crate::grammar::{Builder, Constraint, GrammarError, Syntax};
-use crate::protocol::textfmt::TextFormatOptions;
-use crate::protocol::textfmt::driver::Reading;
-use crate::protocol::textfmt::format::{Escape, Format, Marker};
-use crate::protocol::textfmt::grammar::{JsonMarkup, JsonSyntax, json_text};
+use crate::grammar::{Builder, GrammarError, Syntax};
+use crate::protocol::textfmt::format::{Escape, Format, Marker, Writing};
+use crate::protocol::textfmt::grammar::{JsonMarkup, JsonSyntax, Offer, json_text};
 use crate::protocol::textfmt::prompt::{functions, lines};
 use crate::protocol::textfmt::readers::shapes::{Shape, after_tool_call};
 use crate::protocol::textfmt::readers::tagged::{
@@ -28,32 +26,21 @@ use crate::protocol::textfmt::readers::tagged::{
 };
 use crate::tools::ToolDefinition;
 
-/// The format's id.
-pub(crate) const ID: &str = "hermes";
-
 /// The reading of `hermes`: one call object between `<tool_call>` and `</tool_call>`.
 const READING: Tagged = Tagged { open: TOOL_CALL, close: TOOL_CALL_END };
 
 /// The rules of `hermes`.
 pub(crate) struct Rules;
 
-impl Format for Rules {
-    fn id(&self) -> &'static str {
-        ID
-    }
+/// The format: what `auto` looks for, what tool output may not hold and how calls
+/// are read; [`Rules`] writes it.
+pub(crate) const FORMAT: Format = Format {
+    markers: &[Marker::Shared { token: TOOL_CALL, look: after_tool_call, shape: Shape::JsonObject }],
+    escapes: &[Escape::Tag("tool_call"), Escape::Tag("tool_response")],
+    ..Format::new(&READING, &Rules)
+};
 
-    fn markers(&self) -> &'static [Marker] {
-        &[Marker::Shared { token: TOOL_CALL, look: after_tool_call, shape: Shape::JsonObject }]
-    }
-
-    fn escapes(&self) -> &'static [Escape] {
-        &[Escape::Tag("tool_call"), Escape::Tag("tool_response")]
-    }
-
-    fn reading(&self) -> &dyn Reading {
-        &READING
-    }
-
+impl Writing for Rules {
     fn prompt(&self, tools: &[ToolDefinition]) -> String {
         format!(
             "# Tools\n\nYou may call one or more functions to assist with the user query.\n\n\
@@ -72,13 +59,7 @@ impl Format for Rules {
         Some(tagged_call(name, args, TOOL_CALL, TOOL_CALL_END))
     }
 
-    fn syntax(
-        &self,
-        b: &mut Builder,
-        methods: &[(String, &Value)],
-        options: &TextFormatOptions,
-        _constraint: &Constraint,
-    ) -> Result<Syntax, GrammarError> {
+    fn syntax(&self, b: &mut Builder, offer: &Offer<'_>) -> Result<Syntax, GrammarError> {
         let head = |name: &str| {
             format!("\n{{\"name\": {}, \"arguments\": ", json_text(&Value::String(name.to_string())))
         };
@@ -90,6 +71,6 @@ impl Format for Rules {
             tag_close: "",
         };
         JsonSyntax { markup, open: TOOL_CALL, section: None, avoid: Vec::new(), arguments: "arguments" }
-            .build(ID, b, methods, options)
+            .build(b, offer)
     }
 }

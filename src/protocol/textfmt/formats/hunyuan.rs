@@ -35,13 +35,12 @@
 use serde_json::{Map, Value};
 
 use crate::ToolExecutionResult;
-use crate::grammar::{Builder, Constraint, GrammarError, Pattern, Syntax};
-use crate::protocol::textfmt::TextFormatOptions;
+use crate::grammar::{Builder, GrammarError, Pattern, Syntax};
 use crate::protocol::textfmt::driver::{
     Found, InSection, RawCall, Reading, Region, Scan, ScanState, Searches, after_blanks,
 };
-use crate::protocol::textfmt::format::{Escape, Format, Marker};
-use crate::protocol::textfmt::grammar::opening;
+use crate::protocol::textfmt::format::{Escape, Format, Marker, Writing};
+use crate::protocol::textfmt::grammar::{Offer, opening};
 use crate::protocol::textfmt::prompt::{functions, wrapped};
 use crate::protocol::textfmt::readers::json_list::{
     TAGGED_ARRAY, TOOL_CALLS, TOOL_CALLS_END, list_syntax, tagged_calls,
@@ -110,29 +109,18 @@ impl Reading for Rules {
     }
 }
 
-/// The format's id.
-pub(crate) const ID: &str = "hunyuan";
+/// The format: what `auto` looks for, what tool output may not hold and how calls
+/// are read; [`Rules`] writes it.
+pub(crate) const FORMAT: Format = Format {
+    markers: &[
+        Marker::Shared { token: TOOL_CALLS, look: after_tool_calls, shape: Shape::CallArray },
+        Marker::Token("<answer>"),
+    ],
+    escapes: &[Escape::Tag("answer")],
+    ..Format::new(&Rules, &Rules)
+};
 
-impl Format for Rules {
-    fn id(&self) -> &'static str {
-        ID
-    }
-
-    fn markers(&self) -> &'static [Marker] {
-        &[
-            Marker::Shared { token: TOOL_CALLS, look: after_tool_calls, shape: Shape::CallArray },
-            Marker::Token("<answer>"),
-        ]
-    }
-
-    fn escapes(&self) -> &'static [Escape] {
-        &[Escape::Tag("answer")]
-    }
-
-    fn reading(&self) -> &dyn Reading {
-        self
-    }
-
+impl Writing for Rules {
     /// The tool-definition prompt: the Hunyuan A13B template's instruction (it writes it in
     /// Chinese; this is its meaning), then the tools as one JSON list.
     fn prompt(&self, tools: &[ToolDefinition]) -> String {
@@ -162,13 +150,7 @@ impl Format for Rules {
         Some(tagged_calls(name, args))
     }
 
-    fn syntax(
-        &self,
-        b: &mut Builder,
-        methods: &[(String, &Value)],
-        options: &TextFormatOptions,
-        _constraint: &Constraint,
-    ) -> Result<Syntax, GrammarError> {
+    fn syntax(&self, b: &mut Builder, offer: &Offer<'_>) -> Result<Syntax, GrammarError> {
         // The answer framing is markup the reader drops.
         let avoid = vec![
             Pattern::text(TOOL_CALLS),
@@ -177,7 +159,7 @@ impl Format for Rules {
             opening(ASSISTANT),
         ];
         let (open, close) = (format!("{TOOL_CALLS}["), format!("]{TOOL_CALLS_END}"));
-        list_syntax(ID, b, methods, options, (&open, &close), avoid)
+        list_syntax(b, offer, (&open, &close), avoid)
     }
 }
 

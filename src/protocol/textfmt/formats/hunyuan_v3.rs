@@ -55,14 +55,13 @@
 use serde_json::{Map, Value};
 
 use crate::ToolExecutionResult;
-use crate::grammar::{Builder, Constraint, Expr, GrammarError, Pattern, Section, Syntax};
-use crate::protocol::textfmt::TextFormatOptions;
+use crate::grammar::{Builder, Expr, GrammarError, Pattern, Section, Syntax};
 use crate::protocol::textfmt::driver::{
     CUT, Found, InSection, RawCall, Reading, Region, Scan, ScanState, Searches, ValueTags,
 };
 use crate::protocol::textfmt::escape::neutralize_tokens;
-use crate::protocol::textfmt::format::{Escape, Format, Marker};
-use crate::protocol::textfmt::grammar::TextValues;
+use crate::protocol::textfmt::format::{Escape, Format, Marker, Writing};
+use crate::protocol::textfmt::grammar::{Offer, TextValues};
 use crate::protocol::textfmt::prompt::{content, functions, plain_tags};
 use crate::protocol::textfmt::readers::json_list::TOOL_CALLS;
 use crate::protocol::textfmt::readers::shapes::{Shape, after_tool_calls};
@@ -211,29 +210,18 @@ fn read_call(t: &Tokens, region: &str, ended: bool) -> RawCall {
     call
 }
 
-/// The format's id.
-pub(crate) const ID: &str = "hunyuan_v3";
+/// The format: what `auto` looks for, what tool output may not hold and how calls
+/// are read; [`Rules`] writes it.
+pub(crate) const FORMAT: Format = Format {
+    markers: &[
+        Marker::Shared { token: TOOL_CALLS, look: after_tool_calls, shape: Shape::CallTags },
+        Marker::Token("<tool_calls:opensource>"),
+    ],
+    escapes: &[Escape::Tag("tool_sep")],
+    ..Format::new(&Rules, &Rules)
+};
 
-impl Format for Rules {
-    fn id(&self) -> &'static str {
-        ID
-    }
-
-    fn markers(&self) -> &'static [Marker] {
-        &[
-            Marker::Shared { token: TOOL_CALLS, look: after_tool_calls, shape: Shape::CallTags },
-            Marker::Token("<tool_calls:opensource>"),
-        ]
-    }
-
-    fn escapes(&self) -> &'static [Escape] {
-        &[Escape::Tag("tool_sep")]
-    }
-
-    fn reading(&self) -> &dyn Reading {
-        self
-    }
-
+impl Writing for Rules {
     /// The tool-definition prompt, worded as Hunyuan 3's chat template words it (bare
     /// tokens).
     fn prompt(&self, tools: &[ToolDefinition]) -> String {
@@ -305,13 +293,7 @@ impl Format for Rules {
     }
 
     /// The calls of `hunyuan_v3` as a grammar: see the module docs.
-    fn syntax(
-        &self,
-        b: &mut Builder,
-        methods: &[(String, &Value)],
-        options: &TextFormatOptions,
-        _constraint: &Constraint,
-    ) -> Result<Syntax, GrammarError> {
+    fn syntax(&self, b: &mut Builder, offer: &Offer<'_>) -> Result<Syntax, GrammarError> {
         let t = &BARE;
         let close = format!("{}\n", t.value_end);
         let call = TextValues {
@@ -321,11 +303,11 @@ impl Format for Rules {
             key: &|key| format!("{}{key}{}\n", t.key, t.key_end),
             call: &|name| (format!("\n{}{name}{}\n", t.call, t.sep), t.call_end.to_string()),
         }
-        .calls(b, methods, options)?;
+        .calls(b, offer)?;
         Ok(Syntax {
             section: Some(Section { between: Expr::lit(""), close: format!("\n{}", t.end) }),
             avoid: vec![Pattern::text(SUFFIXED.open)],
-            ..Syntax::new(ID, t.open, call, options.skip_reasoning)
+            ..offer.syntax(t.open, call)
         })
     }
 }

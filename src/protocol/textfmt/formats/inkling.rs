@@ -49,16 +49,15 @@
 use serde_json::{Map, Value};
 
 use crate::ToolExecutionResult;
-use crate::grammar::{Builder, Constraint, GrammarError, Pattern, Syntax};
+use crate::grammar::{Builder, GrammarError, Pattern, Syntax};
 use crate::protocol::json_kind;
 use crate::protocol::reasoning::{Markup, Section};
-use crate::protocol::textfmt::TextFormatOptions;
 use crate::protocol::textfmt::driver::{
     Found, InSection, RawCall, Reading, Region, Scan, ScanState, Searches, after_blanks,
 };
 use crate::protocol::textfmt::escape::neutralize_tokens;
-use crate::protocol::textfmt::format::{Format, Marker};
-use crate::protocol::textfmt::grammar::{JsonMarkup, JsonSyntax, json_text};
+use crate::protocol::textfmt::format::{Format, Marker, Writing};
+use crate::protocol::textfmt::grammar::{JsonMarkup, JsonSyntax, Offer, json_text};
 use crate::protocol::textfmt::readers::json::{Balanced, Quotes, object_args, scan_balanced};
 use crate::protocol::textfmt::readers::tagged::{AFTER_JSON, BEFORE_JSON, IN_JSON, json_start};
 use crate::tools::ToolDefinition;
@@ -233,33 +232,22 @@ fn payload(text: &str) -> Result<(String, Map<String, Value>), (String, String)>
     }
 }
 
-/// The format's id.
-pub(crate) const ID: &str = "inkling";
+/// The format: what `auto` looks for, what tool output may not hold and how calls
+/// are read; [`Rules`] writes it.
+pub(crate) const FORMAT: Format = Format {
+    markers: &[
+        Marker::Token("<|message_model|>"),
+        Marker::Token("<|content_text|>"),
+        Marker::Token("<|content_invoke"),
+        Marker::Token("<|content_thinking|>"),
+        Marker::Token("<|end_message|>"),
+        Marker::Token("<|content_model_end_sampling|>"),
+    ],
+    reasoning: Some(&REASONING),
+    ..Format::new(&Rules, &Rules)
+};
 
-impl Format for Rules {
-    fn id(&self) -> &'static str {
-        ID
-    }
-
-    fn markers(&self) -> &'static [Marker] {
-        &[
-            Marker::Token("<|message_model|>"),
-            Marker::Token("<|content_text|>"),
-            Marker::Token("<|content_invoke"),
-            Marker::Token("<|content_thinking|>"),
-            Marker::Token("<|end_message|>"),
-            Marker::Token("<|content_model_end_sampling|>"),
-        ]
-    }
-
-    fn reading(&self) -> &dyn Reading {
-        self
-    }
-
-    fn reasoning(&self) -> Option<&'static Markup> {
-        Some(&REASONING)
-    }
-
+impl Writing for Rules {
     /// The tool-definition prompt: the tools as JSON, and how a call frame is written.
     fn prompt(&self, tools: &[ToolDefinition]) -> String {
         format!(
@@ -300,16 +288,14 @@ impl Format for Rules {
         ))
     }
 
-    fn syntax(
-        &self,
-        b: &mut Builder,
-        methods: &[(String, &Value)],
-        options: &TextFormatOptions,
-        _constraint: &Constraint,
-    ) -> Result<Syntax, GrammarError> {
+    fn syntax(&self, b: &mut Builder, offer: &Offer<'_>) -> Result<Syntax, GrammarError> {
         // A name the header cannot hold is not offered (`write_call` writes no call of it).
-        let methods: Vec<(String, &Value)> =
-            methods.iter().filter(|(name, _)| !name.is_empty() && !name.contains("<|")).cloned().collect();
+        let methods: Vec<(String, &Value)> = offer
+            .methods
+            .iter()
+            .filter(|(name, _)| !name.is_empty() && !name.contains("<|"))
+            .cloned()
+            .collect();
         if methods.is_empty() {
             return Err(GrammarError::NoMethods);
         }
@@ -322,7 +308,7 @@ impl Format for Rules {
         // Every other token is markup the reader reads (a frame, reasoning, a call).
         let avoid = TOKENS.iter().filter(|t| **t != MESSAGE_MODEL).map(|t| Pattern::text(t)).collect();
         JsonSyntax { markup, open: MESSAGE_MODEL, section: None, avoid, arguments: "args" }
-            .build(ID, b, &methods, options)
+            .build(b, &Offer { methods: &methods, ..*offer })
     }
 }
 

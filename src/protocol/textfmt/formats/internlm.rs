@@ -24,13 +24,12 @@
 use serde_json::{Map, Value};
 
 use crate::ToolExecutionResult;
-use crate::grammar::{Builder, Constraint, GrammarError, Pattern, Syntax};
-use crate::protocol::textfmt::TextFormatOptions;
+use crate::grammar::{Builder, GrammarError, Pattern, Syntax};
 use crate::protocol::textfmt::driver::{
     Found, InSection, RawCall, Reading, Region, Scan, ScanState, Searches, after_blanks,
 };
-use crate::protocol::textfmt::format::{Format, Marker};
-use crate::protocol::textfmt::grammar::{JsonMarkup, JsonSyntax, json_text};
+use crate::protocol::textfmt::format::{Format, Marker, Writing};
+use crate::protocol::textfmt::grammar::{JsonMarkup, JsonSyntax, Offer, json_text};
 use crate::protocol::textfmt::prompt::{functions, named_results};
 use crate::protocol::textfmt::readers::tagged::{read_call_object, scan_json_block};
 use crate::tools::ToolDefinition;
@@ -97,22 +96,12 @@ impl Reading for Rules {
     }
 }
 
-/// The format's id.
-pub(crate) const ID: &str = "internlm";
+/// The format: what `auto` looks for, what tool output may not hold and how calls
+/// are read; [`Rules`] writes it.
+pub(crate) const FORMAT: Format =
+    Format { markers: &[Marker::Token("<|action_start|>")], ..Format::new(&Rules, &Rules) };
 
-impl Format for Rules {
-    fn id(&self) -> &'static str {
-        ID
-    }
-
-    fn markers(&self) -> &'static [Marker] {
-        &[Marker::Token("<|action_start|>")]
-    }
-
-    fn reading(&self) -> &dyn Reading {
-        self
-    }
-
+impl Writing for Rules {
     /// The tool-definition prompt.
     fn prompt(&self, tools: &[ToolDefinition]) -> String {
         let list = serde_json::to_string_pretty(&Value::Array(functions(tools))).unwrap_or_default();
@@ -139,13 +128,7 @@ impl Format for Rules {
         Some(format!("{ACTION_START}{PLUGIN}\n{{\"name\": {name}, \"parameters\": {args}}}{ACTION_END}"))
     }
 
-    fn syntax(
-        &self,
-        b: &mut Builder,
-        methods: &[(String, &Value)],
-        options: &TextFormatOptions,
-        _constraint: &Constraint,
-    ) -> Result<Syntax, GrammarError> {
+    fn syntax(&self, b: &mut Builder, offer: &Offer<'_>) -> Result<Syntax, GrammarError> {
         let open = format!("{ACTION_START}{PLUGIN}\n");
         let head = |name: &str| {
             format!("{{\"name\": {}, \"parameters\": ", json_text(&Value::String(name.to_string())))
@@ -159,7 +142,7 @@ impl Format for Rules {
             avoid: vec![Pattern::text(ACTION_START)],
             arguments: "parameters",
         }
-        .build(ID, b, methods, options)
+        .build(b, offer)
     }
 }
 

@@ -27,11 +27,10 @@
 use serde_json::{Map, Value};
 
 use crate::ToolExecutionResult;
-use crate::grammar::{Builder, Constraint, GrammarError, Pattern, Syntax};
+use crate::grammar::{Builder, GrammarError, Pattern, Syntax};
 use crate::protocol::textfmt::TextFormat;
-use crate::protocol::textfmt::TextFormatOptions;
-use crate::protocol::textfmt::driver::Reading;
-use crate::protocol::textfmt::format::Format;
+use crate::protocol::textfmt::format::{Format, Writing};
+use crate::protocol::textfmt::grammar::Offer;
 use crate::protocol::textfmt::prompt::{functions, named_results};
 use crate::protocol::textfmt::readers::json_list::{
     TAGGED_ARRAY, TOOL_CALLS, TOOL_CALLS_END, list_syntax, tagged_calls,
@@ -42,22 +41,12 @@ use crate::tools::ToolDefinition;
 /// reader.
 pub(crate) struct Rules;
 
-/// The format's id.
-pub(crate) const ID: &str = "jamba";
+/// The format: what `auto` looks for, what tool output may not hold and how calls
+/// are read; [`Rules`] writes it.
+pub(crate) const FORMAT: Format =
+    Format { same_markup: &[TextFormat::Hunyuan], ..Format::new(&TAGGED_ARRAY, &Rules) };
 
-impl Format for Rules {
-    fn id(&self) -> &'static str {
-        ID
-    }
-
-    fn same_markup(&self) -> &'static [TextFormat] {
-        &[TextFormat::Hunyuan]
-    }
-
-    fn reading(&self) -> &dyn Reading {
-        &TAGGED_ARRAY
-    }
-
+impl Writing for Rules {
     /// The tool-definition prompt: the tools as JSON, one a line, and how to call them.
     fn prompt(&self, tools: &[ToolDefinition]) -> String {
         let listed = functions(tools).iter().map(Value::to_string).collect::<Vec<_>>().join("\n");
@@ -79,15 +68,9 @@ impl Format for Rules {
         Some(tagged_calls(name, args))
     }
 
-    fn syntax(
-        &self,
-        b: &mut Builder,
-        methods: &[(String, &Value)],
-        options: &TextFormatOptions,
-        _constraint: &Constraint,
-    ) -> Result<Syntax, GrammarError> {
+    fn syntax(&self, b: &mut Builder, offer: &Offer<'_>) -> Result<Syntax, GrammarError> {
         let (open, close) = (format!("{TOOL_CALLS}["), format!("]{TOOL_CALLS_END}"));
-        list_syntax(ID, b, methods, options, (&open, &close), vec![Pattern::text(TOOL_CALLS)])
+        list_syntax(b, offer, (&open, &close), vec![Pattern::text(TOOL_CALLS)])
     }
 }
 

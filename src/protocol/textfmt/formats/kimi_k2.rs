@@ -14,12 +14,11 @@ use crate::protocol::textfmt::readers::json::arguments;
 use serde_json::{Map, Value};
 
 use crate::ToolExecutionResult;
-use crate::grammar::{Builder, Constraint, Expr, GrammarError, Section, Syntax};
-use crate::protocol::textfmt::TextFormatOptions;
+use crate::grammar::{Builder, Expr, GrammarError, Section, Syntax};
 use crate::protocol::textfmt::driver::{RawCall, Reading, Region, Scan, ScanState, SectionTokens, inside};
 use crate::protocol::textfmt::escape::neutralize_tokens;
-use crate::protocol::textfmt::format::{Format, Marker};
-use crate::protocol::textfmt::grammar::{JsonMarkup, JsonSyntax, json_text};
+use crate::protocol::textfmt::format::{Format, Marker, Writing};
+use crate::protocol::textfmt::grammar::{JsonMarkup, JsonSyntax, Offer, json_text};
 use crate::protocol::textfmt::prompt::{content, each, functions};
 use crate::tools::ToolDefinition;
 
@@ -92,22 +91,12 @@ fn kimi_headers(text: &str) -> String {
         .collect()
 }
 
-/// The format's id.
-pub(crate) const ID: &str = "kimi_k2";
+/// The format: what `auto` looks for, what tool output may not hold and how calls
+/// are read; [`Rules`] writes it.
+pub(crate) const FORMAT: Format =
+    Format { markers: &[Marker::Token(SECTION)], ..Format::new(&Rules, &Rules) };
 
-impl Format for Rules {
-    fn id(&self) -> &'static str {
-        ID
-    }
-
-    fn markers(&self) -> &'static [Marker] {
-        &[Marker::Token(SECTION)]
-    }
-
-    fn reading(&self) -> &dyn Reading {
-        self
-    }
-
+impl Writing for Rules {
     fn prompt(&self, tools: &[ToolDefinition]) -> String {
         format!(
             "# Tools\n\n{}\n\nTo call tools, write <|tool_calls_section_begin|>, then for each call \
@@ -130,16 +119,10 @@ impl Format for Rules {
         Some(format!("{SECTION}{CALL}functions.{name}:0{ARGUMENTS}{args}{CALL_END}{SECTION_END}"))
     }
 
-    fn syntax(
-        &self,
-        b: &mut Builder,
-        methods: &[(String, &Value)],
-        options: &TextFormatOptions,
-        constraint: &Constraint,
-    ) -> Result<Syntax, GrammarError> {
+    fn syntax(&self, b: &mut Builder, offer: &Offer<'_>) -> Result<Syntax, GrammarError> {
         let head = |name: &str| format!("{CALL}functions.{name}:");
         // The index counts the reply's calls from 0: no more digits than that takes.
-        let last = i128::from(constraint.max_calls.max(1) - 1);
+        let last = i128::from(offer.constraint.max_calls.max(1) - 1);
         let index = b.terminal("INDEX", crate::grammar::integer_range(Some(0), Some(last)));
         let markup = JsonMarkup {
             head: &head,
@@ -155,6 +138,6 @@ impl Format for Rules {
             avoid: Vec::new(),
             arguments: "arguments",
         }
-        .build(ID, b, methods, options)
+        .build(b, offer)
     }
 }

@@ -49,17 +49,14 @@
 use serde_json::{Map, Value};
 
 use crate::ToolExecutionResult;
-use crate::grammar::{
-    Builder, Constraint, Expr, GrammarError, Pattern, Section, Syntax, TextForm, integer_range,
-};
+use crate::grammar::{Builder, Expr, GrammarError, Pattern, Section, Syntax, TextForm, integer_range};
 use crate::protocol::reasoning::{Markup, Section as Reasoning};
-use crate::protocol::textfmt::TextFormatOptions;
 use crate::protocol::textfmt::driver::{
     Found, InSection, RawCall, Reading, Region, Scan, ScanState, Searches, after_blanks,
 };
 use crate::protocol::textfmt::escape::neutralize_tokens;
-use crate::protocol::textfmt::format::{Format, Marker};
-use crate::protocol::textfmt::grammar::TextCalls;
+use crate::protocol::textfmt::format::{Format, Marker, Writing};
+use crate::protocol::textfmt::grammar::{Offer, TextCalls};
 use crate::tools::ToolDefinition;
 
 const OPEN: &str = "<|open|>";
@@ -294,26 +291,15 @@ fn sorted(value: &Value) -> Value {
     }
 }
 
-/// The format's id.
-pub(crate) const ID: &str = "kimi_k3";
+/// The format: what `auto` looks for, what tool output may not hold and how calls
+/// are read; [`Rules`] writes it.
+pub(crate) const FORMAT: Format = Format {
+    markers: &[Marker::Token("<|open|>"), Marker::Token("<|close|>")],
+    reasoning: Some(&REASONING),
+    ..Format::new(&Rules, &Rules)
+};
 
-impl Format for Rules {
-    fn id(&self) -> &'static str {
-        ID
-    }
-
-    fn markers(&self) -> &'static [Marker] {
-        &[Marker::Token("<|open|>"), Marker::Token("<|close|>")]
-    }
-
-    fn reading(&self) -> &dyn Reading {
-        self
-    }
-
-    fn reasoning(&self) -> Option<&'static Markup> {
-        Some(&REASONING)
-    }
-
+impl Writing for Rules {
     /// The tool-definition prompt: the `tool-declare` system message's text (the tools as
     /// compact, key-sorted JSON), then how a call is written.
     fn prompt(&self, tools: &[ToolDefinition]) -> String {
@@ -376,13 +362,7 @@ impl Format for Rules {
     }
 
     /// The calls of `kimi_k3` as a grammar: see the module docs.
-    fn syntax(
-        &self,
-        b: &mut Builder,
-        methods: &[(String, &Value)],
-        options: &TextFormatOptions,
-        constraint: &Constraint,
-    ) -> Result<Syntax, GrammarError> {
+    fn syntax(&self, b: &mut Builder, offer: &Offer<'_>) -> Result<Syntax, GrammarError> {
         let string = TextForm {
             text_name: "VALUE_TEXT",
             value_name: "STRING_VALUE",
@@ -396,7 +376,7 @@ impl Format for Rules {
         };
         // The call index counts calls: from 1 to the most a reply may hold.
         let index =
-            b.terminal("INDEX", integer_range(Some(1), Some(i128::from(constraint.max_calls.max(1)))));
+            b.terminal("INDEX", integer_range(Some(1), Some(i128::from(offer.constraint.max_calls.max(1)))));
         let after_index = format!("\"{SEP}");
         let call = TextCalls {
             strings: vec![string],
@@ -410,11 +390,11 @@ impl Format for Rules {
                 (format!("{OPEN}call tool=\"{}\" index=\"", escape_attribute(name)), CLOSE_CALL.to_string())
             },
         }
-        .calls(b, methods, options)?;
+        .calls(b, offer)?;
         Ok(Syntax {
             section: Some(Section { between: Expr::lit(""), close: CLOSE_TOOLS.into() }),
             avoid: vec![Pattern::text(OPEN), Pattern::text(CLOSE), Pattern::text(END_OF_MSG)],
-            ..Syntax::new(ID, format!("{OPEN}tools{SEP}"), call, options.skip_reasoning)
+            ..offer.syntax(format!("{OPEN}tools{SEP}"), call)
         })
     }
 }

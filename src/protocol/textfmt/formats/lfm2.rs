@@ -46,12 +46,12 @@
 use serde_json::{Map, Value};
 
 use crate::ToolExecutionResult;
-use crate::grammar::{Builder, Constraint, Expr, GrammarError, Pattern, Section, Syntax};
-use crate::protocol::textfmt::TextFormatOptions;
+use crate::grammar::{Builder, Expr, GrammarError, Pattern, Section, Syntax};
 use crate::protocol::textfmt::driver::{
     Found, InSection, RawCall, Reading, Region, Scan, ScanState, Searches, inside,
 };
-use crate::protocol::textfmt::format::{Format, Marker};
+use crate::protocol::textfmt::format::{Format, Marker, Writing};
+use crate::protocol::textfmt::grammar::Offer;
 use crate::protocol::textfmt::prompt::{bare_functions, wrapped};
 use crate::protocol::textfmt::readers::json::{Quotes, call_object, name_guess, split_elements, trim_range};
 use crate::protocol::textfmt::readers::pythonic::{Literals, calls};
@@ -232,22 +232,12 @@ fn read_json(body: &str, offset: usize, calls: &mut Vec<RawCall>) {
     }
 }
 
-/// The format's id.
-pub(crate) const ID: &str = "lfm2";
+/// The format: what `auto` looks for, what tool output may not hold and how calls
+/// are read; [`Rules`] writes it.
+pub(crate) const FORMAT: Format =
+    Format { markers: &[Marker::Token("<|tool_call_start|>")], ..Format::new(&Rules, &Rules) };
 
-impl Format for Rules {
-    fn id(&self) -> &'static str {
-        ID
-    }
-
-    fn markers(&self) -> &'static [Marker] {
-        &[Marker::Token("<|tool_call_start|>")]
-    }
-
-    fn reading(&self) -> &dyn Reading {
-        self
-    }
-
+impl Writing for Rules {
     /// The tool-definition prompt: the tools as a JSON list between `<|tool_list_start|>`
     /// and `<|tool_list_end|>` (as LFM2's template writes them into the system turn), and
     /// how to call them.
@@ -275,18 +265,12 @@ impl Format for Rules {
     }
 
     /// The calls of `lfm2` as a grammar: see the module docs.
-    fn syntax(
-        &self,
-        b: &mut Builder,
-        methods: &[(String, &Value)],
-        options: &TextFormatOptions,
-        _constraint: &Constraint,
-    ) -> Result<Syntax, GrammarError> {
-        let call = calls(b, methods, Literals::python(true))?;
+    fn syntax(&self, b: &mut Builder, offer: &Offer<'_>) -> Result<Syntax, GrammarError> {
+        let call = calls(b, offer.methods, Literals::python(true))?;
         Ok(Syntax {
             section: Some(Section { between: Expr::lit(", "), close: format!("]{END}") }),
             avoid: vec![Pattern::text(START), Pattern::text(END)],
-            ..Syntax::new(ID, format!("{START}["), call, options.skip_reasoning)
+            ..offer.syntax(format!("{START}["), call)
         })
     }
 }

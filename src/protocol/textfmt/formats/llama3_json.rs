@@ -22,10 +22,9 @@ use crate::protocol::textfmt::driver::{
 use serde_json::{Map, Value};
 
 use crate::ToolExecutionResult;
-use crate::grammar::{Builder, CharSet, Constraint, GrammarError, Pattern, Syntax};
-use crate::protocol::textfmt::TextFormatOptions;
-use crate::protocol::textfmt::format::{Format, Marker};
-use crate::protocol::textfmt::grammar::{JsonMarkup, JsonSyntax, json_text};
+use crate::grammar::{Builder, CharSet, GrammarError, Pattern, Syntax};
+use crate::protocol::textfmt::format::{Format, Marker, Writing};
+use crate::protocol::textfmt::grammar::{JsonMarkup, JsonSyntax, Offer, json_text};
 use crate::protocol::textfmt::prompt::{functions, output_objects};
 use crate::protocol::textfmt::readers::json::{Quotes, call_parts};
 use crate::tools::ToolDefinition;
@@ -111,22 +110,14 @@ impl Reading for Rules {
     }
 }
 
-/// The format's id.
-pub(crate) const ID: &str = "llama3_json";
+/// The format: what `auto` looks for, what tool output may not hold and how calls
+/// are read; [`Rules`] writes it.
+pub(crate) const FORMAT: Format = Format {
+    markers: &[Marker::Token(TAG), Marker::Opening(&["{", "\"name\""])],
+    ..Format::new(&Rules, &Rules)
+};
 
-impl Format for Rules {
-    fn id(&self) -> &'static str {
-        ID
-    }
-
-    fn markers(&self) -> &'static [Marker] {
-        &[Marker::Token(TAG), Marker::Opening(&["{", "\"name\""])]
-    }
-
-    fn reading(&self) -> &dyn Reading {
-        self
-    }
-
+impl Writing for Rules {
     fn prompt(&self, tools: &[ToolDefinition]) -> String {
         format!(
             "Given the following functions, please respond with a JSON for a function call with its proper \
@@ -151,13 +142,7 @@ impl Format for Rules {
         Some(format!("{TAG}{{\"name\": {name}, \"parameters\": {args}}}"))
     }
 
-    fn syntax(
-        &self,
-        b: &mut Builder,
-        methods: &[(String, &Value)],
-        options: &TextFormatOptions,
-        _constraint: &Constraint,
-    ) -> Result<Syntax, GrammarError> {
+    fn syntax(&self, b: &mut Builder, offer: &Offer<'_>) -> Result<Syntax, GrammarError> {
         let head = |name: &str| {
             format!("{{\"name\": {}, \"parameters\": ", json_text(&Value::String(name.to_string())))
         };
@@ -171,7 +156,7 @@ impl Format for Rules {
             avoid: vec![Pattern::new().then_any(CharSet::of(" \t\n\r\x0b\x0c;")).then_text("{").at_start()],
             arguments: "parameters",
         }
-        .build(ID, b, methods, options)
+        .build(b, offer)
     }
 }
 

@@ -25,10 +25,9 @@
 use serde_json::{Map, Value};
 
 use crate::ToolExecutionResult;
-use crate::grammar::{Builder, Constraint, GrammarError, Syntax};
-use crate::protocol::textfmt::TextFormatOptions;
-use crate::protocol::textfmt::driver::Reading;
-use crate::protocol::textfmt::format::{Escape, Format, Marker};
+use crate::grammar::{Builder, GrammarError, Syntax};
+use crate::protocol::textfmt::format::{Escape, Format, Marker, Writing};
+use crate::protocol::textfmt::grammar::Offer;
 use crate::protocol::textfmt::readers::tagged::{
     Tagged, tagged_call, tagged_prompt, tagged_results, tagged_syntax,
 };
@@ -45,26 +44,15 @@ pub(crate) const READING: Tagged = Tagged { open: OPEN, close: CLOSE };
 /// The rules of `longcat`.
 pub(crate) struct Rules;
 
-/// The format's id.
-pub(crate) const ID: &str = "longcat";
+/// The format: what `auto` looks for, what tool output may not hold and how calls
+/// are read; [`Rules`] writes it.
+pub(crate) const FORMAT: Format = Format {
+    markers: &[Marker::Token("<longcat_tool_call>")],
+    escapes: &[Escape::Tag("longcat_tool")],
+    ..Format::new(&READING, &Rules)
+};
 
-impl Format for Rules {
-    fn id(&self) -> &'static str {
-        ID
-    }
-
-    fn markers(&self) -> &'static [Marker] {
-        &[Marker::Token("<longcat_tool_call>")]
-    }
-
-    fn escapes(&self) -> &'static [Escape] {
-        &[Escape::Tag("longcat_tool")]
-    }
-
-    fn reading(&self) -> &dyn Reading {
-        &READING
-    }
-
+impl Writing for Rules {
     /// The tool-definition prompt.
     fn prompt(&self, tools: &[ToolDefinition]) -> String {
         tagged_prompt(tools, OPEN, CLOSE)
@@ -80,14 +68,8 @@ impl Format for Rules {
         Some(tagged_call(name, args, OPEN, CLOSE))
     }
 
-    fn syntax(
-        &self,
-        b: &mut Builder,
-        methods: &[(String, &Value)],
-        options: &TextFormatOptions,
-        _constraint: &Constraint,
-    ) -> Result<Syntax, GrammarError> {
-        tagged_syntax(ID, b, methods, options, (OPEN, CLOSE), Vec::new())
+    fn syntax(&self, b: &mut Builder, offer: &Offer<'_>) -> Result<Syntax, GrammarError> {
+        tagged_syntax(b, offer, (OPEN, CLOSE), Vec::new())
     }
 }
 

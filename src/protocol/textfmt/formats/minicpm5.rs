@@ -44,11 +44,10 @@
 use serde_json::{Map, Value};
 
 use crate::ToolExecutionResult;
-use crate::grammar::{Builder, Constraint, GrammarError, Pattern, Syntax, TextForm};
-use crate::protocol::textfmt::TextFormatOptions;
+use crate::grammar::{Builder, GrammarError, Pattern, Syntax, TextForm};
 use crate::protocol::textfmt::driver::{Found, RawCall, Reading, Region, Scan, ScanState, Searches, find_in};
-use crate::protocol::textfmt::format::{Escape, Format, Marker};
-use crate::protocol::textfmt::grammar::TextCalls;
+use crate::protocol::textfmt::format::{Escape, Format, Marker, Writing};
+use crate::protocol::textfmt::grammar::{Offer, TextCalls};
 use crate::protocol::textfmt::prompt::{functions, lines};
 use crate::protocol::textfmt::readers::tagged::tagged_results;
 use crate::protocol::textfmt::readers::values::{decode_entities, infer};
@@ -207,26 +206,15 @@ fn read_params(body: &str, call: &mut RawCall) -> Result<(), String> {
     Ok(())
 }
 
-/// The format's id.
-pub(crate) const ID: &str = "minicpm5";
+/// The format: what `auto` looks for, what tool output may not hold and how calls
+/// are read; [`Rules`] writes it.
+pub(crate) const FORMAT: Format = Format {
+    markers: &[Marker::Token("<function ")],
+    escapes: &[Escape::Tag("function"), Escape::Tag("param")],
+    ..Format::new(&Rules, &Rules)
+};
 
-impl Format for Rules {
-    fn id(&self) -> &'static str {
-        ID
-    }
-
-    fn markers(&self) -> &'static [Marker] {
-        &[Marker::Token("<function ")]
-    }
-
-    fn escapes(&self) -> &'static [Escape] {
-        &[Escape::Tag("function"), Escape::Tag("param")]
-    }
-
-    fn reading(&self) -> &dyn Reading {
-        self
-    }
-
+impl Writing for Rules {
     /// The tool-definition prompt: the tools as JSON lines in `<tools>`, then the call syntax
     /// MiniCPM writes (the model's own template was not available; see the docs).
     fn prompt(&self, tools: &[ToolDefinition]) -> String {
@@ -284,13 +272,7 @@ impl Format for Rules {
     }
 
     /// The calls of `minicpm5` as a grammar: see the module docs.
-    fn syntax(
-        &self,
-        b: &mut Builder,
-        methods: &[(String, &Value)],
-        options: &TextFormatOptions,
-        _constraint: &Constraint,
-    ) -> Result<Syntax, GrammarError> {
+    fn syntax(&self, b: &mut Builder, offer: &Offer<'_>) -> Result<Syntax, GrammarError> {
         let plain = TextForm {
             text_name: "VALUE_TEXT",
             value_name: "STRING_VALUE",
@@ -315,8 +297,8 @@ impl Format for Rules {
             key: &|key| format!("{PARAM} name=\"{key}\">"),
             call: &|name| (format!("name=\"{name}\">"), FUNCTION_END.to_string()),
         }
-        .calls(b, methods, options)?;
-        Ok(Syntax::new(ID, FUNCTION, call, options.skip_reasoning))
+        .calls(b, offer)?;
+        Ok(offer.syntax(FUNCTION, call))
     }
 }
 

@@ -29,14 +29,13 @@
 use serde_json::{Map, Value};
 
 use crate::ToolExecutionResult;
-use crate::grammar::{Builder, Constraint, Expr, GrammarError, Pattern, Section, Syntax};
-use crate::protocol::textfmt::TextFormatOptions;
+use crate::grammar::{Builder, Expr, GrammarError, Pattern, Section, Syntax};
 use crate::protocol::textfmt::driver::{
     Found, InSection, RawCall, Reading, Region, Scan, ScanState, Searches, after_blanks,
 };
 use crate::protocol::textfmt::escape::neutralize_tokens;
-use crate::protocol::textfmt::format::{Format, Marker};
-use crate::protocol::textfmt::grammar::{JsonMarkup, JsonSyntax};
+use crate::protocol::textfmt::format::{Format, Marker, Writing};
+use crate::protocol::textfmt::grammar::{JsonMarkup, JsonSyntax, Offer};
 use crate::protocol::textfmt::prompt::{content, functions};
 use crate::protocol::textfmt::readers::json::{Balanced, Quotes, name_guess, scan_balanced};
 use crate::protocol::textfmt::readers::json_list::{
@@ -131,22 +130,14 @@ impl Reading for Rules {
     }
 }
 
-/// The format's id.
-pub(crate) const ID: &str = "minimax_m1";
+/// The format: what `auto` looks for, what tool output may not hold and how calls
+/// are read; [`Rules`] writes it.
+pub(crate) const FORMAT: Format = Format {
+    markers: &[Marker::Shared { token: OPEN, look: after_tool_calls, shape: Shape::JsonLines }],
+    ..Format::new(&Rules, &Rules)
+};
 
-impl Format for Rules {
-    fn id(&self) -> &'static str {
-        ID
-    }
-
-    fn markers(&self) -> &'static [Marker] {
-        &[Marker::Shared { token: OPEN, look: after_tool_calls, shape: Shape::JsonLines }]
-    }
-
-    fn reading(&self) -> &dyn Reading {
-        self
-    }
-
+impl Writing for Rules {
     /// The tool-definition prompt, as the MiniMax-M1 template words it: the tools as JSON
     /// lines in `<tools>`, then the call format.
     fn prompt(&self, tools: &[ToolDefinition]) -> String {
@@ -180,13 +171,7 @@ impl Format for Rules {
         Some(format!("{OPEN}\n{}\n{CLOSE}", call_json(name, "arguments", args)))
     }
 
-    fn syntax(
-        &self,
-        b: &mut Builder,
-        methods: &[(String, &Value)],
-        options: &TextFormatOptions,
-        _constraint: &Constraint,
-    ) -> Result<Syntax, GrammarError> {
+    fn syntax(&self, b: &mut Builder, offer: &Offer<'_>) -> Result<Syntax, GrammarError> {
         let (open, close) = (format!("{OPEN}\n"), format!("\n{CLOSE}"));
         let head = |name: &str| call_json_head(name, "arguments");
         let markup = JsonMarkup { head: &head, index: None, tail: "}", tag_open: &open, tag_close: &close };
@@ -197,7 +182,7 @@ impl Format for Rules {
             avoid: vec![Pattern::text(OPEN)],
             arguments: "arguments",
         }
-        .build(ID, b, methods, options)
+        .build(b, offer)
     }
 }
 

@@ -18,11 +18,10 @@
 use serde_json::{Map, Value};
 
 use crate::ToolExecutionResult;
-use crate::grammar::{Builder, Constraint, GrammarError, Syntax};
-use crate::protocol::textfmt::TextFormatOptions;
+use crate::grammar::{Builder, GrammarError, Syntax};
 use crate::protocol::textfmt::driver::{RawCall, Reading, Region, Scan, ScanState, SectionTokens, UNCLOSED};
-use crate::protocol::textfmt::format::{Escape, Format, Marker};
-use crate::protocol::textfmt::grammar::{TextValues, value_text};
+use crate::protocol::textfmt::format::{Escape, Format, Marker, Writing};
+use crate::protocol::textfmt::grammar::{Offer, TextValues, value_text};
 use crate::protocol::textfmt::prompt::{bare_functions, content, each};
 use crate::protocol::textfmt::readers::values::{decode_entities, infer_minimax};
 use crate::tools::ToolDefinition;
@@ -115,26 +114,20 @@ fn attribute(tag: &str, name: &str) -> Option<String> {
     None
 }
 
-/// The format's id.
-pub(crate) const ID: &str = "minimax_m2";
+/// The format: what `auto` looks for, what tool output may not hold and how calls
+/// are read; [`Rules`] writes it.
+pub(crate) const FORMAT: Format = Format {
+    markers: &[Marker::Token(WRAPPER)],
+    escapes: &[
+        Escape::Tag("minimax:"),
+        Escape::Tag("invoke"),
+        Escape::Tag("parameter"),
+        Escape::Tag("response"),
+    ],
+    ..Format::new(&Rules, &Rules)
+};
 
-impl Format for Rules {
-    fn id(&self) -> &'static str {
-        ID
-    }
-
-    fn markers(&self) -> &'static [Marker] {
-        &[Marker::Token(WRAPPER)]
-    }
-
-    fn escapes(&self) -> &'static [Escape] {
-        &[Escape::Tag("minimax:"), Escape::Tag("invoke"), Escape::Tag("parameter"), Escape::Tag("response")]
-    }
-
-    fn reading(&self) -> &dyn Reading {
-        self
-    }
-
+impl Writing for Rules {
     fn prompt(&self, tools: &[ToolDefinition]) -> String {
         format!(
             "# Tools\nYou may call one or more tools to assist with the user query.\n\
@@ -169,13 +162,7 @@ impl Format for Rules {
     /// `</parameter>`, `<invoke`, `</invoke>` or `</minimax:tool_call>` (each would end it
     /// or the call) and no reasoning tag when reasoning is hidden; its white space is kept
     /// and its XML entities are decoded (so a written call has `&` and `<` as entities).
-    fn syntax(
-        &self,
-        b: &mut Builder,
-        methods: &[(String, &Value)],
-        options: &TextFormatOptions,
-        _constraint: &Constraint,
-    ) -> Result<Syntax, GrammarError> {
+    fn syntax(&self, b: &mut Builder, offer: &Offer<'_>) -> Result<Syntax, GrammarError> {
         use crate::grammar::{Expr, Pattern, Section};
         let call = TextValues {
             avoid: vec![
@@ -190,10 +177,10 @@ impl Format for Rules {
             key: &|key| format!("\n{PARAMETER} name=\"{key}\">"),
             call: &|name| (format!("\n{INVOKE} name=\"{name}\">"), format!("\n{INVOKE_END}")),
         }
-        .calls(b, methods, options)?;
+        .calls(b, offer)?;
         Ok(Syntax {
             section: Some(Section { between: Expr::lit(""), close: format!("\n{WRAPPER_END}") }),
-            ..Syntax::new(ID, WRAPPER, call, options.skip_reasoning)
+            ..offer.syntax(WRAPPER, call)
         })
     }
 }

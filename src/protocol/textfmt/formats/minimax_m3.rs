@@ -63,15 +63,14 @@ use serde_json::{Map, Value};
 
 use crate::ToolExecutionResult;
 use crate::grammar::{
-    Builder, CharSet, Constraint, Expr, GrammarError, Pattern, Section, Syntax, ValueStyle, Values,
-    properties,
+    Builder, CharSet, Expr, GrammarError, Pattern, Section, Syntax, ValueStyle, Values, properties,
 };
 use crate::protocol::reasoning::{Markup, Section as Reasoning};
-use crate::protocol::textfmt::TextFormatOptions;
 use crate::protocol::textfmt::driver::{
     Found, InSection, RawCall, Reading, Region, Scan, ScanState, Searches, UNCLOSED,
 };
-use crate::protocol::textfmt::format::{Escape, Format, Marker};
+use crate::protocol::textfmt::format::{Escape, Format, Marker, Writing};
+use crate::protocol::textfmt::grammar::Offer;
 use crate::protocol::textfmt::prompt::{bare_functions, wrapped};
 use crate::protocol::textfmt::readers::values::{decode_entities, infer};
 use crate::protocol::textfmt::readers::xml_elements::read_element;
@@ -278,30 +277,16 @@ fn write_element(out: &mut String, key: &str, value: &Value, depth: usize) -> Op
     Some(())
 }
 
-/// The format's id.
-pub(crate) const ID: &str = "minimax_m3";
+/// The format: what `auto` looks for, what tool output may not hold and how calls
+/// are read; [`Rules`] writes it.
+pub(crate) const FORMAT: Format = Format {
+    markers: &[Marker::Token("]<]minimax[>["), Marker::Token("<mm:think>"), Marker::Token("</mm:think>")],
+    escapes: &[Escape::Tag("]minimax["), Escape::Tag("mm:think"), Escape::Tag("response")],
+    reasoning: Some(&REASONING),
+    ..Format::new(&Rules, &Rules)
+};
 
-impl Format for Rules {
-    fn id(&self) -> &'static str {
-        ID
-    }
-
-    fn markers(&self) -> &'static [Marker] {
-        &[Marker::Token("]<]minimax[>["), Marker::Token("<mm:think>"), Marker::Token("</mm:think>")]
-    }
-
-    fn escapes(&self) -> &'static [Escape] {
-        &[Escape::Tag("]minimax["), Escape::Tag("mm:think"), Escape::Tag("response")]
-    }
-
-    fn reading(&self) -> &dyn Reading {
-        self
-    }
-
-    fn reasoning(&self) -> Option<&'static Markup> {
-        Some(&REASONING)
-    }
-
+impl Writing for Rules {
     /// The tool-definition prompt, in the shape of MiniMax's templates: the tools as JSON in
     /// `<tools>`, then the namespaced call syntax with nested elements for objects and
     /// `<item>` elements for arrays.
@@ -350,15 +335,9 @@ impl Format for Rules {
     }
 
     /// The calls of `minimax_m3` as a grammar: see the module docs.
-    fn syntax(
-        &self,
-        b: &mut Builder,
-        methods: &[(String, &Value)],
-        options: &TextFormatOptions,
-        _constraint: &Constraint,
-    ) -> Result<Syntax, GrammarError> {
+    fn syntax(&self, b: &mut Builder, offer: &Offer<'_>) -> Result<Syntax, GrammarError> {
         let mut calls = Vec::new();
-        for (name, schema) in methods {
+        for (name, schema) in offer.methods {
             let elements = Elements { method: name, root: schema };
             let list = elements.children(b, schema, 0, true, "\n")?;
             let head = format!("\n{NS}<invoke name=\"{name}\">");
@@ -368,7 +347,7 @@ impl Format for Rules {
         Ok(Syntax {
             section: Some(Section { between: Expr::lit(""), close: format!("\n{BLOCK_END}") }),
             avoid: vec![Pattern::text(THINK), Pattern::text(THINK_END)],
-            ..Syntax::new(ID, BLOCK, b.rule("call", Expr::alt(calls)), options.skip_reasoning)
+            ..offer.syntax(BLOCK, b.rule("call", Expr::alt(calls)))
         })
     }
 }

@@ -17,14 +17,13 @@
 use serde_json::{Map, Value, json};
 
 use crate::ToolExecutionResult;
-use crate::grammar::{Builder, Constraint, Expr, GrammarError, Pattern, Section, Syntax};
-use crate::protocol::textfmt::TextFormatOptions;
+use crate::grammar::{Builder, Expr, GrammarError, Pattern, Section, Syntax};
 use crate::protocol::textfmt::driver::{
     Found, RawCall, Reading, Region, Scan, ScanState, Searches, after_blanks,
 };
 use crate::protocol::textfmt::escape::neutralize_tokens;
-use crate::protocol::textfmt::format::{Escape, Format, Marker};
-use crate::protocol::textfmt::grammar::{JsonMarkup, JsonSyntax, json_text};
+use crate::protocol::textfmt::format::{Escape, Format, Marker, Writing};
+use crate::protocol::textfmt::grammar::{JsonMarkup, JsonSyntax, Offer, json_text};
 use crate::protocol::textfmt::prompt::{content, each, functions};
 use crate::protocol::textfmt::readers::json::{
     Balanced, Quotes, arguments, call_list, call_object, name_guess, scan_balanced, split_elements,
@@ -196,32 +195,21 @@ fn read_array(json: &str, offset: usize, calls: &mut Vec<RawCall>) {
     }
 }
 
-/// The format's id.
-pub(crate) const ID: &str = "mistral";
+/// The format: what `auto` looks for, what tool output may not hold and how calls
+/// are read; [`Rules`] writes it.
+pub(crate) const FORMAT: Format = Format {
+    markers: &[Marker::Token(TOKEN)],
+    escapes: &[
+        Escape::Bracket(TOKEN),
+        Escape::Bracket(ARGS),
+        Escape::Bracket("[TOOL_RESULTS]"),
+        Escape::Bracket("[/TOOL_RESULTS]"),
+        Escape::Bracket("[CALL_ID]"),
+    ],
+    ..Format::new(&Rules, &Rules)
+};
 
-impl Format for Rules {
-    fn id(&self) -> &'static str {
-        ID
-    }
-
-    fn markers(&self) -> &'static [Marker] {
-        &[Marker::Token(TOKEN)]
-    }
-
-    fn escapes(&self) -> &'static [Escape] {
-        &[
-            Escape::Bracket(TOKEN),
-            Escape::Bracket(ARGS),
-            Escape::Bracket("[TOOL_RESULTS]"),
-            Escape::Bracket("[/TOOL_RESULTS]"),
-            Escape::Bracket("[CALL_ID]"),
-        ]
-    }
-
-    fn reading(&self) -> &dyn Reading {
-        self
-    }
-
+impl Writing for Rules {
     fn prompt(&self, tools: &[ToolDefinition]) -> String {
         format!(
             "[AVAILABLE_TOOLS]{}[/AVAILABLE_TOOLS]\n\nTo call tools, write [TOOL_CALLS] followed by a JSON array of \
@@ -249,13 +237,7 @@ impl Format for Rules {
         Some(format!("{ARRAY_OPEN}{{\"name\": {name}, \"arguments\": {args}}}]"))
     }
 
-    fn syntax(
-        &self,
-        b: &mut Builder,
-        methods: &[(String, &Value)],
-        options: &TextFormatOptions,
-        _constraint: &Constraint,
-    ) -> Result<Syntax, GrammarError> {
+    fn syntax(&self, b: &mut Builder, offer: &Offer<'_>) -> Result<Syntax, GrammarError> {
         let head =
             |name: &str| format!("{{\"name\": {}, \"arguments\": ", json_text(&Value::String(name.into())));
         let markup = JsonMarkup { head: &head, index: None, tail: "}", tag_open: ARRAY_OPEN, tag_close: "]" };
@@ -267,6 +249,6 @@ impl Format for Rules {
             avoid: vec![Pattern::text(TOKEN)],
             arguments: "arguments",
         }
-        .build(ID, b, methods, options)
+        .build(b, offer)
     }
 }

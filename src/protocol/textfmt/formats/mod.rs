@@ -1,6 +1,7 @@
 //! The formats, one file each, named by the format's id. Each file holds the
-//! format's [`Format`](super::format::Format) implementation (`Rules`) and its `ID`, and
-//! imports readers (`super::readers`), the driver and the trait, never another format.
+//! format's [`Format`](super::format::Format) (`FORMAT`) and the `Rules` that write it,
+//! and imports readers (`super::readers`), the driver and the traits, never another
+//! format.
 
 pub(crate) mod apertus;
 pub(crate) mod cohere;

@@ -32,12 +32,12 @@
 use serde_json::{Map, Value};
 
 use crate::ToolExecutionResult;
-use crate::grammar::{Builder, Constraint, Expr, GrammarError, Section, Syntax};
-use crate::protocol::textfmt::TextFormatOptions;
+use crate::grammar::{Builder, Expr, GrammarError, Section, Syntax};
 use crate::protocol::textfmt::driver::{
     Found, InSection, RawCall, Reading, Region, Scan, ScanState, Searches, partial_suffix,
 };
-use crate::protocol::textfmt::format::{Escape, Format, Marker};
+use crate::protocol::textfmt::format::{Escape, Format, Marker, Writing};
+use crate::protocol::textfmt::grammar::Offer;
 use crate::protocol::textfmt::readers::json::{Balanced, Quotes, scan_balanced};
 use crate::protocol::textfmt::readers::pythonic::{Literals, calls};
 use crate::python::parse_call_list;
@@ -129,26 +129,15 @@ impl Reading for Rules {
     }
 }
 
-/// The format's id.
-pub(crate) const ID: &str = "olmo3";
+/// The format: what `auto` looks for, what tool output may not hold and how calls
+/// are read; [`Rules`] writes it.
+pub(crate) const FORMAT: Format = Format {
+    markers: &[Marker::Token("<function_calls>")],
+    escapes: &[Escape::Tag("function")],
+    ..Format::new(&Rules, &Rules)
+};
 
-impl Format for Rules {
-    fn id(&self) -> &'static str {
-        ID
-    }
-
-    fn markers(&self) -> &'static [Marker] {
-        &[Marker::Token("<function_calls>")]
-    }
-
-    fn escapes(&self) -> &'static [Escape] {
-        &[Escape::Tag("function")]
-    }
-
-    fn reading(&self) -> &dyn Reading {
-        self
-    }
-
+impl Writing for Rules {
     /// The tool-definition prompt, as OLMo 3's chat template words it.
     fn prompt(&self, tools: &[ToolDefinition]) -> String {
         format!(
@@ -207,17 +196,11 @@ impl Format for Rules {
     }
 
     /// The calls of `olmo3` as a grammar: see the module docs.
-    fn syntax(
-        &self,
-        b: &mut Builder,
-        methods: &[(String, &Value)],
-        options: &TextFormatOptions,
-        _constraint: &Constraint,
-    ) -> Result<Syntax, GrammarError> {
-        let call = calls(b, methods, Literals::json(true))?;
+    fn syntax(&self, b: &mut Builder, offer: &Offer<'_>) -> Result<Syntax, GrammarError> {
+        let call = calls(b, offer.methods, Literals::json(true))?;
         Ok(Syntax {
             section: Some(Section { between: Expr::lit("\n"), close: CLOSE.into() }),
-            ..Syntax::new(ID, OPEN, call, options.skip_reasoning)
+            ..offer.syntax(OPEN, call)
         })
     }
 }

@@ -22,10 +22,10 @@
 use serde_json::{Map, Value};
 
 use crate::ToolExecutionResult;
-use crate::grammar::{Builder, Constraint, GrammarError, Syntax};
-use crate::protocol::textfmt::TextFormatOptions;
+use crate::grammar::{Builder, GrammarError, Syntax};
 use crate::protocol::textfmt::driver::{Found, RawCall, Reading, Region, Scan, ScanState, Searches};
-use crate::protocol::textfmt::format::{Escape, Format, Marker};
+use crate::protocol::textfmt::format::{Escape, Format, Marker, Writing};
+use crate::protocol::textfmt::grammar::Offer;
 use crate::protocol::textfmt::prompt::content;
 use crate::protocol::textfmt::readers::json_list::{
     Block, call_json, list_syntax, pretty_functions, read_block, scan_block,
@@ -62,26 +62,15 @@ impl Reading for Rules {
     }
 }
 
-/// The format's id.
-pub(crate) const ID: &str = "phi4_mini";
+/// The format: what `auto` looks for, what tool output may not hold and how calls
+/// are read; [`Rules`] writes it.
+pub(crate) const FORMAT: Format = Format {
+    markers: &[Marker::Token("functools[")],
+    escapes: &[Escape::ListAfter("functools")],
+    ..Format::new(&Rules, &Rules)
+};
 
-impl Format for Rules {
-    fn id(&self) -> &'static str {
-        ID
-    }
-
-    fn markers(&self) -> &'static [Marker] {
-        &[Marker::Token("functools[")]
-    }
-
-    fn escapes(&self) -> &'static [Escape] {
-        &[Escape::ListAfter("functools")]
-    }
-
-    fn reading(&self) -> &dyn Reading {
-        self
-    }
-
+impl Writing for Rules {
     /// The tool-definition prompt: the Phi-4-mini template's rules for calling functions,
     /// then each tool as indented JSON.
     fn prompt(&self, tools: &[ToolDefinition]) -> String {
@@ -120,14 +109,8 @@ impl Format for Rules {
         Some(format!("functools[{}]", call_json(name, "arguments", args)))
     }
 
-    fn syntax(
-        &self,
-        b: &mut Builder,
-        methods: &[(String, &Value)],
-        options: &TextFormatOptions,
-        _constraint: &Constraint,
-    ) -> Result<Syntax, GrammarError> {
-        list_syntax(ID, b, methods, options, (MARKER, "]"), Vec::new())
+    fn syntax(&self, b: &mut Builder, offer: &Offer<'_>) -> Result<Syntax, GrammarError> {
+        list_syntax(b, offer, (MARKER, "]"), Vec::new())
     }
 }
 

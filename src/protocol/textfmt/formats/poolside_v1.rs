@@ -51,12 +51,11 @@
 use serde_json::{Map, Value};
 
 use crate::ToolExecutionResult;
-use crate::grammar::{Builder, Constraint, GrammarError, Pattern, Syntax, TextForm};
+use crate::grammar::{Builder, GrammarError, Pattern, Syntax, TextForm};
 use crate::protocol::textfmt::TextFormat;
-use crate::protocol::textfmt::TextFormatOptions;
 use crate::protocol::textfmt::driver::{Found, RawCall, Reading, Region, Scan, ScanState, Searches};
-use crate::protocol::textfmt::format::{Escape, Format};
-use crate::protocol::textfmt::grammar::{TextCalls, value_text};
+use crate::protocol::textfmt::format::{Format, Writing};
+use crate::protocol::textfmt::grammar::{Offer, TextCalls, value_text};
 use crate::protocol::textfmt::prompt::{functions, wrapped};
 use crate::protocol::textfmt::readers::glm::{
     ESCAPES, Glm, KEY, KEY_END, VALUE, VALUE_END, ValueCut, read_call,
@@ -84,26 +83,15 @@ impl Reading for Rules {
     }
 }
 
-/// The format's id.
-pub(crate) const ID: &str = "poolside_v1";
+/// The format: what `auto` looks for, what tool output may not hold and how calls
+/// are read; [`Rules`] writes it.
+pub(crate) const FORMAT: Format = Format {
+    same_markup: &[TextFormat::Glm45, TextFormat::Glm47],
+    escapes: ESCAPES,
+    ..Format::new(&Rules, &Rules)
+};
 
-impl Format for Rules {
-    fn id(&self) -> &'static str {
-        ID
-    }
-
-    fn same_markup(&self) -> &'static [TextFormat] {
-        &[TextFormat::Glm45, TextFormat::Glm47]
-    }
-
-    fn escapes(&self) -> &'static [Escape] {
-        ESCAPES
-    }
-
-    fn reading(&self) -> &dyn Reading {
-        self
-    }
-
+impl Writing for Rules {
     /// The tool-definition prompt, worded as Laguna's chat template words its `### Tools`
     /// section: one function object per line in `<available_tools>`, then how to call.
     fn prompt(&self, tools: &[ToolDefinition]) -> String {
@@ -151,13 +139,7 @@ impl Format for Rules {
     }
 
     /// The calls of `poolside_v1` as a grammar: see the module docs.
-    fn syntax(
-        &self,
-        b: &mut Builder,
-        methods: &[(String, &Value)],
-        options: &TextFormatOptions,
-        _constraint: &Constraint,
-    ) -> Result<Syntax, GrammarError> {
+    fn syntax(&self, b: &mut Builder, offer: &Offer<'_>) -> Result<Syntax, GrammarError> {
         // The four forms of a string: with or without the extra line break at each end.
         // Without it, the text may not begin (end) with a line break, which the reader
         // would cut off.
@@ -192,8 +174,8 @@ impl Format for Rules {
             key: &|key| format!("{KEY}{key}{KEY_END}\n"),
             call: &|name| (format!("{name}\n"), CLOSE.to_string()),
         }
-        .calls(b, methods, options)?;
-        Ok(Syntax::new(ID, OPEN, call, options.skip_reasoning))
+        .calls(b, offer)?;
+        Ok(offer.syntax(OPEN, call))
     }
 }
 

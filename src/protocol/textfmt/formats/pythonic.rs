@@ -20,9 +20,9 @@ use crate::protocol::textfmt::readers::pythonic::{Literals, calls, list_starts, 
 use serde_json::{Map, Value};
 
 use crate::ToolExecutionResult;
-use crate::grammar::{Builder, Constraint, GrammarError, Syntax};
-use crate::protocol::textfmt::TextFormatOptions;
-use crate::protocol::textfmt::format::{Escape, Format, Marker};
+use crate::grammar::{Builder, GrammarError, Syntax};
+use crate::protocol::textfmt::format::{Escape, Format, Marker, Writing};
+use crate::protocol::textfmt::grammar::Offer;
 use crate::protocol::textfmt::prompt::{bare_functions, output_objects};
 use crate::python::parse_call_list;
 use crate::tools::ToolDefinition;
@@ -111,26 +111,15 @@ impl Reading for Rules {
     }
 }
 
-/// The format's id.
-pub(crate) const ID: &str = "pythonic";
+/// The format: what `auto` looks for, what tool output may not hold and how calls
+/// are read; [`Rules`] writes it.
+pub(crate) const FORMAT: Format = Format {
+    markers: &[Marker::Token(START), Marker::CallList],
+    escapes: &[Escape::CallList],
+    ..Format::new(&Rules, &Rules)
+};
 
-impl Format for Rules {
-    fn id(&self) -> &'static str {
-        ID
-    }
-
-    fn markers(&self) -> &'static [Marker] {
-        &[Marker::Token(START), Marker::CallList]
-    }
-
-    fn escapes(&self) -> &'static [Escape] {
-        &[Escape::CallList]
-    }
-
-    fn reading(&self) -> &dyn Reading {
-        self
-    }
-
+impl Writing for Rules {
     fn prompt(&self, tools: &[ToolDefinition]) -> String {
         format!(
             "You are an expert in composing functions. You are given a question and a set of possible functions.\n\
@@ -160,20 +149,14 @@ impl Format for Rules {
     /// `\uXXXX` but no surrogate) and no raw control character (nor raw `<` while
     /// reasoning is hidden, so no string opens a reasoning tag), `True`/`False`, `None`,
     /// numbers as JSON writes them, lists and dicts as JSON (which the reader also takes).
-    fn syntax(
-        &self,
-        b: &mut Builder,
-        methods: &[(String, &Value)],
-        options: &TextFormatOptions,
-        _constraint: &Constraint,
-    ) -> Result<Syntax, GrammarError> {
+    fn syntax(&self, b: &mut Builder, offer: &Offer<'_>) -> Result<Syntax, GrammarError> {
         use crate::grammar::{Expr, Pattern, Section, Syntax};
-        let literals = Literals::python(options.skip_reasoning);
-        let call = calls(b, methods, literals)?;
+        let literals = Literals::python(offer.options.skip_reasoning);
+        let call = calls(b, offer.methods, literals)?;
         Ok(Syntax {
             section: Some(Section { between: Expr::lit(", "), close: "]".into() }),
             avoid: vec![Pattern::text(START)],
-            ..Syntax::new(ID, "[", call, options.skip_reasoning)
+            ..offer.syntax("[", call)
         })
     }
 }

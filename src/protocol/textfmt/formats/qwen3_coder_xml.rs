@@ -24,11 +24,10 @@
 use serde_json::{Map, Value};
 
 use crate::ToolExecutionResult;
-use crate::grammar::{Builder, Constraint, GrammarError, Pattern, Syntax};
-use crate::protocol::textfmt::TextFormatOptions;
+use crate::grammar::{Builder, GrammarError, Pattern, Syntax};
 use crate::protocol::textfmt::driver::{Found, RawCall, Reading, Region, Scan, ScanState, Searches};
-use crate::protocol::textfmt::format::{Escape, Format, Marker};
-use crate::protocol::textfmt::grammar::{TextValues, value_text};
+use crate::protocol::textfmt::format::{Escape, Format, Marker, Writing};
+use crate::protocol::textfmt::grammar::{Offer, TextValues, value_text};
 use crate::protocol::textfmt::prompt::{methods, str_at};
 use crate::protocol::textfmt::readers::shapes::{Shape, after_tool_call};
 use crate::protocol::textfmt::readers::tagged::{TOOL_CALL as OPEN, TOOL_CALL_END as CLOSE, tagged_results};
@@ -56,29 +55,18 @@ impl Reading for Rules {
     }
 }
 
-/// The format's id.
-pub(crate) const ID: &str = "qwen3_coder_xml";
+/// The format: what `auto` looks for, what tool output may not hold and how calls
+/// are read; [`Rules`] writes it.
+pub(crate) const FORMAT: Format = Format {
+    markers: &[
+        Marker::Shared { token: OPEN, look: after_tool_call, shape: Shape::FunctionTag },
+        Marker::Token(FUNCTION),
+    ],
+    escapes: &[Escape::Tag("function"), Escape::Tag("parameter")],
+    ..Format::new(&Rules, &Rules)
+};
 
-impl Format for Rules {
-    fn id(&self) -> &'static str {
-        ID
-    }
-
-    fn markers(&self) -> &'static [Marker] {
-        &[
-            Marker::Shared { token: OPEN, look: after_tool_call, shape: Shape::FunctionTag },
-            Marker::Token(FUNCTION),
-        ]
-    }
-
-    fn escapes(&self) -> &'static [Escape] {
-        &[Escape::Tag("function"), Escape::Tag("parameter")]
-    }
-
-    fn reading(&self) -> &dyn Reading {
-        self
-    }
-
+impl Writing for Rules {
     fn prompt(&self, tools: &[ToolDefinition]) -> String {
         let mut out = String::from("# Tools\n\nYou have access to the following functions:\n\n<tools>");
         for (name, description, parameters) in methods(tools) {
@@ -148,13 +136,7 @@ impl Format for Rules {
     /// `<parameter=`, `</function>` or `</tool_call>` (each ends it or the call, and the
     /// format has no escapes: entities are kept as written), and no reasoning tag when
     /// reasoning is hidden.
-    fn syntax(
-        &self,
-        b: &mut Builder,
-        methods: &[(String, &Value)],
-        options: &TextFormatOptions,
-        _constraint: &Constraint,
-    ) -> Result<Syntax, GrammarError> {
+    fn syntax(&self, b: &mut Builder, offer: &Offer<'_>) -> Result<Syntax, GrammarError> {
         let close = format!("\n{PARAMETER_END}");
         let call = TextValues {
             avoid: Pattern::trimmed_text(&[PARAMETER_END, PARAMETER, FUNCTION_END, CLOSE]),
@@ -163,10 +145,7 @@ impl Format for Rules {
             key: &|key| format!("\n{PARAMETER}{key}>"),
             call: &|name| (format!("\n{FUNCTION}{name}>"), format!("\n{FUNCTION_END}\n{CLOSE}")),
         }
-        .calls(b, methods, options)?;
-        Ok(Syntax {
-            avoid: vec![Pattern::text(FUNCTION)],
-            ..Syntax::new(ID, OPEN, call, options.skip_reasoning)
-        })
+        .calls(b, offer)?;
+        Ok(Syntax { avoid: vec![Pattern::text(FUNCTION)], ..offer.syntax(OPEN, call) })
     }
 }

@@ -37,14 +37,12 @@
 use serde_json::{Map, Value};
 
 use crate::ToolExecutionResult;
-use crate::grammar::{
-    Builder, CharSet, Constraint, Expr, GrammarError, Pattern, Section, Syntax, properties,
-};
-use crate::protocol::textfmt::TextFormatOptions;
+use crate::grammar::{Builder, CharSet, Expr, GrammarError, Pattern, Section, Syntax, properties};
 use crate::protocol::textfmt::driver::{
     Found, InSection, RawCall, Reading, Region, Scan, ScanState, Searches, after_blanks,
 };
-use crate::protocol::textfmt::format::{Format, Marker};
+use crate::protocol::textfmt::format::{Format, Marker, Writing};
+use crate::protocol::textfmt::grammar::Offer;
 use crate::protocol::textfmt::readers::json::{Quotes, split_elements};
 use crate::protocol::textfmt::readers::pythonic::{Literals, PyLiterals, python_literal};
 use crate::python::parse_literal;
@@ -137,22 +135,14 @@ impl Reading for Rules {
     }
 }
 
-/// The format's id.
-pub(crate) const ID: &str = "sarashina";
+/// The format: what `auto` looks for, what tool output may not hold and how calls
+/// are read; [`Rules`] writes it.
+pub(crate) const FORMAT: Format = Format {
+    markers: &[Marker::Token("<|tool_calls|>"), Marker::Opening(&["[", "{", "'name'"])],
+    ..Format::new(&Rules, &Rules)
+};
 
-impl Format for Rules {
-    fn id(&self) -> &'static str {
-        ID
-    }
-
-    fn markers(&self) -> &'static [Marker] {
-        &[Marker::Token("<|tool_calls|>"), Marker::Opening(&["[", "{", "'name'"])]
-    }
-
-    fn reading(&self) -> &dyn Reading {
-        self
-    }
-
+impl Writing for Rules {
     /// The tool-definition prompt: the functions as JSON, and how to call them.
     fn prompt(&self, tools: &[ToolDefinition]) -> String {
         format!(
@@ -190,23 +180,20 @@ impl Format for Rules {
     }
 
     /// The calls of `sarashina` as a grammar (see the module docs).
-    fn syntax(
-        &self,
-        b: &mut Builder,
-        methods: &[(String, &Value)],
-        options: &TextFormatOptions,
-        _constraint: &Constraint,
-    ) -> Result<Syntax, GrammarError> {
+    fn syntax(&self, b: &mut Builder, offer: &Offer<'_>) -> Result<Syntax, GrammarError> {
         let py = |value: &str| {
             let mut out = String::new();
             python_literal(&Value::String(value.to_string()), '\'', &mut out);
             out
         };
         let ws = || Expr::lit(" ").opt();
-        let literals =
-            Literals { quote: '\'', python_containers: true, ..Literals::python(options.skip_reasoning) };
+        let literals = Literals {
+            quote: '\'',
+            python_containers: true,
+            ..Literals::python(offer.options.skip_reasoning)
+        };
         let mut calls = Vec::new();
-        for (name, schema) in methods {
+        for (name, schema) in offer.methods {
             let mut literals = PyLiterals::new(b, name, schema, literals);
             let mut members = Vec::new();
             for (key, property, required) in properties(schema) {
@@ -224,7 +211,7 @@ impl Format for Rules {
                 Pattern::text(MARKER),
                 Pattern::new().then_any(CharSet::ascii_space()).then(CharSet::of("[{")).at_start(),
             ],
-            ..Syntax::new(ID, format!("{MARKER}["), call, options.skip_reasoning)
+            ..offer.syntax(format!("{MARKER}["), call)
         })
     }
 }

@@ -46,14 +46,13 @@
 use serde_json::{Map, Value};
 
 use crate::ToolExecutionResult;
-use crate::grammar::{Builder, Constraint, GrammarError, Pattern, Syntax};
+use crate::grammar::{Builder, GrammarError, Pattern, Syntax};
 use crate::protocol::reasoning::{Markup, Section};
-use crate::protocol::textfmt::TextFormatOptions;
 use crate::protocol::textfmt::driver::{
     Found, RawCall, Reading, Region, Scan, ScanState, Searches, UNCLOSED,
 };
-use crate::protocol::textfmt::format::{Escape, Format, Marker};
-use crate::protocol::textfmt::grammar::{TextValues, value_text};
+use crate::protocol::textfmt::format::{Escape, Format, Marker, Writing};
+use crate::protocol::textfmt::grammar::{Offer, TextValues, value_text};
 use crate::protocol::textfmt::prompt::{content, methods};
 use crate::protocol::textfmt::readers::values::unwrap_lines;
 use crate::protocol::textfmt::readers::xml_function::{
@@ -104,30 +103,20 @@ fn python_type(schema: &Value) -> &'static str {
     }
 }
 
-/// The format's id.
-pub(crate) const ID: &str = "seed_oss";
+/// The format: what `auto` looks for, what tool output may not hold and how calls
+/// are read; [`Rules`] writes it.
+pub(crate) const FORMAT: Format = Format {
+    markers: &[
+        Marker::Token("<seed:tool_call>"),
+        Marker::Token("<seed:think>"),
+        Marker::Token("</seed:think>"),
+    ],
+    escapes: &[Escape::Tag("seed:")],
+    reasoning: Some(&REASONING),
+    ..Format::new(&Rules, &Rules)
+};
 
-impl Format for Rules {
-    fn id(&self) -> &'static str {
-        ID
-    }
-
-    fn markers(&self) -> &'static [Marker] {
-        &[Marker::Token("<seed:tool_call>"), Marker::Token("<seed:think>"), Marker::Token("</seed:think>")]
-    }
-
-    fn escapes(&self) -> &'static [Escape] {
-        &[Escape::Tag("seed:")]
-    }
-
-    fn reading(&self) -> &dyn Reading {
-        self
-    }
-
-    fn reasoning(&self) -> Option<&'static Markup> {
-        Some(&REASONING)
-    }
-
+impl Writing for Rules {
     /// The tool-definition prompt, the way Seed-OSS's template renders tools: each function
     /// as a Python signature with a docstring, then the call format.
     fn prompt(&self, tools: &[ToolDefinition]) -> String {
@@ -199,13 +188,7 @@ impl Format for Rules {
     }
 
     /// The calls of `seed_oss` as a grammar: see the module docs.
-    fn syntax(
-        &self,
-        b: &mut Builder,
-        methods: &[(String, &Value)],
-        options: &TextFormatOptions,
-        _constraint: &Constraint,
-    ) -> Result<Syntax, GrammarError> {
+    fn syntax(&self, b: &mut Builder, offer: &Offer<'_>) -> Result<Syntax, GrammarError> {
         let call = TextValues {
             avoid: Pattern::trimmed_text(&[PARAMETER_END, PARAMETER, FUNCTION_END, OPEN, CLOSE]),
             open: "",
@@ -213,11 +196,8 @@ impl Format for Rules {
             key: &|key| format!("\n{PARAMETER}{key}>"),
             call: &|name| (format!("\n{FUNCTION}{name}>"), format!("\n{FUNCTION_END}\n{CLOSE}")),
         }
-        .calls(b, methods, options)?;
-        Ok(Syntax {
-            avoid: vec![Pattern::text(THINK), Pattern::text(THINK_END)],
-            ..Syntax::new(ID, OPEN, call, options.skip_reasoning)
-        })
+        .calls(b, offer)?;
+        Ok(Syntax { avoid: vec![Pattern::text(THINK), Pattern::text(THINK_END)], ..offer.syntax(OPEN, call) })
     }
 }
 

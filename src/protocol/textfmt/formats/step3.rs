@@ -42,13 +42,12 @@
 use serde_json::{Map, Value};
 
 use crate::ToolExecutionResult;
-use crate::grammar::{Builder, Constraint, Expr, GrammarError, Pattern, Section, Syntax};
-use crate::protocol::textfmt::TextFormatOptions;
+use crate::grammar::{Builder, Expr, GrammarError, Pattern, Section, Syntax};
 use crate::protocol::textfmt::driver::{
     RawCall, Reading, Region, Scan, ScanState, SectionTokens, UNCLOSED, inside,
 };
-use crate::protocol::textfmt::format::{Escape, Format, Marker};
-use crate::protocol::textfmt::grammar::{TextValues, value_text};
+use crate::protocol::textfmt::format::{Escape, Format, Marker, Writing};
+use crate::protocol::textfmt::grammar::{Offer, TextValues, value_text};
 use crate::protocol::textfmt::prompt::{functions, lines, wrapped};
 use crate::protocol::textfmt::readers::dsml::attribute;
 use crate::protocol::textfmt::readers::values::infer;
@@ -147,26 +146,15 @@ impl Reading for Rules {
     }
 }
 
-/// The format's id.
-pub(crate) const ID: &str = "step3";
+/// The format: what `auto` looks for, what tool output may not hold and how calls
+/// are read; [`Rules`] writes it.
+pub(crate) const FORMAT: Format = Format {
+    markers: &[Marker::Token("<｜tool_calls_begin｜>")],
+    escapes: &[Escape::Tag("steptml:")],
+    ..Format::new(&Rules, &Rules)
+};
 
-impl Format for Rules {
-    fn id(&self) -> &'static str {
-        ID
-    }
-
-    fn markers(&self) -> &'static [Marker] {
-        &[Marker::Token("<｜tool_calls_begin｜>")]
-    }
-
-    fn escapes(&self) -> &'static [Escape] {
-        &[Escape::Tag("steptml:")]
-    }
-
-    fn reading(&self) -> &dyn Reading {
-        self
-    }
-
+impl Writing for Rules {
     /// The tool-definition prompt: the functions as JSON, one a line, and the call format.
     fn prompt(&self, tools: &[ToolDefinition]) -> String {
         format!(
@@ -212,13 +200,7 @@ impl Format for Rules {
     }
 
     /// The calls of `step3` as a grammar: see the module docs.
-    fn syntax(
-        &self,
-        b: &mut Builder,
-        methods: &[(String, &Value)],
-        options: &TextFormatOptions,
-        _constraint: &Constraint,
-    ) -> Result<Syntax, GrammarError> {
+    fn syntax(&self, b: &mut Builder, offer: &Offer<'_>) -> Result<Syntax, GrammarError> {
         let call = TextValues {
             avoid: Pattern::trimmed_text(&[PARAMETER_END, CALL_BEGIN, CALL_END, CALLS_END]),
             open: "",
@@ -231,10 +213,10 @@ impl Format for Rules {
                 )
             },
         }
-        .calls(b, methods, options)?;
+        .calls(b, offer)?;
         Ok(Syntax {
             section: Some(Section { between: Expr::lit(""), close: format!("\n{CALLS_END}") }),
-            ..Syntax::new(ID, CALLS_BEGIN, call, options.skip_reasoning)
+            ..offer.syntax(CALLS_BEGIN, call)
         })
     }
 }

@@ -38,12 +38,11 @@
 use serde_json::{Map, Value};
 
 use crate::ToolExecutionResult;
-use crate::grammar::{Builder, CharSet, Constraint, Expr, GrammarError, Pattern, Section, Syntax};
+use crate::grammar::{Builder, CharSet, Expr, GrammarError, Pattern, Section, Syntax};
 use crate::protocol::textfmt::TextFormat;
-use crate::protocol::textfmt::TextFormatOptions;
 use crate::protocol::textfmt::driver::{Found, RawCall, Reading, Region, Scan, ScanState, Searches};
-use crate::protocol::textfmt::format::{Escape, Format, Marker};
-use crate::protocol::textfmt::grammar::{JsonMarkup, JsonSyntax, json_text, opening};
+use crate::protocol::textfmt::format::{Escape, Format, Marker, Writing};
+use crate::protocol::textfmt::grammar::{JsonMarkup, JsonSyntax, Offer, json_text, opening};
 use crate::protocol::textfmt::prompt::named_results;
 use crate::protocol::textfmt::readers::json::name_guess;
 use crate::protocol::textfmt::readers::json_list::{
@@ -138,33 +137,19 @@ fn call_begun(region: &str) -> bool {
         .is_some_and(|rest| blanks(rest).starts_with("\"name\""))
 }
 
-/// The format's id.
-pub(crate) const ID: &str = "xlam";
+/// The format: what `auto` looks for, what tool output may not hold and how calls
+/// are read; [`Rules`] writes it.
+pub(crate) const FORMAT: Format = Format {
+    markers: &[
+        Marker::Shared { token: FENCE, look: after_fence, shape: Shape::FencedCalls },
+        Marker::Opening(&["[", "{", "\"name\""]),
+    ],
+    same_markup: &[TextFormat::Mistral, TextFormat::Granite],
+    escapes: &[Escape::Bracket("[TOOL_CALLS]"), Escape::CallFence(FENCE), Escape::Tag("tool_call")],
+    ..Format::new(&Rules, &Rules)
+};
 
-impl Format for Rules {
-    fn id(&self) -> &'static str {
-        ID
-    }
-
-    fn markers(&self) -> &'static [Marker] {
-        &[
-            Marker::Shared { token: FENCE, look: after_fence, shape: Shape::FencedCalls },
-            Marker::Opening(&["[", "{", "\"name\""]),
-        ]
-    }
-
-    fn same_markup(&self) -> &'static [TextFormat] {
-        &[TextFormat::Mistral, TextFormat::Granite]
-    }
-
-    fn escapes(&self) -> &'static [Escape] {
-        &[Escape::Bracket("[TOOL_CALLS]"), Escape::CallFence(FENCE), Escape::Tag("tool_call")]
-    }
-
-    fn reading(&self) -> &dyn Reading {
-        self
-    }
-
+impl Writing for Rules {
     /// The tool-definition prompt, as the xLAM template words it: the instruction, then each
     /// tool as indented JSON.
     fn prompt(&self, tools: &[ToolDefinition]) -> String {
@@ -193,13 +178,7 @@ impl Format for Rules {
         Some(format!("[{}]", call_json(name, "arguments", args)))
     }
 
-    fn syntax(
-        &self,
-        b: &mut Builder,
-        methods: &[(String, &Value)],
-        options: &TextFormatOptions,
-        _constraint: &Constraint,
-    ) -> Result<Syntax, GrammarError> {
+    fn syntax(&self, b: &mut Builder, offer: &Offer<'_>) -> Result<Syntax, GrammarError> {
         // The list's opening up to the first name is the markup: free text may hold a
         // `[` (a bare list is a call only at the start of a reply), but not that.
         const OPEN: &str = "[{\"name\": ";
@@ -221,7 +200,7 @@ impl Format for Rules {
             ],
             arguments: "arguments",
         }
-        .build(ID, b, methods, options)
+        .build(b, offer)
     }
 }
 

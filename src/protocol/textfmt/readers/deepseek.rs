@@ -20,11 +20,10 @@ use serde_json::{Map, Value};
 use super::json::arguments;
 use crate::ToolExecutionResult;
 use crate::grammar::{Builder, Expr, GrammarError, Pattern, Section, Syntax};
-use crate::protocol::textfmt::TextFormatOptions;
 use crate::protocol::textfmt::driver::{
     Found, InSection, RawCall, Reading, Region, Scan, ScanState, Searches, inside,
 };
-use crate::protocol::textfmt::grammar::{JsonMarkup, JsonSyntax, json_text};
+use crate::protocol::textfmt::grammar::{JsonMarkup, JsonSyntax, Offer, json_text};
 use crate::protocol::textfmt::prompt::{content, each};
 
 pub(crate) const CALLS_BEGIN: &str = "<｜tool▁calls▁begin｜>";
@@ -128,15 +127,9 @@ impl CallLayout {
         format!("{CALLS_BEGIN}{}{args}{}{CALLS_END}", (self.head)(name), self.tail)
     }
 
-    /// The calls of format `id` as a grammar: calls chained in one section, as
+    /// The calls the offer holds as a grammar: calls chained in one section, as
     /// [`write`](Self::write) writes them.
-    pub(crate) fn syntax(
-        &self,
-        id: &str,
-        b: &mut Builder,
-        methods: &[(String, &Value)],
-        options: &TextFormatOptions,
-    ) -> Result<Syntax, GrammarError> {
+    pub(crate) fn syntax(&self, b: &mut Builder, offer: &Offer<'_>) -> Result<Syntax, GrammarError> {
         let markup = JsonMarkup {
             head: &self.head,
             index: None,
@@ -152,6 +145,6 @@ impl CallLayout {
             avoid: vec![Pattern::text(CALL_BEGIN)],
             arguments: "arguments",
         }
-        .build(id, b, methods, options)
+        .build(b, offer)
     }
 }

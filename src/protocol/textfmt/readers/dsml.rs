@@ -49,11 +49,10 @@ use serde_json::{Map, Value};
 use super::values::infer;
 use crate::ToolExecutionResult;
 use crate::grammar::{Builder, Expr, GrammarError, Pattern, Section, Syntax, TextForm};
-use crate::protocol::textfmt::TextFormatOptions;
 use crate::protocol::textfmt::driver::{
     CUT, RawCall, Reading, Region, Scan, ScanState, SectionTokens, ValueTags,
 };
-use crate::protocol::textfmt::grammar::TextCalls;
+use crate::protocol::textfmt::grammar::{Offer, TextCalls};
 use crate::protocol::textfmt::prompt::{bare_functions, content, plain_tags};
 use crate::tools::ToolDefinition;
 
@@ -323,15 +322,13 @@ pub(crate) fn write(m: &Markup, name: &str, args: &Map<String, Value>) -> Option
     Some(out)
 }
 
-/// The calls of a DSML format of id `id` with `m`'s tokens as a grammar (see the module
-/// docs): free text holds no opening block tag, nor any of `avoid`.
+/// The calls the offer holds as a grammar of a DSML format with `m`'s tokens (see the
+/// module docs): free text holds no opening block tag, nor any of `avoid`.
 pub(crate) fn syntax(
-    id: &str,
     m: &Markup,
     avoid: Vec<Pattern>,
     b: &mut Builder,
-    methods: &[(String, &Value)],
-    options: &TextFormatOptions,
+    offer: &Offer<'_>,
 ) -> Result<Syntax, GrammarError> {
     let string = TextForm {
         text_name: "VALUE_TEXT",
@@ -355,11 +352,11 @@ pub(crate) fn syntax(
         key: &|key| format!("{} name=\"{key}\"", m.param),
         call: &|name| (format!("\n{} name=\"{name}\">\n", m.invoke), m.invoke_end.to_string()),
     }
-    .calls(b, methods, options)?;
+    .calls(b, offer)?;
     Ok(Syntax {
         section: Some(Section { between: Expr::lit(""), close: format!("\n{}", m.block_end) }),
         avoid,
-        ..Syntax::new(id, m.block, call, options.skip_reasoning)
+        ..offer.syntax(m.block, call)
     })
 }
 

@@ -24,9 +24,9 @@ use crate::ToolExecutionResult;
 use crate::grammar::{
     Builder, CharSet, Expr, GrammarError, Pattern, Syntax, ValueStyle, Values, properties, reasoning_heads,
 };
-use crate::protocol::textfmt::TextFormatOptions;
 use crate::protocol::textfmt::driver::{Found, RawCall, Reading, Region, Scan, ScanState, Searches, inside};
 use crate::protocol::textfmt::escape::neutralize_tokens;
+use crate::protocol::textfmt::grammar::Offer;
 use crate::protocol::textfmt::prompt::{content, methods};
 use crate::tools::ToolDefinition;
 
@@ -402,32 +402,27 @@ pub(crate) fn write_block(
     Some(format!("{open}call:{name}{body}{close}"))
 }
 
-/// The calls of the Gemma format `id`, written with `blocks`' tokens, as a grammar (see
-/// the module docs); free text holds none of `avoid` either.
+/// The calls the offer holds as a grammar of a Gemma format written with `blocks`'
+/// tokens (see the module docs); free text holds none of `avoid` either.
 pub(crate) fn syntax(
-    id: &str,
     blocks: &Blocks,
     avoid: Vec<Pattern>,
     b: &mut Builder,
-    methods: &[(String, &Value)],
-    options: &TextFormatOptions,
+    offer: &Offer<'_>,
 ) -> Result<Syntax, GrammarError> {
     let mut inside = vec![Pattern::text(blocks.quote), Pattern::text(blocks.close)];
-    if options.skip_reasoning {
+    if offer.options.skip_reasoning {
         inside.extend(reasoning_heads());
     }
     let notation = Notation { quote: blocks.quote, avoid: inside };
     let mut calls = Vec::new();
-    for (name, schema) in methods {
+    for (name, schema) in offer.methods {
         let object = notation.object(b, name, schema, schema, 0)?;
         calls.push(
             b.rule(name, Expr::seq([Expr::lit(format!("call:{name}")), object, Expr::lit(blocks.close)])),
         );
     }
-    Ok(Syntax {
-        avoid,
-        ..Syntax::new(id, blocks.open, b.rule("call", Expr::alt(calls)), options.skip_reasoning)
-    })
+    Ok(Syntax { avoid, ..offer.syntax(blocks.open, b.rule("call", Expr::alt(calls))) })
 }
 
 /// Deepest schema nesting a grammar follows.

@@ -23,7 +23,7 @@ use super::values::infer;
 use crate::ToolExecutionResult;
 use crate::protocol::textfmt::driver::{Found, RawCall, Reading, Region, Scan, ScanState, Searches, inside};
 use crate::protocol::textfmt::format::Escape;
-use crate::protocol::textfmt::grammar::{TextValues, value_text};
+use crate::protocol::textfmt::grammar::{Offer, TextValues, value_text};
 use crate::protocol::textfmt::prompt::{content, each, functions, lines};
 use crate::tools::ToolDefinition;
 
@@ -145,13 +145,11 @@ pub(crate) fn read_call(v47: bool, cut: ValueCut, region: &str, closed: bool, ca
 /// `</tool_call>` (each ends it or the call, and the format has no escapes), and no
 /// reasoning tag when reasoning is hidden.
 pub(crate) fn syntax(
-    id: &str,
     v47: bool,
-    options: &crate::protocol::textfmt::TextFormatOptions,
     b: &mut crate::grammar::Builder,
-    methods: &[(String, &serde_json::Value)],
+    offer: &Offer<'_>,
 ) -> Result<crate::grammar::Syntax, crate::grammar::GrammarError> {
-    use crate::grammar::{Pattern, Syntax};
+    use crate::grammar::Pattern;
     let line = if v47 { "" } else { "\n" };
     let call = TextValues {
         avoid: Pattern::trimmed_text(&[VALUE_END, CLOSE]),
@@ -160,8 +158,8 @@ pub(crate) fn syntax(
         key: &|key| format!("{line}{KEY}{key}{KEY_END}{line}"),
         call: &|name| (name.to_string(), format!("{line}{CLOSE}")),
     }
-    .calls(b, methods, options)?;
-    Ok(Syntax::new(id, OPEN, call, options.skip_reasoning))
+    .calls(b, offer)?;
+    Ok(offer.syntax(OPEN, call))
 }
 
 /// A call as [`syntax`] admits it: strings as written, other values as JSON (`<` in

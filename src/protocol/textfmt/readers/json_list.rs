@@ -8,11 +8,10 @@ use serde_json::{Map, Value};
 use super::json::{Balanced, Quotes, call_list, call_value, name_guess, scan_balanced, split_elements};
 use crate::grammar::{Builder, Expr, GrammarError, Pattern, Section, Syntax};
 use crate::protocol::json_kind;
-use crate::protocol::textfmt::TextFormatOptions;
 use crate::protocol::textfmt::driver::{
     Found, RawCall, Reading, Region, Scan, ScanState, Searches, after_blanks, scan_for,
 };
-use crate::protocol::textfmt::grammar::{JsonMarkup, JsonSyntax, json_text};
+use crate::protocol::textfmt::grammar::{JsonMarkup, JsonSyntax, Offer, json_text};
 use crate::protocol::textfmt::prompt::functions;
 use crate::tools::ToolDefinition;
 
@@ -296,10 +295,8 @@ pub(crate) fn call_json_head(name: &str, key: &str) -> String {
 /// joined by `, `, then `close` (starting with its `]`); free text holds none of `avoid`
 /// (nor `open`).
 pub(crate) fn list_syntax(
-    id: &str,
     b: &mut Builder,
-    methods: &[(String, &Value)],
-    options: &TextFormatOptions,
+    offer: &Offer<'_>,
     (open, close): (&str, &str),
     avoid: Vec<Pattern>,
 ) -> Result<Syntax, GrammarError> {
@@ -312,7 +309,7 @@ pub(crate) fn list_syntax(
         avoid,
         arguments: "arguments",
     }
-    .build(id, b, methods, options)
+    .build(b, offer)
 }
 
 /// `intro`, then each function of `tools` as indented JSON followed by a blank line.

@@ -14,11 +14,10 @@ use serde_json::{Map, Value};
 use super::json::{Balanced, Quotes, call_object, scan_balanced};
 use crate::ToolExecutionResult;
 use crate::grammar::{Builder, GrammarError, Pattern, Syntax};
-use crate::protocol::textfmt::TextFormatOptions;
 use crate::protocol::textfmt::driver::{
     Found, RawCall, Reading, Region, Scan, ScanState, Searches, after_blanks, inside, scan_for,
 };
-use crate::protocol::textfmt::grammar::{JsonMarkup, JsonSyntax, json_text};
+use crate::protocol::textfmt::grammar::{JsonMarkup, JsonSyntax, Offer, json_text};
 use crate::protocol::textfmt::prompt::{functions, lines, wrapped};
 use crate::tools::ToolDefinition;
 
@@ -176,10 +175,8 @@ pub(crate) fn tagged_call(name: &str, args: &Map<String, Value>, open: &str, clo
 /// The syntax of calls as [`tagged_call`] writes them between `open` and `close`; free
 /// text holds neither `open` nor any of `avoid`.
 pub(crate) fn tagged_syntax(
-    id: &str,
     b: &mut Builder,
-    methods: &[(String, &Value)],
-    options: &TextFormatOptions,
+    offer: &Offer<'_>,
     (open, close): (&str, &str),
     avoid: Vec<Pattern>,
 ) -> Result<Syntax, GrammarError> {
@@ -188,5 +185,5 @@ pub(crate) fn tagged_syntax(
     };
     let tail = format!("}}\n{close}");
     let markup = JsonMarkup { head: &head, index: None, tail: &tail, tag_open: open, tag_close: "" };
-    JsonSyntax { markup, open, section: None, avoid, arguments: "arguments" }.build(id, b, methods, options)
+    JsonSyntax { markup, open, section: None, avoid, arguments: "arguments" }.build(b, offer)
 }
