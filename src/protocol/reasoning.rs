@@ -254,12 +254,10 @@ impl Section {
     }
 }
 
-/// The reasoning markup a format declares ([`Format::reasoning`]): its sections, and
+/// The reasoning markup a format declares (its `Format::reasoning`): its sections, and
 /// the markup that shows a reply the option says starts in reasoning did not (Kimi K3's
 /// channel markers: the prompt opened `response`, not `think`). Every token begins with
 /// `<`, so text without `<` holds none (the streaming fast paths rely on it).
-///
-/// [`Format::reasoning`]: crate::protocol::textfmt
 #[derive(Debug)]
 pub(crate) struct Markup {
     sections: &'static [Section],
@@ -276,6 +274,11 @@ impl Markup {
     /// The tokens, ready to search (built once).
     pub(crate) fn tokens(&'static self) -> Option<&'static Tokens> {
         self.compiled.get_or_init(|| Tokens::new([self])).as_ref()
+    }
+
+    /// The tags that open the markup's sections.
+    pub(crate) fn opening_tags(&self) -> impl Iterator<Item = &'static str> + '_ {
+        self.sections.iter().map(|s| s.open)
     }
 
     /// Every token of the markup.

@@ -334,7 +334,10 @@ impl TextFormatProtocol {
     /// strings written `\u003c`). `None` when an argument holds text the format cannot
     /// carry: Qwen3-Coder's and GLM's text values have no escape, so a value holding
     /// their closing tags (`</parameter>`, `</arg_value>`, `</tool_call>`, …) cannot be
-    /// written.
+    /// written; nor, while reasoning is hidden
+    /// ([`skip_reasoning`](TextFormatOptions::skip_reasoning)), can a text value holding
+    /// `<think>`, `</think>` or the format's own reasoning opening, which the reader cuts
+    /// out wherever it stands.
     ///
     /// ```
     /// use tool_calling::protocol::textfmt::{TextFormat, TextFormatProtocol};
@@ -345,7 +348,16 @@ impl TextFormatProtocol {
     /// assert_eq!(hermes.parse(&text).requests[0].args["city"], "Paris");
     /// ```
     pub fn format_call(&self, name: &str, args: &serde_json::Map<String, Value>) -> Option<String> {
-        self.format.format().writing.write_call(name, args)
+        let text = self.format.format().writing.write_call(name, args)?;
+        // A call's own markup holds no reasoning tag: one in its text is a value's.
+        let reasoning = self.options.skip_reasoning
+            && (holds_think_tag(&text)
+                || self
+                    .format
+                    .format()
+                    .reasoning
+                    .is_some_and(|m| m.opening_tags().any(|tag| text.contains(tag))));
+        (!reasoning).then_some(text)
     }
 
     /// The format.
@@ -430,6 +442,18 @@ impl ToolCallingProtocol for TextFormatProtocol {
     fn result_messages(&self, results: &[ToolExecutionResult], _turn: &TurnState) -> Vec<Message> {
         prompt::result_messages(self.format, results)
     }
+}
+
+/// Whether `text` holds a `<think>` or `</think>` tag as the reasoning rule reads one
+/// (any case, blanks allowed after `<` and around `/`).
+fn holds_think_tag(text: &str) -> bool {
+    text.match_indices('<').any(|(at, _)| {
+        let rest =
+            text.get(at + 1..).unwrap_or_default().trim_start_matches(|c: char| c.is_ascii_whitespace());
+        let rest =
+            rest.strip_prefix('/').map_or(rest, |r| r.trim_start_matches(|c: char| c.is_ascii_whitespace()));
+        rest.get(..5).is_some_and(|word| word.eq_ignore_ascii_case("think"))
+    })
 }
 
 /// The call `request` names, its text arguments typed by the method's schema.

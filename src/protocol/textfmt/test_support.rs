@@ -1,13 +1,11 @@
 //! What the formats' unit tests share: parsing a reply, writing a call and reading it
-//! back, awkward arguments, a tool to prompt with.
+//! back, awkward arguments.
 
 use serde_json::{Map, Value};
 
 use super::driver::{RawCall, Reading, ScanState};
 use super::{TextFormat, TextFormatProtocol};
-use crate::ToolExecutionResult;
 use crate::protocol::ParseOutcome;
-use crate::tools::{MethodDefinition, ToolDefinition};
 
 /// `text` parsed in `format` in one shot.
 pub(crate) fn parse(format: TextFormat, text: &str) -> ParseOutcome {
@@ -57,43 +55,9 @@ pub(crate) fn samples() -> Vec<Map<String, Value>> {
     .collect()
 }
 
-/// A `calc` tool with one method, `add` (`calc_add`), described by `description` and
-/// taking `parameters`.
-pub(crate) fn calc_tool(description: &str, parameters: Value) -> ToolDefinition {
-    ToolDefinition::new("calc", "Calculator")
-        .with_method(MethodDefinition::new("add", description).with_parameters(parameters))
-}
-
 /// The calls `rules` reads from a closed region `text`.
 pub(crate) fn read_all(rules: &dyn Reading, text: &str) -> Vec<RawCall> {
     let mut calls = Vec::new();
     rules.read(text, &ScanState::default(), true, &mut calls);
     calls
-}
-
-/// `rules` reads the closed region `text` as one call of `name` with `args`, without
-/// problems.
-pub(crate) fn reads_as(rules: &dyn Reading, text: &str, name: &str, args: &Map<String, Value>) {
-    let calls = read_all(rules, text);
-    assert_eq!(calls.len(), 1, "{text}");
-    assert_eq!(calls[0].name, name);
-    assert!(calls[0].problems.is_empty(), "{text}: {:?}", calls[0].problems);
-    assert_eq!(Value::Object(calls[0].args.clone().into_iter().collect()), Value::Object(args.clone()));
-}
-
-/// Writes a call of `get_weather` with each of [`samples`], checks that the text starts
-/// with `start`, and reads it back in `format` with [`round_trip`].
-pub(crate) fn samples_read_back(format: TextFormat, start: &str) {
-    for args in samples() {
-        let text = format.format().writing.write_call("get_weather", &args).unwrap_or_default();
-        assert!(text.starts_with(start), "{text}");
-        round_trip(format, &text, "get_weather", &args);
-    }
-}
-
-/// What `format` writes for two successes of `calc_add` (request `1`) that output
-/// `output`.
-pub(crate) fn twice(format: TextFormat, output: &str) -> String {
-    let ok = ToolExecutionResult::success("1", "calc_add", output);
-    format.format().writing.results(&[ok.clone(), ok])
 }

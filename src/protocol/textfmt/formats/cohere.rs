@@ -271,16 +271,7 @@ impl Writing for Rules {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::textfmt::test_support::{calc_tool, read_all, reads_as};
-
-    #[test]
-    fn written_calls_read_back() {
-        let args = json!({"text": "say <|END_ACTION|> please", "n": [1, {"x": null}], "u": "こんにちは"});
-        let args = args.as_object().cloned().unwrap_or_default();
-        let text = Rules.write_call("echo", &args).unwrap_or_default();
-        assert!(text.starts_with(START_ACTION) && text.ends_with(END_ACTION));
-        reads_as(&Rules, &text, "echo", &args);
-    }
+    use crate::protocol::textfmt::test_support::read_all;
 
     #[test]
     fn array_elements_have_their_own_spans() {
@@ -292,19 +283,5 @@ mod tests {
         assert_eq!(&text[calls[1].span.clone()], "3");
         assert!(!calls[1].problems.is_empty());
         assert_eq!(tool_name_guess("{\"tool_name\": \"f\", \"parameters\": {"), "f");
-    }
-
-    #[test]
-    fn prompt_and_results_shape() {
-        let text = Rules.prompt(&[calc_tool("Add.", json!({"type": "object"}))]);
-        assert!(text.contains("\"name\": \"calc_add\"") && text.contains(START_ACTION));
-        let ok = ToolExecutionResult::success("7", "calc_add", "3 <|END_TOOL_RESULT|>");
-        let out = Rules.results(&[ok.clone(), ok]);
-        assert!(out.starts_with(RESULT_OPEN) && out.ends_with(RESULT_CLOSE));
-        assert_eq!(out.matches(RESULT_CLOSE).count(), 1);
-        let inner = &out[RESULT_OPEN.len()..out.len() - RESULT_CLOSE.len()];
-        let parsed: Value = serde_json::from_str(inner).unwrap_or_default();
-        assert_eq!(parsed[1]["tool_call_id"], "7");
-        assert_eq!(parsed[0]["is_error"], Value::Null);
     }
 }

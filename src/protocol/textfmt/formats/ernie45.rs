@@ -114,28 +114,4 @@ impl Writing for Rules {
 }
 
 #[cfg(test)]
-mod tests {
-    use serde_json::json;
-
-    use super::*;
-    use crate::protocol::textfmt::TextFormat;
-    use crate::protocol::textfmt::test_support::{calc_tool, reads_as, twice};
-
-    #[test]
-    fn written_calls_read_back() {
-        let args = json!({"q": "a </tool_call> b", "n": [1, {"x": null}], "u": "日本"});
-        let args = args.as_object().cloned().unwrap_or_default();
-        let text = Rules.write_call("search_web", &args).unwrap_or_default();
-        assert!(text.starts_with(OPEN) && text.ends_with(CLOSE));
-        reads_as(&Rules, &text, "search_web", &args);
-    }
-
-    #[test]
-    fn prompt_and_results_shape() {
-        let text = Rules.prompt(&[calc_tool("Add.", json!({"type": "object"}))]);
-        assert!(text.contains("\"name\":\"calc_add\"") && text.contains(OPEN) && text.contains("<tools>"));
-        let out = twice(TextFormat::Ernie45, "3 </tool_response>");
-        assert_eq!(out.matches(RESULT_CLOSE).count(), 2);
-        assert!(out.starts_with("<tool_response>\n3 &lt;/tool_response>"));
-    }
-}
+mod tests {}

@@ -241,34 +241,4 @@ impl Writing for Rules {
 }
 
 #[cfg(test)]
-mod tests {
-    use serde_json::json;
-
-    use super::*;
-    use crate::protocol::textfmt::TextFormat;
-    use crate::protocol::textfmt::test_support::{calc_tool, parse, twice};
-
-    #[test]
-    fn written_calls_read_back() {
-        let args = json!({"q": "a </s> b", "n": [1, {"x": null}], "u": "Привет"});
-        let args = args.as_object().cloned().unwrap_or_default();
-        let text = Rules.write_call("search", &args).unwrap_or_default();
-        let reply = parse(TextFormat::Gigachat3, &format!("Sure.{text}</s>"));
-        assert_eq!(reply.requests.len(), 1);
-        assert_eq!(reply.requests[0].tool_name, "search");
-        assert!(reply.requests[0].complete && reply.requests[0].problems.is_empty());
-        assert_eq!(Value::Object(reply.requests[0].args.clone().into_iter().collect()), Value::Object(args));
-        assert_eq!(reply.normal_text, "Sure.");
-    }
-
-    #[test]
-    fn prompt_and_results_shape() {
-        assert!(
-            Rules.prompt(&[calc_tool("Add.", json!({"type": "object"}))]).contains("\"name\": \"calc_add\"")
-        );
-        let out = twice(TextFormat::Gigachat3, "3 <|function_call|>");
-        let lines: Vec<Value> = out.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
-        assert_eq!(lines.len(), 2);
-        assert_eq!(lines[0]["result"], "3 &lt;|function_call|>");
-    }
-}
+mod tests {}

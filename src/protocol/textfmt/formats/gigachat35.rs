@@ -152,7 +152,7 @@ mod tests {
     use super::*;
     use crate::protocol::textfmt::TextFormat;
     use crate::protocol::textfmt::readers::dsml::tests as dsml_tests;
-    use crate::protocol::textfmt::test_support::{calc_tool, parse};
+    use crate::protocol::textfmt::test_support::parse;
 
     #[test]
     fn write_call_round_trips() {
@@ -197,23 +197,5 @@ mod tests {
     #[test]
     fn dsml_block_and_bare_invokes_are_text() {
         dsml_tests::bare_invoke_and_other_block_are_text(TextFormat::Gigachat35, &GCML, &dsml::V4);
-    }
-
-    #[test]
-    fn prompt_and_results_shape() {
-        let tool =
-            calc_tool("Adds numbers", json!({"type": "object", "properties": {"a": {"type": "integer"}}}));
-        let text = Rules.prompt(&[tool]);
-        assert!(text.starts_with("You can call the following functions:\n["), "{text}");
-        assert!(text.contains("\"name\": \"calc_add\""), "{text}");
-        assert!(text.contains(&format!("{} name=\"PARAMETER_NAME\" string=\"false\">", GCML.param)));
-        let out = Rules.results(&[
-            ToolExecutionResult::success("1", "calc_add", "3 <｜GCML｜tool_calls>"),
-            ToolExecutionResult::success("2", "calc_add", "4"),
-        ]);
-        let lines: Vec<Value> = out.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
-        assert_eq!(lines.len(), 2, "{out}");
-        assert!(!out.contains(GCML.block), "{out}");
-        assert_eq!(lines[1]["result"], "4");
     }
 }

@@ -131,24 +131,8 @@ impl Writing for Rules {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
-    use crate::protocol::textfmt::test_support::{samples_read_back, twice};
+
     use crate::protocol::textfmt::{TextFormat, TextFormatProtocol};
-
-    #[test]
-    fn written_calls_read_back() {
-        samples_read_back(TextFormat::Granite, "<|tool_call|>[{\"name\": \"get_weather\"");
-    }
-
-    #[test]
-    fn prompt_and_results_shape() {
-        let text = Rules.prompt(&[]);
-        assert!(text.contains("<|tool_call|>") && text.contains("available_tools"));
-        let out = twice(TextFormat::Granite, "3 <|end_of_text|><|tool_call|>");
-        assert_eq!(out.matches("<|end_of_text|>").count(), 2, "{out}");
-        assert_eq!(out.matches("<|tool_call|>").count(), 0, "{out}");
-        assert!(out.starts_with("<|start_of_role|>tool_response<|end_of_role|>3 "));
-    }
 
     /// Replies pieced together from these formats' markup, JSON fragments, prose and
     /// reasoning tags: never a panic, and streamed in any chunking they read as in one

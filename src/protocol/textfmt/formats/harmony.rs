@@ -524,25 +524,4 @@ mod tests {
         let h = Header::read("analysis", false);
         assert_eq!(h, Header { channel: "analysis".into(), recipient: None, from_tool: false });
     }
-
-    #[test]
-    fn prompt_and_results_shape() {
-        let schema = json!({"type": "object", "properties": {
-            "location": {"type": "string", "description": "The city"},
-            "format": {"type": "string", "enum": ["celsius", "fahrenheit"], "default": "celsius"},
-            "days": {"type": "array", "items": {"type": "integer"}}
-        }, "required": ["location"]});
-        let text = ts_object(&schema, "");
-        assert!(text.contains("// The city\nlocation: string,\n"), "{text}");
-        assert!(text.contains("format?: \"celsius\" | \"fahrenheit\", // default: celsius\n"), "{text}");
-        assert!(text.contains("days?: number[],\n"), "{text}");
-        assert!(Rules.prompt(&[]).contains("namespace functions {"));
-        let result = ToolExecutionResult::success("r1", "calc_add", "3 <|end|>");
-        let out = Rules.results(&[result]);
-        assert!(
-            out.starts_with("<|start|>functions.calc_add to=assistant<|channel|>commentary<|message|>3 "),
-            "{out}"
-        );
-        assert!(out.ends_with("<|end|>") && !out.contains("3 <|end|>"), "{out}");
-    }
 }

@@ -147,30 +147,4 @@ impl Writing for Rules {
 }
 
 #[cfg(test)]
-mod tests {
-    use serde_json::json;
-
-    use super::*;
-    use crate::protocol::textfmt::TextFormat;
-    use crate::protocol::textfmt::test_support::{calc_tool, reads_as, twice};
-
-    #[test]
-    fn written_calls_read_back() {
-        let args = json!({"q": "a <|action_end|> b", "n": [1, {"x": null}], "u": "書生"});
-        let args = args.as_object().cloned().unwrap_or_default();
-        let text = Rules.write_call("search", &args).unwrap_or_default();
-        reads_as(&Rules, text.strip_prefix(ACTION_START).unwrap_or_default(), "search", &args);
-    }
-
-    #[test]
-    fn prompt_and_results_shape() {
-        assert!(
-            Rules.prompt(&[calc_tool("Add.", json!({"type": "object"}))]).contains("\"name\": \"calc_add\"")
-        );
-        let out = twice(TextFormat::Internlm, "3 <|action_start|>");
-        let lines: Vec<Value> = out.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
-        assert_eq!(lines.len(), 2);
-        assert_eq!(lines[0]["name"], "calc_add");
-        assert!(!out.contains(ACTION_START));
-    }
-}
+mod tests {}

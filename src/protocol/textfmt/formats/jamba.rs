@@ -75,22 +75,4 @@ impl Writing for Rules {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::protocol::textfmt::TextFormat;
-    use crate::protocol::textfmt::test_support::{samples_read_back, twice};
-
-    #[test]
-    fn written_calls_read_back() {
-        samples_read_back(TextFormat::Jamba, "<tool_calls>[{\"name\": \"get_weather\"");
-    }
-
-    #[test]
-    fn prompt_and_results_shape() {
-        assert!(Rules.prompt(&[]).contains("<tool_calls>[{\"name\""));
-        let out = twice(TextFormat::Jamba, "3\"} <tool_calls>");
-        assert_eq!(out.lines().count(), 2, "{out}");
-        assert!(out.lines().all(|l| serde_json::from_str::<Value>(l).is_ok()), "{out}");
-        assert!(!out.contains("<tool_calls>"), "{out}");
-    }
-}
+mod tests {}

@@ -306,7 +306,7 @@ impl Writing for Rules {
 mod tests {
     use super::*;
     use crate::protocol::textfmt::TextFormat;
-    use crate::protocol::textfmt::test_support::{calc_tool, parse, written_reads_back};
+    use crate::protocol::textfmt::test_support::{parse, written_reads_back};
     use serde_json::json;
 
     #[test]
@@ -344,25 +344,5 @@ mod tests {
         assert!(parsed.requests[0].complete);
         assert_eq!(parsed.requests[0].args["t"], " a </function> &amp; ");
         assert_eq!(parsed.requests[0].text_args["t"], " a </function> &amp; ");
-    }
-
-    #[test]
-    fn prompt_and_results_shape() {
-        let tool = calc_tool(
-            "Adds numbers",
-            json!({
-                "type": "object",
-                "properties": {"a": {"type": "integer"}},
-            }),
-        );
-        let text = Rules.prompt(&[tool]);
-        assert!(text.contains("<tools>\n{\"type\":\"function\""), "{text}");
-        assert!(text.contains("\"name\":\"calc_add\""), "{text}");
-        assert!(text.contains("<function name=\"function-name\"><param name=\"param-name-1\">"));
-        let out = Rules.results(&[
-            ToolExecutionResult::success("1", "calc_add", "3"),
-            ToolExecutionResult::success("2", "calc_add", "4"),
-        ]);
-        assert_eq!(out, "<tool_response>\n3\n</tool_response>\n<tool_response>\n4\n</tool_response>");
     }
 }

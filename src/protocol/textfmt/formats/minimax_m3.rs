@@ -578,7 +578,7 @@ fn constant_content(value: &Value, top: bool) -> Option<Expr> {
 mod tests {
     use super::*;
     use crate::protocol::textfmt::TextFormat;
-    use crate::protocol::textfmt::test_support::{calc_tool, object, parse, written_reads_back};
+    use crate::protocol::textfmt::test_support::{object, parse, written_reads_back};
     use serde_json::json;
 
     #[test]
@@ -654,25 +654,5 @@ mod tests {
             assert_eq!(parsed.requests.len(), 1, "{body}");
             assert!(!parsed.requests[0].complete, "{body}");
         }
-    }
-
-    #[test]
-    fn prompt_and_results_shape() {
-        let tool = calc_tool(
-            "Adds numbers",
-            json!({
-                "type": "object",
-                "properties": {"a": {"type": "integer"}},
-            }),
-        );
-        let text = Rules.prompt(&[tool]);
-        assert!(text.contains("<tools>\n<tool>{"), "{text}");
-        assert!(text.contains("\"name\":\"calc_add\""), "{text}");
-        assert!(text.contains(&format!("{BLOCK}\n{NS}<invoke name=\"tool-name-1\">\n")));
-        let out = Rules.results(&[
-            ToolExecutionResult::success("1", "calc_add", "3"),
-            ToolExecutionResult::success("2", "calc_add", "4"),
-        ]);
-        assert_eq!(out, "<response>3</response>\n<response>4</response>");
     }
 }

@@ -115,21 +115,4 @@ impl Writing for Rules {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::protocol::textfmt::TextFormat;
-    use crate::protocol::textfmt::test_support::{samples_read_back, twice};
-
-    #[test]
-    fn written_calls_read_back() {
-        samples_read_back(TextFormat::Phi4Mini, "functools[{\"name\": \"get_weather\"");
-    }
-
-    #[test]
-    fn prompt_and_results_shape() {
-        assert!(Rules.prompt(&[]).contains("functools[{\"name\""));
-        let out = twice(TextFormat::Phi4Mini, "3\"} functools[");
-        assert_eq!(out.lines().count(), 2, "{out}");
-        assert!(out.lines().all(|l| serde_json::from_str::<Value>(l).is_ok_and(|v| v["result"].is_string())));
-    }
-}
+mod tests {}

@@ -31,6 +31,7 @@ use crate::protocol::textfmt::grammar::{Offer, TextValues, value_text};
 use crate::protocol::textfmt::prompt::{methods, str_at};
 use crate::protocol::textfmt::readers::shapes::{Shape, after_tool_call};
 use crate::protocol::textfmt::readers::tagged::{TOOL_CALL as OPEN, TOOL_CALL_END as CLOSE, tagged_results};
+use crate::protocol::textfmt::readers::values::unwrap_lines;
 use crate::protocol::textfmt::readers::xml_function::{
     FUNCTION, FUNCTION_END, PARAMETER, PARAMETER_END, read_function,
 };
@@ -115,12 +116,16 @@ impl Writing for Rules {
     /// A call as the grammar admits it: strings as written, other values as JSON (`<` in
     /// JSON strings written `\u003c`).
     /// `None` when a value holds markup the format has no escape for (a value ends at the
-    /// first `</parameter>`, a call at the first `</tool_call>`).
+    /// first `</parameter>`, a call at the first `</tool_call>`), or white space at
+    /// either end that the reader would drop.
     fn write_call(&self, name: &str, args: &Map<String, Value>) -> Option<String> {
         let mut out = format!("{OPEN}\n{FUNCTION}{name}>");
         for (key, value) in args {
             let text = value_text(value);
-            if [PARAMETER_END, PARAMETER, FUNCTION_END, CLOSE].iter().any(|markup| text.contains(markup)) {
+            let markup = [PARAMETER_END, PARAMETER, FUNCTION_END, CLOSE].iter().any(|m| text.contains(m));
+            // The reader drops the layout around a value (a line break each side, the
+            // blanks of a one-line value): a value that would lose text is refused.
+            if markup || unwrap_lines(&format!("\n{text}\n")) != text {
                 return None;
             }
             out.push_str(&format!("\n{PARAMETER}{key}>\n{text}\n{PARAMETER_END}"));

@@ -220,7 +220,7 @@ impl Writing for Rules {
 mod tests {
     use super::*;
     use crate::protocol::textfmt::TextFormat;
-    use crate::protocol::textfmt::test_support::{calc_tool, calls, written_reads_back};
+    use crate::protocol::textfmt::test_support::{calls, written_reads_back};
     use serde_json::json;
 
     #[test]
@@ -236,17 +236,5 @@ mod tests {
             let bare = calls(TextFormat::Sarashina, text.strip_prefix(MARKER).unwrap());
             assert_eq!(bare, vec![("calc_add".to_string(), args, true)]);
         }
-    }
-
-    #[test]
-    fn prompt_and_results_shape() {
-        let tools =
-            vec![calc_tool("Add.", json!({"type": "object", "properties": {"a": {"type": "integer"}}}))];
-        let prompt = Rules.prompt(&tools);
-        assert!(prompt.starts_with("# Tools\n"));
-        assert!(prompt.contains("\"name\":\"calc_add\""), "{prompt}");
-        assert!(prompt.contains("<|tool_calls|>[{'name': 'function_name', 'arguments': {'key': 'value'}}]"));
-        let ok = ToolExecutionResult::success("1", "calc_add", "3");
-        assert_eq!(Rules.results(&[ok]), r#"{"name":"calc_add","output":"3"}"#);
     }
 }

@@ -205,7 +205,7 @@ impl Writing for Rules {
 mod tests {
     use super::*;
     use crate::protocol::textfmt::TextFormat;
-    use crate::protocol::textfmt::test_support::{calc_tool, parse, written_reads_back};
+    use crate::protocol::textfmt::test_support::{parse, written_reads_back};
     use serde_json::json;
 
     #[test]
@@ -247,28 +247,5 @@ mod tests {
         let unclosed = parse(TextFormat::SeedOss, "Hi.<seed:think>still thinking <seed:tool_call>");
         assert!(unclosed.requests.is_empty());
         assert_eq!(unclosed.normal_text, "Hi.");
-    }
-
-    #[test]
-    fn prompt_and_results_shape() {
-        let tool = calc_tool(
-            "Adds numbers",
-            json!({
-                "type": "object",
-                "properties": {"a": {"type": "integer", "description": "first"}, "b": {"type": "string"}},
-                "required": ["a"],
-            }),
-        );
-        let text = Rules.prompt(&[tool]);
-        assert!(text.contains(
-            "Function:\ndef calc_add(a: int,b: str):\n    \"\"\"\n    Adds numbers\n\n    Args:\n"
-        ));
-        assert!(text.contains("    - a (int) [必填]: first\n    - b (str) [选填]: \n"));
-        assert!(text.ends_with(&format!("{FUNCTION_END}\n{CLOSE}")));
-        let out = Rules.results(&[
-            ToolExecutionResult::success("1", "calc_add", "3"),
-            ToolExecutionResult::success("2", "calc_add", "4"),
-        ]);
-        assert_eq!(out, "<seed:bos>tool\n3<seed:eos><seed:bos>tool\n4<seed:eos>");
     }
 }

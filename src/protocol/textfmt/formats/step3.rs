@@ -225,7 +225,7 @@ impl Writing for Rules {
 mod tests {
     use super::*;
     use crate::protocol::textfmt::TextFormat;
-    use crate::protocol::textfmt::test_support::{calc_tool, written_reads_back};
+    use crate::protocol::textfmt::test_support::written_reads_back;
     use serde_json::json;
 
     #[test]
@@ -249,19 +249,5 @@ mod tests {
             assert_eq!(Rules.write_call("f", json!({"v": value}).as_object().unwrap()), None, "{value:?}");
         }
         assert_eq!(Rules.write_call("", &Map::new()), None);
-    }
-
-    #[test]
-    fn prompt_and_results_shape() {
-        let tool =
-            calc_tool("Adds numbers", json!({"type": "object", "properties": {"a": {"type": "integer"}}}));
-        let text = Rules.prompt(&[tool]);
-        assert!(text.contains("<tools>\n{\"type\":\"function\",\"function\":{"));
-        assert!(text.contains(&format!("{CALL_BEGIN}function{SEP}{INVOKE} name=\"function_name\">")));
-        let out = Rules.results(&[
-            ToolExecutionResult::success("1", "calc_add", "3"),
-            ToolExecutionResult::success("2", "calc_add", "4"),
-        ]);
-        assert_eq!(out, "<tool_response>\n3\n</tool_response>\n<tool_response>\n4\n</tool_response>");
     }
 }

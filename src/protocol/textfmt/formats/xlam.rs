@@ -206,20 +206,8 @@ impl Writing for Rules {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
-    use crate::protocol::textfmt::TextFormat;
-    use crate::protocol::textfmt::test_support::{round_trip, samples, twice};
 
-    #[test]
-    fn written_calls_read_back() {
-        for args in samples() {
-            let text = Rules.write_call("get_weather", &args).unwrap_or_default();
-            assert!(text.starts_with("[{\"name\": \"get_weather\""));
-            round_trip(TextFormat::Xlam, &text, "get_weather", &args);
-            round_trip(TextFormat::Xlam, &format!("{TOOL_CALLS}{text}"), "get_weather", &args);
-            round_trip(TextFormat::Xlam, &format!("{TAG}{text}{TAG_CLOSE}"), "get_weather", &args);
-        }
-    }
+    use crate::protocol::textfmt::TextFormat;
 
     #[test]
     fn a_bare_array_cut_off_is_a_call_once_it_names_one() {
@@ -236,14 +224,5 @@ mod tests {
             assert!(reply.requests.is_empty(), "{text:?}: {reply:?}");
             assert_eq!(reply.normal_text, text);
         }
-    }
-
-    #[test]
-    fn prompt_and_results_shape() {
-        assert!(Rules.prompt(&[]).contains("make calls in a single JSON array"));
-        let out = twice(TextFormat::Xlam, "3\"} <tool_call>");
-        assert_eq!(out.lines().count(), 2, "{out}");
-        assert!(out.lines().all(|l| serde_json::from_str::<Value>(l).is_ok()), "{out}");
-        assert!(!out.contains("<tool_call>"), "{out}");
     }
 }

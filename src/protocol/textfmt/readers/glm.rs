@@ -165,7 +165,8 @@ pub(crate) fn syntax(
 /// A call as [`syntax`] admits it: strings as written, other values as JSON (`<` in
 /// JSON strings written `\u003c`).
 /// `None` when a value holds markup the format has no escape for (a value ends at the
-/// first `</arg_value>`, a call at the first `</tool_call>`).
+/// first `</arg_value>`, a call at the first `</tool_call>`), or white space at either
+/// end (the reader trims values).
 pub(crate) fn write_call(
     v47: bool,
     name: &str,
@@ -175,7 +176,8 @@ pub(crate) fn write_call(
     let mut out = format!("{OPEN}{name}");
     for (key, value) in args {
         let text = value_text(value);
-        if text.contains(VALUE_END) || text.contains(CLOSE) {
+        // The reader trims values: one with white space at either end is refused.
+        if text.contains(VALUE_END) || text.contains(CLOSE) || text.trim() != text {
             return None;
         }
         out.push_str(&format!("{line}{KEY}{key}{KEY_END}{line}{VALUE}{text}{VALUE_END}"));
