@@ -18,6 +18,7 @@ use serde_json::{Map, Value};
 
 use super::GrammarError;
 use super::ir::{Builder, CharSet, Expr, Pattern};
+use crate::schema;
 
 /// Keywords no grammar says: left to validation, with a note.
 const UNENFORCED: [&str; 13] = [
@@ -373,17 +374,13 @@ impl<'b> Values<'b> {
             }
             return Ok(Expr::alt(options.iter().map(|v| Expr::lit(v.to_string()))));
         }
-        for key in ["anyOf", "oneOf"] {
-            if let Some(options) = object.get(key).and_then(Value::as_array) {
-                let mut alternatives = Vec::new();
-                for option in options {
-                    alternatives.push(self.json(&merged(object, option, key))?);
-                }
-                if alternatives.is_empty() {
-                    return Err(self.error(format!("an empty `{key}` admits no value")));
-                }
-                return Ok(Expr::alt(alternatives));
+        if let Some((key, options)) = schema::alternatives(object) {
+            if options.is_empty() {
+                return Err(self.error(format!("an empty `{key}` admits no value")));
             }
+            let alternatives =
+                options.iter().map(|option| self.json(option)).collect::<Result<Vec<_>, _>>()?;
+            return Ok(Expr::alt(alternatives));
         }
         match object.get("type") {
             Some(Value::Array(types)) => {
@@ -533,14 +530,10 @@ impl<'b> Values<'b> {
             }
             return Ok(self.delimited(Expr::alt(options.iter().map(|v| Expr::lit(text_of(v))))));
         }
-        for key in ["anyOf", "oneOf"] {
-            if let Some(options) = object.get(key).and_then(Value::as_array) {
-                let mut alternatives = Vec::new();
-                for option in options {
-                    alternatives.push(self.text(&merged(object, option, key))?);
-                }
-                return Ok(Expr::alt(alternatives));
-            }
+        if let Some((_, options)) = schema::alternatives(object) {
+            let alternatives =
+                options.iter().map(|option| self.text(option)).collect::<Result<Vec<_>, _>>()?;
+            return Ok(Expr::alt(alternatives));
         }
         let kinds: Vec<&str> = match object.get("type") {
             Some(Value::String(kind)) => vec![kind.as_str()],
@@ -635,10 +628,9 @@ impl<'b> Values<'b> {
             return Ok(Expr::Ref(name.clone()));
         }
         let root = self.root;
-        let target =
-            reference.strip_prefix('#').and_then(|pointer| root.pointer(pointer)).ok_or_else(|| {
-                self.error(format!("`$ref` {reference} does not name a definition of the schema"))
-            })?;
+        let target = schema::target(root, reference).ok_or_else(|| {
+            self.error(format!("`$ref` {reference} does not name a definition of the schema"))
+        })?;
         let name = self.builder.reserve(reference.rsplit('/').next().unwrap_or("ref"));
         self.refs.insert(reference.to_string(), name.clone());
         let body = build(self, target)?;
@@ -735,18 +727,6 @@ pub(crate) fn pattern_regex(pattern: &str) -> Result<String, String> {
         out.push_str("(?s:.*)");
     }
     Ok(out)
-}
-
-/// A schema with one alternative of its `key` merged in (the alternative wins).
-fn merged(outer: &Map<String, Value>, option: &Value, key: &str) -> Value {
-    let mut out = outer.clone();
-    out.remove(key);
-    if let Value::Object(inner) = option {
-        for (k, v) in inner {
-            out.insert(k.clone(), v.clone());
-        }
-    }
-    Value::Object(out)
 }
 
 fn required_keys(schema: &Map<String, Value>) -> Vec<String> {

@@ -74,6 +74,7 @@ use crate::protocol::textfmt::grammar::Offer;
 use crate::protocol::textfmt::prompt::{bare_functions, wrapped};
 use crate::protocol::textfmt::readers::values::{decode_entities, infer};
 use crate::protocol::textfmt::readers::xml_elements::read_element;
+use crate::schema;
 use crate::tools::ToolDefinition;
 
 /// The namespace token every structural tag begins with.
@@ -403,10 +404,9 @@ impl Elements<'_> {
             };
         };
         if let Some(reference) = object.get("$ref").and_then(Value::as_str) {
-            let target =
-                reference.strip_prefix('#').and_then(|pointer| self.root.pointer(pointer)).ok_or_else(
-                    || self.error(format!("`$ref` {reference} does not name a definition of the schema")),
-                )?;
+            let target = schema::target(self.root, reference).ok_or_else(|| {
+                self.error(format!("`$ref` {reference} does not name a definition of the schema"))
+            })?;
             return self.content(b, target, depth + 1, top);
         }
         let constants: Option<Vec<&Value>> = match (object.get("const"), object.get("enum")) {
@@ -421,30 +421,17 @@ impl Elements<'_> {
             }
             return Ok(Expr::alt(written));
         }
-        for key in ["anyOf", "oneOf"] {
-            if let Some(options) = object.get(key).and_then(Value::as_array) {
-                let mut alternatives = Vec::new();
-                for option in options {
-                    let mut merged = object.clone();
-                    merged.remove(key);
-                    if let Value::Object(inner) = option {
-                        merged.extend(inner.iter().map(|(k, v)| (k.clone(), v.clone())));
-                    }
-                    alternatives.push(self.content(b, &Value::Object(merged), depth + 1, top)?);
-                }
-                if alternatives.is_empty() {
-                    return Err(self.error(format!("an empty `{key}` admits no value")));
-                }
-                return Ok(Expr::alt(alternatives));
+        if let Some((key, options)) = schema::alternatives(object) {
+            if options.is_empty() {
+                return Err(self.error(format!("an empty `{key}` admits no value")));
             }
+            let mut alternatives = Vec::new();
+            for option in &options {
+                alternatives.push(self.content(b, option, depth + 1, top)?);
+            }
+            return Ok(Expr::alt(alternatives));
         }
-        let kinds: Vec<&str> = match object.get("type") {
-            Some(Value::String(kind)) => vec![kind.as_str()],
-            Some(Value::Array(kinds)) => kinds.iter().filter_map(Value::as_str).collect(),
-            _ if object.contains_key("properties") => vec!["object"],
-            _ if object.contains_key("items") => vec!["array"],
-            _ => return self.json_leaf(b, schema),
-        };
+        let Some(kinds) = schema::kinds(object) else { return self.json_leaf(b, schema) };
         let count =
             |key: &str| object.get(key).and_then(Value::as_u64).map(|n| n.min(u32::MAX.into()) as u32);
         let mut alternatives = Vec::new();

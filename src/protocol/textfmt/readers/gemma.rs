@@ -28,6 +28,7 @@ use crate::protocol::textfmt::driver::{Found, RawCall, Reading, Region, Scan, Sc
 use crate::protocol::textfmt::escape::neutralize_tokens;
 use crate::protocol::textfmt::grammar::Offer;
 use crate::protocol::textfmt::prompt::{content, methods};
+use crate::schema;
 use crate::tools::ToolDefinition;
 
 /// Deepest nesting of argument values read.
@@ -521,13 +522,9 @@ impl Notation<'_> {
         };
         Values::new(b, ValueStyle::json("<"), method, root).note_unenforced(object);
         if let Some(reference) = object.get("$ref").and_then(Value::as_str) {
-            let target =
-                reference.strip_prefix('#').and_then(|pointer| root.pointer(pointer)).ok_or_else(|| {
-                    Self::error(
-                        method,
-                        format!("`$ref` {reference} does not name a definition of the schema"),
-                    )
-                })?;
+            let target = schema::target(root, reference).ok_or_else(|| {
+                Self::error(method, format!("`$ref` {reference} does not name a definition of the schema"))
+            })?;
             return self.value(b, method, target, root, depth + 1);
         }
         if let Some(constant) = object.get("const") {
@@ -542,30 +539,17 @@ impl Notation<'_> {
             }
             return Ok(Expr::alt(options));
         }
-        for key in ["anyOf", "oneOf"] {
-            if let Some(options) = object.get(key).and_then(Value::as_array) {
-                let mut alternatives = Vec::new();
-                for option in options {
-                    let mut merged = object.clone();
-                    merged.remove(key);
-                    if let Value::Object(inner) = option {
-                        merged.extend(inner.iter().map(|(k, v)| (k.clone(), v.clone())));
-                    }
-                    alternatives.push(self.value(b, method, &Value::Object(merged), root, depth + 1)?);
-                }
-                if alternatives.is_empty() {
-                    return Err(Self::error(method, format!("an empty `{key}` admits no value")));
-                }
-                return Ok(Expr::alt(alternatives));
+        if let Some((key, options)) = schema::alternatives(object) {
+            if options.is_empty() {
+                return Err(Self::error(method, format!("an empty `{key}` admits no value")));
             }
+            let mut alternatives = Vec::new();
+            for option in &options {
+                alternatives.push(self.value(b, method, option, root, depth + 1)?);
+            }
+            return Ok(Expr::alt(alternatives));
         }
-        let kinds: Vec<&str> = match object.get("type") {
-            Some(Value::String(kind)) => vec![kind.as_str()],
-            Some(Value::Array(kinds)) => kinds.iter().filter_map(Value::as_str).collect(),
-            _ if object.contains_key("properties") => vec!["object"],
-            _ if object.contains_key("items") => vec!["array"],
-            _ => return Ok(self.any_value(b)),
-        };
+        let Some(kinds) = schema::kinds(object) else { return Ok(self.any_value(b)) };
         let count =
             |key: &str| object.get(key).and_then(Value::as_u64).map(|n| n.min(u32::MAX.into()) as u32);
         let mut alternatives = Vec::new();

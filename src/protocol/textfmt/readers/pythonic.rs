@@ -7,6 +7,7 @@
 use serde_json::Value;
 
 use crate::grammar::{Builder, CharSet, Expr, GrammarError, ValueStyle, Values, properties};
+use crate::schema;
 
 /// Longest function name a list may start with.
 const MAX_NAME: usize = 256;
@@ -256,35 +257,26 @@ impl<'b> PyLiterals<'b> {
             }
             return Ok(Expr::alt(options.iter().map(|v| Expr::lit(self.text(v)))));
         }
-        for key in ["anyOf", "oneOf"] {
-            if let Some(options) = object.get(key).and_then(Value::as_array) {
-                let mut alternatives = Vec::new();
-                for option in options {
-                    let mut merged = object.clone();
-                    merged.remove(key);
-                    if let Value::Object(inner) = option {
-                        merged.extend(inner.iter().map(|(k, v)| (k.clone(), v.clone())));
-                    }
-                    alternatives.push(self.literal(&Value::Object(merged))?);
-                }
-                if alternatives.is_empty() {
-                    return Err(self.error(format!("an empty `{key}` admits no value")));
-                }
-                return Ok(Expr::alt(alternatives));
+        if let Some((key, options)) = schema::alternatives(object) {
+            if options.is_empty() {
+                return Err(self.error(format!("an empty `{key}` admits no value")));
             }
+            let mut alternatives = Vec::new();
+            for option in &options {
+                alternatives.push(self.literal(option)?);
+            }
+            return Ok(Expr::alt(alternatives));
         }
-        let kinds: Vec<String> = match object.get("type") {
-            Some(Value::String(kind)) => vec![kind.clone()],
-            Some(Value::Array(kinds)) => kinds.iter().filter_map(Value::as_str).map(str::to_string).collect(),
-            _ if !python_containers => return self.values().json(schema),
-            _ if object.contains_key("properties") => vec!["object".to_string()],
-            _ if object.contains_key("items") => vec!["array".to_string()],
-            _ => return Ok(self.any()),
+        let named = matches!(object.get("type"), Some(Value::String(_) | Value::Array(_)));
+        let kinds = match schema::kinds(object) {
+            _ if !named && !python_containers => return self.values().json(schema),
+            Some(kinds) => kinds,
+            None => return Ok(self.any()),
         };
         let json_words = self.literals.json_words;
         let mut alternatives = Vec::new();
         for kind in kinds {
-            alternatives.push(match kind.as_str() {
+            alternatives.push(match kind {
                 "string" => {
                     let count = |key: &str| {
                         object.get(key).and_then(Value::as_u64).map(|n| n.min(u32::MAX.into()) as u32)
@@ -305,7 +297,7 @@ impl<'b> PyLiterals<'b> {
                 "object" if python_containers => self.object(object)?,
                 _ => {
                     let mut one = object.clone();
-                    one.insert("type".into(), Value::String(kind.clone()));
+                    one.insert("type".into(), Value::String(kind.into()));
                     self.values().json(&Value::Object(one))?
                 }
             });
@@ -442,10 +434,9 @@ impl<'b> PyLiterals<'b> {
             return Ok(Expr::Ref(name.clone()));
         }
         let root = self.root;
-        let target =
-            reference.strip_prefix('#').and_then(|pointer| root.pointer(pointer)).ok_or_else(|| {
-                self.error(format!("`$ref` {reference} does not name a definition of the schema"))
-            })?;
+        let target = schema::target(root, reference).ok_or_else(|| {
+            self.error(format!("`$ref` {reference} does not name a definition of the schema"))
+        })?;
         let name = self.b.reserve(reference.rsplit('/').next().unwrap_or("ref"));
         self.refs.insert(reference.to_string(), name.clone());
         let body = self.literal(target)?;
