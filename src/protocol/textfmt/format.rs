@@ -91,6 +91,11 @@ impl Format {
     pub(crate) const fn new(reading: &'static dyn Reading, writing: &'static dyn Writing) -> Format {
         Format { markers: &[], same_markup: &[], escapes: &[], reasoning: None, reading, writing }
     }
+
+    /// A format that `rules` both reads and writes (see [`new`](Self::new)).
+    pub(crate) const fn of<R: Reading + Writing>(rules: &'static R) -> Format {
+        Format::new(rules, rules)
+    }
 }
 
 /// What a text format writes: the tool prompt, the results message, a call, and the

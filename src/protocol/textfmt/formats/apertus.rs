@@ -309,7 +309,7 @@ pub(crate) const FORMAT: Format = Format {
         Marker::Token("<|inner_prefix|>"),
         Marker::Token("<|inner_suffix|>"),
     ],
-    ..Format::new(&Rules, &Rules)
+    ..Format::of(&Rules)
 };
 
 impl Writing for Rules {

@@ -187,7 +187,7 @@ pub(crate) const FORMAT: Format = Format {
         Marker::Token("<|END_THINKING|>"),
     ],
     reasoning: Some(&REASONING),
-    ..Format::new(&Rules, &Rules)
+    ..Format::of(&Rules)
 };
 
 impl Writing for Rules {

@@ -100,7 +100,7 @@ impl Reading for Rules {
 pub(crate) const FORMAT: Format = Format {
     markers: &[Marker::Token("<｜DSML｜ calls>"), Marker::Token("\n\n<｜DSML｜ calls>")],
     escapes: &[Escape::Tag("tool_result")],
-    ..Format::new(&Rules, &Rules)
+    ..Format::of(&Rules)
 };
 
 impl Writing for Rules {

@@ -87,7 +87,7 @@ impl Reading for Rules {
 pub(crate) const FORMAT: Format = Format {
     same_markup: &[TextFormat::Hermes],
     escapes: &[Escape::Tag("tool_call"), Escape::Tag("tool_response"), Escape::Tag("response")],
-    ..Format::new(&Rules, &Rules)
+    ..Format::of(&Rules)
 };
 
 impl Writing for Rules {

@@ -90,7 +90,7 @@ pub(crate) const FORMAT: Format = Format {
     markers: &[Marker::Token("<|tool_call>"), Marker::Token("<|channel>"), Marker::Token("<channel|>")],
     escapes: &[Escape::Tag("channel|"), Escape::Tag("tool|")],
     reasoning: Some(&REASONING),
-    ..Format::new(&Rules, &Rules)
+    ..Format::of(&Rules)
 };
 
 impl Writing for Rules {

@@ -189,7 +189,7 @@ fn header_end(region: &str) -> Option<usize> {
 /// are read; [`Rules`] writes it.
 pub(crate) const FORMAT: Format = Format {
     markers: &[Marker::Token("<|message_sep|>"), Marker::Token("<|function_call|>")],
-    ..Format::new(&Rules, &Rules)
+    ..Format::of(&Rules)
 };
 
 impl Writing for Rules {

@@ -100,7 +100,7 @@ impl Reading for Rules {
 /// The format: what `auto` looks for, what tool output may not hold and how calls
 /// are read; [`Rules`] writes it.
 pub(crate) const FORMAT: Format =
-    Format { markers: &[Marker::Token("<｜GCML｜tool_calls>")], ..Format::new(&Rules, &Rules) };
+    Format { markers: &[Marker::Token("<｜GCML｜tool_calls>")], ..Format::of(&Rules) };
 
 impl Writing for Rules {
     /// The tool-definition prompt. GigaChat 3.5's chat template is not public in the

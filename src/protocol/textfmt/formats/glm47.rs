@@ -8,44 +8,17 @@
 //! `<tool_call>NAME</tool_call>` is a call with `{}`. Read and written by the GLM reader
 //! (`readers/glm.rs`), which says how keys and values are read.
 
-use serde_json::{Map, Value};
-
-use crate::ToolExecutionResult;
-use crate::grammar::{Builder, GrammarError, Syntax};
 use crate::protocol::textfmt::TextFormat;
-use crate::protocol::textfmt::format::{Format, Marker, Writing};
-use crate::protocol::textfmt::grammar::Offer;
-use crate::protocol::textfmt::readers::glm::{self, ESCAPES, Glm};
+use crate::protocol::textfmt::format::{Format, Marker};
+use crate::protocol::textfmt::readers::glm::{ESCAPES, Glm};
 use crate::protocol::textfmt::readers::shapes::{Shape, after_tool_call};
 use crate::protocol::textfmt::readers::tagged::TOOL_CALL;
-use crate::tools::ToolDefinition;
 
-/// The rules of `glm47`.
-pub(crate) struct Rules;
-
-/// The format: what `auto` looks for, what tool output may not hold and how calls
-/// are read; [`Rules`] writes it.
+/// The format: what `auto` looks for and what tool output may not hold; the GLM
+/// reader reads and writes it.
 pub(crate) const FORMAT: Format = Format {
     markers: &[Marker::Shared { token: TOOL_CALL, look: after_tool_call, shape: Shape::Name }],
     same_markup: &[TextFormat::Glm45],
     escapes: ESCAPES,
-    ..Format::new(&Glm { v47: true }, &Rules)
+    ..Format::of(&Glm { v47: true })
 };
-
-impl Writing for Rules {
-    fn prompt(&self, tools: &[ToolDefinition]) -> String {
-        glm::prompt(tools)
-    }
-
-    fn results(&self, results: &[ToolExecutionResult]) -> String {
-        glm::results(results)
-    }
-
-    fn write_call(&self, name: &str, args: &Map<String, Value>) -> Option<String> {
-        glm::write_call(true, name, args)
-    }
-
-    fn syntax(&self, b: &mut Builder, offer: &Offer<'_>) -> Result<Syntax, GrammarError> {
-        glm::syntax(true, b, offer)
-    }
-}

@@ -90,7 +90,7 @@ pub(crate) const FORMAT: Format = Format {
         Marker::Shared { token: TOOL_CALL, look: after_tool_call, shape: Shape::JsonArray },
     ],
     escapes: &[Escape::Tag("tool_call")],
-    ..Format::new(&Rules, &Rules)
+    ..Format::of(&Rules)
 };
 
 impl Writing for Rules {

@@ -352,7 +352,7 @@ pub(crate) const FORMAT: Format = Format {
         Marker::Token("<|return|>"),
     ],
     reasoning: Some(&REASONING),
-    ..Format::new(&Rules, &Rules)
+    ..Format::of(&Rules)
 };
 
 impl Writing for Rules {

@@ -117,7 +117,7 @@ pub(crate) const FORMAT: Format = Format {
         Marker::Token("<answer>"),
     ],
     escapes: &[Escape::Tag("answer")],
-    ..Format::new(&Rules, &Rules)
+    ..Format::of(&Rules)
 };
 
 impl Writing for Rules {

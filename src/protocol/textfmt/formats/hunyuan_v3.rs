@@ -218,7 +218,7 @@ pub(crate) const FORMAT: Format = Format {
         Marker::Token("<tool_calls:opensource>"),
     ],
     escapes: &[Escape::Tag("tool_sep")],
-    ..Format::new(&Rules, &Rules)
+    ..Format::of(&Rules)
 };
 
 impl Writing for Rules {

@@ -244,7 +244,7 @@ pub(crate) const FORMAT: Format = Format {
         Marker::Token("<|content_model_end_sampling|>"),
     ],
     reasoning: Some(&REASONING),
-    ..Format::new(&Rules, &Rules)
+    ..Format::of(&Rules)
 };
 
 impl Writing for Rules {

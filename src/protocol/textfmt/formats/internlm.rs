@@ -99,7 +99,7 @@ impl Reading for Rules {
 /// The format: what `auto` looks for, what tool output may not hold and how calls
 /// are read; [`Rules`] writes it.
 pub(crate) const FORMAT: Format =
-    Format { markers: &[Marker::Token("<|action_start|>")], ..Format::new(&Rules, &Rules) };
+    Format { markers: &[Marker::Token("<|action_start|>")], ..Format::of(&Rules) };
 
 impl Writing for Rules {
     /// The tool-definition prompt.

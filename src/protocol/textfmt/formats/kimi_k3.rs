@@ -296,7 +296,7 @@ fn sorted(value: &Value) -> Value {
 pub(crate) const FORMAT: Format = Format {
     markers: &[Marker::Token("<|open|>"), Marker::Token("<|close|>")],
     reasoning: Some(&REASONING),
-    ..Format::new(&Rules, &Rules)
+    ..Format::of(&Rules)
 };
 
 impl Writing for Rules {

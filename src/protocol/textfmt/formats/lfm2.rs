@@ -235,7 +235,7 @@ fn read_json(body: &str, offset: usize, calls: &mut Vec<RawCall>) {
 /// The format: what `auto` looks for, what tool output may not hold and how calls
 /// are read; [`Rules`] writes it.
 pub(crate) const FORMAT: Format =
-    Format { markers: &[Marker::Token("<|tool_call_start|>")], ..Format::new(&Rules, &Rules) };
+    Format { markers: &[Marker::Token("<|tool_call_start|>")], ..Format::of(&Rules) };
 
 impl Writing for Rules {
     /// The tool-definition prompt: the tools as a JSON list between `<|tool_list_start|>`

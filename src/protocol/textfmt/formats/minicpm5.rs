@@ -211,7 +211,7 @@ fn read_params(body: &str, call: &mut RawCall) -> Result<(), String> {
 pub(crate) const FORMAT: Format = Format {
     markers: &[Marker::Token("<function ")],
     escapes: &[Escape::Tag("function"), Escape::Tag("param")],
-    ..Format::new(&Rules, &Rules)
+    ..Format::of(&Rules)
 };
 
 impl Writing for Rules {

@@ -134,7 +134,7 @@ impl Reading for Rules {
 /// are read; [`Rules`] writes it.
 pub(crate) const FORMAT: Format = Format {
     markers: &[Marker::Shared { token: OPEN, look: after_tool_calls, shape: Shape::JsonLines }],
-    ..Format::new(&Rules, &Rules)
+    ..Format::of(&Rules)
 };
 
 impl Writing for Rules {

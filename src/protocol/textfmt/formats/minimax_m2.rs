@@ -124,7 +124,7 @@ pub(crate) const FORMAT: Format = Format {
         Escape::Tag("parameter"),
         Escape::Tag("response"),
     ],
-    ..Format::new(&Rules, &Rules)
+    ..Format::of(&Rules)
 };
 
 impl Writing for Rules {

@@ -284,7 +284,7 @@ pub(crate) const FORMAT: Format = Format {
     markers: &[Marker::Token("]<]minimax[>["), Marker::Token("<mm:think>"), Marker::Token("</mm:think>")],
     escapes: &[Escape::Tag("]minimax["), Escape::Tag("mm:think"), Escape::Tag("response")],
     reasoning: Some(&REASONING),
-    ..Format::new(&Rules, &Rules)
+    ..Format::of(&Rules)
 };
 
 impl Writing for Rules {

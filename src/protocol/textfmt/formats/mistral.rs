@@ -206,7 +206,7 @@ pub(crate) const FORMAT: Format = Format {
         Escape::Bracket("[/TOOL_RESULTS]"),
         Escape::Bracket("[CALL_ID]"),
     ],
-    ..Format::new(&Rules, &Rules)
+    ..Format::of(&Rules)
 };
 
 impl Writing for Rules {

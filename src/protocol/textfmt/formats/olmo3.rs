@@ -134,7 +134,7 @@ impl Reading for Rules {
 pub(crate) const FORMAT: Format = Format {
     markers: &[Marker::Token("<function_calls>")],
     escapes: &[Escape::Tag("function")],
-    ..Format::new(&Rules, &Rules)
+    ..Format::of(&Rules)
 };
 
 impl Writing for Rules {

@@ -67,7 +67,7 @@ impl Reading for Rules {
 pub(crate) const FORMAT: Format = Format {
     markers: &[Marker::Token("functools[")],
     escapes: &[Escape::ListAfter("functools")],
-    ..Format::new(&Rules, &Rules)
+    ..Format::of(&Rules)
 };
 
 impl Writing for Rules {

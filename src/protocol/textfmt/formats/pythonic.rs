@@ -116,7 +116,7 @@ impl Reading for Rules {
 pub(crate) const FORMAT: Format = Format {
     markers: &[Marker::Token(START), Marker::CallList],
     escapes: &[Escape::CallList],
-    ..Format::new(&Rules, &Rules)
+    ..Format::of(&Rules)
 };
 
 impl Writing for Rules {

@@ -64,7 +64,7 @@ pub(crate) const FORMAT: Format = Format {
         Marker::Token(FUNCTION),
     ],
     escapes: &[Escape::Tag("function"), Escape::Tag("parameter")],
-    ..Format::new(&Rules, &Rules)
+    ..Format::of(&Rules)
 };
 
 impl Writing for Rules {

@@ -139,7 +139,7 @@ impl Reading for Rules {
 /// are read; [`Rules`] writes it.
 pub(crate) const FORMAT: Format = Format {
     markers: &[Marker::Token("<|tool_calls|>"), Marker::Opening(&["[", "{", "'name'"])],
-    ..Format::new(&Rules, &Rules)
+    ..Format::of(&Rules)
 };
 
 impl Writing for Rules {

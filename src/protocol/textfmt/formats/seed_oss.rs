@@ -113,7 +113,7 @@ pub(crate) const FORMAT: Format = Format {
     ],
     escapes: &[Escape::Tag("seed:")],
     reasoning: Some(&REASONING),
-    ..Format::new(&Rules, &Rules)
+    ..Format::of(&Rules)
 };
 
 impl Writing for Rules {

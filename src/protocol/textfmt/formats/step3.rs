@@ -151,7 +151,7 @@ impl Reading for Rules {
 pub(crate) const FORMAT: Format = Format {
     markers: &[Marker::Token("<｜tool_calls_begin｜>")],
     escapes: &[Escape::Tag("steptml:")],
-    ..Format::new(&Rules, &Rules)
+    ..Format::of(&Rules)
 };
 
 impl Writing for Rules {

@@ -146,7 +146,7 @@ pub(crate) const FORMAT: Format = Format {
     ],
     same_markup: &[TextFormat::Mistral, TextFormat::Granite],
     escapes: &[Escape::Bracket("[TOOL_CALLS]"), Escape::CallFence(FENCE), Escape::Tag("tool_call")],
-    ..Format::new(&Rules, &Rules)
+    ..Format::of(&Rules)
 };
 
 impl Writing for Rules {

@@ -21,11 +21,13 @@
 use super::tagged::{TOOL_CALL as OPEN, TOOL_CALL_END as CLOSE};
 use super::values::infer;
 use crate::ToolExecutionResult;
+use crate::grammar::{Builder, GrammarError, Pattern, Syntax};
 use crate::protocol::textfmt::driver::{Found, RawCall, Reading, Region, Scan, ScanState, Searches, inside};
-use crate::protocol::textfmt::format::Escape;
+use crate::protocol::textfmt::format::{Escape, Writing};
 use crate::protocol::textfmt::grammar::{Offer, TextValues, value_text};
 use crate::protocol::textfmt::prompt::{content, each, functions, lines};
 use crate::tools::ToolDefinition;
+use serde_json::{Map, Value};
 
 /// As [`infer`]; an array or object written with its quotes backslash-escaped (`[{\"a\":
 /// 1}]`, a serving stack's double escaping) is read unescaped once.
@@ -138,52 +140,63 @@ pub(crate) fn read_call(v47: bool, cut: ValueCut, region: &str, closed: bool, ca
     calls.push(call);
 }
 
-/// The calls of `glm45` and `glm47` as a grammar: the name, then each argument as
-/// `<arg_key>K</arg_key><arg_value>V</arg_value>` in schema order (`glm45` one tag pair
-/// a line, as its prompt shows; `glm47` without line breaks, as GLM-4.7 writes them). A
-/// value holds no white space at either end (values are trimmed), no `</arg_value>` or
-/// `</tool_call>` (each ends it or the call, and the format has no escapes), and no
-/// reasoning tag when reasoning is hidden.
-pub(crate) fn syntax(
-    v47: bool,
-    b: &mut crate::grammar::Builder,
-    offer: &Offer<'_>,
-) -> Result<crate::grammar::Syntax, crate::grammar::GrammarError> {
-    use crate::grammar::Pattern;
-    let line = if v47 { "" } else { "\n" };
-    let call = TextValues {
-        avoid: Pattern::trimmed_text(&[VALUE_END, CLOSE]),
-        open: VALUE,
-        close: VALUE_END,
-        key: &|key| format!("{line}{KEY}{key}{KEY_END}{line}"),
-        call: &|name| (name.to_string(), format!("{line}{CLOSE}")),
+impl Writing for Glm {
+    /// The tool-definition prompt of the GLM formats.
+    fn prompt(&self, tools: &[ToolDefinition]) -> String {
+        format!(
+            "# Tools\n\nYou may call one or more functions to assist with the user query.\n\n\
+             You are provided with function signatures within <tools></tools> XML tags:\n<tools>\n{}\n</tools>\n\n\
+             For each function call, output the function name and arguments within the following XML format:\n\
+             <tool_call>{{function-name}}\n<arg_key>{{arg-key-1}}</arg_key>\n<arg_value>{{arg-value-1}}</arg_value>\n\
+             <arg_key>{{arg-key-2}}</arg_key>\n<arg_value>{{arg-value-2}}</arg_value>\n...\n</tool_call>",
+            lines(&functions(tools))
+        )
     }
-    .calls(b, offer)?;
-    Ok(offer.syntax(OPEN, call))
-}
 
-/// A call as [`syntax`] admits it: strings as written, other values as JSON (`<` in
-/// JSON strings written `\u003c`).
-/// `None` when a value holds markup the format has no escape for (a value ends at the
-/// first `</arg_value>`, a call at the first `</tool_call>`), or white space at either
-/// end (the reader trims values).
-pub(crate) fn write_call(
-    v47: bool,
-    name: &str,
-    args: &serde_json::Map<String, serde_json::Value>,
-) -> Option<String> {
-    let line = if v47 { "" } else { "\n" };
-    let mut out = format!("{OPEN}{name}");
-    for (key, value) in args {
-        let text = value_text(value);
-        // The reader trims values: one with white space at either end is refused.
-        if text.contains(VALUE_END) || text.contains(CLOSE) || text.trim() != text {
-            return None;
-        }
-        out.push_str(&format!("{line}{KEY}{key}{KEY_END}{line}{VALUE}{text}{VALUE_END}"));
+    /// An observation, each result in `<tool_response>` tags.
+    fn results(&self, results: &[ToolExecutionResult]) -> String {
+        format!(
+            "<|observation|>\n{}",
+            each(results, |r| format!("<tool_response>\n{}\n</tool_response>", content(r)), "\n")
+        )
     }
-    out.push_str(&format!("{line}{CLOSE}"));
-    Some(out)
+
+    /// A call as [`syntax`](Self::syntax) admits it: strings as written, other values
+    /// as JSON (`<` in JSON strings written `\u003c`). `None` when a value holds markup
+    /// the format has no escape for (a value ends at the first `</arg_value>`, a call at
+    /// the first `</tool_call>`), or white space at either end (the reader trims values).
+    fn write_call(&self, name: &str, args: &Map<String, Value>) -> Option<String> {
+        let line = if self.v47 { "" } else { "\n" };
+        let mut out = format!("{OPEN}{name}");
+        for (key, value) in args {
+            let text = value_text(value);
+            if text.contains(VALUE_END) || text.contains(CLOSE) || text.trim() != text {
+                return None;
+            }
+            out.push_str(&format!("{line}{KEY}{key}{KEY_END}{line}{VALUE}{text}{VALUE_END}"));
+        }
+        out.push_str(&format!("{line}{CLOSE}"));
+        Some(out)
+    }
+
+    /// The calls as a grammar: the name, then each argument as
+    /// `<arg_key>K</arg_key><arg_value>V</arg_value>` in schema order (`glm45` one tag
+    /// pair a line, as its prompt shows; `glm47` without line breaks, as GLM-4.7 writes
+    /// them). A value holds no white space at either end (values are trimmed), no
+    /// `</arg_value>` or `</tool_call>` (each ends it or the call, and the format has no
+    /// escapes), and no reasoning tag when reasoning is hidden.
+    fn syntax(&self, b: &mut Builder, offer: &Offer<'_>) -> Result<Syntax, GrammarError> {
+        let line = if self.v47 { "" } else { "\n" };
+        let call = TextValues {
+            avoid: Pattern::trimmed_text(&[VALUE_END, CLOSE]),
+            open: VALUE,
+            close: VALUE_END,
+            key: &|key| format!("{line}{KEY}{key}{KEY_END}{line}"),
+            call: &|name| (name.to_string(), format!("{line}{CLOSE}")),
+        }
+        .calls(b, offer)?;
+        Ok(offer.syntax(OPEN, call))
+    }
 }
 
 /// The tags of a key and of a value.
@@ -194,24 +207,3 @@ pub(crate) const VALUE_END: &str = "</arg_value>";
 
 /// The key and value tags, for `neutralize_tokens`.
 pub(crate) const ESCAPES: &[Escape] = &[Escape::Tag("arg_key"), Escape::Tag("arg_value")];
-
-/// The tool-definition prompt of the GLM formats.
-pub(crate) fn prompt(tools: &[ToolDefinition]) -> String {
-    format!(
-        "# Tools\n\nYou may call one or more functions to assist with the user query.\n\n\
-         You are provided with function signatures within <tools></tools> XML tags:\n<tools>\n{}\n</tools>\n\n\
-         For each function call, output the function name and arguments within the following XML format:\n\
-         <tool_call>{{function-name}}\n<arg_key>{{arg-key-1}}</arg_key>\n<arg_value>{{arg-value-1}}</arg_value>\n\
-         <arg_key>{{arg-key-2}}</arg_key>\n<arg_value>{{arg-value-2}}</arg_value>\n...\n</tool_call>",
-        lines(&functions(tools))
-    )
-}
-
-/// The text of the tool message that carries `results` back in the GLM formats: an
-/// observation, each result in `<tool_response>` tags.
-pub(crate) fn results(results: &[ToolExecutionResult]) -> String {
-    format!(
-        "<|observation|>\n{}",
-        each(results, |r| format!("<tool_response>\n{}\n</tool_response>", content(r)), "\n")
-    )
-}
