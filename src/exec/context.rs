@@ -59,6 +59,14 @@ impl ToolRetry {
         ToolRetry { max_attempts: max_attempts.max(1), initial_backoff, ..ToolRetry::default() }
     }
 
+    setters! {
+        /// Sets `multiplier`.
+        pub fn multiplier(factor: f64) { self.multiplier = factor }
+
+        /// Sets `max_retry_after`.
+        pub fn max_retry_after(longest: Duration) { self.max_retry_after = longest }
+    }
+
     /// The wait before retry number `retry` (from 0) after `error`: what the error asks
     /// for, else the exponential backoff; `None` when it asks for longer than
     /// `max_retry_after`.
@@ -113,6 +121,28 @@ pub struct ExecutorOptions {
     /// boundary and ends with [`ExecutorMessages::result_cut`](super::ExecutorMessages::result_cut),
     /// which says how much was cut. Image parts are passed on whole.
     pub max_result_bytes: usize,
+}
+
+impl ExecutorOptions {
+    setters! {
+        /// Sets `max_concurrency`.
+        pub fn max_concurrency(calls: usize) { self.max_concurrency = calls }
+
+        /// Sets `max_running_calls`.
+        pub fn max_running_calls(calls: usize) { self.max_running_calls = calls }
+
+        /// Sets `retry`.
+        pub fn retry(retry: ToolRetry) { self.retry = retry }
+
+        /// Sets `run_incomplete`.
+        pub fn run_incomplete(on: bool) { self.run_incomplete = on }
+
+        /// Sets `messages`.
+        pub fn messages(messages: super::ExecutorMessages) { self.messages = messages }
+
+        /// Sets `max_result_bytes`.
+        pub fn max_result_bytes(bytes: usize) { self.max_result_bytes = bytes }
+    }
 }
 
 impl Default for ExecutorOptions {

@@ -202,6 +202,26 @@ pub struct RestMethodConfig {
     pub timeout_ms: Option<u64>,
 }
 
+impl RestMethodConfig {
+    /// A method `name` as a configuration file leaves it when only the name is given:
+    /// `GET` on the tool's base URL, no parameters, nothing placed in the query, headers
+    /// or body. Its fields are public: set the rest on the value (see
+    /// [`RestToolConfig::new`]).
+    pub fn new(name: impl Into<String>) -> Self {
+        RestMethodConfig {
+            name: name.into(),
+            description: String::new(),
+            http_method: default_http_method(),
+            path: String::new(),
+            parameters: empty_object_schema(),
+            query: Vec::new(),
+            header_params: BTreeMap::new(),
+            body: Vec::new(),
+            timeout_ms: None,
+        }
+    }
+}
+
 fn default_http_method() -> String {
     "GET".to_string()
 }
@@ -383,6 +403,36 @@ enum PathPiece {
 }
 
 impl RestToolConfig {
+    /// A tool `id` whose methods' paths follow `base_url`, with no methods yet and every
+    /// other field as a configuration file leaves it when absent (no name, headers or
+    /// time limit; responses kept up to 1 MiB). Its fields are public: set the rest on
+    /// the value.
+    ///
+    /// ```
+    /// use tool_calling::tools::rest::{RestMethodConfig, RestToolConfig};
+    ///
+    /// let mut tool = RestToolConfig::new("status", "http://127.0.0.1:8080");
+    /// let mut get = RestMethodConfig::new("get");
+    /// get.path = "/status/{service}".into();
+    /// get.parameters = serde_json::json!({"type": "object", "properties": {"service": {"type": "string"}}});
+    /// tool.methods.push(get);
+    /// tool.timeout_ms = Some(500);
+    /// let spec = tool.tool_spec().unwrap();
+    /// assert_eq!(spec.methods[0].name(), "get");
+    /// ```
+    pub fn new(id: impl Into<String>, base_url: impl Into<String>) -> Self {
+        RestToolConfig {
+            id: id.into(),
+            name: None,
+            description: String::new(),
+            base_url: base_url.into(),
+            headers: BTreeMap::new(),
+            timeout_ms: None,
+            max_response_bytes: default_max_response_bytes(),
+            methods: Vec::new(),
+        }
+    }
+
     /// The tool, ready to register: each method checked (its path placeholders and
     /// placed parameters are parameters of its schema, its header names are valid),
     /// and the static headers resolved (environment variables read now).
