@@ -105,8 +105,9 @@
 //! model types alone: every parser, prompt and result writer, with no tokio, JSON Schema
 //! validator or HTTP stack. Items that need a feature say which one.
 //!
-//! The repository's README is the guide: examples for every part, the limits on what a
-//! reply can cost, speed figures, and a tester to try tools and replies in a browser.
+//! The [`guide`] has a chapter a job: reading replies, VCP, tools, the engine, the native
+//! APIs, the open-model formats, grammars, the gateway, the tester, limits and speed,
+//! each with examples that run as doctests.
 //!
 //! [`AutoProtocol`]: protocol::textfmt::AutoProtocol
 //! [`TextFormatProtocol`]: protocol::textfmt::TextFormatProtocol
@@ -266,6 +267,11 @@ pub mod prelude {
 #[doc(hidden)]
 #[cfg(feature = "runtime")]
 pub mod __private;
+
+/// The guide's chapters (rendered in the docs; their examples run as doctests with every
+/// feature on, as the README's do).
+#[cfg(any(doc, all(doctest, feature = "gateway", feature = "rest", feature = "mcp")))]
+pub mod guide;
 
 /// The README's examples, compiled and run as doctests. They use every feature, so they
 /// are tested with every feature on (`cargo test --all-features`).

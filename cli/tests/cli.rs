@@ -1008,7 +1008,7 @@ fn cycle_raw_prints_the_context_as_it_is_sent() {
     assert_eq!(native[0]["role"], "tool", "the tool messages themselves: {native}");
 }
 
-/// The bundled reply for the demo tools (`samples/demo_reply.txt`, which the README's
+/// The bundled reply for the demo tools (`samples/demo_reply.txt`, which the tester's
 /// examples use): every call reaches a demo tool, hidden reasoning included.
 #[test]
 fn the_demo_reply_runs_against_the_demo_tools() {

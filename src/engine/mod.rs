@@ -431,7 +431,7 @@ impl Engine {
     }
 
     /// The grammar of the tools offered under `config`, cached like the declarations
-    /// (building one takes milliseconds: see the README's grammar costs).
+    /// (building one takes milliseconds: see the grammar chapter's costs).
     pub(crate) fn grammar_for(
         &self,
         protocol: &dyn ToolCallingProtocol,
