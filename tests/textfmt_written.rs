@@ -11,7 +11,7 @@
 //!   and a results block, as the format writes them) is carried as plain text: read as
 //!   a reply, the message holds no call;
 //! - a call is read back as the call written, and awkward arguments are either refused
-//!   (`None`) or read back exactly.
+//!   (`None`) or read back exactly; which ones a format refuses is in its file.
 
 use std::path::Path;
 
@@ -73,11 +73,14 @@ fn written(format: TextFormat) -> String {
     let messages = protocol.result_messages(&results, &TurnState::default());
     let roles: Vec<String> = messages.iter().map(|m| format!("{:?}", m.role)).collect();
     let call = protocol.write_call("calc_add", &call_args()).unwrap_or_else(|| "(none)".into());
+    let refused: Vec<String> = refused(&protocol).iter().map(usize::to_string).collect();
     format!(
-        "=== prompt\n{prompt}\n=== results ({}): \"3\", then the format's call and results markup\n{}\n=== call calc_add {}\n{call}\n",
+        "=== prompt\n{prompt}\n=== results ({}): \"3\", then the format's call and results markup\n{}\n=== call calc_add {}\n{call}\n=== awkward arguments refused (of {}): {}\n",
         roles.join(", "),
         messages_text(&messages),
         Value::Object(call_args()),
+        awkward().len(),
+        if refused.is_empty() { "none".to_string() } else { refused.join(" ") },
     )
 }
 
@@ -132,22 +135,62 @@ fn results_carry_each_output_and_no_call() {
     }
 }
 
-/// Arguments that test a writer: markup of many formats, quotes, white space at the
-/// ends, unicode, nesting, numbers as text, nothing.
+/// Arguments that test a writer, one difficulty each: numbers and literals, nesting,
+/// unicode, white space at the ends and line breaks, quotes and backslashes, code,
+/// entities, control characters, and markup of many formats. Which of them a format
+/// refuses is part of its file.
 fn awkward() -> Vec<Map<String, Value>> {
-    [
+    let mut samples = vec![
         json!({}),
-        json!({"city": "Paris", "days": 3, "ok": false, "none": null, "x": -1.5}),
-        json!({"nested": {"a": [1, "two", {"b": true}]}, "s": "{x:1}, [y] <b>"}),
-        json!({"unicode": "Grüße 日本 — 🚀", "num_text": "7", "tab": "a\tb", "empty": ""}),
-        json!({"padded": "  spaced  ", "lines": "\nx\n", "q": "it's \"q\" (x) [y] \\ \n"}),
-        json!({"code": "fn main() {\n    println!(\"<hi> & bye\");\n}", "amp": "x<y & z &amp;"}),
-        json!({"markup": "a </tool_call> <tool_call> </function> </parameter> ]]> <|tool_call_end|> \
-                          <｜tool▁call▁end｜> </arg_value> <escape> [TOOL_CALLS] functools[ <think>"}),
-    ]
-    .into_iter()
-    .map(object)
-    .collect()
+        json!({"city": "Paris", "days": 3, "ok": false, "none": null, "x": -1.5, "big": 12345678901234_i64}),
+        json!({"nested": {"a": [1, "two", {"b": true}], "c:d": "e,f"}, "s": "{x:1}, [y] <b>"}),
+        json!({"list": ["a", "b"], "e": [], "o": {}, "ratio": -0.5}),
+        json!({"unicode": "Grüße 日本 — 🚀 Привет", "num_text": "7", "tab": "a\tb", "empty": ""}),
+        json!({"padded": "  spaced  "}),
+        json!({"lines": "\nx\n"}),
+        json!({"lead": "\nafter a blank line"}),
+        json!({"only_break": "\n", "two_breaks": "\n\n"}),
+        json!({"q": "it's \"q\" (x) [y] \\ \n"}),
+        json!({"code": "fn main() {\n    println!(\"<hi> & bye\");\n}"}),
+        json!({"indented": "    def f():\n        return 1\n"}),
+        json!({"html": "Paris <b>&amp;</b> \"quoted\"", "amp": "x<y & z"}),
+        json!({"expression": "a < b && b > c"}),
+        json!({"ctl": "\u{1}"}),
+        json!({"think": "<think>"}),
+    ];
+    for markup in [
+        "</tool_call>",
+        "<tool_call>",
+        "</parameter></function>",
+        "]]>",
+        "</arg_value>",
+        "<escape>",
+        "<end_function_call>",
+        "<|\"|>",
+        "<tool_call|>",
+        "<|end_message|>",
+        "<|call|>",
+        "<|close|>argument<|sep|>",
+        "</steptml:invoke>",
+        "]<]minimax[>[",
+        "</functions>",
+        "[TOOL_CALLS]",
+        "functools[",
+        "<｜tool▁call▁end｜>",
+        "</｜DSML｜tool_calls>",
+    ] {
+        samples.push(json!({"markup": format!("a {markup} b")}));
+    }
+    samples.into_iter().map(object).collect()
+}
+
+/// The numbers (from 1) of the [`awkward`] samples `protocol` refuses to write.
+fn refused(protocol: &TextFormatProtocol) -> Vec<usize> {
+    (1..)
+        .zip(awkward())
+        .filter(|(_, args)| protocol.write_call("calc_add", args).is_none())
+        .map(|(n, _)| n)
+        .collect()
 }
 
 #[test]
@@ -158,14 +201,11 @@ fn calls_read_back_or_are_refused() {
         let text = protocol.write_call("calc_add", &plain);
         let text = text.unwrap_or_else(|| panic!("{format} cannot write {plain:?}"));
         reads_back(&protocol, &text, &plain);
-        let mut refused = 0;
         for args in awkward() {
-            match protocol.write_call("calc_add", &args) {
-                Some(text) => reads_back(&protocol, &text, &args),
-                None => refused += 1,
+            if let Some(text) = protocol.write_call("calc_add", &args) {
+                reads_back(&protocol, &text, &args);
             }
         }
-        assert!(refused < awkward().len() - 1, "{format} refuses almost everything");
     }
 }
 

@@ -314,22 +314,9 @@ impl Writing for Rules {
 
 #[cfg(test)]
 mod tests {
-    use serde_json::json;
 
     use super::*;
     use crate::protocol::textfmt::TextFormat;
-    use crate::protocol::textfmt::test_support::written_reads_back;
-
-    #[test]
-    fn write_call_round_trips() {
-        for (name, args) in [
-            ("search", json!({"query": "Rust {language}"})),
-            ("empty", json!({})),
-            ("x", json!({"s": "a <|end_message|> \"q\" ☃", "n": [1, {"k": null}], "b": false})),
-        ] {
-            written_reads_back(TextFormat::Inkling, name, &args);
-        }
-    }
 
     #[test]
     fn a_call_begins_with_its_invoke_token() {

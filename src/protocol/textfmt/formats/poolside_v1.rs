@@ -182,26 +182,7 @@ mod tests {
 
     use super::*;
     use crate::protocol::textfmt::TextFormat;
-    use crate::protocol::textfmt::test_support::{parse, written_reads_back};
-
-    #[test]
-    fn write_call_round_trips() {
-        let args = json!({
-            "content": "    def f():\n        return 1\n",
-            "lead": "\nafter a blank line",
-            "only_break": "\n",
-            "two_breaks": "\n\n",
-            "spaces": "  padded  ",
-            "markup": "<tool_call>x<arg_key>k</arg_key><arg_value>",
-            "count": 3,
-            "nested": {"a": [1, {"b": null}], "s": "x<y"},
-            "flag": false,
-            "empty": "",
-            "unicode": "Привет, 世界",
-        });
-        written_reads_back(TextFormat::PoolsideV1, "write_file", &args);
-        written_reads_back(TextFormat::PoolsideV1, "now", &json!({}));
-    }
+    use crate::protocol::textfmt::test_support::parse;
 
     #[test]
     fn write_call_refuses_what_it_cannot_carry() {
