@@ -31,6 +31,18 @@ fn merged(outer: &Map<String, Value>, option: &Value, key: &str) -> Value {
     Value::Object(out)
 }
 
+/// A whole-number keyword of a schema (`minLength`, `maxItems`, …), capped at
+/// `u32::MAX`; `None` when absent or not a whole number.
+pub(crate) fn count(object: &Map<String, Value>, key: &str) -> Option<u32> {
+    object.get(key).and_then(Value::as_u64).map(|n| n.min(u64::from(u32::MAX)) as u32)
+}
+
+/// How many items an array of `object` holds: its `minItems` (0 when absent) and
+/// `maxItems`.
+pub(crate) fn item_bounds(object: &Map<String, Value>) -> (u32, Option<u32>) {
+    (count(object, "minItems").unwrap_or(0), count(object, "maxItems"))
+}
+
 /// The JSON types a schema admits: its `type` (a name or a list of names), else
 /// `object` for a schema with `properties`, `array` for one with `items`; `None` when
 /// it says nothing of its type.

@@ -129,11 +129,7 @@ impl<'b> Values<'b> {
     /// The bounds of a string of `schema`: its `minLength`, and its `maxLength` capped by
     /// the grammar's [`max_text`](super::Constraint::max_text).
     fn string_bounds(&self, schema: &Map<String, Value>) -> (u32, Option<u32>) {
-        let max = match (count(schema, "maxLength"), self.builder.max_text) {
-            (Some(own), Some(cap)) => Some(own.min(cap)),
-            (own, cap) => own.or(cap),
-        };
-        (count(schema, "minLength").unwrap_or(0), max)
+        self.builder.string_bounds(schema)
     }
 
     fn error(&self, message: impl Into<String>) -> GrammarError {
@@ -424,7 +420,7 @@ impl<'b> Values<'b> {
                     Some(items) => self.json(items)?,
                     None => self.any_json(),
                 };
-                let (min, max) = (count(schema, "minItems").unwrap_or(0), count(schema, "maxItems"));
+                let (min, max) = schema::item_bounds(schema);
                 let ws = self.ws();
                 let rest = Expr::seq([Expr::lit(","), ws, item.clone()]);
                 let items =
@@ -639,6 +635,18 @@ impl<'b> Values<'b> {
     }
 }
 
+impl Builder {
+    /// The bounds of a string of `schema`: its `minLength`, and its `maxLength` capped
+    /// by [`max_text`](Self::max_text).
+    pub(crate) fn string_bounds(&self, schema: &Map<String, Value>) -> (u32, Option<u32>) {
+        let max = match (schema::count(schema, "maxLength"), self.max_text) {
+            (Some(own), Some(cap)) => Some(own.min(cap)),
+            (own, cap) => own.or(cap),
+        };
+        (schema::count(schema, "minLength").unwrap_or(0), max)
+    }
+}
+
 impl CharSet {
     /// The characters of `self` and of `other` (both positive sets).
     pub(crate) fn union(&self, other: &CharSet) -> CharSet {
@@ -735,10 +743,6 @@ fn required_keys(schema: &Map<String, Value>) -> Vec<String> {
         .and_then(Value::as_array)
         .map(|r| r.iter().filter_map(Value::as_str).map(str::to_string).collect())
         .unwrap_or_default()
-}
-
-fn count(schema: &Map<String, Value>, key: &str) -> Option<u32> {
-    schema.get(key).and_then(Value::as_u64).map(|n| n.min(u64::from(u32::MAX)) as u32)
 }
 
 /// The JSON type of `value`, as a schema names it (a whole number is an `integer`).

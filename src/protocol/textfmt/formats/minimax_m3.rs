@@ -432,25 +432,15 @@ impl Elements<'_> {
             return Ok(Expr::alt(alternatives));
         }
         let Some(kinds) = schema::kinds(object) else { return self.json_leaf(b, schema) };
-        let count =
-            |key: &str| object.get(key).and_then(Value::as_u64).map(|n| n.min(u32::MAX.into()) as u32);
         let mut alternatives = Vec::new();
         for kind in kinds {
             alternatives.push(match kind {
                 "string" => {
-                    let max = match (count("maxLength"), b.max_text) {
-                        (Some(own), Some(cap)) => Some(own.min(cap)),
-                        (own, cap) => own.or(cap),
-                    };
+                    let (min, max) = b.string_bounds(object);
                     let (name, avoid) =
                         if top { ("LEAF_TEXT", top_text()) } else { ("NESTED_TEXT", nested_text()) };
-                    Values::new(b, ValueStyle::json("<&"), self.method, self.root).pattern_text(
-                        name,
-                        object,
-                        avoid,
-                        count("minLength").unwrap_or(0),
-                        max,
-                    )
+                    Values::new(b, ValueStyle::json("<&"), self.method, self.root)
+                        .pattern_text(name, object, avoid, min, max)
                 }
                 "integer" | "number" => {
                     let mut one = object.clone();
@@ -483,7 +473,7 @@ impl Elements<'_> {
                     let items = object.get("items").unwrap_or(&Value::Null);
                     let content = self.content(b, items, depth + 1, false)?;
                     let item = element(b, &format!("{NS}<{ITEM}>"), content, ITEM);
-                    let (min, max) = (count("minItems").unwrap_or(0), count("maxItems"));
+                    let (min, max) = schema::item_bounds(object);
                     let some = item.times(min.max(1), max);
                     match (min, max) {
                         (0, Some(0)) => Expr::lit("[]"),

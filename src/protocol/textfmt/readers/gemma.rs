@@ -550,17 +550,12 @@ impl Notation<'_> {
             return Ok(Expr::alt(alternatives));
         }
         let Some(kinds) = schema::kinds(object) else { return Ok(self.any_value(b)) };
-        let count =
-            |key: &str| object.get(key).and_then(Value::as_u64).map(|n| n.min(u32::MAX.into()) as u32);
         let mut alternatives = Vec::new();
         for kind in kinds {
             alternatives.push(match kind {
                 "string" => {
-                    let max = match (count("maxLength"), b.max_text) {
-                        (Some(own), Some(cap)) => Some(own.min(cap)),
-                        (own, cap) => own.or(cap),
-                    };
-                    self.string(b, method, object, count("minLength").unwrap_or(0), max)
+                    let (min, max) = b.string_bounds(object);
+                    self.string(b, method, object, min, max)
                 }
                 "integer" | "number" => {
                     let mut one = object.clone();
@@ -575,7 +570,7 @@ impl Notation<'_> {
                         Some(items) => self.value(b, method, items, root, depth + 1)?,
                         None => self.any_value(b),
                     };
-                    let (min, max) = (count("minItems").unwrap_or(0), count("maxItems"));
+                    let (min, max) = schema::item_bounds(object);
                     let rest = Expr::seq([Expr::lit(","), item.clone()]);
                     let items = Expr::seq([
                         item,

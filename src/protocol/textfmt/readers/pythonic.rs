@@ -278,14 +278,8 @@ impl<'b> PyLiterals<'b> {
         for kind in kinds {
             alternatives.push(match kind {
                 "string" => {
-                    let count = |key: &str| {
-                        object.get(key).and_then(Value::as_u64).map(|n| n.min(u32::MAX.into()) as u32)
-                    };
-                    let max = match (count("maxLength"), self.b.max_text) {
-                        (Some(own), Some(cap)) => Some(own.min(cap)),
-                        (own, cap) => own.or(cap),
-                    };
-                    let string = self.string(count("minLength").unwrap_or(0), max);
+                    let (min, max) = self.b.string_bounds(object);
+                    let string = self.string(min, max);
                     let quote = self.literals.quote;
                     self.values().quoted_pattern(object, string, quote)
                 }
@@ -355,9 +349,7 @@ impl<'b> PyLiterals<'b> {
             Some(items) => self.literal(items)?,
             None => self.any(),
         };
-        let count =
-            |key: &str| schema.get(key).and_then(Value::as_u64).map(|n| n.min(u32::MAX.into()) as u32);
-        let (min, max) = (count("minItems").unwrap_or(0), count("maxItems"));
+        let (min, max) = schema::item_bounds(schema);
         let rest = Expr::seq([Expr::lit(","), Self::ws(), item.clone()]);
         let items = Expr::seq([item, rest.times(min.saturating_sub(1), max.map(|m| m.saturating_sub(1)))]);
         let body = if min == 0 && max == Some(0) {
