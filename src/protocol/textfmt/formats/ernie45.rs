@@ -32,20 +32,12 @@
 //! {…}}`, a line break, `</tool_call>` per call. Free text holds no `<tool_call>` and neither
 //! framing token (`<response>`, `</response>`).
 
-use serde_json::{Map, Value};
-
-use crate::ToolExecutionResult;
-use crate::grammar::{Builder, GrammarError, Pattern, Syntax};
 use crate::protocol::textfmt::TextFormat;
 use crate::protocol::textfmt::driver::{
     Found, InSection, RawCall, Reading, Region, Scan, ScanState, Searches,
 };
-use crate::protocol::textfmt::format::{Escape, Format, Writing};
-use crate::protocol::textfmt::grammar::Offer;
-use crate::protocol::textfmt::readers::tagged::{
-    read_json_block, scan_json_block, tagged_call, tagged_prompt, tagged_results, tagged_syntax,
-};
-use crate::tools::ToolDefinition;
+use crate::protocol::textfmt::format::{Escape, Format};
+use crate::protocol::textfmt::readers::tagged::{TaggedWriting, read_json_block, scan_json_block};
 
 pub(crate) const OPEN: &str = "<tool_call>";
 pub(crate) const CLOSE: &str = "</tool_call>";
@@ -83,35 +75,17 @@ impl Reading for Rules {
 }
 
 /// The format: what `auto` looks for, what tool output may not hold and how calls
-/// are read; [`Rules`] writes it.
+/// are read; [`WRITING`] is what it writes.
 pub(crate) const FORMAT: Format = Format {
     same_markup: &[TextFormat::Hermes],
     escapes: &[Escape::Tag("tool_call"), Escape::Tag("tool_response"), Escape::Tag("response")],
-    ..Format::of(&Rules)
+    ..Format::new(&Rules, &WRITING)
 };
 
-impl Writing for Rules {
-    /// The tool-definition prompt.
-    fn prompt(&self, tools: &[ToolDefinition]) -> String {
-        tagged_prompt(tools, OPEN, CLOSE)
-    }
-
-    /// The text of the tool message that carries `results` back.
-    fn results(&self, results: &[ToolExecutionResult]) -> String {
-        tagged_results(results, RESULT_OPEN, RESULT_CLOSE)
-    }
-
-    /// A call of `name` with `args`, as the prompt teaches it.
-    fn write_call(&self, name: &str, args: &Map<String, Value>) -> Option<String> {
-        Some(tagged_call(name, args, OPEN, CLOSE))
-    }
-
-    fn syntax(&self, b: &mut Builder, offer: &Offer<'_>) -> Result<Syntax, GrammarError> {
-        // The answer's framing tokens are markup the reader drops.
-        let avoid = vec![Pattern::text(RESPONSE_OPEN), Pattern::text(RESPONSE_CLOSE)];
-        tagged_syntax(b, offer, (OPEN, CLOSE), avoid)
-    }
-}
-
-#[cfg(test)]
-mod tests {}
+/// What `ernie45` writes: Hermes' call objects in its tags.
+const WRITING: TaggedWriting = TaggedWriting {
+    open: OPEN,
+    close: CLOSE,
+    results: (RESULT_OPEN, RESULT_CLOSE),
+    avoid: &[RESPONSE_OPEN, RESPONSE_CLOSE],
+};

@@ -239,6 +239,3 @@ impl Writing for Rules {
         .build(b, offer)
     }
 }
-
-#[cfg(test)]
-mod tests {}

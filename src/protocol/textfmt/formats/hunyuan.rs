@@ -162,6 +162,3 @@ impl Writing for Rules {
         list_syntax(b, offer, (&open, &close), avoid)
     }
 }
-
-#[cfg(test)]
-mod tests {}

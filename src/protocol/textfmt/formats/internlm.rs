@@ -145,6 +145,3 @@ impl Writing for Rules {
         .build(b, offer)
     }
 }
-
-#[cfg(test)]
-mod tests {}

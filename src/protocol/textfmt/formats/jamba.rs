@@ -73,6 +73,3 @@ impl Writing for Rules {
         list_syntax(b, offer, (&open, &close), vec![Pattern::text(TOOL_CALLS)])
     }
 }
-
-#[cfg(test)]
-mod tests {}

@@ -22,16 +22,8 @@
 //! …, "arguments": {…}}`, a line break, `</longcat_tool_call>` per call; free text holds no
 //! `<longcat_tool_call>`.
 
-use serde_json::{Map, Value};
-
-use crate::ToolExecutionResult;
-use crate::grammar::{Builder, GrammarError, Syntax};
-use crate::protocol::textfmt::format::{Escape, Format, Marker, Writing};
-use crate::protocol::textfmt::grammar::Offer;
-use crate::protocol::textfmt::readers::tagged::{
-    Tagged, tagged_call, tagged_prompt, tagged_results, tagged_syntax,
-};
-use crate::tools::ToolDefinition;
+use crate::protocol::textfmt::format::{Escape, Format, Marker};
+use crate::protocol::textfmt::readers::tagged::{Tagged, TaggedWriting};
 
 pub(crate) const OPEN: &str = "<longcat_tool_call>";
 pub(crate) const CLOSE: &str = "</longcat_tool_call>";
@@ -41,37 +33,14 @@ const RESULT_CLOSE: &str = "</longcat_tool_response>";
 /// The reading of `longcat`: Hermes' under its tag names.
 pub(crate) const READING: Tagged = Tagged { open: OPEN, close: CLOSE };
 
-/// The rules of `longcat`.
-pub(crate) struct Rules;
-
 /// The format: what `auto` looks for, what tool output may not hold and how calls
-/// are read; [`Rules`] writes it.
+/// are read; [`WRITING`] is what it writes.
 pub(crate) const FORMAT: Format = Format {
     markers: &[Marker::Token("<longcat_tool_call>")],
     escapes: &[Escape::Tag("longcat_tool")],
-    ..Format::new(&READING, &Rules)
+    ..Format::new(&READING, &WRITING)
 };
 
-impl Writing for Rules {
-    /// The tool-definition prompt.
-    fn prompt(&self, tools: &[ToolDefinition]) -> String {
-        tagged_prompt(tools, OPEN, CLOSE)
-    }
-
-    /// The text of the tool message that carries `results` back.
-    fn results(&self, results: &[ToolExecutionResult]) -> String {
-        tagged_results(results, RESULT_OPEN, RESULT_CLOSE)
-    }
-
-    /// A call of `name` with `args`, as the prompt teaches it.
-    fn write_call(&self, name: &str, args: &Map<String, Value>) -> Option<String> {
-        Some(tagged_call(name, args, OPEN, CLOSE))
-    }
-
-    fn syntax(&self, b: &mut Builder, offer: &Offer<'_>) -> Result<Syntax, GrammarError> {
-        tagged_syntax(b, offer, (OPEN, CLOSE), Vec::new())
-    }
-}
-
-#[cfg(test)]
-mod tests {}
+/// What `longcat` writes: Hermes' call objects in its tags.
+const WRITING: TaggedWriting =
+    TaggedWriting { open: OPEN, close: CLOSE, results: (RESULT_OPEN, RESULT_CLOSE), avoid: &[] };

@@ -185,6 +185,3 @@ impl Writing for Rules {
         .build(b, offer)
     }
 }
-
-#[cfg(test)]
-mod tests {}

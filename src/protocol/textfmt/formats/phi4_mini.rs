@@ -113,6 +113,3 @@ impl Writing for Rules {
         list_syntax(b, offer, (MARKER, "]"), Vec::new())
     }
 }
-
-#[cfg(test)]
-mod tests {}

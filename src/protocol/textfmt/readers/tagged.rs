@@ -17,6 +17,7 @@ use crate::grammar::{Builder, GrammarError, Pattern, Syntax};
 use crate::protocol::textfmt::driver::{
     Found, RawCall, Reading, Region, Scan, ScanState, Searches, after_blanks, inside, scan_for,
 };
+use crate::protocol::textfmt::format::Writing;
 use crate::protocol::textfmt::grammar::{JsonMarkup, JsonSyntax, Offer, json_text};
 use crate::protocol::textfmt::prompt::{functions, lines, wrapped};
 use crate::tools::ToolDefinition;
@@ -186,4 +187,34 @@ pub(crate) fn tagged_syntax(
     let tail = format!("}}\n{close}");
     let markup = JsonMarkup { head: &head, index: None, tail: &tail, tag_open: open, tag_close: "" };
     JsonSyntax { markup, open, section: None, avoid, arguments: "arguments" }.build(b, offer)
+}
+
+/// What a format writes that puts Hermes' call objects in tags of its own (`longcat`,
+/// `ernie45`): the prompt of [`tagged_prompt`], results between the `results` tags,
+/// calls as [`tagged_call`] writes them, and their grammar, whose free text also holds
+/// none of `avoid`.
+pub(crate) struct TaggedWriting {
+    pub open: &'static str,
+    pub close: &'static str,
+    pub results: (&'static str, &'static str),
+    pub avoid: &'static [&'static str],
+}
+
+impl Writing for TaggedWriting {
+    fn prompt(&self, tools: &[ToolDefinition]) -> String {
+        tagged_prompt(tools, self.open, self.close)
+    }
+
+    fn results(&self, results: &[ToolExecutionResult]) -> String {
+        tagged_results(results, self.results.0, self.results.1)
+    }
+
+    fn write_call(&self, name: &str, args: &Map<String, Value>) -> Option<String> {
+        Some(tagged_call(name, args, self.open, self.close))
+    }
+
+    fn syntax(&self, b: &mut Builder, offer: &Offer<'_>) -> Result<Syntax, GrammarError> {
+        let avoid = self.avoid.iter().map(|text| Pattern::text(text)).collect();
+        tagged_syntax(b, offer, (self.open, self.close), avoid)
+    }
 }
