@@ -5,7 +5,7 @@
 //! elsewhere (`auto`'s markers, the tokens `neutralize_tokens` covers, the model
 //! layer's `TEXT_PROTOCOL_IDS`) is derived from these lines.
 //!
-//! Adding a format: its file in `formats/` (a `pub(crate) const FORMAT` of type
+//! Adding a format: its file in `formats/` (a `pub(crate) static FORMAT` of type
 //! [`Format`] and the `Rules` that write it), one line here, and the rows of
 //! the model table that select it (`src/model/profile.rs`).
 

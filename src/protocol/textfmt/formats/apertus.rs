@@ -303,7 +303,7 @@ fn required(schema: &Value) -> Vec<&str> {
 
 /// The format: what `auto` looks for, what tool output may not hold and how calls
 /// are read; [`Rules`] writes it.
-pub(crate) const FORMAT: Format = Format {
+pub(crate) static FORMAT: Format = Format {
     markers: &[
         Marker::Token("<|tools_prefix|>"),
         Marker::Token("<|inner_prefix|>"),

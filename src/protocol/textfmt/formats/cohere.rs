@@ -178,7 +178,7 @@ fn tool_name_guess(text: &str) -> String {
 
 /// The format: what `auto` looks for, what tool output may not hold and how calls
 /// are read; [`Rules`] writes it.
-pub(crate) const FORMAT: Format = Format {
+pub(crate) static FORMAT: Format = Format {
     markers: &[
         Marker::Token("<|START_ACTION|>"),
         Marker::Token("<|START_THINKING|>"),

@@ -33,7 +33,7 @@ pub(crate) struct Rules;
 
 /// The format: what `auto` looks for, what tool output may not hold and how calls
 /// are read; [`Rules`] writes it.
-pub(crate) const FORMAT: Format = Format {
+pub(crate) static FORMAT: Format = Format {
     markers: &[
         Marker::Shared { token: CALLS_BEGIN, look: deepseek_version, shape: Shape::NamedCall },
         Marker::Shared { token: CALL_BEGIN, look: deepseek_version, shape: Shape::NamedCall },

@@ -53,7 +53,7 @@ pub(crate) struct Rules;
 
 /// The format: what `auto` looks for, what tool output may not hold and how calls
 /// are read; [`Rules`] writes it.
-pub(crate) const FORMAT: Format = Format {
+pub(crate) static FORMAT: Format = Format {
     markers: &[Marker::Token("<｜DSML｜function_calls>")],
     escapes: &[Escape::Tag("result"), Escape::Tag("function_results")],
     ..Format::new(&V32, &Rules)

@@ -56,7 +56,7 @@ pub(crate) struct Rules;
 
 /// The format: what `auto` looks for, what tool output may not hold and how calls
 /// are read; [`Rules`] writes it.
-pub(crate) const FORMAT: Format = Format {
+pub(crate) static FORMAT: Format = Format {
     markers: &[Marker::Token("<｜DSML｜tool_calls>")],
     escapes: &[Escape::Tag("tool_result")],
     ..Format::new(&V4, &Rules)

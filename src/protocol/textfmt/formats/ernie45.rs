@@ -76,7 +76,7 @@ impl Reading for Rules {
 
 /// The format: what `auto` looks for, what tool output may not hold and how calls
 /// are read; [`WRITING`] is what it writes.
-pub(crate) const FORMAT: Format = Format {
+pub(crate) static FORMAT: Format = Format {
     same_markup: &[TextFormat::Hermes],
     escapes: &[Escape::Tag("tool_call"), Escape::Tag("tool_response"), Escape::Tag("response")],
     ..Format::new(&Rules, &WRITING)

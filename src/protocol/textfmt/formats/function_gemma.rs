@@ -50,7 +50,7 @@ pub(crate) struct Rules;
 
 /// The format: what `auto` looks for, what tool output may not hold and how calls
 /// are read; [`Rules`] writes it.
-pub(crate) const FORMAT: Format = Format {
+pub(crate) static FORMAT: Format = Format {
     markers: &[Marker::Token("<start_function_call>")],
     escapes: &[Escape::Tag("start_function"), Escape::Tag("end_function"), Escape::Tag("escape")],
     ..Format::new(&BLOCKS, &Rules)

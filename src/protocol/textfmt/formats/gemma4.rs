@@ -86,7 +86,7 @@ impl Reading for Rules {
 
 /// The format: what `auto` looks for, what tool output may not hold and how calls
 /// are read; [`Rules`] writes it.
-pub(crate) const FORMAT: Format = Format {
+pub(crate) static FORMAT: Format = Format {
     markers: &[Marker::Token("<|tool_call>"), Marker::Token("<|channel>"), Marker::Token("<channel|>")],
     escapes: &[Escape::Tag("channel|"), Escape::Tag("tool|")],
     reasoning: Some(&REASONING),

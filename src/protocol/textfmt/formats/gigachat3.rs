@@ -187,7 +187,7 @@ fn header_end(region: &str) -> Option<usize> {
 
 /// The format: what `auto` looks for, what tool output may not hold and how calls
 /// are read; [`Rules`] writes it.
-pub(crate) const FORMAT: Format = Format {
+pub(crate) static FORMAT: Format = Format {
     markers: &[Marker::Token("<|message_sep|>"), Marker::Token("<|function_call|>")],
     ..Format::of(&Rules)
 };

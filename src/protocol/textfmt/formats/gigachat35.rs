@@ -99,7 +99,7 @@ impl Reading for Rules {
 
 /// The format: what `auto` looks for, what tool output may not hold and how calls
 /// are read; [`Rules`] writes it.
-pub(crate) const FORMAT: Format =
+pub(crate) static FORMAT: Format =
     Format { markers: &[Marker::Token("<｜GCML｜tool_calls>")], ..Format::of(&Rules) };
 
 impl Writing for Rules {

@@ -19,7 +19,7 @@ use crate::protocol::textfmt::readers::tagged::TOOL_CALL;
 
 /// The format: what `auto` looks for and what tool output may not hold; the GLM
 /// reader reads and writes it.
-pub(crate) const FORMAT: Format = Format {
+pub(crate) static FORMAT: Format = Format {
     markers: &[Marker::Shared { token: TOOL_CALL, look: after_tool_call, shape: Shape::NameLine }],
     escapes: ESCAPES,
     ..Format::of(&Glm { v47: false })

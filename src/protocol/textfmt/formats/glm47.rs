@@ -16,7 +16,7 @@ use crate::protocol::textfmt::readers::tagged::TOOL_CALL;
 
 /// The format: what `auto` looks for and what tool output may not hold; the GLM
 /// reader reads and writes it.
-pub(crate) const FORMAT: Format = Format {
+pub(crate) static FORMAT: Format = Format {
     markers: &[Marker::Shared { token: TOOL_CALL, look: after_tool_call, shape: Shape::Name }],
     same_markup: &[TextFormat::Glm45],
     escapes: ESCAPES,

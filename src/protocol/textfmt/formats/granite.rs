@@ -84,7 +84,7 @@ impl Reading for Rules {
 
 /// The format: what `auto` looks for, what tool output may not hold and how calls
 /// are read; [`Rules`] writes it.
-pub(crate) const FORMAT: Format = Format {
+pub(crate) static FORMAT: Format = Format {
     markers: &[
         Marker::Token("<|tool_call|>"),
         Marker::Shared { token: TOOL_CALL, look: after_tool_call, shape: Shape::JsonArray },

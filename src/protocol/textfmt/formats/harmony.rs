@@ -342,7 +342,7 @@ fn ts_object(schema: &Value, indent: &str) -> String {
 
 /// The format: what `auto` looks for, what tool output may not hold and how calls
 /// are read; [`Rules`] writes it.
-pub(crate) const FORMAT: Format = Format {
+pub(crate) static FORMAT: Format = Format {
     markers: &[
         Marker::Token("<|channel|>"),
         Marker::Token("<|start|>"),

@@ -34,7 +34,7 @@ pub(crate) struct Rules;
 
 /// The format: what `auto` looks for, what tool output may not hold and how calls
 /// are read; [`Rules`] writes it.
-pub(crate) const FORMAT: Format = Format {
+pub(crate) static FORMAT: Format = Format {
     markers: &[Marker::Shared { token: TOOL_CALL, look: after_tool_call, shape: Shape::JsonObject }],
     escapes: &[Escape::Tag("tool_call"), Escape::Tag("tool_response")],
     ..Format::new(&READING, &Rules)

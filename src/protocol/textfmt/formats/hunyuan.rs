@@ -111,7 +111,7 @@ impl Reading for Rules {
 
 /// The format: what `auto` looks for, what tool output may not hold and how calls
 /// are read; [`Rules`] writes it.
-pub(crate) const FORMAT: Format = Format {
+pub(crate) static FORMAT: Format = Format {
     markers: &[
         Marker::Shared { token: TOOL_CALLS, look: after_tool_calls, shape: Shape::CallArray },
         Marker::Token("<answer>"),

@@ -212,7 +212,7 @@ fn read_call(t: &Tokens, region: &str, ended: bool) -> RawCall {
 
 /// The format: what `auto` looks for, what tool output may not hold and how calls
 /// are read; [`Rules`] writes it.
-pub(crate) const FORMAT: Format = Format {
+pub(crate) static FORMAT: Format = Format {
     markers: &[
         Marker::Shared { token: TOOL_CALLS, look: after_tool_calls, shape: Shape::CallTags },
         Marker::Token("<tool_calls:opensource>"),

@@ -234,7 +234,7 @@ fn payload(text: &str) -> Result<(String, Map<String, Value>), (String, String)>
 
 /// The format: what `auto` looks for, what tool output may not hold and how calls
 /// are read; [`Rules`] writes it.
-pub(crate) const FORMAT: Format = Format {
+pub(crate) static FORMAT: Format = Format {
     markers: &[
         Marker::Token("<|message_model|>"),
         Marker::Token("<|content_text|>"),

@@ -98,7 +98,7 @@ impl Reading for Rules {
 
 /// The format: what `auto` looks for, what tool output may not hold and how calls
 /// are read; [`Rules`] writes it.
-pub(crate) const FORMAT: Format =
+pub(crate) static FORMAT: Format =
     Format { markers: &[Marker::Token("<|action_start|>")], ..Format::of(&Rules) };
 
 impl Writing for Rules {

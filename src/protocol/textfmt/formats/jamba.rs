@@ -43,7 +43,7 @@ pub(crate) struct Rules;
 
 /// The format: what `auto` looks for, what tool output may not hold and how calls
 /// are read; [`Rules`] writes it.
-pub(crate) const FORMAT: Format =
+pub(crate) static FORMAT: Format =
     Format { same_markup: &[TextFormat::Hunyuan], ..Format::new(&TAGGED_ARRAY, &Rules) };
 
 impl Writing for Rules {

@@ -93,7 +93,7 @@ fn kimi_headers(text: &str) -> String {
 
 /// The format: what `auto` looks for, what tool output may not hold and how calls
 /// are read; [`Rules`] writes it.
-pub(crate) const FORMAT: Format = Format { markers: &[Marker::Token(SECTION)], ..Format::of(&Rules) };
+pub(crate) static FORMAT: Format = Format { markers: &[Marker::Token(SECTION)], ..Format::of(&Rules) };
 
 impl Writing for Rules {
     fn prompt(&self, tools: &[ToolDefinition]) -> String {

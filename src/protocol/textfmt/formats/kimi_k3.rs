@@ -293,7 +293,7 @@ fn sorted(value: &Value) -> Value {
 
 /// The format: what `auto` looks for, what tool output may not hold and how calls
 /// are read; [`Rules`] writes it.
-pub(crate) const FORMAT: Format = Format {
+pub(crate) static FORMAT: Format = Format {
     markers: &[Marker::Token("<|open|>"), Marker::Token("<|close|>")],
     reasoning: Some(&REASONING),
     ..Format::of(&Rules)

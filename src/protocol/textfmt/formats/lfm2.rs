@@ -234,7 +234,7 @@ fn read_json(body: &str, offset: usize, calls: &mut Vec<RawCall>) {
 
 /// The format: what `auto` looks for, what tool output may not hold and how calls
 /// are read; [`Rules`] writes it.
-pub(crate) const FORMAT: Format =
+pub(crate) static FORMAT: Format =
     Format { markers: &[Marker::Token("<|tool_call_start|>")], ..Format::of(&Rules) };
 
 impl Writing for Rules {

@@ -35,7 +35,7 @@ pub(crate) const READING: Tagged = Tagged { open: OPEN, close: CLOSE };
 
 /// The format: what `auto` looks for, what tool output may not hold and how calls
 /// are read; [`WRITING`] is what it writes.
-pub(crate) const FORMAT: Format = Format {
+pub(crate) static FORMAT: Format = Format {
     markers: &[Marker::Token("<longcat_tool_call>")],
     escapes: &[Escape::Tag("longcat_tool")],
     ..Format::new(&READING, &WRITING)

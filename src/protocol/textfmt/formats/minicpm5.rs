@@ -208,7 +208,7 @@ fn read_params(body: &str, call: &mut RawCall) -> Result<(), String> {
 
 /// The format: what `auto` looks for, what tool output may not hold and how calls
 /// are read; [`Rules`] writes it.
-pub(crate) const FORMAT: Format = Format {
+pub(crate) static FORMAT: Format = Format {
     markers: &[Marker::Token("<function ")],
     escapes: &[Escape::Tag("function"), Escape::Tag("param")],
     ..Format::of(&Rules)

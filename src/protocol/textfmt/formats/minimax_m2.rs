@@ -116,7 +116,7 @@ fn attribute(tag: &str, name: &str) -> Option<String> {
 
 /// The format: what `auto` looks for, what tool output may not hold and how calls
 /// are read; [`Rules`] writes it.
-pub(crate) const FORMAT: Format = Format {
+pub(crate) static FORMAT: Format = Format {
     markers: &[Marker::Token(WRAPPER)],
     escapes: &[
         Escape::Tag("minimax:"),

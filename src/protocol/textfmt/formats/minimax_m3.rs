@@ -280,7 +280,7 @@ fn write_element(out: &mut String, key: &str, value: &Value, depth: usize) -> Op
 
 /// The format: what `auto` looks for, what tool output may not hold and how calls
 /// are read; [`Rules`] writes it.
-pub(crate) const FORMAT: Format = Format {
+pub(crate) static FORMAT: Format = Format {
     markers: &[Marker::Token("]<]minimax[>["), Marker::Token("<mm:think>"), Marker::Token("</mm:think>")],
     escapes: &[Escape::Tag("]minimax["), Escape::Tag("mm:think"), Escape::Tag("response")],
     reasoning: Some(&REASONING),

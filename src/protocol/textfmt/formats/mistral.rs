@@ -197,7 +197,7 @@ fn read_array(json: &str, offset: usize, calls: &mut Vec<RawCall>) {
 
 /// The format: what `auto` looks for, what tool output may not hold and how calls
 /// are read; [`Rules`] writes it.
-pub(crate) const FORMAT: Format = Format {
+pub(crate) static FORMAT: Format = Format {
     markers: &[Marker::Token(TOKEN)],
     escapes: &[
         Escape::Bracket(TOKEN),

@@ -131,7 +131,7 @@ impl Reading for Rules {
 
 /// The format: what `auto` looks for, what tool output may not hold and how calls
 /// are read; [`Rules`] writes it.
-pub(crate) const FORMAT: Format = Format {
+pub(crate) static FORMAT: Format = Format {
     markers: &[Marker::Token("<function_calls>")],
     escapes: &[Escape::Tag("function")],
     ..Format::of(&Rules)

@@ -85,7 +85,7 @@ impl Reading for Rules {
 
 /// The format: what `auto` looks for, what tool output may not hold and how calls
 /// are read; [`Rules`] writes it.
-pub(crate) const FORMAT: Format =
+pub(crate) static FORMAT: Format =
     Format { same_markup: &[TextFormat::Glm45, TextFormat::Glm47], escapes: ESCAPES, ..Format::of(&Rules) };
 
 impl Writing for Rules {

@@ -113,7 +113,7 @@ impl Reading for Rules {
 
 /// The format: what `auto` looks for, what tool output may not hold and how calls
 /// are read; [`Rules`] writes it.
-pub(crate) const FORMAT: Format = Format {
+pub(crate) static FORMAT: Format = Format {
     markers: &[Marker::Token(START), Marker::CallList],
     escapes: &[Escape::CallList],
     ..Format::of(&Rules)

@@ -105,7 +105,7 @@ fn python_type(schema: &Value) -> &'static str {
 
 /// The format: what `auto` looks for, what tool output may not hold and how calls
 /// are read; [`Rules`] writes it.
-pub(crate) const FORMAT: Format = Format {
+pub(crate) static FORMAT: Format = Format {
     markers: &[
         Marker::Token("<seed:tool_call>"),
         Marker::Token("<seed:think>"),

@@ -148,7 +148,7 @@ impl Reading for Rules {
 
 /// The format: what `auto` looks for, what tool output may not hold and how calls
 /// are read; [`Rules`] writes it.
-pub(crate) const FORMAT: Format = Format {
+pub(crate) static FORMAT: Format = Format {
     markers: &[Marker::Token("<｜tool_calls_begin｜>")],
     escapes: &[Escape::Tag("steptml:")],
     ..Format::of(&Rules)

@@ -139,7 +139,7 @@ fn call_begun(region: &str) -> bool {
 
 /// The format: what `auto` looks for, what tool output may not hold and how calls
 /// are read; [`Rules`] writes it.
-pub(crate) const FORMAT: Format = Format {
+pub(crate) static FORMAT: Format = Format {
     markers: &[
         Marker::Shared { token: FENCE, look: after_fence, shape: Shape::FencedCalls },
         Marker::Opening(&["[", "{", "\"name\""]),
