@@ -37,6 +37,23 @@
 //! | call an HTTP API as tools, from a config file | `rest_tools` (feature `rest`) |
 //! | call an MCP server's tools, and serve mine over MCP | `mcp_client` (feature `mcp`) |
 //! | give tool calling to a model whose server has none | `gateway` (feature `gateway`) |
+//!
+//! - `quickstart` runs `examples/data/reply.txt` through two tools of its own, step by step:
+//!   prompt, reply, requests, hidden reasoning, diagnostics, results, the text fed back.
+//! - `agent` streams a conversation through `HttpChatModel` and the engine with the demo
+//!   tools (`cli/src/demo_tools.rs`), printing each tool as it starts and finishes,
+//!   while the reply is still arriving. The protocol follows the model: its native `tools`
+//!   API when the built-in table of model families says it has one, else a text protocol
+//!   (`--text` forces VCP, for servers that ignore `tools`). Without `OPENAI_MODEL` it says
+//!   so and talks to a local server that replays one recorded conversation
+//!   (`examples/support/recorded_server.rs`): not a model, but the same client, stream
+//!   decoding and engine.
+//! - `custom_protocol` writes a Hermes-style `<tool_call>{…}</tool_call>` protocol from
+//!   scratch against `ToolCallingProtocol` (id, prompt, parsing, results) and runs it
+//!   through the same engine: a damaged reply answered call by call, then a conversation.
+//! - The tester is not an example but a program of its own, `tool-calling` (the package
+//!   `tool-calling-cli` in `cli/`; `cargo install --path cli` installs it): the command-line
+//!   and browser tester over the demo tools.
 
 #[doc = include_str!("../docs/parsing.md")]
 pub mod parsing {}

@@ -157,6 +157,8 @@ fn awkward() -> Vec<Map<String, Value>> {
         json!({"expression": "a < b && b > c"}),
         json!({"ctl": "\u{1}"}),
         json!({"think": "<think>"}),
+        json!({"blanks": "<\u{b}think>"}),
+        json!({"thinking_budget": 1, "think_time": "<thinker>"}),
     ];
     for markup in [
         "</tool_call>",
@@ -178,6 +180,9 @@ fn awkward() -> Vec<Map<String, Value>> {
         "functools[",
         "<｜tool▁call▁end｜>",
         "</｜DSML｜tool_calls>",
+        "</seed:think>",
+        "<mm:think>",
+        "<|START_THINKING|>",
     ] {
         samples.push(json!({"markup": format!("a {markup} b")}));
     }

@@ -47,7 +47,7 @@
 //! hides everything before it; an opening tag, or markup only an answer writes (Kimi
 //! K3's other channel markers), says it did not. Call markup decides nothing. A reply
 //! that ends undecided is reasoning never closed: all of it hidden, with the diagnostic
-//! at an empty span at 0. The repository's `docs/reasoning.md` says which model families
+//! at an empty span at 0. The [reasoning chapter](crate::guide::reasoning) says which model families
 //! set it, and why.
 //!
 //! ```
@@ -205,6 +205,26 @@ fn head_step(state: Head, b: u8) -> HeadStep {
     }
 }
 
+/// Whether `text` holds the head of a `<think>` or `<thinking>` tag as this rule reads
+/// one (`<`, blanks, an optional `/` and blanks, the word in any case, then anything but
+/// a letter, digit or `_`), or ends inside such a head: text that the rule would cut
+/// out of where it stands while reasoning is hidden. Linear: each `<` reads at most its
+/// head.
+pub(crate) fn holds_think_tag(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    memchr::memchr_iter(b'<', bytes).any(|lt| {
+        let mut state = Head::Lead;
+        for &b in bytes.get(lt + 1..).unwrap_or_default() {
+            match head_step(state, b) {
+                HeadStep::Next(next) => state = next,
+                HeadStep::Done => return true,
+                HeadStep::Fail => return false,
+            }
+        }
+        matches!(state, Head::AfterThink | Head::AfterIng)
+    })
+}
+
 /// A `<` whose tag is not decided yet.
 #[derive(Debug, Clone, Copy)]
 struct Pending {
@@ -276,9 +296,14 @@ impl Markup {
         self.compiled.get_or_init(|| Tokens::new([self])).as_ref()
     }
 
-    /// The tags that open the markup's sections.
-    pub(crate) fn opening_tags(&self) -> impl Iterator<Item = &'static str> + '_ {
-        self.sections.iter().map(|s| s.open)
+    /// The tokens the rule cuts out wherever they stand while reasoning is hidden: each
+    /// section's opening token, and the closing tokens of tag pairs (which hide
+    /// themselves with nothing open, as `</think>` does).
+    pub(crate) fn hidden_tokens(&self) -> impl Iterator<Item = &'static str> + '_ {
+        self.sections.iter().flat_map(|s| {
+            let closes = if s.tags { s.close } else { &[] };
+            std::iter::once(s.open).chain(closes.iter().copied())
+        })
     }
 
     /// Every token of the markup.
@@ -1031,6 +1056,32 @@ mod tests {
         for (text, visible) in cases {
             assert_eq!(cut(text), visible, "{text:?}");
         }
+    }
+
+    #[test]
+    fn a_text_the_rule_cuts_holds_a_think_tag() {
+        let cut_by_the_rule = [
+            "a<think>x</think>b",
+            "a< / THINKING >x",
+            "a<Thinking mode=\"x\">y</THINK>b",
+            "a<think-x>b</think>c",
+            "a<think />b",
+            "a</think>b",
+            "a<\u{b}think>b",
+            "a<\u{c}/\u{b}think>b",
+        ];
+        for text in cut_by_the_rule {
+            assert_ne!(cut(text), text, "{text:?}");
+            assert!(holds_think_tag(text), "{text:?}");
+        }
+        for text in
+            ["a<thinker>b", "a<think_x>b", "a<thinkTime>b", "a<th>b", "a<tool_call>b", "a < b", "<", ""]
+        {
+            assert_eq!(cut(text), text, "{text:?}");
+            assert!(!holds_think_tag(text), "{text:?}");
+        }
+        // A head at the end is no tag yet; in a written call more text follows it.
+        assert!(holds_think_tag("a<think"));
     }
 
     #[test]

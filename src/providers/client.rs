@@ -141,7 +141,7 @@ impl fmt::Debug for HttpChatModel {
 
 /// The text protocol a model the table does not know is spoken to in behind a grammar
 /// server (see [`HttpChatModel::protocol_choice`]): Hermes, the format small open models
-/// wrote right most often in the measurements of `docs/grammar.md` (VCP's markers and
+/// wrote right most often in the [grammar chapter](crate::guide::grammar)'s measurements (VCP's markers and
 /// field syntax are far from what they were trained on).
 const UNKNOWN_MODEL_FALLBACK: &str = "hermes";
 
@@ -261,7 +261,7 @@ impl HttpChatModel {
     /// the client sends grammars ([`HttpChatModelBuilder::grammar_server`]): a grammar
     /// server (llama.cpp, vLLM, SGLang) hosts open models that are then spoken to in a
     /// text protocol, Hermes, the one small models wrote best in the project's
-    /// measurements (`docs/grammar.md`). Either is a guess, and the text says so; a profile of the
+    /// measurements ([grammar chapter](crate::guide::grammar#a-real-model)). Either is a guess, and the text says so; a profile of the
     /// model ([`ModelProfiles::with_config_file`](crate::model::ModelProfiles::with_config_file),
     /// [`HttpChatModelBuilder::capabilities`]) decides instead.
     ///

@@ -493,7 +493,7 @@ fn step(
 /// and anything else `glm47`; DeepSeek's first call says V3 (`function<｜tool▁sep｜>`) or
 /// V3.1. A reply that starts with `{"name"` is `llama3_json`; a `[name(` list is
 /// `pythonic`. Every format's markers are in one table, made from what each format
-/// declares (the repository's `docs/formats.md` shows it); formats that write the same markup (`hermes` and `ernie45`,
+/// declares (the [formats chapter](crate::guide::formats) shows it); formats that write the same markup (`hermes` and `ernie45`,
 /// `hunyuan` and `jamba`, …) read as the one the tools were offered in. The tools are
 /// offered in the format given to
 /// [`with_prompt_format`](Self::with_prompt_format) (VCP by default).

@@ -54,7 +54,7 @@
 //!
 //! Each format's rules (markers, arguments, normal text, the choices where the serving
 //! engines disagree) are on its module and, with the table of what decides each format for
-//! [`AutoProtocol`], in the repository's `docs/formats.md`.
+//! [`AutoProtocol`], in the [formats chapter](crate::guide::formats).
 //!
 //! A format is one file of `formats/`, named by its id, that implements one trait
 //! (`format.rs`): its id, its markers for [`AutoProtocol`], the markup
@@ -63,7 +63,7 @@
 //! and its grammar. `registry.rs` lists the formats, one line each, and makes
 //! [`TextFormat`] from that list; `auto`'s markers, the tokens [`neutralize_tokens`] covers
 //! and [`TEXT_PROTOCOL_IDS`](crate::model::TEXT_PROTOCOL_IDS) follow from it. What several
-//! formats share is in `readers/`; no format file imports another. `docs/formats.md` says
+//! formats share is in `readers/`; no format file imports another. the [formats chapter](crate::guide::formats) says
 //! what adding a format takes.
 //!
 //! What every format does alike:
@@ -125,6 +125,7 @@ pub use escape::neutralize_tokens;
 
 use super::events::sort_diagnostics;
 use super::ids::IdAssigner;
+use super::reasoning::holds_think_tag;
 use super::{
     Diagnostic, DiagnosticKind, EventSink, ParseOutcome, RequestIdStyle, StreamEvent, StreamParser,
     ToolCallingProtocol, ToolDeclarations, TurnState,
@@ -336,8 +337,8 @@ impl TextFormatProtocol {
     /// their closing tags (`</parameter>`, `</arg_value>`, `</tool_call>`, …) cannot be
     /// written; nor, while reasoning is hidden
     /// ([`skip_reasoning`](TextFormatOptions::skip_reasoning)), can a text value holding
-    /// `<think>`, `</think>` or the format's own reasoning opening, which the reader cuts
-    /// out wherever it stands.
+    /// a `<think>` or `</think>` tag, or the format's own reasoning markup, which the
+    /// reader cuts out wherever it stands.
     ///
     /// ```
     /// use tool_calling::protocol::textfmt::{TextFormat, TextFormatProtocol};
@@ -349,14 +350,12 @@ impl TextFormatProtocol {
     /// ```
     pub fn format_call(&self, name: &str, args: &serde_json::Map<String, Value>) -> Option<String> {
         let text = self.format.format().writing.write_call(name, args)?;
-        // A call's own markup holds no reasoning tag: one in its text is a value's.
+        // Reasoning markup in a call's text (a value's, or a key MiniMax-M3 writes as an
+        // element) would be cut out by the reader while reasoning is hidden.
+        let own = self.format.format().reasoning;
         let reasoning = self.options.skip_reasoning
             && (holds_think_tag(&text)
-                || self
-                    .format
-                    .format()
-                    .reasoning
-                    .is_some_and(|m| m.opening_tags().any(|tag| text.contains(tag))));
+                || own.is_some_and(|m| m.hidden_tokens().any(|tag| text.contains(tag))));
         (!reasoning).then_some(text)
     }
 
@@ -442,18 +441,6 @@ impl ToolCallingProtocol for TextFormatProtocol {
     fn result_messages(&self, results: &[ToolExecutionResult], _turn: &TurnState) -> Vec<Message> {
         prompt::result_messages(self.format, results)
     }
-}
-
-/// Whether `text` holds a `<think>` or `</think>` tag as the reasoning rule reads one
-/// (any case, blanks allowed after `<` and around `/`).
-fn holds_think_tag(text: &str) -> bool {
-    text.match_indices('<').any(|(at, _)| {
-        let rest =
-            text.get(at + 1..).unwrap_or_default().trim_start_matches(|c: char| c.is_ascii_whitespace());
-        let rest =
-            rest.strip_prefix('/').map_or(rest, |r| r.trim_start_matches(|c: char| c.is_ascii_whitespace()));
-        rest.get(..5).is_some_and(|word| word.eq_ignore_ascii_case("think"))
-    })
 }
 
 /// The call `request` names, its text arguments typed by the method's schema.

@@ -6,7 +6,8 @@
 //! layer's `TEXT_PROTOCOL_IDS`) is derived from these lines.
 //!
 //! Adding a format: its file in `formats/` (a `pub(crate) static FORMAT` of type
-//! [`Format`] and the `Rules` that write it), one line here, and the rows of
+//! [`Format`] and the `Rules` that write it), one line here, its written text in
+//! `tests/corpus/textfmt_written/` (`BLESS=1`), and the rows of
 //! the model table that select it (`src/model/profile.rs`).
 
 use super::format::Format;

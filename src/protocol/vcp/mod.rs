@@ -1,12 +1,12 @@
 //! VCP, the plain-text tool protocol (`<<<[TOOL_REQUEST]>>>` blocks of
 //! `key:「始」value「末」` fields).
 //!
-//! The dialect is summarised in the crate README and described in full in `docs/vcp.md`
-//! in the repository. The parser is tolerant: unclosed values, missing END markers, truncated replies, stray
+//! The dialect is described in full in the guide's [VCP chapter](crate::guide::vcp).
+//! The parser is tolerant: unclosed values, missing END markers, truncated replies, stray
 //! prose between fields, full-width colons, CRLF and reasoning blocks are all read, and
 //! every irregularity is reported as a [`Diagnostic`](crate::protocol::Diagnostic) with byte
 //! offsets. It never panics, and its cost is linear in the input. It is hand-written over
-//! `memchr` searches, with no parser library (`docs/architecture.md` says why).
+//! `memchr` searches, with no parser library (the [architecture chapter](crate::guide::architecture) says why).
 //!
 //! One parser underneath, one entry per shape of the answer:
 //!

@@ -1,6 +1,6 @@
 //! What several formats share: readers of a kind of markup, parameterised by each
 //! format's tokens, and the helpers of the text they carry. A format file imports these,
-//! the driver and the [`Format`](super::format::Format) trait, never another format.
+//! the driver and [`format`](super::format)'s types, never another format.
 //!
 //! - [`tagged`]: one JSON call object between two tags (`hermes` and its kin).
 //! - [`json_list`]: a JSON list of call objects after a marker or in tags.
