@@ -126,12 +126,6 @@ impl<'b> Values<'b> {
         self
     }
 
-    /// The bounds of a string of `schema`: its `minLength`, and its `maxLength` capped by
-    /// the grammar's [`max_text`](super::Constraint::max_text).
-    fn string_bounds(&self, schema: &Map<String, Value>) -> (u32, Option<u32>) {
-        self.builder.string_bounds(schema)
-    }
-
     fn error(&self, message: impl Into<String>) -> GrammarError {
         GrammarError::Schema { method: self.method.clone(), message: message.into() }
     }
@@ -404,7 +398,7 @@ impl<'b> Values<'b> {
     fn json_of_type(&mut self, kind: &str, schema: &Map<String, Value>) -> Result<Expr, GrammarError> {
         Ok(match kind {
             "string" => {
-                let (min, max) = self.string_bounds(schema);
+                let (min, max) = self.builder.string_bounds(schema);
                 let string = self.string(min, max);
                 self.quoted_pattern(schema, string, '"')
             }
@@ -541,7 +535,7 @@ impl<'b> Values<'b> {
         };
         // A string alternative admits any text, so it stands alone.
         if kinds.contains(&"string") {
-            let (min, max) = self.string_bounds(object);
+            let (min, max) = self.builder.string_bounds(object);
             let pattern = self.pattern(object);
             return self.free_text(min, max, pattern);
         }
@@ -637,7 +631,8 @@ impl<'b> Values<'b> {
 
 impl Builder {
     /// The bounds of a string of `schema`: its `minLength`, and its `maxLength` capped
-    /// by [`max_text`](Self::max_text).
+    /// by [`max_text`](Self::max_text) (the grammar's
+    /// [`Constraint::max_text`](super::Constraint::max_text)).
     pub(crate) fn string_bounds(&self, schema: &Map<String, Value>) -> (u32, Option<u32>) {
         let max = match (schema::count(schema, "maxLength"), self.max_text) {
             (Some(own), Some(cap)) => Some(own.min(cap)),

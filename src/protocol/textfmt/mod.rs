@@ -56,14 +56,14 @@
 //! engines disagree) are on its module and, with the table of what decides each format for
 //! [`AutoProtocol`], in the [formats chapter](crate::guide::formats).
 //!
-//! A format is one file of `formats/`, named by its id, that implements one trait
-//! (`format.rs`): its id, its markers for [`AutoProtocol`], the markup
-//! [`neutralize_tokens`] makes plain, how its calls are found and read (the reading
-//! machine of `driver.rs` runs them), its tool prompt, its results, how it writes a call
-//! and its grammar. `registry.rs` lists the formats, one line each, and makes
+//! A format is one file of `formats/`, named by its id, holding its `FORMAT` (`format.rs`):
+//! its markers for [`AutoProtocol`], the markup [`neutralize_tokens`] makes plain, its
+//! reasoning markup, how its calls are found and read (the reading machine of
+//! `driver.rs` runs them), and what writes its tool prompt, its results, a call and its
+//! grammar. `registry.rs` lists the formats, one line each, and makes
 //! [`TextFormat`] from that list; `auto`'s markers, the tokens [`neutralize_tokens`] covers
 //! and [`TEXT_PROTOCOL_IDS`](crate::model::TEXT_PROTOCOL_IDS) follow from it. What several
-//! formats share is in `readers/`; no format file imports another. the [formats chapter](crate::guide::formats) says
+//! formats share is in `readers/`; no format file imports another. The [formats chapter](crate::guide::formats) says
 //! what adding a format takes.
 //!
 //! What every format does alike:
