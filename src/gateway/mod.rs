@@ -97,7 +97,7 @@ use crate::protocol::textfmt::AutoProtocol;
 use crate::protocol::{
     BuiltinOptions, BuiltinProtocol, ProtocolError, ProtocolRegistry, ToolCallingProtocol,
 };
-use crate::providers::GrammarServer;
+use crate::providers::{GrammarServer, Provider};
 use upstream::Item;
 
 /// The header that says why a reply that had to call a tool holds none.
@@ -384,7 +384,7 @@ impl Gateway {
             id => Mode::Text(ProtocolRegistry::builtin(id, &BuiltinOptions::default())?.into_protocol()),
         };
         if let Mode::Text(protocol) = &mode
-            && matches!(protocol.id(), "openai" | "openai_responses" | "anthropic" | "gemini")
+            && Provider::from_protocol_id(protocol.id()).is_some()
         {
             return Err(GatewaySetupError::ProviderApi(protocol.id().to_string()));
         }

@@ -44,8 +44,7 @@ use crate::model::{
 };
 use crate::protocol::ToolCallingProtocol;
 use crate::protocol::native::NativeOptions;
-use crate::protocol::textfmt::{TextFormat, TextFormatOptions, TextFormatProtocol};
-use crate::protocol::vcp::{VcpOptions, VcpProtocol};
+use crate::protocol::{BuiltinOptions, BuiltinProtocol, ProtocolRegistry};
 
 /// A chat model behind an HTTP API: one of the [`Provider`]s, at a base URL, with a key
 /// and a model name. Cheap to clone (the connection pool is shared), `Send + Sync`.
@@ -699,7 +698,6 @@ impl HttpChatModelBuilder {
                 .build()
                 .map_err(|e| ChatModelError::Config(format!("the HTTP client could not be built: {e}")))?,
         };
-        let native: Arc<dyn ToolCallingProtocol> = Arc::new(provider.protocol().with_options(self.options));
         let format: Arc<dyn WireFormat> = Arc::new(provider);
         let profiles = self.profiles.unwrap_or_default();
         // A model the table does not know, served behind a grammar server: such a server
@@ -716,17 +714,19 @@ impl HttpChatModelBuilder {
             }
             None => profiles.lookup(&model),
         };
-        let protocol: Arc<dyn ToolCallingProtocol> =
-            match (capabilities.native_tools, TextFormat::from_fallback(capabilities.fallback)) {
-                (true, _) => native.clone(),
-                // A template that opens reasoning: replies start inside it.
-                (false, None) => Arc::new(VcpProtocol::new(
-                    VcpOptions::default().starts_in_reasoning(capabilities.starts_in_reasoning),
-                )),
-                (false, Some(format)) => Arc::new(TextFormatProtocol::new(format).with_options(
-                    TextFormatOptions::default().starts_in_reasoning(capabilities.starts_in_reasoning),
-                )),
-            };
+        // Both protocols come from the registry, as a protocol picked by id does: the
+        // native one with this client's options, the fallback with the model's reasoning.
+        let options = BuiltinOptions::default()
+            .native(self.options)
+            .starts_in_reasoning(capabilities.starts_in_reasoning);
+        let builtin = |id: &str| {
+            ProtocolRegistry::builtin(id, &options)
+                .map(BuiltinProtocol::into_protocol)
+                .map_err(|e| ChatModelError::Config(e.to_string()))
+        };
+        let native = builtin(provider.protocol_id())?;
+        let protocol =
+            if capabilities.native_tools { native.clone() } else { builtin(capabilities.fallback.id())? };
         tracing::info!(
             %model,
             protocol = protocol.id(),

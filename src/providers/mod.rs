@@ -48,11 +48,12 @@ mod typed;
 
 use serde_json::Value;
 
+pub use crate::protocol::native::provider::Provider;
 #[cfg(feature = "http")]
 #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 pub use client::{HttpChatModel, HttpChatModelBuilder, PreparedRequest};
 pub use constrained::GrammarServer;
-pub use provider::{ANTHROPIC_VERSION, Provider};
+pub use provider::ANTHROPIC_VERSION;
 #[cfg(feature = "http")]
 #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 pub use retry::HttpRetry;

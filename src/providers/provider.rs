@@ -1,61 +1,12 @@
-//! The four provider APIs: their wire formats, where requests go, how they
-//! authenticate, which environment variables configure them.
+//! Where each provider's requests go, how they authenticate, which environment
+//! variables configure them. (The enum itself is named where the native protocol is.)
 
-use crate::protocol::native::NativeProtocol;
-
-/// A provider's API: its wire format (a `Provider` is a [`WireFormat`](super::WireFormat)),
-/// and the API an `HttpChatModel` speaks (cargo feature `http`).
-///
-/// | provider | endpoint (after the base URL) | key header | environment |
-/// |---|---|---|---|
-/// | `OpenAiChat` | `/chat/completions` | `Authorization: Bearer` | `OPENAI_API_KEY`, `OPENAI_BASE_URL`, `OPENAI_MODEL` |
-/// | `OpenAiResponses` | `/responses` | `Authorization: Bearer` | the same |
-/// | `Anthropic` | `/v1/messages` | `x-api-key` (+ `anthropic-version`) | `ANTHROPIC_API_KEY`, `ANTHROPIC_BASE_URL`, `ANTHROPIC_MODEL` |
-/// | `Gemini` | `/models/{model}:generateContent`, `:streamGenerateContent?alt=sse` | `x-goog-api-key` | `GEMINI_API_KEY` (or `GOOGLE_API_KEY`), `GEMINI_BASE_URL`, `GEMINI_MODEL` |
-///
-/// `OpenAiChat` also serves every server that speaks the Chat Completions API: vLLM,
-/// llama.cpp's server, Ollama, DeepSeek, Groq, … (set the base URL; a key is optional
-/// away from the default host).
-///
-/// ```
-/// use tool_calling::providers::Provider;
-/// assert_eq!(Provider::OpenAiChat.default_base_url(), "https://api.openai.com/v1");
-/// assert_eq!(Provider::Gemini.key_variables(), ["GEMINI_API_KEY", "GOOGLE_API_KEY"]);
-/// assert_eq!(Provider::Anthropic.model_variable(), "ANTHROPIC_MODEL");
-/// assert_eq!(Provider::OpenAiResponses.to_string(), "openai_responses");
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum Provider {
-    /// OpenAI Chat Completions, and compatible servers.
-    OpenAiChat,
-    /// The OpenAI Responses API.
-    OpenAiResponses,
-    /// Anthropic Messages.
-    Anthropic,
-    /// Gemini (the Generative Language API).
-    Gemini,
-}
+use crate::protocol::native::provider::Provider;
 
 /// The version header Anthropic requires.
 pub const ANTHROPIC_VERSION: &str = "2023-06-01";
 
 impl Provider {
-    /// Every provider, in the order of the table above.
-    pub const ALL: [Provider; 4] =
-        [Provider::OpenAiChat, Provider::OpenAiResponses, Provider::Anthropic, Provider::Gemini];
-
-    /// The id of the matching protocol (`openai`, `openai_responses`, `anthropic`,
-    /// `gemini`).
-    pub fn protocol_id(self) -> &'static str {
-        match self {
-            Provider::OpenAiChat => "openai",
-            Provider::OpenAiResponses => "openai_responses",
-            Provider::Anthropic => "anthropic",
-            Provider::Gemini => "gemini",
-        }
-    }
-
     /// The base URL used when none is given.
     pub fn default_base_url(self) -> &'static str {
         match self {
@@ -136,39 +87,7 @@ impl Provider {
         }
         headers
     }
-
-    /// The provider's native tool-calling protocol (give it options with
-    /// [`NativeProtocol::with_options`]).
-    ///
-    /// ```
-    /// use tool_calling::protocol::ToolCallingProtocol;
-    /// use tool_calling::providers::Provider;
-    /// assert_eq!(Provider::Anthropic.protocol().id(), "anthropic");
-    /// ```
-    pub fn protocol(self) -> NativeProtocol {
-        match self {
-            Provider::OpenAiChat => NativeProtocol::openai_chat(),
-            Provider::OpenAiResponses => NativeProtocol::openai_responses(),
-            Provider::Anthropic => NativeProtocol::anthropic(),
-            Provider::Gemini => NativeProtocol::gemini(),
-        }
-    }
-
-    /// The provider whose native protocol has the id `id` (`openai`,
-    /// `openai_responses`, `anthropic`, `gemini`), or `None`: where the replies of a
-    /// protocol picked by id come from, and where its results go.
-    ///
-    /// ```
-    /// use tool_calling::providers::Provider;
-    /// assert_eq!(Provider::from_protocol_id("gemini"), Some(Provider::Gemini));
-    /// assert_eq!(Provider::from_protocol_id("vcp"), None);
-    /// ```
-    pub fn from_protocol_id(id: &str) -> Option<Provider> {
-        Provider::ALL.into_iter().find(|provider| provider.protocol_id() == id)
-    }
 }
-
-display_by_name!(Provider, protocol_id);
 
 #[cfg(all(test, feature = "http"))]
 mod tests {

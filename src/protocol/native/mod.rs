@@ -22,6 +22,7 @@
 mod calls;
 mod names;
 mod protocol;
+pub(crate) mod provider;
 pub mod schema;
 
 pub use calls::NativeStreamParser;

@@ -5,7 +5,8 @@
 use serde_json::{Map, Value, json};
 
 use super::calls::{NativeStreamParser, parse_calls};
-use super::names::{NameRule, resolve_wire_name, wire_name};
+use super::names::{resolve_wire_name, wire_name};
+use super::provider::Provider;
 use super::{NativeOptions, schema};
 use crate::model::{AssistantTurn, ContentBlock, Message, Role, ToolResultBlock};
 use crate::protocol::{ParseOutcome, StreamParser, ToolCallingProtocol, ToolDeclarations, TurnState};
@@ -13,36 +14,6 @@ use crate::tools::MethodDefinition;
 use crate::tools::ToolCatalog;
 use crate::tools::ToolDefinition;
 use crate::{Invocation, ToolError, ToolExecutionResult, ToolRequest};
-
-/// Which provider API a [`NativeProtocol`] speaks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Api {
-    OpenAiChat,
-    OpenAiResponses,
-    Anthropic,
-    Gemini,
-}
-
-impl Api {
-    const ALL: [Api; 4] = [Api::OpenAiChat, Api::OpenAiResponses, Api::Anthropic, Api::Gemini];
-
-    fn id(self) -> &'static str {
-        match self {
-            Api::OpenAiChat => "openai",
-            Api::OpenAiResponses => "openai_responses",
-            Api::Anthropic => "anthropic",
-            Api::Gemini => "gemini",
-        }
-    }
-
-    /// Gemini allows dots and colons in names, the others do not.
-    fn name_rule(self) -> NameRule {
-        match self {
-            Api::Gemini => NameRule::Gemini,
-            Api::OpenAiChat | Api::OpenAiResponses | Api::Anthropic => NameRule::Strict,
-        }
-    }
-}
 
 /// Native tool calling: the JSON tool APIs of OpenAI (Chat Completions and Responses),
 /// Anthropic and Gemini, as one protocol of the same trait as VCP.
@@ -88,36 +59,38 @@ impl Api {
 /// ```
 #[derive(Debug, Clone)]
 pub struct NativeProtocol {
-    api: Api,
+    api: Provider,
     options: NativeOptions,
 }
 
 impl NativeProtocol {
-    fn with_api(api: Api) -> Self {
-        NativeProtocol { api, options: NativeOptions::default() }
+    /// The native protocol of `provider`, with default options (what
+    /// [`Provider::protocol`] returns).
+    pub(crate) fn of(provider: Provider) -> Self {
+        NativeProtocol { api: provider, options: NativeOptions::default() }
     }
 
     /// OpenAI Chat Completions (`POST /v1/chat/completions`), protocol id `openai`.
     pub fn openai_chat() -> Self {
-        Self::with_api(Api::OpenAiChat)
+        Self::of(Provider::OpenAiChat)
     }
 
     /// The OpenAI Responses API (`POST /v1/responses`), protocol id `openai_responses`.
     pub fn openai_responses() -> Self {
-        Self::with_api(Api::OpenAiResponses)
+        Self::of(Provider::OpenAiResponses)
     }
 
     /// Anthropic Messages (`POST /v1/messages`), protocol id `anthropic`. Reasoning comes
     /// back as `thinking` blocks with a signature, which go back unchanged on the next
     /// request.
     pub fn anthropic() -> Self {
-        Self::with_api(Api::Anthropic)
+        Self::of(Provider::Anthropic)
     }
 
     /// Gemini (`models/{model}:generateContent`), protocol id `gemini`. Gemini may send
     /// a call without an id: one is assigned ([`NativeOptions::request_ids`]).
     pub fn gemini() -> Self {
-        Self::with_api(Api::Gemini)
+        Self::of(Provider::Gemini)
     }
 
     /// The protocol for a built-in id (`openai`, `openai_responses`, `anthropic`,
@@ -130,12 +103,12 @@ impl NativeProtocol {
     /// assert!(NativeProtocol::from_id("vcp").is_none());
     /// ```
     pub fn from_id(id: &str) -> Option<Self> {
-        Api::ALL.into_iter().find(|api| api.id() == id).map(Self::with_api)
+        Provider::from_protocol_id(id).map(Self::of)
     }
 
     /// The ids of the native protocols, in the order the registry lists them.
     pub(crate) fn ids() -> [&'static str; 4] {
-        Api::ALL.map(Api::id)
+        Provider::ALL.map(Provider::protocol_id)
     }
 
     /// The protocol with `options`.
@@ -170,7 +143,7 @@ impl NativeProtocol {
         let parameters =
             || if strict { schema::openai_strict(&method.parameters) } else { method.parameters.clone() };
         match self.api {
-            Api::OpenAiChat => {
+            Provider::OpenAiChat => {
                 let mut function = Map::new();
                 function.insert("name".into(), name);
                 function.insert("description".into(), description);
@@ -180,17 +153,17 @@ impl NativeProtocol {
                 }
                 json!({"type": "function", "function": function})
             }
-            Api::OpenAiResponses => json!({
+            Provider::OpenAiResponses => json!({
                 "type": "function",
                 "name": name,
                 "description": description,
                 "parameters": parameters(),
                 "strict": strict,
             }),
-            Api::Anthropic => {
+            Provider::Anthropic => {
                 json!({"name": name, "description": description, "input_schema": method.parameters})
             }
-            Api::Gemini => {
+            Provider::Gemini => {
                 let mut declaration = Map::new();
                 declaration.insert("name".into(), name);
                 declaration.insert("description".into(), description);
@@ -212,7 +185,7 @@ impl NativeProtocol {
 
 impl ToolCallingProtocol for NativeProtocol {
     fn id(&self) -> &str {
-        self.api.id()
+        self.api.protocol_id()
     }
 
     fn tool_declarations(&self, tools: &[ToolDefinition]) -> ToolDeclarations {
@@ -220,7 +193,7 @@ impl ToolCallingProtocol for NativeProtocol {
             .iter()
             .flat_map(|tool| tool.methods.iter().map(move |method| self.declaration(tool, method)))
             .collect();
-        if self.api == Api::Gemini && !declared.is_empty() {
+        if self.api == Provider::Gemini && !declared.is_empty() {
             return ToolDeclarations::Native(json!([{"functionDeclarations": declared}]));
         }
         ToolDeclarations::Native(Value::Array(declared))
@@ -251,14 +224,14 @@ impl ToolCallingProtocol for NativeProtocol {
         let block =
             |result: &ToolExecutionResult| ContentBlock::ToolResult(ToolResultBlock::from_result(result));
         match self.api {
-            Api::OpenAiChat | Api::OpenAiResponses => results
+            Provider::OpenAiChat | Provider::OpenAiResponses => results
                 .iter()
                 .map(|result| {
                     Message::with_content(Role::Tool, vec![block(result)]).with_tool_results([result.clone()])
                 })
                 .collect(),
-            Api::Anthropic | Api::Gemini if results.is_empty() => Vec::new(),
-            Api::Anthropic | Api::Gemini => vec![
+            Provider::Anthropic | Provider::Gemini if results.is_empty() => Vec::new(),
+            Provider::Anthropic | Provider::Gemini => vec![
                 Message::with_content(Role::Tool, results.iter().map(block).collect())
                     .with_tool_results(results.iter().cloned()),
             ],
