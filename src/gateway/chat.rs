@@ -6,8 +6,9 @@ use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::Response;
-use serde::Deserialize;
-use serde_json::{Map, Value, json};
+use std::borrow::Cow;
+
+use serde_json::{Value, json};
 
 use super::reply::{Call, Piece};
 use super::request::{Function, TurnRequest};
@@ -18,120 +19,10 @@ use super::{
 };
 use crate::ContentPart;
 use crate::model::{ContentBlock, Message, Role, ToolCall, ToolChoice, ToolResultBlock};
-
-/// A Chat Completions request, as far as the gateway reads it; every other field is
-/// passed upstream as it is.
-#[derive(Debug, Deserialize)]
-struct ChatRequest {
-    #[serde(default)]
-    model: String,
-    messages: Vec<ChatMessage>,
-    #[serde(default)]
-    tools: Vec<ChatTool>,
-    #[serde(default)]
-    tool_choice: Option<ChatToolChoice>,
-    #[serde(default)]
-    parallel_tool_calls: Option<bool>,
-    #[serde(default)]
-    stream: bool,
-    #[serde(default)]
-    stream_options: Option<StreamOptions>,
-    #[serde(flatten)]
-    options: Map<String, Value>,
-}
-
-#[derive(Debug, Default, Deserialize)]
-struct StreamOptions {
-    #[serde(default)]
-    include_usage: bool,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(tag = "role", rename_all = "lowercase")]
-enum ChatMessage {
-    System {
-        content: Content,
-    },
-    Developer {
-        content: Content,
-    },
-    User {
-        content: Content,
-    },
-    Assistant {
-        #[serde(default)]
-        content: Option<Content>,
-        #[serde(default)]
-        tool_calls: Vec<ChatToolCall>,
-    },
-    Tool {
-        tool_call_id: String,
-        content: Content,
-    },
-}
-
-/// A message's content: a string, or parts of which the text ones are read.
-#[derive(Debug, Deserialize)]
-#[serde(untagged)]
-pub(crate) enum Content {
-    Text(String),
-    Parts(Vec<ContentPartIn>),
-}
-
-#[derive(Debug, Deserialize)]
-pub(crate) struct ContentPartIn {
-    #[serde(default)]
-    text: Option<String>,
-}
-
-impl Content {
-    /// The text (text parts joined).
-    pub(crate) fn text(&self) -> String {
-        match self {
-            Content::Text(text) => text.clone(),
-            Content::Parts(parts) => parts.iter().filter_map(|p| p.text.as_deref()).collect(),
-        }
-    }
-}
-
-#[derive(Debug, Deserialize)]
-struct ChatToolCall {
-    id: String,
-    function: ChatFunctionCall,
-}
-
-#[derive(Debug, Deserialize)]
-struct ChatFunctionCall {
-    name: String,
-    #[serde(default)]
-    arguments: String,
-}
-
-#[derive(Debug, Deserialize)]
-struct ChatTool {
-    function: ChatFunction,
-}
-
-#[derive(Debug, Deserialize)]
-struct ChatFunction {
-    name: String,
-    #[serde(default)]
-    description: Option<String>,
-    #[serde(default)]
-    parameters: Option<Value>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(untagged)]
-enum ChatToolChoice {
-    Mode(String),
-    Named { function: NamedFunction },
-}
-
-#[derive(Debug, Deserialize)]
-struct NamedFunction {
-    name: String,
-}
+use crate::providers::openai_chat::{
+    ChatCallPart, ChatChoice, ChatContent, ChatFinishReason, ChatFunctionPart, ChatMessage, ChatRequest,
+    ChatResponse, ChatTool, FunctionType, ToolChoiceParam,
+};
 
 /// OpenAI's `tool_choice` forms.
 pub(crate) fn tool_choice(mode: &str) -> Result<ToolChoice, GatewayError> {
@@ -146,64 +37,73 @@ pub(crate) fn tool_choice(mode: &str) -> Result<ToolChoice, GatewayError> {
     }
 }
 
-impl ChatRequest {
-    fn into_turn(self) -> Result<(TurnRequest, bool), GatewayError> {
-        let mut messages = Vec::with_capacity(self.messages.len());
-        for message in self.messages {
-            messages.push(match message {
-                ChatMessage::System { content } | ChatMessage::Developer { content } => {
-                    Message::system(content.text())
-                }
-                ChatMessage::User { content } => Message::user(content.text()),
-                ChatMessage::Assistant { content, tool_calls } => {
-                    let text = content.map(|c| c.text()).unwrap_or_default();
-                    tool_calls.into_iter().fold(Message::assistant(text), |message, call| {
-                        let call = ToolCall::new(call.id, call.function.name, call.function.arguments);
-                        message.with_block(ContentBlock::ToolCall(call))
-                    })
-                }
-                ChatMessage::Tool { tool_call_id, content } => Message::with_content(
-                    Role::Tool,
-                    vec![ContentBlock::ToolResult(ToolResultBlock {
-                        call_id: tool_call_id,
-                        name: String::new(),
-                        content: vec![ContentPart::text(content.text())],
-                        is_error: false,
-                    })],
-                ),
-            });
-        }
-        let tool_choice = match self.tool_choice {
-            None => ToolChoice::Auto,
-            Some(ChatToolChoice::Mode(mode)) => tool_choice(&mode)?,
-            Some(ChatToolChoice::Named { function }) => ToolChoice::Tool(function.name),
-        };
-        let functions = self
-            .tools
-            .into_iter()
-            .map(|tool| Function {
-                name: tool.function.name,
-                description: tool.function.description.unwrap_or_default(),
-                parameters: tool.function.parameters.unwrap_or(Value::Null),
-            })
-            .collect();
-        let mut options = self.options;
-        // Fields of the tools API the text protocol replaces.
-        for field in ["functions", "function_call"] {
-            options.remove(field);
-        }
-        let include_usage = self.stream_options.unwrap_or_default().include_usage;
-        let turn = TurnRequest {
-            model: self.model,
-            messages,
-            functions,
-            tool_choice,
-            parallel_tool_calls: self.parallel_tool_calls,
-            stream: self.stream,
-            options,
-        };
-        Ok((turn, include_usage))
+/// A client's request as the gateway hands it on, and whether the client asked for a
+/// last chunk with the usage.
+fn into_turn(request: ChatRequest<'_>) -> Result<(TurnRequest, bool), GatewayError> {
+    let mut messages = Vec::with_capacity(request.messages.len());
+    for message in request.messages {
+        messages.push(match message {
+            ChatMessage::System { content } | ChatMessage::Developer { content } => {
+                Message::system(content.text())
+            }
+            ChatMessage::User { content } => Message::user(content.text()),
+            ChatMessage::Assistant { content, tool_calls, .. } => {
+                let text = content.map(|c| c.text().into_owned()).unwrap_or_default();
+                tool_calls.into_iter().fold(Message::assistant(text), |message, call| {
+                    let function = call.function;
+                    let call = ToolCall::new(call.id, function.name, function.arguments);
+                    message.with_block(ContentBlock::ToolCall(call))
+                })
+            }
+            ChatMessage::Tool { tool_call_id, content } => Message::with_content(
+                Role::Tool,
+                vec![ContentBlock::ToolResult(ToolResultBlock {
+                    call_id: tool_call_id.into_owned(),
+                    name: String::new(),
+                    content: vec![ContentPart::text(content.text())],
+                    is_error: false,
+                })],
+            ),
+        });
     }
+    let tool_choice = match request.tools.tool_choice {
+        None => ToolChoice::Auto,
+        Some(ToolChoiceParam::Mode(mode)) => tool_choice(&mode)?,
+        Some(ToolChoiceParam::Function { function, .. }) => {
+            ToolChoice::Tool(function.function.name.into_owned())
+        }
+    };
+    let tools: Vec<ChatTool<'_>> = match request.tools.tools {
+        None => Vec::new(),
+        Some(tools) => serde_path_to_error::deserialize(tools.into_owned()).map_err(|error| {
+            let param = format!("tools{}", error.path()).replace("tools.[", "tools[");
+            GatewayError::bad(format!("the body is not a valid request: {}", error.inner()), param)
+        })?,
+    };
+    let functions = tools
+        .into_iter()
+        .map(|tool| Function {
+            name: tool.function.name.into_owned(),
+            description: tool.function.description.unwrap_or_default().into_owned(),
+            parameters: tool.function.parameters.map_or(Value::Null, Cow::into_owned),
+        })
+        .collect();
+    let mut options = request.extra;
+    // Fields of the tools API the text protocol replaces.
+    for field in ["functions", "function_call"] {
+        options.remove(field);
+    }
+    let include_usage = request.stream_options.unwrap_or_default().include_usage;
+    let turn = TurnRequest {
+        model: request.model.into_owned(),
+        messages,
+        functions,
+        tool_choice,
+        parallel_tool_calls: request.tools.parallel_tool_calls,
+        stream: request.stream.unwrap_or(false),
+        options,
+    };
+    Ok((turn, include_usage))
 }
 
 /// `POST /v1/chat/completions`: with the `native` protocol, a pass-through; else the
@@ -224,7 +124,7 @@ pub(crate) async fn handle(
 
 impl Front for Frames {
     fn read(body: &[u8]) -> Result<(TurnRequest, Self), GatewayError> {
-        let (turn, include_usage) = json_body::<ChatRequest>(body)?.into_turn()?;
+        let (turn, include_usage) = into_turn(json_body::<ChatRequest<'static>>(body)?)?;
         let frames = Frames::new(turn.model.clone(), include_usage);
         Ok((turn, frames))
     }
@@ -262,12 +162,21 @@ impl Frames {
         }
     }
 
-    fn chunk(&self, delta: Value, finish: Option<&str>) -> String {
-        let chunk = json!({
-            "id": self.id, "object": "chat.completion.chunk", "created": self.created, "model": self.model,
-            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
-        });
-        sse(None, &chunk)
+    /// The envelope of a body or a chunk, with its one choice.
+    fn envelope<'s>(&'s self, object: &'static str, choice: ChatChoice<'s>) -> ChatResponse<'s> {
+        ChatResponse {
+            id: Some(Cow::Borrowed(&self.id)),
+            object: Some(Cow::Borrowed(object)),
+            created: Some(i64::try_from(self.created).unwrap_or(i64::MAX)),
+            model: Some(Cow::Borrowed(&self.model)),
+            choices: vec![ChatChoice { index: Some(0), ..choice }],
+            ..ChatResponse::default()
+        }
+    }
+
+    fn chunk(&self, delta: ChatContent<'_>, finish: Option<ChatFinishReason>) -> String {
+        let choice = ChatChoice { delta: Some(delta), finish_reason: finish, ..ChatChoice::default() };
+        sse(None, &self.envelope("chat.completion.chunk", choice))
     }
 
     /// The events for `item`, and whether they end the stream.
@@ -275,28 +184,37 @@ impl Frames {
         let mut out = String::new();
         if !self.began {
             self.began = true;
-            out.push_str(&self.chunk(json!({"role": "assistant", "content": ""}), None));
+            let role = ChatContent {
+                role: Some("assistant"),
+                content: Some(Cow::Borrowed("")),
+                ..ChatContent::default()
+            };
+            out.push_str(&self.chunk(role, None));
         }
         let last = match item {
             Item::Piece(Piece::Text(text)) => {
-                out.push_str(&self.chunk(json!({"content": text}), None));
+                out.push_str(
+                    &self.chunk(ChatContent { content: Some(text.into()), ..ChatContent::default() }, None),
+                );
                 false
             }
             Item::Piece(Piece::Reasoning(text)) => {
-                out.push_str(&self.chunk(json!({"reasoning_content": text}), None));
+                let delta = ChatContent { reasoning_content: Some(text.into()), ..ChatContent::default() };
+                out.push_str(&self.chunk(delta, None));
                 false
             }
             Item::Piece(Piece::Call(call)) => {
-                out.push_str(&self.chunk(json!({"tool_calls": [call_json(&call, true)]}), None));
+                let delta =
+                    ChatContent { tool_calls: vec![call_part(&call, true)], ..ChatContent::default() };
+                out.push_str(&self.chunk(delta, None));
                 false
             }
             Item::End(end) => {
-                out.push_str(&self.chunk(json!({}), Some(end.finish.openai())));
+                out.push_str(&self.chunk(ChatContent::default(), Some(end.finish.openai())));
                 if self.include_usage {
-                    let usage = json!({
-                        "id": self.id, "object": "chat.completion.chunk", "created": self.created,
-                        "model": self.model, "choices": [], "usage": end.usage,
-                    });
+                    let mut usage = self.envelope("chat.completion.chunk", ChatChoice::default());
+                    usage.choices.clear();
+                    usage.usage = Some(end.usage.unwrap_or(Value::Null));
                     out.push_str(&sse(None, &usage));
                 }
                 out.push_str("data: [DONE]\n\n");
@@ -313,36 +231,35 @@ impl Frames {
 
     /// The `chat.completion` body.
     fn completion(&self, reply: Reply, end: &End) -> Value {
-        let mut message = json!({
-            "role": "assistant",
-            "content": if reply.text.is_empty() && !reply.calls.is_empty() { Value::Null } else { Value::String(reply.text) },
-        });
-        if let Some(fields) = message.as_object_mut() {
-            if !reply.reasoning.is_empty() {
-                fields.insert("reasoning_content".into(), Value::String(reply.reasoning));
-            }
-            if !reply.calls.is_empty() {
-                fields.insert("tool_calls".into(), reply.calls.iter().map(|c| call_json(c, false)).collect());
-            }
-        }
-        json!({
-            "id": self.id, "object": "chat.completion", "created": self.created, "model": self.model,
-            "choices": [{"index": 0, "message": message, "finish_reason": end.finish.openai()}],
-            "usage": end.usage,
-        })
+        let message = ChatContent {
+            role: Some("assistant"),
+            content: (!reply.text.is_empty() || reply.calls.is_empty()).then_some(Cow::Borrowed(&reply.text)),
+            reasoning_content: (!reply.reasoning.is_empty()).then_some(Cow::Borrowed(&reply.reasoning)),
+            tool_calls: reply.calls.iter().map(|call| call_part(call, false)).collect(),
+            ..ChatContent::default()
+        };
+        let choice = ChatChoice {
+            message: Some(message),
+            finish_reason: Some(end.finish.openai()),
+            ..ChatChoice::default()
+        };
+        let mut body = self.envelope("chat.completion", choice);
+        body.usage = Some(end.usage.clone().unwrap_or(Value::Null));
+        crate::providers::to_value(&body)
     }
 }
 
 /// A call as Chat Completions writes it (with its `index` in a stream chunk).
-fn call_json(call: &Call, indexed: bool) -> Value {
-    let mut value = json!({
-        "id": call.id, "type": "function",
-        "function": {"name": call.name, "arguments": call.arguments},
-    });
-    if indexed && let Some(fields) = value.as_object_mut() {
-        fields.insert("index".into(), json!(call.index));
+fn call_part(call: &Call, indexed: bool) -> ChatCallPart<'_> {
+    ChatCallPart {
+        index: indexed.then(|| i64::try_from(call.index).unwrap_or(i64::MAX)),
+        id: Some(Cow::Borrowed(&call.id)),
+        kind: Some(FunctionType::Function),
+        function: ChatFunctionPart {
+            name: Some(Cow::Borrowed(&call.name)),
+            arguments: Some(Cow::Borrowed(&call.arguments)),
+        },
     }
-    value
 }
 
 /// The native protocol: the request goes upstream as it came, the answer comes back as
@@ -394,4 +311,124 @@ async fn pass_through(shared: &Shared, auth: Option<String>, body: Bytes) -> Res
         out.headers_mut().insert(header::CONTENT_TYPE, value);
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gateway::reply::Finish;
+    use crate::model::{AssistantTurn, FinishReason, TurnDelta};
+    use crate::providers::testing::decode;
+    use crate::providers::{Provider, WireFormat};
+
+    fn call(index: usize) -> Call {
+        Call {
+            index,
+            id: format!("call_{index}"),
+            name: "get_weather".into(),
+            arguments: r#"{"city":"Paris"}"#.into(),
+        }
+    }
+
+    fn end(finish: Finish) -> End {
+        End { finish, usage: Some(json!({"prompt_tokens": 3, "completion_tokens": 4, "total_tokens": 7})) }
+    }
+
+    /// What the gateway writes, the crate's own Chat Completions reader reads back: the
+    /// two sides are one set of types.
+    #[test]
+    fn a_written_body_reads_back_as_the_same_turn() {
+        let frames = Frames::new("m".into(), false);
+        let reply =
+            Reply { text: "Let me look.".into(), reasoning: "think".into(), calls: vec![call(0), call(1)] };
+        let body = frames.completion(reply, &end(Finish::ToolCalls));
+        assert_eq!((body["object"].as_str(), body["model"].as_str()), (Some("chat.completion"), Some("m")));
+        assert_eq!(body["usage"]["total_tokens"], 7);
+        let turn = Provider::OpenAiChat.parse_response(&body).unwrap();
+        let expected = AssistantTurn::new()
+            .with_reasoning("think", None)
+            .with_text("Let me look.")
+            .with_tool_call(ToolCall::new("call_0", "get_weather", r#"{"city":"Paris"}"#))
+            .with_tool_call(ToolCall::new("call_1", "get_weather", r#"{"city":"Paris"}"#));
+        assert_eq!(turn.content, expected.content);
+        assert_eq!(turn.finish_reason, Some(FinishReason::ToolCalls));
+
+        // A reply made of calls has `content: null`, as the API writes it.
+        let only_calls = Reply { calls: vec![call(0)], ..Reply::default() };
+        let body = frames.completion(only_calls, &end(Finish::ToolCalls));
+        let message = &body["choices"][0]["message"];
+        assert!(
+            message.as_object().is_some_and(|m| m.contains_key("content")) && message["content"].is_null()
+        );
+    }
+
+    #[test]
+    fn written_chunks_read_back_as_the_same_deltas() {
+        let mut frames = Frames::new("m".into(), true);
+        let mut stream = String::new();
+        for item in [
+            Item::Piece(Piece::Reasoning("hm".into())),
+            Item::Piece(Piece::Text("Hi".into())),
+            Item::Piece(Piece::Call(call(0))),
+            Item::Piece(Piece::Call(call(1))),
+            Item::End(end(Finish::ToolCalls)),
+        ] {
+            let (text, last) = frames.frame(item);
+            stream.push_str(&text);
+            assert_eq!(last, stream.ends_with("data: [DONE]\n\n"));
+        }
+        let (deltas, error) = decode(Provider::OpenAiChat, &stream);
+        assert!(error.is_none(), "{error:?}");
+        let mut expected = vec![TurnDelta::Reasoning("hm".into()), TurnDelta::Text("Hi".into())];
+        for index in 0..2 {
+            expected.push(TurnDelta::ToolCallStart {
+                index,
+                id: format!("call_{index}"),
+                name: "get_weather".into(),
+            });
+            expected.push(TurnDelta::ToolCallArguments { index, fragment: r#"{"city":"Paris"}"#.into() });
+            expected.push(TurnDelta::ToolCallEnd { index });
+        }
+        // The usage chunk, then the end.
+        assert_eq!(deltas[..expected.len()], expected[..]);
+        assert!(deltas[expected.len()..].contains(&TurnDelta::Finish(FinishReason::ToolCalls)), "{deltas:?}");
+        assert!(stream.contains(r#""usage":{"#), "the usage chunk: {stream}");
+    }
+
+    /// A client's request, read with the same types the crate writes its own requests
+    /// with: the fields the gateway does not read stay as they came, for the upstream.
+    #[test]
+    fn a_client_request_keeps_the_fields_it_does_not_read() {
+        let body = json!({
+            "model": "m", "temperature": 0.2, "max_tokens": 9, "user": "u", "functions": [],
+            "messages": [
+                {"role": "developer", "content": [{"type": "text", "text": "Be "}, {"type": "image_url"}, {"type": "text", "text": "brief."}]},
+                {"role": "user", "content": "Weather?"},
+                {"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": "{}"}}]},
+                {"role": "tool", "tool_call_id": "c1", "content": "sunny"}
+            ],
+            "tools": [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}],
+            "tool_choice": {"type": "function", "function": {"name": "get_weather"}},
+            "stream": true, "stream_options": {"include_usage": true}
+        });
+        let request: ChatRequest<'static> = serde_json::from_value(body).unwrap();
+        let (turn, include_usage) = into_turn(request).unwrap();
+        assert!(include_usage && turn.stream);
+        assert_eq!(turn.tool_choice, ToolChoice::Tool("get_weather".into()));
+        assert_eq!(turn.functions[0].parameters, json!({"type": "object"}));
+        assert_eq!(turn.messages[0].text(), "Be brief.");
+        assert_eq!(turn.messages[2].tool_calls().next().map(|c| c.id.as_str()), Some("c1"));
+        let mut kept: Vec<&str> = turn.options.keys().map(String::as_str).collect();
+        kept.sort_unstable();
+        assert_eq!(
+            kept,
+            ["max_tokens", "temperature", "user"],
+            "`functions` is the text protocol's to replace"
+        );
+
+        let bad =
+            json!({"messages": [], "tools": [{"type": "function", "function": {"description": "no name"}}]});
+        let error = into_turn(serde_json::from_value(bad).unwrap()).unwrap_err();
+        assert!(error.to_string().contains("name"), "{error}");
+    }
 }

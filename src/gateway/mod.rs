@@ -595,7 +595,10 @@ fn with_diagnostic(mut response: Response, diagnostic: Option<String>) -> Respon
 }
 
 /// One server-sent event: `data: JSON`, with an `event:` line when named.
-fn sse(event: Option<&str>, data: &Value) -> String {
+fn sse(event: Option<&str>, data: &impl serde::Serialize) -> String {
+    // The payloads are strings, numbers and JSON values under string keys: writing them
+    // cannot fail.
+    let data = serde_json::to_string(data).unwrap_or_default();
     match event {
         Some(name) => format!("event: {name}\ndata: {data}\n\n"),
         None => format!("data: {data}\n\n"),

@@ -8,6 +8,7 @@ use crate::Span;
 use crate::model::FinishReason;
 use crate::protocol::textfmt::Detected;
 use crate::protocol::{EventSink, StreamEvent, StreamParser, ToolCallingProtocol, TurnState, reasoning};
+use crate::providers::openai_chat::ChatFinishReason;
 use crate::tools::TextCoercion;
 
 /// One piece of the reply, in order.
@@ -52,13 +53,13 @@ impl Finish {
         }
     }
 
-    /// OpenAI's `finish_reason`.
-    pub(crate) fn openai(self) -> &'static str {
+    /// Chat Completions' `finish_reason`.
+    pub(crate) fn openai(self) -> ChatFinishReason {
         match self {
-            Finish::Stop => "stop",
-            Finish::Length => "length",
-            Finish::ToolCalls => "tool_calls",
-            Finish::ContentFilter => "content_filter",
+            Finish::Stop => ChatFinishReason::Stop,
+            Finish::Length => ChatFinishReason::Length,
+            Finish::ToolCalls => ChatFinishReason::ToolCalls,
+            Finish::ContentFilter => ChatFinishReason::ContentFilter,
         }
     }
 }
@@ -400,8 +401,11 @@ mod tests {
     #[test]
     fn finish_reasons() {
         assert_eq!(Finish::of(1, Some(FinishReason::Stop)), Finish::ToolCalls);
-        assert_eq!(Finish::of(0, Some(FinishReason::Length)).openai(), "length");
-        assert_eq!(Finish::of(0, Some(FinishReason::ContentFilter)).openai(), "content_filter");
+        assert_eq!(Finish::of(0, Some(FinishReason::Length)).openai(), ChatFinishReason::Length);
+        assert_eq!(
+            Finish::of(0, Some(FinishReason::ContentFilter)).openai(),
+            ChatFinishReason::ContentFilter
+        );
         assert_eq!(Finish::of(0, None), Finish::Stop);
     }
 }

@@ -15,13 +15,14 @@ use axum::response::Response;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use super::chat::{Content, tool_choice};
+use super::chat::tool_choice;
 use super::reply::{Call, Finish, Piece};
 use super::request::{Function, TurnRequest};
 use super::upstream::{End, Item};
 use super::{Front, GatewayError, Reply, json_body, now_seconds, openai_error, sse};
 use crate::ContentPart;
 use crate::model::{ContentBlock, Message, Role, ToolCall, ToolChoice, ToolResultBlock};
+use crate::providers::openai_chat::ChatText;
 
 /// A Responses request, as far as the gateway reads it; other fields have no Chat
 /// Completions equivalent and are dropped.
@@ -67,7 +68,7 @@ struct InputItem {
     #[serde(default)]
     role: Option<String>,
     #[serde(default)]
-    content: Option<Content>,
+    content: Option<ChatText<'static>>,
     #[serde(default)]
     call_id: Option<String>,
     #[serde(default)]
@@ -75,7 +76,7 @@ struct InputItem {
     #[serde(default)]
     arguments: Option<String>,
     #[serde(default)]
-    output: Option<Content>,
+    output: Option<ChatText<'static>>,
 }
 
 /// A tool of `tools`: a function (flat: `name`, `description`, `parameters`, `strict`),
@@ -273,7 +274,7 @@ impl InputItem {
                 let call_id = self.call_id.ok_or_else(|| {
                     GatewayError::bad("a `function_call_output` item has no `call_id`", param("call_id"))
                 })?;
-                let text = self.output.map(|o| o.text()).unwrap_or_default();
+                let text = self.output.map(|o| o.text().into_owned()).unwrap_or_default();
                 out.push(Message::with_content(
                     Role::Tool,
                     vec![ContentBlock::ToolResult(ToolResultBlock {

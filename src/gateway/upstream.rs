@@ -2,13 +2,14 @@
 //! with the protocol, the retry when a call was required, the time limit, and the end
 //! of it all when the client goes away.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use tracing::Instrument;
 
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 use tokio::sync::mpsc;
 
 use super::reply::{Call, Finish, Piece, ReplyReader};
@@ -16,7 +17,14 @@ use super::request::{Offer, TurnRequest};
 use super::{GatewayError, Shared};
 use crate::model::{FinishReason, Message, TurnDelta};
 use crate::protocol::ToolCallingProtocol;
-use crate::providers::{Provider, ResponseStream, WireError, WireFormat};
+use crate::providers::openai_chat::{
+    self, ChatFunctionChoice, ChatRequest, ChatTool, ChatToolFunction, FunctionType, StreamOptions,
+    ToolChoiceParam,
+};
+use crate::providers::{Provider, ResponseStream, WireError};
+
+/// The tool fields of a Chat Completions request.
+type ToolFields<'a> = openai_chat::ToolFields<'a, ChatFunctionChoice<'a>>;
 
 /// What a run tells the front that answers the client, in order: `Ready` once (or
 /// `Failed` instead), then pieces, then `End` or `Failed`.
@@ -115,11 +123,11 @@ impl Run<'_> {
                     let reminder =
                         retry.as_ref().map(|(reply, reminder)| (reply.as_str(), reminder.as_str()));
                     let messages = self.request.text_conversation(protocol, &offer, reminder)?;
-                    self.body(Some(protocol), &messages, None)
+                    self.body(Some(protocol), &messages, ToolFields::default())
                 }
                 None => {
                     let tools = native_tools(&offer);
-                    self.body(None, &self.request.messages, Some(tools))
+                    self.body(None, &self.request.messages, tools)
                 }
             };
             let attempt = match self.attempt(protocol, &offer, body, retry.is_none()).await {
@@ -186,23 +194,22 @@ impl Run<'_> {
         &self,
         protocol: Option<&dyn ToolCallingProtocol>,
         messages: &[Message],
-        tools: Option<Map<String, Value>>,
+        tools: ToolFields<'_>,
     ) -> Value {
-        let mut body = self.request.options.clone();
-        body.insert("model".into(), Value::String(self.shared.model_for(&self.request.model)));
-        body.insert("messages".into(), Provider::OpenAiChat.wire_messages(messages));
-        body.insert("stream".into(), Value::Bool(true));
-        let options = body.entry("stream_options").or_insert_with(|| json!({}));
-        if let Value::Object(options) = options {
-            options.insert("include_usage".into(), Value::Bool(true));
-        }
-        if let Some(tools) = tools {
-            body.extend(tools);
-        }
+        let mut extra = self.request.options.clone();
         if let Some(fields) = protocol.and_then(|p| self.grammar_fields(p)) {
-            body.extend(fields);
+            extra.extend(fields);
         }
-        Value::Object(body)
+        let body = ChatRequest {
+            model: Cow::Owned(self.shared.model_for(&self.request.model)),
+            messages: openai_chat::messages(messages),
+            tools,
+            stream: Some(true),
+            stream_options: Some(StreamOptions { include_usage: true }),
+            extra,
+            ..ChatRequest::default()
+        };
+        crate::providers::to_value(&body)
     }
 
     /// The fields that send the protocol's grammar for the offered tools, when the
@@ -414,25 +421,30 @@ impl Held {
 }
 
 /// The offered tools as Chat Completions' own tool fields (the native protocol).
-fn native_tools(offer: &Offer) -> Map<String, Value> {
-    let mut fields = Map::new();
+fn native_tools(offer: &Offer) -> ToolFields<'_> {
     if offer.definitions.is_empty() {
-        return fields;
+        return ToolFields::default();
     }
-    let tools: Vec<Value> = offer
+    let tools: Vec<ChatTool<'_>> = offer
         .definitions
         .iter()
         .flat_map(|tool| {
-            tool.methods.iter().map(|m| {
-                json!({"type": "function", "function": {
-                    "name": m.full_name(&tool.tool_id), "description": m.description, "parameters": m.parameters}})
+            tool.methods.iter().map(|m| ChatTool {
+                kind: FunctionType::Function,
+                function: ChatToolFunction {
+                    name: Cow::Owned(m.full_name(&tool.tool_id)),
+                    description: Some(Cow::Borrowed(&m.description)),
+                    parameters: Some(Cow::Borrowed(&m.parameters)),
+                },
             })
         })
         .collect();
-    fields.insert("tools".into(), Value::Array(tools));
     let choice = if offer.required { "required" } else { "auto" };
-    fields.insert("tool_choice".into(), Value::String(choice.into()));
-    fields
+    ToolFields {
+        tools: Some(Cow::Owned(crate::providers::to_value(&tools))),
+        tool_choice: Some(ToolChoiceParam::Mode(Cow::Borrowed(choice))),
+        parallel_tool_calls: None,
+    }
 }
 
 /// Calls the upstream made itself (the native protocol): whole once each has ended.

@@ -37,7 +37,7 @@ mod client;
 mod constrained;
 mod gemini;
 mod lenient;
-mod openai_chat;
+pub(crate) mod openai_chat;
 mod openai_responses;
 mod provider;
 #[cfg(feature = "http")]

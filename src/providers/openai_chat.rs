@@ -12,7 +12,7 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use super::{
     SseEvent, StreamDecoder, WireError, body_value, declared_tools, lenient, missing, parse_body,
@@ -28,92 +28,168 @@ use crate::protocol::native::{NameRule, wire_name};
 // ---------------------------------------------------------------------------------------
 // The request
 
-/// A request body (its `None` fields are left out: [`body_value`]).
-#[derive(Debug, Serialize)]
-struct ChatRequest<'a> {
-    model: &'a str,
-    messages: Vec<ChatMessage<'a>>,
+/// A request body: what this crate sends a provider (its `None` fields are left out:
+/// [`body_value`]), and what the gateway reads from a client (owned: a request is read
+/// once).
+#[derive(Debug, Default, Serialize, Deserialize)]
+pub(crate) struct ChatRequest<'a> {
+    #[serde(default)]
+    pub(crate) model: Cow<'a, str>,
+    pub(crate) messages: Vec<ChatMessage<'a>>,
     #[serde(flatten)]
-    tools: Option<ToolFields<'a, ChatFunctionChoice<'a>>>,
-    /// What reasoning models take instead of `max_tokens`.
-    max_completion_tokens: Option<u32>,
-    max_tokens: Option<u32>,
-    temperature: Option<f32>,
-    reasoning_effort: Option<&'static str>,
-    stream: Option<bool>,
-    stream_options: Option<StreamOptions>,
+    pub(crate) tools: ToolFields<'a, ChatFunctionChoice<'a>>,
+    /// What reasoning models take instead of `max_tokens`. This and the next three are
+    /// fields this crate sets; read, they stay among [`extra`](Self::extra).
+    #[serde(skip_deserializing, skip_serializing_if = "Option::is_none")]
+    pub(crate) max_completion_tokens: Option<u32>,
+    #[serde(skip_deserializing, skip_serializing_if = "Option::is_none")]
+    pub(crate) max_tokens: Option<u32>,
+    #[serde(skip_deserializing, skip_serializing_if = "Option::is_none")]
+    pub(crate) temperature: Option<f32>,
+    #[serde(skip_deserializing, skip_serializing_if = "Option::is_none")]
+    pub(crate) reasoning_effort: Option<&'static str>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) stream: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) stream_options: Option<StreamOptions>,
+    /// Every other field, as it is (sampling, `stop`, `user`, a grammar server's
+    /// fields, …).
+    #[serde(flatten)]
+    pub(crate) extra: Map<String, Value>,
 }
 
-#[derive(Debug, Serialize)]
-struct StreamOptions {
+#[derive(Debug, Default, Clone, Copy, Serialize, Deserialize)]
+pub(crate) struct StreamOptions {
     /// A last chunk with the usage (and empty `choices`).
-    include_usage: bool,
+    #[serde(default)]
+    pub(crate) include_usage: bool,
 }
 
 /// A message of the request, by `role`.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 #[serde(tag = "role", rename_all = "lowercase")]
-enum ChatMessage<'a> {
+pub(crate) enum ChatMessage<'a> {
     System {
-        content: Cow<'a, str>,
+        content: ChatText<'a>,
+    },
+    /// What newer models call the system message.
+    Developer {
+        content: ChatText<'a>,
     },
     User {
-        content: Cow<'a, str>,
+        content: ChatText<'a>,
     },
     Assistant {
         /// `null` when the turn has no text (only calls).
-        content: Option<Cow<'a, str>>,
+        #[serde(default)]
+        content: Option<ChatText<'a>>,
         /// Reasoning, for the servers that sent it (DeepSeek's thinking mode requires
         /// it back with tool calls).
-        #[serde(skip_serializing_if = "Option::is_none")]
-        reasoning_content: Option<String>,
-        #[serde(skip_serializing_if = "Vec::is_empty")]
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reasoning_content: Option<Cow<'a, str>>,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
         tool_calls: Vec<ChatToolCall<'a>>,
     },
     Tool {
-        tool_call_id: &'a str,
-        content: String,
+        tool_call_id: Cow<'a, str>,
+        content: ChatText<'a>,
     },
 }
 
+/// A message's content: a string, or parts (of which only text is read).
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(untagged)]
+pub(crate) enum ChatText<'a> {
+    Text(Cow<'a, str>),
+    Parts(Vec<ChatTextPart<'a>>),
+}
+
+/// A content part; a part that is not text has no `text`.
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct ChatTextPart<'a> {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    text: Option<Cow<'a, str>>,
+}
+
+impl ChatText<'_> {
+    /// The text (text parts joined).
+    pub(crate) fn text(&self) -> Cow<'_, str> {
+        match self {
+            ChatText::Text(text) => Cow::Borrowed(text),
+            ChatText::Parts(parts) => Cow::Owned(parts.iter().filter_map(|p| p.text.as_deref()).collect()),
+        }
+    }
+}
+
 /// A call of an assistant message.
-#[derive(Debug, Serialize)]
-struct ChatToolCall<'a> {
-    id: &'a str,
-    #[serde(rename = "type")]
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct ChatToolCall<'a> {
+    pub(crate) id: Cow<'a, str>,
+    #[serde(rename = "type", default)]
     kind: FunctionType,
-    function: ChatFunction<'a>,
+    pub(crate) function: ChatFunction<'a>,
 }
 
 /// The one kind of tool call and tool choice: `"function"`.
-#[derive(Debug, Clone, Copy, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub(super) enum FunctionType {
+pub(crate) enum FunctionType {
+    #[default]
     Function,
 }
 
-#[derive(Debug, Serialize)]
-struct ChatFunction<'a> {
-    name: &'a str,
-    arguments: &'a str,
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct ChatFunction<'a> {
+    pub(crate) name: Cow<'a, str>,
+    #[serde(default)]
+    pub(crate) arguments: Cow<'a, str>,
 }
 
-/// The tool fields of both OpenAI APIs' requests: the protocol's declarations, as they
-/// are, and with them the tool choice and whether calls may run in parallel.
-#[derive(Debug, Serialize)]
-pub(super) struct ToolFields<'a, F> {
-    tools: &'a Value,
-    tool_choice: ToolChoiceParam<F>,
-    parallel_tool_calls: Option<bool>,
+/// A declared tool, `{"type": "function", "function": {name, description, parameters}}`:
+/// how the gateway reads a client's `tools[]` and offers them to a native upstream (the
+/// crate's own declarations are the native protocol's, written as they are).
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct ChatTool<'a> {
+    #[serde(rename = "type", default)]
+    pub(crate) kind: FunctionType,
+    pub(crate) function: ChatToolFunction<'a>,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct ChatToolFunction<'a> {
+    pub(crate) name: Cow<'a, str>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) description: Option<Cow<'a, str>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) parameters: Option<Cow<'a, Value>>,
+}
+
+/// The tool fields of both OpenAI APIs' requests: the declarations (the protocol's,
+/// as they are), the tool choice and whether calls may run in parallel.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(bound(deserialize = "F: Deserialize<'de>"))]
+pub(crate) struct ToolFields<'a, F> {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) tools: Option<Cow<'a, Value>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) tool_choice: Option<ToolChoiceParam<'a, F>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) parallel_tool_calls: Option<bool>,
+}
+
+impl<F> Default for ToolFields<'_, F> {
+    fn default() -> Self {
+        ToolFields { tools: None, tool_choice: None, parallel_tool_calls: None }
+    }
 }
 
 /// `"auto"`, `"none"`, `"required"`, or one named function (`F`: how the API names it).
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 #[serde(untagged)]
-pub(super) enum ToolChoiceParam<F> {
-    Mode(&'static str),
+pub(crate) enum ToolChoiceParam<'a, F> {
+    Mode(Cow<'a, str>),
     Function {
-        #[serde(rename = "type")]
+        #[serde(rename = "type", default)]
         kind: FunctionType,
         #[serde(flatten)]
         function: F,
@@ -122,60 +198,77 @@ pub(super) enum ToolChoiceParam<F> {
 
 /// `{"name": …}`: the function a tool choice names (Responses), or its `function` field
 /// (Chat Completions).
-#[derive(Debug, Serialize)]
-pub(super) struct FunctionName<'a> {
-    name: Cow<'a, str>,
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct FunctionName<'a> {
+    pub(crate) name: Cow<'a, str>,
 }
 
 /// Chat Completions names a chosen function as `"function": {"name": …}`.
-#[derive(Debug, Serialize)]
-struct ChatFunctionChoice<'a> {
-    function: FunctionName<'a>,
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct ChatFunctionChoice<'a> {
+    pub(crate) function: FunctionName<'a>,
 }
 
 // ---------------------------------------------------------------------------------------
 // The response, and the stream's chunks
 
 /// A response body (`chat.completion`) or a stream chunk (`chat.completion.chunk`): the
-/// same envelope, `message` in the one and `delta` in the other.
-#[derive(Debug, Default, Deserialize)]
+/// same envelope, `message` in the one and `delta` in the other. Read leniently from a
+/// provider (a field of the wrong type is read as absent); the gateway writes it.
+#[derive(Debug, Default, Serialize, Deserialize)]
 #[serde(default)]
-struct ChatResponse<'a> {
+pub(crate) struct ChatResponse<'a> {
+    #[serde(borrow, deserialize_with = "lenient::text", skip_serializing_if = "Option::is_none")]
+    pub(crate) id: Option<Cow<'a, str>>,
+    /// `chat.completion` or `chat.completion.chunk`.
+    #[serde(borrow, deserialize_with = "lenient::text", skip_serializing_if = "Option::is_none")]
+    pub(crate) object: Option<Cow<'a, str>>,
+    #[serde(deserialize_with = "lenient::int", skip_serializing_if = "Option::is_none")]
+    pub(crate) created: Option<i64>,
+    #[serde(borrow, deserialize_with = "lenient::text", skip_serializing_if = "Option::is_none")]
+    pub(crate) model: Option<Cow<'a, str>>,
     /// An error instead of a response (a body, or a chunk in the stream).
-    error: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) error: Option<Value>,
     #[serde(borrow, deserialize_with = "lenient::list")]
-    choices: Vec<ChatChoice<'a>>,
+    pub(crate) choices: Vec<ChatChoice<'a>>,
     /// Token counts: the last chunk of a stream asked for with `include_usage`, or a
     /// response body's.
-    #[serde(deserialize_with = "lenient::usage")]
-    usage: Option<Value>,
+    #[serde(deserialize_with = "lenient::usage", skip_serializing_if = "Option::is_none")]
+    pub(crate) usage: Option<Value>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Serialize, Deserialize)]
 #[serde(default)]
-struct ChatChoice<'a> {
+pub(crate) struct ChatChoice<'a> {
+    #[serde(deserialize_with = "lenient::int")]
+    pub(crate) index: Option<i64>,
     /// The whole message (a response body).
-    #[serde(borrow, deserialize_with = "lenient::present")]
-    message: Option<ChatContent<'a>>,
+    #[serde(borrow, deserialize_with = "lenient::present", skip_serializing_if = "Option::is_none")]
+    pub(crate) message: Option<ChatContent<'a>>,
     /// The next piece of the message (a stream chunk).
-    #[serde(borrow, deserialize_with = "lenient::object")]
-    delta: ChatContent<'a>,
+    #[serde(borrow, deserialize_with = "lenient::present", skip_serializing_if = "Option::is_none")]
+    pub(crate) delta: Option<ChatContent<'a>>,
+    /// `null` until the last chunk.
     #[serde(deserialize_with = "lenient::tag")]
-    finish_reason: Option<ChatFinishReason>,
+    pub(crate) finish_reason: Option<ChatFinishReason>,
 }
 
-/// An assistant message, whole or in part.
-#[derive(Debug, Default, Deserialize)]
+/// An assistant message, whole or in part. `content` is written even when `null`, as
+/// the API does for a message made of calls.
+#[derive(Debug, Default, Serialize, Deserialize)]
 #[serde(default)]
-struct ChatContent<'a> {
+pub(crate) struct ChatContent<'a> {
+    #[serde(skip_deserializing, skip_serializing_if = "Option::is_none")]
+    pub(crate) role: Option<&'static str>,
     #[serde(borrow, deserialize_with = "lenient::text")]
-    content: Option<Cow<'a, str>>,
-    #[serde(borrow, deserialize_with = "lenient::text")]
-    reasoning_content: Option<Cow<'a, str>>,
-    #[serde(borrow, deserialize_with = "lenient::text")]
-    reasoning: Option<Cow<'a, str>>,
-    #[serde(borrow, deserialize_with = "lenient::list")]
-    tool_calls: Vec<ChatCallPart<'a>>,
+    pub(crate) content: Option<Cow<'a, str>>,
+    #[serde(borrow, deserialize_with = "lenient::text", skip_serializing_if = "Option::is_none")]
+    pub(crate) reasoning_content: Option<Cow<'a, str>>,
+    #[serde(borrow, deserialize_with = "lenient::text", skip_serializing_if = "Option::is_none")]
+    pub(crate) reasoning: Option<Cow<'a, str>>,
+    #[serde(borrow, deserialize_with = "lenient::list", skip_serializing_if = "Vec::is_empty")]
+    pub(crate) tool_calls: Vec<ChatCallPart<'a>>,
 }
 
 impl ChatContent<'_> {
@@ -190,32 +283,34 @@ impl ChatContent<'_> {
 }
 
 /// A tool call, whole (a response body) or a fragment of one (a stream chunk).
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Serialize, Deserialize)]
 #[serde(default)]
-struct ChatCallPart<'a> {
+pub(crate) struct ChatCallPart<'a> {
     /// The call's place among the turn's calls (fragments of one call share it).
-    #[serde(deserialize_with = "lenient::int")]
-    index: Option<i64>,
-    #[serde(borrow, deserialize_with = "lenient::text")]
-    id: Option<Cow<'a, str>>,
+    #[serde(deserialize_with = "lenient::int", skip_serializing_if = "Option::is_none")]
+    pub(crate) index: Option<i64>,
+    #[serde(borrow, deserialize_with = "lenient::text", skip_serializing_if = "Option::is_none")]
+    pub(crate) id: Option<Cow<'a, str>>,
+    #[serde(rename = "type", skip_deserializing, skip_serializing_if = "Option::is_none")]
+    pub(crate) kind: Option<FunctionType>,
     #[serde(borrow, deserialize_with = "lenient::object")]
-    function: ChatFunctionPart<'a>,
+    pub(crate) function: ChatFunctionPart<'a>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Serialize, Deserialize)]
 #[serde(default)]
-struct ChatFunctionPart<'a> {
-    #[serde(borrow, deserialize_with = "lenient::text")]
-    name: Option<Cow<'a, str>>,
+pub(crate) struct ChatFunctionPart<'a> {
+    #[serde(borrow, deserialize_with = "lenient::text", skip_serializing_if = "Option::is_none")]
+    pub(crate) name: Option<Cow<'a, str>>,
     /// JSON text (a server that sends an object has it serialised).
-    #[serde(borrow, deserialize_with = "lenient::arguments")]
-    arguments: Option<Cow<'a, str>>,
+    #[serde(borrow, deserialize_with = "lenient::arguments", skip_serializing_if = "Option::is_none")]
+    pub(crate) arguments: Option<Cow<'a, str>>,
 }
 
 /// `finish_reason`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-enum ChatFinishReason {
+pub(crate) enum ChatFinishReason {
     Stop,
     Length,
     ToolCalls,
@@ -253,19 +348,24 @@ pub(super) fn tool_fields<'a, F>(
     function: impl FnOnce(FunctionName<'a>) -> F,
 ) -> Option<ToolFields<'a, F>> {
     let tools = declared_tools(request)?;
+    let mode = |mode: &'static str| ToolChoiceParam::Mode(Cow::Borrowed(mode));
     let tool_choice = match &request.tool_choice {
-        ToolChoice::Auto => ToolChoiceParam::Mode("auto"),
-        ToolChoice::None => ToolChoiceParam::Mode("none"),
-        ToolChoice::Required => ToolChoiceParam::Mode("required"),
+        ToolChoice::Auto => mode("auto"),
+        ToolChoice::None => mode("none"),
+        ToolChoice::Required => mode("required"),
         ToolChoice::Tool(name) => ToolChoiceParam::Function {
             kind: FunctionType::Function,
             function: function(FunctionName { name: wire_name(name, NameRule::Strict) }),
         },
         // A future choice this version does not know: let the model decide.
         #[allow(unreachable_patterns)]
-        _ => ToolChoiceParam::Mode("auto"),
+        _ => mode("auto"),
     };
-    Some(ToolFields { tools, tool_choice, parallel_tool_calls: request.parallel_tool_calls })
+    Some(ToolFields {
+        tools: Some(Cow::Borrowed(tools)),
+        tool_choice: Some(tool_choice),
+        parallel_tool_calls: request.parallel_tool_calls,
+    })
 }
 
 pub(crate) fn request_body(request: &ModelRequest, model: &str, stream: bool) -> Value {
@@ -276,9 +376,9 @@ pub(crate) fn request_body(request: &ModelRequest, model: &str, stream: bool) ->
     let (max_completion_tokens, max_tokens) =
         if options.thinking.is_some() { (options.max_tokens, None) } else { (None, options.max_tokens) };
     let body = ChatRequest {
-        model,
+        model: Cow::Borrowed(model),
         messages,
-        tools: tool_fields(request, |function| ChatFunctionChoice { function }),
+        tools: tool_fields(request, |function| ChatFunctionChoice { function }).unwrap_or_default(),
         max_completion_tokens,
         max_tokens,
         temperature: options.temperature,
@@ -288,6 +388,7 @@ pub(crate) fn request_body(request: &ModelRequest, model: &str, stream: bool) ->
         },
         stream: stream.then_some(true),
         stream_options: stream.then_some(StreamOptions { include_usage: true }),
+        extra: Map::new(),
     };
     body_value(&body)
 }
@@ -324,19 +425,22 @@ pub(crate) fn wire_messages(messages: &[Message]) -> Value {
 }
 
 /// The messages of the request.
-fn messages<'a>(messages: impl IntoIterator<Item = &'a Message>) -> Vec<ChatMessage<'a>> {
+pub(crate) fn messages<'a>(messages: impl IntoIterator<Item = &'a Message>) -> Vec<ChatMessage<'a>> {
     let mut out = Vec::new();
     for message in messages {
         match message.role {
-            Role::System => out.push(ChatMessage::System { content: message.text() }),
-            Role::User => out.push(ChatMessage::User { content: message.text() }),
+            Role::System => out.push(ChatMessage::System { content: ChatText::Text(message.text()) }),
+            Role::User => out.push(ChatMessage::User { content: ChatText::Text(message.text()) }),
             Role::Assistant => {
                 let tool_calls = message
                     .tool_calls()
                     .map(|call| ChatToolCall {
-                        id: &call.id,
+                        id: Cow::Borrowed(&call.id),
                         kind: FunctionType::Function,
-                        function: ChatFunction { name: &call.name, arguments: &call.arguments },
+                        function: ChatFunction {
+                            name: Cow::Borrowed(&call.name),
+                            arguments: Cow::Borrowed(&call.arguments),
+                        },
                     })
                     .collect();
                 let text = message.text();
@@ -350,8 +454,8 @@ fn messages<'a>(messages: impl IntoIterator<Item = &'a Message>) -> Vec<ChatMess
                     })
                     .collect();
                 out.push(ChatMessage::Assistant {
-                    content: (!text.is_empty()).then_some(text),
-                    reasoning_content: (!reasoning.is_empty()).then_some(reasoning),
+                    content: (!text.is_empty()).then_some(ChatText::Text(text)),
+                    reasoning_content: (!reasoning.is_empty()).then_some(Cow::Owned(reasoning)),
                     tool_calls,
                 });
             }
@@ -359,15 +463,15 @@ fn messages<'a>(messages: impl IntoIterator<Item = &'a Message>) -> Vec<ChatMess
                 let before = out.len();
                 out.extend(message.content.iter().filter_map(|block| match block {
                     ContentBlock::ToolResult(result) => Some(ChatMessage::Tool {
-                        tool_call_id: &result.call_id,
-                        content: result_text(result),
+                        tool_call_id: Cow::Borrowed(&result.call_id),
+                        content: ChatText::Text(Cow::Owned(result_text(result))),
                     }),
                     _ => None,
                 }));
                 // Results written as text (a text protocol over this API) go as a user
                 // message: a `tool` message needs a call id.
                 if out.len() == before {
-                    out.push(ChatMessage::User { content: message.text() });
+                    out.push(ChatMessage::User { content: ChatText::Text(message.text()) });
                 }
             }
         }
@@ -435,7 +539,7 @@ impl StreamDecoder for ChunkDecoder {
         let Some(choice) = chunk.choices.into_iter().next() else {
             return Ok(());
         };
-        let delta = choice.delta;
+        let delta = choice.delta.unwrap_or_default();
         let reasoning = delta.reasoning();
         if !reasoning.is_empty() {
             deltas.push(TurnDelta::Reasoning(reasoning.to_owned()));
