@@ -29,7 +29,8 @@ use std::time::Instant;
 
 use tool_calling::engine::Engine;
 use tool_calling::exec::{CycleEvent, ExecutionContext};
-use tool_calling::model::{Conversation, FallbackProtocol, Message, ModelProfiles};
+use tool_calling::model::{Conversation, Message};
+use tool_calling::protocol::{FallbackProtocol, ModelProfiles};
 use tool_calling::providers::{HttpChatModel, Provider};
 use tool_calling::tools::ToolRegistry;
 

@@ -87,6 +87,43 @@ impl Default for ToolCallConfig {
 }
 
 impl ToolCallConfig {
+    /// The definitions of the agent-callable methods of `registry` this config enables
+    /// (none when tool calling is off), from which a protocol writes what the model is
+    /// shown. A tool left with no enabled method is not offered.
+    ///
+    /// ```
+    /// use tool_calling::config::ToolCallConfig;
+    /// use tool_calling::tools::ToolRegistry;
+    /// assert!(ToolCallConfig::default().enabled_definitions(&ToolRegistry::new()).is_empty());
+    /// ```
+    #[cfg(feature = "runtime")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "runtime")))]
+    pub fn enabled_definitions(
+        &self,
+        registry: &crate::tools::ToolRegistry,
+    ) -> Vec<crate::tools::ToolDefinition> {
+        if !self.enabled {
+            return Vec::new();
+        }
+        registry
+            .tools()
+            .iter()
+            .filter_map(|tool| {
+                let spec = tool.spec();
+                let mut definition =
+                    crate::tools::ToolDefinition::new(spec.tool_id.clone(), spec.tool_name.clone())
+                        .with_description(spec.description.clone());
+                definition.methods = spec
+                    .methods
+                    .iter()
+                    .filter(|m| m.agent_callable && self.is_method_enabled(&spec.tool_id, &m.definition.name))
+                    .map(|m| m.definition.clone())
+                    .collect();
+                (!definition.methods.is_empty()).then_some(definition)
+            })
+            .collect()
+    }
+
     /// Whether `toolId_methodName` is switched on: its own toggle, else its tool's,
     /// else `default_tool_enabled`.
     pub fn is_method_enabled(&self, tool_id: &str, method: &str) -> bool {

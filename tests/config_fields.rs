@@ -15,13 +15,12 @@ use tool_calling::config::{ToolCallConfig, ToolCallMode};
 use tool_calling::exec::{ExecutionContext, ExecutorMessages, ExecutorOptions, ToolRetry};
 use tool_calling::gateway::{Constrain, GatewayConfig};
 use tool_calling::grammar::{Constraint, Dialect, Scope};
-use tool_calling::model::{
-    FallbackProtocol, ModelCapabilities, ModelRequest, RequestOptions, ThinkingStyle, ToolChoice,
-};
+use tool_calling::model::{ModelRequest, RequestOptions, ToolChoice};
 use tool_calling::protocol::native::NativeOptions;
 use tool_calling::protocol::textfmt::TextFormatOptions;
 use tool_calling::protocol::vcp::{VcpLimits, VcpOptions};
 use tool_calling::protocol::{BuiltinOptions, RequestIdStyle};
+use tool_calling::protocol::{FallbackProtocol, ModelCapabilities, ThinkingStyle};
 use tool_calling::providers::{GrammarServer, HttpRetry};
 use tool_calling::tools::rest::{RestMethodConfig, RestToolConfig};
 

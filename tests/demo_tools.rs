@@ -30,7 +30,8 @@ fn invoke(registry: &Arc<ToolRegistry>, name: &str, pairs: &[(&str, &str)]) -> R
 /// The VCP prompt `protocol` writes for every enabled demo method.
 fn prompt(protocol: &VcpProtocol) -> String {
     let discovery = DiscoveryService::new(registry());
-    let declarations = protocol.tool_declarations(&discovery.enabled_definitions(&ToolCallConfig::default()));
+    let declarations =
+        protocol.tool_declarations(&ToolCallConfig::default().enabled_definitions(discovery.registry()));
     declarations.as_prompt().unwrap_or_default().to_string()
 }
 

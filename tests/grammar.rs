@@ -38,7 +38,7 @@ use tool_calling::grammar::{Constraint, Dialect, Grammar, GrammarError, Scope};
 use tool_calling::protocol::textfmt::{TextFormat, TextFormatProtocol};
 use tool_calling::protocol::vcp::VcpProtocol;
 use tool_calling::protocol::{BuiltinOptions, ProtocolRegistry, ToolCallingProtocol};
-use tool_calling::tools::{DiscoveryService, MethodDefinition, ToolDefinition, ToolRegistry};
+use tool_calling::tools::{MethodDefinition, ToolDefinition, ToolRegistry};
 
 /// The built-in protocols that write a Lark grammar of one call for the demo tools
 /// (every text protocol but `auto`; none of the native ones).
@@ -60,7 +60,7 @@ fn registry() -> Arc<ToolRegistry> {
 
 /// The demo tools as offered to a model: agent-callable, enabled methods only.
 fn definitions() -> Vec<ToolDefinition> {
-    DiscoveryService::new(registry()).enabled_definitions(&ToolCallConfig::default())
+    ToolCallConfig::default().enabled_definitions(&registry())
 }
 
 fn protocol(id: &str) -> Arc<dyn ToolCallingProtocol> {

@@ -13,9 +13,9 @@ use tool_calling::ToolError;
 use tool_calling::engine::{Engine, StopReason};
 use tool_calling::exec::{CycleEvent, ExecutionContext};
 use tool_calling::model::{
-    ChatModel, Conversation, Effort, Message, ModelProfiles, ModelRequest, RequestOptions, Thinking,
-    ToolChoice,
+    ChatModel, Conversation, Effort, Message, ModelRequest, RequestOptions, Thinking, ToolChoice,
 };
+use tool_calling::protocol::ModelProfiles;
 use tool_calling::providers::{HttpChatModel, Provider};
 use tool_calling::tools::MethodDefinition;
 use tool_calling::tools::{ArgMap, BoxFuture, Instance, MethodSpec, ToolOutput, ToolRegistry, ToolSpec};

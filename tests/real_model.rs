@@ -40,7 +40,7 @@ use tool_calling::grammar::{Constraint, Dialect, Scope};
 use tool_calling::model::{Conversation, Message, RequestOptions};
 use tool_calling::protocol::{BuiltinOptions, ProtocolRegistry};
 use tool_calling::providers::{GrammarServer, HttpChatModel, HttpRetry, Provider};
-use tool_calling::tools::{DiscoveryService, ToolRegistry};
+use tool_calling::tools::ToolRegistry;
 
 fn registry() -> Arc<ToolRegistry> {
     static REGISTRY: std::sync::OnceLock<Arc<ToolRegistry>> = std::sync::OnceLock::new();
@@ -49,7 +49,7 @@ fn registry() -> Arc<ToolRegistry> {
 
 /// Every built-in protocol that writes a GBNF grammar of one call for the demo tools.
 fn protocols_with_grammars() -> Vec<&'static str> {
-    let tools = DiscoveryService::new(registry()).enabled_definitions(&ToolCallConfig::default());
+    let tools = ToolCallConfig::default().enabled_definitions(&registry());
     ProtocolRegistry::builtin_ids()
         .into_iter()
         .filter(|id| {

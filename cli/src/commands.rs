@@ -369,7 +369,7 @@ pub(crate) fn prompt(protocol: &str, lang: Lang) -> Result<(), Failure> {
 /// the JSON `tools` value for a native one.
 pub(crate) fn prompt_value(protocol_id: &str, lang: Lang) -> Result<Value, Failure> {
     let discovery = DiscoveryService::new(demo_registry()?);
-    let definitions = discovery.enabled_definitions(&ToolCallConfig::default());
+    let definitions = ToolCallConfig::default().enabled_definitions(discovery.registry());
     let declarations = match protocol(protocol_id, VcpOptions::default())? {
         BuiltinProtocol::Vcp(vcp) => {
             let language = match lang {
@@ -403,7 +403,7 @@ pub(crate) fn grammar(
         constraint = constraint.max_text(n);
     }
     let discovery = DiscoveryService::new(demo_registry()?);
-    let definitions = discovery.enabled_definitions(&ToolCallConfig::default());
+    let definitions = ToolCallConfig::default().enabled_definitions(discovery.registry());
     let protocol = protocol(protocol_id, VcpOptions::default())?;
     let grammar =
         protocol.as_protocol().grammar(&definitions, &constraint).map_err(|e| Failure::msg(e.to_string()))?;

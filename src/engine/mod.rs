@@ -448,7 +448,8 @@ impl Engine {
         {
             return Ok(grammar.clone());
         }
-        let grammar = Arc::new(protocol.grammar(&self.discovery.enabled_definitions(config), constraint)?);
+        let grammar =
+            Arc::new(protocol.grammar(&config.enabled_definitions(self.discovery.registry()), constraint)?);
         cache.insert(key, (generation, grammar.clone()));
         Ok(grammar)
     }
@@ -466,7 +467,8 @@ impl Engine {
         {
             return declarations.clone();
         }
-        let declarations = Arc::new(protocol.tool_declarations(&self.discovery.enabled_definitions(config)));
+        let declarations =
+            Arc::new(protocol.tool_declarations(&config.enabled_definitions(self.discovery.registry())));
         self.cache().insert(key, (generation, declarations.clone()));
         declarations
     }

@@ -88,11 +88,11 @@ impl McpToolServer {
     }
 
     /// The tools it lists: every agent-callable method the config switches on (what
-    /// [`DiscoveryService::enabled_definitions`] offers a model).
+    /// [`ToolCallConfig::enabled_definitions`](crate::config::ToolCallConfig::enabled_definitions) offers a model).
     pub fn tools(&self) -> Vec<Tool> {
         let discovery = DiscoveryService::new(self.executor.registry().clone());
         let mut tools = Vec::new();
-        for tool in discovery.enabled_definitions(&self.ctx.config) {
+        for tool in self.ctx.config.enabled_definitions(discovery.registry()) {
             for method in &tool.methods {
                 let schema = match &method.parameters {
                     Value::Object(object) => object.clone(),

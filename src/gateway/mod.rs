@@ -329,7 +329,7 @@ impl Shared {
         match &self.mode {
             // A model whose template opens reasoning: its replies start inside it.
             Mode::Text(protocol)
-                if crate::model::ModelProfiles::builtin()
+                if crate::protocol::ModelProfiles::builtin()
                     .lookup(&self.model_for(model))
                     .starts_in_reasoning =>
             {

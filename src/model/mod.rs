@@ -30,7 +30,6 @@ mod conversation;
 mod delta;
 mod message;
 mod options;
-mod profile;
 mod request;
 mod turn;
 
@@ -40,9 +39,6 @@ pub use conversation::Conversation;
 pub use delta::{TurnAccumulator, TurnDelta};
 pub use message::{Message, Role, UnknownRole};
 pub use options::{Effort, RequestNote, RequestOptions, Thinking};
-pub use profile::{
-    FallbackProtocol, ModelCapabilities, ModelProfiles, ProfileError, TEXT_PROTOCOL_IDS, ThinkingStyle,
-};
 pub use request::{ModelRequest, ToolChoice};
 pub(crate) use turn::blocks_into_deltas;
 pub use turn::{AssistantTurn, FinishReason};

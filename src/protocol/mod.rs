@@ -20,6 +20,7 @@ use crate::grammar::{Constraint, Grammar, GrammarError};
 
 pub mod native;
 mod outcome;
+mod profile;
 pub mod reasoning;
 mod registry;
 pub mod textfmt;
@@ -31,6 +32,9 @@ pub use diagnostic::{Diagnostic, DiagnosticKind};
 pub use events::{EventSink, StreamCollector, StreamEvent, StreamParser};
 pub use ids::RequestIdStyle;
 pub use outcome::{ParseOutcome, TurnState};
+pub use profile::{
+    FallbackProtocol, ModelCapabilities, ModelProfiles, ProfileError, TEXT_PROTOCOL_IDS, ThinkingStyle,
+};
 pub use registry::{BuiltinOptions, BuiltinProtocol, ProtocolError, ProtocolRegistry};
 
 #[cfg(feature = "runtime")]

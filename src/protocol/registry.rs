@@ -243,11 +243,11 @@ impl BuiltinOptions {
 
     /// Sets whether replies start inside reasoning the prompt opened, for every text
     /// protocol (VCP, the formats, `auto`): what
-    /// [`ModelCapabilities::starts_in_reasoning`](crate::model::ModelCapabilities::starts_in_reasoning)
+    /// [`ModelCapabilities::starts_in_reasoning`](crate::protocol::ModelCapabilities::starts_in_reasoning)
     /// says of a model.
     ///
     /// ```
-    /// use tool_calling::model::ModelProfiles;
+    /// use tool_calling::protocol::ModelProfiles;
     /// use tool_calling::protocol::{BuiltinOptions, ProtocolRegistry};
     /// let model = ModelProfiles::builtin().lookup("baidu/ERNIE-4.5-21B-A3B-Thinking");
     /// assert!(model.starts_in_reasoning);

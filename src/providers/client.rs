@@ -39,12 +39,12 @@ use serde_json::Value;
 use super::retry::{self, HttpRetry};
 use super::{DEFAULT_MAX_STREAM_BYTES, GrammarServer, Provider, ResponseStream, WireError, WireFormat};
 use crate::model::{
-    AssistantTurn, ChatModel, ChatModelError, FallbackProtocol, ModelCapabilities, ModelProfiles,
-    ModelRequest, RequestNote, RequestOptions, TurnDelta,
+    AssistantTurn, ChatModel, ChatModelError, ModelRequest, RequestNote, RequestOptions, TurnDelta,
 };
 use crate::protocol::ToolCallingProtocol;
 use crate::protocol::native::NativeOptions;
 use crate::protocol::{BuiltinOptions, BuiltinProtocol, ProtocolRegistry};
+use crate::protocol::{FallbackProtocol, ModelCapabilities, ModelProfiles};
 
 /// A chat model behind an HTTP API: one of the [`Provider`]s, at a base URL, with a key
 /// and a model name. Cheap to clone (the connection pool is shared), `Send + Sync`.
@@ -261,7 +261,7 @@ impl HttpChatModel {
     /// server (llama.cpp, vLLM, SGLang) hosts open models that are then spoken to in a
     /// text protocol, Hermes, the one small models wrote best in the project's
     /// measurements ([grammar chapter](crate::guide::grammar#a-real-model)). Either is a guess, and the text says so; a profile of the
-    /// model ([`ModelProfiles::with_config_file`](crate::model::ModelProfiles::with_config_file),
+    /// model ([`ModelProfiles::with_config_file`](crate::protocol::ModelProfiles::with_config_file),
     /// [`HttpChatModelBuilder::capabilities`]) decides instead.
     ///
     /// ```

@@ -166,7 +166,7 @@ pub trait WireFormat: Send + Sync {
     /// been applied ([`ModelCapabilities::effective_options`]), before
     /// [`request_body`](Self::request_body). The default changes nothing.
     ///
-    /// [`ModelCapabilities::effective_options`]: crate::model::ModelCapabilities::effective_options
+    /// [`ModelCapabilities::effective_options`]: crate::protocol::ModelCapabilities::effective_options
     fn adjust(&self, request: &mut ModelRequest, notes: &mut Vec<RequestNote>) {
         let _ = (request, notes);
     }

@@ -1,9 +1,8 @@
 //! The discovery service: which methods exist, and which an agent may be offered.
 //!
 //! Discovery reads the [`ToolRegistry`]: it lists agent-callable methods (or what a
-//! filter selects), and gives the protocol-neutral [`ToolDefinition`]s of the methods an
-//! agent's [`ToolCallConfig`] enables, from which a protocol writes what the model is
-//! shown.
+//! filter selects). Which definitions an agent is offered is its config's to say
+//! ([`ToolCallConfig::enabled_definitions`](crate::config::ToolCallConfig::enabled_definitions)).
 
 use std::sync::Arc;
 
@@ -11,9 +10,7 @@ use serde::Serialize;
 
 use super::registry::ToolRegistry;
 use super::spec::{MethodSpec, ToolMetadata, ToolSpec};
-use crate::config::ToolCallConfig;
 use crate::tools::MethodDefinition;
-use crate::tools::ToolDefinition;
 
 /// A method as discovery reports it.
 ///
@@ -106,11 +103,9 @@ pub type MethodFilter<'a> = &'a dyn Fn(&ToolSpec, &MethodSpec) -> bool;
 ///
 /// ```
 /// use std::sync::Arc;
-/// use tool_calling::config::ToolCallConfig;
 /// use tool_calling::tools::{DiscoveryService, ToolRegistry};
 /// let discovery = DiscoveryService::new(Arc::new(ToolRegistry::new()));
 /// assert!(discovery.discovered_methods(None).is_empty());
-/// assert!(discovery.enabled_definitions(&ToolCallConfig::default()).is_empty());
 /// ```
 #[derive(Debug, Clone)]
 pub struct DiscoveryService {
@@ -152,32 +147,6 @@ impl DiscoveryService {
                     metadata: spec.metadata.clone(),
                     methods,
                 })
-            })
-            .collect()
-    }
-
-    /// The definitions of the agent-callable methods `config` enables (empty when tool
-    /// calling is off).
-    pub fn enabled_definitions(&self, config: &ToolCallConfig) -> Vec<ToolDefinition> {
-        if !config.enabled {
-            return Vec::new();
-        }
-        self.registry
-            .tools()
-            .iter()
-            .filter_map(|tool| {
-                let spec = tool.spec();
-                let mut definition = ToolDefinition::new(spec.tool_id.clone(), spec.tool_name.clone())
-                    .with_description(spec.description.clone());
-                definition.methods = spec
-                    .methods
-                    .iter()
-                    .filter(|m| {
-                        m.agent_callable && config.is_method_enabled(&spec.tool_id, &m.definition.name)
-                    })
-                    .map(|m| m.definition.clone())
-                    .collect();
-                (!definition.methods.is_empty()).then_some(definition)
             })
             .collect()
     }

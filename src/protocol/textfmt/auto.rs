@@ -556,10 +556,10 @@ impl AutoProtocol {
     /// Offers tools in the format `model` writes ([`TextFormat::for_model`]), VCP for a
     /// model it does not know, and reads its replies as starting inside reasoning when
     /// the built-in model table says its template opens it
-    /// ([`ModelCapabilities::starts_in_reasoning`](crate::model::ModelCapabilities::starts_in_reasoning)).
+    /// ([`ModelCapabilities::starts_in_reasoning`](crate::protocol::ModelCapabilities::starts_in_reasoning)).
     #[must_use]
     pub fn for_model(mut self, model: &str) -> Self {
-        let capabilities = crate::model::ModelProfiles::builtin().lookup(model);
+        let capabilities = crate::protocol::ModelProfiles::builtin().lookup(model);
         let prompt = TextFormat::from_fallback(capabilities.fallback).map_or(Detected::Vcp, Detected::Format);
         self.options = self.options.starts_in_reasoning(capabilities.starts_in_reasoning);
         self.with_prompt_format(prompt)

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use super::format::{Escape, Marker};
 use super::{IDS, TextFormat, auto, escape};
-use crate::model::TEXT_PROTOCOL_IDS;
+use crate::protocol::TEXT_PROTOCOL_IDS;
 use crate::protocol::{BuiltinOptions, BuiltinProtocol, ProtocolRegistry};
 
 /// The format files, by name (without `.rs`), with their text.

@@ -62,7 +62,7 @@
 //! `driver.rs` runs them), and what writes its tool prompt, its results, a call and its
 //! grammar. `registry.rs` lists the formats, one line each, and makes
 //! [`TextFormat`] from that list; `auto`'s markers, the tokens [`neutralize_tokens`] covers
-//! and [`TEXT_PROTOCOL_IDS`](crate::model::TEXT_PROTOCOL_IDS) follow from it. What several
+//! and [`TEXT_PROTOCOL_IDS`](crate::protocol::TEXT_PROTOCOL_IDS) follow from it. What several
 //! formats share is in `readers/`; no format file imports another. The [formats chapter](crate::guide::formats) says
 //! what adding a format takes.
 //!
@@ -131,7 +131,8 @@ use super::{
     ToolCallingProtocol, ToolDeclarations, TurnState,
 };
 use super::{floor_prefix, reply_too_long};
-use crate::model::{AssistantTurn, FallbackProtocol, Message, ModelProfiles, TurnDelta};
+use crate::model::{AssistantTurn, Message, TurnDelta};
+use crate::protocol::{FallbackProtocol, ModelProfiles};
 use crate::request::{Invocation, RequestIdSource};
 use crate::tools::ToolCatalog;
 use crate::tools::ToolDefinition;
@@ -177,7 +178,7 @@ impl TextFormat {
     /// The format a [`FallbackProtocol`] names (`None` for VCP).
     ///
     /// ```
-    /// use tool_calling::model::FallbackProtocol;
+    /// use tool_calling::protocol::FallbackProtocol;
     /// use tool_calling::protocol::textfmt::TextFormat;
     /// assert_eq!(TextFormat::from_fallback(FallbackProtocol::from(TextFormat::KimiK2)), Some(TextFormat::KimiK2));
     /// assert_eq!(TextFormat::from_fallback(FallbackProtocol::VCP), None);
@@ -189,7 +190,7 @@ impl TextFormat {
 
 impl From<TextFormat> for FallbackProtocol {
     /// The fallback protocol of `format` (every format's id is one of
-    /// [`TEXT_PROTOCOL_IDS`](crate::model::TEXT_PROTOCOL_IDS), which a test checks).
+    /// [`TEXT_PROTOCOL_IDS`](crate::protocol::TEXT_PROTOCOL_IDS), which a test checks).
     fn from(format: TextFormat) -> Self {
         FallbackProtocol::from_id(format.id()).unwrap_or_default()
     }
@@ -229,7 +230,7 @@ pub struct TextFormatOptions {
     /// diagnostic. Default off; it only matters while reasoning is hidden
     /// ([`skip_reasoning`](Self::skip_reasoning)). The model table sets it for the
     /// families whose templates open reasoning
-    /// ([`ModelCapabilities::starts_in_reasoning`](crate::model::ModelCapabilities::starts_in_reasoning)).
+    /// ([`ModelCapabilities::starts_in_reasoning`](crate::protocol::ModelCapabilities::starts_in_reasoning)).
     ///
     /// ```
     /// use tool_calling::protocol::textfmt::{TextFormat, TextFormatOptions, TextFormatProtocol};
@@ -762,7 +763,7 @@ impl Sink for Events<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::TEXT_PROTOCOL_IDS;
+    use crate::protocol::TEXT_PROTOCOL_IDS;
 
     #[test]
     fn the_model_layer_knows_every_format_by_its_id() {

@@ -8,7 +8,7 @@
 //! Adding a format: its file in `formats/` (a `pub(crate) static FORMAT` of type
 //! [`Format`] and the `Rules` that write it), one line here, its written text in
 //! `tests/corpus/textfmt_written/` (`BLESS=1`), and the rows of
-//! the model table that select it (`src/model/profile.rs`).
+//! the model table that select it (`src/protocol/profile.rs`).
 
 use super::format::Format;
 use super::formats;

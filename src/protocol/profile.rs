@@ -5,13 +5,13 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use super::{Effort, RequestNote, RequestOptions, Thinking};
-use crate::protocol::textfmt::{IDS as FORMAT_IDS, TextFormat};
+use super::textfmt::{IDS as FORMAT_IDS, TextFormat};
+use crate::model::{Effort, RequestNote, RequestOptions, Thinking};
 
 /// How a model takes a request to reason.
 ///
 /// ```
-/// use tool_calling::model::{ModelProfiles, ThinkingStyle};
+/// use tool_calling::protocol::{ModelProfiles, ThinkingStyle};
 /// let profiles = ModelProfiles::builtin();
 /// assert_eq!(profiles.lookup("gemini-2.5-flash").thinking, ThinkingStyle::GeminiBudget);
 /// assert_eq!(profiles.lookup("gpt-4o").thinking, ThinkingStyle::None);
@@ -69,7 +69,7 @@ impl ThinkingStyle {
 /// (`protocol/textfmt/registry.rs`), so the two cannot drift apart.
 ///
 /// ```
-/// use tool_calling::model::TEXT_PROTOCOL_IDS;
+/// use tool_calling::protocol::TEXT_PROTOCOL_IDS;
 /// assert_eq!(TEXT_PROTOCOL_IDS[0], "vcp");
 /// assert!(TEXT_PROTOCOL_IDS.contains(&"qwen3_coder_xml"));
 /// ```
@@ -93,7 +93,7 @@ const fn text_protocol_ids() -> [&'static str; TextFormat::ALL.len() + 1] {
 /// id into its format.
 ///
 /// ```
-/// use tool_calling::model::{FallbackProtocol, ModelProfiles};
+/// use tool_calling::protocol::{FallbackProtocol, ModelProfiles};
 /// use tool_calling::protocol::textfmt::TextFormat;
 /// assert_eq!(FallbackProtocol::default(), FallbackProtocol::VCP);
 /// assert_eq!(FallbackProtocol::default().id(), "vcp");
@@ -144,7 +144,7 @@ impl std::fmt::Display for FallbackProtocol {
 /// What a model supports, and its defaults.
 ///
 /// ```
-/// use tool_calling::model::{ModelProfiles, ThinkingStyle};
+/// use tool_calling::protocol::{ModelProfiles, ThinkingStyle};
 /// let profiles = ModelProfiles::builtin();
 /// let claude = profiles.lookup("claude-sonnet-4-5");
 /// assert!(claude.native_tools);
@@ -345,7 +345,7 @@ impl Patch {
 /// Why a configuration file could not be used: the file, the entry, the field.
 ///
 /// ```
-/// use tool_calling::model::ModelProfiles;
+/// use tool_calling::protocol::ModelProfiles;
 /// let text = "[[model]]\nmatch = \"gpt-*\"\ncontext_tokens = \"many\"";
 /// let err = ModelProfiles::builtin().with_config_toml("models.toml", text).unwrap_err();
 /// assert_eq!(err.file, "models.toml");
@@ -391,7 +391,7 @@ pub struct ProfileError {
 /// order, each setting the fields it names.
 ///
 /// ```
-/// use tool_calling::model::{ModelProfiles, ThinkingStyle};
+/// use tool_calling::protocol::{ModelProfiles, ThinkingStyle};
 /// let profiles = ModelProfiles::builtin()
 ///     .with_config_toml("models.toml", r#"
 ///         [[model]]
@@ -473,7 +473,7 @@ impl ModelProfiles {
     /// | names starting `gemma`, `phi` (other than the above) | `vcp` |
     ///
     /// ```
-    /// use tool_calling::model::ModelProfiles;
+    /// use tool_calling::protocol::ModelProfiles;
     /// let profiles = ModelProfiles::builtin();
     /// assert_eq!(profiles.lookup("Qwen/Qwen3.5-35B-A3B").fallback.id(), "qwen3_coder_xml");
     /// assert_eq!(profiles.lookup("ministral-8b-2410").fallback.id(), "mistral");
@@ -642,7 +642,7 @@ impl ModelProfiles {
     /// [`lookup`](Self::lookup) gives the defaults of a model of unknown family.
     ///
     /// ```
-    /// use tool_calling::model::ModelProfiles;
+    /// use tool_calling::protocol::ModelProfiles;
     /// let profiles = ModelProfiles::builtin();
     /// assert!(profiles.knows("Qwen3-8B"));
     /// assert!(!profiles.knows("smollm2"));
