@@ -113,6 +113,7 @@ pub(crate) struct ChatTextPart<'a> {
 
 impl ChatText<'_> {
     /// The text (text parts joined).
+    #[cfg_attr(not(feature = "gateway"), allow(dead_code, reason = "the gateway reads a client's messages"))]
     pub(crate) fn text(&self) -> Cow<'_, str> {
         match self {
             ChatText::Text(text) => Cow::Borrowed(text),
@@ -149,6 +150,7 @@ pub(crate) struct ChatFunction<'a> {
 /// how the gateway reads a client's `tools[]` and offers them to a native upstream (the
 /// crate's own declarations are the native protocol's, written as they are).
 #[derive(Debug, Serialize, Deserialize)]
+#[cfg_attr(not(feature = "gateway"), allow(dead_code, reason = "the gateway reads and offers tools"))]
 pub(crate) struct ChatTool<'a> {
     #[serde(rename = "type", default)]
     pub(crate) kind: FunctionType,
@@ -156,6 +158,7 @@ pub(crate) struct ChatTool<'a> {
 }
 
 #[derive(Debug, Serialize, Deserialize)]
+#[cfg_attr(not(feature = "gateway"), allow(dead_code, reason = "the gateway reads and offers tools"))]
 pub(crate) struct ChatToolFunction<'a> {
     pub(crate) name: Cow<'a, str>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
