@@ -1,6 +1,6 @@
-//! DeepSeek's call tokens, read for `deepseek_v3` (DeepSeek V3, R1) and `deepseek_v31`
-//! (DeepSeek V3.1): calls between DeepSeek's special tokens (the bars are U+FF5C, the
-//! underscores U+2581), and the results both write.
+//! DeepSeek's call tokens, read and written for `deepseek_v3` (DeepSeek V3, R1) and
+//! `deepseek_v31` (DeepSeek V3.1): calls between DeepSeek's special tokens (the bars are
+//! U+FF5C, the underscores U+2581), each version's prompt, and the results both write.
 //!
 //! ```text
 //! V3:   <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather
@@ -23,8 +23,10 @@ use crate::grammar::{Builder, Expr, GrammarError, Pattern, Section, Syntax};
 use crate::protocol::textfmt::driver::{
     Found, InSection, RawCall, Reading, Region, Scan, ScanState, Searches, inside,
 };
+use crate::protocol::textfmt::format::Writing;
 use crate::protocol::textfmt::grammar::{JsonMarkup, JsonSyntax, Offer, json_text};
-use crate::protocol::textfmt::prompt::{content, each};
+use crate::protocol::textfmt::prompt::{content, each, methods};
+use crate::tools::ToolDefinition;
 
 pub(crate) const CALLS_BEGIN: &str = "<｜tool▁calls▁begin｜>";
 pub(crate) const CALLS_END: &str = "<｜tool▁calls▁end｜>";
@@ -105,31 +107,95 @@ fn strip_fence(text: &str) -> &str {
     inner.strip_suffix("```").unwrap_or(inner).trim()
 }
 
-/// The text of the tool message that carries `results` back (V3 and V3.1 alike).
-pub(crate) fn results(results: &[ToolExecutionResult]) -> String {
-    format!(
-        "<｜tool▁outputs▁begin｜>{}<｜tool▁outputs▁end｜>",
-        each(results, |r| format!("<｜tool▁output▁begin｜>{}<｜tool▁output▁end｜>", content(r)), "")
-    )
+impl DeepSeek {
+    /// How this version writes a call.
+    fn layout(&self) -> &'static CallLayout {
+        if self.v31 { &V31_LAYOUT } else { &V3_LAYOUT }
+    }
+}
+
+/// What both versions write: each its own prompt and call layout, the same results.
+impl Writing for DeepSeek {
+    /// The tool-definition prompt: each method with its description and JSON parameters,
+    /// then how calls are written, worded as the version's template words it.
+    fn prompt(&self, tools: &[ToolDefinition]) -> String {
+        if self.v31 { v31_prompt(tools) } else { v3_prompt(tools) }
+    }
+
+    /// The text of the tool message that carries `results` back (V3 and V3.1 alike).
+    fn results(&self, results: &[ToolExecutionResult]) -> String {
+        format!(
+            "<｜tool▁outputs▁begin｜>{}<｜tool▁outputs▁end｜>",
+            each(results, |r| format!("<｜tool▁output▁begin｜>{}<｜tool▁output▁end｜>", content(r)), "")
+        )
+    }
+
+    /// A section of one call, in the version's layout.
+    fn write_call(&self, name: &str, args: &Map<String, Value>) -> Option<String> {
+        Some(self.layout().write(name, args))
+    }
+
+    fn syntax(&self, b: &mut Builder, offer: &Offer<'_>) -> Result<Syntax, GrammarError> {
+        self.layout().syntax(b, offer)
+    }
+}
+
+/// V3's prompt: each method's JSON parameters in a fence, as its calls carry them.
+fn v3_prompt(tools: &[ToolDefinition]) -> String {
+    let mut out = String::from("## Tools\n\n### Function\n\nYou have the following functions available:\n");
+    for (name, description, parameters) in methods(tools) {
+        out.push_str(&format!("\n- `{name}`: {description}\n```json\n{parameters}\n```\n"));
+    }
+    out.push_str(
+        "\nTo call functions, write:\n<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>FUNCTION_NAME\n\
+         ```json\n{ARGUMENTS}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>",
+    );
+    out
+}
+
+/// V3.1's prompt.
+fn v31_prompt(tools: &[ToolDefinition]) -> String {
+    let mut out = String::from("## Tools\nYou have access to the following tools:\n");
+    for (name, description, parameters) in methods(tools) {
+        out.push_str(&format!("\n### {name}\nDescription: {description}\n\nParameters: {parameters}\n"));
+    }
+    out.push_str(
+        "\nIMPORTANT: ALWAYS adhere to this exact format for tool use:\n\
+         <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>tool_call_name<｜tool▁sep｜>tool_call_arguments<｜tool▁call▁end｜>\
+         {{additional_tool_calls}}<｜tool▁calls▁end｜>\n\n\
+         Where:\n- `tool_call_name` must be an exact match to one of the available tools\n\
+         - `tool_call_arguments` must be valid JSON that strictly follows the tool's Parameters Schema\n\
+         - For multiple tool calls, chain them directly without separators or spaces",
+    );
+    out
 }
 
 /// How a DeepSeek version writes one call: `head(NAME)`, the JSON arguments, then `tail`,
 /// in a `<｜tool▁calls▁begin｜>` section.
-pub(crate) struct CallLayout {
-    pub head: fn(&str) -> String,
-    pub tail: &'static str,
+struct CallLayout {
+    head: fn(&str) -> String,
+    tail: &'static str,
 }
+
+/// V3's call: the type word, the name on its line, the arguments in a JSON fence.
+const V3_LAYOUT: CallLayout = CallLayout {
+    head: |name| format!("{CALL_BEGIN}function{SEP}{name}\n```json\n"),
+    tail: "\n```<｜tool▁call▁end｜>",
+};
+
+/// V3.1's call: the name, the separator, the arguments.
+const V31_LAYOUT: CallLayout = CallLayout { head: |name| format!("{CALL_BEGIN}{name}{SEP}"), tail: CALL_END };
 
 impl CallLayout {
     /// A section of one call of `name` with `args`.
-    pub(crate) fn write(&self, name: &str, args: &Map<String, Value>) -> String {
+    fn write(&self, name: &str, args: &Map<String, Value>) -> String {
         let args = json_text(&Value::Object(args.clone()));
         format!("{CALLS_BEGIN}{}{args}{}{CALLS_END}", (self.head)(name), self.tail)
     }
 
     /// The calls the offer holds as a grammar: calls chained in one section, as
     /// [`write`](Self::write) writes them.
-    pub(crate) fn syntax(&self, b: &mut Builder, offer: &Offer<'_>) -> Result<Syntax, GrammarError> {
+    fn syntax(&self, b: &mut Builder, offer: &Offer<'_>) -> Result<Syntax, GrammarError> {
         let markup = JsonMarkup {
             head: &self.head,
             index: None,
