@@ -38,72 +38,47 @@
 //! Grammar: DSML's (`readers/dsml.rs`), in a `<｜DSML｜function_calls>` block; free text
 //! holds no `<｜DSML｜function_calls>`.
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::ToolExecutionResult;
-use crate::grammar::{Builder, GrammarError, Syntax};
-use crate::protocol::textfmt::format::{Escape, Format, Marker, Writing};
-use crate::protocol::textfmt::grammar::Offer;
+use crate::protocol::textfmt::format::{Escape, Format, Marker};
 use crate::protocol::textfmt::prompt::{bare_functions, content};
-use crate::protocol::textfmt::readers::dsml::{self, Markup, V32};
+use crate::protocol::textfmt::readers::dsml::{Dsml, Markup, V32, example_block};
 use crate::tools::ToolDefinition;
 
-/// The rules of `deepseek_v32`: its DSML markup, read by the DSML reader.
-pub(crate) struct Rules;
-
-/// The format: what `auto` looks for, what tool output may not hold and how calls
-/// are read; [`Rules`] writes it.
+/// The format: what `auto` looks for and what tool output may not hold; [`DSML`] reads
+/// and writes it.
 pub(crate) static FORMAT: Format = Format {
     markers: &[Marker::Token("<｜DSML｜function_calls>")],
     escapes: &[Escape::Tag("result"), Escape::Tag("function_results")],
-    ..Format::new(&V32, &Rules)
+    ..Format::of(&DSML)
 };
 
-impl Writing for Rules {
-    /// The tool-definition prompt, worded as DeepSeek V3.2's template words it.
-    fn prompt(&self, tools: &[ToolDefinition]) -> String {
-        let Markup { block, block_end, invoke, invoke_end, param, param_end, .. } = V32;
-        let schemas = bare_functions(tools).iter().map(Value::to_string).collect::<Vec<_>>().join("\n");
-        format!(
-            "## Tools\n\n\
+/// `deepseek_v32` as the DSML reader reads and writes it: V3.2's tokens, prompt and
+/// results.
+const DSML: Dsml = Dsml { markup: &V32, leads: &[], dropped: &[], prompt, results };
+
+/// The tool-definition prompt, worded as DeepSeek V3.2's template words it.
+fn prompt(m: &Markup, tools: &[ToolDefinition]) -> String {
+    let (block, example) = (m.block, example_block(m, "FUNCTION"));
+    let schemas = bare_functions(tools).iter().map(Value::to_string).collect::<Vec<_>>().join("\n");
+    format!(
+        "## Tools\n\n\
          You have access to a set of tools you can use to answer the user's question.\n\
          You can invoke functions by writing a \"{block}\" block like the following as part of your reply to the user:\n\
-         {block}\n\
-         {invoke} name=\"$FUNCTION_NAME\">\n\
-         {param} name=\"$PARAMETER_NAME\" string=\"true|false\">$PARAMETER_VALUE{param_end}\n\
-         ...\n\
-         {invoke_end}\n\
-         {invoke} name=\"$FUNCTION_NAME2\">\n\
-         ...\n\
-         {invoke_end}\n\
-         {block_end}\n\n\
+         {example}\n\n\
          String and scalar parameters should be specified as is without any escaping or quotes, while lists and \
          objects should use JSON format. The \"string\" attribute should be set to \"true\" for string type \
          parameters and \"false\" for other types (numbers, booleans, arrays, objects).\n\n\
          Here are the functions available in JSONSchema format:\n<functions>\n{schemas}\n</functions>\n"
-        )
-    }
+    )
+}
 
-    /// The text of the tool message that carries `results` back: one `<result>` each, in a
-    /// `<function_results>` block.
-    fn results(&self, results: &[ToolExecutionResult]) -> String {
-        let each: String = results.iter().map(|r| format!("\n<result>{}</result>", content(r))).collect();
-        format!("<function_results>{each}\n</function_results>")
-    }
-
-    /// A call of `name` with `args`, as the prompt teaches it: strings with
-    /// `string="true"`, other values as JSON with `string="false"`. `None` when a string
-    /// holds `</｜DSML｜parameter>`, `<｜DSML｜invoke` or `</｜DSML｜function_calls>` (the format
-    /// has no escapes), or a name or key holds `"` or `>` (or is empty, or has white space
-    /// around it).
-    fn write_call(&self, name: &str, args: &Map<String, Value>) -> Option<String> {
-        dsml::write(&V32, name, args)
-    }
-
-    /// The calls of `deepseek_v32` as a grammar: see the module docs.
-    fn syntax(&self, b: &mut Builder, offer: &Offer<'_>) -> Result<Syntax, GrammarError> {
-        dsml::syntax(&V32, Vec::new(), b, offer)
-    }
+/// The text of the tool message that carries `results` back: one `<result>` each, in a
+/// `<function_results>` block.
+fn results(results: &[ToolExecutionResult]) -> String {
+    let each: String = results.iter().map(|r| format!("\n<result>{}</result>", content(r))).collect();
+    format!("<function_results>{each}\n</function_results>")
 }
 
 #[cfg(test)]
@@ -112,22 +87,16 @@ mod tests {
 
     use super::*;
     use crate::protocol::textfmt::TextFormat;
-    use crate::protocol::textfmt::readers::dsml::tests as dsml_tests;
+    use crate::protocol::textfmt::readers::dsml::{self, tests as dsml_tests};
 
     #[test]
     fn write_call_round_trips() {
-        dsml_tests::write_round_trips(
-            TextFormat::DeepSeekV32,
-            &V32,
-            |n, a| Rules.write_call(n, a),
-            json!({}),
-            "",
-        );
+        dsml_tests::write_round_trips(TextFormat::DeepSeekV32, &DSML, json!({}), "");
     }
 
     #[test]
     fn write_call_refuses_what_it_cannot_carry() {
-        dsml_tests::write_refuses(&V32, |n, a| Rules.write_call(n, a));
+        dsml_tests::write_refuses(&DSML);
     }
 
     #[test]

@@ -42,50 +42,21 @@
 //! Grammar: DSML's (`readers/dsml.rs`), in a `<｜DSML｜tool_calls>` block; free text holds
 //! no `<｜DSML｜tool_calls>`.
 
-use serde_json::{Map, Value};
+use crate::protocol::textfmt::format::{Escape, Format, Marker};
+use crate::protocol::textfmt::readers::dsml::{Dsml, V4, tool_results, tools_section};
 
-use crate::ToolExecutionResult;
-use crate::grammar::{Builder, GrammarError, Syntax};
-use crate::protocol::textfmt::format::{Escape, Format, Marker, Writing};
-use crate::protocol::textfmt::grammar::Offer;
-use crate::protocol::textfmt::readers::dsml::{self, V4, tool_results, tools_section};
-use crate::tools::ToolDefinition;
-
-/// The rules of `deepseek_v4`: its DSML markup, read by the DSML reader.
-pub(crate) struct Rules;
-
-/// The format: what `auto` looks for, what tool output may not hold and how calls
-/// are read; [`Rules`] writes it.
+/// The format: what `auto` looks for and what tool output may not hold; [`DSML`] reads
+/// and writes it.
 pub(crate) static FORMAT: Format = Format {
     markers: &[Marker::Token("<｜DSML｜tool_calls>")],
     escapes: &[Escape::Tag("tool_result")],
-    ..Format::new(&V4, &Rules)
+    ..Format::of(&DSML)
 };
 
-impl Writing for Rules {
-    /// The tool-definition prompt, worded as DeepSeek V4's chat encoding words it.
-    fn prompt(&self, tools: &[ToolDefinition]) -> String {
-        tools_section(&V4, tools)
-    }
-
-    fn results(&self, results: &[ToolExecutionResult]) -> String {
-        tool_results(results)
-    }
-
-    /// A call of `name` with `args`, as the prompt teaches it: strings with
-    /// `string="true"`, other values as JSON with `string="false"`. `None` when a string
-    /// holds `</｜DSML｜parameter>`, `<｜DSML｜invoke` or `</｜DSML｜tool_calls>` (the format has
-    /// no escapes), or a name or key holds `"` or `>` (or is empty, or has white space
-    /// around it).
-    fn write_call(&self, name: &str, args: &Map<String, Value>) -> Option<String> {
-        dsml::write(&V4, name, args)
-    }
-
-    /// The calls of `deepseek_v4` as a grammar: see the module docs.
-    fn syntax(&self, b: &mut Builder, offer: &Offer<'_>) -> Result<Syntax, GrammarError> {
-        dsml::syntax(&V4, Vec::new(), b, offer)
-    }
-}
+/// `deepseek_v4` as the DSML reader reads and writes it: V4's tokens, the `## Tools`
+/// section its chat encoding writes, and its results.
+const DSML: Dsml =
+    Dsml { markup: &V4, leads: &[], dropped: &[], prompt: tools_section, results: tool_results };
 
 #[cfg(test)]
 mod tests {
@@ -93,22 +64,16 @@ mod tests {
 
     use super::*;
     use crate::protocol::textfmt::TextFormat;
-    use crate::protocol::textfmt::readers::dsml::tests as dsml_tests;
+    use crate::protocol::textfmt::readers::dsml::{self, tests as dsml_tests};
 
     #[test]
     fn write_call_round_trips() {
-        dsml_tests::write_round_trips(
-            TextFormat::DeepSeekV4,
-            &V4,
-            |n, a| Rules.write_call(n, a),
-            json!({}),
-            "",
-        );
+        dsml_tests::write_round_trips(TextFormat::DeepSeekV4, &DSML, json!({}), "");
     }
 
     #[test]
     fn write_call_refuses_what_it_cannot_carry() {
-        dsml_tests::write_refuses(&V4, |n, a| Rules.write_call(n, a));
+        dsml_tests::write_refuses(&DSML);
     }
 
     #[test]

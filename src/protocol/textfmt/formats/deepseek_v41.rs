@@ -51,93 +51,40 @@
 //! written as `write_call` writes it (without the separator; a reply's text may end with
 //! one, which is then read as markup); free text holds no `<｜DSML｜ calls>`.
 
-use serde_json::{Map, Value};
-
-use crate::ToolExecutionResult;
-use crate::grammar::{Builder, GrammarError, Syntax};
-use crate::protocol::textfmt::driver::{
-    Found, RawCall, Reading, Region, Scan, ScanState, Searches, SectionTokens,
-};
-use crate::protocol::textfmt::format::{Escape, Format, Marker, Writing};
-use crate::protocol::textfmt::grammar::Offer;
-use crate::protocol::textfmt::readers::dsml::{self, V41, tool_results, tools_section};
-use crate::tools::ToolDefinition;
+use crate::protocol::textfmt::format::{Escape, Format, Marker};
+use crate::protocol::textfmt::readers::dsml::{Dsml, V41, tool_results, tools_section};
 
 /// A block with the encoder's blank line before it: the blank line is markup too.
 const SEPARATED_BLOCK: &str = "\n\n<｜DSML｜ calls>";
 
-/// The section kind of a block.
-const BLOCK_KIND: u8 = 1;
-
-/// The rules of `deepseek_v41`.
-pub(crate) struct Rules;
-
-impl Reading for Rules {
-    fn sections(&self) -> Option<SectionTokens> {
-        Some(V41.sections())
-    }
-
-    fn find(&self, text: &str, from: usize, _reply_start: bool, search: &mut Searches) -> Found {
-        // The earliest start wins: with the separator, it starts before the bare block.
-        match search.tokens(text, from, &[SEPARATED_BLOCK, V41.block]) {
-            (Found::Call(at), 0) => Found::Section { at, len: SEPARATED_BLOCK.len(), kind: BLOCK_KIND },
-            (Found::Call(at), _) => Found::Section { at, len: V41.block.len(), kind: BLOCK_KIND },
-            (other, _) => other,
-        }
-    }
-
-    fn scan(&self, region: &mut Region<'_>) -> Scan {
-        dsml::scan(&V41, region)
-    }
-
-    fn read(&self, region: &str, state: &ScanState, closed: bool, calls: &mut Vec<RawCall>) {
-        dsml::read(&V41, region, state, closed, calls);
-    }
-}
-
-/// The format: what `auto` looks for, what tool output may not hold and how calls
-/// are read; [`Rules`] writes it.
+/// The format: what `auto` looks for and what tool output may not hold; [`DSML`] reads
+/// and writes it.
 pub(crate) static FORMAT: Format = Format {
-    markers: &[Marker::Token("<｜DSML｜ calls>"), Marker::Token("\n\n<｜DSML｜ calls>")],
+    markers: &[Marker::Token("<｜DSML｜ calls>"), Marker::Token(SEPARATED_BLOCK)],
     escapes: &[Escape::Tag("tool_result")],
-    ..Format::of(&Rules)
+    ..Format::of(&DSML)
 };
 
-impl Writing for Rules {
-    /// The tool-definition prompt: V4.1's encoder renders V4's `## Tools` section with the
-    /// spaced tags.
-    fn prompt(&self, tools: &[ToolDefinition]) -> String {
-        tools_section(&V41, tools)
-    }
-
-    /// The text that carries `results` back: V4.1 merges tool messages into the next user
-    /// turn as `<tool_result>…</tool_result>` blocks separated by blank lines, as V4 does.
-    fn results(&self, results: &[ToolExecutionResult]) -> String {
-        tool_results(results)
-    }
-
-    /// A call of `name` with `args`, as the encoder writes one: strings with
-    /// `string="true"`, other values as JSON with `string="false"`, one tag a line. `None`
-    /// when a string holds `</｜DSML｜ parameter>`, `<｜DSML｜ invoke` or `</｜DSML｜ calls>`
-    /// (the format has no escapes), or a name or key holds `"` or `>` (or is empty, or has
-    /// white space around it).
-    fn write_call(&self, name: &str, args: &Map<String, Value>) -> Option<String> {
-        dsml::write(&V41, name, args)
-    }
-
-    /// The calls of `deepseek_v41` as a grammar: see the module docs.
-    fn syntax(&self, b: &mut Builder, offer: &Offer<'_>) -> Result<Syntax, GrammarError> {
-        dsml::syntax(&V41, Vec::new(), b, offer)
-    }
-}
+/// `deepseek_v41` as the DSML reader reads and writes it: V4.1's spaced tokens, a block
+/// with the encoder's blank line before it ([`SEPARATED_BLOCK`]), V4's `## Tools`
+/// section with the spaced tags (as V4.1's encoder renders it), and V4's results (V4.1
+/// merges tool messages into the next user turn as V4 does).
+const DSML: Dsml = Dsml {
+    markup: &V41,
+    leads: &[SEPARATED_BLOCK],
+    dropped: &[],
+    prompt: tools_section,
+    results: tool_results,
+};
 
 #[cfg(test)]
 mod tests {
-    use serde_json::json;
+    use serde_json::{Map, json};
 
     use super::*;
     use crate::protocol::textfmt::TextFormat;
-    use crate::protocol::textfmt::readers::dsml::tests as dsml_tests;
+    use crate::protocol::textfmt::format::Writing;
+    use crate::protocol::textfmt::readers::dsml::{self, tests as dsml_tests};
     use crate::protocol::textfmt::test_support::parse;
 
     const FORMAT: TextFormat = TextFormat::DeepSeekV41;
@@ -145,17 +92,17 @@ mod tests {
     #[test]
     fn write_call_round_trips() {
         let extra = json!({"v4_invoke": "<｜DSML｜invoke name=\"x\">", "v4_end": "</｜DSML｜tool_calls>"});
-        dsml_tests::write_round_trips(FORMAT, &V41, |n, a| Rules.write_call(n, a), extra, "");
+        dsml_tests::write_round_trips(FORMAT, &DSML, extra, "");
     }
 
     #[test]
     fn write_call_refuses_what_it_cannot_carry() {
-        dsml_tests::write_refuses(&V41, |n, a| Rules.write_call(n, a));
+        dsml_tests::write_refuses(&DSML);
     }
 
     #[test]
     fn write_call_is_the_encoders_layout() {
-        let text = Rules.write_call("calc_add", json!({"a": 1, "s": "x"}).as_object().unwrap());
+        let text = DSML.write_call("calc_add", json!({"a": 1, "s": "x"}).as_object().unwrap());
         assert_eq!(
             text.as_deref(),
             Some(
@@ -179,7 +126,7 @@ mod tests {
 
     #[test]
     fn one_blank_line_before_a_block_is_markup() {
-        let call = Rules.write_call("f", &Map::new()).unwrap();
+        let call = DSML.write_call("f", &Map::new()).unwrap();
         for (before, normal) in [
             ("Checking.\n\n", "Checking."),
             ("\n\n", ""),

@@ -43,74 +43,34 @@
 //! block, every parameter with its `string` attribute; free text holds no
 //! `<｜GCML｜tool_calls>`, `</s>` or `<|message_sep|>`.
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::ToolExecutionResult;
-use crate::grammar::{Builder, GrammarError, Pattern, Syntax};
-use crate::protocol::textfmt::driver::{
-    Found, InSection, RawCall, Reading, Region, Scan, ScanState, Searches, SectionTokens,
-};
-use crate::protocol::textfmt::format::{Format, Marker, Writing};
-use crate::protocol::textfmt::grammar::Offer;
+use crate::protocol::textfmt::format::{Format, Marker};
 use crate::protocol::textfmt::prompt::{functions, named_results};
-use crate::protocol::textfmt::readers::dsml::{self, GCML, Markup};
+use crate::protocol::textfmt::readers::dsml::{Dsml, GCML, Markup};
 use crate::tools::ToolDefinition;
 
 /// GigaChat's end-of-sequence and end-of-message markers.
 const EOS: &str = "</s>";
 const MESSAGE_SEP: &str = "<|message_sep|>";
 
-/// Section kinds: a block of invokes, or an end marker (dropped from the text).
-const BLOCK_KIND: u8 = 1;
-const MARKER_KIND: u8 = 2;
-
-/// The rules of `gigachat35`.
-pub(crate) struct Rules;
-
-impl Reading for Rules {
-    fn sections(&self) -> Option<SectionTokens> {
-        Some(GCML.sections())
-    }
-
-    fn find(&self, text: &str, from: usize, _reply_start: bool, search: &mut Searches) -> Found {
-        match search.tokens(text, from, &[GCML.block, EOS, MESSAGE_SEP]) {
-            (Found::Call(at), 0) => Found::Section { at, len: GCML.block.len(), kind: BLOCK_KIND },
-            (Found::Call(at), 1) => Found::Section { at, len: EOS.len(), kind: MARKER_KIND },
-            (Found::Call(at), _) => Found::Section { at, len: MESSAGE_SEP.len(), kind: MARKER_KIND },
-            (other, _) => other,
-        }
-    }
-
-    fn in_section(&self, text: &str, from: usize, kind: u8, search: &mut Searches) -> InSection {
-        if kind == MARKER_KIND {
-            return InSection::Leave(from);
-        }
-        search.call_or_end(text, from, GCML.invoke, GCML.block_end)
-    }
-
-    fn scan(&self, region: &mut Region<'_>) -> Scan {
-        dsml::scan(&GCML, region)
-    }
-
-    fn read(&self, region: &str, state: &ScanState, closed: bool, calls: &mut Vec<RawCall>) {
-        dsml::read(&GCML, region, state, closed, calls);
-    }
-}
-
-/// The format: what `auto` looks for, what tool output may not hold and how calls
-/// are read; [`Rules`] writes it.
+/// The format: what `auto` looks for; [`DSML`] reads and writes it.
 pub(crate) static FORMAT: Format =
-    Format { markers: &[Marker::Token("<｜GCML｜tool_calls>")], ..Format::of(&Rules) };
+    Format { markers: &[Marker::Token("<｜GCML｜tool_calls>")], ..Format::of(&DSML) };
 
-impl Writing for Rules {
-    /// The tool-definition prompt. GigaChat 3.5's chat template is not public in the
-    /// sources read; this is a plain prompt: the functions as JSON, then the GCML block
-    /// the parsers read.
-    fn prompt(&self, tools: &[ToolDefinition]) -> String {
-        let Markup { block, block_end, invoke, invoke_end, param, param_end, .. } = GCML;
-        let list = serde_json::to_string_pretty(&Value::Array(functions(tools))).unwrap_or_default();
-        format!(
-            "You can call the following functions:\n{list}\n\n\
+/// `gigachat35` as the DSML reader reads and writes it: the GCML tokens, GigaChat's end
+/// markers dropped wherever they stand, its prompt and its results.
+const DSML: Dsml = Dsml { markup: &GCML, leads: &[], dropped: &[EOS, MESSAGE_SEP], prompt, results };
+
+/// The tool-definition prompt. GigaChat 3.5's chat template is not public in the
+/// sources read; this is a plain prompt: the functions as JSON, then the GCML block
+/// the parsers read.
+fn prompt(m: &Markup, tools: &[ToolDefinition]) -> String {
+    let Markup { block, block_end, invoke, invoke_end, param, param_end, .. } = m;
+    let list = serde_json::to_string_pretty(&Value::Array(functions(tools))).unwrap_or_default();
+    format!(
+        "You can call the following functions:\n{list}\n\n\
          To call functions, write one {block} block holding one invoke per call:\n\
          {block}\n\
          {invoke} name=\"FUNCTION_NAME\">\n\
@@ -121,28 +81,13 @@ impl Writing for Rules {
          Give a string parameter as it is with string=\"true\"; give every other value (number, boolean, \
          array, object, null) as JSON with string=\"false\". Each result comes back as a function result \
          message."
-        )
-    }
+    )
+}
 
-    /// The text of the tool message that carries `results` back: GigaChat 3's `function
-    /// result` content, one JSON object per result (`"result"` or `"error"`), one a line.
-    fn results(&self, results: &[ToolExecutionResult]) -> String {
-        named_results(results, "result", "error")
-    }
-
-    /// A call of `name` with `args`, as the prompt teaches it: strings with
-    /// `string="true"`, other values as JSON with `string="false"`. `None` when a string
-    /// holds `</｜GCML｜parameter>`, `<｜GCML｜invoke` or `</｜GCML｜tool_calls>` (the format
-    /// has no escapes), or a name or key holds `"` or `>` (or is empty, or has white space
-    /// around it).
-    fn write_call(&self, name: &str, args: &Map<String, Value>) -> Option<String> {
-        dsml::write(&GCML, name, args)
-    }
-
-    /// The calls of `gigachat35` as a grammar: see the module docs.
-    fn syntax(&self, b: &mut Builder, offer: &Offer<'_>) -> Result<Syntax, GrammarError> {
-        dsml::syntax(&GCML, vec![Pattern::text(EOS), Pattern::text(MESSAGE_SEP)], b, offer)
-    }
+/// The text of the tool message that carries `results` back: GigaChat 3's `function
+/// result` content, one JSON object per result (`"result"` or `"error"`), one a line.
+fn results(results: &[ToolExecutionResult]) -> String {
+    named_results(results, "result", "error")
 }
 
 #[cfg(test)]
@@ -151,24 +96,18 @@ mod tests {
 
     use super::*;
     use crate::protocol::textfmt::TextFormat;
-    use crate::protocol::textfmt::readers::dsml::tests as dsml_tests;
+    use crate::protocol::textfmt::readers::dsml::{self, tests as dsml_tests};
     use crate::protocol::textfmt::test_support::parse;
 
     #[test]
     fn write_call_round_trips() {
         let extra = json!({"city": "Москва", "eos": "ends with </s>", "sep": "<|message_sep|>"});
-        dsml_tests::write_round_trips(
-            TextFormat::Gigachat35,
-            &GCML,
-            |n, a| Rules.write_call(n, a),
-            extra,
-            "</s>",
-        );
+        dsml_tests::write_round_trips(TextFormat::Gigachat35, &DSML, extra, "</s>");
     }
 
     #[test]
     fn write_call_refuses_what_it_cannot_carry() {
-        dsml_tests::write_refuses(&GCML, |n, a| Rules.write_call(n, a));
+        dsml_tests::write_refuses(&DSML);
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! DSML, the markup of DeepSeek V3.2 (`deepseek_v32`), V4 (`deepseek_v4`) and V4.1
-//! (`deepseek_v41`), and GigaChat 3.5's GCML (`gigachat35`): one reader for all of them,
-//! driven by each format's [`Markup`] (its tokens).
+//! (`deepseek_v41`), and GigaChat 3.5's GCML (`gigachat35`): one reader and writer for
+//! all of them ([`Dsml`]), driven by each format's [`Markup`] (its tokens).
 //!
 //! ```text
 //! BLOCK
@@ -17,7 +17,8 @@
 //! Reading, the same for every format that uses it:
 //! - A block holds invokes; only an invoke inside a block is a call (what stands between
 //!   the invokes of a block is markup). A block that never closes keeps its closed
-//!   invokes.
+//!   invokes. A format may have other spellings of the opening block tag
+//!   ([`Dsml::leads`]) and tokens it drops wherever they stand ([`Dsml::dropped`]).
 //! - An invoke's name is its `name` attribute, trimmed. Its body is parameter tags (one
 //!   key each) or one JSON object (the argument object); an empty body is `{}`.
 //! - `string="true"`: the value is the text between the tags, byte for byte.
@@ -35,14 +36,17 @@
 //!   closed by its closing tag. An invoke the reply cut off is reported by the driver
 //!   (the reply ended before it was closed), not once more here.
 //!
-//! Grammar ([`syntax`], the same for every format that uses it): one block holding the
+//! Writing, the same for every format that uses it (its prompt and results are its own):
+//! a call is one block holding one invoke, one tag a line, as the grammar has it.
+//!
+//! Grammar (the same for every format that uses it): one block holding the
 //! calls, each `\nINVOKE name="NAME">\n`, then `PARAM name="K" string="…">V PARAM_END\n`
-//! per key in schema order, then `INVOKE_END`; the block ends with `\nBLOCK_END`, as
-//! [`write`] writes a call. A string is `string="true"` and its text as written (white
+//! per key in schema order, then `INVOKE_END`; the block ends with `\nBLOCK_END`, as a
+//! call is written. A string is `string="true"` and its text as written (white
 //! space kept), holding no closing parameter tag, no invoke tag and no block end (the
 //! markup has no escapes), and no reasoning tag while reasoning is hidden; every other
 //! value is `string="false"` and JSON (`<` in its strings written `\u003c`). Free text
-//! holds no opening block tag (nor what else the format adds).
+//! holds no opening block tag, nor any token the format drops ([`Dsml::dropped`]).
 
 use serde_json::{Map, Value};
 
@@ -50,8 +54,9 @@ use super::values::infer;
 use crate::ToolExecutionResult;
 use crate::grammar::{Builder, Expr, GrammarError, Pattern, Section, Syntax, TextForm};
 use crate::protocol::textfmt::driver::{
-    CUT, RawCall, Reading, Region, Scan, ScanState, SectionTokens, ValueTags,
+    CUT, Found, InSection, RawCall, Reading, Region, Scan, ScanState, Searches, SectionTokens, ValueTags,
 };
+use crate::protocol::textfmt::format::Writing;
 use crate::protocol::textfmt::grammar::{Offer, TextCalls};
 use crate::protocol::textfmt::prompt::{bare_functions, content, plain_tags};
 use crate::tools::ToolDefinition;
@@ -77,26 +82,90 @@ impl Markup {
     }
 }
 
-/// A DSML format read with its markup and nothing else (DeepSeek V3.2, V4): invokes in
-/// blocks; the formats with more markup around (V4.1, GigaChat 3.5) wrap these readers.
-impl Reading for Markup {
+/// A DSML format, read and written: its tokens, what else its reading finds, and what it
+/// writes besides calls (each format's own prompt and results).
+pub(crate) struct Dsml {
+    /// The format's tokens.
+    pub markup: &'static Markup,
+    /// Other spellings of the opening block tag, markup as a whole (V4.1's blank line
+    /// before it).
+    pub leads: &'static [&'static str],
+    /// Tokens that are markup wherever they stand and are dropped from the text; free
+    /// text in the grammar holds none of them (GigaChat's end markers).
+    pub dropped: &'static [&'static str],
+    /// The tool-definition prompt, written with the format's tokens.
+    pub prompt: fn(&Markup, &[ToolDefinition]) -> String,
+    /// The text of the tool message that carries results back.
+    pub results: fn(&[ToolExecutionResult]) -> String,
+}
+
+/// Section kinds: a block of invokes, a dropped token.
+const BLOCK: u8 = 1;
+const DROPPED: u8 = 2;
+
+impl Reading for Dsml {
     fn sections(&self) -> Option<SectionTokens> {
-        Some(Markup::sections(self))
+        Some(self.markup.sections())
+    }
+
+    fn find(&self, text: &str, from: usize, _reply_start: bool, search: &mut Searches) -> Found {
+        if self.leads.is_empty() && self.dropped.is_empty() {
+            return search.section(text, from, self.markup.block);
+        }
+        // The earliest start wins: a lead starts before the block tag it ends with.
+        let tokens: Vec<&'static str> =
+            self.leads.iter().chain([&self.markup.block]).chain(self.dropped).copied().collect();
+        match search.tokens(text, from, &tokens) {
+            (Found::Call(at), i) => Found::Section {
+                at,
+                len: tokens.get(i).map_or(0, |token| token.len()),
+                kind: if i <= self.leads.len() { BLOCK } else { DROPPED },
+            },
+            (other, _) => other,
+        }
+    }
+
+    fn in_section(&self, text: &str, from: usize, kind: u8, search: &mut Searches) -> InSection {
+        if kind == DROPPED {
+            return InSection::Leave(from);
+        }
+        search.call_or_end(text, from, self.markup.invoke, self.markup.block_end)
     }
 
     fn scan(&self, region: &mut Region<'_>) -> Scan {
-        scan(self, region)
+        scan(self.markup, region)
     }
 
     fn read(&self, region: &str, state: &ScanState, closed: bool, calls: &mut Vec<RawCall>) {
-        read(self, region, state, closed, calls);
+        read(self.markup, region, state, closed, calls);
+    }
+}
+
+/// Every DSML format writes calls and their grammar alike (see the module docs); its
+/// prompt and results are its own.
+impl Writing for Dsml {
+    fn prompt(&self, tools: &[ToolDefinition]) -> String {
+        (self.prompt)(self.markup, tools)
+    }
+
+    fn results(&self, results: &[ToolExecutionResult]) -> String {
+        (self.results)(results)
+    }
+
+    fn write_call(&self, name: &str, args: &Map<String, Value>) -> Option<String> {
+        write(self.markup, name, args)
+    }
+
+    fn syntax(&self, b: &mut Builder, offer: &Offer<'_>) -> Result<Syntax, GrammarError> {
+        let avoid = self.dropped.iter().map(|token| Pattern::text(token)).collect();
+        syntax(self.markup, avoid, b, offer)
     }
 }
 
 /// Scans an invoke region of `m`: it ends after its closing invoke tag, or is cut short
 /// where the next invoke or the block's end begins (inside a value, only those two cut
 /// it; outside one, the closing invoke tag ends it).
-pub(crate) fn scan(m: &Markup, region: &mut Region<'_>) -> Scan {
+fn scan(m: &Markup, region: &mut Region<'_>) -> Scan {
     let tags = ValueTags {
         open: m.param,
         tag_ends_at_gt: true,
@@ -109,7 +178,7 @@ pub(crate) fn scan(m: &Markup, region: &mut Region<'_>) -> Scan {
 }
 
 /// The call of an invoke region of `m` that ended (`closed`) or that the reply cut off.
-pub(crate) fn read(m: &Markup, region: &str, state: &ScanState, closed: bool, calls: &mut Vec<RawCall>) {
+fn read(m: &Markup, region: &str, state: &ScanState, closed: bool, calls: &mut Vec<RawCall>) {
     let ended = closed && state.stage != CUT && region.ends_with(m.invoke_end);
     let mut call = read_invoke(m, region, ended);
     if closed && !ended {
@@ -261,21 +330,13 @@ pub(crate) const GCML: Markup = Markup {
 /// DeepSeek V4's `## Tools` section with `m`'s tokens (V4.1's encoding words it the
 /// same way).
 pub(crate) fn tools_section(m: &Markup, tools: &[ToolDefinition]) -> String {
-    let Markup { block, block_end, invoke, invoke_end, param, param_end, .. } = m;
+    let (block, example) = (m.block, example_block(m, "TOOL"));
     let schemas = bare_functions(tools).iter().map(Value::to_string).collect::<Vec<_>>().join("\n");
     format!(
         "## Tools\n\n\
          You have access to a set of tools to help answer the user's question. You can invoke tools by \
          writing a \"{block}\" block like the following:\n\n\
-         {block}\n\
-         {invoke} name=\"$TOOL_NAME\">\n\
-         {param} name=\"$PARAMETER_NAME\" string=\"true|false\">$PARAMETER_VALUE{param_end}\n\
-         ...\n\
-         {invoke_end}\n\
-         {invoke} name=\"$TOOL_NAME2\">\n\
-         ...\n\
-         {invoke_end}\n\
-         {block_end}\n\n\
+         {example}\n\n\
          String parameters should be specified as is and set `string=\"true\"`. For all other types (numbers, \
          booleans, arrays, objects), pass the value in JSON format and set `string=\"false\"`.\n\n\
          If thinking_mode is enabled (triggered by <think>), you MUST output your complete reasoning inside \
@@ -283,6 +344,23 @@ pub(crate) fn tools_section(m: &Markup, tools: &[ToolDefinition]) -> String {
          Otherwise, output directly after </think> with tool calls or final response.\n\n\
          ### Available Tool Schemas\n\n{schemas}\n\n\
          You MUST strictly follow the above defined tool name and parameter schemas to invoke tool calls."
+    )
+}
+
+/// The block the DeepSeek prompts show, with `m`'s tokens: two invokes of `$KIND_NAME`
+/// and `$KIND_NAME2`, the first with one parameter of either kind.
+pub(crate) fn example_block(m: &Markup, kind: &str) -> String {
+    let Markup { block, block_end, invoke, invoke_end, param, param_end, .. } = m;
+    format!(
+        "{block}\n\
+         {invoke} name=\"${kind}_NAME\">\n\
+         {param} name=\"$PARAMETER_NAME\" string=\"true|false\">$PARAMETER_VALUE{param_end}\n\
+         ...\n\
+         {invoke_end}\n\
+         {invoke} name=\"${kind}_NAME2\">\n\
+         ...\n\
+         {invoke_end}\n\
+         {block_end}"
     )
 }
 
@@ -302,7 +380,7 @@ pub(crate) fn tool_results(results: &[ToolExecutionResult]) -> String {
 /// holds the closing parameter tag, the invoke tag or the block's end (the markup has
 /// no escapes), or a name or key is empty, holds `"` or `>`, or has white space around
 /// it.
-pub(crate) fn write(m: &Markup, name: &str, args: &Map<String, Value>) -> Option<String> {
+fn write(m: &Markup, name: &str, args: &Map<String, Value>) -> Option<String> {
     let plain = |text: &str| !text.trim().is_empty() && !text.contains(['"', '>']) && text.trim() == text;
     if !plain(name) {
         return None;
@@ -324,7 +402,7 @@ pub(crate) fn write(m: &Markup, name: &str, args: &Map<String, Value>) -> Option
 
 /// The calls the offer holds as a grammar of a DSML format with `m`'s tokens (see the
 /// module docs): free text holds no opening block tag, nor any of `avoid`.
-pub(crate) fn syntax(
+fn syntax(
     m: &Markup,
     avoid: Vec<Pattern>,
     b: &mut Builder,
@@ -365,23 +443,22 @@ pub(crate) fn syntax(
 pub(crate) mod tests {
     use serde_json::{Map, Value, json};
 
-    use super::{Markup, attribute};
+    use super::{Dsml, Markup, attribute};
     use crate::protocol::textfmt::TextFormat;
+    use crate::protocol::textfmt::format::Writing;
     use crate::protocol::textfmt::test_support::{parse, round_trip, samples};
 
-    type Write = fn(&str, &Map<String, Value>) -> Option<String>;
-
-    /// `write` round-trips the shared awkward samples and hard values of its own
+    /// `d` writes calls that round-trip: the shared awkward samples and hard values of its own
     /// (markup-like text, white space, nested JSON, the DSML formats' blocks, the closing
     /// invoke tag in a string) plus `extra`; `after` is appended to the written text
     /// before it is read.
     pub(in crate::protocol::textfmt) fn write_round_trips(
         format: TextFormat,
-        m: &Markup,
-        write: Write,
+        d: &Dsml,
         extra: Value,
         after: &str,
     ) {
+        let m = d.markup;
         let mut args = json!({
             "city": "Paris <b>&amp;</b> \"quoted\"\n  second line ",
             "count": 3,
@@ -398,22 +475,23 @@ pub(crate) mod tests {
         let mut all = samples();
         all.push(args.as_object().cloned().unwrap_or_default());
         for args in all {
-            let text = write("get_weather", &args).unwrap_or_default();
+            let text = d.write_call("get_weather", &args).unwrap_or_default();
             round_trip(format, &format!("{text}{after}"), "get_weather", &args);
         }
     }
 
-    /// `write` refuses what `m`'s markup cannot carry.
-    pub(in crate::protocol::textfmt) fn write_refuses(m: &Markup, write: Write) {
+    /// `d` refuses to write what its markup cannot carry.
+    pub(in crate::protocol::textfmt) fn write_refuses(d: &Dsml) {
+        let m = d.markup;
         let cannot =
             [format!("a{}b", m.param_end), format!("{} name=\"x\">", m.invoke), m.block_end.to_string()];
         for bad in cannot {
-            assert_eq!(write("f", json!({ "v": bad }).as_object().unwrap()), None, "{bad}");
+            assert_eq!(d.write_call("f", json!({ "v": bad }).as_object().unwrap()), None, "{bad}");
         }
         for name in ["f\"", "", " f", "f>"] {
-            assert_eq!(write(name, &Map::new()), None, "{name:?}");
+            assert_eq!(d.write_call(name, &Map::new()), None, "{name:?}");
         }
-        assert_eq!(write("f", json!({"a>b": 1}).as_object().unwrap()), None);
+        assert_eq!(d.write_call("f", json!({"a>b": 1}).as_object().unwrap()), None);
     }
 
     /// An invoke without its closing tag ends where the next one begins; the next one
