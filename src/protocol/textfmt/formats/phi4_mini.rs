@@ -23,51 +23,40 @@ use serde_json::{Map, Value};
 
 use crate::ToolExecutionResult;
 use crate::grammar::{Builder, GrammarError, Syntax};
-use crate::protocol::textfmt::driver::{Found, RawCall, Reading, Region, Scan, ScanState, Searches};
 use crate::protocol::textfmt::format::{Escape, Format, Marker, Writing};
 use crate::protocol::textfmt::grammar::Offer;
 use crate::protocol::textfmt::prompt::content;
 use crate::protocol::textfmt::readers::json_list::{
-    Block, call_json, list_syntax, pretty_functions, read_block, scan_block,
+    Block, MarkedBlock, call_json, list_syntax, pretty_functions,
 };
 use crate::tools::ToolDefinition;
 
 /// The marker with the list's opening bracket.
 pub(crate) const MARKER: &str = "functools[";
 
-const BLOCK: Block = Block {
-    open_len: MARKER.len() - 1,
-    close: None,
-    tentative: false,
-    single: false,
-    keys: &["arguments", "parameters"],
-    require: false,
-    what: "functools",
+/// The reading: a `functools[` list, no closing marker.
+const READING: MarkedBlock = MarkedBlock {
+    marker: MARKER,
+    block: Block {
+        open_len: MARKER.len() - 1,
+        close: None,
+        tentative: false,
+        single: false,
+        keys: &["arguments", "parameters"],
+        require: false,
+        what: "functools",
+    },
 };
 
-/// The rules of `phi4_mini`.
+/// What `phi4_mini` writes.
 pub(crate) struct Rules;
-
-impl Reading for Rules {
-    fn find(&self, text: &str, from: usize, _reply_start: bool, search: &mut Searches) -> Found {
-        search.token(text, from, MARKER)
-    }
-
-    fn scan(&self, region: &mut Region<'_>) -> Scan {
-        scan_block(region, &BLOCK)
-    }
-
-    fn read(&self, region: &str, state: &ScanState, closed: bool, calls: &mut Vec<RawCall>) {
-        read_block(region, state, closed, &BLOCK, calls);
-    }
-}
 
 /// The format: what `auto` looks for, what tool output may not hold and how calls
 /// are read; [`Rules`] writes it.
 pub(crate) static FORMAT: Format = Format {
     markers: &[Marker::Token("functools[")],
     escapes: &[Escape::ListAfter("functools")],
-    ..Format::of(&Rules)
+    ..Format::new(&READING, &Rules)
 };
 
 impl Writing for Rules {

@@ -337,24 +337,28 @@ const TAGGED_BLOCK: Block = Block {
     what: TOOL_CALLS,
 };
 
+/// A block found by its opening `marker` and read as [`Block`] says: the reading of the
+/// tagged array and of `phi4_mini`'s `functools[` list.
+pub(crate) struct MarkedBlock {
+    pub marker: &'static str,
+    pub block: Block,
+}
+
 /// A JSON array of calls between `<tool_calls>` and `</tool_calls>`, and nothing else:
 /// the reading of `jamba`, and the calls of `hunyuan`.
-pub(crate) struct TaggedArray;
+pub(crate) const TAGGED_ARRAY: MarkedBlock = MarkedBlock { marker: TOOL_CALLS, block: TAGGED_BLOCK };
 
-/// The reading of a tagged array.
-pub(crate) const TAGGED_ARRAY: TaggedArray = TaggedArray;
-
-impl Reading for TaggedArray {
+impl Reading for MarkedBlock {
     fn find(&self, text: &str, from: usize, _reply_start: bool, search: &mut Searches) -> Found {
-        search.token(text, from, TOOL_CALLS)
+        search.token(text, from, self.marker)
     }
 
     fn scan(&self, region: &mut Region<'_>) -> Scan {
-        scan_block(region, &TAGGED_BLOCK)
+        scan_block(region, &self.block)
     }
 
     fn read(&self, region: &str, state: &ScanState, closed: bool, calls: &mut Vec<RawCall>) {
-        read_block(region, state, closed, &TAGGED_BLOCK, calls);
+        read_block(region, state, closed, &self.block, calls);
     }
 }
 
