@@ -56,6 +56,18 @@ pub(crate) fn lines(values: &[Value]) -> String {
     values.iter().map(Value::to_string).collect::<Vec<_>>().join("\n")
 }
 
+/// The opening of the tool prompt that Qwen's template writes and several families
+/// follow: a `# Tools` heading, then the functions as JSON, one a line, in `<tools>`
+/// tags; `noun` is what the prompt calls them (`function`, `tool`). The format's own
+/// call instructions follow it.
+pub(crate) fn tools_in_tags(tools: &[ToolDefinition], noun: &str) -> String {
+    format!(
+        "# Tools\n\nYou may call one or more {noun}s to assist with the user query.\n\n\
+         You are provided with {noun} signatures within <tools></tools> XML tags:\n<tools>\n{}\n</tools>\n\n",
+        lines(&functions(tools))
+    )
+}
+
 /// A result's text as the model reads it: the output, or the error prefixed, with any
 /// markup in it neutralised.
 pub(crate) fn content(result: &ToolExecutionResult) -> String {

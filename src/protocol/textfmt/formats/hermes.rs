@@ -19,7 +19,7 @@ use crate::ToolExecutionResult;
 use crate::grammar::{Builder, GrammarError, Syntax};
 use crate::protocol::textfmt::format::{Escape, Format, Marker, Writing};
 use crate::protocol::textfmt::grammar::{JsonMarkup, JsonSyntax, Offer, json_text};
-use crate::protocol::textfmt::prompt::{functions, lines};
+use crate::protocol::textfmt::prompt::tools_in_tags;
 use crate::protocol::textfmt::readers::shapes::{Shape, after_tool_call};
 use crate::protocol::textfmt::readers::tagged::{
     TOOL_CALL, TOOL_CALL_END, Tagged, tagged_call, tagged_results,
@@ -43,11 +43,9 @@ pub(crate) static FORMAT: Format = Format {
 impl Writing for Rules {
     fn prompt(&self, tools: &[ToolDefinition]) -> String {
         format!(
-            "# Tools\n\nYou may call one or more functions to assist with the user query.\n\n\
-             You are provided with function signatures within <tools></tools> XML tags:\n<tools>\n{}\n</tools>\n\n\
-             For each function call, return a json object with function name and arguments within \
+            "{}For each function call, return a json object with function name and arguments within \
              <tool_call></tool_call> XML tags:\n<tool_call>\n{{\"name\": <function-name>, \"arguments\": <args-json-object>}}\n</tool_call>",
-            lines(&functions(tools))
+            tools_in_tags(tools, "function")
         )
     }
 

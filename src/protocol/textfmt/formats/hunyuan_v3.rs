@@ -62,7 +62,7 @@ use crate::protocol::textfmt::driver::{
 use crate::protocol::textfmt::escape::neutralize_tokens;
 use crate::protocol::textfmt::format::{Escape, Format, Marker, Writing};
 use crate::protocol::textfmt::grammar::{Offer, TextValues};
-use crate::protocol::textfmt::prompt::{content, functions, plain_tags};
+use crate::protocol::textfmt::prompt::{content, plain_tags, tools_in_tags};
 use crate::protocol::textfmt::readers::json_list::TOOL_CALLS;
 use crate::protocol::textfmt::readers::shapes::{Shape, after_tool_calls};
 use crate::protocol::textfmt::readers::values::infer;
@@ -226,17 +226,15 @@ impl Writing for Rules {
     /// tokens).
     fn prompt(&self, tools: &[ToolDefinition]) -> String {
         let t = &BARE;
-        let schemas = functions(tools).iter().map(Value::to_string).collect::<Vec<_>>().join("\n");
         format!(
-            "# Tools\n\nYou may call one or more functions to assist with the user query.\n\n\
-         You are provided with function signatures within <tools></tools> XML tags:\n<tools>\n{schemas}\n</tools>\n\n\
-         For function call returns, you should first print {open}\n\
+            "{tools}For function call returns, you should first print {open}\n\
          For each function call, you should return object like:\n\
          {call}{{function-name}}{sep}\n\
          {key}{{arg-key-1}}{key_end}\n{value}{{arg-value-1}}{value_end}\n\
          {key}{{arg-key-2}}{key_end}\n{value}{{arg-value-2}}{value_end}\n\
          ...\n{call_end}\n\
          At the end of function call returns, you should print {end}",
+            tools = tools_in_tags(tools, "function"),
             open = t.open,
             end = t.end,
             call = t.call,

@@ -48,7 +48,7 @@ use crate::grammar::{Builder, GrammarError, Pattern, Syntax, TextForm};
 use crate::protocol::textfmt::driver::{Found, RawCall, Reading, Region, Scan, ScanState, Searches, find_in};
 use crate::protocol::textfmt::format::{Escape, Format, Marker, Writing};
 use crate::protocol::textfmt::grammar::{Offer, TextCalls};
-use crate::protocol::textfmt::prompt::{functions, lines};
+use crate::protocol::textfmt::prompt::tools_in_tags;
 use crate::protocol::textfmt::readers::tagged::tagged_results;
 use crate::protocol::textfmt::readers::values::{decode_entities, infer};
 use crate::protocol::textfmt::readers::xml_elements::{attribute, read_element};
@@ -219,14 +219,12 @@ impl Writing for Rules {
     /// MiniCPM writes (the model's own template was not available; see the docs).
     fn prompt(&self, tools: &[ToolDefinition]) -> String {
         format!(
-            "# Tools\n\nYou may call one or more functions to assist with the user query.\n\n\
-         You are provided with function signatures within <tools></tools> XML tags:\n<tools>\n{}\n</tools>\n\n\
-         For each function call, write one XML element, with each argument in a <param> element:\n\
+            "{}For each function call, write one XML element, with each argument in a <param> element:\n\
          <function name=\"function-name\"><param name=\"param-name-1\">value-1</param>\
          <param name=\"param-name-2\">value-2</param></function>\n\
          Write a value that holds several lines, `<` or `&` in a CDATA section: \
          <param name=\"text\"><![CDATA[first line\nsecond line]]></param>",
-            lines(&functions(tools))
+            tools_in_tags(tools, "function")
         )
     }
 

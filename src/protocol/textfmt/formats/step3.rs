@@ -48,7 +48,7 @@ use crate::protocol::textfmt::driver::{
 };
 use crate::protocol::textfmt::format::{Escape, Format, Marker, Writing};
 use crate::protocol::textfmt::grammar::{Offer, TextValues, value_text};
-use crate::protocol::textfmt::prompt::{functions, lines, wrapped};
+use crate::protocol::textfmt::prompt::{tools_in_tags, wrapped};
 use crate::protocol::textfmt::readers::dsml::attribute;
 use crate::protocol::textfmt::readers::values::infer;
 use crate::tools::ToolDefinition;
@@ -158,9 +158,7 @@ impl Writing for Rules {
     /// The tool-definition prompt: the functions as JSON, one a line, and the call format.
     fn prompt(&self, tools: &[ToolDefinition]) -> String {
         format!(
-            "# Tools\n\nYou may call one or more tools to assist with the user query.\n\n\
-         You are provided with tool signatures within <tools></tools> XML tags:\n<tools>\n{}\n</tools>\n\n\
-         To call tools, write them in one section, each call on a line of its own:\n\
+            "{}To call tools, write them in one section, each call on a line of its own:\n\
          {CALLS_BEGIN}\n\
          {CALL_BEGIN}function{SEP}{INVOKE} name=\"function_name\">\n\
          {PARAMETER} name=\"parameter_name\">value{PARAMETER_END}\n\
@@ -168,7 +166,7 @@ impl Writing for Rules {
          {INVOKE_END}{CALL_END}\n\
          {CALLS_END}\n\
          Values are written as they are, without escaping or quotes; lists and objects are written as JSON.",
-            lines(&functions(tools))
+            tools_in_tags(tools, "tool")
         )
     }
 

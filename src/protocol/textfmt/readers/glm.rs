@@ -25,7 +25,7 @@ use crate::grammar::{Builder, GrammarError, Pattern, Syntax};
 use crate::protocol::textfmt::driver::{Found, RawCall, Reading, Region, Scan, ScanState, Searches, inside};
 use crate::protocol::textfmt::format::{Escape, Writing};
 use crate::protocol::textfmt::grammar::{Offer, TextValues, value_text};
-use crate::protocol::textfmt::prompt::{content, each, functions, lines};
+use crate::protocol::textfmt::prompt::{content, each, tools_in_tags};
 use crate::tools::ToolDefinition;
 use serde_json::{Map, Value};
 
@@ -144,12 +144,10 @@ impl Writing for Glm {
     /// The tool-definition prompt of the GLM formats.
     fn prompt(&self, tools: &[ToolDefinition]) -> String {
         format!(
-            "# Tools\n\nYou may call one or more functions to assist with the user query.\n\n\
-             You are provided with function signatures within <tools></tools> XML tags:\n<tools>\n{}\n</tools>\n\n\
-             For each function call, output the function name and arguments within the following XML format:\n\
+            "{}For each function call, output the function name and arguments within the following XML format:\n\
              <tool_call>{{function-name}}\n<arg_key>{{arg-key-1}}</arg_key>\n<arg_value>{{arg-value-1}}</arg_value>\n\
              <arg_key>{{arg-key-2}}</arg_key>\n<arg_value>{{arg-value-2}}</arg_value>\n...\n</tool_call>",
-            lines(&functions(tools))
+            tools_in_tags(tools, "function")
         )
     }
 
