@@ -80,32 +80,3 @@ fn results(results: &[ToolExecutionResult]) -> String {
     let each: String = results.iter().map(|r| format!("\n<result>{}</result>", content(r))).collect();
     format!("<function_results>{each}\n</function_results>")
 }
-
-#[cfg(test)]
-mod tests {
-    use serde_json::json;
-
-    use super::*;
-    use crate::protocol::textfmt::TextFormat;
-    use crate::protocol::textfmt::readers::dsml::{self, tests as dsml_tests};
-
-    #[test]
-    fn write_call_round_trips() {
-        dsml_tests::write_round_trips(TextFormat::DeepSeekV32, &DSML, json!({}), "");
-    }
-
-    #[test]
-    fn write_call_refuses_what_it_cannot_carry() {
-        dsml_tests::write_refuses(&DSML);
-    }
-
-    #[test]
-    fn v4_block_and_bare_invokes_are_text() {
-        dsml_tests::bare_invoke_and_other_block_are_text(TextFormat::DeepSeekV32, &V32, &dsml::V4);
-    }
-
-    #[test]
-    fn unclosed_invoke_ends_at_the_next_one() {
-        dsml_tests::unclosed_invoke_ends_at_the_next_one(TextFormat::DeepSeekV32, &V32);
-    }
-}

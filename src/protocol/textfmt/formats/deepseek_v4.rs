@@ -57,32 +57,3 @@ pub(crate) static FORMAT: Format = Format {
 /// section its chat encoding writes, and its results.
 const DSML: Dsml =
     Dsml { markup: &V4, leads: &[], dropped: &[], prompt: tools_section, results: tool_results };
-
-#[cfg(test)]
-mod tests {
-    use serde_json::json;
-
-    use super::*;
-    use crate::protocol::textfmt::TextFormat;
-    use crate::protocol::textfmt::readers::dsml::{self, tests as dsml_tests};
-
-    #[test]
-    fn write_call_round_trips() {
-        dsml_tests::write_round_trips(TextFormat::DeepSeekV4, &DSML, json!({}), "");
-    }
-
-    #[test]
-    fn write_call_refuses_what_it_cannot_carry() {
-        dsml_tests::write_refuses(&DSML);
-    }
-
-    #[test]
-    fn v32_block_and_bare_invokes_are_text() {
-        dsml_tests::bare_invoke_and_other_block_are_text(TextFormat::DeepSeekV4, &V4, &dsml::V32);
-    }
-
-    #[test]
-    fn unclosed_invoke_ends_at_the_next_one() {
-        dsml_tests::unclosed_invoke_ends_at_the_next_one(TextFormat::DeepSeekV4, &V4);
-    }
-}

@@ -84,21 +84,9 @@ mod tests {
     use super::*;
     use crate::protocol::textfmt::TextFormat;
     use crate::protocol::textfmt::format::Writing;
-    use crate::protocol::textfmt::readers::dsml::{self, tests as dsml_tests};
     use crate::protocol::textfmt::test_support::parse;
 
     const FORMAT: TextFormat = TextFormat::DeepSeekV41;
-
-    #[test]
-    fn write_call_round_trips() {
-        let extra = json!({"v4_invoke": "<｜DSML｜invoke name=\"x\">", "v4_end": "</｜DSML｜tool_calls>"});
-        dsml_tests::write_round_trips(FORMAT, &DSML, extra, "");
-    }
-
-    #[test]
-    fn write_call_refuses_what_it_cannot_carry() {
-        dsml_tests::write_refuses(&DSML);
-    }
 
     #[test]
     fn write_call_is_the_encoders_layout() {
@@ -112,16 +100,6 @@ mod tests {
                  </｜DSML｜ invoke>\n</｜DSML｜ calls>"
             )
         );
-    }
-
-    #[test]
-    fn v4_block_and_bare_invokes_are_text() {
-        dsml_tests::bare_invoke_and_other_block_are_text(FORMAT, &V41, &dsml::V4);
-    }
-
-    #[test]
-    fn unclosed_invoke_ends_at_the_next_one() {
-        dsml_tests::unclosed_invoke_ends_at_the_next_one(FORMAT, &V41);
     }
 
     #[test]

@@ -92,28 +92,9 @@ fn results(results: &[ToolExecutionResult]) -> String {
 
 #[cfg(test)]
 mod tests {
-    use serde_json::json;
-
     use super::*;
     use crate::protocol::textfmt::TextFormat;
-    use crate::protocol::textfmt::readers::dsml::{self, tests as dsml_tests};
     use crate::protocol::textfmt::test_support::parse;
-
-    #[test]
-    fn write_call_round_trips() {
-        let extra = json!({"city": "Москва", "eos": "ends with </s>", "sep": "<|message_sep|>"});
-        dsml_tests::write_round_trips(TextFormat::Gigachat35, &DSML, extra, "</s>");
-    }
-
-    #[test]
-    fn write_call_refuses_what_it_cannot_carry() {
-        dsml_tests::write_refuses(&DSML);
-    }
-
-    #[test]
-    fn unclosed_invoke_ends_at_the_next_one() {
-        dsml_tests::unclosed_invoke_ends_at_the_next_one(TextFormat::Gigachat35, &GCML);
-    }
 
     #[test]
     fn untagged_parameter_is_a_string() {
@@ -131,10 +112,5 @@ mod tests {
         let parsed = parse(TextFormat::Gigachat35, "The answer is 4.<|message_sep|></s>");
         assert!(parsed.requests.is_empty());
         assert_eq!(parsed.normal_text, "The answer is 4.");
-    }
-
-    #[test]
-    fn dsml_block_and_bare_invokes_are_text() {
-        dsml_tests::bare_invoke_and_other_block_are_text(TextFormat::Gigachat35, &GCML, &dsml::V4);
     }
 }

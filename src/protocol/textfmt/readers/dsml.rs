@@ -438,93 +438,128 @@ fn syntax(
     })
 }
 
-/// Checks shared by the DSML formats' unit tests.
 #[cfg(test)]
-pub(crate) mod tests {
+mod tests {
     use serde_json::{Map, Value, json};
 
-    use super::{Dsml, Markup, attribute};
+    use super::{GCML, Markup, V4, V32, V41, attribute};
     use crate::protocol::textfmt::TextFormat;
-    use crate::protocol::textfmt::format::Writing;
     use crate::protocol::textfmt::test_support::{parse, round_trip, samples};
 
-    /// `d` writes calls that round-trip: the shared awkward samples and hard values of its own
-    /// (markup-like text, white space, nested JSON, the DSML formats' blocks, the closing
-    /// invoke tag in a string) plus `extra`; `after` is appended to the written text
-    /// before it is read.
-    pub(in crate::protocol::textfmt) fn write_round_trips(
+    /// A DSML format under test: its markup, another format's markup whose block it does
+    /// not read, hard values of its own for a call to carry, and what may follow a call.
+    struct Case {
         format: TextFormat,
-        d: &Dsml,
+        m: &'static Markup,
+        other: &'static Markup,
         extra: Value,
-        after: &str,
-    ) {
-        let m = d.markup;
-        let mut args = json!({
-            "city": "Paris <b>&amp;</b> \"quoted\"\n  second line ",
-            "count": 3,
-            "number_as_text": "42",
-            "nested": {"a": [1, {"b": null}], "s": "x<y"},
-            "flag": false,
-            "empty": "",
-            "closing_invoke": format!("a {} b", m.invoke_end),
-            "blocks": "<｜DSML｜function_calls> <｜DSML｜tool_calls> <｜DSML｜ calls> <｜GCML｜tool_calls>",
-        });
-        if let (Some(args), Value::Object(extra)) = (args.as_object_mut(), extra) {
-            args.extend(extra);
-        }
-        let mut all = samples();
-        all.push(args.as_object().cloned().unwrap_or_default());
-        for args in all {
-            let text = d.write_call("get_weather", &args).unwrap_or_default();
-            round_trip(format, &format!("{text}{after}"), "get_weather", &args);
+        after: &'static str,
+    }
+
+    /// Every format the DSML reader reads and writes.
+    fn cases() -> [Case; 4] {
+        [
+            Case { format: TextFormat::DeepSeekV32, m: &V32, other: &V4, extra: json!({}), after: "" },
+            Case { format: TextFormat::DeepSeekV4, m: &V4, other: &V32, extra: json!({}), after: "" },
+            Case {
+                format: TextFormat::DeepSeekV41,
+                m: &V41,
+                other: &V4,
+                extra: json!({"v4_invoke": "<｜DSML｜invoke name=\"x\">", "v4_end": "</｜DSML｜tool_calls>"}),
+                after: "",
+            },
+            Case {
+                format: TextFormat::Gigachat35,
+                m: &GCML,
+                other: &V4,
+                extra: json!({"city": "Москва", "eos": "ends with </s>", "sep": "<|message_sep|>"}),
+                after: "</s>",
+            },
+        ]
+    }
+
+    /// A call of `name` with `args`, written in `format`.
+    fn write(format: TextFormat, name: &str, args: &Map<String, Value>) -> Option<String> {
+        format.format().writing.write_call(name, args)
+    }
+
+    /// Calls written round-trip: the shared awkward samples and hard values (markup-like
+    /// text, white space, nested JSON, the DSML formats' blocks, the closing invoke tag in
+    /// a string), with what may follow a call after them.
+    #[test]
+    fn written_calls_read_back() {
+        for Case { format, m, extra, after, .. } in cases() {
+            let mut args = json!({
+                "city": "Paris <b>&amp;</b> \"quoted\"\n  second line ",
+                "count": 3,
+                "number_as_text": "42",
+                "nested": {"a": [1, {"b": null}], "s": "x<y"},
+                "flag": false,
+                "empty": "",
+                "closing_invoke": format!("a {} b", m.invoke_end),
+                "blocks": "<｜DSML｜function_calls> <｜DSML｜tool_calls> <｜DSML｜ calls> <｜GCML｜tool_calls>",
+            });
+            if let (Some(args), Value::Object(extra)) = (args.as_object_mut(), extra) {
+                args.extend(extra);
+            }
+            let mut all = samples();
+            all.push(args.as_object().cloned().unwrap_or_default());
+            for args in all {
+                let text = write(format, "get_weather", &args).unwrap_or_default();
+                round_trip(format, &format!("{text}{after}"), "get_weather", &args);
+            }
         }
     }
 
-    /// `d` refuses to write what its markup cannot carry.
-    pub(in crate::protocol::textfmt) fn write_refuses(d: &Dsml) {
-        let m = d.markup;
-        let cannot =
-            [format!("a{}b", m.param_end), format!("{} name=\"x\">", m.invoke), m.block_end.to_string()];
-        for bad in cannot {
-            assert_eq!(d.write_call("f", json!({ "v": bad }).as_object().unwrap()), None, "{bad}");
+    /// What the markup cannot carry is not written.
+    #[test]
+    fn writing_refuses_what_the_markup_cannot_carry() {
+        for Case { format, m, .. } in cases() {
+            let cannot =
+                [format!("a{}b", m.param_end), format!("{} name=\"x\">", m.invoke), m.block_end.to_string()];
+            for bad in cannot {
+                assert_eq!(write(format, "f", json!({ "v": bad }).as_object().unwrap()), None, "{bad}");
+            }
+            for name in ["f\"", "", " f", "f>"] {
+                assert_eq!(write(format, name, &Map::new()), None, "{name:?}");
+            }
+            assert_eq!(write(format, "f", json!({"a>b": 1}).as_object().unwrap()), None);
         }
-        for name in ["f\"", "", " f", "f>"] {
-            assert_eq!(d.write_call(name, &Map::new()), None, "{name:?}");
-        }
-        assert_eq!(d.write_call("f", json!({"a>b": 1}).as_object().unwrap()), None);
     }
 
     /// An invoke without its closing tag ends where the next one begins; the next one
     /// still counts.
-    pub(in crate::protocol::textfmt) fn unclosed_invoke_ends_at_the_next_one(format: TextFormat, m: &Markup) {
-        let Markup { block, block_end, invoke, invoke_end, param, param_end, .. } = m;
-        let text = format!(
-            "{block}\n{invoke} name=\"a\">\n{param} name=\"x\" string=\"true\">1\n\
-             {invoke} name=\"b\">\n{param} name=\"y\" string=\"false\">2{param_end}\n{invoke_end}\n{block_end}"
-        );
-        let parsed = parse(format, &text);
-        assert_eq!(parsed.requests.len(), 2, "{parsed:#?}");
-        assert!(!parsed.requests[0].complete);
-        assert!(parsed.requests[1].complete);
-        assert_eq!(parsed.requests[1].args["y"], 2);
+    #[test]
+    fn unclosed_invoke_ends_at_the_next_one() {
+        for Case { format, m, .. } in cases() {
+            let Markup { block, block_end, invoke, invoke_end, param, param_end, .. } = m;
+            let text = format!(
+                "{block}\n{invoke} name=\"a\">\n{param} name=\"x\" string=\"true\">1\n\
+                 {invoke} name=\"b\">\n{param} name=\"y\" string=\"false\">2{param_end}\n{invoke_end}\n{block_end}"
+            );
+            let parsed = parse(format, &text);
+            assert_eq!(parsed.requests.len(), 2, "{parsed:#?}");
+            assert!(!parsed.requests[0].complete);
+            assert!(parsed.requests[1].complete);
+            assert_eq!(parsed.requests[1].args["y"], 2);
+        }
     }
 
-    /// An invoke outside a block is text, and so is `other`, another format's block.
-    pub(in crate::protocol::textfmt) fn bare_invoke_and_other_block_are_text(
-        format: TextFormat,
-        m: &Markup,
-        other: &Markup,
-    ) {
+    /// An invoke outside a block is text, and so is another format's block.
+    #[test]
+    fn bare_invoke_and_other_block_are_text() {
         let invoke = |m: &Markup| {
             format!(
                 "{} name=\"f\">\n{} name=\"x\" string=\"true\">1{}\n{}",
                 m.invoke, m.param, m.param_end, m.invoke_end
             )
         };
-        for text in [invoke(m), format!("{}\n{}\n{}", other.block, invoke(other), other.block_end)] {
-            let parsed = parse(format, &text);
-            assert!(parsed.requests.is_empty(), "{parsed:#?}");
-            assert_eq!(parsed.normal_text, text);
+        for Case { format, m, other, .. } in cases() {
+            for text in [invoke(m), format!("{}\n{}\n{}", other.block, invoke(other), other.block_end)] {
+                let parsed = parse(format, &text);
+                assert!(parsed.requests.is_empty(), "{parsed:#?}");
+                assert_eq!(parsed.normal_text, text);
+            }
         }
     }
 
