@@ -163,6 +163,30 @@ impl Parser<'_> {
         }
     }
 
+    /// One level deeper, into an object or a list whose opening bracket is read.
+    fn enter(&mut self) -> Result<(), String> {
+        self.depth += 1;
+        if self.depth > MAX_DEPTH {
+            return Err("the arguments nest too deeply".into());
+        }
+        Ok(())
+    }
+
+    /// Past separators, whether the object or list ends here with `close` (then read,
+    /// one level up); `cut_off` when the text ends first.
+    fn ends(&mut self, close: u8, cut_off: &str) -> Result<bool, String> {
+        self.separators();
+        match self.peek() {
+            None => Err(cut_off.into()),
+            Some(byte) if byte == close => {
+                self.pos += 1;
+                self.depth -= 1;
+                Ok(true)
+            }
+            Some(_) => Ok(false),
+        }
+    }
+
     /// A delimited string whose opening delimiter is at `pos`.
     fn string(&mut self) -> Result<String, String> {
         self.pos += self.quote.len();
@@ -180,21 +204,11 @@ impl Parser<'_> {
         &mut self,
         mut texts: Option<&mut Vec<(String, String)>>,
     ) -> Result<Map<String, Value>, String> {
-        self.depth += 1;
-        if self.depth > MAX_DEPTH {
-            return Err("the arguments nest too deeply".into());
-        }
+        self.enter()?;
         let mut map = Map::new();
         loop {
-            self.separators();
-            match self.peek() {
-                None => return Err("the arguments are cut off before `}`".into()),
-                Some(b'}') => {
-                    self.pos += 1;
-                    self.depth -= 1;
-                    return Ok(map);
-                }
-                Some(_) => {}
+            if self.ends(b'}', "the arguments are cut off before `}`")? {
+                return Ok(map);
             }
             let key = if self.rest().starts_with(self.quote) {
                 self.string()?
@@ -240,23 +254,12 @@ impl Parser<'_> {
             }
             Some(b'[') => {
                 self.pos += 1;
-                self.depth += 1;
-                if self.depth > MAX_DEPTH {
-                    return Err("the arguments nest too deeply".into());
-                }
+                self.enter()?;
                 let mut items = Vec::new();
-                loop {
-                    self.separators();
-                    match self.peek() {
-                        None => return Err("a list is cut off before `]`".into()),
-                        Some(b']') => {
-                            self.pos += 1;
-                            self.depth -= 1;
-                            return Ok(Value::Array(items));
-                        }
-                        Some(_) => items.push(self.value()?),
-                    }
+                while !self.ends(b']', "a list is cut off before `]`")? {
+                    items.push(self.value()?);
                 }
+                Ok(Value::Array(items))
             }
             Some(_) => {
                 let rest = self.rest();
