@@ -12,6 +12,7 @@
 //! undecided. Both make the same decisions, so they give the same requests whatever the
 //! chunking, and each byte is scanned a bounded number of times.
 
+use std::fmt::Display;
 use std::ops::{ControlFlow, Range};
 
 use indexmap::IndexMap;
@@ -109,6 +110,19 @@ impl RawCall {
     /// A call at `span` with problem `problem`.
     pub(crate) fn broken(span: Range<usize>, name: impl Into<String>, problem: impl Into<String>) -> Self {
         RawCall { span, name: name.into(), problems: vec![problem.into()], ..RawCall::default() }
+    }
+
+    /// The call at `span` that reading a call object gave: its name and arguments, or
+    /// the name it had and the problem, followed by `hint` (how the format writes a call).
+    pub(crate) fn read(
+        span: Range<usize>,
+        read: Result<(String, Args), (String, String)>,
+        hint: impl Display,
+    ) -> Self {
+        match read {
+            Ok((name, args)) => RawCall { span, name, args, ..RawCall::default() },
+            Err((name, problem)) => RawCall::broken(span, name, format!("{problem}: {hint}")),
+        }
     }
 }
 

@@ -175,14 +175,8 @@ impl Reading for Rules {
         for range in elements {
             let text = body.get(range.clone()).unwrap_or_default();
             let span = offset + range.start..offset + range.end;
-            let mut call = match element(text) {
-                Ok((name, args)) => RawCall { span, name, args, ..RawCall::default() },
-                Err((name, problem)) => RawCall::broken(
-                    span,
-                    name,
-                    format!("{problem}: write each call as {{\"NAME\": {{ARGUMENTS}}}}"),
-                ),
-            };
+            let hint = "write each call as {\"NAME\": {ARGUMENTS}}";
+            let mut call = RawCall::read(span, element(text), hint);
             if !complete {
                 call.problems.push(MISSING_SUFFIX.into());
             }

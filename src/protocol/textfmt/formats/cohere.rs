@@ -150,14 +150,8 @@ fn call(value: Value, span: std::ops::Range<usize>) -> RawCall {
         }
         other => other,
     };
-    match call_value(value, &["parameters", "arguments"]) {
-        Ok((name, args)) => RawCall { span, name, args, ..RawCall::default() },
-        Err((name, problem)) => RawCall::broken(
-            span,
-            name,
-            format!("{problem}: each call is an object with \"tool_name\" and \"parameters\""),
-        ),
-    }
+    let hint = "each call is an object with \"tool_name\" and \"parameters\"";
+    RawCall::read(span, call_value(value, &["parameters", "arguments"]), hint)
 }
 
 /// The JSON Schema of the `tool_call_id` of a reply of at most `most` calls: `"0"` on,

@@ -35,9 +35,11 @@ use crate::protocol::textfmt::driver::{
     Found, RawCall, Reading, Region, Scan, ScanState, Searches, after_blanks,
 };
 use crate::protocol::textfmt::format::{Format, Marker, Writing};
-use crate::protocol::textfmt::grammar::{JsonMarkup, JsonSyntax, Offer, json_text, opening};
+use crate::protocol::textfmt::grammar::{JsonMarkup, JsonSyntax, Offer, opening};
 use crate::protocol::textfmt::prompt::{functions, named_results};
-use crate::protocol::textfmt::readers::json::{Balanced, Quotes, call_value, name_guess, scan_balanced};
+use crate::protocol::textfmt::readers::json::{
+    Balanced, Quotes, call_json, call_json_head, call_value, name_guess, scan_balanced,
+};
 use crate::tools::ToolDefinition;
 
 pub(crate) const MESSAGE_SEP: &str = "<|message_sep|>";
@@ -213,15 +215,11 @@ impl Writing for Rules {
 
     /// A call of `name` with `args`, as the prompt teaches it (GigaChat 3.1's header).
     fn write_call(&self, name: &str, args: &Map<String, Value>) -> Option<String> {
-        let name = json_text(&Value::String(name.to_string()));
-        let args = json_text(&Value::Object(args.clone()));
-        Some(format!("{FUNCTION_CALL}{{\"name\": {name}, \"arguments\": {args}}}"))
+        Some(format!("{FUNCTION_CALL}{}", call_json(name, "arguments", args)))
     }
 
     fn syntax(&self, b: &mut Builder, offer: &Offer<'_>) -> Result<Syntax, GrammarError> {
-        let head = |name: &str| {
-            format!("{{\"name\": {}, \"arguments\": ", json_text(&Value::String(name.to_string())))
-        };
+        let head = |name: &str| call_json_head(name, "arguments");
         let markup =
             JsonMarkup { head: &head, index: None, tail: "}", tag_open: FUNCTION_CALL, tag_close: "" };
         JsonSyntax {

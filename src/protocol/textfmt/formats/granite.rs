@@ -35,9 +35,8 @@ use crate::protocol::textfmt::driver::{Found, RawCall, Reading, Region, Scan, Sc
 use crate::protocol::textfmt::format::{Escape, Format, Marker, Writing};
 use crate::protocol::textfmt::grammar::{Offer, opening};
 use crate::protocol::textfmt::prompt::{functions, wrapped};
-use crate::protocol::textfmt::readers::json_list::{
-    Block, bare_array, call_json, list_syntax, read_block, scan_block,
-};
+use crate::protocol::textfmt::readers::json::call_json;
+use crate::protocol::textfmt::readers::json_list::{Block, bare_array, list_syntax, read_block, scan_block};
 use crate::protocol::textfmt::readers::shapes::{Shape, after_tool_call};
 use crate::protocol::textfmt::readers::tagged::TOOL_CALL;
 use crate::tools::ToolDefinition;

@@ -18,11 +18,11 @@ use serde_json::{Map, Value};
 use crate::ToolExecutionResult;
 use crate::grammar::{Builder, GrammarError, Syntax};
 use crate::protocol::textfmt::format::{Escape, Format, Marker, Writing};
-use crate::protocol::textfmt::grammar::{JsonMarkup, JsonSyntax, Offer, json_text};
+use crate::protocol::textfmt::grammar::Offer;
 use crate::protocol::textfmt::prompt::tools_in_tags;
 use crate::protocol::textfmt::readers::shapes::{Shape, after_tool_call};
 use crate::protocol::textfmt::readers::tagged::{
-    TOOL_CALL, TOOL_CALL_END, Tagged, tagged_call, tagged_results,
+    TOOL_CALL, TOOL_CALL_END, Tagged, tagged_call, tagged_results, tagged_syntax,
 };
 use crate::tools::ToolDefinition;
 
@@ -58,17 +58,6 @@ impl Writing for Rules {
     }
 
     fn syntax(&self, b: &mut Builder, offer: &Offer<'_>) -> Result<Syntax, GrammarError> {
-        let head = |name: &str| {
-            format!("\n{{\"name\": {}, \"arguments\": ", json_text(&Value::String(name.to_string())))
-        };
-        let markup = JsonMarkup {
-            head: &head,
-            index: None,
-            tail: "}\n</tool_call>",
-            tag_open: TOOL_CALL,
-            tag_close: "",
-        };
-        JsonSyntax { markup, open: TOOL_CALL, section: None, avoid: Vec::new(), arguments: "arguments" }
-            .build(b, offer)
+        tagged_syntax(b, offer, (TOOL_CALL, TOOL_CALL_END), Vec::new())
     }
 }

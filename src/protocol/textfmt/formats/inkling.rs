@@ -205,10 +205,8 @@ impl Reading for Rules {
             _ => region.get(INVOKE_JSON.len()..).unwrap_or_default(),
         };
         let json_text = json_text.strip_suffix(END_MESSAGE).unwrap_or(json_text).trim();
-        calls.push(match payload(json_text) {
-            Ok((name, args)) => RawCall { span, name, args: object_args(args), ..RawCall::default() },
-            Err((name, problem)) => RawCall::broken(span, name, format!("{problem}: {hint}")),
-        });
+        let read = payload(json_text).map(|(name, args)| (name, object_args(args)));
+        calls.push(RawCall::read(span, read, hint));
     }
 }
 

@@ -29,8 +29,9 @@ use crate::protocol::textfmt::driver::{
     Found, InSection, RawCall, Reading, Region, Scan, ScanState, Searches, after_blanks,
 };
 use crate::protocol::textfmt::format::{Format, Marker, Writing};
-use crate::protocol::textfmt::grammar::{JsonMarkup, JsonSyntax, Offer, json_text};
+use crate::protocol::textfmt::grammar::{JsonMarkup, JsonSyntax, Offer};
 use crate::protocol::textfmt::prompt::{functions, named_results};
+use crate::protocol::textfmt::readers::json::{call_json, call_json_head};
 use crate::protocol::textfmt::readers::tagged::{read_call_object, scan_json_block};
 use crate::tools::ToolDefinition;
 
@@ -87,11 +88,9 @@ impl Reading for Rules {
             closed,
             &["parameters", "arguments"],
             calls,
-            || {
-                format!(
-                    "write one JSON object with \"name\" and \"parameters\" between {ACTION_START}{PLUGIN} and {ACTION_END}"
-                )
-            },
+            format_args!(
+                "write one JSON object with \"name\" and \"parameters\" between {ACTION_START}{PLUGIN} and {ACTION_END}"
+            ),
         );
     }
 }
@@ -123,16 +122,12 @@ impl Writing for Rules {
 
     /// A call of `name` with `args`, as the prompt teaches it.
     fn write_call(&self, name: &str, args: &Map<String, Value>) -> Option<String> {
-        let name = json_text(&Value::String(name.to_string()));
-        let args = json_text(&Value::Object(args.clone()));
-        Some(format!("{ACTION_START}{PLUGIN}\n{{\"name\": {name}, \"parameters\": {args}}}{ACTION_END}"))
+        Some(format!("{ACTION_START}{PLUGIN}\n{}{ACTION_END}", call_json(name, "parameters", args)))
     }
 
     fn syntax(&self, b: &mut Builder, offer: &Offer<'_>) -> Result<Syntax, GrammarError> {
         let open = format!("{ACTION_START}{PLUGIN}\n");
-        let head = |name: &str| {
-            format!("{{\"name\": {}, \"parameters\": ", json_text(&Value::String(name.to_string())))
-        };
+        let head = |name: &str| call_json_head(name, "parameters");
         let tail = format!("}}{ACTION_END}");
         let markup = JsonMarkup { head: &head, index: None, tail: &tail, tag_open: &open, tag_close: "" };
         JsonSyntax {

@@ -221,14 +221,8 @@ fn read_json(body: &str, offset: usize, calls: &mut Vec<RawCall>) {
     for range in elements {
         let text = body.get(range.clone()).unwrap_or_default();
         let span = offset + range.start..offset + range.end;
-        calls.push(match call_object(text, ARG_KEYS) {
-            Ok((name, args)) => RawCall { span, name, args, ..RawCall::default() },
-            Err((name, problem)) => RawCall::broken(
-                span,
-                name,
-                format!("{problem}: write each call as {{\"name\": …, \"arguments\": {{…}}}}"),
-            ),
-        });
+        let hint = "write each call as {\"name\": …, \"arguments\": {…}}";
+        calls.push(RawCall::read(span, call_object(text, ARG_KEYS), hint));
     }
 }
 

@@ -99,14 +99,8 @@ impl Reading for Rules {
             // A bare reply cut off inside its first object: normal text.
             return;
         }
-        calls.push(match llama_call(region) {
-            Ok((name, args)) => RawCall { span, name, args, ..RawCall::default() },
-            Err((name, problem)) => RawCall::broken(
-                span,
-                name,
-                format!("{problem}: write {{\"name\": …, \"parameters\": {{…}}}} after <|python_tag|>"),
-            ),
-        });
+        let hint = "write {\"name\": …, \"parameters\": {…}} after <|python_tag|>";
+        calls.push(RawCall::read(span, llama_call(region), hint));
     }
 }
 

@@ -38,8 +38,9 @@ use crate::protocol::textfmt::format::{Format, Marker, Writing};
 use crate::protocol::textfmt::grammar::{JsonMarkup, JsonSyntax, Offer};
 use crate::protocol::textfmt::prompt::{content, functions};
 use crate::protocol::textfmt::readers::json::{Balanced, Quotes, name_guess, scan_balanced};
+use crate::protocol::textfmt::readers::json::{call_json, call_json_head};
 use crate::protocol::textfmt::readers::json_list::{
-    Block, TOOL_CALLS as OPEN, TOOL_CALLS_END as CLOSE, call_json, call_json_head, element,
+    Block, TOOL_CALLS as OPEN, TOOL_CALLS_END as CLOSE, element,
 };
 use crate::protocol::textfmt::readers::shapes::{Shape, after_tool_calls};
 use crate::tools::ToolDefinition;

@@ -186,12 +186,8 @@ fn read_array(json: &str, offset: usize, calls: &mut Vec<RawCall>) {
     for element in elements {
         let span = offset + element.start..offset + element.end;
         let text = json.get(element).unwrap_or_default();
-        calls.push(match call_object(text, KEYS) {
-            Ok((name, args)) => RawCall { span, name, args, ..RawCall::default() },
-            Err((name, problem)) => {
-                RawCall::broken(span, name, format!("{problem}: write {{\"name\": …, \"arguments\": {{…}}}}"))
-            }
-        });
+        let hint = "write {\"name\": …, \"arguments\": {…}}";
+        calls.push(RawCall::read(span, call_object(text, KEYS), hint));
     }
 }
 

@@ -26,9 +26,8 @@ use crate::grammar::{Builder, GrammarError, Syntax};
 use crate::protocol::textfmt::format::{Escape, Format, Marker, Writing};
 use crate::protocol::textfmt::grammar::Offer;
 use crate::protocol::textfmt::prompt::content;
-use crate::protocol::textfmt::readers::json_list::{
-    Block, MarkedBlock, call_json, list_syntax, pretty_functions,
-};
+use crate::protocol::textfmt::readers::json::call_json;
+use crate::protocol::textfmt::readers::json_list::{Block, MarkedBlock, list_syntax, pretty_functions};
 use crate::tools::ToolDefinition;
 
 /// The marker with the list's opening bracket.

@@ -44,9 +44,10 @@ use crate::protocol::textfmt::driver::{Found, RawCall, Reading, Region, Scan, Sc
 use crate::protocol::textfmt::format::{Escape, Format, Marker, Writing};
 use crate::protocol::textfmt::grammar::{JsonMarkup, JsonSyntax, Offer, json_text, opening};
 use crate::protocol::textfmt::prompt::named_results;
+use crate::protocol::textfmt::readers::json::call_json;
 use crate::protocol::textfmt::readers::json::name_guess;
 use crate::protocol::textfmt::readers::json_list::{
-    Block, bare_array, call_json, pretty_functions, read_block, scan_block,
+    Block, bare_array, pretty_functions, read_block, scan_block,
 };
 use crate::protocol::textfmt::readers::shapes::{Shape, after_fence};
 use crate::tools::ToolDefinition;

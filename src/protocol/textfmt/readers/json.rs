@@ -1,10 +1,11 @@
 //! Balanced-bracket scanning (resumable, string-aware) and the JSON call objects the
 //! formats share.
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::protocol::json_kind;
 use crate::protocol::textfmt::driver::{RawCall, ScanState};
+use crate::protocol::textfmt::grammar::json_text;
 use crate::request::Args;
 
 /// Which strings a scan knows: JSON's (`"` only) or Python's (`'` and `"`).
@@ -348,6 +349,17 @@ pub(crate) fn arguments(json: &str) -> Result<Args, String> {
         )),
         Err(e) => Err(format!("the arguments are not valid JSON ({e}): send them as one JSON object")),
     }
+}
+
+/// A call object as the JSON formats write it: `{"name": …, "<key>": …}`, strings with
+/// `<` escaped.
+pub(crate) fn call_json(name: &str, key: &str, args: &Map<String, Value>) -> String {
+    format!("{}{}}}", call_json_head(name, key), json_text(&Value::Object(args.clone())))
+}
+
+/// A call object as [`call_json`] writes it, up to its arguments: `{"name": …, "<key>": `.
+pub(crate) fn call_json_head(name: &str, key: &str) -> String {
+    format!("{{\"name\": {}, \"{key}\": ", json_text(&Value::String(name.to_string())))
 }
 
 #[cfg(test)]

@@ -1,17 +1,21 @@
 //! The reader of a block of JSON calls: an optional opening marker, a JSON array of
 //! `{"name": …, "arguments": {…}}` objects (or one object), an optional closing markup
 //! ([`Block`] says which). `granite`, `xlam`, `phi4_mini`, `hunyuan`, `jamba` and
-//! `minimax_m1` read their calls with it, and share [`call_json`] and [`pretty_functions`] to write.
+//! `minimax_m1` read their calls with it, and share [`pretty_functions`] to write (their
+//! call objects are [`call_json`]'s, in `json`).
 
 use serde_json::{Map, Value};
 
-use super::json::{Balanced, Quotes, call_list, call_value, name_guess, scan_balanced, split_elements};
+use super::json::{
+    Balanced, Quotes, call_json, call_json_head, call_list, call_value, name_guess, scan_balanced,
+    split_elements,
+};
 use crate::grammar::{Builder, Expr, GrammarError, Pattern, Section, Syntax};
 use crate::protocol::json_kind;
 use crate::protocol::textfmt::driver::{
     Found, RawCall, Reading, Region, Scan, ScanState, Searches, after_blanks, scan_for,
 };
-use crate::protocol::textfmt::grammar::{JsonMarkup, JsonSyntax, Offer, json_text};
+use crate::protocol::textfmt::grammar::{JsonMarkup, JsonSyntax, Offer};
 use crate::protocol::textfmt::prompt::functions;
 use crate::tools::ToolDefinition;
 
@@ -258,10 +262,7 @@ pub(crate) fn element(value: Value, span: std::ops::Range<usize>, closed: bool, 
             problems: vec![format!("the call list after {} is never closed", block.what)],
             ..RawCall::default()
         },
-        Ok((name, args)) => RawCall { span, name, args, ..RawCall::default() },
-        Err((name, problem)) => {
-            RawCall::broken(span, name, format!("{problem}: write {{\"name\": …, \"{key}\": {{…}}}}"))
-        }
+        read => RawCall::read(span, read, format_args!("write {{\"name\": …, \"{key}\": {{…}}}}")),
     }
 }
 
@@ -278,16 +279,6 @@ pub(crate) fn bare_array(text: &str, from: usize, reply_start: bool) -> Option<F
         None => Some(Found::Hold(from)),
         Some(_) => None,
     }
-}
-
-/// One call in a list of calls: `{"name": …, "<key>": …}`, strings with `<` escaped.
-pub(crate) fn call_json(name: &str, key: &str, args: &Map<String, Value>) -> String {
-    format!("{}{}}}", call_json_head(name, key), json_text(&Value::Object(args.clone())))
-}
-
-/// A call object as [`call_json`] writes it, up to its arguments: `{"name": …, "<key>": `.
-pub(crate) fn call_json_head(name: &str, key: &str) -> String {
-    format!("{{\"name\": {}, \"{key}\": ", json_text(&Value::String(name.to_string())))
 }
 
 /// The syntax of a format that writes its calls as one JSON list, `open` (ending with

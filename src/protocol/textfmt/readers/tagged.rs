@@ -9,16 +9,18 @@
 //! is found outside JSON strings, so arguments may contain `</tool_call>`. A block never
 //! closed is an incomplete request even when its JSON is whole.
 
+use std::fmt::Display;
+
 use serde_json::{Map, Value};
 
-use super::json::{Balanced, Quotes, call_object, scan_balanced};
+use super::json::{Balanced, Quotes, call_json, call_json_head, call_object, scan_balanced};
 use crate::ToolExecutionResult;
 use crate::grammar::{Builder, GrammarError, Pattern, Syntax};
 use crate::protocol::textfmt::driver::{
     Found, RawCall, Reading, Region, Scan, ScanState, Searches, after_blanks, inside, scan_for,
 };
 use crate::protocol::textfmt::format::Writing;
-use crate::protocol::textfmt::grammar::{JsonMarkup, JsonSyntax, Offer, json_text};
+use crate::protocol::textfmt::grammar::{JsonMarkup, JsonSyntax, Offer};
 use crate::protocol::textfmt::prompt::{functions, lines, wrapped};
 use crate::tools::ToolDefinition;
 
@@ -125,9 +127,8 @@ pub(crate) fn json_start(bytes: &[u8], state: &mut ScanState, open_len: usize) -
 /// and `"arguments"` (or `"parameters"`) between `open` and `close`.
 pub(crate) fn read_json_block(region: &str, open: &str, close: &str, closed: bool, calls: &mut Vec<RawCall>) {
     let keys = ["arguments", "parameters"];
-    read_call_object(region, open.len(), close, closed, &keys, calls, || {
-        format!("write one JSON object with \"name\" and \"arguments\" inside {open}{close}")
-    });
+    let hint = format_args!("write one JSON object with \"name\" and \"arguments\" inside {open}{close}");
+    read_call_object(region, open.len(), close, closed, &keys, calls, hint);
 }
 
 /// The call object between the opening (`open_len` bytes) and `close` of a region, its
@@ -139,13 +140,10 @@ pub(crate) fn read_call_object(
     closed: bool,
     keys: &[&str],
     calls: &mut Vec<RawCall>,
-    hint: impl FnOnce() -> String,
+    hint: impl Display,
 ) {
     let inner = inside(region, open_len, close, closed).trim();
-    calls.push(match call_object(inner, keys) {
-        Ok((name, args)) => RawCall { span: 0..region.len(), name, args, ..RawCall::default() },
-        Err((name, problem)) => RawCall::broken(0..region.len(), name, format!("{problem}: {}", hint())),
-    });
+    calls.push(RawCall::read(0..region.len(), call_object(inner, keys), hint));
 }
 
 /// The tool-definition prompt of a format that writes Hermes' call objects in tags of
@@ -168,9 +166,7 @@ pub(crate) fn tagged_results(results: &[ToolExecutionResult], open: &str, close:
 
 /// A call of `name` with `args` as Hermes writes it, in the tags `open` and `close`.
 pub(crate) fn tagged_call(name: &str, args: &Map<String, Value>, open: &str, close: &str) -> String {
-    let name = json_text(&Value::String(name.to_string()));
-    let args = json_text(&Value::Object(args.clone()));
-    format!("{open}\n{{\"name\": {name}, \"arguments\": {args}}}\n{close}")
+    format!("{open}\n{}\n{close}", call_json(name, "arguments", args))
 }
 
 /// The syntax of calls as [`tagged_call`] writes them between `open` and `close`; free
@@ -181,9 +177,7 @@ pub(crate) fn tagged_syntax(
     (open, close): (&str, &str),
     avoid: Vec<Pattern>,
 ) -> Result<Syntax, GrammarError> {
-    let head = |name: &str| {
-        format!("\n{{\"name\": {}, \"arguments\": ", json_text(&Value::String(name.to_string())))
-    };
+    let head = |name: &str| format!("\n{}", call_json_head(name, "arguments"));
     let tail = format!("}}\n{close}");
     let markup = JsonMarkup { head: &head, index: None, tail: &tail, tag_open: open, tag_close: "" };
     JsonSyntax { markup, open, section: None, avoid, arguments: "arguments" }.build(b, offer)
