@@ -210,6 +210,23 @@ impl Searches {
         }
     }
 
+    /// The earliest of `marks`, each a token and what it stands for: `None`, the start of
+    /// a call; `Some(kind)`, a section of that kind that the token opens.
+    pub(crate) fn marked<const N: usize>(
+        &mut self,
+        text: &str,
+        from: usize,
+        marks: [(&'static str, Option<u8>); N],
+    ) -> Found {
+        match self.tokens(text, from, &marks.map(|(token, _)| token)) {
+            (Found::Call(at), i) => match marks.get(i) {
+                Some(&(token, Some(kind))) => Found::Section { at, len: token.len(), kind },
+                _ => Found::Call(at),
+            },
+            (other, _) => other,
+        }
+    }
+
     /// The earliest of several tokens, with the index of the one found; remembering.
     pub(crate) fn tokens(&mut self, text: &str, from: usize, tokens: &[&'static str]) -> (Found, usize) {
         let mut best: Option<(usize, usize)> = None;

@@ -52,13 +52,8 @@ pub(crate) struct Rules;
 
 impl Reading for Rules {
     fn find(&self, text: &str, from: usize, _reply_start: bool, search: &mut Searches) -> Found {
-        match search.tokens(text, from, &[OPEN, RESPONSE_OPEN, RESPONSE_CLOSE]) {
-            (Found::Call(at), 0) => Found::Call(at),
-            // A framing token: a section that is only the token, left at once.
-            (Found::Call(at), 1) => Found::Section { at, len: RESPONSE_OPEN.len(), kind: 1 },
-            (Found::Call(at), _) => Found::Section { at, len: RESPONSE_CLOSE.len(), kind: 1 },
-            (other, _) => other,
-        }
+        // A framing token: a section that is only the token, left at once.
+        search.marked(text, from, [(OPEN, None), (RESPONSE_OPEN, Some(1)), (RESPONSE_CLOSE, Some(1))])
     }
 
     fn in_section(&self, _text: &str, from: usize, _kind: u8, _search: &mut Searches) -> InSection {

@@ -64,11 +64,7 @@ impl Reading for Rules {
     fn find(&self, text: &str, from: usize, _reply_start: bool, search: &mut Searches) -> Found {
         // (The channel's tokens are dropped; its text is prose when reasoning is read
         // as text.)
-        match search.tokens(text, from, &[OPEN, CHANNEL_OPEN, CHANNEL_CLOSE]) {
-            (Found::Call(at), 1) => Found::Section { at, len: CHANNEL_OPEN.len(), kind: TOKEN },
-            (Found::Call(at), 2) => Found::Section { at, len: CHANNEL_CLOSE.len(), kind: TOKEN },
-            (found, _) => found,
-        }
+        search.marked(text, from, [(OPEN, None), (CHANNEL_OPEN, Some(TOKEN)), (CHANNEL_CLOSE, Some(TOKEN))])
     }
 
     fn in_section(&self, _text: &str, from: usize, _kind: u8, _search: &mut Searches) -> InSection {

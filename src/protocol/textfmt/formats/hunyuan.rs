@@ -74,12 +74,11 @@ impl Reading for Rules {
                 return Found::Hold(at);
             }
         }
-        match search.tokens(text, from, &[TOOL_CALLS, ANSWER, ANSWER_END]) {
-            (Found::Call(at), 0) => Found::Call(at),
-            (Found::Call(at), 1) => Found::Section { at, len: ANSWER.len(), kind: ANSWER_KIND },
-            (Found::Call(at), _) => Found::Section { at, len: ANSWER_END.len(), kind: FRAME },
-            (other, _) => other,
-        }
+        search.marked(
+            text,
+            from,
+            [(TOOL_CALLS, None), (ANSWER, Some(ANSWER_KIND)), (ANSWER_END, Some(FRAME))],
+        )
     }
 
     fn in_section(&self, text: &str, from: usize, kind: u8, _search: &mut Searches) -> InSection {

@@ -117,13 +117,7 @@ pub(crate) struct Rules;
 
 impl Reading for Rules {
     fn find(&self, text: &str, from: usize, _reply_start: bool, search: &mut Searches) -> Found {
-        match search.tokens(text, from, &[BARE.open, SUFFIXED.open]) {
-            (Found::Call(at), i) => {
-                let kind = if i == 1 { 2 } else { 1 };
-                Found::Section { at, len: tokens(kind).open.len(), kind }
-            }
-            (found, _) => found,
-        }
+        search.marked(text, from, [(BARE.open, Some(1)), (SUFFIXED.open, Some(2))])
     }
 
     fn in_section(&self, text: &str, from: usize, kind: u8, search: &mut Searches) -> InSection {

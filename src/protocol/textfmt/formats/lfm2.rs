@@ -76,11 +76,7 @@ pub(crate) struct Rules;
 
 impl Reading for Rules {
     fn find(&self, text: &str, from: usize, _reply_start: bool, search: &mut Searches) -> Found {
-        match search.tokens(text, from, &[START, END]) {
-            (Found::Call(at), 0) => Found::Call(at),
-            (Found::Call(at), _) => Found::Section { at, len: END.len(), kind: LONE_END },
-            (other, _) => other,
-        }
+        search.marked(text, from, [(START, None), (END, Some(LONE_END))])
     }
 
     fn in_section(&self, _text: &str, from: usize, _kind: u8, _search: &mut Searches) -> InSection {

@@ -42,10 +42,7 @@ pub(crate) struct DeepSeek {
 
 impl Reading for DeepSeek {
     fn find(&self, text: &str, from: usize, _reply_start: bool, search: &mut Searches) -> Found {
-        match search.tokens(text, from, &[CALLS_BEGIN, CALL_BEGIN]) {
-            (Found::Call(at), 0) => Found::Section { at, len: CALLS_BEGIN.len(), kind: 1 },
-            (found, _) => found,
-        }
+        search.marked(text, from, [(CALLS_BEGIN, Some(1)), (CALL_BEGIN, None)])
     }
 
     fn in_section(&self, text: &str, from: usize, _kind: u8, search: &mut Searches) -> InSection {
