@@ -44,15 +44,16 @@ use serde_json::{Map, Value};
 use crate::ToolExecutionResult;
 use crate::grammar::{Builder, CallObject, Expr, GrammarError, Pattern, Section, Syntax};
 use crate::protocol::textfmt::driver::{
-    Found, InSection, RawCall, Reading, Region, Scan, ScanState, Searches, after_blanks, scan_for,
+    Found, InSection, RawCall, Reading, Region, Scan, ScanState, Searches,
 };
 use crate::protocol::textfmt::format::{Format, Marker, Writing};
 use crate::protocol::textfmt::grammar::json_text;
 use crate::protocol::textfmt::grammar::{JsonPieces, Offer, Piece};
 use crate::protocol::textfmt::prompt::{content, methods};
 use crate::protocol::textfmt::readers::json::{
-    Balanced, Quotes, arguments_of, call_value, name_guess, scan_balanced, split_elements, trim_range,
+    Quotes, arguments_of, call_value, name_guess, split_elements, trim_range,
 };
+use crate::protocol::textfmt::readers::tagged::{JsonRegion, NO_CLOSE, scan_json};
 use crate::request::Args;
 use crate::tools::ToolDefinition;
 
@@ -68,15 +69,6 @@ const INNER_SUFFIX: &str = "<|inner_suffix|>";
 const INNER: u8 = 1;
 const LONE: u8 = 2;
 
-/// Stages of a region.
-const BEFORE_JSON: u8 = 0;
-const IN_JSON: u8 = 1;
-const AFTER_JSON: u8 = 2;
-const FALLBACK: u8 = 3;
-/// The list closed and something other than the suffix followed: the region ends after
-/// the list, its calls are incomplete.
-const NO_SUFFIX: u8 = 4;
-
 const MISSING_SUFFIX: &str = "the call list is not closed with <|tools_suffix|>";
 
 /// The rules of `apertus`.
@@ -84,12 +76,7 @@ pub(crate) struct Rules;
 
 impl Reading for Rules {
     fn find(&self, text: &str, from: usize, _reply_start: bool, search: &mut Searches) -> Found {
-        match search.tokens(text, from, &[PREFIX, INNER_PREFIX, INNER_SUFFIX]) {
-            (Found::Call(at), 0) => Found::Call(at),
-            (Found::Call(at), 1) => Found::Section { at, len: INNER_PREFIX.len(), kind: INNER },
-            (Found::Call(at), _) => Found::Section { at, len: INNER_SUFFIX.len(), kind: LONE },
-            (other, _) => other,
-        }
+        search.marked(text, from, [(PREFIX, None), (INNER_PREFIX, Some(INNER)), (INNER_SUFFIX, Some(LONE))])
     }
 
     fn in_section(&self, text: &str, from: usize, kind: u8, search: &mut Searches) -> InSection {
@@ -99,55 +86,17 @@ impl Reading for Rules {
         search.call_or_end(text, from, PREFIX, INNER_SUFFIX)
     }
 
+    /// Hermes' block scan, with a list or an object after the prefix, and a region that
+    /// ends with its value when something other than the suffix follows it.
     fn scan(&self, region: &mut Region<'_>) -> Scan {
-        let (text, at_end, state) = (region.text, region.at_end, &mut *region.state);
-        let bytes = text.as_bytes();
-        loop {
-            match state.stage {
-                BEFORE_JSON => {
-                    let at = after_blanks(bytes, state.pos.max(PREFIX.len()));
-                    state.pos = at;
-                    match bytes.get(at) {
-                        None => return Scan::Open,
-                        Some(b'[' | b'{') => {
-                            state.stage = IN_JSON;
-                            state.mark = at;
-                        }
-                        Some(_) => state.stage = FALLBACK,
-                    }
-                }
-                IN_JSON => match scan_balanced(text, state.mark, state, Quotes::Json, Some(SUFFIX)) {
-                    Balanced::End(end) => {
-                        state.stage = AFTER_JSON;
-                        state.mark = end;
-                        state.pos = end;
-                    }
-                    Balanced::Tag(at) => return Scan::Closed(at + SUFFIX.len()),
-                    Balanced::Open => return Scan::Open,
-                },
-                AFTER_JSON => {
-                    let rest = text.get(state.pos..).unwrap_or_default();
-                    let trimmed = rest.trim_start();
-                    let at = state.pos + (rest.len() - trimmed.len());
-                    if trimmed.starts_with(SUFFIX) {
-                        return Scan::Closed(at + SUFFIX.len());
-                    }
-                    // Blanks are skipped once (`mark` keeps where the list ended).
-                    state.pos = at;
-                    if trimmed.is_empty() || (SUFFIX.starts_with(trimmed) && !at_end) {
-                        return Scan::Open;
-                    }
-                    state.stage = NO_SUFFIX;
-                    return Scan::Closed(state.mark);
-                }
-                NO_SUFFIX => return Scan::Closed(state.mark),
-                _ => return scan_for(text, state, PREFIX.len(), SUFFIX),
-            }
-        }
+        let json = JsonRegion { open_len: PREFIX.len(), close: SUFFIX, opens: b"[{", ends_with_value: true };
+        scan_json(region, &json)
     }
 
     fn read(&self, region: &str, state: &ScanState, closed: bool, calls: &mut Vec<RawCall>) {
-        let complete = closed && state.stage != NO_SUFFIX;
+        // The list closed and something other than the suffix followed: its calls are
+        // incomplete.
+        let complete = closed && state.stage != NO_CLOSE;
         let end = if complete { region.len().saturating_sub(SUFFIX.len()) } else { region.len() };
         let body_range = trim_range(region, PREFIX.len().min(end)..end);
         let body = region.get(body_range.clone()).unwrap_or_default();

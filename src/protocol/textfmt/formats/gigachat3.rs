@@ -40,6 +40,7 @@ use crate::protocol::textfmt::prompt::{functions, named_results};
 use crate::protocol::textfmt::readers::json::{
     Balanced, Quotes, call_json, call_json_head, call_value, name_guess, scan_balanced,
 };
+use crate::protocol::textfmt::readers::tagged::end_after_json;
 use crate::tools::ToolDefinition;
 
 pub(crate) const MESSAGE_SEP: &str = "<|message_sep|>";
@@ -112,18 +113,8 @@ impl Reading for Rules {
                     }
                     _ => return Scan::Open,
                 },
-                AFTER_JSON => {
-                    let at = after_blanks(bytes, state.pos);
-                    state.pos = at;
-                    let rest = text.get(at..).unwrap_or_default();
-                    if rest.starts_with(EOS) {
-                        return Scan::Closed(at + EOS.len());
-                    }
-                    if !at_end && EOS.starts_with(rest) {
-                        return Scan::Open;
-                    }
-                    return Scan::Closed(state.mark);
-                }
+                // `</s>` may end the call; without it the call ends with the object.
+                AFTER_JSON => return end_after_json(text, at_end, state, EOS),
                 _ => return Scan::Closed(state.pos.min(text.len())),
             }
         }

@@ -53,13 +53,15 @@ use crate::grammar::{Builder, GrammarError, Pattern, Syntax};
 use crate::protocol::json_kind;
 use crate::protocol::reasoning::{Markup, Section};
 use crate::protocol::textfmt::driver::{
-    Found, InSection, RawCall, Reading, Region, Scan, ScanState, Searches, after_blanks,
+    Found, InSection, RawCall, Reading, Region, Scan, ScanState, Searches,
 };
 use crate::protocol::textfmt::escape::neutralize_tokens;
 use crate::protocol::textfmt::format::{Format, Marker, Writing};
 use crate::protocol::textfmt::grammar::{JsonMarkup, JsonSyntax, Offer, json_text};
-use crate::protocol::textfmt::readers::json::{Balanced, Quotes, object_args, scan_balanced};
-use crate::protocol::textfmt::readers::tagged::{AFTER_JSON, BEFORE_JSON, IN_JSON, json_start};
+use crate::protocol::textfmt::readers::json::object_args;
+use crate::protocol::textfmt::readers::tagged::{
+    AFTER_JSON, BEFORE_JSON, IN_JSON, end_after_json, in_json, json_start,
+};
 use crate::tools::ToolDefinition;
 
 const MESSAGE_MODEL: &str = "<|message_model|>";
@@ -144,31 +146,17 @@ impl Reading for Rules {
             match state.stage {
                 // Region stages as hermes' (`FALLBACK`: to the end of the message).
                 BEFORE_JSON => {
-                    if !json_start(bytes, state, INVOKE_JSON.len()) {
+                    if !json_start(bytes, state, INVOKE_JSON.len(), b"{") {
                         return Scan::Open;
                     }
                 }
-                IN_JSON => match scan_balanced(text, state.mark, state, Quotes::Json, Some(END_MESSAGE)) {
-                    Balanced::End(end) => {
-                        state.stage = AFTER_JSON;
-                        state.pos = end;
-                        state.mark = end;
+                IN_JSON => {
+                    if let Some(scan) = in_json(text, state, END_MESSAGE) {
+                        return scan;
                     }
-                    Balanced::Tag(at) => return Scan::Closed(at + END_MESSAGE.len()),
-                    Balanced::Open => return Scan::Open,
-                },
-                AFTER_JSON => {
-                    let at = after_blanks(bytes, state.mark);
-                    let rest = text.get(at..).unwrap_or_default();
-                    if rest.starts_with(END_MESSAGE) {
-                        return Scan::Closed(at + END_MESSAGE.len());
-                    }
-                    if !at_end && END_MESSAGE.starts_with(rest) {
-                        return Scan::Open;
-                    }
-                    // No end token after the object: the call ends with it.
-                    return Scan::Closed(state.mark);
                 }
+                // No end token after the object: the call ends with it.
+                AFTER_JSON => return end_after_json(text, at_end, state, END_MESSAGE),
                 _ => {
                     let from = state.pos;
                     return match region.earliest(from, &FRAME_ENDS) {

@@ -68,59 +68,122 @@ impl Reading for Tagged {
 /// closing tag `close`: the object is balanced outside strings, so `close` inside a
 /// string does not end it. Content that is not one object ends at the first `close`.
 pub(crate) fn scan_json_block(scan: &mut Region<'_>, open_len: usize, close: &'static str) -> Scan {
+    scan_json(scan, &JsonRegion { open_len, close, opens: b"{", ends_with_value: false })
+}
+
+/// A region of an opening (`open_len` bytes), a JSON value, and the closing tag `close`.
+pub(crate) struct JsonRegion {
+    pub open_len: usize,
+    pub close: &'static str,
+    /// The brackets that may open the value (`{`; `[{` when a list may stand there).
+    pub opens: &'static [u8],
+    /// Something other than `close` after the value ends the region with the value
+    /// (stage [`NO_CLOSE`]); else the region ends at the next `close`.
+    pub ends_with_value: bool,
+}
+
+/// The value closed and something other than the closing tag followed: the region ends
+/// with the value (`mark`).
+pub(crate) const NO_CLOSE: u8 = 4;
+
+/// Scans a region as `r` says: the value is balanced outside strings, so `close` inside a
+/// string does not end it; content that is not a value ends at the first `close`.
+pub(crate) fn scan_json(scan: &mut Region<'_>, r: &JsonRegion) -> Scan {
     let (region, at_end, state) = (scan.text, scan.at_end, &mut *scan.state);
     let bytes = region.as_bytes();
     loop {
         match state.stage {
             BEFORE_JSON => {
-                if !json_start(bytes, state, open_len) {
+                if !json_start(bytes, state, r.open_len, r.opens) {
                     return Scan::Open;
                 }
             }
-            IN_JSON => match scan_balanced(region, state.mark, state, Quotes::Json, Some(close)) {
-                Balanced::End(end) => {
-                    state.stage = AFTER_JSON;
-                    state.pos = end;
+            IN_JSON => {
+                if let Some(scan) = in_json(region, state, r.close) {
+                    return scan;
                 }
-                // A closing tag outside any string ends a damaged object.
-                Balanced::Tag(at) => return Scan::Closed(at + close.len()),
-                Balanced::Open => return Scan::Open,
-            },
+            }
             AFTER_JSON => {
-                let rest = region.get(state.pos..).unwrap_or_default();
-                let trimmed = rest.trim_start();
-                let at = state.pos + (rest.len() - trimmed.len());
-                if trimmed.starts_with(close) {
-                    return Scan::Closed(at + close.len());
+                if let Some(scan) = close_after_json(region, at_end, state, r.close) {
+                    return scan;
                 }
-                if trimmed.is_empty() || (close.starts_with(trimmed) && !at_end) {
-                    return Scan::Open;
+                if r.ends_with_value {
+                    state.stage = NO_CLOSE;
+                    return Scan::Closed(state.mark);
                 }
                 // Something after the object: the block ends at the next closing tag.
                 state.stage = FALLBACK;
             }
-            _ => {
-                return scan_for(region, state, open_len, close);
-            }
+            NO_CLOSE => return Scan::Closed(state.mark),
+            _ => return scan_for(region, state, r.open_len, r.close),
         }
     }
 }
 
-/// The stage before the JSON object of a block: past the blanks after the opening
-/// (`open_len` bytes), `{` opens the object (stage [`IN_JSON`], `mark` on it) and
-/// anything else sends the region to [`FALLBACK`]; `false` when the text ends first.
-pub(crate) fn json_start(bytes: &[u8], state: &mut ScanState, open_len: usize) -> bool {
+/// The stage before the JSON value of a block: past the blanks after the opening
+/// (`open_len` bytes), one of `opens` opens the value (stage [`IN_JSON`], `mark` on it)
+/// and anything else sends the region to [`FALLBACK`]; `false` when the text ends first.
+pub(crate) fn json_start(bytes: &[u8], state: &mut ScanState, open_len: usize, opens: &[u8]) -> bool {
     let at = after_blanks(bytes, state.pos.max(open_len));
     state.pos = at;
     match bytes.get(at) {
         None => return false,
-        Some(b'{') => {
+        Some(byte) if opens.contains(byte) => {
             state.stage = IN_JSON;
             state.mark = at;
         }
         Some(_) => state.stage = FALLBACK,
     }
     true
+}
+
+/// The stage [`IN_JSON`], the object balanced outside strings: when it ends, the region
+/// goes on to [`AFTER_JSON`] with `pos` and `mark` on its end (`None`). `close` outside any
+/// string ends a damaged object and the region with it; text that ends first waits.
+pub(crate) fn in_json(text: &str, state: &mut ScanState, close: &str) -> Option<Scan> {
+    match scan_balanced(text, state.mark, state, Quotes::Json, Some(close)) {
+        Balanced::End(end) => {
+            state.stage = AFTER_JSON;
+            state.pos = end;
+            state.mark = end;
+            None
+        }
+        Balanced::Tag(at) => Some(Scan::Closed(at + close.len())),
+        Balanced::Open => Some(Scan::Open),
+    }
+}
+
+/// The stage [`AFTER_JSON`]: past white space, `close` ends the region after it; nothing
+/// yet, or the start of `close` while more text may come, waits. `None`: something else
+/// follows the object (at `pos`, moved past the white space).
+pub(crate) fn close_after_json(text: &str, at_end: bool, state: &mut ScanState, close: &str) -> Option<Scan> {
+    let rest = text.get(state.pos..).unwrap_or_default();
+    let trimmed = rest.trim_start();
+    let at = state.pos + (rest.len() - trimmed.len());
+    if trimmed.starts_with(close) {
+        return Some(Scan::Closed(at + close.len()));
+    }
+    state.pos = at;
+    if trimmed.is_empty() || (close.starts_with(trimmed) && !at_end) {
+        return Some(Scan::Open);
+    }
+    None
+}
+
+/// The stage after a JSON value that the token `end` may follow, not must: past blanks,
+/// `end` ends the region after it, and the start of it waits while more text may come;
+/// anything else (or nothing more) ends the region with the value (`mark`).
+pub(crate) fn end_after_json(text: &str, at_end: bool, state: &mut ScanState, end: &str) -> Scan {
+    let at = after_blanks(text.as_bytes(), state.pos);
+    state.pos = at;
+    let rest = text.get(at..).unwrap_or_default();
+    if rest.starts_with(end) {
+        return Scan::Closed(at + end.len());
+    }
+    if !at_end && end.starts_with(rest) {
+        return Scan::Open;
+    }
+    Scan::Closed(state.mark)
 }
 
 /// The call of a block that [`scan_json_block`] scanned: one JSON object with `"name"`
