@@ -190,8 +190,15 @@ pub(crate) fn end_after_json(text: &str, at_end: bool, state: &mut ScanState, en
 /// and `"arguments"` (or `"parameters"`) between `open` and `close`.
 pub(crate) fn read_json_block(region: &str, open: &str, close: &str, closed: bool, calls: &mut Vec<RawCall>) {
     let keys = ["arguments", "parameters"];
-    let hint = format_args!("write one JSON object with \"name\" and \"arguments\" inside {open}{close}");
-    read_call_object(region, open.len(), close, closed, &keys, calls, hint);
+    read_call_object(
+        region,
+        open.len(),
+        close,
+        closed,
+        &keys,
+        calls,
+        format_args!("write one JSON object with \"name\" and \"arguments\" inside {open}{close}"),
+    );
 }
 
 /// The call object between the opening (`open_len` bytes) and `close` of a region, its
