@@ -200,7 +200,7 @@ mod language;
 mod python;
 mod request;
 mod result;
-mod schema;
+pub mod schema;
 mod span;
 
 // The layers, in the order data flows through them.

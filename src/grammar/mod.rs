@@ -773,17 +773,4 @@ pub(crate) fn methods(tools: &[crate::tools::ToolDefinition]) -> Vec<(String, &V
         .collect()
 }
 
-/// An object's properties (key, schema, required) in order; a schema that is no object
-/// schema has none.
-pub(crate) fn properties(schema: &Value) -> Vec<(&str, &Value, bool)> {
-    let required: Vec<&str> = schema
-        .get("required")
-        .and_then(Value::as_array)
-        .map(|r| r.iter().filter_map(Value::as_str).collect())
-        .unwrap_or_default();
-    schema
-        .get("properties")
-        .and_then(Value::as_object)
-        .map(|p| p.iter().map(|(k, v)| (k.as_str(), v, required.contains(&k.as_str()))).collect())
-        .unwrap_or_default()
-}
+pub(crate) use crate::schema::properties;

@@ -7,7 +7,9 @@
 //! keys in the order of `properties`), `items`, `minItems`/`maxItems`,
 //! `minLength`/`maxLength`, integer `minimum`/`maximum` (and the exclusive forms, and
 //! the range an integer `format` such as `uint32` implies),
-//! `minimum: 0` on numbers, and local `$ref`s (`#/$defs/…`, `#/definitions/…`). Everything
+//! `minimum: 0` on numbers, and local `$ref`s (`#/$defs/…`, `#/definitions/…`, read
+//! through chains by the [`schema`](crate::schema) module; one it refuses, such as a
+//! cycle of references, is a [`GrammarError::Schema`]). Everything
 //! else (`pattern`, `format`, `multipleOf`, `uniqueItems`, number bounds other than 0,
 //! `not`, conditionals) is left to validation: the grammar admits the base type, and
 //! says so in [`Grammar::notes`](super::Grammar::notes).
@@ -96,6 +98,7 @@ pub(crate) struct Values<'b> {
     method: String,
     /// The method's whole schema, which `$ref`s point into.
     root: &'b Value,
+    /// The rule of each reference already written.
     refs: HashMap<String, String>,
     depth: u32,
     /// For protocols whose markup names a text value's JSON type (DSML's `string="true"`,
@@ -352,8 +355,8 @@ impl<'b> Values<'b> {
             _ => return Err(self.error(format!("a schema must be an object or a boolean, not {schema}"))),
         };
         self.note_unenforced(object);
-        if let Some(reference) = object.get("$ref").and_then(Value::as_str) {
-            return self.reference(reference, |values, target| values.json(target));
+        if object.contains_key("$ref") {
+            return self.reference(schema, |values, target| values.json(target));
         }
         if let Some(constant) = object.get("const") {
             return Ok(Expr::lit(constant.to_string()));
@@ -447,14 +450,14 @@ impl<'b> Values<'b> {
                 Expr::lit("}"),
             ]));
         };
-        let required = required_keys(schema);
+        let required = schema::required(schema);
         let mut members = Vec::new();
         for (key, property) in properties {
             let value = self.json(property)?;
             let ws = self.ws();
             members.push((
                 Expr::seq([Expr::lit(Value::String(key.clone()).to_string()), Expr::lit(":"), ws, value]),
-                required.iter().any(|r| r == key),
+                required.contains(&key.as_str()),
             ));
         }
         let ws = self.ws();
@@ -500,8 +503,8 @@ impl<'b> Values<'b> {
             _ => return self.free_text(0, self.builder.max_text, None),
         };
         self.note_unenforced(object);
-        if let Some(reference) = object.get("$ref").and_then(Value::as_str) {
-            return self.reference(reference, |values, target| values.text(target));
+        if object.contains_key("$ref") {
+            return self.reference(schema, |values, target| values.text(target));
         }
         if let Some(constant) = object.get("const") {
             if self.kind_open.is_some() {
@@ -609,18 +612,19 @@ impl<'b> Values<'b> {
         Ok(Expr::alt(forms))
     }
 
+    /// The value of `schema`, which holds a `$ref`: a rule for the schema its chain of
+    /// references ends at, defined once per reference (so a recursive schema is a
+    /// recursive rule); an error for a reference the schema module refuses.
     fn reference(
         &mut self,
-        reference: &str,
+        schema: &Value,
         build: impl FnOnce(&mut Self, &Value) -> Result<Expr, GrammarError>,
     ) -> Result<Expr, GrammarError> {
+        let reference = schema.get("$ref").and_then(Value::as_str).unwrap_or_default();
         if let Some(name) = self.refs.get(reference) {
             return Ok(Expr::Ref(name.clone()));
         }
-        let root = self.root;
-        let target = schema::target(root, reference).ok_or_else(|| {
-            self.error(format!("`$ref` {reference} does not name a definition of the schema"))
-        })?;
+        let target = schema::resolve(self.root, schema).map_err(|e| self.error(e.to_string()))?;
         let name = self.builder.reserve(reference.rsplit('/').next().unwrap_or("ref"));
         self.refs.insert(reference.to_string(), name.clone());
         let body = build(self, target)?;
@@ -730,14 +734,6 @@ pub(crate) fn pattern_regex(pattern: &str) -> Result<String, String> {
         out.push_str("(?s:.*)");
     }
     Ok(out)
-}
-
-fn required_keys(schema: &Map<String, Value>) -> Vec<String> {
-    schema
-        .get("required")
-        .and_then(Value::as_array)
-        .map(|r| r.iter().filter_map(Value::as_str).map(str::to_string).collect())
-        .unwrap_or_default()
 }
 
 /// The JSON type of `value`, as a schema names it (a whole number is an `integer`).

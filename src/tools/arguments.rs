@@ -2,7 +2,7 @@
 
 use serde_json::{Map, Value};
 
-use super::coerce::{TextCoercion, resolve_ref};
+use super::coerce::TextCoercion;
 use super::spec::ArgMap;
 use crate::request::Args;
 
@@ -120,14 +120,12 @@ impl ArgumentValidator {
     }
 
     /// The defaults the schema declares for its parameters (a parameter's own `default`,
-    /// else that of the schema its local `$ref` points to).
+    /// else that of the schema its chain of local `$ref`s ends at).
     pub fn defaults(&self) -> ArgMap {
         let mut defaults = Map::new();
         if let Some(properties) = self.schema.get("properties").and_then(Value::as_object) {
             for (name, schema) in properties {
-                let default =
-                    schema.get("default").or_else(|| resolve_ref(schema, &self.schema).get("default"));
-                if let Some(default) = default {
+                if let Some(default) = crate::schema::annotation(&self.schema, schema, "default") {
                     defaults.insert(name.clone(), default.clone());
                 }
             }

@@ -8,17 +8,16 @@
 
 use serde_json::Value;
 
-use crate::python;
-
-/// How many `$ref`s and nested `anyOf`/`oneOf` variants are followed before giving up
-/// (a schema that refers to itself goes no deeper).
-const MAX_SCHEMA_DEPTH: usize = 32;
+use crate::{python, schema};
 
 /// Reads a text argument as a JSON value.
 ///
-/// **By schema** ([`by_schema`](Self::by_schema)): the parameter's schema is read
-/// through local `$ref`s (`#/$defs/…`, `#/definitions/…`), and its types are its `type`
-/// (a name or a list), or else the types of its `anyOf`/`oneOf` variants, in order. Then:
+/// **By schema** ([`by_schema`](Self::by_schema)): the parameter's schema is read as
+/// the [`schema`](crate::schema) module reads it: through chains of local `$ref`s
+/// (`#/$defs/…`, `#/definitions/…`), its types its `type` (a name or a list), else the
+/// type its `properties` or `items` imply, else the types of its `anyOf`/`oneOf`
+/// variants, in order. A reference the module refuses (to nothing, a cycle, a chain too
+/// long) types nothing. Then:
 /// - `null` allowed and the text is `null`: null.
 /// - `string` allowed: the text as written.
 /// - otherwise the first type the text reads as: `integer` (a whole number that fits 64
@@ -92,9 +91,8 @@ impl TextCoercion {
     /// `$ref`s point into (the method's whole parameter schema). `None` when the schema
     /// declares nothing the text fits.
     pub fn by_schema(&self, text: &str, schema: &Value, root: &Value) -> Option<Value> {
-        let schema = resolve_ref(schema, root);
-        let mut types = Vec::new();
-        collect_types(schema, root, 0, &mut types);
+        let schema = schema::resolve(root, schema).ok()?;
+        let types = schema::types(root, schema).ok()?;
         if types.is_empty() {
             return self.by_values(text, schema);
         }
@@ -135,7 +133,7 @@ impl TextCoercion {
     ) -> serde_json::Map<String, Value> {
         let empty = serde_json::Map::new();
         let properties = schema.get("properties").and_then(Value::as_object).unwrap_or(&empty);
-        let required = super::definition::required_keys(schema);
+        let required = schema.as_object().map(schema::required).unwrap_or_default();
         let mut out = serde_json::Map::new();
         for (key, value) in args {
             let coerced = match (value, properties.get(key)) {
@@ -202,52 +200,13 @@ impl TextCoercion {
 
     /// A schema without a type, read by its `enum` (or `const`) values.
     fn by_values(&self, text: &str, schema: &Value) -> Option<Value> {
-        let values: &[Value] = match (schema.get("enum"), schema.get("const")) {
-            (Some(Value::Array(values)), _) => values,
-            (_, Some(value)) => std::slice::from_ref(value),
-            _ => return None,
-        };
+        let values = schema::values(schema)?;
         let as_text = Value::String(text.to_string());
         if values.contains(&as_text) {
             return Some(as_text);
         }
         let parsed = self.infer(text.trim());
         values.contains(&parsed).then_some(parsed)
-    }
-}
-
-/// `schema`, or what its local `$ref` (`#/…`) points to in `root`, followed through
-/// chains of references (a bounded number of them).
-pub(crate) fn resolve_ref<'s>(mut schema: &'s Value, root: &'s Value) -> &'s Value {
-    for _ in 0..MAX_SCHEMA_DEPTH {
-        let Some(pointer) = schema.get("$ref").and_then(Value::as_str).and_then(|r| r.strip_prefix('#'))
-        else {
-            break;
-        };
-        match root.pointer(pointer) {
-            Some(target) if !std::ptr::eq(target, schema) => schema = target,
-            _ => break,
-        }
-    }
-    schema
-}
-
-/// The JSON types `schema` allows, in the order declared: its `type`, else those of its
-/// `anyOf`/`oneOf` variants.
-fn collect_types<'s>(schema: &'s Value, root: &'s Value, depth: usize, types: &mut Vec<&'s str>) {
-    if depth > MAX_SCHEMA_DEPTH {
-        return;
-    }
-    match schema.get("type") {
-        Some(Value::String(t)) => types.push(t.as_str()),
-        Some(Value::Array(ts)) => types.extend(ts.iter().filter_map(Value::as_str)),
-        _ => {
-            for key in ["anyOf", "oneOf"] {
-                for variant in schema.get(key).and_then(Value::as_array).into_iter().flatten() {
-                    collect_types(resolve_ref(variant, root), root, depth + 1, types);
-                }
-            }
-        }
     }
 }
 

@@ -6,6 +6,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use crate::schema::{self, SchemaError};
+
 /// A tool as a protocol presents it: an id, a display name, and its callable methods.
 ///
 /// ```
@@ -186,39 +188,18 @@ impl MethodDefinition {
     /// The parameters in schema order, read from the schema's `properties` and
     /// `required`. A schema that is not an object yields no parameters.
     pub fn parameter_list(&self) -> Vec<ParameterInfo<'_>> {
-        let Some(properties) = self.parameters.get("properties").and_then(Value::as_object) else {
-            return Vec::new();
-        };
-        let required = required_keys(&self.parameters);
-        properties
-            .iter()
-            .map(|(name, schema)| ParameterInfo {
+        let root = &self.parameters;
+        schema::properties(root)
+            .into_iter()
+            .map(|(name, schema, required)| ParameterInfo {
                 name,
-                required: required.contains(&name.as_str()),
+                required,
                 schema,
-                resolved: resolve_local_ref(&self.parameters, schema),
+                resolved: schema::resolve(root, schema).unwrap_or(schema),
+                root,
             })
             .collect()
     }
-}
-
-/// The names an object schema lists in `required` (none when it lists none).
-pub(crate) fn required_keys(schema: &Value) -> Vec<&str> {
-    schema
-        .get("required")
-        .and_then(Value::as_array)
-        .map(|r| r.iter().filter_map(Value::as_str).collect())
-        .unwrap_or_default()
-}
-
-/// `schema` itself, or the schema its local `$ref` (`#/$defs/…`) points to.
-fn resolve_local_ref<'a>(root: &'a Value, schema: &'a Value) -> &'a Value {
-    schema
-        .get("$ref")
-        .and_then(Value::as_str)
-        .and_then(|r| r.strip_prefix('#'))
-        .and_then(|pointer| root.pointer(pointer))
-        .unwrap_or(schema)
 }
 
 /// A parameter as read from a method's schema.
@@ -242,6 +223,27 @@ fn resolve_local_ref<'a>(root: &'a Value, schema: &'a Value) -> &'a Value {
 /// assert_eq!(params[1].allowed_values().unwrap().len(), 2);
 /// assert_eq!(params[2].type_name(), "array");
 /// ```
+///
+/// A `$ref` is read through its chain of references, as everywhere in the crate (see
+/// [`schema`](crate::schema)); one the crate refuses is reported by
+/// [`resolution`](Self::resolution):
+///
+/// ```
+/// use serde_json::json;
+/// use tool_calling::schema::SchemaError;
+/// use tool_calling::tools::MethodDefinition;
+///
+/// let method = MethodDefinition::new("m", "").with_parameters(json!({
+///     "type": "object",
+///     "properties": {"n": {"$ref": "#/$defs/alias"}, "bad": {"$ref": "#/$defs/loop"}},
+///     "$defs": {"alias": {"$ref": "#/$defs/n"}, "n": {"type": "integer"}, "loop": {"$ref": "#/$defs/loop"}}
+/// }));
+/// let params = method.parameter_list();
+/// assert_eq!(params[0].type_name(), "integer");
+/// assert_eq!(params[0].resolution(), Ok(&json!({"type": "integer"})));
+/// assert_eq!(params[1].resolution(), Err(SchemaError::Cycle { reference: "#/$defs/loop".into() }));
+/// assert_eq!(params[1].type_name(), "any");
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq)]
 #[non_exhaustive]
 pub struct ParameterInfo<'a> {
@@ -251,16 +253,27 @@ pub struct ParameterInfo<'a> {
     pub required: bool,
     /// Its own schema, as written.
     pub schema: &'a Value,
-    /// The schema a local `$ref` points to (else the same as `schema`): what type
-    /// names and allowed values are read from.
+    /// The schema its chain of local `$ref`s ends at (the same as `schema` when it has
+    /// no `$ref`, or one the crate refuses: see [`resolution`](Self::resolution)): what
+    /// type names and allowed values are read from.
     pub resolved: &'a Value,
+    /// The method's whole parameter schema, which references point into.
+    root: &'a Value,
 }
 
-impl ParameterInfo<'_> {
+impl<'a> ParameterInfo<'a> {
+    /// The schema its `$ref`s stand for, or why the crate refuses them (a reference to
+    /// nothing, a cycle, a chain too long: [`SchemaError`]); the schema itself when it
+    /// has no `$ref`.
+    pub fn resolution(&self) -> Result<&'a Value, SchemaError> {
+        schema::resolve(self.root, self.schema)
+    }
+
     /// A short type name: the schema's `type` (several joined by `|`, `null` left out
     /// when another type remains, as for `Option<T>`), `array<T>` for typed arrays, the
-    /// variants of `anyOf`/`oneOf`, `object` for a `$ref`, `enum` for bare enums, else
-    /// `any`.
+    /// variants of `anyOf`/`oneOf`, `object` or `array` for a schema with `properties` or
+    /// `items` only, `enum` for bare enums, else `any`. References are followed
+    /// throughout; one the crate refuses reads as `any`.
     pub fn type_name(&self) -> String {
         fn join(mut names: Vec<String>) -> String {
             if names.len() > 1 {
@@ -269,10 +282,17 @@ impl ParameterInfo<'_> {
             names.dedup();
             if names.is_empty() { "any".to_string() } else { names.join("|") }
         }
-        fn name_of(schema: &Value) -> String {
-            match schema.get("type") {
-                Some(Value::String(t)) if t == "array" => match schema.get("items") {
-                    Some(items) if items.get("type").is_some() => format!("array<{}>", name_of(items)),
+        fn name_of(root: &Value, schema: &Value, depth: usize) -> String {
+            let Ok(schema) = schema::resolve(root, schema) else { return "any".to_string() };
+            let Value::Object(object) = schema else { return "any".to_string() };
+            if depth > MAX_NAME_DEPTH {
+                return "any".to_string();
+            }
+            match object.get("type") {
+                Some(Value::String(t)) if t == "array" => match object.get("items") {
+                    Some(items) if schema::resolve(root, items).is_ok_and(|i| i.get("type").is_some()) => {
+                        format!("array<{}>", name_of(root, items, depth + 1))
+                    }
                     _ => "array".to_string(),
                 },
                 Some(Value::String(t)) => t.clone(),
@@ -281,12 +301,12 @@ impl ParameterInfo<'_> {
                 }
                 _ => {
                     if let Some(variants) =
-                        schema.get("anyOf").or_else(|| schema.get("oneOf")).and_then(Value::as_array)
+                        object.get("anyOf").or_else(|| object.get("oneOf")).and_then(Value::as_array)
                     {
-                        join(variants.iter().map(name_of).collect())
-                    } else if schema.get("$ref").is_some() {
-                        "object".to_string()
-                    } else if schema.get("enum").is_some() {
+                        join(variants.iter().map(|v| name_of(root, v, depth + 1)).collect())
+                    } else if let Some(kinds) = schema::kinds(object) {
+                        join(kinds.into_iter().map(str::to_string).collect())
+                    } else if object.get("enum").is_some() {
                         "enum".to_string()
                     } else {
                         "any".to_string()
@@ -294,17 +314,19 @@ impl ParameterInfo<'_> {
                 }
             }
         }
-        name_of(self.resolved)
+        name_of(self.root, self.schema, 0)
     }
 
-    /// The parameter's description, if the schema has one.
-    pub fn description(&self) -> Option<&str> {
-        self.schema.get("description").or_else(|| self.resolved.get("description")).and_then(Value::as_str)
+    /// The parameter's description, if the schema has one (the one beside a `$ref`,
+    /// else the referenced schema's).
+    pub fn description(&self) -> Option<&'a str> {
+        schema::annotation(self.root, self.schema, "description").and_then(Value::as_str)
     }
 
-    /// The parameter's default value, if the schema has one.
-    pub fn default(&self) -> Option<&Value> {
-        self.schema.get("default").or_else(|| self.resolved.get("default"))
+    /// The parameter's default value, if the schema has one (the one beside a `$ref`,
+    /// else the referenced schema's).
+    pub fn default(&self) -> Option<&'a Value> {
+        schema::annotation(self.root, self.schema, "default")
     }
 
     /// The allowed values, if the schema restricts them with `enum`.
@@ -312,6 +334,9 @@ impl ParameterInfo<'_> {
         self.resolved.get("enum").and_then(Value::as_array)
     }
 }
+
+/// How deep [`ParameterInfo::type_name`] reads nested items and variants.
+const MAX_NAME_DEPTH: usize = 8;
 
 /// An example call of a method: the arguments, optionally the output, and what it shows.
 ///
@@ -397,9 +422,13 @@ mod tests {
                 "d": {"anyOf": [{"$ref": "#/$defs/X"}, {"type": "null"}]},
                 "e": {"enum": ["x", "y"]},
                 "f": {},
-                "g": {"type": ["string", "integer"]}
+                "g": {"type": ["string", "integer"]},
+                "h": {"anyOf": [{"$ref": "#/$defs/Y"}, {"type": "null"}]},
+                "i": {"type": "array", "items": {"$ref": "#/$defs/Y"}},
+                "j": {"$ref": "#/$defs/Missing"}
             },
-            "required": ["a"]
+            "required": ["a"],
+            "$defs": {"X": {"type": "object"}, "Y": {"$ref": "#/$defs/Z"}, "Z": {"type": "integer"}}
         }));
         let names: Vec<(String, bool)> =
             method.parameter_list().iter().map(|p| (p.type_name(), p.required)).collect();
@@ -411,6 +440,9 @@ mod tests {
             ("enum", false),
             ("any", false),
             ("string|integer", false),
+            ("integer", false),
+            ("array<integer>", false),
+            ("any", false),
         ];
         assert_eq!(names, expected.map(|(n, r)| (n.to_string(), r)));
     }

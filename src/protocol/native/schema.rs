@@ -4,10 +4,14 @@
 //! as it is, and in strict mode only a stricter form; Gemini takes an OpenAPI-3.0 subset.
 //! These functions rewrite a schema into what the provider takes, keeping its meaning
 //! wherever the subset can say it. Local references (`#/$defs/…`) are inlined for
-//! providers that do not resolve them; a reference cycle stops at a fixed depth with an
-//! open object rather than looping.
+//! providers that do not resolve them, read through their chains as the
+//! [`schema`](crate::schema) module reads them; recursion through a definition stops at a
+//! fixed depth with an open object rather than looping, and a reference the module
+//! refuses (to nothing, a cycle of references, a chain too long) is an open object too.
 
 use serde_json::{Map, Value};
+
+use crate::schema as json_schema;
 
 /// How deep local references are inlined before giving up on a cycle.
 const MAX_DEPTH: usize = 16;
@@ -15,11 +19,6 @@ const MAX_DEPTH: usize = 16;
 /// How many references are inlined in all: a schema that references the same
 /// definitions over and over cannot grow past this many copies.
 const MAX_INLINED: usize = 1_000;
-
-/// The schema `reference` (`#/$defs/Name`) points to in `root`.
-fn resolve<'r>(root: &'r Value, reference: &str) -> Option<&'r Value> {
-    root.pointer(reference.strip_prefix('#')?)
-}
 
 /// OpenAI's strict mode: every object closed (`additionalProperties: false`) and every
 /// property required, with the properties that were optional made nullable (`"type":
@@ -82,10 +81,7 @@ fn strict_in_place(schema: &mut Value) {
     }
     if let Some(Value::Object(properties)) = map.get_mut("properties") {
         let required: Vec<String> = properties.keys().cloned().collect();
-        let already: Vec<String> = match map.get("required") {
-            Some(Value::Array(r)) => r.iter().filter_map(Value::as_str).map(str::to_string).collect(),
-            _ => Vec::new(),
-        };
+        let already: Vec<String> = json_schema::required(map).into_iter().map(str::to_string).collect();
         if let Some(Value::Object(properties)) = map.get_mut("properties") {
             for (name, property) in properties.iter_mut() {
                 strict_in_place(property);
@@ -166,7 +162,9 @@ const GEMINI_KEYWORDS: [&str; 20] = [
     "items",
 ];
 
-/// Gemini's schema subset: local references inlined, `type` arrays turned into one type
+/// Gemini's schema subset: local references inlined (through chains; one the
+/// [`schema`](crate::schema) module refuses, and recursion past a fixed depth, become
+/// `{"type": "object"}`), `type` arrays turned into one type
 /// and `nullable` (or `anyOf` when several types remain), `const` into a one-value
 /// `enum`, `oneOf` into `anyOf`, `minimum`/`maximum` kept, and keywords Gemini refuses
 /// (`additionalProperties`, `$defs`, `$schema`, …) dropped.
@@ -199,9 +197,9 @@ fn gemini_at(root: &Value, schema: &Value, depth: usize, inlined: &mut usize) ->
         // nearest Gemini can say.
         return serde_json::json!({"type": "object"});
     };
-    if let Some(reference) = map.get("$ref").and_then(Value::as_str) {
-        return match resolve(root, reference) {
-            Some(target) if depth < MAX_DEPTH && *inlined < MAX_INLINED => {
+    if map.contains_key("$ref") {
+        return match json_schema::resolve(root, schema) {
+            Ok(target) if depth < MAX_DEPTH && *inlined < MAX_INLINED => {
                 *inlined += 1;
                 let mut copy = gemini_at(root, target, depth + 1, inlined);
                 // Keywords beside the reference (a description) win.

@@ -404,9 +404,7 @@ impl Elements<'_> {
             };
         };
         if let Some(reference) = object.get("$ref").and_then(Value::as_str) {
-            let target = schema::target(self.root, reference).ok_or_else(|| {
-                self.error(format!("`$ref` {reference} does not name a definition of the schema"))
-            })?;
+            let target = schema::target(self.root, reference).map_err(|e| self.error(e.to_string()))?;
             return self.content(b, target, depth + 1, top);
         }
         let constants: Option<Vec<&Value>> = match (object.get("const"), object.get("enum")) {

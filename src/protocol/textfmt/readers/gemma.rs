@@ -525,9 +525,7 @@ impl Notation<'_> {
         };
         Values::new(b, ValueStyle::json("<"), method, root).note_unenforced(object);
         if let Some(reference) = object.get("$ref").and_then(Value::as_str) {
-            let target = schema::target(root, reference).ok_or_else(|| {
-                Self::error(method, format!("`$ref` {reference} does not name a definition of the schema"))
-            })?;
+            let target = schema::target(root, reference).map_err(|e| Self::error(method, e.to_string()))?;
             return self.value(b, method, target, root, depth + 1);
         }
         if let Some(constant) = object.get("const") {

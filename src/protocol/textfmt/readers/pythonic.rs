@@ -245,8 +245,8 @@ impl<'b> PyLiterals<'b> {
             _ => return self.values().json(schema),
         };
         self.values().note_unenforced(object);
-        if let Some(reference) = object.get("$ref").and_then(Value::as_str) {
-            return self.reference(reference);
+        if object.contains_key("$ref") {
+            return self.reference(schema);
         }
         if let Some(constant) = object.get("const") {
             return Ok(Expr::lit(self.text(constant)));
@@ -369,11 +369,7 @@ impl<'b> PyLiterals<'b> {
             let any = self.any();
             return Ok(self.dict_of(any));
         };
-        let required: Vec<&str> = schema
-            .get("required")
-            .and_then(Value::as_array)
-            .map(|r| r.iter().filter_map(Value::as_str).collect())
-            .unwrap_or_default();
+        let required = schema::required(schema);
         let mut members = Vec::new();
         for (key, property) in properties {
             let value = self.literal(property)?;
@@ -420,15 +416,15 @@ impl<'b> PyLiterals<'b> {
         value
     }
 
-    /// The literal of a local `$ref`, defined once.
-    fn reference(&mut self, reference: &str) -> Result<Expr, GrammarError> {
+    /// The literal of `schema`, which holds a local `$ref`: the literal of the schema its
+    /// chain of references ends at, defined once; an error for a reference the schema
+    /// module refuses.
+    fn reference(&mut self, schema: &Value) -> Result<Expr, GrammarError> {
+        let reference = schema.get("$ref").and_then(Value::as_str).unwrap_or_default();
         if let Some(name) = self.refs.get(reference) {
             return Ok(Expr::Ref(name.clone()));
         }
-        let root = self.root;
-        let target = schema::target(root, reference).ok_or_else(|| {
-            self.error(format!("`$ref` {reference} does not name a definition of the schema"))
-        })?;
+        let target = schema::resolve(self.root, schema).map_err(|e| self.error(e.to_string()))?;
         let name = self.b.reserve(reference.rsplit('/').next().unwrap_or("ref"));
         self.refs.insert(reference.to_string(), name.clone());
         let body = self.literal(target)?;
