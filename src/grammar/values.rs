@@ -98,7 +98,8 @@ pub(crate) struct Values<'b> {
     method: String,
     /// The method's whole schema, which `$ref`s point into.
     root: &'b Value,
-    /// The rule of each reference already written.
+    /// The rule of each reference already written, by form and reference (see
+    /// [`reference`](Self::reference)).
     refs: HashMap<String, String>,
     depth: u32,
     /// For protocols whose markup names a text value's JSON type (DSML's `string="true"`,
@@ -356,7 +357,7 @@ impl<'b> Values<'b> {
         };
         self.note_unenforced(object);
         if object.contains_key("$ref") {
-            return self.reference(schema, |values, target| values.json(target));
+            return self.reference("json", schema, |values, target| values.json(target));
         }
         if let Some(constant) = object.get("const") {
             return Ok(Expr::lit(constant.to_string()));
@@ -504,7 +505,7 @@ impl<'b> Values<'b> {
         };
         self.note_unenforced(object);
         if object.contains_key("$ref") {
-            return self.reference(schema, |values, target| values.text(target));
+            return self.reference("text", schema, |values, target| values.text(target));
         }
         if let Some(constant) = object.get("const") {
             if self.kind_open.is_some() {
@@ -612,21 +613,25 @@ impl<'b> Values<'b> {
         Ok(Expr::alt(forms))
     }
 
-    /// The value of `schema`, which holds a `$ref`: a rule for the schema its chain of
-    /// references ends at, defined once per reference (so a recursive schema is a
-    /// recursive rule); an error for a reference the schema module refuses.
+    /// The value of `schema`, which holds a `$ref`, written as `form` (`json` or `text`):
+    /// a rule for the schema its chain of references ends at, defined once per reference
+    /// and form (so a recursive schema is a recursive rule, and a definition used both as
+    /// a text value and inside JSON has a rule for each); an error for a reference the
+    /// schema module refuses.
     fn reference(
         &mut self,
+        form: &str,
         schema: &Value,
         build: impl FnOnce(&mut Self, &Value) -> Result<Expr, GrammarError>,
     ) -> Result<Expr, GrammarError> {
         let reference = schema.get("$ref").and_then(Value::as_str).unwrap_or_default();
-        if let Some(name) = self.refs.get(reference) {
+        let key = format!("{form} {reference}");
+        if let Some(name) = self.refs.get(&key) {
             return Ok(Expr::Ref(name.clone()));
         }
         let target = schema::resolve(self.root, schema).map_err(|e| self.error(e.to_string()))?;
         let name = self.builder.reserve(reference.rsplit('/').next().unwrap_or("ref"));
-        self.refs.insert(reference.to_string(), name.clone());
+        self.refs.insert(key, name.clone());
         let body = build(self, target)?;
         self.builder.define_reserved(&name, body);
         Ok(Expr::Ref(name))
