@@ -82,6 +82,7 @@
 //! | the providers' wire formats: bodies, streamed events, messages to send back | [`Provider`] | [`providers`] |
 //! | a request and its result | [`ToolRequest`], [`Invocation`], [`ToolExecutionResult`], [`ToolError`], [`ErrorKind`] | the crate root |
 //! | tools | `#[`[`tool`]`]` and `#[`[`tool_fn`]`]`, [`ToolSpec`], [`ToolDefinition`], [`ToolRegistry`] | [`tools`] |
+//! | what a tool's JSON Schema says: `$ref` chains, refused references | [`schema::resolve`], [`schema::SchemaError`] | [`schema`] |
 //! | running calls: validation, time limits, retries, policy | [`Executor`] | [`exec`] |
 //! | a cycle (parse, run, results), a streamed reply, a conversation | [`Engine`] | [`engine`] |
 //! | models, messages, turns | [`ChatModel`], [`Conversation`], [`AssistantTurn`] | [`model`] |
