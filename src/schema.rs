@@ -2,7 +2,8 @@
 //!
 //! Every reader of tool schemas in the crate asks its questions here: text coercion
 //! ([`TextCoercion`](crate::tools::TextCoercion)), declarations
-//! ([`ParameterInfo`](crate::tools::ParameterInfo)), argument defaults, the schemas
+//! ([`ParameterInfo`](crate::tools::ParameterInfo)), argument defaults, the registry's
+//! check of a tool's schemas, the schemas
 //! rewritten for native providers
 //! ([`gemini`](crate::protocol::native::schema::gemini)), and the grammars' walks (JSON
 //! and text values, Python literals, Gemma's and MiniMax-M3's notations). So a schema

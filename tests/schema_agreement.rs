@@ -5,8 +5,8 @@
 //! and MiniMax-M3 notations, each grammar compiled by llguidance and driven over calls
 //! the formats write. A `$ref` to a `$ref` ends at the same schema everywhere (its range
 //! holds in every grammar), nullable, nested, enum and default parameters read alike,
-//! and a cycle of references (or a reference to nothing) is refused by every reader with
-//! the error `tool_calling::schema::resolve` gives.
+//! and a cycle of references (or a reference to nothing) is refused by every reader, and
+//! by `ToolRegistry::register`, with the error `tool_calling::schema::resolve` gives.
 
 #[path = "support/llg.rs"]
 mod llg;
@@ -230,6 +230,9 @@ fn refused_everywhere(root: Value, expected: SchemaError) {
     assert_eq!(info.type_name(), "any");
     // Gemini, which has no way to refuse, declares an open object.
     assert_eq!(gemini(&root)["properties"]["x"], json!({"type": "object"}));
+    // The registry refuses the tool, naming the reference.
+    #[cfg(feature = "runtime")]
+    registry_refuses(&tools[0], &expected);
     // Every grammar refuses the schema with the same message.
     for id in FORMATS {
         let error = protocol(id).grammar(&tools, &Constraint::new(Dialect::Lark, Scope::Call)).map(|_| ());
@@ -249,4 +252,23 @@ fn a_cycle_of_references_is_refused_the_same_way_everywhere() {
 #[test]
 fn a_reference_to_nothing_is_refused_the_same_way_everywhere() {
     refused_everywhere(dangling(), SchemaError::Unresolved { reference: "#/$defs/Nowhere".into() });
+}
+
+/// `ToolRegistry::register` refuses `tool` at its parameter `x`'s `$ref` with `expected`.
+#[cfg(feature = "runtime")]
+fn registry_refuses(tool: &ToolDefinition, expected: &SchemaError) {
+    use std::sync::Arc;
+    use tool_calling::tools::{
+        ArgMap, BoxFuture, Instance, MethodSpec, RegistryError, ToolOutput, ToolRegistry, ToolSpec,
+    };
+
+    let run = |_, _: ArgMap| Box::pin(async { Ok(ToolOutput::Text("ok".into())) }) as BoxFuture<'static, _>;
+    let spec = ToolSpec::new("t", "T", || Ok(Arc::new(()) as Instance))
+        .with_method(MethodSpec::new(tool.methods[0].clone(), run));
+    match ToolRegistry::new().register(spec) {
+        Err(RegistryError::InvalidSchema { field, reason, .. }) => {
+            assert_eq!((field.as_str(), reason), ("/properties/x/$ref", expected.to_string()));
+        }
+        other => panic!("registered: {other:?}"),
+    }
 }

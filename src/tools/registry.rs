@@ -134,12 +134,12 @@ fn schema_problem(root: &Value) -> Option<(String, String)> {
     if object.get("type").and_then(Value::as_str) != Some("object") {
         return Some(("/type".into(), "parameters must be a schema of `\"type\": \"object\"`".into()));
     }
-    object_problem(root, "")
+    object_problem(root, root, "")
         .or_else(|| {
             ["$defs", "definitions"].iter().find_map(|defs| {
                 root.get(defs).and_then(Value::as_object).and_then(|defs_map| {
                     defs_map.iter().find_map(|(name, schema)| {
-                        typed_problem(schema, &format!("/{defs}/{}", escape_pointer(name)))
+                        typed_problem(root, schema, &format!("/{defs}/{}", escape_pointer(name)))
                     })
                 })
             })
@@ -154,7 +154,7 @@ fn escape_pointer(key: &str) -> String {
 }
 
 /// An object schema: `properties` typed, `required` keys defined.
-fn object_problem(schema: &Value, at: &str) -> Option<(String, String)> {
+fn object_problem(root: &Value, schema: &Value, at: &str) -> Option<(String, String)> {
     let properties = match schema.get("properties") {
         None => None,
         Some(Value::Object(p)) => Some(p),
@@ -163,7 +163,7 @@ fn object_problem(schema: &Value, at: &str) -> Option<(String, String)> {
     if let Some(properties) = properties {
         for (name, property) in properties {
             if let Some(problem) =
-                typed_problem(property, &format!("{at}/properties/{}", escape_pointer(name)))
+                typed_problem(root, property, &format!("{at}/properties/{}", escape_pointer(name)))
             {
                 return Some(problem);
             }
@@ -183,8 +183,10 @@ fn object_problem(schema: &Value, at: &str) -> Option<(String, String)> {
     }
 }
 
-/// A property schema must say what it holds; nested objects and arrays are checked too.
-fn typed_problem(schema: &Value, at: &str) -> Option<(String, String)> {
+/// A property schema must say what it holds, and its `$ref` must be one the crate reads
+/// (see [`crate::schema`]: no cycle, no reference to nothing); nested objects and arrays
+/// are checked too.
+fn typed_problem(root: &Value, schema: &Value, at: &str) -> Option<(String, String)> {
     if schema.as_bool() == Some(true) {
         return None;
     }
@@ -198,20 +200,23 @@ fn typed_problem(schema: &Value, at: &str) -> Option<(String, String)> {
             "the property has no type (add `type`, `enum`, `const` or `$ref`)".into(),
         ));
     }
+    if let Err(error) = crate::schema::resolve(root, schema) {
+        return Some((format!("{at}/$ref"), error.to_string()));
+    }
     if (object.get("type").and_then(Value::as_str) == Some("object") || object.contains_key("properties"))
-        && let Some(problem) = object_problem(schema, at)
+        && let Some(problem) = object_problem(root, schema, at)
     {
         return Some(problem);
     }
     if let Some(items) = object.get("items")
-        && let Some(problem) = typed_problem(items, &format!("{at}/items"))
+        && let Some(problem) = typed_problem(root, items, &format!("{at}/items"))
     {
         return Some(problem);
     }
     for combinator in ["anyOf", "oneOf", "allOf"] {
         if let Some(variants) = object.get(combinator).and_then(Value::as_array) {
             for (i, variant) in variants.iter().enumerate() {
-                if let Some(problem) = typed_problem(variant, &format!("{at}/{combinator}/{i}")) {
+                if let Some(problem) = typed_problem(root, variant, &format!("{at}/{combinator}/{i}")) {
                     return Some(problem);
                 }
             }
