@@ -532,25 +532,15 @@ impl AutoProtocol {
         }
     }
 
-    /// Reads VCP with `vcp`.
-    #[must_use]
-    pub fn with_vcp(mut self, vcp: VcpProtocol) -> Self {
-        self.vcp = vcp;
-        self
-    }
+    setters! {
+        /// Reads VCP with `vcp`.
+        pub fn with_vcp(vcp: VcpProtocol) { self.vcp = vcp }
 
-    /// Reads the formats with `options`.
-    #[must_use]
-    pub fn with_options(mut self, options: TextFormatOptions) -> Self {
-        self.options = options;
-        self
-    }
+        /// Reads the formats with `options`.
+        pub fn with_options(options: TextFormatOptions) { self.options = options }
 
-    /// Offers tools in `prompt`'s shape.
-    #[must_use]
-    pub fn with_prompt_format(mut self, prompt: Detected) -> Self {
-        self.prompt = prompt;
-        self
+        /// Offers tools in `prompt`'s shape.
+        pub fn with_prompt_format(prompt: Detected) { self.prompt = prompt }
     }
 
     /// Offers tools in the format `model` writes ([`TextFormat::for_model`]), VCP for a

@@ -262,41 +262,27 @@ impl Default for TextFormatOptions {
 }
 
 impl TextFormatOptions {
-    /// Sets [`request_ids`](Self::request_ids).
-    #[must_use]
-    pub fn request_ids(mut self, style: RequestIdStyle) -> Self {
-        self.request_ids = style;
-        self
-    }
+    setters! {
+        /// Sets [`request_ids`](Self::request_ids).
+        pub fn request_ids(style: RequestIdStyle) { self.request_ids = style }
 
-    /// Sets [`skip_reasoning`](Self::skip_reasoning).
-    #[must_use]
-    pub fn skip_reasoning(mut self, on: bool) -> Self {
-        self.skip_reasoning = on;
-        self
-    }
+        /// Sets [`skip_reasoning`](Self::skip_reasoning).
+        pub fn skip_reasoning(on: bool) { self.skip_reasoning = on }
 
-    /// Sets [`starts_in_reasoning`](Self::starts_in_reasoning).
-    #[must_use]
-    pub fn starts_in_reasoning(mut self, on: bool) -> Self {
-        self.starts_in_reasoning = on;
-        self
-    }
+        /// Sets [`starts_in_reasoning`](Self::starts_in_reasoning).
+        pub fn starts_in_reasoning(on: bool) { self.starts_in_reasoning = on }
 
-    /// Sets [`max_reply_bytes`](Self::max_reply_bytes).
-    ///
-    /// ```
-    /// use tool_calling::protocol::textfmt::{TextFormat, TextFormatOptions, TextFormatProtocol};
-    /// let reply = r#"<tool_call>{"name": "a", "arguments": {}}</tool_call><tool_call>{"name": "b", "arguments": {}}</tool_call>"#;
-    /// let options = TextFormatOptions::default().max_reply_bytes(reply.len() / 2);
-    /// let parsed = TextFormatProtocol::new(TextFormat::Hermes).with_options(options).parse(reply);
-    /// assert_eq!(parsed.requests.len(), 1);
-    /// assert!(parsed.diagnostics.iter().any(|d| d.kind.as_str() == "limit_exceeded"));
-    /// ```
-    #[must_use]
-    pub fn max_reply_bytes(mut self, bytes: usize) -> Self {
-        self.max_reply_bytes = bytes;
-        self
+        /// Sets [`max_reply_bytes`](Self::max_reply_bytes).
+        ///
+        /// ```
+        /// use tool_calling::protocol::textfmt::{TextFormat, TextFormatOptions, TextFormatProtocol};
+        /// let reply = r#"<tool_call>{"name": "a", "arguments": {}}</tool_call><tool_call>{"name": "b", "arguments": {}}</tool_call>"#;
+        /// let options = TextFormatOptions::default().max_reply_bytes(reply.len() / 2);
+        /// let parsed = TextFormatProtocol::new(TextFormat::Hermes).with_options(options).parse(reply);
+        /// assert_eq!(parsed.requests.len(), 1);
+        /// assert!(parsed.diagnostics.iter().any(|d| d.kind.as_str() == "limit_exceeded"));
+        /// ```
+        pub fn max_reply_bytes(bytes: usize) { self.max_reply_bytes = bytes }
     }
 }
 

@@ -418,10 +418,10 @@ pub(crate) fn syntax(
     if offer.options.skip_reasoning {
         inside.extend(reasoning_heads());
     }
-    let notation = Notation { quote: blocks.quote, avoid: inside };
     let mut calls = Vec::new();
     for (name, schema) in offer.methods {
-        let object = notation.object(b, name, schema, schema, 0)?;
+        let notation = Notation { quote: blocks.quote, avoid: &inside, method: name, root: schema };
+        let object = notation.object(b, schema, 0)?;
         calls.push(
             b.rule(name, Expr::seq([Expr::lit(format!("call:{name}")), object, Expr::lit(blocks.close)])),
         );
@@ -432,32 +432,28 @@ pub(crate) fn syntax(
 /// Deepest schema nesting a grammar follows.
 const MAX_SCHEMA_DEPTH: u32 = 32;
 
-/// The Gemma notation of one format, for grammars: its string delimiter, and what a
-/// string may not hold.
-struct Notation<'q> {
-    quote: &'q str,
-    avoid: Vec<Pattern>,
+/// The Gemma notation of one format, for the grammar of one method: its string
+/// delimiter, what a string may not hold, and the method (named in errors) whose
+/// parameter schema `$ref`s point into.
+struct Notation<'a> {
+    quote: &'a str,
+    avoid: &'a [Pattern],
+    method: &'a str,
+    root: &'a Value,
 }
 
 impl Notation<'_> {
-    fn error(method: &str, message: impl Into<String>) -> GrammarError {
-        GrammarError::Schema { method: method.to_string(), message: message.into() }
+    fn error(&self, message: impl Into<String>) -> GrammarError {
+        GrammarError::Schema { method: self.method.to_string(), message: message.into() }
     }
 
     /// A string between delimiters, of `min` to `max` characters (and of `schema`'s
     /// `pattern`).
-    fn string(
-        &self,
-        b: &mut Builder,
-        method: &str,
-        schema: &Map<String, Value>,
-        min: u32,
-        max: Option<u32>,
-    ) -> Expr {
-        let text = Values::new(b, ValueStyle::json("<"), method, &Value::Null).pattern_text(
+    fn string(&self, b: &mut Builder, schema: &Map<String, Value>, min: u32, max: Option<u32>) -> Expr {
+        let text = Values::new(b, ValueStyle::json("<"), self.method, &Value::Null).pattern_text(
             "STRING_TEXT",
             schema,
-            self.avoid.clone(),
+            self.avoid.to_vec(),
             min,
             max,
         );
@@ -473,14 +469,7 @@ impl Notation<'_> {
 
     /// An object of `schema`'s properties, in order: `{key:value,…}`; with no
     /// `properties`, any object.
-    fn object(
-        &self,
-        b: &mut Builder,
-        method: &str,
-        schema: &Value,
-        root: &Value,
-        depth: u32,
-    ) -> Result<Expr, GrammarError> {
+    fn object(&self, b: &mut Builder, schema: &Value, depth: u32) -> Result<Expr, GrammarError> {
         if schema.get("properties").and_then(Value::as_object).is_none() {
             return Ok(self.any_object(b));
         }
@@ -492,61 +481,52 @@ impl Notation<'_> {
                 self.quote,
                 &mut written,
             )
-            .ok_or_else(|| Self::error(method, format!("the key `{key}` holds the string delimiter")))?;
+            .ok_or_else(|| self.error(format!("the key `{key}` holds the string delimiter")))?;
             // `{KEY:null}`: the key as the writer writes it, then `:`.
             let head = written.strip_prefix('{').and_then(|w| w.strip_suffix("null}")).unwrap_or_default();
-            let value = self.value(b, method, property, root, depth + 1)?;
+            let value = self.value(b, property, depth + 1)?;
             members.push((Expr::seq([Expr::lit(head), value]), required));
         }
-        let list = Values::new(b, ValueStyle::json("<"), method, root).member_list(members, Expr::lit(","));
+        let list = Values::new(b, ValueStyle::json("<"), self.method, self.root)
+            .member_list(members, Expr::lit(","));
         Ok(Expr::seq([Expr::lit("{"), list, Expr::lit("}")]))
     }
 
     /// A value of `schema` in the notation.
-    fn value(
-        &self,
-        b: &mut Builder,
-        method: &str,
-        schema: &Value,
-        root: &Value,
-        depth: u32,
-    ) -> Result<Expr, GrammarError> {
+    fn value(&self, b: &mut Builder, schema: &Value, depth: u32) -> Result<Expr, GrammarError> {
         if depth > MAX_SCHEMA_DEPTH {
-            return Err(Self::error(
-                method,
-                format!("the schema nests deeper than {MAX_SCHEMA_DEPTH} levels"),
-            ));
+            return Err(self.error(format!("the schema nests deeper than {MAX_SCHEMA_DEPTH} levels")));
         }
         let Value::Object(object) = schema else {
             return match schema {
-                Value::Bool(false) => Err(Self::error(method, "a schema of `false` admits no value")),
+                Value::Bool(false) => Err(self.error("a schema of `false` admits no value")),
                 _ => Ok(self.any_value(b)),
             };
         };
-        Values::new(b, ValueStyle::json("<"), method, root).note_unenforced(object);
+        Values::new(b, ValueStyle::json("<"), self.method, self.root).note_unenforced(object);
         if let Some(reference) = object.get("$ref").and_then(Value::as_str) {
-            let target = schema::target(root, reference).map_err(|e| Self::error(method, e.to_string()))?;
-            return self.value(b, method, target, root, depth + 1);
+            let target = schema::target(self.root, reference).map_err(|e| self.error(e.to_string()))?;
+            return self.value(b, target, depth + 1);
         }
         if let Some(constant) = object.get("const") {
             return self
                 .constant(constant)
-                .ok_or_else(|| Self::error(method, "the `const` holds the string delimiter"));
+                .ok_or_else(|| self.error("the `const` holds the string delimiter"));
         }
         if let Some(options) = object.get("enum").and_then(Value::as_array) {
             let options: Vec<Expr> = options.iter().filter_map(|v| self.constant(v)).collect();
             if options.is_empty() {
-                return Err(Self::error(method, "the `enum` admits no value the notation can write"));
+                return Err(self.error("the `enum` admits no value the notation can write"));
             }
             return Ok(Expr::alt(options));
         }
         if let Some((key, options)) = schema::alternatives(object) {
             if options.is_empty() {
-                return Err(Self::error(method, format!("an empty `{key}` admits no value")));
+                return Err(self.error(format!("an empty `{key}` admits no value")));
             }
             let mut alternatives = Vec::new();
             for option in &options {
-                alternatives.push(self.value(b, method, option, root, depth + 1)?);
+                alternatives.push(self.value(b, option, depth + 1)?);
             }
             return Ok(Expr::alt(alternatives));
         }
@@ -556,19 +536,19 @@ impl Notation<'_> {
             alternatives.push(match kind {
                 "string" => {
                     let (min, max) = b.string_bounds(object);
-                    self.string(b, method, object, min, max)
+                    self.string(b, object, min, max)
                 }
                 "integer" | "number" => {
                     let mut one = object.clone();
                     one.insert("type".into(), Value::String(kind.to_string()));
-                    Values::new(b, ValueStyle::json("<"), method, root).json(&Value::Object(one))?
+                    Values::new(b, ValueStyle::json("<"), self.method, self.root).json(&Value::Object(one))?
                 }
                 "boolean" => Expr::alt([Expr::lit("true"), Expr::lit("false")]),
                 "null" => Expr::lit("null"),
-                "object" => self.object(b, method, schema, root, depth)?,
+                "object" => self.object(b, schema, depth)?,
                 "array" => {
                     let item = match object.get("items") {
-                        Some(items) => self.value(b, method, items, root, depth + 1)?,
+                        Some(items) => self.value(b, items, depth + 1)?,
                         None => self.any_value(b),
                     };
                     let (min, max) = schema::item_bounds(object);
@@ -584,11 +564,11 @@ impl Notation<'_> {
                     };
                     b.rule("list", body)
                 }
-                other => return Err(Self::error(method, format!("unknown type `{other}`"))),
+                other => return Err(self.error(format!("unknown type `{other}`"))),
             });
         }
         if alternatives.is_empty() {
-            return Err(Self::error(method, "an empty `type` list admits no value"));
+            return Err(self.error("an empty `type` list admits no value"));
         }
         Ok(Expr::alt(alternatives))
     }
@@ -607,7 +587,7 @@ impl Notation<'_> {
     fn any(&self, b: &mut Builder) -> (Expr, Expr) {
         let name = b.reserve("any_value");
         let value = Expr::Ref(name.clone());
-        let string = self.string(b, "", &Map::new(), 0, None);
+        let string = self.string(b, &Map::new(), 0, None);
         let key = b.token(
             "KEY",
             Expr::alt([
