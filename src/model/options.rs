@@ -88,7 +88,7 @@ impl Thinking {
 }
 
 /// Options of one model call. Unset options take the model's defaults
-/// ([`ModelCapabilities`](super::ModelCapabilities)); a client drops an option the model
+/// ([`ModelCapabilities`](crate::protocol::ModelCapabilities)); a client drops an option the model
 /// does not support, with a [`RequestNote`] saying so, rather than send it.
 ///
 /// ```
