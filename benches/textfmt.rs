@@ -19,7 +19,7 @@
 //!
 //! The `peers` group does the same for every format `tool-parser` also reads (18 of
 //! them), on 256 KiB of prose with three calls and on a reply made only of calls, each
-//! call written by the format's own writer (`TextFormatProtocol::format_call`) with
+//! call written by the format's own writer (`TextFormatProtocol::write_call`) with
 //! arguments of several kinds; where `tool-parser` takes one list per reply (Mistral,
 //! Llama 3, pythonic, Sarashina, Kimi K3) the dense reply is one list. It prints the
 //! ratio measured side by side, or says so when `tool-parser` reads fewer of the calls
@@ -37,7 +37,7 @@
 use std::hint::black_box;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use tool_calling::protocol::StreamParser;
+use tool_calling::protocol::{StreamParser, ToolCallingProtocol};
 use tool_calling::protocol::textfmt::{AutoProtocol, TextFormat, TextFormatProtocol};
 use tool_parser::parsers::{QwenXmlParser, SarashinaParser};
 use tool_parser::{
@@ -129,7 +129,7 @@ fn peers() -> Vec<(TextFormat, Box<dyn ToolParser>)> {
 
 /// Call number `i` in `format`, as its writer writes it: a name and arguments of several
 /// kinds (a path, a number, a flag, a nested object with a list, non-ASCII text).
-fn format_call(format: TextFormat, i: usize) -> String {
+fn write_call(format: TextFormat, i: usize) -> String {
     let args = serde_json::json!({
         "path": format!("src/tools/{i}"),
         "depth": 3,
@@ -139,7 +139,7 @@ fn format_call(format: TextFormat, i: usize) -> String {
     });
     let args = args.as_object().expect("an object");
     let call =
-        TextFormatProtocol::new(format).format_call("directory_tree", args).expect("the writer writes it");
+        TextFormatProtocol::new(format).write_call("directory_tree", args).expect("the writer writes it");
     // `tool-parser` reads Mistral's array only after `[TOOL_CALLS] ` with its blank; this
     // crate reads both.
     match format {
@@ -149,7 +149,7 @@ fn format_call(format: TextFormat, i: usize) -> String {
 }
 
 /// `n` calls in one block of `format`, for the formats whose reader (here or in
-/// `tool-parser`) takes one list per reply: the calls `format_call` writes, unwrapped and
+/// `tool-parser`) takes one list per reply: the calls `write_call` writes, unwrapped and
 /// joined as the format joins them. `None` for the other formats.
 fn one_block(format: TextFormat, n: usize) -> Option<String> {
     let (open, close, join) = match format {
@@ -162,7 +162,7 @@ fn one_block(format: TextFormat, n: usize) -> Option<String> {
     };
     let calls: Option<Vec<String>> = (0..n)
         .map(|i| {
-            let call = format_call(format, i);
+            let call = write_call(format, i);
             call.strip_prefix(open).and_then(|c| c.strip_suffix(close)).map(str::to_string)
         })
         .collect();
@@ -180,7 +180,7 @@ fn peers_side_by_side(c: &mut Criterion) {
     const SIZE: usize = 256 << 10;
     for (format, theirs) in peers() {
         let ours = TextFormatProtocol::new(format);
-        let call = |i: usize| format_call(format, i);
+        let call = |i: usize| write_call(format, i);
         let (mut dense, mut dense_calls) = inputs::calls_with(SIZE, &call);
         // Where `tool-parser` reads one list per reply, the dense reply is one list.
         if let Some(block) = one_block(format, dense_calls) {
@@ -236,7 +236,7 @@ fn every_format(c: &mut Criterion) {
     const SIZE: usize = 256 << 10;
     for format in TextFormat::ALL {
         let ours = TextFormatProtocol::new(format);
-        let call = |i: usize| format_call(format, i);
+        let call = |i: usize| write_call(format, i);
         let (dense, _) = inputs::calls_with(SIZE, &call);
         for (name, input) in [("prose", inputs::prose_with(SIZE, &call)), ("dense", dense)] {
             group.throughput(Throughput::Bytes(input.len() as u64));

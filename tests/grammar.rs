@@ -107,12 +107,12 @@ fn write_call(
         }
         return Some(
             VcpProtocol::default()
-                .format_request(tool, fields.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+                .write_block(tool, fields.iter().map(|(k, v)| (k.as_str(), v.as_str())))
                 .expect("a request the formatter writes"),
         );
     }
     let format = TextFormat::from_id(id).expect("a text format id");
-    TextFormatProtocol::new(format).format_call(full_name, args)
+    TextFormatProtocol::new(format).write_call(full_name, args)
 }
 
 /// The formats whose text values have no escape: a value cannot hold their closing

@@ -69,7 +69,7 @@ fn calls() -> Vec<(&'static str, String)> {
             continue;
         }
         let call = TextFormatProtocol::new(format)
-            .format_call("calc_add", args.as_object().unwrap())
+            .write_call("calc_add", args.as_object().unwrap())
             .unwrap_or_else(|| panic!("{format} writes calc_add(a=1)"));
         calls.push((format.id(), call));
     }

@@ -10,7 +10,7 @@ use tool_calling::protocol::ParseOutcome;
 use tool_calling::protocol::reasoning;
 use tool_calling::protocol::textfmt::{AutoProtocol, TextFormat, TextFormatProtocol};
 use tool_calling::protocol::vcp::VcpProtocol;
-use tool_calling::protocol::{StreamCollector, StreamEvent, StreamParser};
+use tool_calling::protocol::{StreamCollector, StreamEvent, StreamParser, ToolCallingProtocol};
 
 #[path = "support/chunks.rs"]
 mod chunks;
@@ -43,7 +43,7 @@ fn call(protocol: &str, name: &str) -> String {
             let format = TextFormat::from_id(other).unwrap_or_else(|| panic!("no syntax for {other}"));
             let args = serde_json::Map::new();
             TextFormatProtocol::new(format)
-                .format_call(name, &args)
+                .write_call(name, &args)
                 .unwrap_or_else(|| panic!("{other} writes a call of {name}"))
         }
     }

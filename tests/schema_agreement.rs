@@ -112,7 +112,7 @@ fn a_chained_reference_ends_at_the_same_schema_everywhere() {
     assert_eq!(native["properties"]["place"]["properties"]["zip"], inlined);
     // Text formats type the chained parameter by the same schema when they resolve a call.
     let xml = protocol("qwen3_coder_xml");
-    let text = xml.format_call("t_check", &args(json!({"count": 7}))).expect("written");
+    let text = xml.write_call("t_check", &args(json!({"count": 7}))).expect("written");
     let parsed = xml.parse(&text);
     let catalog = ToolCatalog::from_definitions(&tools(root.clone()));
     let resolved = xml.resolve(&parsed.requests[0], &TurnState::default(), &catalog);
@@ -155,7 +155,7 @@ fn the_grammars_admit_and_refuse_alike() {
             if *typed_only && !TYPED.contains(&id) {
                 continue;
             }
-            let Some(text) = protocol.format_call("t_check", &args(arguments.clone())) else {
+            let Some(text) = protocol.write_call("t_check", &args(arguments.clone())) else {
                 panic!("{id} writes no call of {arguments}");
             };
             let verdict = engine.admits(&text);

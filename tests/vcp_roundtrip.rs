@@ -62,7 +62,7 @@ fn in_scope(v: &str) -> bool {
 
 fn check(options: VcpOptions, tool: &str, args: &[(String, String)]) -> Result<(), TestCaseError> {
     let vcp = VcpProtocol::new(options);
-    let block = match vcp.format_request(tool, args.iter().map(|(k, v)| (k.as_str(), v.as_str()))) {
+    let block = match vcp.write_block(tool, args.iter().map(|(k, v)| (k.as_str(), v.as_str()))) {
         Ok(block) => block,
         Err(FormatError::DuplicateKey { .. }) => return Ok(()),
         Err(e) => return Err(TestCaseError::fail(format!("refused: {e}"))),
@@ -107,7 +107,7 @@ proptest! {
     fn escaped_closers_are_refused(prefix in ".{0,8}", closer in "[「{]末[eE][sS][cC][aA][pP][eE][」}]") {
         let value = format!("{prefix}{closer}");
         let refused = matches!(
-            VcpProtocol::default().format_request("t", [("v", value.as_str())]),
+            VcpProtocol::default().write_block("t", [("v", value.as_str())]),
             Err(FormatError::EscapedCloserInValue { .. })
         );
         prop_assert!(refused);

@@ -39,10 +39,10 @@ use tool_calling::{ErrorKind, ToolExecutionResult};
 const VCP_CALL: &str = "<<<[TOOL_REQUEST]>>>\ntool_name:「始」calc_add「末」\n<<<[END_TOOL_REQUEST]>>>";
 
 /// A call of `calc_add` in `format`, as its writer writes it.
-fn format_call(format: TextFormat) -> String {
+fn write_call(format: TextFormat) -> String {
     let args = serde_json::json!({"a": 1});
     let Some(args) = args.as_object() else { return String::new() };
-    TextFormatProtocol::new(format).format_call("calc_add", args).unwrap_or_default()
+    TextFormatProtocol::new(format).write_call("calc_add", args).unwrap_or_default()
 }
 
 fuzz_target!(|data: &[u8]| {
@@ -93,7 +93,7 @@ fuzz_target!(|data: &[u8]| {
             let auto = AutoProtocol::new();
             let call = match (pick - first_auto).checked_sub(1) {
                 None => VCP_CALL.to_string(),
-                Some(i) => TextFormat::ALL.get(i).map(|f| format_call(*f)).unwrap_or_default(),
+                Some(i) => TextFormat::ALL.get(i).map(|f| write_call(*f)).unwrap_or_default(),
             };
             let parsed = auto.parse(&call);
             let Some(request) = parsed.requests.first() else {

@@ -610,7 +610,7 @@ impl ToolCallingProtocol for AutoProtocol {
         match self.prompt {
             Detected::Vcp => self.vcp.write_call(name, args),
             Detected::Format(format) => {
-                TextFormatProtocol::new(format).with_options(self.options).format_call(name, args)
+                TextFormatProtocol::new(format).with_options(self.options).write_call(name, args)
             }
         }
     }

@@ -317,35 +317,6 @@ impl TextFormatProtocol {
         self
     }
 
-    /// A call of `name` with `args`, written the way the format's grammar admits it
-    /// (the markup its prompt teaches; JSON as `serde_json` writes it, with `<` in
-    /// strings written `\u003c`). `None` when an argument holds text the format cannot
-    /// carry: Qwen3-Coder's and GLM's text values have no escape, so a value holding
-    /// their closing tags (`</parameter>`, `</arg_value>`, `</tool_call>`, …) cannot be
-    /// written; nor, while reasoning is hidden
-    /// ([`skip_reasoning`](TextFormatOptions::skip_reasoning)), can a text value holding
-    /// a `<think>` or `</think>` tag, or the format's own reasoning markup, which the
-    /// reader cuts out wherever it stands.
-    ///
-    /// ```
-    /// use tool_calling::protocol::textfmt::{TextFormat, TextFormatProtocol};
-    /// let hermes = TextFormatProtocol::new(TextFormat::Hermes);
-    /// let args = serde_json::json!({"city": "Paris"});
-    /// let text = hermes.format_call("get_weather", args.as_object().unwrap()).unwrap();
-    /// assert_eq!(text, "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\":\"Paris\"}}\n</tool_call>");
-    /// assert_eq!(hermes.parse(&text).requests[0].args["city"], "Paris");
-    /// ```
-    pub fn format_call(&self, name: &str, args: &serde_json::Map<String, Value>) -> Option<String> {
-        let text = self.format.format().writing.write_call(name, args)?;
-        // Reasoning markup in a call's text (a value's, or a key MiniMax-M3 writes as an
-        // element) would be cut out by the reader while reasoning is hidden.
-        let own = self.format.format().reasoning;
-        let reasoning = self.options.skip_reasoning
-            && (holds_think_tag(&text)
-                || own.is_some_and(|m| m.hidden_tokens().any(|tag| text.contains(tag))));
-        (!reasoning).then_some(text)
-    }
-
     /// The format.
     pub fn format(&self) -> TextFormat {
         self.format
@@ -386,8 +357,34 @@ impl ToolCallingProtocol for TextFormatProtocol {
         self.format.id()
     }
 
+    /// A call of `name` with `args`, written the way the format's grammar admits it
+    /// (the markup its prompt teaches; JSON as `serde_json` writes it, with `<` in
+    /// strings written `\u003c`). `None` when an argument holds text the format cannot
+    /// carry: Qwen3-Coder's and GLM's text values have no escape, so a value holding
+    /// their closing tags (`</parameter>`, `</arg_value>`, `</tool_call>`, …) cannot be
+    /// written; nor, while reasoning is hidden
+    /// ([`skip_reasoning`](TextFormatOptions::skip_reasoning)), can a text value holding
+    /// a `<think>` or `</think>` tag, or the format's own reasoning markup, which the
+    /// reader cuts out wherever it stands.
+    ///
+    /// ```
+    /// use tool_calling::protocol::ToolCallingProtocol;
+    /// use tool_calling::protocol::textfmt::{TextFormat, TextFormatProtocol};
+    /// let hermes = TextFormatProtocol::new(TextFormat::Hermes);
+    /// let args = serde_json::json!({"city": "Paris"});
+    /// let text = hermes.write_call("get_weather", args.as_object().unwrap()).unwrap();
+    /// assert_eq!(text, "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\":\"Paris\"}}\n</tool_call>");
+    /// assert_eq!(hermes.parse(&text).requests[0].args["city"], "Paris");
+    /// ```
     fn write_call(&self, name: &str, args: &serde_json::Map<String, Value>) -> Option<String> {
-        self.format_call(name, args)
+        let text = self.format.format().writing.write_call(name, args)?;
+        // Reasoning markup in a call's text (a value's, or a key MiniMax-M3 writes as an
+        // element) would be cut out by the reader while reasoning is hidden.
+        let own = self.format.format().reasoning;
+        let reasoning = self.options.skip_reasoning
+            && (holds_think_tag(&text)
+                || own.is_some_and(|m| m.hidden_tokens().any(|tag| text.contains(tag))));
+        (!reasoning).then_some(text)
     }
 
     fn tool_declarations(&self, tools: &[ToolDefinition]) -> ToolDeclarations {
@@ -406,7 +403,7 @@ impl ToolCallingProtocol for TextFormatProtocol {
     }
 
     /// The format's call markup as its prompt teaches it, written as
-    /// [`format_call`](TextFormatProtocol::format_call) writes a call.
+    /// [`write_call`](TextFormatProtocol::write_call) writes a call.
     fn grammar(
         &self,
         tools: &[ToolDefinition],

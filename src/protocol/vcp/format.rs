@@ -13,8 +13,8 @@ use crate::ToolExecutionResult;
 /// ```
 /// use tool_calling::protocol::vcp::{FormatError, VcpProtocol};
 /// let vcp = VcpProtocol::default();
-/// assert_eq!(vcp.format_request("", [("a", "1")]), Err(FormatError::EmptyToolName));
-/// let err = vcp.format_request("calc", [("request_id", "x")]).unwrap_err();
+/// assert_eq!(vcp.write_block("", [("a", "1")]), Err(FormatError::EmptyToolName));
+/// let err = vcp.write_block("calc", [("request_id", "x")]).unwrap_err();
 /// assert_eq!(err, FormatError::ReservedKey { key: "request_id".into() });
 /// assert!(err.to_string().contains("reserved"));
 /// ```
@@ -169,7 +169,7 @@ pub(crate) fn write_field(out: &mut String, key: &str, value: &str, last: bool) 
     out.push_str(if last { "\n" } else { ",\n" });
 }
 
-pub(crate) fn format_request<'a, I, K, V>(tool_name: &str, args: I) -> Result<String, FormatError>
+pub(crate) fn write_block<'a, I, K, V>(tool_name: &str, args: I) -> Result<String, FormatError>
 where
     I: IntoIterator<Item = (K, V)>,
     K: AsRef<str> + 'a,
@@ -289,14 +289,11 @@ mod tests {
 
     #[test]
     fn refuses_what_cannot_round_trip() {
-        assert!(matches!(format_request("t", [("a b", "x")]), Err(FormatError::InvalidKey { .. })));
-        assert!(matches!(format_request("t", [("", "x")]), Err(FormatError::InvalidKey { .. })));
-        assert!(matches!(format_request("t", [("TOOL_NAME", "x")]), Err(FormatError::ReservedKey { .. })));
-        assert!(matches!(
-            format_request("t", [("a", "1"), ("a", "2")]),
-            Err(FormatError::DuplicateKey { .. })
-        ));
-        let err = format_request("t", [("a", "x{末Escape」y")]).unwrap_err();
+        assert!(matches!(write_block("t", [("a b", "x")]), Err(FormatError::InvalidKey { .. })));
+        assert!(matches!(write_block("t", [("", "x")]), Err(FormatError::InvalidKey { .. })));
+        assert!(matches!(write_block("t", [("TOOL_NAME", "x")]), Err(FormatError::ReservedKey { .. })));
+        assert!(matches!(write_block("t", [("a", "1"), ("a", "2")]), Err(FormatError::DuplicateKey { .. })));
+        let err = write_block("t", [("a", "x{末Escape」y")]).unwrap_err();
         assert_eq!(err, FormatError::EscapedCloserInValue { key: "a".into(), found: "{末Escape」".into() });
         assert!(err.to_string().contains("`a`"));
     }

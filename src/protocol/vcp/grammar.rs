@@ -1,4 +1,4 @@
-//! VCP's calls as a grammar: request blocks exactly as [`format_request`] writes them
+//! VCP's calls as a grammar: request blocks exactly as [`write_call`] writes them
 //! (`tool_name` and `command` first, then the method's parameters in the order of its
 //! schema, one field a line), with plain values that cannot close early and the
 //! escaped form for string values that hold markers.
@@ -16,7 +16,7 @@
 //! reaches its method as an argument under VCP: the grammar leaves out a method that
 //! requires one, and the key where it is optional.
 //!
-//! [`format_request`]: super::VcpProtocol::format_request
+//! [`write_call`]: super::VcpProtocol::write_call
 
 use super::VcpOptions;
 use super::routing::{CONTROL_KEYS, command_of};

@@ -323,17 +323,17 @@ impl VcpProtocol {
     /// ```
     /// use tool_calling::protocol::vcp::VcpProtocol;
     /// let vcp = VcpProtocol::default();
-    /// let block = vcp.format_request("notes", [("text", "say <<<[END_TOOL_REQUEST]>>>")]).unwrap();
+    /// let block = vcp.write_block("notes", [("text", "say <<<[END_TOOL_REQUEST]>>>")]).unwrap();
     /// let back = vcp.parse(&block);
     /// assert_eq!(back.requests[0].arg_str("text"), Some("say <<<[END_TOOL_REQUEST]>>>"));
     /// ```
-    pub fn format_request<'a, I, K, V>(&self, tool_name: &str, args: I) -> Result<String, FormatError>
+    pub fn write_block<'a, I, K, V>(&self, tool_name: &str, args: I) -> Result<String, FormatError>
     where
         I: IntoIterator<Item = (K, V)>,
         K: AsRef<str> + 'a,
         V: AsRef<str> + 'a,
     {
-        format::format_request(tool_name, args)
+        format::write_block(tool_name, args)
     }
 }
 
@@ -352,7 +352,7 @@ impl ToolCallingProtocol for VcpProtocol {
             };
             (key.as_str(), text)
         });
-        self.format_request(name, fields).ok()
+        self.write_block(name, fields).ok()
     }
 
     /// The definitions prompt: a preamble that teaches the request syntax, then one
@@ -364,7 +364,7 @@ impl ToolCallingProtocol for VcpProtocol {
         ToolDeclarations::Prompt(prompt::generate(tools, &self.templates))
     }
 
-    /// Request blocks as [`format_request`](Self::format_request) writes them (no
+    /// Request blocks as [`write_call`](Self::write_call) writes them (no
     /// grammar with fuzzy markers on, nor in the JSON dialects).
     fn grammar(
         &self,

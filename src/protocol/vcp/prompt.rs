@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 
-use super::format::{format_request, neutralize_markers, write_field};
+use super::format::{neutralize_markers, write_block, write_field};
 use crate::tools::MethodDefinition;
 use crate::tools::ParameterInfo;
 use crate::tools::ToolDefinition;
@@ -295,7 +295,7 @@ fn example(tool_id: &str, method: &MethodDefinition) -> Option<String> {
             method.parameter_list().iter().filter(|p| p.required).map(|p| (p.name.to_string(), sample(p))),
         ),
     }
-    format_request(tool_id, args.iter().map(|(k, v)| (k.as_str(), v.as_str()))).ok()
+    write_block(tool_id, args.iter().map(|(k, v)| (k.as_str(), v.as_str()))).ok()
 }
 
 pub(crate) fn generate(tools: &[ToolDefinition], t: &VcpTemplates) -> String {
