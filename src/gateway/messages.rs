@@ -1,15 +1,18 @@
 //! The Anthropic Messages front: `POST /v1/messages`.
 //!
-//! The request is read into the same [`TurnRequest`] the Chat Completions front makes
-//! (`tool_use` blocks become the assistant's calls, `tool_result` blocks tool messages,
-//! `stop_sequences` `stop`, `metadata.user_id` `user`); the reply comes back as a
-//! `message` of `thinking`, `text` and `tool_use` blocks, or as Anthropic's stream of
-//! named events. Fields of Anthropic's own (`top_k`, `thinking`, `service_tier`, …) are
-//! not Chat Completions fields and are dropped.
+//! The request is read with the Messages types of the provider codec
+//! ([`providers::anthropic`](crate::providers::anthropic)) into the same [`TurnRequest`]
+//! the Chat Completions front makes (`tool_use` blocks become the assistant's calls,
+//! `tool_result` blocks tool messages, `stop_sequences` `stop`, `metadata.user_id`
+//! `user`); the reply is written with them too, as a `message` of `thinking`, `text` and
+//! `tool_use` blocks, or as Anthropic's stream of named events. Fields of Anthropic's own
+//! (`top_k`, `thinking`, `service_tier`, …) are not Chat Completions fields and are
+//! dropped.
+
+use std::borrow::Cow;
 
 use axum::response::{IntoResponse, Response};
-use serde::Deserialize;
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 use super::reply::{Call, Finish, Piece};
 use super::request::{Function, TurnRequest};
@@ -17,173 +20,60 @@ use super::upstream::{End, Item};
 use super::{Front, GatewayError, Reply, json_body, sse};
 use crate::ContentPart;
 use crate::model::{ContentBlock, Message, Role, ToolCall, ToolChoice, ToolResultBlock};
+use crate::providers::anthropic::{
+    BlockDelta, BlockDeltaEvent, BlockParam, BlockStart, BlockStop, BodyType, Content, DeltaType, Event,
+    MessageBody, MessageDelta, MessageDeltaEvent, MessageRole, MessagesRequest, ResponseBlock, StopReason,
+    ToolChoiceParam, ToolChoiceType, ToolParam, Usage,
+};
 
-/// A Messages request, as far as the gateway reads it; other fields are Anthropic's and
-/// are dropped.
-#[derive(Debug, Deserialize)]
-struct MessagesRequest {
-    #[serde(default)]
-    model: String,
-    #[serde(default)]
-    max_tokens: Option<u64>,
-    #[serde(default)]
-    system: Option<TextContent>,
-    messages: Vec<AnthropicMessage>,
-    #[serde(default)]
-    tools: Vec<AnthropicTool>,
-    #[serde(default)]
-    tool_choice: Option<AnthropicToolChoice>,
-    #[serde(default)]
-    stream: bool,
-    #[serde(default)]
-    temperature: Option<f64>,
-    #[serde(default)]
-    top_p: Option<f64>,
-    #[serde(default)]
-    stop_sequences: Option<Vec<String>>,
-    #[serde(default)]
-    metadata: Option<Metadata>,
+/// The choice, and `parallel_tool_calls` (`false` when parallel use is disabled). A
+/// `type` that is none of the four was refused as the request was read.
+fn tool_choice(choice: ToolChoiceParam<'_>) -> Result<(ToolChoice, Option<bool>), GatewayError> {
+    let parallel = (choice.disable_parallel_tool_use == Some(true)).then_some(false);
+    let choice = match choice.kind {
+        ToolChoiceType::Auto => ToolChoice::Auto,
+        ToolChoiceType::Any => ToolChoice::Required,
+        ToolChoiceType::None => ToolChoice::None,
+        ToolChoiceType::Tool => match choice.name {
+            Some(name) if !name.is_empty() => ToolChoice::Tool(name.into_owned()),
+            _ => return Err(GatewayError::bad("a `tool` choice names no tool", "tool_choice".to_string())),
+        },
+    };
+    Ok((choice, parallel))
 }
 
-/// `metadata`: the end user's id goes upstream as `user`.
-#[derive(Debug, Deserialize)]
-struct Metadata {
-    #[serde(default)]
-    user_id: Option<String>,
-}
-
-/// Text given as a string or as blocks, of which the text ones are read (`system`, a
-/// `tool_result`'s `content`).
-#[derive(Debug, Deserialize)]
-#[serde(untagged)]
-enum TextContent {
-    Text(String),
-    Blocks(Vec<TextBlockIn>),
-}
-
-/// A block of [`TextContent`]: its text, if it is a text block.
-#[derive(Debug, Deserialize)]
-struct TextBlockIn {
-    #[serde(default)]
-    text: Option<String>,
-}
-
-impl TextContent {
-    /// The text, text blocks joined with `separator`.
-    fn text(&self, separator: &str) -> String {
-        match self {
-            TextContent::Text(text) => text.clone(),
-            TextContent::Blocks(blocks) => {
-                blocks.iter().filter_map(|b| b.text.as_deref()).collect::<Vec<_>>().join(separator)
-            }
+/// The client's tools (the request's `tools`, kept as JSON), each read as a
+/// [`ToolParam`]: only client tools are offered.
+fn functions(tools: Option<Cow<'_, Value>>) -> Result<Vec<Function>, GatewayError> {
+    let Some(tools) = tools else { return Ok(Vec::new()) };
+    let tools: Vec<ToolParam<'_>> =
+        serde_path_to_error::deserialize(tools.into_owned()).map_err(|error| {
+            let path = error.path().to_string();
+            let param = if path == "." { "tools".to_string() } else { format!("tools{path}") };
+            GatewayError::bad(format!("the body is not a valid request: {}", error.inner()), param)
+        })?;
+    let mut functions = Vec::with_capacity(tools.len());
+    for (i, tool) in tools.into_iter().enumerate() {
+        let kind = tool.kind.as_deref().unwrap_or("custom");
+        if kind != "custom" && tool.input_schema.is_none() {
+            let message = format!(
+                "`{kind}` is one of Anthropic's own tools: \
+                 the gateway offers only client tools (with an `input_schema`)"
+            );
+            return Err(GatewayError::bad(message, format!("tools[{i}]")));
         }
+        functions.push(Function {
+            name: tool.name.into_owned(),
+            description: tool.description.map(Cow::into_owned).unwrap_or_default(),
+            parameters: tool.input_schema.unwrap_or(Value::Null),
+        });
     }
+    Ok(functions)
 }
 
-/// A message of `messages`: Anthropic has no system or tool role.
-#[derive(Debug, Deserialize)]
-#[serde(tag = "role", rename_all = "lowercase")]
-enum AnthropicMessage {
-    User { content: MessageContent },
-    Assistant { content: MessageContent },
-}
-
-/// A message's content: a string, or blocks.
-#[derive(Debug, Deserialize)]
-#[serde(untagged)]
-enum MessageContent {
-    Text(String),
-    Blocks(Vec<BlockIn>),
-}
-
-impl MessageContent {
-    /// The blocks (a string is one text block).
-    fn into_blocks(self) -> Vec<BlockIn> {
-        match self {
-            MessageContent::Text(text) => vec![BlockIn::Text { text }],
-            MessageContent::Blocks(blocks) => blocks,
-        }
-    }
-}
-
-/// A content block of a message; those the gateway does not carry (`thinking`,
-/// `redacted_thinking`, `image`, `document`, …) are read as `Other` and dropped.
-#[derive(Debug, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-enum BlockIn {
-    Text {
-        text: String,
-    },
-    ToolUse {
-        id: String,
-        name: String,
-        #[serde(default = "empty_object")]
-        input: Value,
-    },
-    ToolResult {
-        tool_use_id: String,
-        #[serde(default)]
-        content: Option<TextContent>,
-        #[serde(default)]
-        is_error: Option<bool>,
-    },
-    #[serde(other)]
-    Other,
-}
-
-/// `{}`.
-fn empty_object() -> Value {
-    Value::Object(Map::new())
-}
-
-/// A tool of `tools`: a client tool (`type` `custom` or none), or one of Anthropic's
-/// own (`web_search_…`, `bash_…`), which has a `type` and no `input_schema`.
-#[derive(Debug, Deserialize)]
-struct AnthropicTool {
-    #[serde(default, rename = "type")]
-    kind: Option<String>,
-    name: String,
-    #[serde(default)]
-    description: Option<String>,
-    #[serde(default)]
-    input_schema: Option<Value>,
-}
-
-/// `tool_choice`: `{"type": "auto" | "any" | "none" | "tool", "name"?, "disable_parallel_tool_use"?}`.
-#[derive(Debug, Deserialize)]
-struct AnthropicToolChoice {
-    #[serde(rename = "type")]
-    kind: String,
-    #[serde(default)]
-    name: Option<String>,
-    #[serde(default)]
-    disable_parallel_tool_use: Option<bool>,
-}
-
-impl AnthropicToolChoice {
-    /// The choice, and `parallel_tool_calls` (`false` when parallel use is disabled).
-    fn read(self) -> Result<(ToolChoice, Option<bool>), GatewayError> {
-        let param = || "tool_choice".to_string();
-        let choice = match self.kind.as_str() {
-            "auto" => ToolChoice::Auto,
-            "any" => ToolChoice::Required,
-            "none" => ToolChoice::None,
-            "tool" => match self.name {
-                Some(name) if !name.is_empty() => ToolChoice::Tool(name),
-                _ => return Err(GatewayError::bad("a `tool` choice names no tool", param())),
-            },
-            other => {
-                let message = format!("`{other}` is not a tool choice (auto, any, none or tool)");
-                return Err(GatewayError::bad(message, param()));
-            }
-        };
-        let parallel = (self.disable_parallel_tool_use == Some(true)).then_some(false);
-        Ok((choice, parallel))
-    }
-}
-
-impl MessagesRequest {
-    /// The front-neutral request.
+/// The front-neutral request (a method of the provider's request type, written beside
+/// the one front that reads a client's).
+impl MessagesRequest<'_> {
     fn into_turn(self) -> Result<TurnRequest, GatewayError> {
         let mut messages = Vec::with_capacity(self.messages.len() + 1);
         if let Some(system) = &self.system {
@@ -193,73 +83,69 @@ impl MessagesRequest {
             }
         }
         for (i, message) in self.messages.into_iter().enumerate() {
-            match message {
-                AnthropicMessage::User { content } => user_messages(i, content, &mut messages)?,
-                AnthropicMessage::Assistant { content } => messages.push(assistant_message(i, content)?),
+            match message.role {
+                MessageRole::User => user_messages(i, message.content, &mut messages)?,
+                MessageRole::Assistant => messages.push(assistant_message(i, message.content)?),
             }
         }
-        let mut functions = Vec::with_capacity(self.tools.len());
-        for (i, tool) in self.tools.into_iter().enumerate() {
-            let kind = tool.kind.as_deref().unwrap_or("custom");
-            if kind != "custom" && tool.input_schema.is_none() {
-                let message = format!(
-                    "`{kind}` is one of Anthropic's own tools: \
-                     the gateway offers only client tools (with an `input_schema`)"
-                );
-                return Err(GatewayError::bad(message, format!("tools[{i}]")));
-            }
-            functions.push(Function {
-                name: tool.name,
-                description: tool.description.unwrap_or_default(),
-                parameters: tool.input_schema.unwrap_or(Value::Null),
-            });
-        }
+        let functions = functions(self.tools)?;
         let (tool_choice, parallel_tool_calls) = match self.tool_choice {
-            Some(choice) => choice.read()?,
+            Some(choice) => tool_choice(choice)?,
             None => (ToolChoice::Auto, None),
         };
+        // The fields Chat Completions has too, under its names.
         let mut options = Map::new();
         if let Some(max_tokens) = self.max_tokens {
-            options.insert("max_tokens".into(), json!(max_tokens));
+            options.insert("max_tokens".into(), max_tokens.into());
         }
         if let Some(temperature) = self.temperature {
-            options.insert("temperature".into(), json!(temperature));
+            options.insert("temperature".into(), temperature.into());
         }
         if let Some(top_p) = self.top_p {
-            options.insert("top_p".into(), json!(top_p));
+            options.insert("top_p".into(), top_p.into());
         }
         if let Some(stop) = self.stop_sequences.filter(|s| !s.is_empty()) {
-            options.insert("stop".into(), json!(stop));
+            options.insert("stop".into(), stop.into());
         }
         if let Some(user) = self.metadata.and_then(|m| m.user_id) {
-            options.insert("user".into(), Value::String(user));
+            options.insert("user".into(), user.into());
         }
         Ok(TurnRequest {
-            model: self.model,
+            model: self.model.into_owned(),
             messages,
             functions,
             tool_choice,
             parallel_tool_calls,
-            stream: self.stream,
+            stream: self.stream.unwrap_or(false),
             options,
         })
     }
 }
 
+/// A message's blocks (a string is one text block).
+fn blocks<'a>(content: Content<'a, BlockParam<'a>>) -> Vec<BlockParam<'a>> {
+    content.into_blocks(|text| BlockParam::Text { text })
+}
+
 /// A user message: a tool message for each `tool_result` (first, as Anthropic puts
-/// them), then its text (left out when the message held only results).
-fn user_messages(index: usize, content: MessageContent, out: &mut Vec<Message>) -> Result<(), GatewayError> {
+/// them), then its text (left out when the message held only results). Blocks the
+/// gateway does not carry (`image`, `document`, thinking) are dropped.
+fn user_messages(
+    index: usize,
+    content: Content<'_, BlockParam<'_>>,
+    out: &mut Vec<Message>,
+) -> Result<(), GatewayError> {
     let mut texts = Vec::new();
     let mut results = 0;
-    for (j, block) in content.into_blocks().into_iter().enumerate() {
+    for (j, block) in blocks(content).into_iter().enumerate() {
         match block {
-            BlockIn::Text { text } => texts.push(text),
-            BlockIn::ToolResult { tool_use_id, content, is_error } => {
-                let text = content.map(|c| c.text("\n")).unwrap_or_default();
+            BlockParam::Text { text } => texts.push(text),
+            BlockParam::ToolResult { tool_use_id, content, is_error } => {
+                let text = content.as_ref().map(|c| c.text("\n").into_owned()).unwrap_or_default();
                 out.push(Message::with_content(
                     Role::Tool,
                     vec![ContentBlock::ToolResult(ToolResultBlock {
-                        call_id: tool_use_id,
+                        call_id: tool_use_id.into_owned(),
                         name: String::new(),
                         content: vec![ContentPart::text(text)],
                         is_error: is_error.unwrap_or(false),
@@ -267,11 +153,11 @@ fn user_messages(index: usize, content: MessageContent, out: &mut Vec<Message>) 
                 ));
                 results += 1;
             }
-            BlockIn::ToolUse { .. } => {
+            BlockParam::ToolUse { .. } => {
                 let param = format!("messages[{index}].content[{j}]");
                 return Err(GatewayError::bad("a `tool_use` block belongs in an assistant message", param));
             }
-            BlockIn::Other => {}
+            BlockParam::Thinking { .. } | BlockParam::RedactedThinking { .. } | BlockParam::Other => {}
         }
     }
     if !texts.is_empty() || results == 0 {
@@ -280,21 +166,22 @@ fn user_messages(index: usize, content: MessageContent, out: &mut Vec<Message>) 
     Ok(())
 }
 
-/// An assistant message: its text, then its calls.
-fn assistant_message(index: usize, content: MessageContent) -> Result<Message, GatewayError> {
+/// An assistant message: its text, then its calls (its thinking is dropped).
+fn assistant_message(index: usize, content: Content<'_, BlockParam<'_>>) -> Result<Message, GatewayError> {
     let mut texts = Vec::new();
     let mut calls = Vec::new();
-    for (j, block) in content.into_blocks().into_iter().enumerate() {
+    for (j, block) in blocks(content).into_iter().enumerate() {
         match block {
-            BlockIn::Text { text } => texts.push(text),
-            BlockIn::ToolUse { id, name, input } => {
-                calls.push(ContentBlock::ToolCall(ToolCall::new(id, name, input.to_string())));
+            BlockParam::Text { text } => texts.push(text),
+            BlockParam::ToolUse { id, name, input } => {
+                let call = ToolCall::new(id.into_owned(), name.into_owned(), input.to_string());
+                calls.push(ContentBlock::ToolCall(call));
             }
-            BlockIn::ToolResult { .. } => {
+            BlockParam::ToolResult { .. } => {
                 let param = format!("messages[{index}].content[{j}]");
                 return Err(GatewayError::bad("a `tool_result` block belongs in a user message", param));
             }
-            BlockIn::Other => {}
+            BlockParam::Thinking { .. } | BlockParam::RedactedThinking { .. } | BlockParam::Other => {}
         }
     }
     Ok(calls.into_iter().fold(Message::assistant(texts.join("\n\n")), Message::with_block))
@@ -302,7 +189,7 @@ fn assistant_message(index: usize, content: MessageContent) -> Result<Message, G
 
 impl Front for Frames {
     fn read(body: &[u8]) -> Result<(TurnRequest, Self), GatewayError> {
-        let turn = json_body::<MessagesRequest>(body)?.into_turn()?;
+        let turn = json_body::<MessagesRequest<'static>>(body)?.into_turn()?;
         let frames = Frames::new(turn.model.clone());
         Ok((turn, frames))
     }
@@ -362,52 +249,54 @@ impl Frames {
         let mut out = String::new();
         if !self.began {
             self.began = true;
-            let start = json!({
-                "type": "message_start",
-                "message": {
-                    "id": self.id, "type": "message", "role": "assistant", "model": self.model,
-                    "content": [], "stop_reason": null, "stop_sequence": null,
-                    "usage": {"input_tokens": 0, "output_tokens": 0},
-                },
-            });
-            out.push_str(&sse(Some("message_start"), &start));
-            out.push_str(&sse(Some("ping"), &json!({"type": "ping"})));
+            let message =
+                self.envelope(Vec::new(), None, Usage { input_tokens: Some(0), output_tokens: Some(0) });
+            push(&mut out, &Event::MessageStart { message });
+            push(&mut out, &Event::Ping);
         }
         let last = match item {
             Item::Piece(Piece::Text(text)) => {
                 if !text.is_empty() {
                     let index = self.open_block(Open::Text, &mut out);
-                    out.push_str(&delta(index, json!({"type": "text_delta", "text": text})));
+                    let delta = BlockDelta {
+                        kind: Some(DeltaType::TextDelta),
+                        text: Some(Cow::Owned(text)),
+                        ..BlockDelta::default()
+                    };
+                    push(&mut out, &block_delta(index, delta));
                 }
                 false
             }
             Item::Piece(Piece::Reasoning(text)) => {
                 if !text.is_empty() {
                     let index = self.open_block(Open::Thinking, &mut out);
-                    out.push_str(&delta(index, json!({"type": "thinking_delta", "thinking": text})));
+                    let delta = BlockDelta {
+                        kind: Some(DeltaType::ThinkingDelta),
+                        thinking: Some(Cow::Owned(text)),
+                        ..BlockDelta::default()
+                    };
+                    push(&mut out, &block_delta(index, delta));
                 }
                 false
             }
             Item::Piece(Piece::Call(call)) => {
                 self.close(&mut out);
-                let index = self.start(tool_use(&call, json!({})), &mut out);
-                let partial = arguments_text(&call.arguments);
-                out.push_str(&delta(index, json!({"type": "input_json_delta", "partial_json": partial})));
-                out.push_str(&stop(index));
+                let index = self.start(tool_use(&call, empty_object()), &mut out);
+                let delta = BlockDelta {
+                    kind: Some(DeltaType::InputJsonDelta),
+                    partial_json: Some(Cow::Borrowed(arguments_text(&call.arguments))),
+                    ..BlockDelta::default()
+                };
+                push(&mut out, &block_delta(index, delta));
+                push(&mut out, &block_stop(index));
                 false
             }
             Item::End(end) => {
                 self.close(&mut out);
-                let message_delta = json!({
-                    "type": "message_delta",
-                    "delta": {"stop_reason": stop_reason(end.finish), "stop_sequence": null},
-                    "usage": {
-                        "input_tokens": tokens(end.usage.as_ref(), "prompt_tokens"),
-                        "output_tokens": tokens(end.usage.as_ref(), "completion_tokens"),
-                    },
-                });
-                out.push_str(&sse(Some("message_delta"), &message_delta));
-                out.push_str(&sse(Some("message_stop"), &json!({"type": "message_stop"})));
+                let delta = MessageDelta { stop_reason: Some(stop_reason(end.finish)), stop_sequence: None };
+                let message_delta = MessageDeltaEvent { delta, usage: Some(usage(end.usage.as_ref())) };
+                push(&mut out, &Event::MessageDelta(message_delta));
+                push(&mut out, &Event::MessageStop);
                 true
             }
             Item::Failed(error) => {
@@ -429,8 +318,10 @@ impl Frames {
         }
         self.close(out);
         let block = match kind {
-            Open::Text => json!({"type": "text", "text": ""}),
-            Open::Thinking => json!({"type": "thinking", "thinking": "", "signature": ""}),
+            Open::Text => ResponseBlock::Text { text: Some(String::new()) },
+            Open::Thinking => {
+                ResponseBlock::Thinking { thinking: Some(String::new()), signature: Some(String::new()) }
+            }
         };
         let index = self.start(block, out);
         self.open = Some((kind, index));
@@ -438,18 +329,37 @@ impl Frames {
     }
 
     /// Starts the next block; its index.
-    fn start(&mut self, block: Value, out: &mut String) -> usize {
+    fn start(&mut self, block: ResponseBlock, out: &mut String) -> usize {
         let index = self.next;
         self.next += 1;
-        let event = json!({"type": "content_block_start", "index": index, "content_block": block});
-        out.push_str(&sse(Some("content_block_start"), &event));
+        let start = BlockStart { index: Some(wire_index(index)), content_block: Some(block) };
+        push(out, &Event::ContentBlockStart(start));
         index
     }
 
     /// Closes the open block, if any.
     fn close(&mut self, out: &mut String) {
         if let Some((_, index)) = self.open.take() {
-            out.push_str(&stop(index));
+            push(out, &block_stop(index));
+        }
+    }
+
+    /// A `message` of `content`: the body, or (empty) what `message_start` carries.
+    fn envelope(
+        &self,
+        content: Vec<ResponseBlock>,
+        stop_reason: Option<StopReason>,
+        usage: Usage,
+    ) -> MessageBody {
+        MessageBody {
+            id: Some(self.id.clone()),
+            kind: Some(BodyType::Message),
+            role: Some(MessageRole::Assistant),
+            model: Some(self.model.clone()),
+            content: Some(content),
+            stop_reason,
+            stop_sequence: None,
+            usage: Some(usage),
         }
     }
 
@@ -457,38 +367,49 @@ impl Frames {
     fn message(&self, reply: Reply, end: &End) -> Value {
         let mut content = Vec::with_capacity(reply.calls.len() + 2);
         if !reply.reasoning.is_empty() {
-            content.push(json!({"type": "thinking", "thinking": reply.reasoning, "signature": ""}));
+            content.push(ResponseBlock::Thinking {
+                thinking: Some(reply.reasoning),
+                signature: Some(String::new()),
+            });
         }
         if !reply.text.is_empty() {
-            content.push(json!({"type": "text", "text": reply.text}));
+            content.push(ResponseBlock::Text { text: Some(reply.text) });
         }
         for call in &reply.calls {
             content.push(tool_use(call, arguments_json(&call.arguments)));
         }
-        json!({
-            "id": self.id, "type": "message", "role": "assistant", "model": self.model,
-            "content": content, "stop_reason": stop_reason(end.finish), "stop_sequence": null,
-            "usage": {
-                "input_tokens": tokens(end.usage.as_ref(), "prompt_tokens"),
-                "output_tokens": tokens(end.usage.as_ref(), "completion_tokens"),
-            },
-        })
+        let body = self.envelope(content, Some(stop_reason(end.finish)), usage(end.usage.as_ref()));
+        crate::providers::to_value(&body)
     }
 }
 
+/// Writes `event` to `out`, named by its type.
+fn push(out: &mut String, event: &Event<'_>) {
+    out.push_str(&sse(Some(event.name()), event));
+}
+
 /// A `content_block_delta` event.
-fn delta(index: usize, delta: Value) -> String {
-    sse(Some("content_block_delta"), &json!({"type": "content_block_delta", "index": index, "delta": delta}))
+fn block_delta(index: usize, delta: BlockDelta<'_>) -> Event<'_> {
+    Event::ContentBlockDelta(BlockDeltaEvent { index: Some(wire_index(index)), delta })
 }
 
 /// A `content_block_stop` event.
-fn stop(index: usize) -> String {
-    sse(Some("content_block_stop"), &json!({"type": "content_block_stop", "index": index}))
+fn block_stop(index: usize) -> Event<'static> {
+    Event::ContentBlockStop(BlockStop { index: Some(wire_index(index)) })
+}
+
+/// A block index as the events carry it.
+fn wire_index(index: usize) -> i64 {
+    i64::try_from(index).unwrap_or(i64::MAX)
 }
 
 /// A `tool_use` block of `call` with `input`.
-fn tool_use(call: &Call, input: Value) -> Value {
-    json!({"type": "tool_use", "id": tool_use_id(&call.id), "name": call.name, "input": input})
+fn tool_use(call: &Call, input: Value) -> ResponseBlock {
+    ResponseBlock::ToolUse {
+        id: Some(tool_use_id(&call.id)),
+        name: Some(call.name.clone()),
+        input: Some(input),
+    }
 }
 
 /// A call's id as Anthropic writes them: `toolu_…` (`call_x` becomes `toolu_x`).
@@ -504,6 +425,11 @@ fn arguments_text(arguments: &str) -> &str {
     if arguments.trim().is_empty() { "{}" } else { arguments }
 }
 
+/// `{}`.
+fn empty_object() -> Value {
+    Value::Object(Map::new())
+}
+
 /// The arguments as a JSON object (an empty one when they are not one).
 fn arguments_json(arguments: &str) -> Value {
     match serde_json::from_str(arguments) {
@@ -513,17 +439,22 @@ fn arguments_json(arguments: &str) -> Value {
 }
 
 /// Anthropic's `stop_reason`.
-fn stop_reason(finish: Finish) -> &'static str {
+fn stop_reason(finish: Finish) -> StopReason {
     match finish {
-        Finish::ToolCalls => "tool_use",
-        Finish::Length => "max_tokens",
-        Finish::Stop | Finish::ContentFilter => "end_turn",
+        Finish::ToolCalls => StopReason::ToolUse,
+        Finish::Length => StopReason::MaxTokens,
+        Finish::Stop | Finish::ContentFilter => StopReason::EndTurn,
     }
 }
 
-/// A count of the upstream's usage object (0 when it gave none).
-fn tokens(usage: Option<&Value>, field: &str) -> u64 {
-    usage.and_then(|u| u.get(field)).and_then(Value::as_u64).unwrap_or(0)
+/// The upstream's usage (Chat Completions' counts) as Anthropic's (0 for a count it did
+/// not give).
+fn usage(usage: Option<&Value>) -> Usage {
+    let tokens = |field: &str| {
+        let count = usage.and_then(|u| u.get(field)).and_then(Value::as_u64).unwrap_or(0);
+        Some(i64::try_from(count).unwrap_or(i64::MAX))
+    };
+    Usage { input_tokens: tokens("prompt_tokens"), output_tokens: tokens("completion_tokens") }
 }
 
 #[cfg(test)]
@@ -532,6 +463,7 @@ mod tests {
 
     use axum::extract::State;
     use axum::http::HeaderMap;
+    use serde_json::json;
 
     use super::*;
 
@@ -766,8 +698,8 @@ mod tests {
         assert_eq!(plain["content"], json!([{"type": "text", "text": "Hi."}]));
         assert_eq!(plain["stop_reason"], "max_tokens");
         assert_eq!(plain["usage"], json!({"input_tokens": 0, "output_tokens": 0}));
-        assert_eq!(stop_reason(Finish::Stop), "end_turn");
-        assert_eq!(stop_reason(Finish::ContentFilter), "end_turn");
+        assert_eq!(crate::providers::to_value(&stop_reason(Finish::Stop)), "end_turn");
+        assert_eq!(crate::providers::to_value(&stop_reason(Finish::ContentFilter)), "end_turn");
         assert_eq!(tool_use_id("toolu_x"), "toolu_x");
     }
 
@@ -1034,5 +966,161 @@ mod tests {
         assert_eq!(error["type"], "error");
         assert_eq!(error["error"]["type"], "invalid_request_error");
         assert_eq!(seen.lock().expect("the lock").len(), 2, "a bad request never goes upstream");
+    }
+
+    /// What the gateway writes, the crate's own Anthropic reader reads back: the two
+    /// sides are one set of types.
+    #[test]
+    fn a_written_body_reads_back_as_the_same_turn() {
+        use crate::model::{AssistantTurn, FinishReason};
+        use crate::providers::{Provider, WireFormat};
+
+        let frames = Frames::new("claude-x".into());
+        let reply = Reply {
+            text: "Let me look.".into(),
+            reasoning: "think".into(),
+            calls: vec![
+                call(0, "call_a", "get_weather", r#"{"city": "Paris"}"#),
+                call(1, "call_b", "get_time", "not JSON"),
+            ],
+        };
+        let usage = json!({"prompt_tokens": 3, "completion_tokens": 4});
+        let body = frames.message(reply, &End { finish: Finish::ToolCalls, usage: Some(usage) });
+        let turn = Provider::Anthropic.parse_response(&body).expect("a turn");
+        let expected = AssistantTurn::new()
+            .with_reasoning("think", Some(String::new()))
+            .with_text("Let me look.")
+            .with_tool_call(ToolCall::new("toolu_a", "get_weather", r#"{"city":"Paris"}"#))
+            .with_tool_call(ToolCall::new("toolu_b", "get_time", "{}"));
+        assert_eq!(turn.content, expected.content);
+        assert_eq!(turn.finish_reason, Some(FinishReason::ToolCalls));
+
+        let cut = frames.message(Reply::default(), &End { finish: Finish::Length, usage: None });
+        let turn = Provider::Anthropic.parse_response(&cut).expect("a turn");
+        assert!(turn.content.is_empty(), "{cut}");
+        assert_eq!(turn.finish_reason, Some(FinishReason::Length));
+    }
+
+    #[test]
+    fn written_events_read_back_as_the_same_deltas() {
+        use crate::model::{FinishReason, TurnDelta};
+        use crate::providers::Provider;
+        use crate::providers::testing::decode;
+
+        let mut frames = Frames::new("claude-x".into());
+        let mut stream = String::new();
+        for item in [
+            Item::Piece(Piece::Reasoning("hm".into())),
+            Item::Piece(Piece::Text("Hi".into())),
+            Item::Piece(Piece::Text(", you.".into())),
+            Item::Piece(Piece::Call(call(0, "call_0", "get_weather", r#"{"city":"Paris"}"#))),
+            Item::Piece(Piece::Call(call(1, "call_1", "get_time", ""))),
+            Item::End(End { finish: Finish::ToolCalls, usage: None }),
+        ] {
+            stream.push_str(&frames.frame(item).0);
+        }
+        // Past `message_stop` the decoder reads nothing more: an event after it that it
+        // took would show.
+        let late = json!({"type": "content_block_delta", "index": 1, "delta": {"type": "text_delta", "text": "late"}});
+        stream.push_str(&format!("event: content_block_delta\ndata: {late}\n\n"));
+        let (deltas, error) = decode(Provider::Anthropic, &stream);
+        assert_eq!(error, None);
+        let start = |index: usize, name: &str| TurnDelta::ToolCallStart {
+            index,
+            id: format!("toolu_{index}"),
+            name: name.into(),
+        };
+        assert_eq!(
+            deltas,
+            [
+                TurnDelta::Reasoning("hm".into()),
+                TurnDelta::Text("Hi".into()),
+                TurnDelta::Text(", you.".into()),
+                start(0, "get_weather"),
+                TurnDelta::ToolCallArguments { index: 0, fragment: r#"{"city":"Paris"}"#.into() },
+                TurnDelta::ToolCallEnd { index: 0 },
+                start(1, "get_time"),
+                TurnDelta::ToolCallArguments { index: 1, fragment: "{}".into() },
+                TurnDelta::ToolCallEnd { index: 1 },
+                TurnDelta::Finish(FinishReason::ToolCalls),
+            ]
+        );
+
+        // A failure: the error event reads back as the provider's error.
+        let mut frames = Frames::new("m".into());
+        let mut stream = frames.frame(Item::Piece(Piece::Text("Hel".into()))).0;
+        stream.push_str(&frames.frame(Item::Failed(GatewayError::Timeout { seconds: 2.0 })).0);
+        let (deltas, error) = decode(Provider::Anthropic, &stream);
+        assert_eq!(deltas, [TurnDelta::Text("Hel".into())]);
+        assert_eq!(
+            error,
+            Some(crate::providers::WireError::Provider {
+                kind: Some("timeout_error".into()),
+                message: "the upstream did not finish within 2 s".into(),
+            })
+        );
+    }
+
+    /// A client's request, read with the same types the crate writes its own requests
+    /// with: the fields of Anthropic's own that Chat Completions has no place for are
+    /// dropped (as the module says), those it has go upstream under its names, and
+    /// blocks the gateway does not carry are skipped, not refused.
+    #[test]
+    fn a_client_request_drops_only_what_the_upstream_has_no_place_for() {
+        let body = json!({
+            "model": "claude-x", "max_tokens": 100, "temperature": 0.3, "top_p": 0.95, "top_k": 5,
+            "stop_sequences": [], "metadata": {"user_id": "u-1", "other": true},
+            "thinking": {"type": "adaptive"}, "service_tier": "auto", "container": "c-1",
+            "mcp_servers": [], "a_field_added_later": {"x": [1]},
+            "system": "Be brief.",
+            "tools": [{"name": "get_weather", "input_schema": {"type": "object"},
+                       "cache_control": {"type": "ephemeral"}}],
+            "tool_choice": {"type": "tool", "name": "get_weather", "disable_parallel_tool_use": true},
+            "messages": [
+                {"role": "user", "content": [
+                    {"type": "image", "source": {"type": "url", "url": "https://example.com/a.png"}},
+                    {"type": "document", "source": {"type": "text", "data": "doc"}},
+                    {"type": "text", "text": "Weather?", "citations": null},
+                ]},
+                {"role": "assistant", "content": [
+                    {"type": "redacted_thinking", "data": "opaque"},
+                    {"type": "thinking", "thinking": "no signature"},
+                    {"type": "tool_use", "id": "toolu_1", "name": "get_weather"},
+                ]},
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "is_error": null,
+                    "content": [{"type": "image", "source": {"type": "base64"}}, {"type": "search_result"}]}]},
+            ],
+        });
+        let request = turn(body).expect("a valid request");
+        assert!(!request.stream);
+        assert_eq!(request.tool_choice, ToolChoice::Tool("get_weather".into()));
+        assert_eq!(request.parallel_tool_calls, Some(false));
+        assert_eq!(request.functions.len(), 1);
+        let roles: Vec<Role> = request.messages.iter().map(|m| m.role).collect();
+        assert_eq!(roles, [Role::System, Role::User, Role::Assistant, Role::Tool]);
+        assert_eq!(request.messages[1].text(), "Weather?");
+        let calls: Vec<&str> = request.messages[2].tool_calls().map(|c| c.arguments.as_str()).collect();
+        assert_eq!(calls, ["{}"], "a `tool_use` without `input` has none");
+        let result = result_of(&request.messages[3]);
+        assert_eq!((result.content.clone(), result.is_error), (vec![ContentPart::text("")], false));
+        let expected = json!({"max_tokens": 100, "temperature": 0.3, "top_p": 0.95, "user": "u-1"});
+        assert_eq!(Value::Object(request.options), expected, "an empty `stop_sequences` is no `stop`");
+
+        // A type the API does not have is refused, where it is.
+        let bad = json!({"model": "m", "messages": [], "tool_choice": {"type": "required"}});
+        let error = turn(bad).unwrap_err();
+        assert!(
+            matches!(&error, GatewayError::BadRequest { param: Some(p), .. } if p.starts_with("tool_choice")),
+            "{error}"
+        );
+        let nameless = json!({"model": "m", "messages": [], "tools": [{"input_schema": {}}]});
+        let error = turn(nameless).unwrap_err();
+        assert!(
+            matches!(&error, GatewayError::BadRequest { param: Some(p), message } if p == "tools[0]" && message.contains("`name`")),
+            "{error}"
+        );
+        let not_a_list = json!({"model": "m", "messages": [], "tools": {"name": "x"}});
+        let error = turn(not_a_list).unwrap_err();
+        assert!(matches!(&error, GatewayError::BadRequest { param: Some(p), .. } if p == "tools"), "{error}");
     }
 }

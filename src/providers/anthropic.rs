@@ -35,42 +35,94 @@ const DEFAULT_THINKING_BUDGET: u32 = 2_048;
 // ---------------------------------------------------------------------------------------
 // The request
 
-/// A request body (its `None` fields are left out: [`body_value`]).
-#[derive(Debug, Serialize)]
-struct MessagesRequest<'a> {
-    model: &'a str,
-    max_tokens: u32,
-    temperature: Option<f32>,
-    thinking: Option<ThinkingParam>,
-    system: Option<String>,
-    messages: Vec<MessageParam<'a>>,
-    /// The protocol's declarations, as they are.
-    tools: Option<&'a Value>,
-    tool_choice: Option<ToolChoiceParam<'a>>,
-    stream: Option<bool>,
+/// A request body: what this crate sends Anthropic (its `None` fields are left out:
+/// [`body_value`]), and what the gateway reads from a client (owned: a request is read
+/// once). Read, the fields not typed here (`top_k`, `service_tier`, `container`, …) are
+/// skipped, and so is `thinking`, which this crate only writes.
+#[derive(Debug, Default, Serialize, Deserialize)]
+pub(crate) struct MessagesRequest<'a> {
+    #[serde(default)]
+    pub(crate) model: Cow<'a, str>,
+    /// Always written (the API requires one); a client may leave it out.
+    #[serde(default)]
+    pub(crate) max_tokens: Option<u32>,
+    #[serde(default)]
+    pub(crate) temperature: Option<f64>,
+    #[serde(skip_deserializing)]
+    pub(crate) thinking: Option<ThinkingParam>,
+    #[serde(default)]
+    pub(crate) system: Option<Content<'a, ResultBlock<'a>>>,
+    pub(crate) messages: Vec<MessageParam<'a>>,
+    /// The declarations: the protocol's, as they are; a client's, read as `ToolParam`s
+    /// by the gateway.
+    #[serde(default)]
+    pub(crate) tools: Option<Cow<'a, Value>>,
+    #[serde(default)]
+    pub(crate) tool_choice: Option<ToolChoiceParam<'a>>,
+    #[serde(default)]
+    pub(crate) stream: Option<bool>,
+    /// This and the next two: what a client may send and this crate does not.
+    #[serde(default)]
+    pub(crate) top_p: Option<f64>,
+    #[serde(default)]
+    pub(crate) stop_sequences: Option<Vec<Cow<'a, str>>>,
+    #[serde(default)]
+    pub(crate) metadata: Option<Metadata<'a>>,
+}
+
+/// `metadata`: of its fields, the end user's id.
+#[derive(Debug, Default, Serialize, Deserialize)]
+pub(crate) struct Metadata<'a> {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) user_id: Option<Cow<'a, str>>,
 }
 
 /// `{"type": "enabled", "budget_tokens": …}`.
 #[derive(Debug, Serialize)]
 #[serde(tag = "type", rename = "enabled")]
-struct ThinkingParam {
+pub(crate) struct ThinkingParam {
     budget_tokens: u32,
 }
 
-#[derive(Debug, Serialize)]
-struct ToolChoiceParam<'a> {
-    #[serde(rename = "type")]
-    kind: ToolChoiceType,
-    /// The tool, for `tool`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    name: Option<Cow<'a, str>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    disable_parallel_tool_use: Option<bool>,
+/// A string, or blocks `B`: a message's content, `system`, a tool result's content.
+/// This crate writes blocks; a client may send either.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(untagged)]
+pub(crate) enum Content<'a, B> {
+    Text(Cow<'a, str>),
+    Blocks(Vec<B>),
 }
 
-#[derive(Debug, Clone, Copy, Serialize)]
+/// A declared tool: a client tool (`type` `custom` or none, with an `input_schema`), or
+/// one of Anthropic's own (`web_search_…`, `bash_…`), which has a `type` and no
+/// `input_schema`.
+#[cfg(feature = "gateway")]
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct ToolParam<'a> {
+    #[serde(rename = "type", default, skip_serializing_if = "Option::is_none")]
+    pub(crate) kind: Option<Cow<'a, str>>,
+    pub(crate) name: Cow<'a, str>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) description: Option<Cow<'a, str>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) input_schema: Option<Value>,
+}
+
+/// `{"type": "auto" | "any" | "none" | "tool", "name"?, "disable_parallel_tool_use"?}`.
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct ToolChoiceParam<'a> {
+    #[serde(rename = "type")]
+    pub(crate) kind: ToolChoiceType,
+    /// The tool, for `tool`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) name: Option<Cow<'a, str>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) disable_parallel_tool_use: Option<bool>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-enum ToolChoiceType {
+pub(crate) enum ToolChoiceType {
     Auto,
     None,
     Any,
@@ -78,120 +130,195 @@ enum ToolChoiceType {
 }
 
 /// A message of the request: user and assistant alternate.
-#[derive(Debug, Serialize)]
-struct MessageParam<'a> {
-    role: MessageRole,
-    content: Vec<BlockParam<'a>>,
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct MessageParam<'a> {
+    pub(crate) role: MessageRole,
+    pub(crate) content: Content<'a, BlockParam<'a>>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-enum MessageRole {
+pub(crate) enum MessageRole {
     User,
     Assistant,
 }
 
-/// A content block of the request, by `type`.
-#[derive(Debug, Serialize)]
+/// A content block of the request, by `type`. Read, a thinking block's fields may be
+/// left out, and a block of another type (`image`, `document`, …) is `Other`.
+#[derive(Debug, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
-enum BlockParam<'a> {
+pub(crate) enum BlockParam<'a> {
     Text {
         text: Cow<'a, str>,
     },
     Thinking {
-        thinking: &'a str,
-        signature: &'a str,
+        #[serde(default)]
+        thinking: Cow<'a, str>,
+        #[serde(default)]
+        signature: Cow<'a, str>,
     },
     RedactedThinking {
-        data: &'a str,
+        #[serde(default)]
+        data: Cow<'a, str>,
     },
     ToolUse {
-        id: &'a str,
-        name: &'a str,
-        /// The arguments, an object.
+        id: Cow<'a, str>,
+        name: Cow<'a, str>,
+        /// The arguments, an object (`{}` when left out).
+        #[serde(default = "empty_object")]
         input: Value,
     },
     ToolResult {
-        tool_use_id: &'a str,
-        content: Vec<ResultBlock<'a>>,
-        is_error: bool,
+        tool_use_id: Cow<'a, str>,
+        /// Always written, as blocks.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        content: Option<Content<'a, ResultBlock<'a>>>,
+        /// Always written.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        is_error: Option<bool>,
     },
+    /// Never written.
+    #[serde(other)]
+    Other,
 }
 
-/// A block of a tool result's content.
-#[derive(Debug, Serialize)]
+/// `{}`.
+fn empty_object() -> Value {
+    Value::Object(serde_json::Map::new())
+}
+
+/// A block of a tool result's content (and of `system`, as a client may send it). Read,
+/// a text block's text may be left out, and a block of another type is `Other`.
+#[derive(Debug, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
-enum ResultBlock<'a> {
-    Text { text: String },
-    Image { source: ImageSource<'a> },
+pub(crate) enum ResultBlock<'a> {
+    Text {
+        #[serde(default)]
+        text: Cow<'a, str>,
+    },
+    Image {
+        #[serde(default)]
+        source: ImageSource<'a>,
+    },
+    /// Never written.
+    #[serde(other)]
+    Other,
 }
 
-/// `{"type": "base64", "media_type", "data"}`.
-#[derive(Debug, Serialize)]
+/// `{"type": "base64", "media_type", "data"}`. Read, only the two fields are: a source
+/// of another type (`url`, `file`) reads with them empty.
+#[derive(Debug, Default, Serialize, Deserialize)]
 #[serde(tag = "type", rename = "base64")]
-struct ImageSource<'a> {
-    media_type: &'a str,
-    data: &'a str,
+pub(crate) struct ImageSource<'a> {
+    #[serde(default)]
+    media_type: Cow<'a, str>,
+    #[serde(default)]
+    data: Cow<'a, str>,
+}
+
+#[cfg(feature = "gateway")]
+impl<'a, B> Content<'a, B> {
+    /// The blocks (a string is one block, made by `block`).
+    pub(crate) fn into_blocks(self, block: impl FnOnce(Cow<'a, str>) -> B) -> Vec<B> {
+        match self {
+            Content::Text(text) => vec![block(text)],
+            Content::Blocks(blocks) => blocks,
+        }
+    }
+}
+
+#[cfg(feature = "gateway")]
+impl Content<'_, ResultBlock<'_>> {
+    /// The text: a string as it is, text blocks joined with `separator`.
+    pub(crate) fn text(&self, separator: &str) -> Cow<'_, str> {
+        match self {
+            Content::Text(text) => Cow::Borrowed(text),
+            Content::Blocks(blocks) => Cow::Owned(
+                blocks
+                    .iter()
+                    .filter_map(|block| match block {
+                        ResultBlock::Text { text } => Some(text.as_ref()),
+                        _ => None,
+                    })
+                    .collect::<Vec<_>>()
+                    .join(separator),
+            ),
+        }
+    }
 }
 
 // ---------------------------------------------------------------------------------------
 // The response
 
-/// A response body (`{"type": "message", …}`, or `{"type": "error", …}`).
-#[derive(Debug, Default, Deserialize)]
+/// A response body (`{"type": "message", …}`, or `{"type": "error", …}`), and the
+/// message a stream's `message_start` carries. Read leniently from a provider (a field of
+/// the wrong type is read as absent); the gateway writes it. `stop_reason` and
+/// `stop_sequence` are written even when `null`, as the API does.
+#[derive(Debug, Default, Serialize, Deserialize)]
 #[serde(default)]
-struct MessageBody {
-    #[serde(rename = "type", deserialize_with = "lenient::tag")]
-    kind: Option<BodyType>,
-    #[serde(deserialize_with = "lenient::tagged_list")]
-    content: Option<Vec<ResponseBlock>>,
+pub(crate) struct MessageBody {
+    #[serde(deserialize_with = "lenient::string", skip_serializing_if = "Option::is_none")]
+    pub(crate) id: Option<String>,
+    #[serde(rename = "type", deserialize_with = "lenient::tag", skip_serializing_if = "Option::is_none")]
+    pub(crate) kind: Option<BodyType>,
+    #[serde(skip_deserializing, skip_serializing_if = "Option::is_none")]
+    pub(crate) role: Option<MessageRole>,
+    #[serde(deserialize_with = "lenient::string", skip_serializing_if = "Option::is_none")]
+    pub(crate) model: Option<String>,
+    #[serde(deserialize_with = "lenient::tagged_list", skip_serializing_if = "Option::is_none")]
+    pub(crate) content: Option<Vec<ResponseBlock>>,
     #[serde(deserialize_with = "lenient::tag")]
-    stop_reason: Option<StopReason>,
+    pub(crate) stop_reason: Option<StopReason>,
+    #[serde(deserialize_with = "lenient::string")]
+    pub(crate) stop_sequence: Option<String>,
+    #[serde(deserialize_with = "lenient::present", skip_serializing_if = "Option::is_none")]
+    pub(crate) usage: Option<Usage>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-enum BodyType {
+pub(crate) enum BodyType {
+    Message,
     Error,
     #[serde(other)]
     Other,
 }
 
 /// A content block of the response, by `type`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
-enum ResponseBlock {
+pub(crate) enum ResponseBlock {
     Text {
-        #[serde(default, deserialize_with = "lenient::string")]
+        #[serde(default, deserialize_with = "lenient::string", skip_serializing_if = "Option::is_none")]
         text: Option<String>,
     },
     Thinking {
-        #[serde(default, deserialize_with = "lenient::string")]
+        #[serde(default, deserialize_with = "lenient::string", skip_serializing_if = "Option::is_none")]
         thinking: Option<String>,
-        #[serde(default, deserialize_with = "lenient::string")]
+        #[serde(default, deserialize_with = "lenient::string", skip_serializing_if = "Option::is_none")]
         signature: Option<String>,
     },
     RedactedThinking {
-        #[serde(default, deserialize_with = "lenient::string")]
+        #[serde(default, deserialize_with = "lenient::string", skip_serializing_if = "Option::is_none")]
         data: Option<String>,
     },
     ToolUse {
-        #[serde(default, deserialize_with = "lenient::string")]
+        #[serde(default, deserialize_with = "lenient::string", skip_serializing_if = "Option::is_none")]
         id: Option<String>,
-        #[serde(default, deserialize_with = "lenient::string")]
+        #[serde(default, deserialize_with = "lenient::string", skip_serializing_if = "Option::is_none")]
         name: Option<String>,
-        #[serde(default, deserialize_with = "lenient::json")]
+        #[serde(default, deserialize_with = "lenient::json", skip_serializing_if = "Option::is_none")]
         input: Option<Value>,
     },
-    /// Server tools' blocks, citations, and block types added later.
+    /// Server tools' blocks, citations, and block types added later (never written).
     #[serde(other)]
     Other,
 }
 
 /// `stop_reason`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-enum StopReason {
+pub(crate) enum StopReason {
     EndTurn,
     StopSequence,
     PauseTurn,
@@ -199,6 +326,7 @@ enum StopReason {
     ModelContextWindowExceeded,
     ToolUse,
     Refusal,
+    /// Types added later (never written).
     #[serde(other)]
     Other,
 }
@@ -217,26 +345,38 @@ impl StopReason {
     }
 }
 
-/// An error body or event: `{"type": "error", "error": {"type", "message"}}` (or, from a
-/// proxy, the type and message at the top).
-#[derive(Debug, Default, Deserialize)]
+/// Token counts (a body's, `message_start`'s, `message_delta`'s). Not read by this
+/// crate's decoder; read leniently all the same.
+#[derive(Debug, Default, Clone, Copy, Serialize, Deserialize)]
 #[serde(default)]
-struct ErrorPayload {
-    #[serde(rename = "type", deserialize_with = "lenient::string")]
-    kind: Option<String>,
-    #[serde(deserialize_with = "lenient::string")]
-    message: Option<String>,
-    #[serde(deserialize_with = "lenient::present")]
-    error: Option<ApiError>,
+pub(crate) struct Usage {
+    #[serde(deserialize_with = "lenient::int", skip_serializing_if = "Option::is_none")]
+    pub(crate) input_tokens: Option<i64>,
+    #[serde(deserialize_with = "lenient::int", skip_serializing_if = "Option::is_none")]
+    pub(crate) output_tokens: Option<i64>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+/// An error body or event: `{"type": "error", "error": {"type", "message"}}` (or, from a
+/// proxy, the type and message at the top). Read leniently; the gateway writes the
+/// first form.
+#[derive(Debug, Default, Serialize, Deserialize)]
 #[serde(default)]
-struct ApiError {
-    #[serde(rename = "type", deserialize_with = "lenient::string")]
-    kind: Option<String>,
-    #[serde(deserialize_with = "lenient::string")]
-    message: Option<String>,
+pub(crate) struct ErrorPayload {
+    #[serde(rename = "type", deserialize_with = "lenient::string", skip_serializing_if = "Option::is_none")]
+    pub(crate) kind: Option<String>,
+    #[serde(deserialize_with = "lenient::string", skip_serializing_if = "Option::is_none")]
+    pub(crate) message: Option<String>,
+    #[serde(deserialize_with = "lenient::present", skip_serializing_if = "Option::is_none")]
+    pub(crate) error: Option<ApiError>,
+}
+
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub(crate) struct ApiError {
+    #[serde(rename = "type", deserialize_with = "lenient::string", skip_serializing_if = "Option::is_none")]
+    pub(crate) kind: Option<String>,
+    #[serde(deserialize_with = "lenient::string", skip_serializing_if = "Option::is_none")]
+    pub(crate) message: Option<String>,
 }
 
 impl ErrorPayload {
@@ -262,79 +402,115 @@ pub(crate) enum EventKind {
     Error,
 }
 
+/// An event as the gateway writes it: its payload, tagged with its `type` (which is
+/// also the event's name, [`Event::name`]). The decoder reads each payload by the type.
+#[cfg(feature = "gateway")]
+#[derive(Debug, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub(crate) enum Event<'a> {
+    MessageStart { message: MessageBody },
+    Ping,
+    ContentBlockStart(BlockStart),
+    ContentBlockDelta(BlockDeltaEvent<'a>),
+    ContentBlockStop(BlockStop),
+    MessageDelta(MessageDeltaEvent),
+    MessageStop,
+}
+
+#[cfg(feature = "gateway")]
+impl Event<'_> {
+    /// The event's name (its `event:` line), its payload's `type`.
+    pub(crate) fn name(&self) -> &'static str {
+        match self {
+            Event::MessageStart { .. } => "message_start",
+            Event::Ping => "ping",
+            Event::ContentBlockStart(_) => "content_block_start",
+            Event::ContentBlockDelta(_) => "content_block_delta",
+            Event::ContentBlockStop(_) => "content_block_stop",
+            Event::MessageDelta(_) => "message_delta",
+            Event::MessageStop => "message_stop",
+        }
+    }
+}
+
 /// `content_block_start`: the block it opens is a content block as a response body has
 /// them (a `tool_use` block's input is `{}` from the API; a proxy may send the whole
 /// input here).
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Serialize, Deserialize)]
 #[serde(default)]
-struct BlockStart {
-    #[serde(deserialize_with = "lenient::int")]
-    index: Option<i64>,
-    #[serde(deserialize_with = "lenient::tagged")]
-    content_block: Option<ResponseBlock>,
+pub(crate) struct BlockStart {
+    #[serde(deserialize_with = "lenient::int", skip_serializing_if = "Option::is_none")]
+    pub(crate) index: Option<i64>,
+    #[serde(deserialize_with = "lenient::tagged", skip_serializing_if = "Option::is_none")]
+    pub(crate) content_block: Option<ResponseBlock>,
 }
 
 /// `content_block_delta`.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Serialize, Deserialize)]
 #[serde(default)]
-struct BlockDeltaEvent<'a> {
-    #[serde(deserialize_with = "lenient::int")]
-    index: Option<i64>,
+pub(crate) struct BlockDeltaEvent<'a> {
+    #[serde(deserialize_with = "lenient::int", skip_serializing_if = "Option::is_none")]
+    pub(crate) index: Option<i64>,
     #[serde(borrow, deserialize_with = "lenient::object")]
-    delta: BlockDelta<'a>,
+    pub(crate) delta: BlockDelta<'a>,
 }
 
 /// A block's next piece: its type, and the field that type has (`text_delta`: text;
 /// `thinking_delta`: thinking; `signature_delta`: signature; `input_json_delta`:
 /// partial_json). One structure for all, so that the hot path reads the event once.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Serialize, Deserialize)]
 #[serde(default)]
-struct BlockDelta<'a> {
-    #[serde(rename = "type", deserialize_with = "lenient::tag")]
-    kind: Option<DeltaType>,
-    #[serde(borrow, deserialize_with = "lenient::text")]
-    text: Option<Cow<'a, str>>,
-    #[serde(borrow, deserialize_with = "lenient::text")]
-    thinking: Option<Cow<'a, str>>,
-    #[serde(borrow, deserialize_with = "lenient::text")]
-    signature: Option<Cow<'a, str>>,
-    #[serde(borrow, deserialize_with = "lenient::text")]
-    partial_json: Option<Cow<'a, str>>,
+pub(crate) struct BlockDelta<'a> {
+    #[serde(rename = "type", deserialize_with = "lenient::tag", skip_serializing_if = "Option::is_none")]
+    pub(crate) kind: Option<DeltaType>,
+    #[serde(borrow, deserialize_with = "lenient::text", skip_serializing_if = "Option::is_none")]
+    pub(crate) text: Option<Cow<'a, str>>,
+    #[serde(borrow, deserialize_with = "lenient::text", skip_serializing_if = "Option::is_none")]
+    pub(crate) thinking: Option<Cow<'a, str>>,
+    #[serde(borrow, deserialize_with = "lenient::text", skip_serializing_if = "Option::is_none")]
+    pub(crate) signature: Option<Cow<'a, str>>,
+    #[serde(borrow, deserialize_with = "lenient::text", skip_serializing_if = "Option::is_none")]
+    pub(crate) partial_json: Option<Cow<'a, str>>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-enum DeltaType {
+pub(crate) enum DeltaType {
     TextDelta,
     ThinkingDelta,
     SignatureDelta,
     InputJsonDelta,
-    /// `citations_delta`, and types added later.
+    /// `citations_delta`, and types added later (never written).
     #[serde(other)]
     Other,
 }
 
 /// `content_block_stop`.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Serialize, Deserialize)]
 #[serde(default)]
-struct BlockStop {
-    #[serde(deserialize_with = "lenient::int")]
-    index: Option<i64>,
+pub(crate) struct BlockStop {
+    #[serde(deserialize_with = "lenient::int", skip_serializing_if = "Option::is_none")]
+    pub(crate) index: Option<i64>,
 }
 
-/// `message_delta`: how the message ended (and its usage, not read).
-#[derive(Debug, Default, Deserialize)]
+/// `message_delta`: how the message ended, and the usage.
+#[derive(Debug, Default, Serialize, Deserialize)]
 #[serde(default)]
-struct MessageDeltaEvent {
+pub(crate) struct MessageDeltaEvent {
     #[serde(deserialize_with = "lenient::object")]
-    delta: MessageDelta,
+    pub(crate) delta: MessageDelta,
+    #[serde(deserialize_with = "lenient::present", skip_serializing_if = "Option::is_none")]
+    pub(crate) usage: Option<Usage>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+/// `stop_reason` and `stop_sequence` are written even when `null`, as the API does.
+#[derive(Debug, Default, Serialize, Deserialize)]
 #[serde(default)]
-struct MessageDelta {
+pub(crate) struct MessageDelta {
     #[serde(deserialize_with = "lenient::tag")]
-    stop_reason: Option<StopReason>,
+    pub(crate) stop_reason: Option<StopReason>,
+    #[serde(deserialize_with = "lenient::string")]
+    pub(crate) stop_sequence: Option<String>,
 }
 
 // ---------------------------------------------------------------------------------------
@@ -375,9 +551,11 @@ fn result_content(block: &ToolResultBlock) -> Vec<ResultBlock<'_>> {
         .iter()
         .map(|part| match part {
             ContentPart::Image { mime_type, data_base64 } => {
-                ResultBlock::Image { source: ImageSource { media_type: mime_type, data: data_base64 } }
+                let source =
+                    ImageSource { media_type: Cow::Borrowed(mime_type), data: Cow::Borrowed(data_base64) };
+                ResultBlock::Image { source }
             }
-            other => ResultBlock::Text { text: other.render_text() },
+            other => ResultBlock::Text { text: Cow::Owned(other.render_text()) },
         })
         .collect()
 }
@@ -385,16 +563,18 @@ fn result_content(block: &ToolResultBlock) -> Vec<ResultBlock<'_>> {
 pub(crate) fn request_body(request: &ModelRequest, model: &str, stream: bool) -> Value {
     let tools = declared_tools(request);
     let body = MessagesRequest {
-        model,
-        max_tokens: request.options.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
-        temperature: request.options.temperature,
+        model: Cow::Borrowed(model),
+        max_tokens: Some(request.options.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS)),
+        // As an `f32` is written: JSON numbers are read as `f64`s.
+        temperature: request.options.temperature.map(f64::from),
         thinking: thinking_budget(request.options.thinking)
             .map(|budget_tokens| ThinkingParam { budget_tokens }),
-        system: system_text(request),
+        system: system_text(request).map(|system| Content::Text(Cow::Owned(system))),
         messages: messages(&request.messages),
-        tools,
+        tools: tools.map(Cow::Borrowed),
         tool_choice: tools.map(|_| tool_choice(&request.tool_choice, request.parallel_tool_calls)),
         stream: stream.then_some(true),
+        ..MessagesRequest::default()
     };
     body_value(&body)
 }
@@ -478,7 +658,7 @@ pub(crate) fn wire_messages(messages: &[Message]) -> Value {
 /// The messages of the request. Messages alternate user / assistant: consecutive ones of
 /// one side are merged; results come first in a user message.
 fn messages(messages: &[Message]) -> Vec<MessageParam<'_>> {
-    let mut out: Vec<MessageParam<'_>> = Vec::new();
+    let mut out: Vec<(MessageRole, Vec<BlockParam<'_>>)> = Vec::new();
     for message in messages {
         let (role, mut blocks) = match message.role {
             Role::System => continue,
@@ -490,9 +670,9 @@ fn messages(messages: &[Message]) -> Vec<MessageParam<'_>> {
                     .iter()
                     .filter_map(|block| match block {
                         ContentBlock::ToolResult(result) => Some(BlockParam::ToolResult {
-                            tool_use_id: &result.call_id,
-                            content: result_content(result),
-                            is_error: result.is_error,
+                            tool_use_id: Cow::Borrowed(&result.call_id),
+                            content: Some(Content::Blocks(result_content(result))),
+                            is_error: Some(result.is_error),
                         }),
                         _ => None,
                     })
@@ -509,14 +689,16 @@ fn messages(messages: &[Message]) -> Vec<MessageParam<'_>> {
             continue;
         }
         match out.last_mut() {
-            Some(last) if last.role == role => last.content.append(&mut blocks),
-            _ => out.push(MessageParam { role, content: blocks }),
+            Some((last, content)) if *last == role => content.append(&mut blocks),
+            _ => out.push((role, blocks)),
         }
     }
-    for message in &mut out {
-        message.content.sort_by_key(|b| !matches!(b, BlockParam::ToolResult { .. }));
-    }
-    out
+    out.into_iter()
+        .map(|(role, mut blocks)| {
+            blocks.sort_by_key(|b| !matches!(b, BlockParam::ToolResult { .. }));
+            MessageParam { role, content: Content::Blocks(blocks) }
+        })
+        .collect()
 }
 
 /// An assistant message's blocks as Anthropic takes them back: reasoning unchanged.
@@ -526,16 +708,18 @@ fn assistant_blocks(message: &Message) -> Vec<BlockParam<'_>> {
         .iter()
         .filter_map(|block| match block {
             ContentBlock::Text { text } => Some(BlockParam::Text { text: Cow::Borrowed(text) }),
-            ContentBlock::Reasoning(r) if r.redacted => {
-                Some(BlockParam::RedactedThinking { data: r.signature.as_deref().unwrap_or_default() })
-            }
-            ContentBlock::Reasoning(r) => Some(BlockParam::Thinking {
-                thinking: &r.text,
-                signature: r.signature.as_deref().unwrap_or_default(),
+            ContentBlock::Reasoning(r) if r.redacted => Some(BlockParam::RedactedThinking {
+                data: Cow::Borrowed(r.signature.as_deref().unwrap_or_default()),
             }),
-            ContentBlock::ToolCall(call) => {
-                Some(BlockParam::ToolUse { id: &call.id, name: &call.name, input: arguments_object(call) })
-            }
+            ContentBlock::Reasoning(r) => Some(BlockParam::Thinking {
+                thinking: Cow::Borrowed(&r.text),
+                signature: Cow::Borrowed(r.signature.as_deref().unwrap_or_default()),
+            }),
+            ContentBlock::ToolCall(call) => Some(BlockParam::ToolUse {
+                id: Cow::Borrowed(&call.id),
+                name: Cow::Borrowed(&call.name),
+                input: arguments_object(call),
+            }),
             ContentBlock::ToolResult(_) => None,
         })
         .collect()
@@ -786,5 +970,35 @@ mod tests {
         let body = Provider::Anthropic.request_body(&request, "claude", true);
         assert_eq!(body["tool_choice"], json!({"type": "none"}));
         assert_eq!(body["stream"], true);
+    }
+
+    /// A body this crate writes reads back, with the same types, as itself (but for
+    /// `thinking`, which is only written).
+    #[test]
+    fn a_request_body_reads_back_as_written() {
+        let turn = AssistantTurn::new()
+            .with_reasoning("t", Some("s".into()))
+            .with_text("Let me see.")
+            .with_tool_call(ToolCall::new("a", "f", r#"{"x": 1}"#));
+        let result = ToolResultBlock {
+            call_id: "a".into(),
+            name: "f".into(),
+            content: vec![ContentPart::text("out"), ContentPart::image("image/png", "iVBOR")],
+            is_error: true,
+        };
+        let mut request = ModelRequest::new(vec![
+            Message::system("Be brief."),
+            Message::user("hi"),
+            Message::from_turn(turn),
+            Message::with_content(Role::Tool, vec![ContentBlock::ToolResult(result)]),
+        ]);
+        request.tools = Some(json!([{"name": "f", "input_schema": {"type": "object"}}]));
+        request.tool_choice = ToolChoice::Tool("f".into());
+        request.options = crate::model::RequestOptions::default().temperature(0.7).max_tokens(99);
+        let body = Provider::Anthropic.request_body(&request, "claude", true);
+        assert_eq!(body["temperature"], Value::from(0.7_f32), "an `f32`, widened as it always was");
+        assert_eq!(body["messages"][2]["content"][0]["content"][1]["source"]["type"], "base64");
+        let read: MessagesRequest<'_> = serde_json::from_value(body.clone()).unwrap();
+        assert_eq!(serde_json::to_string(&body_value(&read)).unwrap(), serde_json::to_string(&body).unwrap());
     }
 }

@@ -31,7 +31,7 @@
 //! assert_eq!(call.arguments_json().unwrap()["b"], 40);
 //! ```
 
-mod anthropic;
+pub(crate) mod anthropic;
 #[cfg(feature = "http")]
 mod client;
 mod constrained;
