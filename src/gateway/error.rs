@@ -3,6 +3,8 @@
 use axum::http::StatusCode;
 use serde_json::{Value, json};
 
+use crate::providers::anthropic::{ApiError, ErrorPayload};
+
 /// Why the gateway could not answer a request.
 ///
 /// Each error has the HTTP status it is answered with, and is written in the shape of
@@ -121,7 +123,9 @@ impl GatewayError {
             GatewayError::Upstream { status: 529, .. } => "overloaded_error",
             _ => "api_error",
         };
-        json!({"type": "error", "error": {"type": kind, "message": self.to_string()}})
+        let error = ApiError { kind: Some(kind.into()), message: Some(self.to_string()) };
+        let body = ErrorPayload { kind: Some("error".into()), error: Some(error), ..ErrorPayload::default() };
+        crate::providers::to_value(&body)
     }
 }
 
