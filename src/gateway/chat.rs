@@ -37,6 +37,20 @@ pub(crate) fn tool_choice(mode: &str) -> Result<ToolChoice, GatewayError> {
     }
 }
 
+/// Why a tool choice of `type` `kind` (not a named function) is refused: a `function`
+/// choice without its name, or a choice the gateway does not offer (a hosted tool,
+/// `allowed_tools`, …).
+pub(crate) fn typed_choice(kind: &str) -> GatewayError {
+    let message = if kind == "function" {
+        "a `function` choice names no function".to_string()
+    } else {
+        format!(
+            "`{kind}` is not a tool choice the gateway offers (auto, none, required, or a named function)"
+        )
+    };
+    GatewayError::bad(message, "tool_choice".to_string())
+}
+
 /// A client's request as the gateway hands it on, and whether the client asked for a
 /// last chunk with the usage.
 fn into_turn(request: ChatRequest<'_>) -> Result<(TurnRequest, bool), GatewayError> {
@@ -72,6 +86,7 @@ fn into_turn(request: ChatRequest<'_>) -> Result<(TurnRequest, bool), GatewayErr
         Some(ToolChoiceParam::Function { function, .. }) => {
             ToolChoice::Tool(function.function.name.into_owned())
         }
+        Some(ToolChoiceParam::Typed { kind }) => return Err(typed_choice(&kind)),
     };
     let tools: Vec<ChatTool<'_>> = match request.tools.tools {
         None => Vec::new(),
@@ -430,5 +445,12 @@ mod tests {
             json!({"messages": [], "tools": [{"type": "function", "function": {"description": "no name"}}]});
         let error = into_turn(serde_json::from_value(bad).unwrap()).unwrap_err();
         assert!(error.to_string().contains("name"), "{error}");
+
+        // A choice the gateway does not offer is refused by its type.
+        let choice = json!({"messages": [], "tool_choice": {"type": "allowed_tools", "mode": "auto"}});
+        let error = into_turn(serde_json::from_value(choice).unwrap()).unwrap_err();
+        assert_eq!(error.status(), 400);
+        assert!(error.to_string().contains("`allowed_tools` is not a tool choice"), "{error}");
+        assert!(error.to_string().contains("(`tool_choice`)"), "{error}");
     }
 }

@@ -187,7 +187,10 @@ impl<F> Default for ToolFields<'_, F> {
 }
 
 /// `"auto"`, `"none"`, `"required"`, or one named function (`F`: how the API names it).
-#[derive(Debug, Serialize, Deserialize)]
+/// Read from a client, a choice of another `type` (a hosted tool, `allowed_tools`, …) or
+/// a `function` choice without its name is [`Typed`](Self::Typed), for the gateway to
+/// refuse by name; this crate never writes one.
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(untagged)]
 pub(crate) enum ToolChoiceParam<'a, F> {
     Mode(Cow<'a, str>),
@@ -197,11 +200,15 @@ pub(crate) enum ToolChoiceParam<'a, F> {
         #[serde(flatten)]
         function: F,
     },
+    Typed {
+        #[serde(rename = "type")]
+        kind: Cow<'a, str>,
+    },
 }
 
 /// `{"name": …}`: the function a tool choice names (Responses), or its `function` field
 /// (Chat Completions).
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct FunctionName<'a> {
     pub(crate) name: Cow<'a, str>,
 }
