@@ -10,303 +10,219 @@
 //! (`web_search`, `file_search`, …) are refused: the gateway keeps nothing and offers only
 //! function tools. Fields with no Chat Completions equivalent (`text`, `reasoning`,
 //! `store`, `metadata`, `include`, `truncation`, …) are dropped.
+//!
+//! The request, the response object and the events are the provider codec's types
+//! ([`crate::providers::openai_responses`]): what the gateway writes is what the crate's
+//! own Responses client reads.
+
+use std::borrow::Cow;
 
 use axum::response::Response;
-use serde::Deserialize;
-use serde_json::{Map, Value, json};
+use serde::Serialize;
+use serde_json::{Map, Value};
 
-use super::chat::tool_choice;
+use super::chat::{tool_choice, typed_choice};
 use super::reply::{Call, Finish, Piece};
 use super::request::{Function, TurnRequest};
 use super::upstream::{End, Item};
 use super::{Front, GatewayError, Reply, json_body, now_seconds, openai_error, sse};
 use crate::ContentPart;
 use crate::model::{ContentBlock, Message, Role, ToolCall, ToolChoice, ToolResultBlock};
-use crate::providers::openai_chat::ChatText;
-
-/// A Responses request, as far as the gateway reads it; other fields have no Chat
-/// Completions equivalent and are dropped.
-#[derive(Debug, Deserialize)]
-struct ResponsesRequest {
-    #[serde(default)]
-    model: String,
-    #[serde(default)]
-    instructions: Option<String>,
-    /// A string (one user message) or a list of items, read one by one by
-    /// [`InputItem`] so that an error names the item.
-    #[serde(default)]
-    input: Option<Value>,
-    #[serde(default)]
-    tools: Option<Vec<ResponsesTool>>,
-    #[serde(default)]
-    tool_choice: Option<ResponsesToolChoice>,
-    #[serde(default)]
-    parallel_tool_calls: Option<bool>,
-    #[serde(default)]
-    stream: Option<bool>,
-    #[serde(default)]
-    max_output_tokens: Option<u64>,
-    #[serde(default)]
-    temperature: Option<f64>,
-    #[serde(default)]
-    top_p: Option<f64>,
-    #[serde(default)]
-    user: Option<String>,
-    #[serde(default)]
-    previous_response_id: Option<String>,
-    #[serde(default)]
-    conversation: Option<Value>,
-}
-
-/// An item of `input`: a message (`type` `message`, or none), a `function_call`, a
-/// `function_call_output`, or another kind (`reasoning` is dropped, the rest refused).
-/// The fields of every kind are read, each kind checks those it needs.
-#[derive(Debug, Deserialize)]
-struct InputItem {
-    #[serde(default, rename = "type")]
-    kind: Option<String>,
-    #[serde(default)]
-    role: Option<String>,
-    #[serde(default)]
-    content: Option<ChatText<'static>>,
-    #[serde(default)]
-    call_id: Option<String>,
-    #[serde(default)]
-    name: Option<String>,
-    #[serde(default)]
-    arguments: Option<String>,
-    #[serde(default)]
-    output: Option<ChatText<'static>>,
-}
-
-/// A tool of `tools`: a function (flat: `name`, `description`, `parameters`, `strict`),
-/// or one of OpenAI's hosted tools, which the gateway cannot offer.
-#[derive(Debug, Deserialize)]
-struct ResponsesTool {
-    #[serde(rename = "type")]
-    kind: String,
-    #[serde(default)]
-    name: Option<String>,
-    #[serde(default)]
-    description: Option<String>,
-    #[serde(default)]
-    parameters: Option<Value>,
-    #[serde(default)]
-    strict: Option<bool>,
-}
-
-/// `tool_choice`: `auto`, `none`, `required`, or `{"type": "function", "name"}`.
-#[derive(Debug, Deserialize)]
-#[serde(untagged)]
-enum ResponsesToolChoice {
-    Mode(String),
-    Typed {
-        #[serde(rename = "type")]
-        kind: String,
-        #[serde(default)]
-        name: Option<String>,
-    },
-}
-
-impl ResponsesToolChoice {
-    /// The choice, and how a response repeats it.
-    fn read(self) -> Result<(ToolChoice, Value), GatewayError> {
-        match self {
-            ResponsesToolChoice::Mode(mode) => Ok((tool_choice(&mode)?, Value::String(mode))),
-            ResponsesToolChoice::Typed { kind, name } if kind == "function" => match name {
-                Some(name) if !name.is_empty() => {
-                    let echo = json!({"type": "function", "name": name});
-                    Ok((ToolChoice::Tool(name), echo))
-                }
-                _ => {
-                    Err(GatewayError::bad("a `function` choice names no function", "tool_choice".to_string()))
-                }
-            },
-            ResponsesToolChoice::Typed { kind, .. } => {
-                let message = format!(
-                    "`{kind}` is not a tool choice the gateway offers (auto, none, required, or a named function)"
-                );
-                Err(GatewayError::bad(message, "tool_choice".to_string()))
-            }
-        }
-    }
-}
+use crate::providers::openai_chat::{FunctionName, FunctionType, ToolChoiceParam};
+use crate::providers::openai_responses::{
+    CompletedEvent, DeltaEvent, ErrorEvent, Event, EventKind, IncompleteDetails, Input, InputItem,
+    InputTokensDetails, ItemEvent, MessagePart, OutputItem, OutputTokensDetails, Part, ResponseBody,
+    ResponsesRequest, ResponsesTool, Status, SummaryPart, Usage,
+};
+use crate::providers::to_value;
 
 /// Why a request that relies on the API's stored state is refused.
 const STATELESS: &str = "the gateway keeps no state between requests: send the whole conversation as `input`";
 
-impl ResponsesRequest {
-    /// The front-neutral request, and the request's fields a response repeats
-    /// (`tools`, `tool_choice`, `parallel_tool_calls`, sampling).
-    fn into_turn(self) -> Result<(TurnRequest, Map<String, Value>), GatewayError> {
-        if self.previous_response_id.as_deref().is_some_and(|id| !id.is_empty()) {
-            let message = format!("`previous_response_id` is not supported: {STATELESS}");
-            return Err(GatewayError::bad(message, "previous_response_id".to_string()));
-        }
-        if self.conversation.as_ref().is_some_and(|c| !c.is_null()) {
-            let message = format!("`conversation` is not supported: {STATELESS}");
-            return Err(GatewayError::bad(message, "conversation".to_string()));
-        }
-        let mut messages = Vec::new();
-        if let Some(instructions) = self.instructions.filter(|i| !i.is_empty()) {
-            messages.push(Message::system(instructions));
-        }
-        match self.input {
-            None | Some(Value::Null) => {}
-            Some(Value::String(text)) => messages.push(Message::user(text)),
-            Some(Value::Array(items)) => {
-                for (i, item) in items.into_iter().enumerate() {
-                    let item: InputItem = serde_path_to_error::deserialize(item).map_err(|error| {
-                        let message = format!("the input item is not valid: {}", error.inner());
-                        let path = error.path().to_string();
-                        let param =
-                            if path == "." { format!("input[{i}]") } else { format!("input[{i}].{path}") };
-                        GatewayError::bad(message, param)
-                    })?;
-                    item.read(i, &mut messages)?;
-                }
-            }
-            Some(_) => {
-                let message = "`input` is neither a string nor a list of items";
-                return Err(GatewayError::bad(message, "input".to_string()));
-            }
-        }
-        let mut functions = Vec::new();
-        let mut tools = Vec::new();
-        for (i, tool) in self.tools.unwrap_or_default().into_iter().enumerate() {
-            if tool.kind != "function" {
-                let message = format!(
-                    "`{}` is one of OpenAI's hosted tools: the gateway offers only function tools",
-                    tool.kind
-                );
-                return Err(GatewayError::bad(message, format!("tools[{i}]")));
-            }
-            let function = Function {
-                name: tool.name.unwrap_or_default(),
-                description: tool.description.unwrap_or_default(),
-                parameters: tool.parameters.unwrap_or(Value::Null),
-            };
-            tools.push(json!({
-                "type": "function", "name": function.name,
-                "description": (!function.description.is_empty()).then_some(&function.description),
-                "parameters": function.parameters, "strict": tool.strict,
-            }));
-            functions.push(function);
-        }
-        let (tool_choice, tool_choice_echo) = match self.tool_choice {
-            Some(choice) => choice.read()?,
-            None => (ToolChoice::Auto, json!("auto")),
-        };
-        let mut options = Map::new();
-        if let Some(max_tokens) = self.max_output_tokens {
-            options.insert("max_tokens".into(), json!(max_tokens));
-        }
-        if let Some(temperature) = self.temperature {
-            options.insert("temperature".into(), json!(temperature));
-        }
-        if let Some(top_p) = self.top_p {
-            options.insert("top_p".into(), json!(top_p));
-        }
-        if let Some(user) = &self.user {
-            options.insert("user".into(), Value::String(user.clone()));
-        }
-        let mut echo = Map::new();
-        echo.insert("parallel_tool_calls".into(), json!(self.parallel_tool_calls.unwrap_or(true)));
-        echo.insert("tool_choice".into(), tool_choice_echo);
-        echo.insert("tools".into(), Value::Array(tools));
-        echo.insert("temperature".into(), json!(self.temperature));
-        echo.insert("top_p".into(), json!(self.top_p));
-        echo.insert("max_output_tokens".into(), json!(self.max_output_tokens));
-        echo.insert("user".into(), json!(self.user));
-        let turn = TurnRequest {
-            model: self.model,
-            messages,
-            functions,
-            tool_choice,
-            parallel_tool_calls: self.parallel_tool_calls,
-            stream: self.stream.unwrap_or(false),
-            options,
-        };
-        Ok((turn, echo))
+/// A client's request as the gateway hands it on, and what every response to it
+/// repeats of it (`tools`, `tool_choice`, `parallel_tool_calls`, sampling), as a
+/// response's fields. The request's other fields ([`ResponsesRequest::extra`]) have no
+/// Chat Completions equivalent and are dropped.
+fn into_turn(request: ResponsesRequest<'_>) -> Result<(TurnRequest, ResponseBody<'static>), GatewayError> {
+    if request.previous_response_id.as_deref().is_some_and(|id| !id.is_empty()) {
+        let message = format!("`previous_response_id` is not supported: {STATELESS}");
+        return Err(GatewayError::bad(message, "previous_response_id".to_string()));
     }
+    if request.conversation.as_ref().is_some_and(|c| !c.is_null()) {
+        let message = format!("`conversation` is not supported: {STATELESS}");
+        return Err(GatewayError::bad(message, "conversation".to_string()));
+    }
+    let mut messages = Vec::new();
+    if let Some(instructions) = request.instructions.filter(|i| !i.is_empty()) {
+        messages.push(Message::system(instructions.into_owned()));
+    }
+    match request.input {
+        None => {}
+        Some(Input::Text(text)) => messages.push(Message::user(text.into_owned())),
+        Some(Input::Items(items)) => {
+            for (i, item) in items.into_iter().enumerate() {
+                read_item(item, i, &mut messages)?;
+            }
+        }
+    }
+    let tools: Vec<ResponsesTool<'static>> = match request.tools.tools {
+        None => Vec::new(),
+        Some(tools) => serde_path_to_error::deserialize(tools.into_owned()).map_err(|error| {
+            let path = error.path().to_string();
+            let param = if path == "." { "tools".to_string() } else { format!("tools{path}") };
+            GatewayError::bad(format!("the body is not a valid request: {}", error.inner()), param)
+        })?,
+    };
+    let mut functions = Vec::with_capacity(tools.len());
+    let mut repeated = Vec::with_capacity(tools.len());
+    for (i, tool) in tools.into_iter().enumerate() {
+        if tool.kind != "function" {
+            let message = format!(
+                "`{}` is one of OpenAI's hosted tools: the gateway offers only function tools",
+                tool.kind
+            );
+            return Err(GatewayError::bad(message, format!("tools[{i}]")));
+        }
+        let function = Function {
+            name: tool.name.unwrap_or_default().into_owned(),
+            description: tool.description.unwrap_or_default().into_owned(),
+            parameters: tool.parameters.unwrap_or(Value::Null),
+        };
+        repeated.push(ResponsesTool {
+            kind: Cow::Borrowed("function"),
+            name: Some(Cow::Owned(function.name.clone())),
+            description: (!function.description.is_empty()).then(|| Cow::Owned(function.description.clone())),
+            parameters: Some(function.parameters.clone()),
+            strict: tool.strict,
+        });
+        functions.push(function);
+    }
+    let (tool_choice, repeated_choice) = match request.tools.tool_choice {
+        None => (ToolChoice::Auto, ToolChoiceParam::Mode(Cow::Borrowed("auto"))),
+        Some(ToolChoiceParam::Mode(mode)) => {
+            (tool_choice(&mode)?, ToolChoiceParam::Mode(Cow::Owned(mode.into_owned())))
+        }
+        Some(ToolChoiceParam::Function { function, .. }) if !function.name.is_empty() => {
+            let name = function.name.into_owned();
+            let named = FunctionName { name: Cow::Owned(name.clone()) };
+            (
+                ToolChoice::Tool(name),
+                ToolChoiceParam::Function { kind: FunctionType::Function, function: named },
+            )
+        }
+        Some(ToolChoiceParam::Function { .. }) => return Err(typed_choice("function")),
+        Some(ToolChoiceParam::Typed { kind }) => return Err(typed_choice(&kind)),
+    };
+    let user = request.user.map(Cow::into_owned);
+    let mut options = Map::new();
+    if let Some(max_tokens) = request.max_output_tokens {
+        options.insert("max_tokens".into(), Value::from(max_tokens));
+    }
+    if let Some(temperature) = request.temperature {
+        options.insert("temperature".into(), Value::from(temperature));
+    }
+    if let Some(top_p) = request.top_p {
+        options.insert("top_p".into(), Value::from(top_p));
+    }
+    if let Some(user) = &user {
+        options.insert("user".into(), Value::String(user.clone()));
+    }
+    let repeats = ResponseBody {
+        parallel_tool_calls: Some(request.tools.parallel_tool_calls.unwrap_or(true)),
+        tool_choice: Some(repeated_choice),
+        tools: Cow::Owned(repeated),
+        temperature: request.temperature,
+        top_p: request.top_p,
+        max_output_tokens: request.max_output_tokens,
+        user: user.map(Cow::Owned),
+        ..ResponseBody::default()
+    };
+    let turn = TurnRequest {
+        model: request.model.into_owned(),
+        messages,
+        functions,
+        tool_choice,
+        parallel_tool_calls: request.tools.parallel_tool_calls,
+        stream: request.stream.unwrap_or(false),
+        options,
+    };
+    Ok((turn, repeats))
 }
 
-impl InputItem {
-    /// Adds the item, the `index`th of `input`, to the conversation: a call joins the
-    /// assistant message before it (that of the calls before it, or the assistant's
-    /// text), so that a turn's calls are one message.
-    fn read(self, index: usize, out: &mut Vec<Message>) -> Result<(), GatewayError> {
-        let param = |field: &str| format!("input[{index}].{field}");
-        match self.kind.as_deref().unwrap_or("message") {
-            "message" => {
-                let role =
-                    self.role.ok_or_else(|| GatewayError::bad("a message has no `role`", param("role")))?;
-                let content = self
-                    .content
-                    .ok_or_else(|| GatewayError::bad("a message has no `content`", param("content")))?;
-                let text = content.text();
-                out.push(match role.as_str() {
-                    "user" => Message::user(text),
-                    "assistant" => Message::assistant(text),
-                    "system" | "developer" => Message::system(text),
-                    other => {
-                        let message =
-                            format!("`{other}` is not a role (user, assistant, system or developer)");
-                        return Err(GatewayError::bad(message, param("role")));
-                    }
-                });
-            }
-            "function_call" => {
-                let call_id = self.call_id.ok_or_else(|| {
-                    GatewayError::bad("a `function_call` item has no `call_id`", param("call_id"))
-                })?;
-                let name = self.name.ok_or_else(|| {
-                    GatewayError::bad("a `function_call` item has no `name`", param("name"))
-                })?;
-                let call =
-                    ContentBlock::ToolCall(ToolCall::new(call_id, name, self.arguments.unwrap_or_default()));
-                match out.last_mut() {
-                    Some(last) if last.role == Role::Assistant => last.content.push(call),
-                    _ => out.push(Message::with_content(Role::Assistant, vec![call])),
+/// Adds `item`, the `index`th of `input`, to the conversation, once it has what its kind
+/// needs: a call joins the assistant message before it (that of the calls before it, or
+/// the assistant's text), so that a turn's calls are one message.
+fn read_item(item: InputItem<'_>, index: usize, out: &mut Vec<Message>) -> Result<(), GatewayError> {
+    let param = |field: &str| format!("input[{index}].{field}");
+    match item.kind.as_deref().unwrap_or("message") {
+        "message" => {
+            let role =
+                item.role.ok_or_else(|| GatewayError::bad("a message has no `role`", param("role")))?;
+            let content = item
+                .content
+                .ok_or_else(|| GatewayError::bad("a message has no `content`", param("content")))?;
+            let text = content.text().into_owned();
+            out.push(match role.as_ref() {
+                "user" => Message::user(text),
+                "assistant" => Message::assistant(text),
+                "system" | "developer" => Message::system(text),
+                other => {
+                    let message = format!("`{other}` is not a role (user, assistant, system or developer)");
+                    return Err(GatewayError::bad(message, param("role")));
                 }
-            }
-            "function_call_output" => {
-                let call_id = self.call_id.ok_or_else(|| {
-                    GatewayError::bad("a `function_call_output` item has no `call_id`", param("call_id"))
-                })?;
-                let text = self.output.map(|o| o.text().into_owned()).unwrap_or_default();
-                out.push(Message::with_content(
-                    Role::Tool,
-                    vec![ContentBlock::ToolResult(ToolResultBlock {
-                        call_id,
-                        name: String::new(),
-                        content: vec![ContentPart::text(text)],
-                        is_error: false,
-                    })],
-                ));
-            }
-            // The model's reasoning of an earlier turn: not sent upstream.
-            "reasoning" => {}
-            "item_reference" => {
-                let message = format!("`item_reference` items are not supported: {STATELESS}");
-                return Err(GatewayError::bad(message, format!("input[{index}]")));
-            }
-            other => {
-                let message = format!(
-                    "`{other}` items are not carried by the gateway \
-                     (it takes messages, `function_call` and `function_call_output` items)"
-                );
-                return Err(GatewayError::bad(message, param("type")));
+            });
+        }
+        "function_call" => {
+            let call_id = item.call_id.ok_or_else(|| {
+                GatewayError::bad("a `function_call` item has no `call_id`", param("call_id"))
+            })?;
+            let name = item
+                .name
+                .ok_or_else(|| GatewayError::bad("a `function_call` item has no `name`", param("name")))?;
+            let arguments = item.arguments.unwrap_or_default();
+            let call = ToolCall::new(call_id.into_owned(), name.into_owned(), arguments.into_owned());
+            let call = ContentBlock::ToolCall(call);
+            match out.last_mut() {
+                Some(last) if last.role == Role::Assistant => last.content.push(call),
+                _ => out.push(Message::with_content(Role::Assistant, vec![call])),
             }
         }
-        Ok(())
+        "function_call_output" => {
+            let call_id = item.call_id.ok_or_else(|| {
+                GatewayError::bad("a `function_call_output` item has no `call_id`", param("call_id"))
+            })?;
+            let text = item.output.map(|o| o.text().into_owned()).unwrap_or_default();
+            out.push(Message::with_content(
+                Role::Tool,
+                vec![ContentBlock::ToolResult(ToolResultBlock {
+                    call_id: call_id.into_owned(),
+                    name: String::new(),
+                    content: vec![ContentPart::text(text)],
+                    is_error: false,
+                })],
+            ));
+        }
+        // The model's reasoning of an earlier turn: not sent upstream.
+        "reasoning" => {}
+        "item_reference" => {
+            let message = format!("`item_reference` items are not supported: {STATELESS}");
+            return Err(GatewayError::bad(message, format!("input[{index}]")));
+        }
+        other => {
+            let message = format!(
+                "`{other}` items are not carried by the gateway \
+                 (it takes messages, `function_call` and `function_call_output` items)"
+            );
+            return Err(GatewayError::bad(message, param("type")));
+        }
     }
+    Ok(())
 }
 
 impl Front for Frames {
     fn read(body: &[u8]) -> Result<(TurnRequest, Self), GatewayError> {
-        let (turn, echo) = json_body::<ResponsesRequest>(body)?.into_turn()?;
-        let frames = Frames::new(turn.model.clone(), echo);
+        let (turn, repeats) = into_turn(json_body::<ResponsesRequest<'static>>(body)?)?;
+        let frames = Frames::new(turn.model.clone(), repeats);
         Ok((turn, frames))
     }
 
@@ -344,49 +260,73 @@ struct OpenItem {
 
 /// Writes Responses events and bodies for one reply.
 pub(crate) struct Frames {
-    id: String,
-    created_at: u64,
-    model: String,
-    /// The request's fields every response object repeats.
-    echo: Map<String, Value>,
+    /// What every response object of the reply repeats: its id, creation time and model,
+    /// and the request's fields.
+    head: ResponseBody<'static>,
     /// The next event's `sequence_number`.
     sequence: u64,
     /// Whether `response.created` was sent.
     began: bool,
     /// The output items done so far, as the final response lists them.
-    output: Vec<Value>,
+    output: Vec<OutputItem>,
     open: Option<OpenItem>,
 }
 
+/// A count or an index as the wire's integer.
+fn int(n: usize) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+/// Appends the event `kind`, the `sequence`th of the stream, with its payload `data`.
+fn event(kind: EventKind, sequence: u64, data: impl Serialize, out: &mut String) {
+    let name = to_value(&kind);
+    out.push_str(&sse(name.as_str(), &Event { kind, sequence_number: sequence, data }));
+}
+
 impl Frames {
-    /// The writer of a reply to a request for `model`, with a new `resp_…` id.
-    fn new(model: String, echo: Map<String, Value>) -> Self {
-        Frames {
-            id: format!("resp_{}", uuid::Uuid::new_v4().simple()),
+    /// The writer of a reply to a request for `model`, with a new `resp_…` id; `repeats`
+    /// holds the request's fields every response repeats.
+    fn new(model: String, repeats: ResponseBody<'static>) -> Self {
+        let head = ResponseBody {
+            id: Cow::Owned(format!("resp_{}", uuid::Uuid::new_v4().simple())),
+            object: Cow::Borrowed("response"),
             created_at: now_seconds(),
-            model,
-            echo,
-            sequence: 0,
-            began: false,
-            output: Vec::new(),
-            open: None,
-        }
+            model: Cow::Owned(model),
+            ..repeats
+        };
+        Frames { head, sequence: 0, began: false, output: Vec::new(), open: None }
+    }
+
+    /// The next event's `sequence_number`.
+    fn next(&mut self) -> u64 {
+        let sequence = self.sequence;
+        self.sequence += 1;
+        sequence
     }
 
     /// The `response` object: `status`, its `output`, and for a finished one how it
     /// ended (usage, and why it is incomplete).
-    fn response(&self, status: &str, output: Vec<Value>, end: Option<&End>) -> Value {
-        let incomplete =
-            end.and_then(|end| incomplete_reason(end.finish)).map(|reason| json!({"reason": reason}));
-        let mut response = json!({
-            "id": self.id, "object": "response", "created_at": self.created_at, "status": status,
-            "error": null, "incomplete_details": incomplete, "model": self.model, "output": output,
-            "usage": end.map(|end| usage(end.usage.as_ref())),
-        });
-        if let Some(fields) = response.as_object_mut() {
-            fields.extend(self.echo.iter().map(|(k, v)| (k.clone(), v.clone())));
+    fn response(&self, status: Status, output: Vec<OutputItem>, end: Option<&End>) -> ResponseBody<'_> {
+        let head = &self.head;
+        let reason = end.and_then(|end| incomplete_reason(end.finish));
+        ResponseBody {
+            id: Cow::Borrowed(&head.id),
+            object: Cow::Borrowed(&head.object),
+            created_at: head.created_at,
+            status: Some(status),
+            error: None,
+            incomplete_details: reason.map(|reason| IncompleteDetails { reason: Some(reason.to_string()) }),
+            model: Cow::Borrowed(&head.model),
+            output: Some(output),
+            usage: end.map(|end| usage(end.usage.as_ref())),
+            parallel_tool_calls: head.parallel_tool_calls,
+            tool_choice: head.tool_choice.clone(),
+            tools: Cow::Borrowed(&head.tools),
+            temperature: head.temperature,
+            top_p: head.top_p,
+            max_output_tokens: head.max_output_tokens,
+            user: head.user.as_deref().map(Cow::Borrowed),
         }
-        response
     }
 
     /// The `response` body of a whole reply: its reasoning, its text, then its calls.
@@ -394,24 +334,13 @@ impl Frames {
         let status = status(end.finish);
         let mut output = Vec::with_capacity(reply.calls.len() + 2);
         if !reply.reasoning.is_empty() {
-            output.push(reasoning_item(&item_id("rs"), Some(&reply.reasoning)));
+            output.push(reasoning_item(item_id("rs"), Some(reply.reasoning)));
         }
         if !reply.text.is_empty() {
-            let item_status = if status == "completed" { "completed" } else { "incomplete" };
-            output.push(message_item(&item_id("msg"), Some(&reply.text), item_status));
+            output.push(message_item(item_id("msg"), Some(reply.text), item_status(status)));
         }
-        output.extend(reply.calls.iter().map(|call| call_item(call, &call.arguments, "completed")));
-        self.response(status, output, Some(end))
-    }
-
-    /// Appends the event `name` (its data with `type` and `sequence_number`) to `out`.
-    fn event(&mut self, name: &str, mut data: Value, out: &mut String) {
-        if let Some(fields) = data.as_object_mut() {
-            fields.insert("type".into(), Value::String(name.to_string()));
-            fields.insert("sequence_number".into(), json!(self.sequence));
-        }
-        self.sequence += 1;
-        out.push_str(&sse(Some(name), &data));
+        output.extend(reply.calls.iter().map(|call| call_item(call, &call.arguments, Status::Completed)));
+        to_value(&self.response(status, output, Some(end)))
     }
 
     /// The events for `item`, and whether they end the stream.
@@ -419,10 +348,11 @@ impl Frames {
         let mut out = String::new();
         if !self.began {
             self.began = true;
-            let response = self.response("in_progress", Vec::new(), None);
-            self.event("response.created", json!({"response": response}), &mut out);
-            let response = self.response("in_progress", Vec::new(), None);
-            self.event("response.in_progress", json!({"response": response}), &mut out);
+            for kind in [EventKind::Created, EventKind::InProgress] {
+                let sequence = self.next();
+                let response = self.response(Status::InProgress, Vec::new(), None);
+                event(kind, sequence, CompletedEvent { response }, &mut out);
+            }
         }
         let last = match item {
             Item::Piece(Piece::Text(text)) => {
@@ -434,26 +364,32 @@ impl Frames {
                 false
             }
             Item::Piece(Piece::Call(call)) => {
-                self.close("completed", &mut out);
+                self.close(Status::Completed, &mut out);
                 self.call(&call, &mut out);
                 false
             }
             Item::End(end) => {
                 let status = status(end.finish);
-                self.close(if status == "completed" { "completed" } else { "incomplete" }, &mut out);
-                let output = self.output.clone();
-                let response = self.response(status, output, Some(&end));
-                let name = if status == "completed" { "response.completed" } else { "response.incomplete" };
-                self.event(name, json!({"response": response}), &mut out);
+                self.close(item_status(status), &mut out);
+                let sequence = self.next();
+                let response = self.response(status, self.output.clone(), Some(&end));
+                let kind =
+                    if status == Status::Completed { EventKind::Completed } else { EventKind::Incomplete };
+                event(kind, sequence, CompletedEvent { response }, &mut out);
                 true
             }
             Item::Failed(error) => {
                 let param = match &error {
-                    GatewayError::BadRequest { param, .. } => param.clone(),
+                    GatewayError::BadRequest { param, .. } => param.as_deref(),
                     _ => None,
                 };
-                let data = json!({"code": error.kind(), "message": error.to_string(), "param": param});
-                self.event("error", data, &mut out);
+                let data = ErrorEvent {
+                    code: Cow::Borrowed(error.kind()),
+                    message: Cow::Owned(error.to_string()),
+                    param: param.map(Cow::Borrowed),
+                };
+                let sequence = self.next();
+                event(EventKind::Error, sequence, data, &mut out);
                 true
             }
             Item::Ready { .. } => false,
@@ -468,89 +404,91 @@ impl Frames {
             return;
         }
         if self.open.as_ref().is_none_or(|open| open.kind != kind) {
-            self.close("completed", out);
+            self.close(Status::Completed, out);
             self.start(kind, out);
         }
-        let Some((id, index)) = self.open.as_mut().map(|open| {
-            open.text.push_str(text);
-            (open.id.clone(), open.index)
-        }) else {
-            return;
+        let sequence = self.next();
+        let Some(open) = self.open.as_mut() else { return };
+        open.text.push_str(text);
+        let delta = DeltaEvent {
+            item_id: Some(Cow::Borrowed(&open.id)),
+            output_index: Some(int(open.index)),
+            delta: Some(Cow::Borrowed(text)),
+            ..DeltaEvent::default()
         };
         match kind {
             Open::Message => {
-                let data = json!({
-                    "item_id": id, "output_index": index, "content_index": 0, "delta": text, "logprobs": [],
-                });
-                self.event("response.output_text.delta", data, out);
+                let delta = DeltaEvent { content_index: Some(0), logprobs: Some(Vec::new()), ..delta };
+                event(EventKind::TextDelta, sequence, delta, out);
             }
             Open::Reasoning => {
-                let data = json!({"item_id": id, "output_index": index, "summary_index": 0, "delta": text});
-                self.event("response.reasoning_summary_text.delta", data, out);
+                let delta = DeltaEvent { summary_index: Some(0), ..delta };
+                event(EventKind::ReasoningDelta, sequence, delta, out);
             }
+        }
+    }
+
+    /// The payload of an event of the part of the item `id` at `index`: a message's
+    /// (`content_index`) or a reasoning item's (`summary_index`).
+    fn part_event<'a>(kind: Open, id: &'a str, index: usize) -> DeltaEvent<'a> {
+        let part = Some(0);
+        DeltaEvent {
+            item_id: Some(Cow::Borrowed(id)),
+            output_index: Some(int(index)),
+            content_index: if kind == Open::Message { part } else { None },
+            summary_index: if kind == Open::Reasoning { part } else { None },
+            ..DeltaEvent::default()
         }
     }
 
     /// Opens an item of `kind`: its `output_item.added`, and its (empty) part.
     fn start(&mut self, kind: Open, out: &mut String) {
         let index = self.output.len();
-        let (id, item) = match kind {
+        let (id, item, part_kind, part) = match kind {
             Open::Message => {
                 let id = item_id("msg");
-                let item = message_item(&id, None, "in_progress");
-                (id, item)
+                let item = message_item(id.clone(), None, Status::InProgress);
+                (id, item, EventKind::ContentPartAdded, Part::Message(MessagePart::output_text("")))
             }
             Open::Reasoning => {
                 let id = item_id("rs");
-                let item = reasoning_item(&id, None);
-                (id, item)
+                let item = reasoning_item(id.clone(), None);
+                (id, item, EventKind::SummaryPartAdded, Part::Summary(SummaryPart::summary_text("")))
             }
         };
-        self.event("response.output_item.added", json!({"output_index": index, "item": item}), out);
-        match kind {
-            Open::Message => {
-                let data = json!({
-                    "item_id": id, "output_index": index, "content_index": 0, "part": output_text(""),
-                });
-                self.event("response.content_part.added", data, out);
-            }
-            Open::Reasoning => {
-                let data = json!({
-                    "item_id": id, "output_index": index, "summary_index": 0, "part": summary_text(""),
-                });
-                self.event("response.reasoning_summary_part.added", data, out);
-            }
-        }
+        let added = ItemEvent { output_index: Some(int(index)), item: Some(item) };
+        event(EventKind::ItemAdded, self.next(), added, out);
+        let data = DeltaEvent { part: Some(part), ..Frames::part_event(kind, &id, index) };
+        event(part_kind, self.next(), data, out);
         self.open = Some(OpenItem { kind, id, index, text: String::new() });
     }
 
     /// Closes the open item, if any: its text's and part's `done` events, then
     /// `output_item.done` (a message item with `status`).
-    fn close(&mut self, status: &str, out: &mut String) {
+    fn close(&mut self, status: Status, out: &mut String) {
         let Some(OpenItem { kind, id, index, text }) = self.open.take() else { return };
-        let item = match kind {
-            Open::Message => {
-                let data = json!({
-                    "item_id": id, "output_index": index, "content_index": 0, "text": text, "logprobs": [],
-                });
-                self.event("response.output_text.done", data, out);
-                let data = json!({
-                    "item_id": id, "output_index": index, "content_index": 0, "part": output_text(&text),
-                });
-                self.event("response.content_part.done", data, out);
-                message_item(&id, Some(&text), status)
-            }
-            Open::Reasoning => {
-                let data = json!({"item_id": id, "output_index": index, "summary_index": 0, "text": text});
-                self.event("response.reasoning_summary_text.done", data, out);
-                let data = json!({
-                    "item_id": id, "output_index": index, "summary_index": 0, "part": summary_text(&text),
-                });
-                self.event("response.reasoning_summary_part.done", data, out);
-                reasoning_item(&id, Some(&text))
-            }
+        let done = DeltaEvent { text: Some(Cow::Borrowed(&text)), ..Frames::part_event(kind, &id, index) };
+        let (item, done, done_kind, part, part_kind) = match kind {
+            Open::Message => (
+                message_item(id.clone(), Some(text.clone()), status),
+                DeltaEvent { logprobs: Some(Vec::new()), ..done },
+                EventKind::TextDone,
+                Part::Message(MessagePart::output_text(text.as_str())),
+                EventKind::ContentPartDone,
+            ),
+            Open::Reasoning => (
+                reasoning_item(id.clone(), Some(text.clone())),
+                done,
+                EventKind::ReasoningDone,
+                Part::Summary(SummaryPart::summary_text(text.as_str())),
+                EventKind::SummaryPartDone,
+            ),
         };
-        self.event("response.output_item.done", json!({"output_index": index, "item": item}), out);
+        event(done_kind, self.next(), done, out);
+        let data = DeltaEvent { part: Some(part), ..Frames::part_event(kind, &id, index) };
+        event(part_kind, self.next(), data, out);
+        let data = ItemEvent { output_index: Some(int(index)), item: Some(item.clone()) };
+        event(EventKind::ItemDone, self.next(), data, out);
         self.output.push(item);
     }
 
@@ -558,15 +496,27 @@ impl Frames {
     fn call(&mut self, call: &Call, out: &mut String) {
         let index = self.output.len();
         let id = function_call_id(&call.id);
-        let added = call_item(call, "", "in_progress");
-        self.event("response.output_item.added", json!({"output_index": index, "item": added}), out);
-        let data = json!({"item_id": id, "output_index": index, "delta": call.arguments});
-        self.event("response.function_call_arguments.delta", data, out);
-        let data =
-            json!({"item_id": id, "output_index": index, "name": call.name, "arguments": call.arguments});
-        self.event("response.function_call_arguments.done", data, out);
-        let item = call_item(call, &call.arguments, "completed");
-        self.event("response.output_item.done", json!({"output_index": index, "item": item}), out);
+        let added =
+            ItemEvent { output_index: Some(int(index)), item: Some(call_item(call, "", Status::InProgress)) };
+        event(EventKind::ItemAdded, self.next(), added, out);
+        let arguments = DeltaEvent {
+            item_id: Some(Cow::Borrowed(&id)),
+            output_index: Some(int(index)),
+            ..DeltaEvent::default()
+        };
+        let delta = DeltaEvent { delta: Some(Cow::Borrowed(&call.arguments)), ..arguments };
+        event(EventKind::ArgumentsDelta, self.next(), delta, out);
+        let done = DeltaEvent {
+            item_id: Some(Cow::Borrowed(&id)),
+            output_index: Some(int(index)),
+            name: Some(Cow::Borrowed(&call.name)),
+            arguments: Some(Cow::Borrowed(&call.arguments)),
+            ..DeltaEvent::default()
+        };
+        event(EventKind::ArgumentsDone, self.next(), done, out);
+        let item = call_item(call, &call.arguments, Status::Completed);
+        let data = ItemEvent { output_index: Some(int(index)), item: Some(item.clone()) };
+        event(EventKind::ItemDone, self.next(), data, out);
         self.output.push(item);
     }
 }
@@ -583,39 +533,45 @@ fn function_call_id(call_id: &str) -> String {
 
 /// A `message` output item, with its text as one `output_text` part (no part when
 /// `text` is `None`).
-fn message_item(id: &str, text: Option<&str>, status: &str) -> Value {
-    let content: Vec<Value> = text.map(output_text).into_iter().collect();
-    json!({"type": "message", "id": id, "status": status, "role": "assistant", "content": content})
-}
-
-/// An `output_text` part.
-fn output_text(text: &str) -> Value {
-    json!({"type": "output_text", "text": text, "annotations": [], "logprobs": []})
+fn message_item(id: String, text: Option<String>, status: Status) -> OutputItem {
+    OutputItem::Message {
+        id: Some(id),
+        status: Some(status),
+        role: Some("assistant"),
+        content: Some(text.map(MessagePart::output_text).into_iter().collect()),
+    }
 }
 
 /// A `reasoning` output item, with its text as one summary part (none when `text` is
 /// `None`).
-fn reasoning_item(id: &str, text: Option<&str>) -> Value {
-    let summary: Vec<Value> = text.map(summary_text).into_iter().collect();
-    json!({"type": "reasoning", "id": id, "summary": summary})
-}
-
-/// A `summary_text` part.
-fn summary_text(text: &str) -> Value {
-    json!({"type": "summary_text", "text": text})
+fn reasoning_item(id: String, text: Option<String>) -> OutputItem {
+    OutputItem::Reasoning {
+        id: Some(id),
+        summary: text.map(SummaryPart::summary_text).into_iter().collect(),
+        encrypted_content: None,
+        extra: Map::new(),
+    }
 }
 
 /// A `function_call` output item of `call`, with `arguments`.
-fn call_item(call: &Call, arguments: &str, status: &str) -> Value {
-    json!({
-        "type": "function_call", "id": function_call_id(&call.id), "call_id": call.id,
-        "name": call.name, "arguments": arguments, "status": status,
-    })
+fn call_item(call: &Call, arguments: &str, status: Status) -> OutputItem {
+    OutputItem::FunctionCall {
+        id: Some(function_call_id(&call.id)),
+        call_id: Some(call.id.clone()),
+        name: Some(call.name.clone()),
+        arguments: Some(arguments.to_string()),
+        status: Some(status),
+    }
 }
 
 /// The response's `status` for how the reply ended.
-fn status(finish: Finish) -> &'static str {
-    if incomplete_reason(finish).is_some() { "incomplete" } else { "completed" }
+fn status(finish: Finish) -> Status {
+    if incomplete_reason(finish).is_some() { Status::Incomplete } else { Status::Completed }
+}
+
+/// The `status` of the items of a response with `status`.
+fn item_status(status: Status) -> Status {
+    if status == Status::Completed { Status::Completed } else { Status::Incomplete }
 }
 
 /// Why a reply that ended with `finish` is incomplete, if it is.
@@ -628,7 +584,7 @@ fn incomplete_reason(finish: Finish) -> Option<&'static str> {
 }
 
 /// The Responses `usage` of the upstream's Chat Completions usage (zeros for none).
-fn usage(upstream: Option<&Value>) -> Value {
+fn usage(upstream: Option<&Value>) -> Usage {
     let count = |path: &[&str]| {
         upstream
             .and_then(|u| path.iter().try_fold(u, |value, key| value.get(key)))
@@ -637,26 +593,40 @@ fn usage(upstream: Option<&Value>) -> Value {
     };
     let input = count(&["prompt_tokens"]);
     let output = count(&["completion_tokens"]);
-    let total =
-        upstream.and_then(|u| u.get("total_tokens")).and_then(Value::as_u64).unwrap_or(input + output);
-    json!({
-        "input_tokens": input,
-        "input_tokens_details": {
-            "cached_tokens": count(&["prompt_tokens_details", "cached_tokens"]),
-            "cache_write_tokens": 0,
+    Usage {
+        input_tokens: input,
+        input_tokens_details: InputTokensDetails {
+            cached_tokens: count(&["prompt_tokens_details", "cached_tokens"]),
+            cache_write_tokens: 0,
         },
-        "output_tokens": output,
-        "output_tokens_details": {"reasoning_tokens": count(&["completion_tokens_details", "reasoning_tokens"])},
-        "total_tokens": total,
-    })
+        output_tokens: output,
+        output_tokens_details: OutputTokensDetails {
+            reasoning_tokens: count(&["completion_tokens_details", "reasoning_tokens"]),
+        },
+        total_tokens: upstream
+            .and_then(|u| u.get("total_tokens"))
+            .and_then(Value::as_u64)
+            .unwrap_or(input + output),
+    }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use serde_json::json;
 
-    fn turn(body: Value) -> Result<(TurnRequest, Map<String, Value>), GatewayError> {
-        json_body::<ResponsesRequest>(body.to_string().as_bytes()).and_then(ResponsesRequest::into_turn)
+    use super::*;
+    use crate::model::{AssistantTurn, FinishReason, TurnDelta};
+    use crate::providers::testing::decode;
+    use crate::providers::{Provider, WireFormat};
+
+    /// A request read: the turn, and what its responses repeat.
+    fn read(body: Value) -> Result<(TurnRequest, ResponseBody<'static>), GatewayError> {
+        json_body::<ResponsesRequest<'static>>(body.to_string().as_bytes()).and_then(into_turn)
+    }
+
+    /// A request read, what its responses repeat as JSON.
+    fn turn(body: Value) -> Result<(TurnRequest, Value), GatewayError> {
+        read(body).map(|(turn, repeats)| (turn, to_value(&repeats)))
     }
 
     fn weather_tool() -> Value {
@@ -838,12 +808,12 @@ mod tests {
         assert_eq!(bad_param(&error), Some("input[0].content"));
         let error = turn(json!({"input": 3})).unwrap_err();
         assert_eq!(bad_param(&error), Some("input"));
-        assert_eq!(json_body::<ResponsesRequest>(b"{\"input\": ").unwrap_err().status(), 400);
+        assert_eq!(json_body::<ResponsesRequest<'static>>(b"{\"input\": ").unwrap_err().status(), 400);
     }
 
-    fn echo() -> Map<String, Value> {
-        let (_, echo) = turn(json!({"input": "x", "tools": [weather_tool()]})).expect("a valid request");
-        echo
+    fn echo() -> ResponseBody<'static> {
+        let (_, repeats) = read(json!({"input": "x", "tools": [weather_tool()]})).expect("a valid request");
+        repeats
     }
 
     #[test]
@@ -1088,5 +1058,139 @@ mod tests {
         assert_eq!(data["message"], "the upstream's reply broke off: cut");
         assert_eq!(data["param"], Value::Null);
         assert_eq!(data["sequence_number"], 5);
+    }
+
+    /// The id in a reasoning signature (a JSON object).
+    fn signature_id(signature: &str) -> String {
+        let kept: Value = serde_json::from_str(signature).expect("a JSON signature");
+        kept["id"].as_str().expect("an id").to_string()
+    }
+
+    /// What the gateway writes, the crate's own Responses reader reads back: the two
+    /// sides are one set of types.
+    #[test]
+    fn a_written_response_reads_back_as_the_same_turn() {
+        let mut reply = Reply::default();
+        for piece in [
+            Piece::Reasoning("Think.".into()),
+            Piece::Text("Let me check.".into()),
+            Piece::Call(call(0, "call_abc", "get_weather", r#"{"city":"Paris"}"#)),
+            Piece::Call(call(1, "call_def", "get_time", "{}")),
+        ] {
+            reply.add(piece);
+        }
+        let frames = Frames::new("gpt-x".into(), echo());
+        let body = frames.body(reply, &End { finish: Finish::ToolCalls, usage: None });
+        let turn = Provider::OpenAiResponses.parse_response(&body).expect("a response");
+        let reasoning = turn.reasoning().next().expect("the reasoning");
+        assert_eq!(reasoning.text, "Think.");
+        let signature = reasoning.signature.as_deref().expect("the reasoning item is kept");
+        assert_eq!(Value::String(signature_id(signature)), body["output"][0]["id"]);
+        assert_eq!(turn.text(), "Let me check.");
+        let calls: Vec<(&str, &str, &str, Option<&str>)> = turn
+            .tool_calls()
+            .map(|c| (c.id.as_str(), c.name.as_str(), c.arguments.as_str(), c.signature.as_deref()))
+            .collect();
+        assert_eq!(
+            calls,
+            [
+                ("call_abc", "get_weather", r#"{"city":"Paris"}"#, Some("fc_abc")),
+                ("call_def", "get_time", "{}", Some("fc_def"))
+            ]
+        );
+        assert_eq!(turn.finish_reason, Some(FinishReason::ToolCalls));
+
+        let text_only = Reply { text: "Once upon".into(), ..Reply::default() };
+        let body = frames.body(text_only, &End { finish: Finish::Length, usage: None });
+        let turn = Provider::OpenAiResponses.parse_response(&body).expect("a response");
+        assert_eq!(turn.content, AssistantTurn::new().with_text("Once upon").content);
+        assert_eq!(turn.finish_reason, Some(FinishReason::Length));
+    }
+
+    /// The events the gateway writes, the crate's own Responses decoder reads as the
+    /// deltas they were made of.
+    #[test]
+    fn a_written_stream_decodes_as_the_same_deltas() {
+        let mut frames = Frames::new("gpt-x".into(), echo());
+        let mut text = String::new();
+        for item in [
+            Item::Ready { diagnostic: None },
+            Item::Piece(Piece::Reasoning("Hm, ".into())),
+            Item::Piece(Piece::Reasoning("two tools.".into())),
+            Item::Piece(Piece::Text("Let me ".into())),
+            Item::Piece(Piece::Text("check.".into())),
+            Item::Piece(Piece::Call(call(0, "call_abc", "get_weather", r#"{"city":"Paris"}"#))),
+            Item::Piece(Piece::Call(call(1, "call_def", "get_time", "{}"))),
+            Item::End(End { finish: Finish::ToolCalls, usage: Some(json!({"prompt_tokens": 9})) }),
+        ] {
+            text.push_str(&frames.frame(item).0);
+        }
+        let (mut deltas, error) = decode(Provider::OpenAiResponses, &text);
+        assert_eq!(error, None);
+        let signature = match deltas.get(2) {
+            Some(TurnDelta::ReasoningSignature(signature)) => signature_id(signature),
+            other => panic!("not the reasoning's signature: {other:?}"),
+        };
+        assert!(signature.starts_with("rs_"), "{signature}");
+        deltas.remove(2);
+        assert_eq!(
+            deltas,
+            [
+                TurnDelta::Reasoning("Hm, ".into()),
+                TurnDelta::Reasoning("two tools.".into()),
+                TurnDelta::Text("Let me ".into()),
+                TurnDelta::Text("check.".into()),
+                TurnDelta::ToolCallStart { index: 0, id: "call_abc".into(), name: "get_weather".into() },
+                TurnDelta::ToolCallSignature { index: 0, signature: "fc_abc".into() },
+                TurnDelta::ToolCallArguments { index: 0, fragment: r#"{"city":"Paris"}"#.into() },
+                TurnDelta::ToolCallEnd { index: 0 },
+                TurnDelta::ToolCallStart { index: 1, id: "call_def".into(), name: "get_time".into() },
+                TurnDelta::ToolCallSignature { index: 1, signature: "fc_def".into() },
+                TurnDelta::ToolCallArguments { index: 1, fragment: "{}".into() },
+                TurnDelta::ToolCallEnd { index: 1 },
+                TurnDelta::Finish(FinishReason::ToolCalls),
+            ]
+        );
+
+        // Cut off: incomplete; broken off: the error.
+        let mut frames = Frames::new("gpt-x".into(), echo());
+        let mut text = frames.frame(Item::Piece(Piece::Text("Once".into()))).0;
+        text.push_str(&frames.frame(Item::End(End { finish: Finish::Length, usage: None })).0);
+        let (deltas, error) = decode(Provider::OpenAiResponses, &text);
+        assert_eq!(
+            (deltas, error),
+            (vec![TurnDelta::Text("Once".into()), TurnDelta::Finish(FinishReason::Length)], None)
+        );
+        let mut frames = Frames::new("gpt-x".into(), echo());
+        let text = frames.frame(Item::Failed(GatewayError::Stream { reason: "cut".into() })).0;
+        let (_, error) = decode(Provider::OpenAiResponses, &text);
+        let message = match error {
+            Some(crate::providers::WireError::Provider { message, .. }) => message,
+            other => panic!("not the error: {other:?}"),
+        };
+        assert_eq!(message, "the upstream's reply broke off: cut");
+    }
+
+    /// The request's fields the gateway does not read are kept by the type, then dropped
+    /// (they have no Chat Completions equivalent); an item's too.
+    #[test]
+    fn a_client_request_keeps_the_fields_the_gateway_does_not_read() {
+        let body = json!({"model": "gpt-x", "store": true, "metadata": {"k": "v"}, "truncation": "auto",
+            "include": ["reasoning.encrypted_content"], "reasoning": {"effort": "high"},
+            "text": {"format": {"type": "text"}}, "background": false,
+            "input": [{"type": "message", "id": "msg_1", "status": "completed", "role": "user", "content": "Hi"},
+                      {"type": "reasoning", "id": "rs_1", "summary": "not read", "encrypted_content": 5}]});
+        let request: ResponsesRequest<'static> = serde_json::from_value(body).expect("a valid request");
+        let mut kept: Vec<&str> = request.extra.keys().map(String::as_str).collect();
+        kept.sort_unstable();
+        assert_eq!(kept, ["background", "include", "metadata", "reasoning", "store", "text", "truncation"]);
+        let Some(Input::Items(items)) = &request.input else { panic!("not items: {:?}", request.input) };
+        let item_fields: Vec<Vec<&str>> =
+            items.iter().map(|item| item.extra.keys().map(String::as_str).collect()).collect();
+        assert_eq!(item_fields, [vec!["id", "status"], vec!["id", "summary", "encrypted_content"]]);
+        let (turn, _) = into_turn(request).expect("a valid request");
+        assert!(turn.options.is_empty(), "{:?}", turn.options);
+        assert_eq!(turn.messages.len(), 1);
+        assert_eq!(turn.messages[0].text(), "Hi");
     }
 }

@@ -38,7 +38,7 @@ mod constrained;
 mod gemini;
 mod lenient;
 pub(crate) mod openai_chat;
-mod openai_responses;
+pub(crate) mod openai_responses;
 mod provider;
 #[cfg(feature = "http")]
 mod retry;

@@ -104,11 +104,22 @@ pub(crate) enum ChatText<'a> {
     Parts(Vec<ChatTextPart<'a>>),
 }
 
-/// A content part; a part that is not text has no `text`.
+/// A content part; a part that is not text has no `text`. Its `type` is written (the
+/// Responses API's `output_text` and `summary_text` parts), not read: a part a client
+/// sends (`text`, `input_text`, `image_url`, …) is text when it has some.
 #[derive(Debug, Serialize, Deserialize)]
 pub(crate) struct ChatTextPart<'a> {
+    #[serde(rename = "type", skip_deserializing, skip_serializing_if = "Option::is_none")]
+    pub(crate) kind: Option<Cow<'a, str>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    text: Option<Cow<'a, str>>,
+    pub(crate) text: Option<Cow<'a, str>>,
+}
+
+impl<'a> ChatTextPart<'a> {
+    /// A text part of type `kind`.
+    pub(crate) fn new(kind: &'static str, text: impl Into<Cow<'a, str>>) -> Self {
+        ChatTextPart { kind: Some(Cow::Borrowed(kind)), text: Some(text.into()) }
+    }
 }
 
 impl ChatText<'_> {

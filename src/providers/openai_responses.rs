@@ -7,17 +7,25 @@
 //! whatever other fields it came with, all sent back unchanged; a call's item id
 //! (`fc_…`) is kept as its [`ToolCall::signature`].
 //!
-//! The request, the output items and the stream's `response.*` events are typed below,
-//! reduced to the fields this crate writes or reads.
+//! The request, the response and its output items, and the stream's `response.*` events
+//! are typed below, reduced to the fields this crate writes or reads. The gateway's
+//! Responses front reads a client's request and writes its replies with the same types:
+//! what a provider sends is read leniently (see [`lenient`]), what a client sends
+//! strictly, so that a malformed request is refused with the field at fault. A field
+//! only the gateway writes is not read (`skip_deserializing`).
 
 use std::borrow::Cow;
 use std::collections::HashMap;
+use std::fmt;
+use std::marker::PhantomData;
 
-use serde::de::IgnoredAny;
-use serde::{Deserialize, Serialize};
+use serde::de::{IgnoredAny, SeqAccess, Visitor};
+use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};
 
-use super::openai_chat::{FunctionName, ToolFields, result_text, tool_fields};
+use super::openai_chat::{
+    ChatText, ChatTextPart, FunctionName, ToolChoiceParam, ToolFields, result_text, tool_fields,
+};
 use super::typed::{Flow, Step, TypedDecoder};
 use super::{
     SseEvent, WireError, body_value, lenient, missing, parse_body, parse_event, parse_event_any,
@@ -31,126 +39,266 @@ use crate::model::{
 // ---------------------------------------------------------------------------------------
 // The request
 
-/// A request body (its `None` fields are left out: [`body_value`]).
-#[derive(Debug, Serialize)]
-struct ResponsesRequest<'a> {
-    model: &'a str,
-    input: Vec<InputItem<'a>>,
+/// A request body: what this crate sends a provider (its `None` fields are left out:
+/// [`body_value`]), and what the gateway reads from a client (owned: a request is read
+/// once). `store`, `include` and `reasoning` are fields this crate sets; read, they stay
+/// among [`extra`](Self::extra), with every field not named here.
+#[derive(Debug, Default, Serialize, Deserialize)]
+pub(crate) struct ResponsesRequest<'a> {
+    #[serde(default)]
+    pub(crate) model: Cow<'a, str>,
+    /// The system message (this crate sends its own as an input message).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) instructions: Option<Cow<'a, str>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) input: Option<Input<'a>>,
     /// Stateless: the next request carries the turn back.
-    store: bool,
-    include: [&'static str; 1],
+    #[serde(skip_deserializing, skip_serializing_if = "Option::is_none")]
+    pub(crate) store: Option<bool>,
+    #[serde(skip_deserializing, skip_serializing_if = "Option::is_none")]
+    pub(crate) include: Option<[&'static str; 1]>,
     #[serde(flatten)]
-    tools: Option<ToolFields<'a, FunctionName<'a>>>,
-    max_output_tokens: Option<u32>,
-    temperature: Option<f32>,
-    reasoning: Option<ReasoningParam>,
-    stream: Option<bool>,
+    pub(crate) tools: ToolFields<'a, FunctionName<'a>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) max_output_tokens: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) temperature: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) top_p: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) user: Option<Cow<'a, str>>,
+    #[serde(skip_deserializing, skip_serializing_if = "Option::is_none")]
+    pub(crate) reasoning: Option<ReasoningParam>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) stream: Option<bool>,
+    /// The API's stored state, which this crate never uses (read, for the gateway to
+    /// refuse it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) previous_response_id: Option<Cow<'a, str>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) conversation: Option<Value>,
+    /// Every other field, as it is (`text`, `metadata`, `truncation`, …).
+    #[serde(flatten)]
+    pub(crate) extra: Map<String, Value>,
 }
 
 #[derive(Debug, Serialize)]
-struct ReasoningParam {
+pub(crate) struct ReasoningParam {
     #[serde(skip_serializing_if = "Option::is_none")]
     effort: Option<&'static str>,
     /// Summaries are what the API shows of the reasoning.
     summary: &'static str,
 }
 
-/// An input item: a plain message, or a typed item.
+/// `input`: a string (one user message), or a list of items (what this crate sends).
 #[derive(Debug, Serialize)]
 #[serde(untagged)]
-enum InputItem<'a> {
-    Message { role: &'static str, content: Cow<'a, str> },
-    Typed(TypedItem<'a>),
+pub(crate) enum Input<'a> {
+    Text(Cow<'a, str>),
+    Items(Vec<InputItem<'a>>),
 }
 
-/// An input item with a `type`: what the previous turns' output items become.
-#[derive(Debug, Serialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-enum TypedItem<'a> {
-    Message {
-        role: &'static str,
-        content: Vec<OutputText<'a>>,
-    },
-    Reasoning {
-        #[serde(skip_serializing_if = "Option::is_none")]
-        id: Option<String>,
-        summary: Vec<SummaryText<'a>>,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        encrypted_content: Option<String>,
-        /// The item's other fields, as they came.
-        #[serde(flatten)]
-        extra: Map<String, Value>,
-    },
-    FunctionCall {
-        /// The item id (`fc_…`).
-        #[serde(skip_serializing_if = "Option::is_none")]
-        id: Option<&'a str>,
-        call_id: &'a str,
-        name: &'a str,
-        arguments: &'a str,
-    },
-    FunctionCallOutput {
-        call_id: &'a str,
-        output: String,
-    },
+/// Read as its JSON type says, without the buffering of an untagged enum, so that an
+/// error in an item names the item and its field (`input[2].content`).
+impl<'de> Deserialize<'de> for Input<'_> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct InputVisitor<'a>(PhantomData<Input<'a>>);
+        impl<'de, 'a> Visitor<'de> for InputVisitor<'a> {
+            type Value = Input<'a>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string or a list of input items")
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(Input::Text(Cow::Owned(v.to_owned())))
+            }
+            fn visit_string<E>(self, v: String) -> Result<Self::Value, E> {
+                Ok(Input::Text(Cow::Owned(v)))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(1024));
+                while let Some(item) = seq.next_element()? {
+                    items.push(item);
+                }
+                Ok(Input::Items(items))
+            }
+        }
+        d.deserialize_any(InputVisitor(PhantomData))
+    }
 }
 
-#[derive(Debug, Serialize)]
-#[serde(tag = "type", rename = "output_text")]
-struct OutputText<'a> {
-    text: &'a str,
+/// An input item: a message (`type` `message`, or none: `{"role", "content"}`), a
+/// `reasoning`, `function_call` or `function_call_output` item, or, read from a client,
+/// another kind (`item_reference`, a hosted tool's call, …) for the gateway to refuse.
+/// One shape for every kind, each kind with its own fields: this crate writes each
+/// kind's (see `input` below), the gateway checks that a client's item has them.
+/// A reasoning item's `id`, `summary` and `encrypted_content`, and a call's item `id`,
+/// are written, not read (the gateway drops reasoning and needs no item id): read, they
+/// stay among [`extra`](Self::extra), with every field not named here.
+#[derive(Debug, Default, Serialize, Deserialize)]
+pub(crate) struct InputItem<'a> {
+    #[serde(rename = "type", default, skip_serializing_if = "Option::is_none")]
+    pub(crate) kind: Option<Cow<'a, str>>,
+    /// A reasoning item's id (`rs_…`), a call's item id (`fc_…`).
+    #[serde(skip_deserializing, skip_serializing_if = "Option::is_none")]
+    pub(crate) id: Option<Cow<'a, str>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) role: Option<Cow<'a, str>>,
+    /// A message's text, or its parts (`input_text`, `output_text`, …).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) content: Option<ChatText<'a>>,
+    /// A reasoning item's `summary_text` parts.
+    #[serde(skip_deserializing, skip_serializing_if = "Option::is_none")]
+    pub(crate) summary: Option<Vec<ChatTextPart<'a>>>,
+    #[serde(skip_deserializing, skip_serializing_if = "Option::is_none")]
+    pub(crate) encrypted_content: Option<Cow<'a, str>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) call_id: Option<Cow<'a, str>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) name: Option<Cow<'a, str>>,
+    /// A call's arguments, as JSON text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) arguments: Option<Cow<'a, str>>,
+    /// A call's result: text, or parts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) output: Option<ChatText<'a>>,
+    /// Read: the item's other fields. Written: a reasoning item's other fields, as they
+    /// came.
+    #[serde(flatten)]
+    pub(crate) extra: Map<String, Value>,
 }
 
-#[derive(Debug, Serialize)]
-#[serde(tag = "type", rename = "summary_text")]
-struct SummaryText<'a> {
-    text: &'a str,
+impl<'a> InputItem<'a> {
+    /// An empty item of type `kind`.
+    fn of(kind: &'static str) -> Self {
+        InputItem { kind: Some(Cow::Borrowed(kind)), ..InputItem::default() }
+    }
+
+    /// A plain message (no `type`).
+    fn message(role: &'static str, text: Cow<'a, str>) -> Self {
+        InputItem {
+            role: Some(Cow::Borrowed(role)),
+            content: Some(ChatText::Text(text)),
+            ..InputItem::default()
+        }
+    }
+}
+
+/// A tool of a request's `tools`: a function (`name`, `description`, `parameters` and
+/// `strict`, flat), or one of OpenAI's hosted tools (another `type`). How the gateway
+/// reads a client's tools and repeats them in its responses; this crate's own
+/// declarations are the native protocol's, sent as they are.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct ResponsesTool<'a> {
+    #[serde(rename = "type")]
+    pub(crate) kind: Cow<'a, str>,
+    #[serde(default)]
+    pub(crate) name: Option<Cow<'a, str>>,
+    /// `null` when the tool has none.
+    #[serde(default)]
+    pub(crate) description: Option<Cow<'a, str>>,
+    #[serde(default)]
+    pub(crate) parameters: Option<Value>,
+    #[serde(default)]
+    pub(crate) strict: Option<bool>,
 }
 
 // ---------------------------------------------------------------------------------------
 // The response and its items
 
-/// A response body.
-#[derive(Debug, Default, Deserialize)]
+/// A response: a provider's body, of which `error`, `output`, `status` and
+/// `incomplete_details` are read (leniently), and the `response` object the gateway
+/// writes, whole or in the stream's events, with the fields of the request it repeats.
+#[derive(Debug, Default, Serialize, Deserialize)]
 #[serde(default)]
-struct ResponseBody {
-    error: Option<Value>,
-    #[serde(deserialize_with = "lenient::tagged_list")]
-    output: Option<Vec<OutputItem>>,
+pub(crate) struct ResponseBody<'a> {
+    #[serde(skip_deserializing)]
+    pub(crate) id: Cow<'a, str>,
+    /// `response`.
+    #[serde(skip_deserializing)]
+    pub(crate) object: Cow<'a, str>,
+    #[serde(skip_deserializing)]
+    pub(crate) created_at: u64,
     #[serde(deserialize_with = "lenient::tag")]
-    status: Option<Status>,
+    pub(crate) status: Option<Status>,
+    /// `null` in a response the gateway writes (it answers an error as an error).
+    pub(crate) error: Option<Value>,
+    /// Why a response is `incomplete` (`null` otherwise).
     #[serde(deserialize_with = "lenient::present")]
-    incomplete_details: Option<IncompleteDetails>,
+    pub(crate) incomplete_details: Option<IncompleteDetails>,
+    #[serde(skip_deserializing)]
+    pub(crate) model: Cow<'a, str>,
+    #[serde(deserialize_with = "lenient::tagged_list")]
+    pub(crate) output: Option<Vec<OutputItem>>,
+    /// `null` until the response is over.
+    #[serde(skip_deserializing)]
+    pub(crate) usage: Option<Usage>,
+    #[serde(skip_deserializing)]
+    pub(crate) parallel_tool_calls: Option<bool>,
+    #[serde(skip_deserializing)]
+    pub(crate) tool_choice: Option<ToolChoiceParam<'a, FunctionName<'a>>>,
+    #[serde(skip_deserializing)]
+    pub(crate) tools: Cow<'a, [ResponsesTool<'a>]>,
+    #[serde(skip_deserializing)]
+    pub(crate) temperature: Option<f64>,
+    #[serde(skip_deserializing)]
+    pub(crate) top_p: Option<f64>,
+    #[serde(skip_deserializing)]
+    pub(crate) max_output_tokens: Option<u64>,
+    #[serde(skip_deserializing)]
+    pub(crate) user: Option<Cow<'a, str>>,
+}
+
+/// A response's token counts, as the gateway writes them (a provider's are not read).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Serialize)]
+pub(crate) struct Usage {
+    pub(crate) input_tokens: u64,
+    pub(crate) input_tokens_details: InputTokensDetails,
+    pub(crate) output_tokens: u64,
+    pub(crate) output_tokens_details: OutputTokensDetails,
+    pub(crate) total_tokens: u64,
+}
+
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Serialize)]
+pub(crate) struct InputTokensDetails {
+    pub(crate) cached_tokens: u64,
+    pub(crate) cache_write_tokens: u64,
+}
+
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Serialize)]
+pub(crate) struct OutputTokensDetails {
+    pub(crate) reasoning_tokens: u64,
 }
 
 /// How a response ended: the `response` of the stream's last event (its output, already
 /// streamed, is skipped).
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-struct ResponseStatus {
+pub(crate) struct ResponseStatus {
     #[serde(deserialize_with = "lenient::tag")]
     status: Option<Status>,
     #[serde(deserialize_with = "lenient::present")]
     incomplete_details: Option<IncompleteDetails>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+/// A response's or an item's `status`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-enum Status {
+pub(crate) enum Status {
     Completed,
     Incomplete,
     Failed,
     Cancelled,
-    /// `in_progress`, `queued`, and statuses added later.
+    InProgress,
+    /// `queued`, and statuses added later.
     #[serde(other)]
     Other,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
 #[serde(default)]
-struct IncompleteDetails {
+pub(crate) struct IncompleteDetails {
     #[serde(deserialize_with = "lenient::string")]
-    reason: Option<String>,
+    pub(crate) reason: Option<String>,
 }
 
 /// The finish reason a response's status means.
@@ -168,21 +316,29 @@ fn finish_reason(
         },
         Status::Failed => Some(FinishReason::Error),
         Status::Cancelled => Some(FinishReason::Cancelled),
-        Status::Other => None,
+        Status::InProgress | Status::Other => None,
     }
 }
 
-/// An output item, by `type`.
-#[derive(Debug, Deserialize)]
+/// An output item, by `type`. An item's `status` and a message's `id` and `role` are
+/// written by the gateway, not read.
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
-enum OutputItem {
+pub(crate) enum OutputItem {
     Message {
+        #[serde(default, skip_deserializing, skip_serializing_if = "Option::is_none")]
+        id: Option<String>,
+        #[serde(default, skip_deserializing, skip_serializing_if = "Option::is_none")]
+        status: Option<Status>,
+        /// `assistant`.
+        #[serde(default, skip_deserializing, skip_serializing_if = "Option::is_none")]
+        role: Option<&'static str>,
         #[serde(default, deserialize_with = "lenient::tagged_list")]
         content: Option<Vec<MessagePart>>,
     },
     FunctionCall {
         /// The item id (`fc_…`).
-        #[serde(default, deserialize_with = "lenient::string")]
+        #[serde(default, deserialize_with = "lenient::string", skip_serializing_if = "Option::is_none")]
         id: Option<String>,
         #[serde(default, deserialize_with = "lenient::string")]
         call_id: Option<String>,
@@ -190,25 +346,37 @@ enum OutputItem {
         name: Option<String>,
         #[serde(default, deserialize_with = "lenient::arguments_string")]
         arguments: Option<String>,
+        #[serde(default, skip_deserializing, skip_serializing_if = "Option::is_none")]
+        status: Option<Status>,
     },
+    /// Its id, encrypted content and other fields (but `type` and `summary`) are what is
+    /// kept of it ([`ReasoningState`]).
     Reasoning {
+        #[serde(default, deserialize_with = "lenient::string", skip_serializing_if = "Option::is_none")]
+        id: Option<String>,
         #[serde(default, deserialize_with = "lenient::list")]
         summary: Vec<SummaryPart>,
-        /// Everything else, kept: the id, the encrypted content, and what else came.
+        #[serde(default, deserialize_with = "lenient::string", skip_serializing_if = "Option::is_none")]
+        encrypted_content: Option<String>,
         #[serde(flatten)]
-        kept: ReasoningState,
+        extra: Map<String, Value>,
     },
     #[serde(other)]
     Other,
 }
 
 /// A part of an output message, by `type`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
-enum MessagePart {
+pub(crate) enum MessagePart {
     OutputText {
         #[serde(default, deserialize_with = "lenient::string")]
         text: Option<String>,
+        /// Written empty by the gateway (it has none); not read.
+        #[serde(default, skip_deserializing)]
+        annotations: Vec<Value>,
+        #[serde(default, skip_deserializing)]
+        logprobs: Vec<Value>,
     },
     Refusal {
         #[serde(default, deserialize_with = "lenient::string")]
@@ -218,11 +386,29 @@ enum MessagePart {
     Other,
 }
 
-#[derive(Debug, Default, Deserialize)]
+impl MessagePart {
+    /// An `output_text` part.
+    pub(crate) fn output_text(text: impl Into<String>) -> Self {
+        MessagePart::OutputText { text: Some(text.into()), annotations: Vec::new(), logprobs: Vec::new() }
+    }
+}
+
+/// A part of a reasoning item's summary. Its `type` (`summary_text`) is written, not
+/// read: a part is its text.
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
 #[serde(default)]
-struct SummaryPart {
+pub(crate) struct SummaryPart {
+    #[serde(rename = "type", skip_deserializing, skip_serializing_if = "Option::is_none")]
+    kind: Option<&'static str>,
     #[serde(deserialize_with = "lenient::string")]
     text: Option<String>,
+}
+
+impl SummaryPart {
+    /// A `summary_text` part.
+    pub(crate) fn summary_text(text: impl Into<String>) -> Self {
+        SummaryPart { kind: Some("summary_text"), text: Some(text.into()) }
+    }
 }
 
 /// What is kept of a reasoning item, as its [`Reasoning::signature`] (a JSON object):
@@ -263,60 +449,118 @@ fn summary_text(summary: &[SummaryPart]) -> String {
 // ---------------------------------------------------------------------------------------
 // The stream's events
 
-/// The events read; others (`response.created`, `response.in_progress`,
-/// `response.content_part.added`, …, and types added later) are skipped.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+/// The events' types: those the gateway writes, and those the decoder reads (an output
+/// item added or done, the deltas, how the response ended, an error); it skips the
+/// others, and types added later.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) enum EventKind {
+    #[serde(rename = "response.created")]
+    Created,
+    #[serde(rename = "response.in_progress")]
+    InProgress,
     #[serde(rename = "response.output_item.added")]
     ItemAdded,
+    #[serde(rename = "response.content_part.added")]
+    ContentPartAdded,
     #[serde(rename = "response.reasoning_summary_part.added")]
     SummaryPartAdded,
     #[serde(rename = "response.reasoning_summary_text.delta", alias = "response.reasoning_text.delta")]
     ReasoningDelta,
+    #[serde(rename = "response.reasoning_summary_text.done")]
+    ReasoningDone,
+    #[serde(rename = "response.reasoning_summary_part.done")]
+    SummaryPartDone,
     #[serde(rename = "response.output_text.delta", alias = "response.refusal.delta")]
     TextDelta,
+    #[serde(rename = "response.output_text.done")]
+    TextDone,
+    #[serde(rename = "response.content_part.done")]
+    ContentPartDone,
     #[serde(rename = "response.function_call_arguments.delta")]
     ArgumentsDelta,
+    #[serde(rename = "response.function_call_arguments.done")]
+    ArgumentsDone,
     #[serde(rename = "response.output_item.done")]
     ItemDone,
-    #[serde(rename = "response.completed", alias = "response.incomplete")]
+    #[serde(rename = "response.completed")]
     Completed,
+    #[serde(rename = "response.incomplete")]
+    Incomplete,
     #[serde(rename = "response.failed")]
     Failed,
     #[serde(rename = "error")]
     Error,
 }
 
+/// An event as the gateway writes it: its type, its place in the stream, its payload.
+#[derive(Debug, Serialize)]
+pub(crate) struct Event<T> {
+    #[serde(rename = "type")]
+    pub(crate) kind: EventKind,
+    pub(crate) sequence_number: u64,
+    #[serde(flatten)]
+    pub(crate) data: T,
+}
+
 /// `response.output_item.added`, `response.output_item.done`.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Serialize, Deserialize)]
 #[serde(default)]
-struct ItemEvent {
+pub(crate) struct ItemEvent {
     #[serde(deserialize_with = "lenient::int")]
-    output_index: Option<i64>,
+    pub(crate) output_index: Option<i64>,
     #[serde(deserialize_with = "lenient::tagged")]
-    item: Option<OutputItem>,
+    pub(crate) item: Option<OutputItem>,
 }
 
-/// The `*.delta` events.
-#[derive(Debug, Default, Deserialize)]
+/// The events of an item's text or arguments: the `*.delta` events, of which the
+/// decoder reads the delta and the item it belongs to, and, written by the gateway, the
+/// `*.done` events (the whole `text`, or a call's `name` and `arguments`) and a part's
+/// `*_part.added`/`*_part.done` (the `part`).
+#[derive(Debug, Default, Serialize, Deserialize)]
 #[serde(default)]
-struct DeltaEvent<'a> {
-    #[serde(borrow, deserialize_with = "lenient::text")]
-    delta: Option<Cow<'a, str>>,
-    /// The item the delta belongs to (a call's arguments).
-    #[serde(borrow, deserialize_with = "lenient::text")]
-    item_id: Option<Cow<'a, str>>,
-    #[serde(deserialize_with = "lenient::int")]
-    output_index: Option<i64>,
+pub(crate) struct DeltaEvent<'a> {
+    /// The item the event belongs to (a call's arguments: its `fc_…` id).
+    #[serde(borrow, deserialize_with = "lenient::text", skip_serializing_if = "Option::is_none")]
+    pub(crate) item_id: Option<Cow<'a, str>>,
+    #[serde(deserialize_with = "lenient::int", skip_serializing_if = "Option::is_none")]
+    pub(crate) output_index: Option<i64>,
+    /// A message's part.
+    #[serde(skip_deserializing, skip_serializing_if = "Option::is_none")]
+    pub(crate) content_index: Option<i64>,
+    /// A reasoning item's part.
+    #[serde(skip_deserializing, skip_serializing_if = "Option::is_none")]
+    pub(crate) summary_index: Option<i64>,
+    #[serde(borrow, deserialize_with = "lenient::text", skip_serializing_if = "Option::is_none")]
+    pub(crate) delta: Option<Cow<'a, str>>,
+    #[serde(skip_deserializing, skip_serializing_if = "Option::is_none")]
+    pub(crate) text: Option<Cow<'a, str>>,
+    #[serde(skip_deserializing, skip_serializing_if = "Option::is_none")]
+    pub(crate) name: Option<Cow<'a, str>>,
+    #[serde(skip_deserializing, skip_serializing_if = "Option::is_none")]
+    pub(crate) arguments: Option<Cow<'a, str>>,
+    #[serde(skip_deserializing, skip_serializing_if = "Option::is_none")]
+    pub(crate) part: Option<Part>,
+    /// An `output_text` event's (the gateway has none: empty).
+    #[serde(skip_deserializing, skip_serializing_if = "Option::is_none")]
+    pub(crate) logprobs: Option<Vec<Value>>,
 }
 
-/// `response.completed`, `response.incomplete`: the whole response, of which only how it
-/// ended is read.
-#[derive(Debug, Default, Deserialize)]
-#[serde(default)]
-struct CompletedEvent {
+/// The part a `*_part.added`/`*_part.done` event carries.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+pub(crate) enum Part {
+    Message(MessagePart),
+    Summary(SummaryPart),
+}
+
+/// `response.created`, `.in_progress`, `.completed`, `.incomplete`: the response. The
+/// decoder reads only how it ended (`R` = [`ResponseStatus`]: its output was streamed);
+/// the gateway writes it whole (`R` = [`ResponseBody`]).
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(default, bound(deserialize = "R: Deserialize<'de> + Default"))]
+pub(crate) struct CompletedEvent<R = ResponseStatus> {
     #[serde(deserialize_with = "lenient::object")]
-    response: ResponseStatus,
+    pub(crate) response: R,
 }
 
 /// `response.failed`: the response, with its error.
@@ -327,20 +571,35 @@ struct FailedEvent {
     response: Option<Value>,
 }
 
+/// `error`, as the gateway writes it (a provider's is read as it comes: any JSON).
+#[derive(Debug, Serialize)]
+pub(crate) struct ErrorEvent<'a> {
+    pub(crate) code: Cow<'a, str>,
+    pub(crate) message: Cow<'a, str>,
+    /// The field at fault (`null` when none is).
+    pub(crate) param: Option<Cow<'a, str>>,
+}
+
 // ---------------------------------------------------------------------------------------
 // The codec
+
+/// A temperature as the `f64` the field holds, by its shortest decimal form: `0.7_f32`
+/// goes as `0.7` (as an `f32` writes it), not `0.699999988079071`.
+fn widen(value: f32) -> f64 {
+    value.to_string().parse().unwrap_or(f64::from(value))
+}
 
 pub(crate) fn request_body(request: &ModelRequest, model: &str, stream: bool) -> Value {
     let prompt = request.tool_prompt.as_deref().filter(|p| !p.is_empty()).map(Message::system);
     let options = &request.options;
     let body = ResponsesRequest {
-        model,
-        input: input(prompt.iter().chain(&request.messages)),
-        store: false,
-        include: ["reasoning.encrypted_content"],
-        tools: tool_fields(request, |name| name),
-        max_output_tokens: options.max_tokens,
-        temperature: options.temperature,
+        model: Cow::Borrowed(model),
+        input: Some(Input::Items(input(prompt.iter().chain(&request.messages)))),
+        store: Some(false),
+        include: Some(["reasoning.encrypted_content"]),
+        tools: tool_fields(request, |name| name).unwrap_or_default(),
+        max_output_tokens: options.max_tokens.map(u64::from),
+        temperature: options.temperature.map(widen),
         reasoning: options.thinking.map(|thinking| ReasoningParam {
             effort: match thinking {
                 Thinking::Effort(effort) => Some(effort.as_str()),
@@ -349,12 +608,13 @@ pub(crate) fn request_body(request: &ModelRequest, model: &str, stream: bool) ->
             summary: "auto",
         }),
         stream: stream.then_some(true),
+        ..ResponsesRequest::default()
     };
     body_value(&body)
 }
 
 pub(crate) fn parse_response(body: &Value) -> Result<AssistantTurn, WireError> {
-    let response: ResponseBody = parse_body(body)?;
+    let response: ResponseBody<'_> = parse_body(body)?;
     if let Some(error) = &response.error {
         return Err(provider_error(error));
     }
@@ -362,20 +622,21 @@ pub(crate) fn parse_response(body: &Value) -> Result<AssistantTurn, WireError> {
     let mut turn = AssistantTurn::new();
     for item in output {
         match item {
-            OutputItem::Reasoning { summary, kept } => {
+            OutputItem::Reasoning { id, summary, encrypted_content, extra } => {
+                let kept = ReasoningState { id, encrypted_content, extra };
                 turn.content
                     .push(ContentBlock::Reasoning(Reasoning::new(summary_text(&summary), kept.signature())));
             }
-            OutputItem::Message { content } => {
+            OutputItem::Message { content, .. } => {
                 for part in content.into_iter().flatten() {
                     match part {
-                        MessagePart::OutputText { text } => turn.push_text(&text.unwrap_or_default()),
+                        MessagePart::OutputText { text, .. } => turn.push_text(&text.unwrap_or_default()),
                         MessagePart::Refusal { refusal } => turn.push_text(&refusal.unwrap_or_default()),
                         MessagePart::Other => {}
                     }
                 }
             }
-            OutputItem::FunctionCall { id, call_id, name, arguments } => {
+            OutputItem::FunctionCall { id, call_id, name, arguments, .. } => {
                 let mut call = ToolCall::new(
                     call_id.unwrap_or_default(),
                     name.unwrap_or_default(),
@@ -401,8 +662,8 @@ fn input<'a>(messages: impl IntoIterator<Item = &'a Message>) -> Vec<InputItem<'
     let mut items = Vec::new();
     for message in messages {
         match message.role {
-            Role::System => items.push(InputItem::Message { role: "system", content: message.text() }),
-            Role::User => items.push(InputItem::Message { role: "user", content: message.text() }),
+            Role::System => items.push(InputItem::message("system", message.text())),
+            Role::User => items.push(InputItem::message("user", message.text())),
             Role::Assistant => {
                 for block in &message.content {
                     let item = match block {
@@ -411,42 +672,48 @@ fn input<'a>(messages: impl IntoIterator<Item = &'a Message>) -> Vec<InputItem<'
                             let summary = if reasoning.text.is_empty() {
                                 Vec::new()
                             } else {
-                                vec![SummaryText { text: &reasoning.text }]
+                                vec![ChatTextPart::new("summary_text", reasoning.text.as_str())]
                             };
-                            TypedItem::Reasoning {
-                                id: kept.id,
-                                summary,
-                                encrypted_content: kept.encrypted_content,
+                            InputItem {
+                                id: kept.id.map(Cow::Owned),
+                                summary: Some(summary),
+                                encrypted_content: kept.encrypted_content.map(Cow::Owned),
                                 extra: kept.extra,
+                                ..InputItem::of("reasoning")
                             }
                         }
-                        ContentBlock::Text { text } => {
-                            TypedItem::Message { role: "assistant", content: vec![OutputText { text }] }
-                        }
-                        ContentBlock::ToolCall(call) => TypedItem::FunctionCall {
-                            id: call.signature.as_deref(),
-                            call_id: &call.id,
-                            name: &call.name,
-                            arguments: &call.arguments,
+                        ContentBlock::Text { text } => InputItem {
+                            role: Some(Cow::Borrowed("assistant")),
+                            content: Some(ChatText::Parts(vec![ChatTextPart::new(
+                                "output_text",
+                                text.as_str(),
+                            )])),
+                            ..InputItem::of("message")
+                        },
+                        ContentBlock::ToolCall(call) => InputItem {
+                            id: call.signature.as_deref().map(Cow::Borrowed),
+                            call_id: Some(Cow::Borrowed(&call.id)),
+                            name: Some(Cow::Borrowed(&call.name)),
+                            arguments: Some(Cow::Borrowed(&call.arguments)),
+                            ..InputItem::of("function_call")
                         },
                         ContentBlock::ToolResult(_) => continue,
                     };
-                    items.push(InputItem::Typed(item));
+                    items.push(item);
                 }
             }
             Role::Tool => {
                 let before = items.len();
                 items.extend(message.content.iter().filter_map(|block| match block {
-                    ContentBlock::ToolResult(result) => {
-                        Some(InputItem::Typed(TypedItem::FunctionCallOutput {
-                            call_id: &result.call_id,
-                            output: result_text(result),
-                        }))
-                    }
+                    ContentBlock::ToolResult(result) => Some(InputItem {
+                        call_id: Some(Cow::Borrowed(&result.call_id)),
+                        output: Some(ChatText::Text(Cow::Owned(result_text(result)))),
+                        ..InputItem::of("function_call_output")
+                    }),
                     _ => None,
                 }));
                 if items.len() == before {
-                    items.push(InputItem::Message { role: "user", content: message.text() });
+                    items.push(InputItem::message("user", message.text()));
                 }
             }
         }
@@ -564,7 +831,8 @@ impl TypedDecoder<EventKind> for EventDecoder {
                             deltas.push(TurnDelta::ToolCallEnd { index: number });
                         }
                     }
-                    Some(OutputItem::Reasoning { kept, .. }) => {
+                    Some(OutputItem::Reasoning { id, encrypted_content, extra, .. }) => {
+                        let kept = ReasoningState { id, encrypted_content, extra };
                         if let Some(signature) = kept.signature() {
                             deltas.push(TurnDelta::ReasoningSignature(signature));
                         }
@@ -572,7 +840,7 @@ impl TypedDecoder<EventKind> for EventDecoder {
                     _ => {}
                 }
             }
-            EventKind::Completed => {
+            EventKind::Completed | EventKind::Incomplete => {
                 let completed: CompletedEvent = parse_event(event)?;
                 let response = completed.response;
                 if let Some(reason) =
@@ -592,11 +860,23 @@ impl TypedDecoder<EventKind> for EventDecoder {
                 let data: Value = parse_event_any(event)?;
                 return Ok(Flow::Failed(provider_error(data.get("error").unwrap_or(&data))));
             }
+            // Events of what is read from others: need only be JSON.
+            EventKind::Created
+            | EventKind::InProgress
+            | EventKind::ContentPartAdded
+            | EventKind::ContentPartDone
+            | EventKind::ReasoningDone
+            | EventKind::SummaryPartDone
+            | EventKind::TextDone
+            | EventKind::ArgumentsDone => {
+                parse_event_any::<IgnoredAny>(event)?;
+            }
         }
         Ok(Flow::More)
     }
 }
 
+#[cfg(test)]
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -723,6 +1003,40 @@ mod tests {
         assert_eq!(no_output.to_string(), "unexpected response body: no `output` array");
     }
 
+    /// The input items as this crate has always written them, key order included.
+    #[test]
+    fn input_items_keep_their_shape() {
+        let mut call = ToolCall::new("call_1", "f", "{}");
+        call.signature = Some("fc_1".into());
+        let turn = AssistantTurn::new()
+            .with_reasoning("r", Some(r#"{"id":"rs_1","encrypted_content":"e","status":"completed"}"#.into()))
+            .with_text("Hi")
+            .with_tool_call(call);
+        let result = crate::model::ToolResultBlock {
+            call_id: "call_1".into(),
+            name: "f".into(),
+            content: vec![crate::ContentPart::text("ok")],
+            is_error: false,
+        };
+        let messages = [
+            Message::user("go"),
+            Message::from_turn(turn),
+            Message::with_content(Role::Tool, vec![ContentBlock::ToolResult(result)]),
+        ];
+        let items = Provider::OpenAiResponses.wire_messages(&messages);
+        let items: Vec<String> = items.as_array().unwrap().iter().map(Value::to_string).collect();
+        assert_eq!(
+            items,
+            [
+                r#"{"role":"user","content":"go"}"#,
+                r#"{"type":"reasoning","id":"rs_1","summary":[{"type":"summary_text","text":"r"}],"encrypted_content":"e","status":"completed"}"#,
+                r#"{"type":"message","role":"assistant","content":[{"type":"output_text","text":"Hi"}]}"#,
+                r#"{"type":"function_call","id":"fc_1","call_id":"call_1","name":"f","arguments":"{}"}"#,
+                r#"{"type":"function_call_output","call_id":"call_1","output":"ok"}"#,
+            ]
+        );
+    }
+
     #[test]
     fn request_bodies() {
         let mut request = ModelRequest::new(vec![Message::user("hi")]);
@@ -743,5 +1057,10 @@ mod tests {
                 "stream": true,
             })
         );
+        // A temperature goes as the `f32` was written, though the field is an `f64`.
+        request.options = crate::model::RequestOptions::default().temperature(0.7);
+        let body = Provider::OpenAiResponses.request_body(&request, "m", false);
+        assert_eq!(body["temperature"], json!(0.7));
+        assert_eq!(serde_json::to_string(&body["temperature"]).unwrap(), "0.7");
     }
 }
