@@ -8,7 +8,8 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::Response;
 use std::borrow::Cow;
 
-use serde_json::{Value, json};
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value, json};
 
 use super::reply::{Call, Piece};
 use super::request::{Function, TurnRequest};
@@ -20,8 +21,8 @@ use super::{
 use crate::ContentPart;
 use crate::model::{ContentBlock, Message, Role, ToolCall, ToolChoice, ToolResultBlock};
 use crate::providers::openai_chat::{
-    ChatCallPart, ChatChoice, ChatContent, ChatFinishReason, ChatFunctionPart, ChatMessage, ChatRequest,
-    ChatResponse, ChatTool, FunctionType, ToolChoiceParam,
+    ChatCallPart, ChatChoice, ChatContent, ChatFinishReason, ChatFunctionChoice, ChatFunctionPart,
+    ChatMessage, ChatRequest, ChatResponse, ChatTool, FunctionType, ToolChoiceParam, ToolFields,
 };
 
 /// OpenAI's `tool_choice` forms.
@@ -35,6 +36,31 @@ pub(crate) fn tool_choice(mode: &str) -> Result<ToolChoice, GatewayError> {
             "tool_choice".to_string(),
         )),
     }
+}
+
+/// A request body read as `T`, whose tool fields are `ToolFields<F>` (flattened), or why
+/// it is not one. Flattened fields are read from a buffer, where an error loses its path:
+/// an error that names no field is looked for in `tool_choice` and
+/// `parallel_tool_calls`, each read alone, so that it names the field at fault.
+pub(crate) fn read_request<T: DeserializeOwned, F: DeserializeOwned>(body: &[u8]) -> Result<T, GatewayError> {
+    json_body::<T>(body).map_err(|error| match error {
+        GatewayError::BadRequest { message, param: None } => {
+            GatewayError::BadRequest { message, param: tool_field_at_fault::<F>(body) }
+        }
+        other => other,
+    })
+}
+
+/// The tool field of `body` that `ToolFields<F>` cannot read, if one cannot (`tools` is
+/// any JSON, read later).
+fn tool_field_at_fault<F: DeserializeOwned>(body: &[u8]) -> Option<String> {
+    let fields: Map<String, Value> = serde_json::from_slice(body).ok()?;
+    ["tool_choice", "parallel_tool_calls"].into_iter().find_map(|key| {
+        let alone = Map::from_iter([(key.to_string(), fields.get(key)?.clone())]);
+        let error =
+            serde_path_to_error::deserialize::<_, ToolFields<'static, F>>(Value::Object(alone)).err()?;
+        Some(error.path().to_string())
+    })
 }
 
 /// Why a tool choice of `type` `kind` (not a named function) is refused: a `function`
@@ -139,7 +165,8 @@ pub(crate) async fn handle(
 
 impl Front for Frames {
     fn read(body: &[u8]) -> Result<(TurnRequest, Self), GatewayError> {
-        let (turn, include_usage) = into_turn(json_body::<ChatRequest<'static>>(body)?)?;
+        let (turn, include_usage) =
+            into_turn(read_request::<ChatRequest<'static>, ChatFunctionChoice<'static>>(body)?)?;
         let frames = Frames::new(turn.model.clone(), include_usage);
         Ok((turn, frames))
     }
@@ -452,5 +479,14 @@ mod tests {
         assert_eq!(error.status(), 400);
         assert!(error.to_string().contains("`allowed_tools` is not a tool choice"), "{error}");
         assert!(error.to_string().contains("(`tool_choice`)"), "{error}");
+
+        // A malformed tool field, read flattened, is named.
+        for (field, value) in [("tool_choice", json!(5)), ("parallel_tool_calls", json!("yes"))] {
+            let mut body = json!({"messages": [{"role": "user", "content": "Hi"}]});
+            body[field] = value;
+            let error = <Frames as Front>::read(body.to_string().as_bytes()).err().expect("refused");
+            assert_eq!(error.status(), 400);
+            assert!(error.to_string().contains(&format!("(`{field}`)")), "{error}");
+        }
     }
 }

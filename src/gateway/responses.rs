@@ -21,11 +21,11 @@ use axum::response::Response;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use super::chat::{tool_choice, typed_choice};
+use super::chat::{read_request, tool_choice, typed_choice};
 use super::reply::{Call, Finish, Piece};
 use super::request::{Function, TurnRequest};
 use super::upstream::{End, Item};
-use super::{Front, GatewayError, Reply, json_body, now_seconds, openai_error, sse};
+use super::{Front, GatewayError, Reply, now_seconds, openai_error, sse};
 use crate::ContentPart;
 use crate::model::{ContentBlock, Message, Role, ToolCall, ToolChoice, ToolResultBlock};
 use crate::providers::openai_chat::{FunctionName, FunctionType, ToolChoiceParam};
@@ -221,7 +221,8 @@ fn read_item(item: InputItem<'_>, index: usize, out: &mut Vec<Message>) -> Resul
 
 impl Front for Frames {
     fn read(body: &[u8]) -> Result<(TurnRequest, Self), GatewayError> {
-        let (turn, repeats) = into_turn(json_body::<ResponsesRequest<'static>>(body)?)?;
+        let (turn, repeats) =
+            into_turn(read_request::<ResponsesRequest<'static>, FunctionName<'static>>(body)?)?;
         let frames = Frames::new(turn.model.clone(), repeats);
         Ok((turn, frames))
     }
@@ -621,7 +622,8 @@ mod tests {
 
     /// A request read: the turn, and what its responses repeat.
     fn read(body: Value) -> Result<(TurnRequest, ResponseBody<'static>), GatewayError> {
-        json_body::<ResponsesRequest<'static>>(body.to_string().as_bytes()).and_then(into_turn)
+        read_request::<ResponsesRequest<'static>, FunctionName<'static>>(body.to_string().as_bytes())
+            .and_then(into_turn)
     }
 
     /// A request read, what its responses repeat as JSON.
@@ -808,7 +810,14 @@ mod tests {
         assert_eq!(bad_param(&error), Some("input[0].content"));
         let error = turn(json!({"input": 3})).unwrap_err();
         assert_eq!(bad_param(&error), Some("input"));
-        assert_eq!(json_body::<ResponsesRequest<'static>>(b"{\"input\": ").unwrap_err().status(), 400);
+        // Tool fields are read flattened; a malformed one is still named.
+        let error = turn(json!({"input": "x", "tool_choice": 5})).unwrap_err();
+        assert_eq!(bad_param(&error), Some("tool_choice"));
+        let error = turn(json!({"input": "x", "parallel_tool_calls": "yes"})).unwrap_err();
+        assert_eq!(bad_param(&error), Some("parallel_tool_calls"));
+        assert_eq!(read(json!({"input": [1]})).unwrap_err().status(), 400);
+        let broken = read_request::<ResponsesRequest<'static>, FunctionName<'static>>(b"{\"input\": ");
+        assert_eq!(broken.unwrap_err().status(), 400);
     }
 
     fn echo() -> ResponseBody<'static> {
