@@ -388,6 +388,7 @@ pub(crate) enum MessagePart {
 
 impl MessagePart {
     /// An `output_text` part.
+    #[cfg_attr(not(feature = "gateway"), allow(dead_code, reason = "the gateway writes parts"))]
     pub(crate) fn output_text(text: impl Into<String>) -> Self {
         MessagePart::OutputText { text: Some(text.into()), annotations: Vec::new(), logprobs: Vec::new() }
     }
@@ -406,6 +407,7 @@ pub(crate) struct SummaryPart {
 
 impl SummaryPart {
     /// A `summary_text` part.
+    #[cfg_attr(not(feature = "gateway"), allow(dead_code, reason = "the gateway writes parts"))]
     pub(crate) fn summary_text(text: impl Into<String>) -> Self {
         SummaryPart { kind: Some("summary_text"), text: Some(text.into()) }
     }
@@ -493,6 +495,7 @@ pub(crate) enum EventKind {
 }
 
 /// An event as the gateway writes it: its type, its place in the stream, its payload.
+#[cfg_attr(not(feature = "gateway"), allow(dead_code, reason = "the gateway writes events"))]
 #[derive(Debug, Serialize)]
 pub(crate) struct Event<T> {
     #[serde(rename = "type")]
@@ -546,6 +549,7 @@ pub(crate) struct DeltaEvent<'a> {
 }
 
 /// The part a `*_part.added`/`*_part.done` event carries.
+#[cfg_attr(not(feature = "gateway"), allow(dead_code, reason = "the gateway writes parts"))]
 #[derive(Debug, Serialize)]
 #[serde(untagged)]
 pub(crate) enum Part {
@@ -572,6 +576,7 @@ struct FailedEvent {
 }
 
 /// `error`, as the gateway writes it (a provider's is read as it comes: any JSON).
+#[cfg_attr(not(feature = "gateway"), allow(dead_code, reason = "the gateway writes events"))]
 #[derive(Debug, Serialize)]
 pub(crate) struct ErrorEvent<'a> {
     pub(crate) code: Cow<'a, str>,
