@@ -37,8 +37,8 @@
 use std::hint::black_box;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use tool_calling::protocol::{StreamParser, ToolCallingProtocol};
 use tool_calling::protocol::textfmt::{AutoProtocol, TextFormat, TextFormatProtocol};
+use tool_calling::protocol::{StreamParser, ToolCallingProtocol};
 use tool_parser::parsers::{QwenXmlParser, SarashinaParser};
 use tool_parser::{
     CohereParser, DeepSeek31Parser, DeepSeekDsmlParser, DeepSeekParser, Gemma4Parser, Glm4MoeParser,

@@ -9,7 +9,7 @@ use axum::response::Response;
 use std::borrow::Cow;
 
 use serde::de::DeserializeOwned;
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 use super::reply::{Call, Piece};
 use super::request::{Function, TurnRequest};
@@ -263,7 +263,7 @@ impl Frames {
                 true
             }
             Item::Failed(error) => {
-                out.push_str(&sse(None, &json!({"error": error.openai()})));
+                out.push_str(&sse(None, &error.openai()));
                 true
             }
             Item::Ready { .. } => false,
@@ -344,7 +344,7 @@ async fn pass_through(shared: &Shared, auth: Option<String>, body: Bytes) -> Res
             Err(_) => GatewayError::Timeout { seconds: limit.as_secs_f64() },
         };
         // The stream ends with an error event (dropping the response cancels it).
-        let text = sse(None, &json!({"error": error.openai()}));
+        let text = sse(None, &error.openai());
         Some((Ok(Bytes::from(text)), (None, read)))
     });
     let mut out = Response::new(Body::from_stream(chunks));
@@ -357,6 +357,8 @@ async fn pass_through(shared: &Shared, auth: Option<String>, body: Bytes) -> Res
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
     use crate::gateway::reply::Finish;
     use crate::model::{AssistantTurn, FinishReason, TurnDelta};

@@ -1,9 +1,10 @@
 //! What can go wrong in a gateway request, and how each front writes it.
 
 use axum::http::StatusCode;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::providers::anthropic::{ApiError, ErrorPayload};
+use crate::providers::openai_chat::{ChatError, ChatErrorObject};
 
 /// Why the gateway could not answer a request.
 ///
@@ -104,13 +105,15 @@ impl GatewayError {
         StatusCode::from_u16(self.status()).unwrap_or(StatusCode::BAD_GATEWAY)
     }
 
-    /// OpenAI's error object (the body is `{"error": this}`).
-    pub(crate) fn openai(&self) -> Value {
+    /// OpenAI's error body.
+    pub(crate) fn openai(&self) -> ChatError<'_> {
         let param = match self {
-            GatewayError::BadRequest { param, .. } => param.clone(),
+            GatewayError::BadRequest { param, .. } => param.as_deref(),
             _ => None,
         };
-        json!({"message": self.to_string(), "type": self.kind(), "param": param, "code": self.kind()})
+        let error =
+            ChatErrorObject { message: self.to_string(), kind: self.kind(), param, code: self.kind() };
+        ChatError { error }
     }
 
     /// Anthropic's error body.
@@ -138,7 +141,7 @@ mod tests {
         let bad = GatewayError::bad("`messages` is missing", Some("messages".to_string()));
         assert_eq!(bad.status(), 400);
         assert_eq!(bad.to_string(), "invalid request (`messages`): `messages` is missing");
-        assert_eq!(bad.openai()["param"], "messages");
+        assert_eq!(serde_json::to_value(bad.openai()).unwrap()["error"]["param"], "messages");
         assert_eq!(bad.anthropic()["error"]["type"], "invalid_request_error");
         let limited = GatewayError::Upstream { status: 429, message: "slow down".into() };
         assert_eq!(limited.status(), 429);
@@ -146,7 +149,8 @@ mod tests {
         let odd = GatewayError::Upstream { status: 302, message: "moved".into() };
         assert_eq!(odd.status(), 502, "a status that is no error is the upstream's fault");
         assert_eq!(GatewayError::Unreachable { reason: "refused".into() }.status(), 502);
-        assert_eq!(GatewayError::Stream { reason: "cut".into() }.openai()["type"], "upstream_stream_error");
+        let stream = GatewayError::Stream { reason: "cut".into() };
+        assert_eq!(serde_json::to_value(stream.openai()).unwrap()["error"]["type"], "upstream_stream_error");
         assert_eq!(GatewayError::Timeout { seconds: 1.5 }.anthropic()["error"]["type"], "timeout_error");
     }
 }

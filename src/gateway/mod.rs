@@ -461,7 +461,7 @@ fn upstream_auth(shared: &Shared, headers: &HeaderMap) -> Option<String> {
 
 /// An error as OpenAI's APIs answer it.
 fn openai_error(error: &GatewayError) -> Response {
-    (error.http_status(), axum::Json(json!({"error": error.openai()}))).into_response()
+    (error.http_status(), axum::Json(error.openai())).into_response()
 }
 
 /// The request's body, or why it was not read: longer than `limit` (the router's body

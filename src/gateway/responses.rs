@@ -785,7 +785,7 @@ mod tests {
         assert_eq!(bad_param(&error), Some("previous_response_id"));
         assert!(error.to_string().contains("keeps no state"), "{error}");
         assert!(error.to_string().contains("`input`"), "{error}");
-        assert_eq!(error.openai()["type"], "invalid_request_error");
+        assert_eq!(serde_json::to_value(error.openai()).unwrap()["error"]["type"], "invalid_request_error");
 
         let error = turn(json!({"input": "x", "conversation": "conv_1"})).unwrap_err();
         assert_eq!(bad_param(&error), Some("conversation"));

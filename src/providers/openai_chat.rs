@@ -354,6 +354,24 @@ impl ChatFinishReason {
     }
 }
 
+/// An error body, `{"error": {message, type, param, code}}`, as the gateway answers a
+/// client (a provider's error is read by [`provider_error`], whatever its shape).
+#[cfg(feature = "gateway")]
+#[derive(Debug, Serialize)]
+pub(crate) struct ChatError<'a> {
+    pub(crate) error: ChatErrorObject<'a>,
+}
+
+#[cfg(feature = "gateway")]
+#[derive(Debug, Serialize)]
+pub(crate) struct ChatErrorObject<'a> {
+    pub(crate) message: String,
+    #[serde(rename = "type")]
+    pub(crate) kind: &'a str,
+    pub(crate) param: Option<&'a str>,
+    pub(crate) code: &'a str,
+}
+
 // ---------------------------------------------------------------------------------------
 // The codec
 
