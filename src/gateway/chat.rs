@@ -12,14 +12,13 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
 use super::reply::{Call, Piece};
-use super::request::{Function, TurnRequest};
+use super::request::{Function, TurnRequest, result_message};
 use super::upstream::{End, Item};
 use super::{
     Front, GatewayError, Mode, Reply, RequestBody, Shared, json_body, now_seconds, openai_error,
     request_bytes, serve, sse, upstream_auth,
 };
-use crate::ContentPart;
-use crate::model::{ContentBlock, Message, Role, ToolCall, ToolChoice, ToolResultBlock};
+use crate::model::{ContentBlock, Message, ToolCall, ToolChoice};
 use crate::providers::openai_chat::{
     ChatCallPart, ChatChoice, ChatContent, ChatFinishReason, ChatFunctionChoice, ChatFunctionPart,
     ChatMessage, ChatRequest, ChatResponse, ChatTool, FunctionType, ToolChoiceParam, ToolFields,
@@ -95,15 +94,9 @@ fn into_turn(request: ChatRequest<'_>) -> Result<(TurnRequest, bool), GatewayErr
                     message.with_block(ContentBlock::ToolCall(call))
                 })
             }
-            ChatMessage::Tool { tool_call_id, content } => Message::with_content(
-                Role::Tool,
-                vec![ContentBlock::ToolResult(ToolResultBlock {
-                    call_id: tool_call_id.into_owned(),
-                    name: String::new(),
-                    content: vec![ContentPart::text(content.text())],
-                    is_error: false,
-                })],
-            ),
+            ChatMessage::Tool { tool_call_id, content } => {
+                result_message(tool_call_id.into_owned(), content.text().into_owned(), false)
+            }
         });
     }
     let tool_choice = match request.tools.tool_choice {

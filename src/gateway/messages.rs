@@ -15,11 +15,10 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{Map, Value};
 
 use super::reply::{Call, Finish, Piece};
-use super::request::{Function, TurnRequest};
+use super::request::{Function, TurnRequest, result_message};
 use super::upstream::{End, Item};
 use super::{Front, GatewayError, Reply, json_body, sse};
-use crate::ContentPart;
-use crate::model::{ContentBlock, Message, Role, ToolCall, ToolChoice, ToolResultBlock};
+use crate::model::{ContentBlock, Message, ToolCall, ToolChoice};
 use crate::providers::anthropic::{
     BlockDelta, BlockDeltaEvent, BlockParam, BlockStart, BlockStop, BodyType, Content, DeltaType, Event,
     MessageBody, MessageDelta, MessageDeltaEvent, MessageRole, MessagesRequest, ResponseBlock, StopReason,
@@ -142,15 +141,7 @@ fn user_messages(
             BlockParam::Text { text } => texts.push(text),
             BlockParam::ToolResult { tool_use_id, content, is_error } => {
                 let text = content.as_ref().map(|c| c.text("\n").into_owned()).unwrap_or_default();
-                out.push(Message::with_content(
-                    Role::Tool,
-                    vec![ContentBlock::ToolResult(ToolResultBlock {
-                        call_id: tool_use_id.into_owned(),
-                        name: String::new(),
-                        content: vec![ContentPart::text(text)],
-                        is_error: is_error.unwrap_or(false),
-                    })],
-                ));
+                out.push(result_message(tool_use_id.into_owned(), text, is_error.unwrap_or(false)));
                 results += 1;
             }
             BlockParam::ToolUse { .. } => {
@@ -466,6 +457,8 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::ContentPart;
+    use crate::model::{Role, ToolResultBlock};
 
     /// The route `POST /v1/messages`.
     async fn handle(

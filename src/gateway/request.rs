@@ -7,10 +7,10 @@ use std::collections::{HashMap, HashSet};
 use serde_json::{Map, Value};
 
 use super::GatewayError;
-use crate::model::{AssistantTurn, ContentBlock, Message, Role, ToolChoice};
+use crate::model::{AssistantTurn, ContentBlock, Message, Role, ToolChoice, ToolResultBlock};
 use crate::protocol::ToolCallingProtocol;
 use crate::tools::{ArgumentValidator, MethodDefinition, ToolCatalog, ToolDefinition};
-use crate::{ErrorKind, ToolExecutionResult};
+use crate::{ContentPart, ErrorKind, ToolExecutionResult};
 
 /// A function the client offers (OpenAI's `tools[].function`, Anthropic's `tools[]`).
 #[derive(Debug, Clone, PartialEq)]
@@ -53,6 +53,15 @@ pub(crate) struct Offer {
     /// Each offered function's arguments validator (none for a schema that does not
     /// compile: its calls are handed on as coerced).
     pub validators: HashMap<String, ArgumentValidator>,
+}
+
+/// A result the client sends for the call `call_id`, as [`TurnRequest::messages`] holds
+/// it: a [`Role::Tool`] message of one result block (the name is the call's, found by
+/// its id when the conversation is written).
+pub(crate) fn result_message(call_id: String, text: String, is_error: bool) -> Message {
+    let block =
+        ToolResultBlock { call_id, name: String::new(), content: vec![ContentPart::text(text)], is_error };
+    Message::with_content(Role::Tool, vec![ContentBlock::ToolResult(block)])
 }
 
 impl TurnRequest {

@@ -23,11 +23,10 @@ use serde_json::{Map, Value};
 
 use super::chat::{read_request, tool_choice, typed_choice};
 use super::reply::{Call, Finish, Piece};
-use super::request::{Function, TurnRequest};
+use super::request::{Function, TurnRequest, result_message};
 use super::upstream::{End, Item};
 use super::{Front, GatewayError, Reply, now_seconds, openai_error, sse};
-use crate::ContentPart;
-use crate::model::{ContentBlock, Message, Role, ToolCall, ToolChoice, ToolResultBlock};
+use crate::model::{ContentBlock, Message, Role, ToolCall, ToolChoice};
 use crate::providers::openai_chat::{FunctionName, FunctionType, ToolChoiceParam};
 use crate::providers::openai_responses::{
     CompletedEvent, DeltaEvent, ErrorEvent, Event, EventKind, IncompleteDetails, Input, InputItem,
@@ -192,15 +191,7 @@ fn read_item(item: InputItem<'_>, index: usize, out: &mut Vec<Message>) -> Resul
                 GatewayError::bad("a `function_call_output` item has no `call_id`", param("call_id"))
             })?;
             let text = item.output.map(|o| o.text().into_owned()).unwrap_or_default();
-            out.push(Message::with_content(
-                Role::Tool,
-                vec![ContentBlock::ToolResult(ToolResultBlock {
-                    call_id: call_id.into_owned(),
-                    name: String::new(),
-                    content: vec![ContentPart::text(text)],
-                    is_error: false,
-                })],
-            ));
+            out.push(result_message(call_id.into_owned(), text, false));
         }
         // The model's reasoning of an earlier turn: not sent upstream.
         "reasoning" => {}
@@ -616,7 +607,8 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::model::{AssistantTurn, FinishReason, TurnDelta};
+    use crate::ContentPart;
+    use crate::model::{AssistantTurn, FinishReason, Role, ToolResultBlock, TurnDelta};
     use crate::providers::testing::decode;
     use crate::providers::{Provider, WireFormat};
 
